@@ -1,0 +1,4 @@
+import type { Command } from 'commander';
+
+// PLACEHOLDER: replaced by the owner of this command.
+export function registerReport(_program: Command): void {}

@@ -1,0 +1,57 @@
+import type { LaunchHooks, RunningServer, ServerSpec } from '../launch/types.js';
+import type { BenchOptions, BenchResult } from '../load/types.js';
+
+export interface CommandResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Where servers run. The experiment runner talks only to this interface, so a variant runs the same way
+ * on this machine or on an SSH host. (Slurm dispatches whole server configs instead: see exec/slurm.)
+ */
+export interface Executor {
+  readonly kind: 'local' | 'ssh';
+  /** Human label for the host, e.g. "local" or "gpu-box-1". */
+  readonly hostLabel: string;
+  /** Start a server on the host and wait until it is ready; its baseUrl is reachable from where the load client runs. */
+  launch(spec: ServerSpec, hooks: LaunchHooks): Promise<RunningServer>;
+  /** Run the load client where the experiment says (locally, or on the host so network latency is not measured). */
+  bench(options: BenchOptions): Promise<BenchResult>;
+  /** Run a short command on the host (fingerprinting: hostname, nvidia-smi, pip show...). Never throws on non-zero exit. */
+  run(argv: string[], timeoutMs?: number): Promise<CommandResult>;
+  /** Stop everything this executor started and release connections. */
+  close(): Promise<void>;
+}
+
+/** `executor:` section of an experiment file. */
+export type ExecutorConfig =
+  | { kind: 'local' }
+  | {
+      kind: 'ssh';
+      /** Anything `ssh` accepts: an alias from ~/.ssh/config, user@host. */
+      host: string;
+      port?: number;
+      identityFile?: string;
+      /** Extra `-o` options, e.g. ["StrictHostKeyChecking=accept-new"]. */
+      sshOptions?: string[];
+      /** Command that runs servelab on the host (default: "servelab"). */
+      remoteServelab?: string;
+      /** Directory on the host for logs and state (default: ~/.servelab/remote). */
+      remoteDir?: string;
+      /** Where the load client runs. */
+      client: 'local' | 'remote';
+    }
+  | {
+      kind: 'slurm';
+      partition?: string;
+      gpusPerJob?: number;
+      timeLimit?: string;
+      /** Extra #SBATCH lines, e.g. ["--account=foo"]. */
+      sbatchArgs?: string[];
+      /** Times a failed or cancelled job is resubmitted. */
+      retries: number;
+      /** Command that runs servelab on the nodes (default: this servelab). */
+      remoteServelab?: string;
+    };

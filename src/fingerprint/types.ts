@@ -1,0 +1,38 @@
+/** Everything about a trial's environment that can change its numbers. Flattened with `flattenFingerprint` for diffs. */
+export interface Fingerprint {
+  servelabVersion: string;
+  servelabGitSha?: string;
+  /** "local" or the SSH host / Slurm node the server ran on. */
+  executor: string;
+  host: {
+    hostname: string;
+    os: string;
+    kernel: string;
+    cpuModel: string;
+    cpus: number;
+    memoryGiB: number;
+  };
+  gpus: Array<{
+    index: number;
+    name: string;
+    driver: string;
+    memoryMiB: number;
+    smClockMHz?: number;
+    maxSmClockMHz?: number;
+    powerLimitW?: number;
+  }>;
+  /** The exact argv of the server. */
+  command: string[];
+  /** Server environment variables matching the capture patterns, secrets redacted. */
+  env: Record<string, string>;
+  /** Versions of server packages that could be discovered (vllm, sglang, torch, ...). */
+  packages: Record<string, string>;
+  model?: string;
+}
+
+export interface FingerprintChange {
+  /** Flattened key, e.g. "env.NCCL_PROTO" or "gpus.0.driver". */
+  key: string;
+  before?: string;
+  after?: string;
+}

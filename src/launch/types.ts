@@ -1,0 +1,50 @@
+import type { ServerProfile } from '../profiles/types.js';
+import type { ReadyProgress, ReadyResult } from '../ready/types.js';
+
+/** A server to start: argv plus the environment it must run with. `{port}` in argv is replaced by the chosen port. */
+export interface ServerSpec {
+  command: string[];
+  /** Variables set for the server on top of the inherited environment. */
+  env: Record<string, string>;
+  /** Variables removed from the inherited environment (a variant can *unset* a tuning variable). */
+  unsetEnv?: string[];
+  cwd?: string;
+  profile: ServerProfile;
+  host?: string;
+  /** Fixed port; when absent a free one is picked and substituted for `{port}`. */
+  port?: number;
+  /** Where the server's stdout+stderr are teed. */
+  logPath: string;
+  /** Readiness gate. */
+  readyTimeoutMs: number;
+  verifyServing?: boolean;
+  /** Model name for the generation check; default: first model listed by /v1/models. */
+  model?: string;
+}
+
+export interface ExitInfo {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/** A server that passed its readiness gate. */
+export interface RunningServer {
+  baseUrl: string;
+  pid: number;
+  logPath: string;
+  /** The argv and full environment the process was actually started with. */
+  command: string[];
+  env: Record<string, string>;
+  ready: ReadyResult;
+  /** Resolves when the process exits (for any reason). */
+  exited: Promise<ExitInfo>;
+  /** Last lines of the server log. */
+  logTail(lines: number): Promise<string[]>;
+  /** SIGTERM the process group, SIGKILL after a grace period; resolves when every process of the group is gone. */
+  stop(): Promise<void>;
+}
+
+export interface LaunchHooks {
+  onProgress?: (progress: ReadyProgress) => void;
+  signal?: AbortSignal;
+}

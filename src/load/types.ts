@@ -1,0 +1,132 @@
+import type { BackendKind } from '../profiles/types.js';
+
+/** Integer length distribution for synthetic prompts/outputs. */
+export type LengthDistribution =
+  | { kind: 'fixed'; value: number }
+  | { kind: 'uniform'; min: number; max: number }
+  | { kind: 'normal'; mean: number; stddev: number; min?: number; max?: number };
+
+export type PromptSource =
+  | { kind: 'synthetic'; inputTokens: LengthDistribution; outputTokens: LengthDistribution; seed: number }
+  | { kind: 'sharegpt'; path: string; seed: number; maxOutputTokens?: number }
+  | { kind: 'jsonl'; path: string; maxOutputTokens?: number };
+
+export type Workload =
+  /** One request at a time: the "tok/s" an engineer quotes. */
+  | { kind: 'single-stream'; requests: number }
+  | { kind: 'concurrency'; concurrency: number; requests: number }
+  | { kind: 'rate'; requestsPerSecond: number; arrival: 'poisson' | 'constant'; maxInFlight: number; requests: number }
+  | { kind: 'sweep'; concurrencies: number[]; requestsPerLevel: number };
+
+export interface Slo {
+  ttftMs?: number;
+  tpotMs?: number;
+  e2eMs?: number;
+}
+
+export interface BenchOptions {
+  baseUrl: string;
+  backend: BackendKind;
+  model?: string;
+  workload: Workload;
+  prompts: PromptSource;
+  warmupRequests: number;
+  /** Ask the server to ignore EOS so output lengths are exactly the requested ones. */
+  ignoreEos: boolean;
+  /** A request that has produced nothing for this long is failed as a stall. */
+  requestTimeoutMs: number;
+  slo?: Slo;
+  /** Local tokenizer.json (HF format) used to count tokens when the server reports no usage. */
+  tokenizerPath?: string;
+  /** Prometheus/props endpoint scraping for speculative-decoding stats; 'auto' picks by backend. */
+  specMetrics: 'auto' | 'none';
+  signal?: AbortSignal;
+  onProgress?: (progress: BenchProgress) => void;
+}
+
+export interface BenchProgress {
+  levelLabel: string;
+  completed: number;
+  total: number;
+  failed: number;
+  outputTokensPerSecond: number;
+  elapsedMs: number;
+}
+
+export type TokenCountMethod = 'server-usage' | 'tokenizer' | 'stream-chunks';
+
+export type RequestErrorKind = 'http-4xx' | 'http-5xx' | 'connection' | 'timeout' | 'malformed-stream' | 'aborted';
+
+/** One measured request. Times are milliseconds relative to the request's send time. */
+export interface RequestSample {
+  index: number;
+  /** Wall-clock send time, ms since epoch. */
+  sentAtMs: number;
+  inputTokens: number;
+  outputTokens: number;
+  ttftMs?: number;
+  /** Gaps between successive token-bearing chunks. */
+  itlMs: number[];
+  /** (e2e - ttft) / (outputTokens - 1). */
+  tpotMs?: number;
+  e2eMs?: number;
+  error?: { kind: RequestErrorKind; message: string };
+}
+
+export interface Summary {
+  mean: number;
+  median: number;
+  p90: number;
+  p95: number;
+  p99: number;
+  min: number;
+  max: number;
+  count: number;
+}
+
+export interface SpecDecodeStats {
+  source: string;
+  /** Accepted draft tokens / proposed draft tokens. */
+  acceptanceRate?: number;
+  /** Mean tokens produced per verification step (accepted + 1 bonus), as SGLang reports `spec_accept_length`. */
+  meanAcceptedLength?: number;
+  draftTokens?: number;
+  acceptedTokens?: number;
+}
+
+export interface LevelResult {
+  /** e.g. "c=8", "single-stream", "rate=4/s". */
+  label: string;
+  concurrency?: number;
+  /** Offered arrival rate of a rate workload. */
+  targetRequestsPerSecond?: number;
+  durationS: number;
+  completed: number;
+  failed: number;
+  errorsByKind: Partial<Record<RequestErrorKind, number>>;
+  ttftMs: Summary;
+  itlMs: Summary;
+  tpotMs: Summary;
+  e2eMs: Summary;
+  /** Output tokens/s seen by one stream (mean over requests of outputTokens / e2e). */
+  outputTokensPerSecondPerStream: Summary;
+  outputTokensPerSecond: number;
+  totalTokensPerSecond: number;
+  requestsPerSecond: number;
+  /** Fraction of requests meeting every SLO, and those requests per second. */
+  goodput?: { fraction: number; requestsPerSecond: number };
+  spec?: SpecDecodeStats;
+  samples: RequestSample[];
+}
+
+export interface BenchResult {
+  schemaVersion: 1;
+  startedAt: string;
+  baseUrl: string;
+  backend: BackendKind;
+  model?: string;
+  tokenCountMethod: TokenCountMethod;
+  /** True when Ctrl-C or an abort ended the run early; the levels hold what was measured. */
+  interrupted: boolean;
+  levels: LevelResult[];
+}

@@ -1,0 +1,30 @@
+/** What servelab knows about one kind of inference server: where to ask if it is up and how to read its log. */
+export interface LogPattern {
+  /** Short label shown to the user, e.g. "loading weights" or "CUDA out of memory". */
+  name: string;
+  pattern: RegExp;
+}
+
+export interface FatalPattern extends LogPattern {
+  /** Next step to print when this pattern ends a launch. */
+  hint: string;
+}
+
+export type BackendKind = 'openai-completions' | 'openai-chat' | 'sglang' | 'tgi' | 'llamacpp';
+
+export interface ServerProfile {
+  name: string;
+  /** Path polled for liveness; a 200 with no JSON `status`, or JSON status "ok"/"healthy"/"ready", counts as healthy. */
+  healthPath: string;
+  /** OpenAI-compatible servers get a /v1/models + tiny-generation check before being called ready. */
+  openaiCompatible: boolean;
+  modelsPath: string;
+  /** Prometheus endpoint, if the server has one (used for speculative-decoding counters). */
+  metricsPath?: string;
+  /** Backend that `servelab bench` uses by default against this server. */
+  defaultBackend: BackendKind;
+  /** Log lines that mark startup phases, in the order they normally appear. */
+  phasePatterns: LogPattern[];
+  /** Log lines that mean the server will never become ready. */
+  fatalPatterns: FatalPattern[];
+}

@@ -1,0 +1,29 @@
+/** Where a readiness wait stands; emitted on every change and periodically while waiting. */
+export interface ReadyProgress {
+  elapsedMs: number;
+  /** Current phase: a log phase ("loading weights"), or a probe phase ("waiting for /health", "checking generation"). */
+  phase: string;
+  /** Time-to-ready recorded for the last startup of the same config, when known. */
+  previousReadyMs?: number;
+  detail?: string;
+}
+
+export interface PhaseTiming {
+  phase: string;
+  /** Milliseconds from launch (or wait start) to the first time this phase was seen. */
+  startMs: number;
+  durationMs: number;
+}
+
+export interface ReadyResult {
+  baseUrl: string;
+  elapsedMs: number;
+  /** Model name confirmed by /v1/models (or given), when the serving check ran. */
+  model?: string;
+  phases: PhaseTiming[];
+  /** Which checks passed: health, models, generation. */
+  checks: string[];
+}
+
+/** Why a wait ended without a ready server. */
+export type NotReadyKind = 'timeout' | 'process-exited' | 'fatal-log' | 'unreachable' | 'bad-response' | 'aborted';

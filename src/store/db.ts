@@ -1,0 +1,49 @@
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { UserError, messageOf } from '../util/errors.js';
+import { migrations } from './migrations.js';
+
+export type Db = Database.Database;
+
+/** `--store`, else $SERVELAB_STORE, else ~/.servelab/servelab.db. */
+export function defaultStorePath(explicit?: string): string {
+  return resolve(explicit ?? process.env.SERVELAB_STORE ?? join(homedir(), '.servelab', 'servelab.db'));
+}
+
+/** Open (creating if needed) and migrate the store. WAL + busy timeout let a runner, `servelab ui` and Slurm jobs share it. */
+export function openStore(path: string, options: { readonly?: boolean } = {}): Db {
+  let db: Db;
+  try {
+    if (!options.readonly) mkdirSync(dirname(path), { recursive: true });
+    db = new Database(path, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
+  } catch (error) {
+    throw new UserError(`cannot open store ${path}: ${messageOf(error)}`, 'check the path and its permissions, or pass --store PATH');
+  }
+  db.pragma('busy_timeout = 10000');
+  if (!options.readonly) {
+    db.pragma('journal_mode = WAL');
+    db.pragma('foreign_keys = ON');
+    migrate(db, path);
+  }
+  return db;
+}
+
+function migrate(db: Db, path: string): void {
+  const current = db.pragma('user_version', { simple: true }) as number;
+  const latest = migrations.at(-1)?.version ?? 0;
+  if (current > latest) {
+    throw new UserError(`store ${path} has schema version ${current}, newer than this servelab understands (${latest})`, 'upgrade servelab, or use another --store');
+  }
+  for (const migration of migrations) {
+    if (migration.version <= current) continue;
+    // IMMEDIATE takes the write lock first, so two processes opening a fresh store cannot both migrate it.
+    db.transaction(() => {
+      const seen = db.pragma('user_version', { simple: true }) as number;
+      if (seen >= migration.version) return;
+      db.exec(migration.sql);
+      db.pragma(`user_version = ${migration.version}`);
+    }).immediate();
+  }
+}

@@ -1,0 +1,77 @@
+import type { Fingerprint } from '../fingerprint/types.js';
+import type { PhaseTiming } from '../ready/types.js';
+
+/** The figures of one trial that verdicts, drift alarms and reports use. */
+export interface TrialMetrics {
+  outputTokensPerSecond: number;
+  requestsPerSecond: number;
+  /** Median single-stream decode speed (output tok/s per request). */
+  perStreamTokensPerSecond: number;
+  ttftMedianMs: number;
+  ttftP99Ms: number;
+  tpotMedianMs: number;
+  itlP99Ms: number;
+  e2eMedianMs: number;
+  completed: number;
+  failed: number;
+  acceptanceRate?: number;
+  meanAcceptedLength?: number;
+}
+
+export type RunStatus = 'running' | 'done' | 'failed' | 'interrupted' | 'drift';
+
+export interface ExperimentRecord {
+  id: number;
+  name: string;
+  filePath: string;
+  createdAt: string;
+}
+
+export interface RunRecord {
+  id: number;
+  experimentId: number;
+  experimentName: string;
+  startedAt: string;
+  finishedAt?: string;
+  status: RunStatus;
+  /** Why the run stopped, when it did not finish. */
+  message?: string;
+  servelabVersion: string;
+  gitSha?: string;
+}
+
+export interface TrialRecord {
+  id: number;
+  runId: number;
+  variant: string;
+  /** Identifies the server configuration (command + env); trials sharing it reuse one server. */
+  serverKey: string;
+  /** Workload level label, e.g. "c=8". */
+  workload: string;
+  concurrency?: number;
+  /** Sweep-grid parameter values of this trial's variant, e.g. {steps: 3, draft_tokens: 4}. */
+  params: Record<string, string | number>;
+  block: number;
+  repetition: number;
+  startedAt: string;
+  finishedAt: string;
+  metrics: TrialMetrics;
+  fingerprintId: number;
+}
+
+export interface FingerprintRecord {
+  id: number;
+  hash: string;
+  fingerprint: Fingerprint;
+}
+
+/** One server startup, kept so the next wait on the same config can predict its time to ready. */
+export interface StartupRecord {
+  id: number;
+  configKey: string;
+  startedAt: string;
+  readyMs?: number;
+  outcome: 'ready' | 'failed';
+  phases: PhaseTiming[];
+  runId?: number;
+}
