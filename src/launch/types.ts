@@ -47,4 +47,6 @@ export interface RunningServer {
 export interface LaunchHooks {
   onProgress?: (progress: ReadyProgress) => void;
   signal?: AbortSignal;
+  /** Time to ready of the last startup of the same config (see ready/history.ts), passed through to progress. */
+  previousReadyMs?: number;
 }

@@ -27,4 +27,8 @@ export interface ServerProfile {
   phasePatterns: LogPattern[];
   /** Log lines that mean the server will never become ready. */
   fatalPatterns: FatalPattern[];
+  /** Port the server listens on when the command names none (used by `launch` when argv has no `{port}`). */
+  defaultPort?: number;
+  /** A 200 health response whose body is plain text counts as healthy only if it matches this (e.g. Ollama's "Ollama is running"). */
+  healthTextPattern?: RegExp;
 }

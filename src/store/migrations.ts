@@ -113,4 +113,13 @@ export const migrations: ReadonlyArray<{ version: number; description: string; s
       );
     `,
   },
+  {
+    version: 3,
+    description: 'verdicts of a finished run',
+    sql: `
+      -- Per-variant verdicts vs the baseline (JSON array), written by finalizeRun when every planned trial is stored.
+      ALTER TABLE runs ADD COLUMN verdict_json TEXT;
+      CREATE INDEX runs_by_experiment ON runs (experiment_id, id);
+    `,
+  },
 ];

@@ -1,4 +1,230 @@
-import type { Command } from 'commander';
+import { writeFileSync } from 'node:fs';
+import { Option, type Command } from 'commander';
+import { BACKEND_KINDS } from '../../load/backends.js';
+import { parseDurationMs, parseLengthSpec } from '../../load/config.js';
+import { runBenchmark } from '../../load/run.js';
+import type { BenchOptions, BenchProgress, BenchResult, PromptSource, Slo, Workload } from '../../load/types.js';
+import { formatBenchTable, formatProgress } from '../../metrics/table.js';
+import { UserError, messageOf } from '../../util/errors.js';
+import { ExitCode } from '../../util/exit.js';
+import type { BackendKind } from '../../profiles/types.js';
 
-// PLACEHOLDER: replaced by the owner of this command.
-export function registerBench(_program: Command): void {}
+interface BenchFlags {
+  backend: BackendKind;
+  model?: string;
+  singleStream?: string;
+  concurrency?: string;
+  requests?: string;
+  rate?: string;
+  arrival: 'poisson' | 'constant';
+  maxInFlight: string;
+  inputLen: string;
+  outputLen: string;
+  dataset?: string;
+  datasetFormat?: 'sharegpt' | 'jsonl';
+  maxOutputLen?: string;
+  seed: string;
+  warmup: string;
+  ignoreEos: boolean;
+  requestTimeout: string;
+  sloTtftMs?: string;
+  sloTpotMs?: string;
+  sloE2eMs?: string;
+  tokenizer?: string;
+  specMetrics: boolean;
+  json?: boolean;
+  out?: string;
+  progress: boolean;
+}
+
+const DEFAULT_SINGLE_STREAM_REQUESTS = 8;
+
+function usageError(message: string, hint: string): UserError {
+  return new UserError(message, hint, ExitCode.usage);
+}
+
+function positiveInt(flag: string, text: string): number {
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 1) throw usageError(`${flag} must be a positive integer, got "${text}"`, `e.g. ${flag} 8`);
+  return value;
+}
+
+function positiveNumber(flag: string, text: string): number {
+  const value = Number(text);
+  if (!Number.isFinite(value) || value <= 0) throw usageError(`${flag} must be a positive number, got "${text}"`, `e.g. ${flag} 4`);
+  return value;
+}
+
+function lengthFlag(flag: string, text: string) {
+  try {
+    return parseLengthSpec(text);
+  } catch (error) {
+    throw usageError(`${flag}: ${messageOf(error)}`, `e.g. ${flag} 512 or ${flag} normal:512,64`);
+  }
+}
+
+/** Workload from the mutually exclusive --single-stream / --concurrency / --rate flags. */
+export function workloadFromFlags(flags: Pick<BenchFlags, 'singleStream' | 'concurrency' | 'requests' | 'rate' | 'arrival' | 'maxInFlight'>): Workload {
+  const chosen = [flags.singleStream, flags.concurrency, flags.rate].filter((value) => value !== undefined).length;
+  if (chosen > 1) throw usageError('--single-stream, --concurrency and --rate are alternatives', 'pick one workload per run');
+  if (flags.rate !== undefined) {
+    const requestsPerSecond = positiveNumber('--rate', flags.rate);
+    const requests = flags.requests ? positiveInt('--requests', flags.requests) : Math.max(32, Math.ceil(requestsPerSecond * 10));
+    return { kind: 'rate', requestsPerSecond, arrival: flags.arrival, maxInFlight: positiveInt('--max-in-flight', flags.maxInFlight), requests };
+  }
+  if (flags.concurrency !== undefined) {
+    const concurrencies = flags.concurrency.split(',').map((part) => positiveInt('--concurrency', part.trim()));
+    const requests = flags.requests ? positiveInt('--requests', flags.requests) : Math.max(32, 4 * Math.max(...concurrencies));
+    return concurrencies.length === 1
+      ? { kind: 'concurrency', concurrency: concurrencies[0]!, requests }
+      : { kind: 'sweep', concurrencies, requestsPerLevel: requests };
+  }
+  const requests = flags.singleStream ?? flags.requests;
+  return { kind: 'single-stream', requests: requests ? positiveInt('--single-stream', requests) : DEFAULT_SINGLE_STREAM_REQUESTS };
+}
+
+function promptsFromFlags(flags: BenchFlags): PromptSource {
+  const seed = Number(flags.seed);
+  if (!Number.isInteger(seed)) throw usageError(`--seed must be an integer, got "${flags.seed}"`, 'e.g. --seed 1');
+  const maxOutputTokens = flags.maxOutputLen ? positiveInt('--max-output-len', flags.maxOutputLen) : undefined;
+  if (flags.dataset) {
+    const format = flags.datasetFormat ?? (/\.jsonl$/i.test(flags.dataset) ? 'jsonl' : 'sharegpt');
+    return format === 'jsonl' ? { kind: 'jsonl', path: flags.dataset, maxOutputTokens } : { kind: 'sharegpt', path: flags.dataset, seed, maxOutputTokens };
+  }
+  return { kind: 'synthetic', inputTokens: lengthFlag('--input-len', flags.inputLen), outputTokens: lengthFlag('--output-len', flags.outputLen), seed };
+}
+
+function sloFromFlags(flags: BenchFlags): Slo | undefined {
+  const slo: Slo = {};
+  if (flags.sloTtftMs) slo.ttftMs = positiveNumber('--slo-ttft-ms', flags.sloTtftMs);
+  if (flags.sloTpotMs) slo.tpotMs = positiveNumber('--slo-tpot-ms', flags.sloTpotMs);
+  if (flags.sloE2eMs) slo.e2eMs = positiveNumber('--slo-e2e-ms', flags.sloE2eMs);
+  return Object.keys(slo).length > 0 ? slo : undefined;
+}
+
+/** Live progress on stderr: redrawn in place on a terminal, one line per finished level otherwise. */
+function progressRenderer(enabled: boolean) {
+  const tty = process.stderr.isTTY === true;
+  let last: BenchProgress | undefined;
+  let lastDraw = 0;
+  const flush = () => {
+    if (last) process.stderr.write(tty ? `\r\x1b[K${formatProgress(last)}\n` : `${formatProgress(last)}\n`);
+    last = undefined;
+  };
+  return {
+    update(progress: BenchProgress) {
+      if (!enabled) return;
+      if (last && last.levelLabel !== progress.levelLabel) flush();
+      last = progress;
+      const now = Date.now();
+      if (tty && now - lastDraw >= 100) {
+        lastDraw = now;
+        process.stderr.write(`\r\x1b[K${formatProgress(progress)}`);
+      }
+    },
+    flush,
+  };
+}
+
+function exitCodeOf(result: BenchResult): number {
+  if (result.interrupted) return ExitCode.interrupted;
+  const completed = result.levels.reduce((sum, level) => sum + level.completed, 0);
+  return completed === 0 ? ExitCode.failure : ExitCode.ok;
+}
+
+async function bench(url: string, flags: BenchFlags): Promise<void> {
+  const controller = new AbortController();
+  const onSigint = () => {
+    if (controller.signal.aborted) process.exit(ExitCode.interrupted);
+    process.stderr.write('\nservelab: stopping; writing what was measured (Ctrl-C again to quit at once)\n');
+    controller.abort();
+  };
+  process.on('SIGINT', onSigint);
+  const progress = progressRenderer(flags.progress);
+  const options: BenchOptions = {
+    baseUrl: url,
+    backend: flags.backend,
+    model: flags.model,
+    workload: workloadFromFlags(flags),
+    prompts: promptsFromFlags(flags),
+    warmupRequests: flags.warmup === '0' ? 0 : positiveInt('--warmup', flags.warmup),
+    ignoreEos: flags.ignoreEos,
+    requestTimeoutMs: parseDurationMs(flags.requestTimeout),
+    slo: sloFromFlags(flags),
+    tokenizerPath: flags.tokenizer,
+    specMetrics: flags.specMetrics ? 'auto' : 'none',
+    signal: controller.signal,
+    onProgress: (update) => progress.update(update),
+  };
+  let result: BenchResult;
+  try {
+    result = await runBenchmark(options);
+  } finally {
+    progress.flush();
+    process.off('SIGINT', onSigint);
+  }
+  const json = `${JSON.stringify(result, null, 2)}\n`;
+  if (flags.out) {
+    try {
+      writeFileSync(flags.out, json);
+    } catch (error) {
+      process.stdout.write(json);
+      throw new UserError(`cannot write ${flags.out}: ${messageOf(error)}`, 'the result was printed to stdout instead; pick a writable --out path');
+    }
+  }
+  if (flags.json) process.stdout.write(json);
+  else process.stdout.write(formatBenchTable(result));
+  const exitCode = exitCodeOf(result);
+  if (exitCode === ExitCode.failure) {
+    process.stderr.write('servelab: every measured request failed (see the error counts above)\n  next: check the server log and the --backend / --model flags\n');
+  }
+  process.exitCode = exitCode;
+}
+
+export function registerBench(program: Command): void {
+  program
+    .command('bench')
+    .description('Drive a running inference server with a workload and report TTFT, ITL, TPOT, latency, throughput, goodput and spec-decoding acceptance')
+    .argument('<url>', 'server base URL, e.g. http://127.0.0.1:8000')
+    .addOption(new Option('--backend <kind>', 'API to speak').choices(BACKEND_KINDS).default('openai-completions'))
+    .option('--model <name>', 'model name sent with requests (OpenAI backends: default = first of /v1/models)')
+    .option('--single-stream <n>', `one request at a time, n requests: the single-stream decode tok/s (default workload, n=${DEFAULT_SINGLE_STREAM_REQUESTS})`)
+    .option('--concurrency <list>', 'fixed concurrency; a comma list (1,4,16) sweeps the levels')
+    .option('--requests <n>', 'requests per level (default: 4 x concurrency, at least 32; rate: 10 s worth)')
+    .option('--rate <r>', 'open loop: r requests per second')
+    .addOption(new Option('--arrival <kind>', 'arrival process of --rate').choices(['poisson', 'constant']).default('poisson'))
+    .option('--max-in-flight <n>', 'cap on requests in flight with --rate (later arrivals wait)', '256')
+    .option('--input-len <len>', 'synthetic prompt tokens: N, normal:MEAN,SD[,MIN,MAX] or uniform:MIN,MAX', '512')
+    .option('--output-len <len>', 'synthetic output tokens (same forms)', '128')
+    .option('--dataset <file>', 'prompts from a ShareGPT JSON or JSONL ({"prompt": ..., "max_tokens"?: N} per line) file')
+    .addOption(new Option('--dataset-format <format>', 'dataset format (default: from the extension, .jsonl = jsonl)').choices(['sharegpt', 'jsonl']))
+    .option('--max-output-len <n>', 'cap on output tokens of dataset prompts')
+    .option('--seed <n>', 'seed of synthetic prompts, dataset order and Poisson arrivals', '0')
+    .option('--warmup <n>', 'warm-up requests before measuring (excluded from results)', '2')
+    .option('--no-ignore-eos', 'let the model stop at EOS (default: ignore_eos so output lengths are exact)')
+    .option('--request-timeout <duration>', 'fail a request that receives nothing for this long (stall)', '60s')
+    .option('--slo-ttft-ms <ms>', 'goodput SLO on time to first token')
+    .option('--slo-tpot-ms <ms>', 'goodput SLO on time per output token')
+    .option('--slo-e2e-ms <ms>', 'goodput SLO on end-to-end latency')
+    .option('--tokenizer <file>', 'tokenizer.json to count tokens when the server reports no usage (WordLevel only; BPE not supported yet)')
+    .option('--no-spec-metrics', 'do not scrape speculative-decoding statistics')
+    .option('--json', 'print the result JSON on stdout instead of the table')
+    .option('--out <file>', 'also write the result JSON to this file')
+    .option('--no-progress', 'no progress bar on stderr')
+    .addHelpText(
+      'after',
+      `
+Timing: TTFT is the first chunk carrying output text; ITL the gaps between such chunks (a chunk carrying several
+tokens, as speculative decoding sends, counts once); TPOT = (e2e - TTFT) / (output tokens - 1). Token counts come
+from server-reported usage, else --tokenizer, else counted stream chunks; the method is shown in the result.
+Quantiles use linear interpolation (numpy's default). Ctrl-C stops and prints what was measured (exit 130).
+Exit status: 0 ok, 1 every request failed or bad input, 2 usage error, 130 interrupted.
+
+Examples:
+  servelab bench http://127.0.0.1:8000 --single-stream 8 --output-len 256
+  servelab bench http://127.0.0.1:8000 --concurrency 1,4,16,64 --requests 128 --out sweep.json
+  servelab bench http://127.0.0.1:8000 --rate 8 --arrival poisson --max-in-flight 64 --slo-ttft-ms 500
+  servelab bench http://127.0.0.1:30000 --backend sglang --dataset sharegpt.json --max-output-len 512`,
+    )
+    .action((url: string, flags: BenchFlags) => bench(url, flags));
+}

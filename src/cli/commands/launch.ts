@@ -1,4 +1,185 @@
+import { dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
+import { configKey, loadServerConfig, type ServerConfig } from '../../launch/config.js';
+import { launchServer } from '../../launch/launch.js';
+import type { RunningServer } from '../../launch/types.js';
+import { parseDurationMs } from '../../load/config.js';
+import type { ServerProfile } from '../../profiles/types.js';
+import { applyDefinition, inferProfileName, loadUserProfiles, resolveProfile, userProfilesPath } from '../../profiles/user.js';
+import { openHistory, previousReadyMs, recordStartupOutcome } from '../../ready/history.js';
+import { formatSeconds } from '../../ready/predict.js';
+import { createProgressReporter } from '../../ready/progress.js';
+import { describeReady, failureJson, printLogTail } from '../../ready/report.js';
+import { defaultStorePath } from '../../store/db.js';
+import { UserError } from '../../util/errors.js';
+import { ExitCode } from '../../util/exit.js';
 
-// PLACEHOLDER: replaced by the owner of this command.
-export function registerLaunch(_program: Command): void {}
+interface LaunchFlags {
+  config?: string;
+  profile?: string;
+  profiles?: string;
+  env: string[];
+  unsetEnv: string[];
+  log?: string;
+  host?: string;
+  port?: string;
+  timeout?: string;
+  verify?: boolean;
+  model?: string;
+  json?: boolean;
+  store?: string;
+  exitWhenReady?: boolean;
+  detach?: boolean;
+}
+
+const collect = (value: string, previous: string[]) => [...previous, value];
+
+export function registerLaunch(program: Command): void {
+  program
+    .command('launch')
+    .description('Start an inference server, watch its log, and gate on real readiness')
+    .argument('[command...]', 'server command after "--"; {port} and {host} are substituted')
+    .option('--config <file>', 'server YAML: command, env, unsetEnv, cwd, profile (name or {extends, ...}), host, port, log, timeout, verify, model')
+    .option('--profile <name>', 'server profile (default: guessed from the command: vllm, sglang, tgi, llamacpp, ollama, simulator, else openai)')
+    .option('--profiles <file>', 'YAML file of user profiles (default: $SERVELAB_PROFILES or ~/.servelab/profiles.yaml)')
+    .option('--env <K=V>', 'set a variable for the server (repeatable)', collect, [])
+    .option('--unset-env <K>', 'remove an inherited variable (repeatable)', collect, [])
+    .option('--log <file>', 'append the server output here (default: <store dir>/logs/<profile>-<time>.log)')
+    .option('--host <host>', 'host the server listens on, for {host} and the URL (default 127.0.0.1)')
+    .option('--port <n>', 'fixed port (default: a free one substituted for {port}, else the profile\'s usual port)')
+    .option('--timeout <duration>', 'readiness timeout: 90s, 15m, 1h, 500ms (a bare number is seconds; default 30m)')
+    .option('--no-verify', 'only check the health endpoint (skip /v1/models and the one-token generation)')
+    .option('--model <name>', 'model for the generation check (default: the first one /v1/models lists)')
+    .option('--json', 'print the ready server (URL, pid, log, phases) or the failure as JSON on stdout')
+    .option('--store <path>', 'store with startup history (default: $SERVELAB_STORE or ~/.servelab/servelab.db)')
+    .option('--exit-when-ready', 'stop the server and exit 0 once it is ready (does this config start, and how fast?)')
+    .option('--detach', 'exit once ready and leave the server running (stop it later with: kill -TERM -- -PID)')
+    .addHelpText(
+      'after',
+      `
+By default the server stays in the foreground once ready: Ctrl-C or SIGTERM stops its whole process group
+(SIGTERM, then SIGKILL after 10 s). While starting, a process exit, or a fatal log line (CUDA out of memory,
+Traceback, Address already in use, NCCL error...) fails at once with the last 30 log lines.
+Exit codes: 0 ready (or stopped by you after ready), 2 bad usage, 3 readiness timeout, 4 server died or
+logged a fatal error (also after ready, in the foreground), 1 wrong answer, 130 interrupted before ready.
+
+Examples:
+  servelab launch -- vllm serve Qwen/Qwen3-8B --port {port}
+  servelab launch --env NCCL_PROTO=LL --json --detach -- python -m sglang.launch_server --model-path M --port {port}
+  servelab launch --config server.yaml --exit-when-ready`,
+    )
+    .action(async (commandArgs: string[], flags: LaunchFlags) => {
+      if (flags.detach && flags.exitWhenReady) throw new UserError('--detach and --exit-when-ready contradict each other', 'pick one', ExitCode.usage);
+      const config: Partial<ServerConfig> = flags.config ? loadServerConfig(flags.config) : {};
+      const command = commandArgs.length > 0 ? commandArgs : config.command;
+      if (!command?.length) throw new UserError('no server command', 'give it after "--" (servelab launch -- vllm serve M --port {port}) or in --config', ExitCode.usage);
+      const env = { ...config.env, ...parseEnvFlags(flags.env) };
+      const unsetEnv = [...(config.unsetEnv ?? []), ...flags.unsetEnv];
+      const profile = chooseProfile(flags, config, command);
+      const timeout = flags.timeout ?? config.timeout;
+      const readyTimeoutMs = timeout === undefined ? 30 * 60_000 : typeof timeout === 'number' ? timeout * 1000 : parseDurationMs(timeout);
+      const port = flags.port !== undefined ? parsePort(flags.port) : config.port;
+      const storePath = defaultStorePath(flags.store);
+      const logPath = resolve(flags.log ?? config.log ?? join(dirname(storePath), 'logs', `${profile.name}-${new Date().toISOString().replace(/[:.]/g, '-')}.log`));
+      const verify = flags.verify === false ? false : config.verify;
+      const model = flags.model ?? config.model;
+      const host = flags.host ?? config.host;
+
+      const key = configKey({ command, env, unsetEnv, profile: profile.name });
+      const db = openHistory(flags.store);
+      const previous = db && previousReadyMs(db, key);
+      const progress = createProgressReporter();
+      process.stderr.write(`servelab: starting ${profile.name} server, log: ${logPath}\n`);
+
+      // Signals: before ready they abort the launch (which stops the group); after ready they stop the server.
+      const interrupt = new AbortController();
+      let server: RunningServer | undefined;
+      let stopRequested = false;
+      const onSignal = () => {
+        stopRequested = true;
+        interrupt.abort();
+        void server?.stop();
+      };
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
+      const startedAt = new Date();
+      try {
+        try {
+          server = await launchServer(
+            {
+              command,
+              env,
+              unsetEnv,
+              profile,
+              logPath,
+              readyTimeoutMs,
+              ...(config.cwd && { cwd: config.cwd }),
+              ...(host && { host }),
+              ...(port !== undefined && { port }),
+              ...(verify !== undefined && { verifyServing: verify }),
+              ...(model && { model }),
+            },
+            { onProgress: progress.report, signal: interrupt.signal, ...(previous !== undefined && { previousReadyMs: previous }) },
+          );
+        } catch (error) {
+          progress.finish();
+          if (db) recordStartupOutcome(db, key, startedAt, error);
+          printLogTail(error, logPath);
+          if (flags.json) process.stdout.write(`${JSON.stringify({ ...failureJson(error), logPath, configKey: key })}\n`);
+          throw error;
+        }
+        progress.finish();
+        const summary = { ok: true, ...server.ready, pid: server.pid, logPath, command: server.command, configKey: key };
+        process.stdout.write(flags.json ? `${JSON.stringify(summary)}\n` : `${describeReady(server.ready)}\n`);
+        if (db) recordStartupOutcome(db, key, startedAt, server.ready);
+
+        if (flags.detach) {
+          process.stderr.write(`servelab: left running as process group ${server.pid}; stop it with: kill -TERM -- -${server.pid}\n`);
+          // The child handle would keep this process alive; the server is in its own group and logs to a file.
+          process.exit(ExitCode.ok);
+        }
+        if (flags.exitWhenReady || stopRequested) {
+          await server.stop();
+          return;
+        }
+        process.stderr.write('servelab: serving; Ctrl-C stops the server\n');
+        const exit = await server.exited;
+        if (stopRequested) {
+          await server.stop();
+          return;
+        }
+        const tail = await server.logTail(30);
+        process.stderr.write(`--- last ${tail.length} lines of the server log (${logPath}) ---\n${tail.map((line) => `  ${line}\n`).join('')}---\n`);
+        await server.stop();
+        const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
+        throw new UserError(`server ${how} after ${formatSeconds(Date.now() - startedAt.getTime())} (it had been ready)`, 'read the log tail above', ExitCode.serverDied);
+      } finally {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+        db?.close();
+      }
+    });
+}
+
+function chooseProfile(flags: LaunchFlags, config: Partial<ServerConfig>, command: string[]): ServerProfile {
+  const userProfiles = loadUserProfiles(userProfilesPath(flags.profiles));
+  if (flags.profile) return resolveProfile(flags.profile, userProfiles);
+  if (typeof config.profile === 'object') return applyDefinition(`custom(${config.profile.extends ?? 'openai'})`, config.profile, userProfiles);
+  return resolveProfile(config.profile ?? inferProfileName(command), userProfiles);
+}
+
+function parseEnvFlags(pairs: string[]): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const pair of pairs) {
+    const at = pair.indexOf('=');
+    if (at <= 0) throw new UserError(`--env "${pair}" is not NAME=VALUE`, 'write it like --env NCCL_PROTO=LL', ExitCode.usage);
+    env[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return env;
+}
+
+function parsePort(text: string): number {
+  const port = Number(text);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UserError(`--port "${text}" is not a port number`, 'give an integer 1-65535', ExitCode.usage);
+  return port;
+}

@@ -1,4 +1,105 @@
+import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
+import { formatVerdicts } from '../../experiment/format.js';
+import { loadExperiment } from '../../experiment/load.js';
+import { loadRun } from '../../experiment/run-store.js';
+import { runExperiment, type RunOutcome } from '../../experiment/runner.js';
+import type { ResolvedExperiment } from '../../experiment/types.js';
+import { defaultStorePath, openStore, type Db } from '../../store/db.js';
+import { latestUnfinishedRun } from '../../store/queries.js';
+import { UserError } from '../../util/errors.js';
+import { ExitCode } from '../../util/exit.js';
 
-// PLACEHOLDER: replaced by the owner of this command.
-export function registerRun(_program: Command): void {}
+interface RunFlags {
+  store?: string;
+  resume?: string | boolean;
+  acceptDrift?: boolean;
+  runId?: string;
+  serverKey?: string;
+  json?: boolean;
+}
+
+export function registerRun(program: Command): void {
+  program
+    .command('run')
+    .description('run an experiment file: interleaved trials of every variant, drift alarm, verdicts vs the baseline')
+    .argument('[file]', 'experiment file (YAML)')
+    .option('--store <path>', 'result store (default: $SERVELAB_STORE or ~/.servelab/servelab.db)')
+    .option('--resume [runId]', 'continue an unfinished run (default: the latest unfinished run of FILE\'s experiment)')
+    .option('--accept-drift', 'record and continue when the baseline moved away from its history')
+    .option('--run-id <n>', 'attach to an existing run (used by Slurm jobs)')
+    .option('--server-key <key>', 'run only the trials of this server config and leave the run open (used by Slurm jobs)')
+    .option('--json', 'print the outcome as JSON on stdout')
+    .action(async (file: string | undefined, flags: RunFlags) => {
+      const storePath = defaultStorePath(flags.store);
+      const db = openStore(storePath);
+      const controller = new AbortController();
+      const onSignal = (): void => {
+        if (controller.signal.aborted) process.exit(ExitCode.interrupted);
+        process.stderr.write('\nstopping: the trial in flight is dropped, measured trials are kept (Ctrl-C again to quit at once)\n');
+        controller.abort();
+      };
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
+      try {
+        const target = resolveTarget(db, file, flags);
+        const outcome = await runExperiment({
+          db,
+          ...target,
+          ...(flags.serverKey !== undefined && { serverKey: flags.serverKey }),
+          acceptDrift: flags.acceptDrift ?? false,
+          workDir: join(dirname(storePath), 'logs'),
+          signal: controller.signal,
+          log: (line) => process.stderr.write(`${line}\n`),
+        });
+        report(db, outcome, flags.json ?? false);
+      } finally {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+        db.close();
+      }
+    });
+}
+
+/** New run from FILE, or an existing run (--run-id, --resume) whose stored experiment and plan are replayed. */
+function resolveTarget(db: Db, file: string | undefined, flags: RunFlags): { experiment?: ResolvedExperiment; runId?: number } {
+  const explicitId = flags.runId ?? (typeof flags.resume === 'string' ? flags.resume : undefined);
+  if (explicitId !== undefined) {
+    const runId = Number(explicitId);
+    if (!Number.isInteger(runId) || runId < 1) throw new UserError(`run id must be a positive integer, got "${explicitId}"`, 'see run ids with `servelab ls`', ExitCode.usage);
+    loadRun(db, runId);
+    return { runId };
+  }
+  if (file === undefined) throw new UserError('no experiment file given', 'run `servelab run FILE`, or `servelab run --resume RUN_ID`', ExitCode.usage);
+  const experiment = loadExperiment(file);
+  if (flags.serverKey !== undefined) throw new UserError('--server-key needs --run-id', 'pass the run id the Slurm dispatcher created', ExitCode.usage);
+  if (flags.resume === true) {
+    const run = latestUnfinishedRun(db, experiment.name);
+    if (!run) throw new UserError(`no unfinished run of experiment "${experiment.name}" to resume`, `start a new one with \`servelab run ${file}\``);
+    process.stderr.write(`resuming run ${run.id} (${run.status}, ${run.trialCount} trials measured)\n`);
+    return { runId: run.id };
+  }
+  return { experiment };
+}
+
+function report(db: Db, outcome: RunOutcome, json: boolean): void {
+  const { experiment } = loadRun(db, outcome.runId);
+  if (json) process.stdout.write(`${JSON.stringify(outcome, null, 2)}\n`);
+  switch (outcome.status) {
+    case 'done':
+      if (!json) process.stdout.write(`run ${outcome.runId} done\n${formatVerdicts(outcome.verdicts ?? [], experiment.metric, experiment.baseline)}\n`);
+      return;
+    case 'drift':
+      throw new UserError(
+        `run ${outcome.runId} stopped: ${outcome.message ?? 'drift alarm'}`,
+        `restore the environment and run again, or \`servelab run --resume ${outcome.runId} --accept-drift\` to record it anyway`,
+      );
+    case 'interrupted':
+      process.stderr.write(`run ${outcome.runId} interrupted; continue with \`servelab run --resume ${outcome.runId}\`\n`);
+      process.exitCode = ExitCode.interrupted;
+      return;
+    default:
+      // A Slurm job's share is done; the dispatcher finalizes the run.
+      process.stderr.write(`run ${outcome.runId}: ${outcome.message ?? outcome.status}\n`);
+  }
+}

@@ -1,4 +1,165 @@
-import type { Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { FailureKinds, FaultKinds, resolveSimConfig, type FailureKind, type FaultConfig, type SimConfigInput, type EnvSpeedup } from '../../simulate/config.js';
+import { startSimulator } from '../../simulate/server.js';
 
-// PLACEHOLDER: replaced by the owner of this command.
-export function registerSimulate(_program: Command): void {}
+interface SimulateFlags {
+  config?: string;
+  printConfig?: boolean;
+  host?: string;
+  port?: number;
+  model?: string;
+  loadMs?: number;
+  fail?: FailureKind;
+  failAtMs?: number;
+  ttftMs?: number;
+  prefillMsPerToken?: number;
+  tpotMs?: number;
+  concurrencySlowdown?: number;
+  maxBatch?: number;
+  jitter?: number;
+  seed?: number;
+  eosProbability?: number;
+  defaultMaxTokens?: number;
+  maxModelLen?: number;
+  specDraftTokens?: number;
+  specAcceptance?: number;
+  specDraftOverhead?: number;
+  envSpeedup: EnvSpeedup[];
+  fault: FaultConfig[];
+}
+
+function number(value: string): number {
+  const parsed = Number(value);
+  if (value.trim() === '' || !Number.isFinite(parsed)) throw new InvalidArgumentError('expected a number');
+  return parsed;
+}
+
+function integer(value: string): number {
+  const parsed = number(value);
+  if (!Number.isInteger(parsed)) throw new InvalidArgumentError('expected an integer');
+  return parsed;
+}
+
+/** NAME=VALUE:FACTOR, e.g. NCCL_PROTO=LL:1.15 */
+function envSpeedup(value: string, previous: EnvSpeedup[]): EnvSpeedup[] {
+  const match = /^([^=]+)=(.*):([^:]+)$/.exec(value);
+  const factor = match ? Number(match[3]) : NaN;
+  if (!match || !(factor > 0)) throw new InvalidArgumentError('expected NAME=VALUE:FACTOR, e.g. NCCL_PROTO=LL:1.15');
+  return [...previous, { name: match[1]!, value: match[2]!, factor }];
+}
+
+/** KIND:RATE[:AFTER_TOKENS], e.g. stall:0.1:20 */
+function fault(value: string, previous: FaultConfig[]): FaultConfig[] {
+  const [kind, rate, after] = value.split(':');
+  if (!FaultKinds.includes(kind as FaultConfig['kind'])) throw new InvalidArgumentError(`kind must be one of ${FaultKinds.join(', ')}`);
+  const parsedRate = Number(rate);
+  const parsedAfter = after === undefined ? 0 : Number(after);
+  if (!(parsedRate >= 0 && parsedRate <= 1)) throw new InvalidArgumentError('rate must be a number from 0 to 1');
+  if (!Number.isInteger(parsedAfter) || parsedAfter < 0) throw new InvalidArgumentError('AFTER_TOKENS must be a non-negative integer');
+  return [...previous, { kind: kind as FaultConfig['kind'], rate: parsedRate, afterTokens: parsedAfter }];
+}
+
+/** Config key path → the flag that sets it, so validation errors name what the user typed. */
+const FLAG_OF_KEY: Record<string, string> = {
+  host: '--host',
+  port: '--port',
+  model: '--model',
+  'startup.loadMs': '--load-ms',
+  'startup.failure.kind': '--fail',
+  'startup.failure.atMs': '--fail-at-ms',
+  'decode.ttftBaseMs': '--ttft-ms',
+  'decode.prefillMsPerToken': '--prefill-ms-per-token',
+  'decode.tpotMs': '--tpot-ms',
+  'decode.concurrencySlowdown': '--concurrency-slowdown',
+  'decode.maxBatch': '--max-batch',
+  'decode.jitter': '--jitter',
+  'decode.seed': '--seed',
+  'decode.eosProbability': '--eos-probability',
+  'decode.defaultMaxTokens': '--default-max-tokens',
+  'decode.maxModelLen': '--max-model-len',
+  'decode.spec.draftTokens': '--spec-draft-tokens',
+  'decode.spec.acceptance': '--spec-acceptance',
+  'decode.spec.draftOverhead': '--spec-draft-overhead',
+};
+
+function flagOf(keyPath: string): string {
+  if (keyPath.startsWith('envSpeedups')) return '--env-speedup';
+  if (keyPath.startsWith('faults')) return '--fault';
+  return FLAG_OF_KEY[keyPath] ?? keyPath;
+}
+
+/** Only flags the user gave, so a --config file's values survive where no flag overrides them. */
+function overridesFrom(flags: SimulateFlags): SimConfigInput {
+  return {
+    host: flags.host,
+    port: flags.port,
+    model: flags.model,
+    startup: { loadMs: flags.loadMs, failure: { kind: flags.fail, atMs: flags.failAtMs } },
+    decode: {
+      ttftBaseMs: flags.ttftMs,
+      prefillMsPerToken: flags.prefillMsPerToken,
+      tpotMs: flags.tpotMs,
+      concurrencySlowdown: flags.concurrencySlowdown,
+      maxBatch: flags.maxBatch,
+      jitter: flags.jitter,
+      seed: flags.seed,
+      eosProbability: flags.eosProbability,
+      defaultMaxTokens: flags.defaultMaxTokens,
+      maxModelLen: flags.maxModelLen,
+      spec: { draftTokens: flags.specDraftTokens, acceptance: flags.specAcceptance, draftOverhead: flags.specDraftOverhead },
+    },
+    envSpeedups: flags.envSpeedup.length > 0 ? flags.envSpeedup : undefined,
+    faults: flags.fault.length > 0 ? flags.fault : undefined,
+  };
+}
+
+export function registerSimulate(program: Command): void {
+  program
+    .command('simulate')
+    .description('Run the built-in simulated LLM server (OpenAI, SGLang, TGI and llama.cpp APIs) in the foreground')
+    .option('--config <file>', 'YAML/JSON simulator config; flags override its values')
+    .option('--print-config', 'print the effective config as JSON and exit')
+    .option('--host <host>', 'address to bind (default 127.0.0.1)')
+    .option('--port <port>', 'port to bind; 0 picks a free one (default 0)', integer)
+    .option('--model <name>', 'served model name (default sim-llama-8b)')
+    .option('--load-ms <ms>', 'startup time until ready (default 1500)', number)
+    .addOption(new Option('--fail <kind>', 'startup failure to simulate').choices(FailureKinds))
+    .option('--fail-at-ms <ms>', 'when the failure strikes (default loadMs/2; beyond loadMs = after ready)', number)
+    .option('--ttft-ms <ms>', 'prefill base time (default 20)', number)
+    .option('--prefill-ms-per-token <ms>', 'prefill time per prompt token (default 0.05)', number)
+    .option('--tpot-ms <ms>', 'time per decode step for one request (default 10; 0 = as fast as possible)', number)
+    .option('--concurrency-slowdown <fraction>', 'step slowdown per extra running request (default 0.02)', number)
+    .option('--max-batch <n>', 'running requests at most; the rest queue FIFO (default 256)', integer)
+    .option('--jitter <fraction>', 'coefficient of variation of every delay (default 0.05)', number)
+    .option('--seed <n>', 'random seed (default 1)', integer)
+    .option('--eos-probability <p>', 'per-token EOS chance for requests without ignore_eos (default 0)', number)
+    .option('--default-max-tokens <n>', 'max_tokens when a request gives none (default 16)', integer)
+    .option('--max-model-len <n>', 'context length; longer requests get a 400 (default 32768)', integer)
+    .option('--spec-draft-tokens <k>', 'speculative decoding draft length; 0 = off (default 0)', integer)
+    .option('--spec-acceptance <p>', 'per-draft-token acceptance probability (default 0.7)', number)
+    .option('--spec-draft-overhead <fraction>', 'verification step cost per draft token, fraction of tpot (default 0.1)', number)
+    .option('--env-speedup <NAME=VALUE:FACTOR>', 'decode speed x FACTOR when env NAME equals VALUE (repeatable)', envSpeedup, [])
+    .option('--fault <KIND:RATE[:AFTER_TOKENS]>', `inject client-visible faults: ${FaultKinds.join('|')} (repeatable)`, fault, [])
+    .action(async (flags: SimulateFlags) => {
+      const config = resolveSimConfig(flags.config, overridesFrom(flags), flagOf);
+      if (flags.printConfig) {
+        process.stdout.write(`${JSON.stringify(config, null, 2)}\n`);
+        return;
+      }
+      const log = (line: string): void => void process.stdout.write(`${line}\n`);
+      const simulator = await startSimulator(config, {
+        log,
+        // A real engine crash ends the process; flush the traceback first.
+        onCrash: () => void process.stdout.write('', () => process.exit(1)),
+      });
+      const shutdown = (signal: NodeJS.Signals): void => {
+        log(`INFO:     Shutting down (${signal})`);
+        void simulator.close().then(() => {
+          log('INFO:     Finished server process');
+          process.exit(0);
+        });
+      };
+      process.once('SIGTERM', shutdown);
+      process.once('SIGINT', shutdown);
+    });
+}

@@ -1,0 +1,260 @@
+/**
+ * How much does servelab's own client cost? Against the simulator in a separate child process on 127.0.0.1,
+ * measure the streamed tokens/s and requests/s servelab sustains, its CPU time per token, and the timing error of
+ * its TTFT/ITL against the simulator's ground-truth write timestamps (`servelab_sim.sent_ns`, CLOCK_MONOTONIC shared
+ * with this process). The same figures for a reference client — a minimal raw undici loop that only reads the
+ * stream and counts events — are measured in the same run, and servelab is reported as a ratio of it.
+ *
+ *   npx tsc -p . && node dist/bench/client-overhead.js [--streams 256] [--output-len 256] [--requests 1024]
+ *
+ * Timing error: TTFT error = arrival of the first token event − its sent_ns (delivery delay the client adds on top
+ * of the server); ITL error = |client gap − server gap| between consecutive token events of one request.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Pool, request } from 'undici';
+import { quantile } from 'simple-statistics';
+import { BACKENDS } from '../src/load/backends.js';
+import { runLevel } from '../src/load/level.js';
+import { loadPrompts, type PromptItem } from '../src/load/prompts.js';
+import { nowMs, type RequestContext } from '../src/load/request.js';
+import { runBenchmark } from '../src/load/run.js';
+
+const { values: args } = parseArgs({
+  options: {
+    streams: { type: 'string', default: '256' },
+    'output-len': { type: 'string', default: '256' },
+    requests: { type: 'string', default: '1024' },
+    'paced-tpot-ms': { type: 'string', default: '10' },
+  },
+});
+const STREAMS = Number(args.streams);
+const OUTPUT_LEN = Number(args['output-len']);
+const REQUESTS = Number(args.requests);
+const PACED_TPOT_MS = Number(args['paced-tpot-ms']);
+const SHORT_OUTPUT_LEN = 4;
+const SHORT_REQUESTS = 4 * REQUESTS;
+const INPUT_LEN = 32;
+
+const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+const children: ChildProcess[] = [];
+process.on('exit', () => children.forEach((child) => child.kill('SIGKILL')));
+
+/** Start the simulator in its own process (own event loop, own core) and wait until it serves. */
+function startSim(decode: Record<string, number>): Promise<string> {
+  const config = { startup: { loadMs: 0 }, decode: { ttftBaseMs: 0, prefillMsPerToken: 0, jitter: 0, concurrencySlowdown: 0, maxBatch: 4096, ...decode } };
+  const script = `import { startSimulator } from ${JSON.stringify(`${repoRoot}dist/src/simulate/server.js`)};
+    const sim = await startSimulator(${JSON.stringify(config)}); await sim.ready; console.log('READY ' + sim.url);`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    let log = '';
+    child.stdout!.on('data', (chunk) => {
+      log += chunk;
+      const ready = /READY (http:\/\/\S+)/.exec(log);
+      if (ready) resolve(ready[1]!);
+    });
+    child.once('exit', (code) => reject(new Error(`simulator exited (${code}) before ready:\n${log}`)));
+  });
+}
+
+function prompts(count: number, outputLen: number): PromptItem[] {
+  return loadPrompts({ kind: 'synthetic', inputTokens: { kind: 'fixed', value: INPUT_LEN }, outputTokens: { kind: 'fixed', value: outputLen }, seed: 1 }, count);
+}
+
+interface Figures {
+  tokensPerSecond: number;
+  requestsPerSecond: number;
+  cpuUsPerToken: number;
+}
+
+interface TimingErrors {
+  ttft: number[];
+  itl: number[];
+}
+
+function cpuMs(): number {
+  const usage = process.cpuUsage();
+  return (usage.user + usage.system) / 1000;
+}
+
+/** servelab: the public runBenchmark path, exactly what `servelab bench` runs. */
+async function servelabThroughput(url: string, requests: number, outputLen: number): Promise<Figures> {
+  const cpuBefore = cpuMs();
+  const result = await runBenchmark({
+    baseUrl: url,
+    backend: 'openai-completions',
+    workload: { kind: 'concurrency', concurrency: STREAMS, requests },
+    prompts: { kind: 'synthetic', inputTokens: { kind: 'fixed', value: INPUT_LEN }, outputTokens: { kind: 'fixed', value: outputLen }, seed: 1 },
+    warmupRequests: 0,
+    ignoreEos: true,
+    requestTimeoutMs: 60_000,
+    specMetrics: 'none',
+  });
+  const level = result.levels[0]!;
+  if (level.failed > 0) throw new Error(`servelab: ${level.failed} requests failed: ${JSON.stringify(level.errorsByKind)}`);
+  const tokens = level.outputTokensPerSecond * level.durationS;
+  return { tokensPerSecond: level.outputTokensPerSecond, requestsPerSecond: level.requestsPerSecond, cpuUsPerToken: ((cpuMs() - cpuBefore) * 1000) / tokens };
+}
+
+const DATA = Buffer.from('data:');
+
+/** Occurrences of `data:` in a chunk: one per SSE event. */
+function countEvents(chunk: Buffer): number {
+  let count = 0;
+  for (let at = chunk.indexOf(DATA); at !== -1; at = chunk.indexOf(DATA, at + DATA.length)) count++;
+  return count;
+}
+
+/** Reference: raw undici request loop that reads each body and counts events (2 per request are usage + [DONE]). */
+async function referenceRun(url: string, items: PromptItem[], onChunk?: (chunk: Buffer, arrivalMs: number, stream: number[]) => void): Promise<Figures> {
+  const pool = new Pool(url, { connections: STREAMS, pipelining: 1 });
+  const cpuBefore = cpuMs();
+  const started = performance.now();
+  let events = 0;
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const item = items[next++]!;
+      const response = await request(`${url}/v1/completions`, {
+        dispatcher: pool,
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: BACKENDS['openai-completions'].body(item, { ignoreEos: true }),
+      });
+      const stream: number[] = [];
+      for await (const chunk of response.body as AsyncIterable<Buffer>) {
+        const arrival = onChunk ? nowMs() : 0;
+        events += countEvents(chunk);
+        onChunk?.(chunk, arrival, stream);
+      }
+      events -= 2;
+    }
+  };
+  await Promise.all(Array.from({ length: STREAMS }, worker));
+  const seconds = (performance.now() - started) / 1000;
+  await pool.destroy();
+  return { tokensPerSecond: events / seconds, requestsPerSecond: items.length / seconds, cpuUsPerToken: ((cpuMs() - cpuBefore) * 1000) / events };
+}
+
+/** servelab's request path (runLevel + streamRequest) with a hook comparing each token event to its sent_ns. */
+async function servelabTiming(url: string, items: PromptItem[]): Promise<TimingErrors> {
+  const dispatcher = new Pool(url, { connections: STREAMS, pipelining: 1 });
+  const errors: TimingErrors = { ttft: [], itl: [] };
+  const last = new WeakMap<object, { arrival: number; sent: number }>();
+  const context: RequestContext = {
+    dispatcher,
+    origin: url,
+    pathPrefix: '',
+    backend: BACKENDS['openai-completions'],
+    backendOptions: { ignoreEos: true },
+    requestTimeoutMs: 60_000,
+    onTokenEvent(arrival, state) {
+      const sent = Number(state.simSentNs) / 1e6;
+      const previous = last.get(state);
+      if (previous) {
+        errors.itl.push(Math.abs(arrival - previous.arrival - (sent - previous.sent)));
+        previous.arrival = arrival;
+        previous.sent = sent;
+      } else {
+        errors.ttft.push(arrival - sent);
+        last.set(state, { arrival, sent });
+      }
+    },
+  };
+  await runLevel(context, { label: 'timing', requests: items.length, concurrency: STREAMS }, items, 1);
+  await dispatcher.destroy();
+  return errors;
+}
+
+const SENT = /"sent_ns":"(\d+)"/g;
+
+async function referenceTiming(url: string, items: PromptItem[]): Promise<TimingErrors> {
+  const errors: TimingErrors = { ttft: [], itl: [] };
+  await referenceRun(url, items, (chunk, arrival, stream) => {
+    for (const match of chunk.toString('latin1').matchAll(SENT)) {
+      const sent = Number(match[1]) / 1e6;
+      if (stream.length === 0) errors.ttft.push(arrival - sent);
+      else errors.itl.push(Math.abs(arrival - stream[0]! - (sent - stream[1]!)));
+      stream[0] = arrival;
+      stream[1] = sent;
+    }
+  });
+  return errors;
+}
+
+function p(values: number[], q: number): string {
+  return values.length === 0 ? '-' : quantile(values, q).toFixed(3);
+}
+
+function best(runs: Figures[]): Figures {
+  return runs.reduce((a, b) => (b.tokensPerSecond + b.requestsPerSecond > a.tokensPerSecond + a.requestsPerSecond ? b : a));
+}
+
+async function main() {
+  const fastUrl = await startSim({ tpotMs: 0 });
+  const pacedUrl = await startSim({ tpotMs: PACED_TPOT_MS });
+  const longItems = prompts(REQUESTS, OUTPUT_LEN);
+  const shortItems = prompts(SHORT_REQUESTS, SHORT_OUTPUT_LEN);
+  const pacedItems = prompts(2 * STREAMS, 64);
+  process.stderr.write(`client overhead: ${STREAMS} streams, simulator in child processes (zero latency; paced tpot ${PACED_TPOT_MS} ms)\n`);
+
+  // Warm both paths (JIT, connections), then interleave repetitions so drift hits both clients alike.
+  await servelabThroughput(fastUrl, STREAMS, 16);
+  await referenceRun(fastUrl, prompts(STREAMS, 16));
+  const tokens = { servelab: [] as Figures[], reference: [] as Figures[] };
+  const short = { servelab: [] as Figures[], reference: [] as Figures[] };
+  for (let repetition = 0; repetition < 2; repetition++) {
+    tokens.servelab.push(await servelabThroughput(fastUrl, REQUESTS, OUTPUT_LEN));
+    tokens.reference.push(await referenceRun(fastUrl, longItems));
+    short.servelab.push(await servelabThroughput(fastUrl, SHORT_REQUESTS, SHORT_OUTPUT_LEN));
+    short.reference.push(await referenceRun(fastUrl, shortItems));
+  }
+  const timing = {
+    servelab: { saturated: await servelabTiming(fastUrl, longItems), paced: await servelabTiming(pacedUrl, pacedItems) },
+    reference: { saturated: await referenceTiming(fastUrl, longItems), paced: await referenceTiming(pacedUrl, pacedItems) },
+  };
+
+  const rows = (['servelab', 'reference'] as const).map((client) => {
+    const long = best(tokens[client]);
+    const small = best(short[client]);
+    const t = timing[client];
+    return {
+      client,
+      tokensPerSecond: long.tokensPerSecond,
+      cpuUsPerToken: long.cpuUsPerToken,
+      requestsPerSecond: small.requestsPerSecond,
+      cells: [
+        client.padEnd(10),
+        long.tokensPerSecond.toFixed(0).padStart(10),
+        long.cpuUsPerToken.toFixed(2).padStart(10),
+        small.requestsPerSecond.toFixed(0).padStart(8),
+        `${p(t.saturated.ttft, 0.5)}/${p(t.saturated.ttft, 0.99)}`.padStart(20),
+        `${p(t.saturated.itl, 0.5)}/${p(t.saturated.itl, 0.99)}`.padStart(18),
+        `${p(t.paced.ttft, 0.5)}/${p(t.paced.ttft, 0.99)}`.padStart(18),
+        `${p(t.paced.itl, 0.5)}/${p(t.paced.itl, 0.99)}`.padStart(18),
+      ],
+    };
+  });
+  const header = ['client'.padEnd(10), 'tok/s'.padStart(10), 'cpu us/tok'.padStart(10), 'req/s'.padStart(8), 'sat TTFT err p50/p99'.padStart(20), 'sat ITL err p50/99'.padStart(18), 'paced TTFT p50/p99'.padStart(18), 'paced ITL p50/p99'.padStart(18)];
+  const [ours, reference] = rows as [(typeof rows)[0], (typeof rows)[0]];
+  process.stdout.write(
+    [
+      `streams=${STREAMS} output=${OUTPUT_LEN} tokens x ${REQUESTS} requests (tok/s); ${SHORT_OUTPUT_LEN} tokens x ${SHORT_REQUESTS} requests (req/s); errors in ms`,
+      header.join('  '),
+      ours.cells.join('  '),
+      reference.cells.join('  '),
+      `servelab / reference: tok/s ${(ours.tokensPerSecond / reference.tokensPerSecond).toFixed(2)}x, req/s ${(ours.requestsPerSecond / reference.requestsPerSecond).toFixed(2)}x, cpu per token ${(ours.cpuUsPerToken / reference.cpuUsPerToken).toFixed(2)}x`,
+      `servelab parse capacity (1e6 / cpu us per token): ${(1e6 / ours.cpuUsPerToken).toFixed(0)} tok/s on one core`,
+    ].join('\n') + '\n',
+  );
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    process.stderr.write(`client-overhead failed: ${(error as Error).stack ?? String(error)}\n`);
+    process.exit(1);
+  },
+);

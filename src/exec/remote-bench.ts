@@ -1,0 +1,87 @@
+import type { BenchOptions, BenchResult, LengthDistribution, PromptSource, Workload } from '../load/types.js';
+
+/** `servelab bench` spelling of a length distribution (see parseLengthSpec). */
+export function lengthSpec(distribution: LengthDistribution): string {
+  switch (distribution.kind) {
+    case 'fixed':
+      return String(distribution.value);
+    case 'uniform':
+      return `uniform:${distribution.min},${distribution.max}`;
+    case 'normal': {
+      if (distribution.min === undefined && distribution.max === undefined) return `normal:${distribution.mean},${distribution.stddev}`;
+      // The flag takes both bounds or none; 10 standard deviations is unbounded in practice.
+      const max = distribution.max ?? Math.ceil(distribution.mean + 10 * distribution.stddev);
+      return `normal:${distribution.mean},${distribution.stddev},${distribution.min ?? 1},${max}`;
+    }
+  }
+}
+
+function workloadArgs(workload: Workload): string[] {
+  switch (workload.kind) {
+    case 'single-stream':
+      return ['--single-stream', String(workload.requests)];
+    case 'concurrency':
+      return ['--concurrency', String(workload.concurrency), '--requests', String(workload.requests)];
+    case 'sweep':
+      return ['--concurrency', workload.concurrencies.join(','), '--requests', String(workload.requestsPerLevel)];
+    case 'rate':
+      return ['--rate', String(workload.requestsPerSecond), '--arrival', workload.arrival, '--max-in-flight', String(workload.maxInFlight),
+        '--requests', String(workload.requests)];
+  }
+}
+
+function promptArgs(prompts: PromptSource): string[] {
+  switch (prompts.kind) {
+    case 'synthetic':
+      return ['--input-len', lengthSpec(prompts.inputTokens), '--output-len', lengthSpec(prompts.outputTokens), '--seed', String(prompts.seed)];
+    case 'sharegpt':
+      return ['--dataset', prompts.path, '--dataset-format', 'sharegpt', '--seed', String(prompts.seed),
+        ...(prompts.maxOutputTokens !== undefined ? ['--max-output-len', String(prompts.maxOutputTokens)] : [])];
+    case 'jsonl':
+      return ['--dataset', prompts.path, '--dataset-format', 'jsonl',
+        ...(prompts.maxOutputTokens !== undefined ? ['--max-output-len', String(prompts.maxOutputTokens)] : [])];
+  }
+}
+
+/**
+ * Arguments of `servelab bench` that reproduce `options` against `baseUrl` on another machine, writing the result
+ * JSON to `outPath`. Dataset and tokenizer paths are passed as they are: they must exist on that machine.
+ */
+export function benchArgv(options: BenchOptions, baseUrl: string, outPath: string): string[] {
+  return [
+    'bench', baseUrl,
+    '--backend', options.backend,
+    ...(options.model ? ['--model', options.model] : []),
+    ...workloadArgs(options.workload),
+    ...promptArgs(options.prompts),
+    '--warmup', String(options.warmupRequests),
+    ...(options.ignoreEos ? [] : ['--no-ignore-eos']),
+    '--request-timeout', `${Math.max(1, Math.round(options.requestTimeoutMs))}ms`,
+    ...(options.slo?.ttftMs !== undefined ? ['--slo-ttft-ms', String(options.slo.ttftMs)] : []),
+    ...(options.slo?.tpotMs !== undefined ? ['--slo-tpot-ms', String(options.slo.tpotMs)] : []),
+    ...(options.slo?.e2eMs !== undefined ? ['--slo-e2e-ms', String(options.slo.e2eMs)] : []),
+    ...(options.tokenizerPath ? ['--tokenizer', options.tokenizerPath] : []),
+    ...(options.specMetrics === 'none' ? ['--no-spec-metrics'] : []),
+    '--json', '--no-progress', '--out', outPath,
+  ];
+}
+
+/** Validate the JSON `servelab bench --out` wrote; undefined when it is not a BenchResult of this schema. */
+export function parseBenchResult(text: string): BenchResult | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const result = value as Partial<BenchResult> | null;
+  if (!result || result.schemaVersion !== 1 || !Array.isArray(result.levels) || typeof result.interrupted !== 'boolean') return undefined;
+  return result as BenchResult;
+}
+
+/** The URL the load client on the host must use: the server's own port there, not our local forward. */
+export function remoteBaseUrl(localBaseUrl: string, remote: { host: string; port: number }): string {
+  const url = new URL(localBaseUrl);
+  const host = remote.host.includes(':') ? `[${remote.host}]` : remote.host;
+  return `http://${host}:${remote.port}${url.pathname.replace(/\/+$/, '')}`;
+}

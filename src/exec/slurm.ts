@@ -1,0 +1,267 @@
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { finalizeRun, type RunOutcome } from '../experiment/finalize.js';
+import { loadExperiment } from '../experiment/load.js';
+import { serverKeysOf } from '../experiment/plan.js';
+import { createRun, loadRun } from '../experiment/run-store.js';
+import { servelabGitSha } from '../fingerprint/collect.js';
+import { openStore } from '../store/db.js';
+import { getRun, listTrials } from '../store/queries.js';
+import { setRunStatus } from '../store/runs.js';
+import { UserError } from '../util/errors.js';
+import { shellQuote } from './remote-shell.js';
+import {
+  SACCT_FORMAT,
+  SQUEUE_FORMAT,
+  classifyState,
+  parseSacct,
+  parseSbatchParsable,
+  parseScontrolJob,
+  parseSqueue,
+  slurmJobScript,
+  type JobStatus,
+} from './slurm-text.js';
+import type { ExecutorConfig } from './types.js';
+
+type SlurmConfig = Extract<ExecutorConfig, { kind: 'slurm' }>;
+
+export interface SlurmRunOptions {
+  experimentPath: string;
+  /** The shared store every job writes into (SQLite WAL; must be on a filesystem all nodes see). */
+  storePath: string;
+  config: SlurmConfig;
+  /** Job scripts and job logs (default: <store dir>/slurm/run-<id>); must be shared too. */
+  jobDir?: string;
+  /** Seconds between squeue polls (default 10). */
+  pollIntervalMs?: number;
+  /** Ctrl-C: cancels every job of the run (scancel). */
+  signal?: AbortSignal;
+  /** Progress lines (stderr in the CLI). */
+  log?: (line: string) => void;
+}
+
+/** How one server config's jobs ended. */
+export interface SlurmJobReport {
+  serverKey: string;
+  /** Every job id submitted for this config, oldest first. */
+  jobIds: string[];
+  state: string;
+  /** The last lines of the last job's log when it did not complete. */
+  logTail?: string[];
+}
+
+export interface SlurmRunResult {
+  runId: number;
+  outcome: RunOutcome;
+  jobs: SlurmJobReport[];
+}
+
+const LOG_TAIL_LINES = 20;
+// After this many polls in which Slurm knows nothing of a job (purged, no accounting) it counts as lost.
+const UNKNOWN_POLLS_BEFORE_LOST = 5;
+
+interface Tracked {
+  serverKey: string;
+  scriptPath: string;
+  jobIds: string[];
+  status: JobStatus;
+  unknownPolls: number;
+  attempts: number;
+  done: boolean;
+  logTail?: string[];
+}
+
+/**
+ * Dispatch a run to Slurm: one job per server config (`servelab run FILE --run-id N --server-key KEY --store PATH`),
+ * all submitted at once so the cluster runs them side by side. Polls their states, reports jobs that end badly
+ * with their log tail, resubmits them up to `config.retries` times (a resubmitted job measures only the missing
+ * trials), and finalizes the run once every job has ended. Ctrl-C cancels the jobs; measured trials stay stored.
+ */
+export async function runOnSlurm(options: SlurmRunOptions): Promise<SlurmRunResult> {
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  await requireSlurm();
+  const experimentPath = resolve(options.experimentPath);
+  const storePath = resolve(options.storePath);
+  const experiment = loadExperiment(experimentPath);
+  const db = openStore(storePath);
+  try {
+    const gitSha = await servelabGitSha();
+    const runId = createRun(db, experiment, gitSha === undefined ? {} : { gitSha });
+    const { plan } = loadRun(db, runId);
+    const jobDir = resolve(options.jobDir ?? join(dirname(storePath), 'slurm', `run-${runId}`));
+    mkdirSync(jobDir, { recursive: true });
+    const servelab = options.config.remoteServelab ?? thisServelab();
+    log(`run ${runId}: ${experiment.name} on Slurm, ${serverKeysOf(plan).length} server configs, ${plan.trials.length} trials; job logs in ${jobDir}`);
+
+    const tracked: Tracked[] = serverKeysOf(plan).map((serverKey) => {
+      const scriptPath = join(jobDir, `${serverKey}.sbatch`);
+      writeFileSync(scriptPath, slurmJobScript({
+        config: options.config, experimentName: experiment.name, runId, serverKey, servelab,
+        experimentPath, storePath, workDir: dirname(experimentPath),
+      }), { mode: 0o755 });
+      return { serverKey, scriptPath, jobIds: [], status: { state: 'UNSUBMITTED' }, unknownPolls: 0, attempts: 0, done: false };
+    });
+
+    const onAbort = () => void scancel(tracked.filter((job) => !job.done).flatMap((job) => job.jobIds.slice(-1)));
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      for (const job of tracked) await submit(job, jobDir, log);
+      let measured = -1;
+      while (tracked.some((job) => !job.done) && !options.signal?.aborted) {
+        await delay(options.pollIntervalMs ?? 10_000, undefined, { signal: options.signal }).catch(() => undefined);
+        if (options.signal?.aborted) break;
+        await refresh(tracked, log);
+        for (const job of tracked.filter((candidate) => !candidate.done && classifyState(candidate.status.state) !== 'active')) {
+          await settle(job, { jobDir, retries: options.config.retries, runStatus: () => getRun(db, runId)?.status, log });
+        }
+        const count = listTrials(db, runId).length;
+        if (count !== measured) {
+          measured = count;
+          log(`run ${runId}: ${count} of ${plan.trials.length} trials measured`);
+        }
+      }
+    } finally {
+      options.signal?.removeEventListener('abort', onAbort);
+    }
+
+    const jobs: SlurmJobReport[] = tracked.map((job) => ({
+      serverKey: job.serverKey, jobIds: job.jobIds, state: job.status.state, ...(job.logTail && { logTail: job.logTail }),
+    }));
+    if (options.signal?.aborted) {
+      await scancel(tracked.filter((job) => !job.done).flatMap((job) => job.jobIds.slice(-1)));
+      const message = 'interrupted; Slurm jobs cancelled, measured trials are kept';
+      setRunStatus(db, runId, 'interrupted', message);
+      return { runId, outcome: { runId, status: 'interrupted', message }, jobs };
+    }
+    const outcome = finalizeRun(db, runId);
+    if (outcome.status !== 'done') {
+      const failed = jobs.filter((job) => job.state !== 'COMPLETED');
+      const message = `${outcome.message ?? 'trials missing'}; ${failed.length > 0
+        ? `jobs ended ${failed.map((job) => `${job.jobIds.at(-1)} ${job.state}`).join(', ')}`
+        : 'every job completed'}`;
+      const status = getRun(db, runId)?.status === 'drift' ? 'drift' : 'failed';
+      if (status === 'failed') setRunStatus(db, runId, 'failed', message);
+      return { runId, outcome: { runId, status, message }, jobs };
+    }
+    return { runId, outcome, jobs };
+  } finally {
+    db.close();
+  }
+}
+
+async function submit(job: Tracked, jobDir: string, log: (line: string) => void): Promise<void> {
+  // %j: each attempt keeps its own log, so a retry does not overwrite the failure it retries.
+  const output = join(jobDir, `${job.serverKey}-%j.log`);
+  const result = await command('sbatch', ['--parsable', `--output=${output}`, job.scriptPath], 60_000);
+  const jobId = result.code === 0 ? parseSbatchParsable(result.stdout) : undefined;
+  if (!jobId) {
+    throw new UserError(`sbatch refused the job for server config ${job.serverKey}: ${result.stderr.trim() || result.stdout.trim() || `exit code ${result.code}`}`,
+      `check partition, gpusPerJob, timeLimit and sbatchArgs under executor: (try \`sbatch --test-only ${job.scriptPath}\`)`);
+  }
+  job.jobIds.push(jobId);
+  job.attempts++;
+  job.status = { state: 'PENDING' };
+  job.unknownPolls = 0;
+  log(`slurm job ${jobId}: server config ${job.serverKey} submitted${job.attempts > 1 ? ` (attempt ${job.attempts})` : ''}`);
+}
+
+/** Current state of each unfinished job: squeue, then sacct, then scontrol for jobs squeue no longer lists. */
+async function refresh(tracked: Tracked[], log: (line: string) => void): Promise<void> {
+  const open = tracked.filter((job) => !job.done);
+  const ids = open.map((job) => job.jobIds.at(-1)!);
+  if (ids.length === 0) return;
+  const statuses = parseSqueue((await command('squeue', ['-h', '--states=all', '-j', ids.join(','), '-o', SQUEUE_FORMAT], 30_000)).stdout);
+  let missing = ids.filter((id) => !statuses.has(id));
+  if (missing.length > 0) {
+    const sacct = await command('sacct', ['-n', '-P', '-X', '-j', missing.join(','), '-o', SACCT_FORMAT], 30_000);
+    if (sacct.code === 0) for (const [id, status] of parseSacct(sacct.stdout)) statuses.set(id, status);
+    missing = missing.filter((id) => !statuses.has(id));
+  }
+  for (const id of missing) {
+    const status = parseScontrolJob((await command('scontrol', ['show', 'job', '-o', id], 30_000)).stdout);
+    if (status) statuses.set(id, status);
+  }
+  for (const job of open) {
+    const id = job.jobIds.at(-1)!;
+    const status = statuses.get(id);
+    if (!status) {
+      // A failed poll (slurmctld busy) is not a lost job; only persistent silence is.
+      if (++job.unknownPolls >= UNKNOWN_POLLS_BEFORE_LOST) job.status = { state: 'LOST' };
+      continue;
+    }
+    job.unknownPolls = 0;
+    if (status.state !== job.status.state) {
+      const where = status.node && status.state === 'RUNNING' ? ` on ${status.node}` : '';
+      const why = status.reason && status.state === 'PENDING' ? ` (${status.reason})` : '';
+      log(`slurm job ${id}: ${job.status.state} → ${status.state}${where}${why}`);
+    }
+    // squeue does not know exit codes; keep what sacct/scontrol said.
+    job.status = { ...status, ...(status.exitCode === undefined && job.status.exitCode !== undefined && { exitCode: job.status.exitCode }) };
+  }
+}
+
+/** A job that left the queue: done, or reported with its log tail and resubmitted while retries remain. */
+async function settle(
+  job: Tracked,
+  context: { jobDir: string; retries: number; runStatus: () => string | undefined; log: (line: string) => void },
+): Promise<void> {
+  const id = job.jobIds.at(-1)!;
+  if (classifyState(job.status.state) === 'completed') {
+    job.done = true;
+    job.logTail = undefined;
+    return;
+  }
+  job.logTail = readTail(join(context.jobDir, `${job.serverKey}-${id}.log`), LOG_TAIL_LINES);
+  const exit = job.status.exitCode ? ` (exit code ${job.status.exitCode})` : '';
+  context.log(`slurm job ${id} (server config ${job.serverKey}) ended ${job.status.state}${exit}; last log lines:\n${
+    job.logTail.length > 0 ? job.logTail.map((line) => `    ${line}`).join('\n') : '    (no log)'}`);
+  // A drift alarm stops the whole run on purpose: running the config again would only raise it again.
+  const retryable = context.runStatus() !== 'drift';
+  if (retryable && job.attempts <= context.retries) {
+    context.log(`slurm: resubmitting server config ${job.serverKey} (retry ${job.attempts} of ${context.retries}); it resumes the missing trials`);
+    await submit(job, context.jobDir, context.log);
+    return;
+  }
+  job.done = true;
+}
+
+async function scancel(jobIds: string[]): Promise<void> {
+  if (jobIds.length > 0) await command('scancel', jobIds, 30_000);
+}
+
+async function requireSlurm(): Promise<void> {
+  const result = await command('sbatch', ['--version'], 15_000);
+  if (result.code !== 0) {
+    throw new UserError(`executor kind slurm needs the Slurm client commands, but \`sbatch --version\` failed: ${result.stderr.trim() || 'not found'}`,
+      'run servelab on a Slurm login node (sbatch, squeue on PATH), or use executor kind local or ssh');
+  }
+}
+
+/** The command that runs this very servelab, for nodes that share its filesystem. */
+function thisServelab(): string {
+  const bin = fileURLToPath(new URL('../../../bin/servelab.js', import.meta.url));
+  return existsSync(bin) ? `${shellQuote(process.execPath)} ${shellQuote(bin)}` : 'servelab';
+}
+
+function readTail(path: string, lines: number): string[] {
+  try {
+    const text = readFileSync(path, 'utf8');
+    const all = text.split('\n');
+    if (all.at(-1) === '') all.pop();
+    return all.slice(-lines);
+  } catch {
+    return [];
+  }
+}
+
+function command(file: string, args: string[], timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolvePromise) => {
+    execFile(file, args, { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+      const code = error ? (typeof (error as NodeJS.ErrnoException).code === 'number' ? ((error as unknown as { code: number }).code) : null) : 0;
+      resolvePromise({ code, stdout: String(stdout), stderr: String(stderr || (error && !stderr ? error.message : '')) });
+    });
+  });
+}

@@ -1,0 +1,333 @@
+import { randomBytes } from 'node:crypto';
+import { appendFileSync, closeSync, fstatSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as delay } from 'node:timers/promises';
+import { LogFollower } from '../launch/log-follower.js';
+import type { ExitInfo, LaunchHooks, RunningServer, ServerSpec } from '../launch/types.js';
+import { runBenchmark } from '../load/run.js';
+import type { BenchOptions, BenchResult } from '../load/types.js';
+import { classifyLogLine } from '../profiles/classify.js';
+import { NotReadyError } from '../ready/errors.js';
+import { waitForReady, type MonitorEvent, type ServerMonitor } from '../ready/wait.js';
+import { UserError } from '../util/errors.js';
+import { benchArgv, parseBenchResult, remoteBaseUrl } from './remote-bench.js';
+import {
+  LISTENING_PORTS_SCRIPT,
+  environScript,
+  parseEnviron,
+  parseListeningPorts,
+  pickFreePort,
+  remotePathWord,
+  shellJoin,
+  shellQuote,
+} from './remote-shell.js';
+import { RemoteJob } from './ssh-job.js';
+import { SshTransport, type RemoteEndpoint } from './ssh-transport.js';
+import type { CommandResult, ExecutorConfig, Executor } from './types.js';
+
+type SshConfig = Extract<ExecutorConfig, { kind: 'ssh' }>;
+
+const STOP_GRACE_S = 10;
+// Longer than the reconnect window: a job is only given up when its servelab is surely gone, not merely cut off.
+const HEARTBEAT_TIMEOUT_MIN = 15;
+const WATCH_INTERVAL_MS = 1000;
+// Probes go through the SSH forward: slower than launch's local schedule, each refused probe costs a channel.
+const REMOTE_POLL_SCHEDULE = { initialMs: 100, factor: 2, capMs: 1000 };
+const FATAL_SETTLE_MS = 1500;
+const ERROR_TAIL_LINES = 30;
+
+export interface SshExecutorContext {
+  workDir: string;
+  /** Progress lines (reconnects); default: stderr. */
+  log?: (line: string) => void;
+}
+
+interface LiveServer {
+  job: RemoteJob;
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs servers on an SSH host. Each server starts detached there (own session, log and pid files in remoteDir) and is
+ * watched by polling over a multiplexed connection, so a dropped connection delays the watch but never kills or
+ * orphans the server; its port is reached through a local forward. The load client runs here or on the host.
+ */
+export class SshExecutor implements Executor {
+  readonly kind = 'ssh' as const;
+  readonly hostLabel: string;
+  private readonly config: SshConfig;
+  private readonly transport: SshTransport;
+  private readonly remoteDir: string;
+  private readonly log: (line: string) => void;
+  private readonly live = new Set<LiveServer>();
+  /** Where each local forward we handed out as a baseUrl leads on the host. */
+  private readonly remoteEndpoints = new Map<number, RemoteEndpoint>();
+  private readonly onExit = () => {
+    for (const server of this.live) server.job.stopSync(STOP_GRACE_S);
+  };
+  private readonly onSignal = (signal: NodeJS.Signals) => {
+    // Only when nobody else handles the signal (the runner does, and then calls close()): the default action
+    // would end the process without an 'exit' event and leave the remote servers running.
+    if (process.listenerCount(signal) > 1) return;
+    this.onExit();
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  };
+
+  constructor(config: SshConfig, context: SshExecutorContext) {
+    this.config = config;
+    this.hostLabel = config.host;
+    this.remoteDir = config.remoteDir ?? '~/.servelab/remote';
+    this.log = context.log ?? ((line) => process.stderr.write(`servelab [${config.host}]: ${line}\n`));
+    this.transport = new SshTransport(
+      { host: config.host, ...(config.port !== undefined && { port: config.port }), ...(config.identityFile && { identityFile: config.identityFile }),
+        ...(config.sshOptions && { sshOptions: config.sshOptions }) },
+      { log: this.log },
+    );
+  }
+
+  /** The SSH transport, for tests that simulate a dropped connection. */
+  get connection(): SshTransport {
+    return this.transport;
+  }
+
+  async run(argv: string[], timeoutMs = 30_000): Promise<CommandResult> {
+    await this.transport.connect();
+    const result = await this.transport.execRetrying(`exec ${shellJoin(argv)} </dev/null`, { timeoutMs, what: `running ${argv[0]}` });
+    return { code: result.code, stdout: result.stdout.toString('utf8'), stderr: result.stderr };
+  }
+
+  async launch(spec: ServerSpec, hooks: LaunchHooks): Promise<RunningServer> {
+    await this.transport.connect();
+    const remotePort = await this.choosePort(spec);
+    // By default the server listens on the host's loopback only: we reach it through the forward, nobody else can.
+    const bindHost = spec.host ?? '127.0.0.1';
+    const remote = { host: bindHost === '0.0.0.0' || bindHost === '::' ? '127.0.0.1' : bindHost, port: remotePort };
+    const substitute = (text: string) => text.replaceAll('{port}', String(remotePort)).replaceAll('{host}', bindHost);
+    const command = spec.command.map(substitute);
+    const specEnv = Object.fromEntries(Object.entries(spec.env).map(([key, value]) => [key, substitute(value)]));
+    const dir = `${this.remoteDir.replace(/\/+$/, '')}/${jobName('server')}`;
+
+    mkdirSync(dirname(spec.logPath), { recursive: true });
+    appendFileSync(spec.logPath, `\n--- servelab launch on ${this.hostLabel} ${new Date().toISOString()} (${dir}): ${command.join(' ')}\n`);
+    const startOffset = statSync(spec.logPath).size;
+    const startedAt = performance.now();
+    const job = await RemoteJob.start(this.transport, {
+      dir, command, env: specEnv, ...(spec.unsetEnv && { unsetEnv: spec.unsetEnv }), ...(spec.cwd && { cwd: spec.cwd }),
+      heartbeatTimeoutMinutes: HEARTBEAT_TIMEOUT_MIN,
+    }, `the server (${command[0]})`);
+
+    // Mirror the remote log into spec.logPath and read it with the same follower/classifier as a local launch.
+    const listeners = new Set<(event: MonitorEvent) => void>();
+    const publish = (event: MonitorEvent) => listeners.forEach((listener) => listener(event));
+    let lastPhase: string | undefined;
+    let firstFatal: { name: string; hint: string; line: string } | undefined;
+    let exitInfo: ExitInfo | undefined;
+    const follower = new LogFollower(spec.logPath, startOffset, (line) => {
+      const found = classifyLogLine(spec.profile, line);
+      if (found?.kind === 'phase' && found.name !== lastPhase) {
+        lastPhase = found.name;
+        publish({ type: 'phase', name: found.name });
+      } else if (found?.kind === 'fatal' && !firstFatal) {
+        firstFatal = { name: found.name, hint: found.hint, line };
+        const fatal = firstFatal;
+        setTimeout(() => exitInfo || publish({ type: 'fatal', ...fatal }), FATAL_SETTLE_MS).unref();
+      }
+    });
+    const monitor: ServerMonitor = {
+      subscribe(listener) {
+        listeners.add(listener);
+        return () => listeners.delete(listener);
+      },
+    };
+
+    const watchAbort = new AbortController();
+    const exited = this.watch(job, spec.logPath, watchAbort.signal).then((info) => {
+      exitInfo = info;
+      follower.drain();
+      publish({ type: 'exit', info, ...(firstFatal && { fatal: firstFatal }) });
+      return info;
+    });
+
+    let localPort: number | undefined;
+    let stopping: Promise<void> | undefined;
+    const live: LiveServer = {
+      job,
+      stop: () =>
+        (stopping ??= (async () => {
+          try {
+            await job.stop(STOP_GRACE_S);
+            await exited;
+          } finally {
+            watchAbort.abort();
+            this.live.delete(live);
+            if (localPort !== undefined) {
+              this.remoteEndpoints.delete(localPort);
+              await this.transport.unforward(localPort);
+            }
+            this.updateExitHooks();
+          }
+        })()),
+    };
+    this.live.add(live);
+    this.updateExitHooks();
+
+    let ready;
+    try {
+      localPort = await this.transport.forward(remote);
+      this.remoteEndpoints.set(localPort, remote);
+      ready = await waitForReady({
+        baseUrl: `http://127.0.0.1:${localPort}`,
+        profile: spec.profile,
+        timeoutMs: spec.readyTimeoutMs,
+        startedAt,
+        monitor,
+        schedule: REMOTE_POLL_SCHEDULE,
+        ...(spec.verifyServing !== undefined && { verifyServing: spec.verifyServing }),
+        ...(spec.model !== undefined && { model: spec.model }),
+        ...(hooks.previousReadyMs !== undefined && { previousReadyMs: hooks.previousReadyMs }),
+        ...(hooks.onProgress && { onProgress: hooks.onProgress }),
+        ...(hooks.signal && { signal: hooks.signal }),
+      });
+    } catch (error) {
+      await live.stop();
+      follower.drain();
+      const tail = follower.lastLines(ERROR_TAIL_LINES);
+      follower.close();
+      throw error instanceof NotReadyError ? error.withLogTail(tail) : error;
+    }
+    follower.close();
+
+    const remoteEnv = parseEnviron((await this.transport.execRetrying(environScript(job.pid), { timeoutMs: 30_000, what: 'reading the server environment' })).stdout);
+    return {
+      baseUrl: ready.baseUrl,
+      pid: job.pid,
+      logPath: spec.logPath,
+      command,
+      // /proc/PID/environ is what the server really runs with; where it is unreadable, what we asked for.
+      env: Object.keys(remoteEnv).length > 0 ? remoteEnv : specEnv,
+      ready,
+      exited,
+      logTail: async (lines) => readLastLines(spec.logPath, lines),
+      stop: live.stop,
+    };
+  }
+
+  /** Poll the job until it ends, appending its log to logPath; resolves with how it ended. */
+  private async watch(job: RemoteJob, logPath: string, signal: AbortSignal): Promise<ExitInfo> {
+    for (;;) {
+      const { state, logBytes } = await job.poll(signal);
+      if (logBytes.length > 0) appendFileSync(logPath, logBytes);
+      if (state.kind === 'exited') return { code: state.code, signal: null };
+      if (state.kind === 'gone' || state.kind === 'missing') return { code: null, signal: 'SIGTERM' };
+      if (signal.aborted) return { code: null, signal: null };
+      await delay(WATCH_INTERVAL_MS, undefined, { signal }).catch(() => undefined);
+    }
+  }
+
+  async bench(options: BenchOptions): Promise<BenchResult> {
+    if (this.config.client === 'local') return runBenchmark(options);
+    return this.benchOnHost(options);
+  }
+
+  /**
+   * `servelab bench` on the host against the server's own port, detached like a server so a dropped connection
+   * does not end the measurement; Ctrl-C (abort) sends it SIGINT so it writes what it measured.
+   */
+  private async benchOnHost(options: BenchOptions): Promise<BenchResult> {
+    await this.transport.connect();
+    const localPort = Number(new URL(options.baseUrl).port);
+    const remote = this.remoteEndpoints.get(localPort);
+    if (remote === undefined) {
+      throw new UserError(`client: remote needs a server launched by this executor, but ${options.baseUrl} is not one`,
+        'launch the server through the ssh executor, or set client: local');
+    }
+    const dir = `${this.remoteDir.replace(/\/+$/, '')}/${jobName('bench')}`;
+    const servelab = (this.config.remoteServelab ?? 'servelab').trim().split(/\s+/);
+    const job = await RemoteJob.start(this.transport, {
+      dir,
+      command: [...servelab, ...benchArgv(options, remoteBaseUrl(options.baseUrl, remote), 'result.json')],
+      env: {},
+      cwd: dir,
+      heartbeatTimeoutMinutes: HEARTBEAT_TIMEOUT_MIN,
+    }, 'the load client (servelab bench)');
+    const interrupt = () => {
+      void this.transport.execRetrying(`kill -INT -${job.pgid} 2>/dev/null; exit 0`, { timeoutMs: 15_000, what: 'interrupting the load client' });
+    };
+    options.signal?.addEventListener('abort', interrupt, { once: true });
+    let output = '';
+    try {
+      for (;;) {
+        const { state, logBytes } = await job.poll();
+        output = (output + logBytes.toString('utf8')).slice(-8000);
+        if (state.kind !== 'alive') break;
+        await delay(WATCH_INTERVAL_MS);
+      }
+    } finally {
+      options.signal?.removeEventListener('abort', interrupt);
+    }
+    const read = await this.transport.execRetrying(`cat ${remotePathWord(dir)}/result.json 2>/dev/null; exit 0`, { timeoutMs: 60_000, what: 'reading the load result' });
+    const result = parseBenchResult(read.stdout.toString('utf8'));
+    if (!result) {
+      const last = output.trim().split('\n').slice(-5).join(' | ');
+      throw new UserError(`servelab bench on ${this.hostLabel} produced no result: ${last || 'no output'}`,
+        `check that \`${shellQuote(this.config.remoteServelab ?? 'servelab')} --version\` works on ${this.hostLabel} (remoteServelab: in executor:)`);
+    }
+    return result;
+  }
+
+  /** As a local launch: a fixed port, else a free one on the host for `{port}`, else the profile's default port. */
+  private async choosePort(spec: ServerSpec): Promise<number> {
+    if (spec.port !== undefined) return spec.port;
+    const mentionsPort = [...spec.command, ...Object.values(spec.env)].some((part) => part.includes('{port}'));
+    if (mentionsPort) {
+      const listing = await this.transport.execRetrying(LISTENING_PORTS_SCRIPT, { timeoutMs: 30_000, what: 'looking for a free port' });
+      return pickFreePort(parseListeningPorts(listing.stdout.toString('utf8')), Math.random);
+    }
+    if (spec.profile.defaultPort !== undefined) return spec.profile.defaultPort;
+    throw new UserError(`no port for the server: the command has no {port} and profile "${spec.profile.name}" has no default port`,
+      'put {port} where the command takes its port (e.g. --port {port})');
+  }
+
+  private updateExitHooks(): void {
+    const want = this.live.size > 0;
+    const have = process.listeners('exit').includes(this.onExit);
+    if (want && !have) {
+      process.on('exit', this.onExit);
+      process.on('SIGINT', this.onSignal);
+      process.on('SIGTERM', this.onSignal);
+    } else if (!want && have) {
+      process.off('exit', this.onExit);
+      process.off('SIGINT', this.onSignal);
+      process.off('SIGTERM', this.onSignal);
+    }
+  }
+
+  async close(): Promise<void> {
+    const results = await Promise.allSettled([...this.live].map((server) => server.stop()));
+    this.transport.close();
+    const failed = results.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+    if (failed) throw failed.reason;
+  }
+}
+
+/** Unique, sortable job directory name. */
+function jobName(kind: string): string {
+  return `${new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '')}-${kind}-${randomBytes(3).toString('hex')}`;
+}
+
+/** The last lines of a (possibly large) log, reading only its end. */
+function readLastLines(path: string, count: number): string[] {
+  const fd = openSync(path, 'r');
+  try {
+    const size = fstatSync(fd).size;
+    const length = Math.min(size, 256 * 1024);
+    const buffer = Buffer.alloc(length);
+    readSync(fd, buffer, 0, length, size - length);
+    const lines = buffer.toString('utf8').split(/\r\n|\n|\r/);
+    if (lines.at(-1) === '') lines.pop();
+    return lines.slice(-count);
+  } finally {
+    closeSync(fd);
+  }
+}

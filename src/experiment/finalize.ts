@@ -1,0 +1,68 @@
+import { median } from 'simple-statistics';
+import type { Db } from '../store/db.js';
+import { listTrials } from '../store/queries.js';
+import { setRunStatus, setRunVerdicts } from '../store/runs.js';
+import type { RunStatus, TrialRecord } from '../store/types.js';
+import { higherIsBetter, metricValue } from './metrics.js';
+import { loadRun, trialKey } from './run-store.js';
+import type { ResolvedExperiment, VariantVerdict } from './types.js';
+import { compareVariant } from './verdict.js';
+
+export interface RunOutcome {
+  runId: number;
+  status: RunStatus;
+  message?: string;
+  verdicts?: VariantVerdict[];
+}
+
+/** Every non-baseline variant vs the baseline, per workload, on the experiment's metric. */
+export function computeVerdicts(experiment: ResolvedExperiment, trials: readonly TrialRecord[]): VariantVerdict[] {
+  const valuesOf = (variant: string, workload: string): number[] =>
+    trials
+      .filter((trial) => trial.variant === variant && trial.workload === workload)
+      .map((trial) => metricValue(trial.metrics, experiment.metric))
+      .filter((value) => Number.isFinite(value));
+  const verdicts: VariantVerdict[] = [];
+  for (const workload of experiment.workloads) {
+    const baseline = valuesOf(experiment.baseline, workload.label);
+    for (const variant of experiment.variants) {
+      if (variant.name === experiment.baseline) continue;
+      const candidate = valuesOf(variant.name, workload.label);
+      const verdict = compareVariant(baseline, candidate, {
+        alpha: experiment.verdict.alpha,
+        minEffect: experiment.verdict.minEffect,
+        seed: experiment.seed,
+        higherIsBetter: higherIsBetter(experiment.metric),
+      });
+      verdicts.push({
+        ...verdict,
+        variant: variant.name,
+        workload: workload.label,
+        metric: experiment.metric,
+        baselineMedian: baseline.length > 0 ? median(baseline) : null,
+        candidateMedian: candidate.length > 0 ? median(candidate) : null,
+      });
+    }
+  }
+  return verdicts;
+}
+
+/**
+ * Close a run once every planned trial is stored: verdicts into runs.verdict_json, status 'done'. A run with
+ * trials still missing keeps its status (a Slurm job still running, or a crash to resume).
+ */
+export function finalizeRun(db: Db, runId: number): RunOutcome {
+  const { run, experiment, plan } = loadRun(db, runId);
+  const trials = listTrials(db, runId);
+  const stored = new Set(trials.map(trialKey));
+  const missing = plan.trials.filter((trial) => !stored.has(trialKey(trial))).length;
+  if (missing > 0) {
+    return { runId, status: run.status, message: `${missing} of ${plan.trials.length} planned trials not measured yet` };
+  }
+  const verdicts = computeVerdicts(experiment, trials);
+  db.transaction(() => {
+    setRunVerdicts(db, runId, verdicts);
+    setRunStatus(db, runId, 'done');
+  })();
+  return { runId, status: 'done', verdicts };
+}

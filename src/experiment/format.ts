@@ -1,0 +1,179 @@
+import { median } from 'simple-statistics';
+import { diffFingerprints, formatChanges } from '../fingerprint/diff.js';
+import type { Fingerprint } from '../fingerprint/types.js';
+import type { RunDetail } from '../store/queries.js';
+import type { TrialRecord } from '../store/types.js';
+import { metricUnit, metricValue } from './metrics.js';
+import type { MetricName, Plan, ResolvedExperiment, VariantVerdict } from './types.js';
+
+/** Plain-text tables for `servelab run`, `ls`, `show` and `diff`. Pure: data in, lines out. */
+
+export function table(header: string[], rows: string[][]): string {
+  const widths = header.map((cell, column) => Math.max(cell.length, ...rows.map((row) => (row[column] ?? '').length)));
+  const line = (cells: string[]): string => cells.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd();
+  return [line(header), line(widths.map((width) => '-'.repeat(width))), ...rows.map(line)].join('\n');
+}
+
+export function figure(value: number | null | undefined): string {
+  if (value === null || value === undefined || !Number.isFinite(value)) return 'n/a';
+  const magnitude = Math.abs(value);
+  if (magnitude >= 100) return value.toFixed(0);
+  if (magnitude >= 10) return value.toFixed(1);
+  return value.toFixed(2);
+}
+
+function percent(ratio: number | null): string {
+  if (ratio === null || !Number.isFinite(ratio)) return 'n/a';
+  const pct = (ratio - 1) * 100;
+  return `${pct >= 0 ? '+' : '−'}${Math.abs(pct).toFixed(1)}%`;
+}
+
+export function formatVerdicts(verdicts: readonly VariantVerdict[], metric: MetricName, baseline: string): string {
+  if (verdicts.length === 0) return `only the baseline "${baseline}" was measured: nothing to compare`;
+  const unit = metricUnit(metric);
+  const rows = verdicts.map((verdict) => [
+    verdict.variant,
+    verdict.workload,
+    figure(verdict.baselineMedian),
+    figure(verdict.candidateMedian),
+    percent(verdict.ratio),
+    verdict.ciLow === null || verdict.ciHigh === null ? 'n/a' : `${percent(verdict.ciLow)} … ${percent(verdict.ciHigh)}`,
+    verdict.pValue === null ? 'n/a' : verdict.pValue < 0.001 ? '<0.001' : verdict.pValue.toFixed(3),
+    `${verdict.n.baseline}/${verdict.n.candidate}`,
+    verdict.label,
+  ]);
+  return table(['variant', 'workload', `${baseline} ${unit}`, `variant ${unit}`, 'change', 'CI', 'p', 'n', 'verdict'], rows);
+}
+
+export function formatRunList(runs: readonly RunDetail[]): string {
+  if (runs.length === 0) return 'no runs in this store yet (start one with `servelab run FILE`)';
+  const rows = runs.map((run) => {
+    const plan = run.plan as Plan;
+    return [
+      String(run.id),
+      run.experimentName,
+      run.status,
+      run.startedAt.replace('T', ' ').slice(0, 19),
+      `${run.trialCount}/${plan.trials.length}`,
+      summarizeVerdicts(run),
+    ];
+  });
+  return table(['run', 'experiment', 'status', 'started (UTC)', 'trials', 'result'], rows);
+}
+
+function summarizeVerdicts(run: RunDetail): string {
+  if (run.status !== 'done') return run.message ?? '';
+  const verdicts = (run.verdicts ?? []) as VariantVerdict[];
+  const notable = verdicts.filter((verdict) => verdict.significant);
+  if (notable.length === 0) return verdicts.length === 0 ? '' : 'no significant difference';
+  return notable.map((verdict) => `${verdict.variant}@${verdict.workload} ${verdict.label} ${percent(verdict.ratio)}`).join('; ');
+}
+
+/** Median of the metric per variant (rows) and workload (columns). */
+export function formatMedians(experiment: ResolvedExperiment, trials: readonly TrialRecord[]): string {
+  const rows = experiment.variants.map((variant) => [
+    variant.name + (variant.name === experiment.baseline ? ' (baseline)' : ''),
+    ...experiment.workloads.map((workload) => {
+      const values = trials
+        .filter((trial) => trial.variant === variant.name && trial.workload === workload.label)
+        .map((trial) => metricValue(trial.metrics, experiment.metric))
+        .filter((value) => Number.isFinite(value));
+      return values.length === 0 ? '-' : `${figure(median(values))} (n=${values.length})`;
+    }),
+  ]);
+  return table(['variant', ...experiment.workloads.map((workload) => workload.label)], rows);
+}
+
+export function formatRunShow(run: RunDetail, trials: readonly TrialRecord[]): string {
+  const experiment = run.config as ResolvedExperiment;
+  const plan = run.plan as Plan;
+  const serverCount = new Set(plan.trials.map((trial) => trial.serverKey)).size;
+  const unit = metricUnit(experiment.metric);
+  const lines = [
+    `run ${run.id} of ${experiment.name} (${run.filePath})`,
+    `status: ${run.status}${run.message ? ` — ${run.message}` : ''}`,
+    `started ${run.startedAt}${run.finishedAt ? `, finished ${run.finishedAt}` : ''}; servelab ${run.servelabVersion}${run.gitSha ? ` (${run.gitSha})` : ''}`,
+    `plan: ${plan.trials.length} trials = ${experiment.variants.length} variants × ${experiment.workloads.length} workloads × ${plan.blocks} blocks; ` +
+      `${serverCount} server configs, ${plan.restarts} restarts; seed ${plan.seed}`,
+    `metric: ${experiment.metric} (${unit}); baseline: ${experiment.baseline}`,
+    '',
+    'trials:',
+    table(
+      ['#', 'block', 'variant', 'workload', unit, 'ok', 'failed', 'finished'],
+      plan.trials.map((planned) => {
+        const trial = trials.find(
+          (candidate) => candidate.variant === planned.variant && candidate.workload === planned.workload && candidate.block === planned.block && candidate.repetition === planned.repetition,
+        );
+        return [
+          String(planned.index + 1),
+          String(planned.block),
+          planned.variant,
+          planned.workload,
+          trial ? figure(metricValue(trial.metrics, experiment.metric)) : '-',
+          trial ? String(trial.metrics.completed) : '-',
+          trial ? String(trial.metrics.failed) : '-',
+          trial ? trial.finishedAt.replace('T', ' ').slice(0, 19) : 'pending',
+        ];
+      }),
+    ),
+    '',
+    `median ${experiment.metric} (${unit}):`,
+    formatMedians(experiment, trials),
+  ];
+  if (run.verdicts !== undefined) lines.push('', 'verdicts vs baseline:', formatVerdicts(run.verdicts as VariantVerdict[], experiment.metric, experiment.baseline));
+  return lines.join('\n');
+}
+
+export interface RunDiff {
+  /** Environment changes per variant present in both runs (diffFingerprints(A, B) of each run's first trial). */
+  environment: Array<{ variant: string; changes: ReturnType<typeof diffFingerprints> }>;
+  metrics: Array<{ variant: string; workload: string; a: number | null; b: number | null; ratio: number | null }>;
+}
+
+export function diffRuns(
+  a: { experiment: ResolvedExperiment; trials: readonly TrialRecord[]; fingerprint: (id: number) => Fingerprint | undefined },
+  b: { experiment: ResolvedExperiment; trials: readonly TrialRecord[]; fingerprint: (id: number) => Fingerprint | undefined },
+): RunDiff {
+  const metric = a.experiment.metric;
+  const variants = [...new Set([...a.trials, ...b.trials].map((trial) => trial.variant))];
+  const environment: RunDiff['environment'] = [];
+  const metrics: RunDiff['metrics'] = [];
+  for (const variant of variants) {
+    const firstA = a.trials.find((trial) => trial.variant === variant);
+    const firstB = b.trials.find((trial) => trial.variant === variant);
+    const fpA = firstA && a.fingerprint(firstA.fingerprintId);
+    const fpB = firstB && b.fingerprint(firstB.fingerprintId);
+    if (fpA && fpB) environment.push({ variant, changes: diffFingerprints(fpA, fpB) });
+    const workloads = [...new Set([...a.trials, ...b.trials].filter((trial) => trial.variant === variant).map((trial) => trial.workload))];
+    for (const workload of workloads) {
+      const medianOf = (trials: readonly TrialRecord[]): number | null => {
+        const values = trials
+          .filter((trial) => trial.variant === variant && trial.workload === workload)
+          .map((trial) => metricValue(trial.metrics, metric))
+          .filter((value) => Number.isFinite(value));
+        return values.length === 0 ? null : median(values);
+      };
+      const valueA = medianOf(a.trials);
+      const valueB = medianOf(b.trials);
+      metrics.push({ variant, workload, a: valueA, b: valueB, ratio: valueA !== null && valueB !== null && valueA !== 0 ? valueB / valueA : null });
+    }
+  }
+  return { environment, metrics };
+}
+
+export function formatRunDiff(runA: number, runB: number, metric: MetricName, diff: RunDiff): string {
+  const lines = [`run ${runA} → run ${runB}`, '', 'environment:'];
+  if (diff.environment.length === 0) lines.push('  (no variant in common)');
+  for (const { variant, changes } of diff.environment) {
+    lines.push(`  ${variant}: ${changes.length === 0 ? 'identical' : formatChanges(changes)}`);
+  }
+  lines.push(
+    '',
+    `median ${metric} (${metricUnit(metric)}):`,
+    table(
+      ['variant', 'workload', `run ${runA}`, `run ${runB}`, 'change'],
+      diff.metrics.map((row) => [row.variant, row.workload, figure(row.a), figure(row.b), percent(row.ratio)]),
+    ),
+  );
+  return lines.join('\n');
+}

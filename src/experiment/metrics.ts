@@ -1,0 +1,40 @@
+import type { LevelResult } from '../load/types.js';
+import type { TrialMetrics } from '../store/types.js';
+import type { MetricName } from './types.js';
+
+/** The figures of one measured level that a trial keeps (samples are stored separately). */
+export function trialMetricsOf(level: LevelResult): TrialMetrics {
+  return {
+    outputTokensPerSecond: level.outputTokensPerSecond,
+    requestsPerSecond: level.requestsPerSecond,
+    perStreamTokensPerSecond: level.outputTokensPerSecondPerStream.median,
+    ttftMedianMs: level.ttftMs.median,
+    ttftP99Ms: level.ttftMs.p99,
+    tpotMedianMs: level.tpotMs.median,
+    itlP99Ms: level.itlMs.p99,
+    e2eMedianMs: level.e2eMs.median,
+    completed: level.completed,
+    failed: level.failed,
+    ...(level.spec?.acceptanceRate !== undefined && { acceptanceRate: level.spec.acceptanceRate }),
+    ...(level.spec?.meanAcceptedLength !== undefined && { meanAcceptedLength: level.spec.meanAcceptedLength }),
+  };
+}
+
+/** Latencies (…Ms) improve downwards, rates upwards. */
+export function higherIsBetter(metric: MetricName): boolean {
+  return !metric.endsWith('Ms') && metric !== 'failed';
+}
+
+export function metricUnit(metric: MetricName): string {
+  if (metric.endsWith('Ms')) return 'ms';
+  if (metric === 'requestsPerSecond') return 'req/s';
+  if (metric === 'perStreamTokensPerSecond') return 'tok/s/stream';
+  if (metric === 'outputTokensPerSecond') return 'tok/s';
+  return '';
+}
+
+/** A metric value of a stored trial; NaN when the trial could not measure it (e.g. no request completed). */
+export function metricValue(metrics: TrialMetrics, metric: MetricName): number {
+  const value = metrics[metric];
+  return typeof value === 'number' && Number.isFinite(value) ? value : Number.NaN;
+}

@@ -1,0 +1,96 @@
+import type { ExecutorConfig } from '../exec/types.js';
+import type { BackendKind } from '../profiles/types.js';
+import type { PromptSource, Slo, Workload } from '../load/types.js';
+import type { TrialMetrics } from '../store/types.js';
+import type { Verdict } from './verdict.js';
+
+/** How one server is started; variants with an identical ServerConfig share a server (same serverKey). */
+export interface ServerConfig {
+  /** Built-in profile name. */
+  profile: string;
+  command: string[];
+  env: Record<string, string>;
+  unsetEnv: string[];
+  cwd?: string;
+  readyTimeoutMs: number;
+  verifyServing: boolean;
+  model?: string;
+}
+
+/** Load-client settings; they never influence which server a variant needs. */
+export interface ClientConfig {
+  prompts: PromptSource;
+  warmupRequests: number;
+  ignoreEos: boolean;
+  requestTimeoutMs: number;
+  backend?: BackendKind;
+  model?: string;
+  slo?: Slo;
+}
+
+export interface ResolvedVariant {
+  name: string;
+  /** Grid parameter values that produced this variant (empty for hand-written variants). */
+  params: Record<string, string | number>;
+  server: ServerConfig;
+  serverKey: string;
+  client: ClientConfig;
+}
+
+export interface ResolvedWorkload {
+  /** e.g. "single-stream", "c=8", "rate=4/s" — the trials.workload column. */
+  label: string;
+  workload: Workload;
+  concurrency?: number;
+}
+
+/** A numeric TrialMetrics field that verdicts and drift alarms compare. */
+export type MetricName = Exclude<{ [K in keyof TrialMetrics]-?: TrialMetrics[K] extends number | undefined ? K : never }[keyof TrialMetrics], undefined>;
+
+/** The experiment after defaults, grid expansion and sweep expansion; stored as runs.config_json so a resume replays it. */
+export interface ResolvedExperiment {
+  name: string;
+  description?: string;
+  /** Absolute path of the experiment file. */
+  filePath: string;
+  baseline: string;
+  metric: MetricName;
+  trials: number;
+  seed: number;
+  /** Significance level and smallest relative effect (0.02 = 2%) that counts as a difference. */
+  verdict: { alpha: number; minEffect: number };
+  /** Noise band of the drift alarm: max(relativeBand, sigmas × robust spread of the history). */
+  drift: { relativeBand: number; sigmas: number };
+  executor: ExecutorConfig;
+  fingerprint: { envPatterns: string[]; redact: string[] };
+  variants: ResolvedVariant[];
+  workloads: ResolvedWorkload[];
+}
+
+export interface PlannedTrial {
+  /** Position in execution order. */
+  index: number;
+  block: number;
+  /** Repetition of this (variant, workload) pair; equals the block since each block runs every pair once. */
+  repetition: number;
+  variant: string;
+  serverKey: string;
+  workload: string;
+}
+
+export interface Plan {
+  seed: number;
+  blocks: number;
+  /** Server starts the plan needs beyond the first (consecutive trials on the same serverKey share a server). */
+  restarts: number;
+  trials: PlannedTrial[];
+}
+
+/** One row of a run's verdict table: a variant vs the baseline on one workload. */
+export interface VariantVerdict extends Verdict {
+  variant: string;
+  workload: string;
+  metric: MetricName;
+  baselineMedian: number | null;
+  candidateMedian: number | null;
+}

@@ -1,0 +1,197 @@
+import { execFile } from 'node:child_process';
+import { realpath } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import type { Executor } from '../exec/types.js';
+import { VERSION } from '../version.js';
+import { captureEnv, DEFAULT_ENV_PATTERNS, DEFAULT_REDACT_PATTERNS, redactArgs } from './env.js';
+import {
+  basename,
+  bytesToGiB,
+  modelFromCommand,
+  NVIDIA_SMI_FIELDS,
+  parseCpuModel,
+  parseMeminfoGiB,
+  parseNvidiaSmiCsv,
+  parsePackageVersions,
+  parseUname,
+  parseVersionOutput,
+} from './parse.js';
+import type { Fingerprint } from './types.js';
+
+const COMMAND_TIMEOUT_MS = 20_000;
+
+/** Python distributions whose versions change serving performance. */
+const PYTHON_PACKAGES = [
+  'vllm',
+  'sglang',
+  'sgl-kernel',
+  'torch',
+  'transformers',
+  'flashinfer-python',
+  'flashinfer',
+  'flash-attn',
+  'xformers',
+  'triton',
+  'text-generation-server',
+  'llama-cpp-python',
+  'tensorrt-llm',
+  'nvidia-nccl-cu12',
+  'nvidia-cudnn-cu12',
+  'nvidia-cublas-cu12',
+];
+
+const PYTHON_PROBE = [
+  'import importlib.metadata as m',
+  `for n in ${JSON.stringify(PYTHON_PACKAGES)}:`,
+  '    try: print(n + "==" + m.version(n))',
+  '    except Exception: pass',
+].join('\n');
+
+/** Native servers that report their own version: program name → package key. */
+const NATIVE_SERVERS: Record<string, string> = {
+  'llama-server': 'llama.cpp',
+  ollama: 'ollama',
+  'text-generation-launcher': 'text-generation-launcher',
+};
+
+export interface FingerprintServer {
+  /** The server's argv. */
+  command: string[];
+  /** The server's full environment; only variables matching the capture patterns are kept. */
+  env: Record<string, string>;
+  /** Model when known; otherwise read from the command line. */
+  model?: string;
+}
+
+export interface FingerprintOptions {
+  envPatterns?: readonly string[];
+  redactPatterns?: readonly string[];
+}
+
+/**
+ * Everything about where and how a server runs that can move its numbers. Facts are gathered on the executor's host
+ * with short commands; a missing tool (no nvidia-smi, no python) leaves its part empty instead of failing, because a
+ * fingerprint must never stop an experiment.
+ */
+export async function collectFingerprint(
+  executor: Executor,
+  server: FingerprintServer,
+  options: FingerprintOptions = {},
+): Promise<Fingerprint> {
+  const redactPatterns = options.redactPatterns ?? DEFAULT_REDACT_PATTERNS;
+  const [host, gpus, packages, gitSha] = await Promise.all([
+    collectHost(executor),
+    collectGpus(executor),
+    collectPackages(executor, server.command),
+    servelabGitSha(),
+  ]);
+  const fingerprint: Fingerprint = {
+    servelabVersion: VERSION,
+    executor: executor.hostLabel,
+    host,
+    gpus,
+    command: redactArgs(server.command, redactPatterns),
+    env: captureEnv(server.env, options.envPatterns ?? DEFAULT_ENV_PATTERNS, redactPatterns),
+    packages,
+  };
+  if (gitSha !== undefined) fingerprint.servelabGitSha = gitSha;
+  const model = server.model ?? modelFromCommand(server.command);
+  if (model !== undefined) fingerprint.model = model;
+  return fingerprint;
+}
+
+/** stdout of a command, or undefined when it could not run or failed. */
+async function output(executor: Executor, argv: string[]): Promise<string | undefined> {
+  try {
+    const result = await executor.run(argv, COMMAND_TIMEOUT_MS);
+    return result.code === 0 ? result.stdout : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function collectHost(executor: Executor): Promise<Fingerprint['host']> {
+  const { os, hostname, kernel } = parseUname((await output(executor, ['uname', '-snr'])) ?? '');
+  if (os === 'Darwin') {
+    const [cpuModel, cpus, memBytes] = await Promise.all([
+      output(executor, ['sysctl', '-n', 'machdep.cpu.brand_string']),
+      output(executor, ['sysctl', '-n', 'hw.ncpu']),
+      output(executor, ['sysctl', '-n', 'hw.memsize']),
+    ]);
+    return { hostname, os, kernel, cpuModel: cpuModel?.trim() ?? '', cpus: toInt(cpus), memoryGiB: bytesToGiB(toInt(memBytes)) };
+  }
+  const [cpuinfo, cpus, meminfo] = await Promise.all([
+    output(executor, ['cat', '/proc/cpuinfo']),
+    output(executor, ['nproc']),
+    output(executor, ['cat', '/proc/meminfo']),
+  ]);
+  return { hostname, os, kernel, cpuModel: parseCpuModel(cpuinfo ?? ''), cpus: toInt(cpus), memoryGiB: parseMeminfoGiB(meminfo ?? '') };
+}
+
+function toInt(text: string | undefined): number {
+  const value = Number.parseInt(text?.trim() ?? '', 10);
+  return Number.isFinite(value) ? value : 0;
+}
+
+async function collectGpus(executor: Executor): Promise<Fingerprint['gpus']> {
+  const csv = await output(executor, ['nvidia-smi', `--query-gpu=${NVIDIA_SMI_FIELDS.join(',')}`, '--format=csv,noheader,nounits']);
+  return csv === undefined ? [] : parseNvidiaSmiCsv(csv);
+}
+
+/**
+ * Versions of the serving stack. Python packages are read with the interpreter the server most likely uses: the
+ * command's own python, or the python next to its entry point (a venv's bin/), else python3 on PATH.
+ */
+async function collectPackages(executor: Executor, command: readonly string[]): Promise<Record<string, string>> {
+  const program = command[0] ?? '';
+  const interpreters: string[] = [];
+  if (/^python[\d.]*$/.test(basename(program))) interpreters.push(program);
+  else if (program.includes('/')) interpreters.push(`${program.slice(0, program.lastIndexOf('/'))}/python3`);
+  interpreters.push('python3');
+
+  const packages: Record<string, string> = {};
+  for (const interpreter of interpreters) {
+    const probe = await output(executor, [interpreter, '-c', PYTHON_PROBE]);
+    if (probe !== undefined) {
+      Object.assign(packages, parsePackageVersions(probe));
+      break;
+    }
+  }
+  const nativeKey = NATIVE_SERVERS[basename(program)];
+  if (nativeKey !== undefined) {
+    const result = await executor.run([program, '--version'], COMMAND_TIMEOUT_MS).catch(() => undefined);
+    // llama-server prints its version on stderr.
+    const version = result && parseVersionOutput(`${result.stdout}\n${result.stderr}`);
+    if (version) packages[nativeKey] = version;
+  }
+  return packages;
+}
+
+let gitShaOnce: Promise<string | undefined> | undefined;
+
+/**
+ * Commit of the servelab checkout this process runs from, with "-dirty" when it has local changes; undefined when
+ * servelab is not its own git checkout (e.g. installed from npm inside someone else's repository). Read once per
+ * process: the loaded code does not change when files on disk do.
+ */
+export function servelabGitSha(): Promise<string | undefined> {
+  gitShaOnce ??= readGitSha();
+  return gitShaOnce;
+}
+
+async function readGitSha(): Promise<string | undefined> {
+  const run = promisify(execFile);
+  // dist/src/fingerprint/collect.js → package root.
+  const root = fileURLToPath(new URL('../../../', import.meta.url));
+  try {
+    const git = (...args: string[]) => run('git', ['-C', root, ...args], { timeout: COMMAND_TIMEOUT_MS }).then((r) => r.stdout.trim());
+    const [topLevel, packageRoot] = await Promise.all([git('rev-parse', '--show-toplevel').then((dir) => realpath(dir)), realpath(root)]);
+    if (topLevel !== packageRoot) return undefined;
+    const sha = await git('rev-parse', 'HEAD');
+    const dirty = (await git('status', '--porcelain', '--untracked-files=no')) !== '';
+    return dirty ? `${sha}-dirty` : sha;
+  } catch {
+    return undefined;
+  }
+}

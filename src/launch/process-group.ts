@@ -1,0 +1,42 @@
+import { setTimeout as delay } from 'node:timers/promises';
+
+/** Send a signal to every process of the group led by `pid`; false when the group no longer exists. */
+export function signalGroup(pid: number, signal: NodeJS.Signals): boolean {
+  try {
+    process.kill(-pid, signal);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ESRCH') return false;
+    throw error;
+  }
+}
+
+/** Whether any process of the group still exists (EPERM: it exists but belongs to someone else). */
+export function groupAlive(pid: number): boolean {
+  try {
+    process.kill(-pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function waitGone(pid: number, withinMs: number): Promise<boolean> {
+  const until = Date.now() + withinMs;
+  while (groupAlive(pid)) {
+    if (Date.now() >= until) return false;
+    await delay(25);
+  }
+  return true;
+}
+
+/**
+ * SIGTERM the whole group (servers fork workers: killing only the leader orphans them, still holding GPU memory),
+ * SIGKILL whatever is left after the grace period, and resolve once the group is gone.
+ */
+export async function stopGroup(pid: number, graceMs: number): Promise<void> {
+  if (!signalGroup(pid, 'SIGTERM')) return;
+  if (await waitGone(pid, graceMs)) return;
+  signalGroup(pid, 'SIGKILL');
+  if (!(await waitGone(pid, 5_000))) throw new Error(`process group ${pid} survived SIGKILL`);
+}

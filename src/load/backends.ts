@@ -1,0 +1,212 @@
+import type { BackendKind } from '../profiles/types.js';
+import type { PromptItem } from './prompts.js';
+
+/**
+ * Per-backend wire format: the request to send and how to read one streamed SSE `data:` payload.
+ * Parsers write into a per-request StreamState instead of returning objects, so a stream of thousands of
+ * events allocates nothing beyond JSON.parse itself.
+ */
+
+export class StreamFormatError extends Error {}
+
+export interface StreamState {
+  /** Token-bearing events seen so far. */
+  tokenEvents: number;
+  /** Output text so far; collected only when a local tokenizer will need it. */
+  text: string;
+  collectText: boolean;
+  promptTokens?: number;
+  completionTokens?: number;
+  /** Speculative-decoding counters reported per request (llama.cpp timings, SGLang meta_info). */
+  specDraftTokens?: number;
+  specAcceptedTokens?: number;
+  specVerifySteps?: number;
+  /** The simulator's send timestamp (hrtime ns) of the latest event: ground truth for timing-error measurement. */
+  simSentNs?: string;
+  /** Cumulative-text backends (SGLang) need the length already seen. */
+  seenTextLength: number;
+  done: boolean;
+}
+
+export function newStreamState(collectText: boolean): StreamState {
+  return { tokenEvents: 0, text: '', collectText, seenTextLength: 0, done: false };
+}
+
+export interface BackendRequestOptions {
+  model?: string;
+  ignoreEos: boolean;
+}
+
+export interface Backend {
+  path: string;
+  body(item: PromptItem, options: BackendRequestOptions): string;
+  /** Read one SSE data payload into `state`; returns true when it carried output text (a token-bearing event). */
+  parse(data: string, state: StreamState): boolean;
+}
+
+function parseJson(data: string): Record<string, any> {
+  let value: unknown;
+  try {
+    value = JSON.parse(data);
+  } catch {
+    throw new StreamFormatError(`stream event is not JSON: ${data.slice(0, 80)}`);
+  }
+  if (typeof value !== 'object' || value === null) throw new StreamFormatError(`stream event is not a JSON object: ${data.slice(0, 80)}`);
+  const record = value as Record<string, any>;
+  if (record.error !== undefined && record.error !== null) {
+    throw new StreamFormatError(`server sent an error event: ${JSON.stringify(record.error).slice(0, 200)}`);
+  }
+  return record;
+}
+
+function noteSim(record: Record<string, any>, state: StreamState): void {
+  const sentNs = record.servelab_sim?.sent_ns;
+  if (sentNs !== undefined) state.simSentNs = String(sentNs);
+}
+
+function addText(state: StreamState, text: unknown): boolean {
+  if (typeof text !== 'string' || text.length === 0) return false;
+  state.tokenEvents++;
+  if (state.collectText) state.text += text;
+  return true;
+}
+
+function openAiUsage(record: Record<string, any>, state: StreamState): void {
+  const usage = record.usage;
+  if (usage && typeof usage === 'object') {
+    if (typeof usage.prompt_tokens === 'number') state.promptTokens = usage.prompt_tokens;
+    if (typeof usage.completion_tokens === 'number') state.completionTokens = usage.completion_tokens;
+  }
+}
+
+function openAiBody(extra: Record<string, unknown>, item: PromptItem, options: BackendRequestOptions): string {
+  return JSON.stringify({
+    ...(options.model ? { model: options.model } : {}),
+    ...extra,
+    max_tokens: item.maxTokens,
+    temperature: 0,
+    stream: true,
+    stream_options: { include_usage: true },
+    // vLLM/SGLang extension; servers that do not know it ignore it.
+    ...(options.ignoreEos ? { ignore_eos: true } : {}),
+  });
+}
+
+const openAiCompletions: Backend = {
+  path: '/v1/completions',
+  body: (item, options) => openAiBody({ prompt: item.prompt }, item, options),
+  parse(data, state) {
+    if (data === '[DONE]') {
+      state.done = true;
+      return false;
+    }
+    const record = parseJson(data);
+    noteSim(record, state);
+    openAiUsage(record, state);
+    return addText(state, record.choices?.[0]?.text);
+  },
+};
+
+const openAiChat: Backend = {
+  path: '/v1/chat/completions',
+  body: (item, options) => openAiBody({ messages: [{ role: 'user', content: item.prompt }] }, item, options),
+  parse(data, state) {
+    if (data === '[DONE]') {
+      state.done = true;
+      return false;
+    }
+    const record = parseJson(data);
+    noteSim(record, state);
+    openAiUsage(record, state);
+    const delta = record.choices?.[0]?.delta;
+    // Reasoning models stream their thinking as reasoning_content: those are output tokens too.
+    return addText(state, delta?.content || delta?.reasoning_content);
+  },
+};
+
+/** SGLang native /generate streams the cumulative text so far plus meta_info counters. */
+const sglang: Backend = {
+  path: '/generate',
+  body: (item, options) =>
+    JSON.stringify({
+      text: item.prompt,
+      sampling_params: { max_new_tokens: item.maxTokens, temperature: 0, ...(options.ignoreEos ? { ignore_eos: true } : {}) },
+      stream: true,
+    }),
+  parse(data, state) {
+    if (data === '[DONE]') {
+      state.done = true;
+      return false;
+    }
+    const record = parseJson(data);
+    noteSim(record, state);
+    const meta = record.meta_info;
+    if (meta && typeof meta === 'object') {
+      if (typeof meta.prompt_tokens === 'number') state.promptTokens = meta.prompt_tokens;
+      if (typeof meta.completion_tokens === 'number') state.completionTokens = meta.completion_tokens;
+      if (typeof meta.spec_verify_ct === 'number') state.specVerifySteps = meta.spec_verify_ct;
+    }
+    const text = record.text;
+    if (typeof text !== 'string' || text.length <= state.seenTextLength) return false;
+    const added = text.slice(state.seenTextLength);
+    state.seenTextLength = text.length;
+    return addText(state, added);
+  },
+};
+
+/**
+ * TGI /generate_stream: one event per token; the last carries details.generated_tokens. TGI itself has no
+ * ignore_eos; it is sent for TGI-compatible servers that honour it (--no-ignore-eos if a server rejects it).
+ */
+const tgi: Backend = {
+  path: '/generate_stream',
+  body: (item, options) =>
+    JSON.stringify({ inputs: item.prompt, parameters: { max_new_tokens: item.maxTokens, details: true, ...(options.ignoreEos ? { ignore_eos: true } : {}) } }),
+  parse(data, state) {
+    const record = parseJson(data);
+    noteSim(record, state);
+    const details = record.details;
+    if (details && typeof details === 'object') {
+      if (typeof details.generated_tokens === 'number') state.completionTokens = details.generated_tokens;
+      if (Array.isArray(details.prefill) && details.prefill.length > 0) state.promptTokens = details.prefill.length;
+    }
+    if (typeof record.generated_text === 'string') state.done = true;
+    const token = record.token;
+    if (!token || token.special) return false;
+    return addText(state, token.text);
+  },
+};
+
+/** llama.cpp server /completion: `content` per event; the final `stop: true` event has counts and draft timings. */
+const llamacpp: Backend = {
+  path: '/completion',
+  body: (item, options) =>
+    JSON.stringify({ prompt: item.prompt, n_predict: item.maxTokens, temperature: 0, stream: true, ...(options.ignoreEos ? { ignore_eos: true } : {}) }),
+  parse(data, state) {
+    const record = parseJson(data);
+    noteSim(record, state);
+    if (record.stop === true) {
+      state.done = true;
+      if (typeof record.tokens_predicted === 'number') state.completionTokens = record.tokens_predicted;
+      if (typeof record.tokens_evaluated === 'number') state.promptTokens = record.tokens_evaluated;
+      const timings = record.timings;
+      if (timings && typeof timings === 'object') {
+        if (typeof timings.predicted_n === 'number') state.completionTokens = timings.predicted_n;
+        if (typeof timings.prompt_n === 'number' && state.promptTokens === undefined) state.promptTokens = timings.prompt_n;
+        if (typeof timings.draft_n === 'number') state.specDraftTokens = timings.draft_n;
+        if (typeof timings.draft_n_accepted === 'number') state.specAcceptedTokens = timings.draft_n_accepted;
+      }
+    }
+    return addText(state, record.content);
+  },
+};
+
+export const BACKENDS: Record<BackendKind, Backend> = {
+  'openai-completions': openAiCompletions,
+  'openai-chat': openAiChat,
+  sglang,
+  tgi,
+  llamacpp,
+};
+
+export const BACKEND_KINDS = Object.keys(BACKENDS) as BackendKind[];

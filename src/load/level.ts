@@ -1,0 +1,122 @@
+import { interArrivalMs, seededRandom } from './random.js';
+import { streamRequest, type RequestContext, type RequestOutcome } from './request.js';
+import type { PromptItem } from './prompts.js';
+import type { Workload } from './types.js';
+
+/** One measured level of a workload: a fixed concurrency or an arrival rate. */
+export interface LevelPlan {
+  label: string;
+  requests: number;
+  /** Closed loop: this many requests in flight at all times. */
+  concurrency?: number;
+  /** Open loop: arrivals at this rate, at most maxInFlight in flight (later arrivals wait for a slot). */
+  rate?: { requestsPerSecond: number; arrival: 'poisson' | 'constant'; maxInFlight: number };
+}
+
+export function planLevels(workload: Workload): LevelPlan[] {
+  switch (workload.kind) {
+    case 'single-stream':
+      return [{ label: 'single-stream', requests: workload.requests, concurrency: 1 }];
+    case 'concurrency':
+      return [{ label: `c=${workload.concurrency}`, requests: workload.requests, concurrency: workload.concurrency }];
+    case 'rate':
+      return [
+        {
+          label: `rate=${workload.requestsPerSecond}/s`,
+          requests: workload.requests,
+          rate: { requestsPerSecond: workload.requestsPerSecond, arrival: workload.arrival, maxInFlight: workload.maxInFlight },
+        },
+      ];
+    case 'sweep':
+      return workload.concurrencies.map((concurrency) => ({ label: `c=${concurrency}`, requests: workload.requestsPerLevel, concurrency }));
+  }
+}
+
+/** Labels of a workload's levels, e.g. ["c=1", "c=8"]: the names trials and reports use. */
+export function workloadLabels(workload: Workload): string[] {
+  return planLevels(workload).map((level) => level.label);
+}
+
+/** Most requests a level keeps in flight: the connection pool is sized to this. */
+export function maxInFlight(level: LevelPlan): number {
+  return level.concurrency ?? level.rate?.maxInFlight ?? 1;
+}
+
+export interface LevelRun {
+  outcomes: RequestOutcome[];
+  /** First send to last completion, seconds. */
+  durationS: number;
+}
+
+/**
+ * Run the prompts of one level. Stops issuing new requests when the context's signal aborts; requests in flight are
+ * aborted by that same signal and come back as 'aborted' samples. `onDone` is called after every request.
+ */
+export async function runLevel(context: RequestContext, level: LevelPlan, prompts: readonly PromptItem[], seed: number, onDone?: (outcome: RequestOutcome) => void): Promise<LevelRun> {
+  const outcomes: RequestOutcome[] = [];
+  const started = performance.now();
+  const record = (outcome: RequestOutcome) => {
+    outcomes.push(outcome);
+    onDone?.(outcome);
+  };
+  if (level.rate) await runOpenLoop(context, level.rate, prompts, seed, record);
+  else await runClosedLoop(context, level.concurrency ?? 1, prompts, record);
+  outcomes.sort((a, b) => a.sample.index - b.sample.index);
+  return { outcomes, durationS: (performance.now() - started) / 1000 };
+}
+
+async function runClosedLoop(context: RequestContext, concurrency: number, prompts: readonly PromptItem[], record: (outcome: RequestOutcome) => void): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < prompts.length && !context.signal?.aborted) {
+      const index = next++;
+      record(await streamRequest(context, prompts[index]!, index));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, prompts.length) }, worker));
+}
+
+async function runOpenLoop(
+  context: RequestContext,
+  rate: NonNullable<LevelPlan['rate']>,
+  prompts: readonly PromptItem[],
+  seed: number,
+  record: (outcome: RequestOutcome) => void,
+): Promise<void> {
+  const random = seededRandom(seed);
+  const start = performance.now();
+  let dueAt = 0;
+  let inFlight = 0;
+  let slotFreed: (() => void) | undefined;
+  const running: Array<Promise<void>> = [];
+  for (let index = 0; index < prompts.length; index++) {
+    if (index > 0) dueAt += interArrivalMs(rate.requestsPerSecond, rate.arrival, random);
+    await sleepUntil(start + dueAt, context.signal);
+    while (inFlight >= rate.maxInFlight && !context.signal?.aborted) await new Promise<void>((resolve) => (slotFreed = resolve));
+    if (context.signal?.aborted) break;
+    inFlight++;
+    running.push(
+      streamRequest(context, prompts[index]!, index).then((outcome) => {
+        inFlight--;
+        record(outcome);
+        slotFreed?.();
+        slotFreed = undefined;
+      }),
+    );
+  }
+  await Promise.all(running);
+}
+
+function sleepUntil(deadline: number, signal?: AbortSignal): Promise<void> {
+  const delay = deadline - performance.now();
+  if (delay <= 0 || signal?.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, delay);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}

@@ -1,0 +1,199 @@
+import { StringDecoder } from 'node:string_decoder';
+import type { Dispatcher } from 'undici';
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { newStreamState, StreamFormatError, type Backend, type BackendRequestOptions, type StreamState } from './backends.js';
+import type { PromptItem } from './prompts.js';
+import type { TokenCounter } from './tokenizer.js';
+import type { RequestErrorKind, RequestSample, TokenCountMethod } from './types.js';
+
+/** Everything a request needs that is shared by all requests of a run (one connection pool, one backend). */
+export interface RequestContext {
+  dispatcher: Dispatcher;
+  origin: string;
+  /** Path prefix of the base URL (e.g. "/proxy"), prepended to the backend path. */
+  pathPrefix: string;
+  backend: Backend;
+  backendOptions: BackendRequestOptions;
+  /** Idle timeout: time without any response bytes before the request fails as a stall. */
+  requestTimeoutMs: number;
+  tokenizer?: TokenCounter;
+  signal?: AbortSignal;
+  /** Called at each token-bearing event: live throughput, and (for bench/) ground-truth comparison. */
+  onTokenEvent?: (arrivalMs: number, state: StreamState) => void;
+}
+
+export interface RequestOutcome {
+  sample: RequestSample;
+  tokenCountMethod: TokenCountMethod;
+  state: StreamState;
+}
+
+class AbortedError extends Error {}
+
+const MAX_ERROR_BODY = 500;
+const JSON_HEADERS = { 'content-type': 'application/json', accept: 'text/event-stream' };
+
+/**
+ * performance.now() and process.hrtime share one monotonic clock in Node and differ by a constant; adding it once
+ * gives CLOCK_MONOTONIC ms (comparable with the simulator's sent_ns) without a BigInt allocation per chunk.
+ */
+const HRTIME_OFFSET_MS = measureHrtimeOffset();
+
+/** Bracket performance.now() between two hrtime reads, keeping the tightest of several tries (the first calls are slow). */
+function measureHrtimeOffset(): number {
+  let best = { width: Number.POSITIVE_INFINITY, offset: 0 };
+  for (let i = 0; i < 50; i++) {
+    const before = Number(process.hrtime.bigint()) / 1e6;
+    const now = performance.now();
+    const after = Number(process.hrtime.bigint()) / 1e6;
+    if (after - before < best.width) best = { width: after - before, offset: (before + after) / 2 - now };
+  }
+  return best.offset;
+}
+
+/** Monotonic clock in ms on process.hrtime's epoch. */
+export function nowMs(): number {
+  return performance.now() + HRTIME_OFFSET_MS;
+}
+
+/**
+ * Send one streaming generation request and time it. Arrival time is taken in the dispatcher's body-data callback,
+ * before SSE parsing, and shared by every event of that network chunk. Timing rules:
+ * TTFT = first token-bearing event; ITL = gaps between token-bearing events (an event carrying several tokens, as
+ * speculative decoding produces, is one gap); TPOT = (e2e − ttft) / (outputTokens − 1); e2e ends at the end of the body.
+ * Never rejects: failures come back as `sample.error`.
+ */
+export function streamRequest(context: RequestContext, item: PromptItem, index: number): Promise<RequestOutcome> {
+  const { backend, signal } = context;
+  const state = newStreamState(context.tokenizer !== undefined);
+  const tokenTimes: number[] = [];
+  let chunkArrival = 0;
+  let formatError: Error | undefined;
+  const parser = createParser({
+    onEvent(event: EventSourceMessage) {
+      if (formatError || state.done) return;
+      try {
+        if (backend.parse(event.data, state)) {
+          tokenTimes.push(chunkArrival);
+          context.onTokenEvent?.(chunkArrival, state);
+        }
+      } catch (error) {
+        formatError = error as Error;
+      }
+    },
+    onError(error) {
+      formatError ??= new StreamFormatError(`malformed SSE: ${error.message}`);
+    },
+  });
+  const decoder = new StringDecoder('utf8');
+  const sentAtMs = Date.now();
+  const start = nowMs();
+
+  return new Promise<RequestOutcome>((resolve) => {
+    let controller: Dispatcher.DispatchController | undefined;
+    let status = 0;
+    let errorBody = '';
+    let settled = false;
+
+    const onAbort = () => controller?.abort(new AbortedError('aborted by the user'));
+    const finish = (error?: { kind: RequestErrorKind; message: string }) => {
+      if (settled) return;
+      settled = true;
+      signal?.removeEventListener('abort', onAbort);
+      resolve(buildOutcome(context, item, index, sentAtMs, start, nowMs(), tokenTimes, state, error));
+    };
+    if (signal?.aborted) return finish({ kind: 'aborted', message: 'aborted before sending' });
+    signal?.addEventListener('abort', onAbort, { once: true });
+
+    const handler: Dispatcher.DispatchHandler = {
+      onRequestStart(dispatchController) {
+        controller = dispatchController;
+        if (signal?.aborted) dispatchController.abort(new AbortedError('aborted by the user'));
+      },
+      onResponseStart(_controller, statusCode) {
+        status = statusCode;
+      },
+      onResponseData(dispatchController, chunk) {
+        chunkArrival = nowMs();
+        if (status >= 400) {
+          if (errorBody.length < MAX_ERROR_BODY) errorBody += chunk.toString('utf8');
+          return;
+        }
+        parser.feed(decoder.write(chunk));
+        if (formatError) dispatchController.abort(formatError);
+      },
+      onResponseEnd() {
+        if (status >= 400) {
+          const kind = status >= 500 ? 'http-5xx' : 'http-4xx';
+          return finish({ kind, message: `HTTP ${status}: ${errorBody.trim().slice(0, MAX_ERROR_BODY) || '(empty body)'}` });
+        }
+        if (!state.done) {
+          return finish({ kind: 'malformed-stream', message: 'stream ended without its final event (truncated or not a streaming response)' });
+        }
+        finish();
+      },
+      onResponseError(_controller, error) {
+        finish(classifyError(error));
+      },
+    };
+    context.dispatcher.dispatch(
+      {
+        origin: context.origin,
+        path: context.pathPrefix + backend.path,
+        method: 'POST',
+        headers: JSON_HEADERS,
+        body: backend.body(item, context.backendOptions),
+        headersTimeout: context.requestTimeoutMs,
+        bodyTimeout: context.requestTimeoutMs,
+      },
+      handler,
+    );
+  });
+}
+
+export function classifyError(error: unknown): { kind: RequestErrorKind; message: string } {
+  if (error instanceof AbortedError) return { kind: 'aborted', message: error.message };
+  if (error instanceof StreamFormatError) return { kind: 'malformed-stream', message: error.message };
+  const code = (error as NodeJS.ErrnoException)?.code ?? (error as { cause?: NodeJS.ErrnoException })?.cause?.code;
+  const message = (error as Error)?.message ?? String(error);
+  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') {
+    return { kind: 'timeout', message: `no response data for the request timeout (${message})` };
+  }
+  return { kind: 'connection', message: code && !message.includes(code) ? `${message} (${code})` : message };
+}
+
+function buildOutcome(
+  context: RequestContext,
+  item: PromptItem,
+  index: number,
+  sentAtMs: number,
+  start: number,
+  end: number,
+  tokenTimes: number[],
+  state: StreamState,
+  error?: { kind: RequestErrorKind; message: string },
+): RequestOutcome {
+  let tokenCountMethod: TokenCountMethod;
+  let outputTokens: number;
+  if (state.completionTokens !== undefined) {
+    tokenCountMethod = 'server-usage';
+    outputTokens = state.completionTokens;
+  } else if (context.tokenizer) {
+    tokenCountMethod = 'tokenizer';
+    outputTokens = context.tokenizer.count(state.text);
+  } else {
+    tokenCountMethod = 'stream-chunks';
+    outputTokens = state.tokenEvents;
+  }
+  const itlMs = new Array<number>(Math.max(0, tokenTimes.length - 1));
+  for (let i = 1; i < tokenTimes.length; i++) itlMs[i - 1] = tokenTimes[i]! - tokenTimes[i - 1]!;
+  const sample: RequestSample = { index, sentAtMs, inputTokens: state.promptTokens ?? item.inputTokens, outputTokens, itlMs };
+  if (tokenTimes.length > 0) sample.ttftMs = tokenTimes[0]! - start;
+  if (error) {
+    sample.error = error;
+  } else {
+    sample.e2eMs = end - start;
+    if (sample.ttftMs !== undefined && outputTokens > 1) sample.tpotMs = (sample.e2eMs - sample.ttftMs) / (outputTokens - 1);
+  }
+  return { sample, tokenCountMethod, state };
+}

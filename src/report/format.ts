@@ -1,0 +1,45 @@
+/** Number formatting shared by the HTML report, the Markdown summary and the UI, so all three agree. */
+
+/** Three significant figures for small values, whole numbers from 1000 on. */
+export function formatNumber(value: number | null | undefined): string {
+  if (value === null || value === undefined || !Number.isFinite(value)) return '—';
+  const magnitude = Math.abs(value);
+  if (magnitude >= 1000) return Math.round(value).toLocaleString('en-US');
+  if (magnitude >= 100) return value.toFixed(0);
+  if (magnitude >= 10) return value.toFixed(1);
+  return value.toFixed(2);
+}
+
+export function formatRatio(value: number | null | undefined): string {
+  return value === null || value === undefined || !Number.isFinite(value) ? '—' : `${value.toFixed(3)}×`;
+}
+
+export function formatInterval(low: number | null | undefined, high: number | null | undefined): string {
+  return low === null || low === undefined || high === null || high === undefined ? '—' : `[${low.toFixed(3)}, ${high.toFixed(3)}]`;
+}
+
+export function formatPValue(value: number | null | undefined): string {
+  if (value === null || value === undefined || !Number.isFinite(value)) return '—';
+  return value < 0.001 ? '<0.001' : value.toFixed(3);
+}
+
+/** Signed percent with one decimal, e.g. "+12.5%", "−3.0%". */
+export function formatPercent(value: number | null | undefined): string {
+  if (value === null || value === undefined || !Number.isFinite(value)) return '—';
+  const text = Math.abs(value).toFixed(1);
+  return value < 0 ? `\u2212${text}%` : `+${text}%`;
+}
+
+/** "42 s", "3 min 05 s", "1 h 02 min". */
+export function formatDuration(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined || !Number.isFinite(ms) || ms < 0) return '—';
+  const seconds = Math.round(ms / 1000);
+  if (seconds < 60) return `${seconds} s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes} min ${String(seconds % 60).padStart(2, '0')} s`;
+  return `${Math.floor(minutes / 60)} h ${String(minutes % 60).padStart(2, '0')} min`;
+}
+
+export function runDurationMs(startedAt: string, finishedAt: string | undefined, now = Date.now()): number {
+  return (finishedAt ? Date.parse(finishedAt) : now) - Date.parse(startedAt);
+}

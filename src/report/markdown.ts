@@ -1,0 +1,57 @@
+/** The Markdown summary of a run: verdict table, environment, drift notes (for PRs, chat, terminals). */
+import { escapeMarkdownCell as cell } from './escape.js';
+import { formatDuration, formatInterval, formatNumber, formatPValue, formatRatio, runDurationMs } from './format.js';
+import type { RunReport } from './model.js';
+
+export function renderMarkdown(report: RunReport): string {
+  const lines: string[] = [];
+  lines.push(`# ${cell(report.experimentName)} — run ${report.runId}`, '');
+  if (report.description) lines.push(cell(report.description), '');
+  lines.push(
+    `- Status: **${report.status}**${report.message ? ` — ${cell(report.message)}` : ''}`,
+    `- Started: ${report.startedAt}${report.finishedAt ? ` (took ${formatDuration(runDurationMs(report.startedAt, report.finishedAt))})` : ''}`,
+    `- Trials: ${report.trialCount}${report.plannedTrials !== undefined ? ` of ${report.plannedTrials} planned` : ''}`,
+    `- Metric: ${cell(report.metric)}${report.metricUnit ? ` (${report.metricUnit})` : ''}; baseline: \`${cell(report.baseline)}\`; ${Math.round(report.confidence * 100)}% CI`,
+    `- servelab ${cell(report.servelabVersion)}${report.gitSha ? ` (${cell(report.gitSha)})` : ''}`,
+    '',
+    '## Verdicts',
+    '',
+  );
+  if (report.rows.length === 0) {
+    lines.push('No trials measured yet.', '');
+  } else {
+    const multiWorkload = report.workloads.length > 1;
+    lines.push(
+      `| ${multiWorkload ? 'workload | ' : ''}variant | trials | median ${cell(report.metricUnit || report.metric)} | ratio vs baseline | ${Math.round(report.confidence * 100)}% CI | p-value | verdict |`,
+      `|${multiWorkload ? ' --- |' : ''} --- | ---: | ---: | ---: | --- | ---: | --- |`,
+    );
+    for (const row of report.rows) {
+      const verdict = row.significant ? `**${row.label}**` : row.label;
+      lines.push(
+        `| ${multiWorkload ? `${cell(row.workload)} | ` : ''}${cell(row.variant)} | ${row.trials} | ${formatNumber(row.median)} | ${formatRatio(row.ratio)} | ${row.isBaseline ? '—' : formatInterval(row.ciLow, row.ciHigh)} | ${formatPValue(row.pValue)} | ${verdict} |`,
+      );
+    }
+    lines.push('');
+    if (!report.verdictsFinal) lines.push('_Verdicts are provisional: the run has not finished._', '');
+  }
+
+  lines.push('## Environment', '');
+  const environment = report.environment;
+  if (environment.common.length === 0) {
+    lines.push('No fingerprint recorded.', '');
+  } else {
+    lines.push(`${environment.distinctFingerprints} distinct fingerprint(s). Shared by all trials:`, '', '| fact | value |', '| --- | --- |');
+    for (const fact of environment.common) lines.push(`| ${cell(fact.key)} | ${cell(fact.value)} |`);
+    lines.push('');
+    for (const variant of environment.variants) {
+      if (variant.changes.length === 0) continue;
+      lines.push(`Variant \`${cell(variant.variant)}\` differs from the baseline in: ${variant.changes.map((change) => `${cell(change.key)} = ${cell(change.after ?? '(unset)')}`).join('; ')}`, '');
+    }
+  }
+
+  lines.push('## Drift notes', '');
+  if (report.driftNotes.length === 0) lines.push('None: every variant kept one environment throughout the run.');
+  else for (const note of report.driftNotes) lines.push(`- ${cell(note)}`);
+  lines.push('');
+  return lines.join('\n');
+}

@@ -1,0 +1,347 @@
+/**
+ * What a run report says, computed from stored rows: verdict table, chart data, environment summary, drift notes.
+ * Pure (no I/O): the HTML report, the Markdown summary and `servelab ui` all render this one model.
+ */
+import { median } from 'simple-statistics';
+import { diffFingerprints, flattenFingerprint, formatChanges } from '../fingerprint/diff.js';
+import type { Fingerprint, FingerprintChange } from '../fingerprint/types.js';
+import { checkDrift, formatDriftAlarm, type DriftCheck } from '../experiment/drift.js';
+import { computeVerdicts } from '../experiment/finalize.js';
+import { metricUnit, metricValue } from '../experiment/metrics.js';
+import type { MetricName, ResolvedExperiment, VariantVerdict } from '../experiment/types.js';
+import type { RunDetail } from '../store/queries.js';
+import type { FingerprintRecord, RunStatus, TrialRecord } from '../store/types.js';
+import type { CdfSeries, SpeedupBar, XYSeries } from './charts.js';
+import type { TrialLatencies } from './queries.js';
+
+/** Everything stored about one run that a report needs. */
+export interface RunData {
+  run: RunDetail;
+  trials: TrialRecord[];
+  fingerprints: Map<number, FingerprintRecord>;
+  latencies: Map<number, TrialLatencies>;
+}
+
+export interface VerdictRow {
+  workload: string;
+  variant: string;
+  isBaseline: boolean;
+  trials: number;
+  /** Median of the experiment's metric over the trials. */
+  median: number | null;
+  ratio: number | null;
+  ciLow: number | null;
+  ciHigh: number | null;
+  pValue: number | null;
+  significant: boolean;
+  label: string;
+}
+
+export interface EnvironmentSummary {
+  /** Facts shared by every fingerprint of the run. */
+  common: Array<{ key: string; value: string }>;
+  /** How each variant's environment differs from the baseline's (its args, env…). */
+  variants: Array<{ variant: string; changes: FingerprintChange[] }>;
+  distinctFingerprints: number;
+}
+
+export interface RunReport {
+  runId: number;
+  experimentName: string;
+  description?: string;
+  status: RunStatus;
+  startedAt: string;
+  finishedAt?: string;
+  message?: string;
+  servelabVersion: string;
+  gitSha?: string;
+  trialCount: number;
+  plannedTrials?: number;
+  metric: string;
+  metricUnit: string;
+  baseline: string;
+  /** Confidence level of the intervals (1 − alpha). */
+  confidence: number;
+  /** False when verdicts were computed here from an unfinished run's trials rather than stored by the runner. */
+  verdictsFinal: boolean;
+  workloads: string[];
+  variants: string[];
+  rows: VerdictRow[];
+  throughput: { categories: string[]; series: XYSeries[] };
+  latency?: { workload: string; ttft: CdfSeries[]; e2e: CdfSeries[] };
+  speedup: SpeedupBar[];
+  acceptance?: { parameter: string; series: XYSeries[] };
+  environment: EnvironmentSummary;
+  driftNotes: string[];
+}
+
+export interface DriftRow {
+  variant: string;
+  workload: string;
+  check: DriftCheck;
+  /** The runner's one-line alarm text, set only when the change is beyond the noise band. */
+  alarm?: string;
+}
+
+/** Run B against run A: environment changes and whether each variant's numbers moved beyond noise. */
+export interface RunComparison {
+  runA: number;
+  runB: number;
+  metric: string;
+  changes: FingerprintChange[];
+  rows: DriftRow[];
+  drifted: boolean;
+}
+
+export function buildRunReport(data: RunData): RunReport {
+  const { run, trials } = data;
+  const experiment = experimentOf(run);
+  const metric: MetricName = experiment?.metric ?? 'outputTokensPerSecond';
+  const variants = orderedVariants(experiment, trials);
+  const workloads = orderedWorkloads(experiment, trials);
+  const baseline = experiment?.baseline ?? variants[0] ?? '';
+  const planned = (run.plan as { trials?: unknown[] } | undefined)?.trials?.length;
+  const stored = Array.isArray(run.verdicts) ? (run.verdicts as VariantVerdict[]) : undefined;
+  const verdicts = stored ?? (experiment && trials.length > 0 ? computeVerdicts(experiment, trials) : []);
+  const rows = verdictRows(workloads, variants, baseline, trials, metric, verdicts);
+
+  return {
+    runId: run.id,
+    experimentName: run.experimentName,
+    ...(experiment?.description !== undefined && { description: experiment.description }),
+    status: run.status,
+    startedAt: run.startedAt,
+    ...(run.finishedAt !== undefined && { finishedAt: run.finishedAt }),
+    ...(run.message !== undefined && { message: run.message }),
+    servelabVersion: run.servelabVersion,
+    ...(run.gitSha !== undefined && { gitSha: run.gitSha }),
+    trialCount: trials.length,
+    ...(planned !== undefined && { plannedTrials: planned }),
+    metric,
+    metricUnit: metricUnit(metric),
+    baseline,
+    confidence: 1 - (experiment?.verdict.alpha ?? 0.05),
+    verdictsFinal: stored !== undefined,
+    workloads,
+    variants,
+    rows,
+    throughput: throughputSeries(workloads, variants, trials),
+    ...optional('latency', latencySeries(workloads, variants, data)),
+    speedup: rows
+      .filter((row) => !row.isBaseline && row.ratio !== null)
+      .map((row) => ({
+        label: workloads.length > 1 ? `${row.variant} · ${row.workload}` : row.variant,
+        ratio: row.ratio!,
+        ...(row.ciLow !== null && { ciLow: row.ciLow }),
+        ...(row.ciHigh !== null && { ciHigh: row.ciHigh }),
+        verdict: row.label,
+      })),
+    ...optional('acceptance', acceptanceSeries(workloads, trials)),
+    environment: environmentSummary(data, variants, baseline),
+    driftNotes: driftNotes(data, planned, stored !== undefined),
+  };
+}
+
+/**
+ * Compare two runs the way the runner's drift alarm does: B's trials against A's as history, per variant and
+ * workload both have, plus the environment diff of their baseline fingerprints.
+ */
+export function compareRuns(a: RunData, b: RunData): RunComparison {
+  const experiment = experimentOf(b.run) ?? experimentOf(a.run);
+  const metric: MetricName = experiment?.metric ?? 'outputTokensPerSecond';
+  const band = experiment?.drift ?? { relativeBand: 0.05, sigmas: 3 };
+  const fingerprintA = representativeFingerprint(a, experimentOf(a.run)?.baseline);
+  const fingerprintB = representativeFingerprint(b, experimentOf(b.run)?.baseline);
+  const changes = fingerprintA && fingerprintB ? diffFingerprints(fingerprintA, fingerprintB) : [];
+  const rows: DriftRow[] = [];
+  for (const workload of orderedWorkloads(experiment, b.trials)) {
+    for (const variant of orderedVariants(experiment, b.trials)) {
+      const history = metricValues(a.trials, variant, workload, metric);
+      const current = metricValues(b.trials, variant, workload, metric);
+      if (history.length === 0 || current.length === 0) continue;
+      const check = checkDrift(current, history, band);
+      rows.push({
+        variant,
+        workload,
+        check,
+        ...(check.drifted && {
+          alarm: formatDriftAlarm({ variant, metricLabel: metricUnit(metric), current: check.current, reference: check.reference, changePct: check.changePct, changes }),
+        }),
+      });
+    }
+  }
+  return { runA: a.run.id, runB: b.run.id, metric, changes, rows, drifted: rows.some((row) => row.check.drifted) };
+}
+
+function experimentOf(run: RunDetail): ResolvedExperiment | undefined {
+  const config = run.config as Partial<ResolvedExperiment> | undefined;
+  // Only a config with the fields verdicts need is used; anything else is treated as unknown.
+  return config && Array.isArray(config.variants) && Array.isArray(config.workloads) && typeof config.baseline === 'string' && config.verdict
+    ? (config as ResolvedExperiment)
+    : undefined;
+}
+
+function orderedVariants(experiment: ResolvedExperiment | undefined, trials: TrialRecord[]): string[] {
+  const names = experiment?.variants.map((variant) => variant.name) ?? [];
+  return [...new Set([...names, ...trials.map((trial) => trial.variant)])];
+}
+
+/** The experiment's order (a sweep is already ascending); otherwise single-stream, then by concurrency. */
+function orderedWorkloads(experiment: ResolvedExperiment | undefined, trials: TrialRecord[]): string[] {
+  if (experiment) return [...new Set([...experiment.workloads.map((workload) => workload.label), ...trials.map((trial) => trial.workload)])];
+  const concurrency = new Map(trials.map((trial) => [trial.workload, trial.workload === 'single-stream' ? 0 : (trial.concurrency ?? Infinity)]));
+  return [...concurrency.keys()].sort((x, y) => concurrency.get(x)! - concurrency.get(y)! || x.localeCompare(y));
+}
+
+function metricValues(trials: TrialRecord[], variant: string, workload: string, metric: MetricName): number[] {
+  return trials
+    .filter((trial) => trial.variant === variant && trial.workload === workload)
+    .map((trial) => metricValue(trial.metrics, metric))
+    .filter(Number.isFinite);
+}
+
+function verdictRows(
+  workloads: string[],
+  variants: string[],
+  baseline: string,
+  trials: TrialRecord[],
+  metric: MetricName,
+  verdicts: VariantVerdict[],
+): VerdictRow[] {
+  const rows: VerdictRow[] = [];
+  for (const workload of workloads) {
+    for (const variant of variants) {
+      const values = metricValues(trials, variant, workload, metric);
+      const isBaseline = variant === baseline;
+      const verdict = verdicts.find((candidate) => candidate.variant === variant && candidate.workload === workload);
+      if (values.length === 0 && !verdict) continue;
+      rows.push({
+        workload,
+        variant,
+        isBaseline,
+        trials: values.length,
+        median: values.length > 0 ? median(values) : null,
+        ratio: isBaseline ? 1 : (verdict?.ratio ?? null),
+        ciLow: verdict?.ciLow ?? null,
+        ciHigh: verdict?.ciHigh ?? null,
+        pValue: verdict?.pValue ?? null,
+        significant: verdict?.significant ?? false,
+        label: isBaseline ? 'baseline' : (verdict?.label ?? 'insufficient data'),
+      });
+    }
+  }
+  return rows;
+}
+
+function throughputSeries(workloads: string[], variants: string[], trials: TrialRecord[]): RunReport['throughput'] {
+  const series = variants.map((variant) => ({
+    name: variant,
+    points: workloads.flatMap((workload): Array<[string, number]> => {
+      const values = metricValues(trials, variant, workload, 'outputTokensPerSecond');
+      return values.length > 0 ? [[workload, median(values)]] : [];
+    }),
+  }));
+  return { categories: workloads, series: series.filter((line) => line.points.length > 0) };
+}
+
+/** CDFs at the heaviest workload that has samples: where variants differ most in queueing. */
+function latencySeries(workloads: string[], variants: string[], data: RunData): RunReport['latency'] {
+  for (const workload of [...workloads].reverse()) {
+    const perVariant = variants.map((variant) => {
+      const ids = data.trials.filter((trial) => trial.variant === variant && trial.workload === workload).map((trial) => trial.id);
+      const latencies = ids.map((id) => data.latencies.get(id)).filter((entry) => entry !== undefined);
+      return { name: variant, ttft: latencies.flatMap((entry) => entry.ttftMs), e2e: latencies.flatMap((entry) => entry.e2eMs) };
+    });
+    if (perVariant.some((entry) => entry.ttft.length > 0 || entry.e2e.length > 0)) {
+      return {
+        workload,
+        ttft: perVariant.filter((entry) => entry.ttft.length > 0).map((entry) => ({ name: entry.name, values: entry.ttft })),
+        e2e: perVariant.filter((entry) => entry.e2e.length > 0).map((entry) => ({ name: entry.name, values: entry.e2e })),
+      };
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Median acceptance rate against the sweep parameter that sets the speculation depth. The parameter is the
+ * numeric one named like "steps" (else like "draft"/"tokens", else the first numeric one); without any numeric
+ * parameter the variants themselves are the x axis.
+ */
+function acceptanceSeries(workloads: string[], trials: TrialRecord[]): RunReport['acceptance'] {
+  const measured = trials.filter((trial) => typeof trial.metrics.acceptanceRate === 'number' && Number.isFinite(trial.metrics.acceptanceRate));
+  if (measured.length === 0) return undefined;
+  const numericKeys = [...new Set(measured.flatMap((trial) => Object.keys(trial.params)))].filter((key) =>
+    measured.every((trial) => typeof trial.params[key] === 'number' || (typeof trial.params[key] === 'string' && trial.params[key] !== '' && Number.isFinite(Number(trial.params[key])))),
+  );
+  const parameter = numericKeys.find((key) => /step/i.test(key)) ?? numericKeys.find((key) => /draft|token|spec/i.test(key)) ?? numericKeys[0];
+  const xOf = (trial: TrialRecord): number | string => (parameter === undefined ? trial.variant : Number(trial.params[parameter]));
+  const series = workloads.flatMap((workload) => {
+    const groups = new Map<number | string, number[]>();
+    for (const trial of measured.filter((candidate) => candidate.workload === workload)) {
+      const x = xOf(trial);
+      groups.set(x, [...(groups.get(x) ?? []), trial.metrics.acceptanceRate!]);
+    }
+    return groups.size > 0 ? [{ name: workload, points: [...groups].map(([x, values]): [number | string, number] => [x, median(values)]) }] : [];
+  });
+  return { parameter: parameter ?? 'variant', series };
+}
+
+function environmentSummary(data: RunData, variants: string[], baseline: string): EnvironmentSummary {
+  const fingerprints = [...new Set(data.trials.map((trial) => trial.fingerprintId))]
+    .map((id) => data.fingerprints.get(id)?.fingerprint)
+    .filter((fingerprint) => fingerprint !== undefined);
+  const flats = fingerprints.map(flattenFingerprint);
+  const first = flats[0] ?? {};
+  const common = Object.entries(first)
+    .filter(([key, value]) => flats.every((flat) => flat[key] === value))
+    .map(([key, value]) => ({ key, value }));
+  const reference = representativeFingerprint(data, baseline);
+  const variantChanges = reference
+    ? variants
+        .filter((variant) => variant !== baseline)
+        .flatMap((variant) => {
+          const fingerprint = representativeFingerprint(data, variant, false);
+          return fingerprint ? [{ variant, changes: diffFingerprints(reference, fingerprint) }] : [];
+        })
+    : [];
+  return { common, variants: variantChanges, distinctFingerprints: fingerprints.length };
+}
+
+/** The fingerprint of a variant's first trial (or of the run's first trial when the variant has none). */
+function representativeFingerprint(data: RunData, variant: string | undefined, fallback = true): Fingerprint | undefined {
+  const trial = data.trials.find((candidate) => candidate.variant === variant) ?? (fallback ? data.trials[0] : undefined);
+  return trial && data.fingerprints.get(trial.fingerprintId)?.fingerprint;
+}
+
+function driftNotes(data: RunData, planned: number | undefined, verdictsFinal: boolean): string[] {
+  const { run, trials } = data;
+  const notes: string[] = [];
+  if (run.status === 'drift') notes.push(`Drift alarm stopped this run: ${run.message ?? 'no detail recorded'}`);
+  else if (run.status === 'failed' || run.status === 'interrupted') notes.push(`Run ${run.status}${run.message ? `: ${run.message}` : ''}`);
+  if (!verdictsFinal && trials.length > 0) {
+    notes.push(`Verdicts are provisional: computed from ${trials.length}${planned !== undefined ? ` of ${planned}` : ''} planned trials.`);
+  }
+  // The same variant must see the same environment in every trial; a change mid-run is drift inside the run.
+  const byVariant = new Map<string, TrialRecord[]>();
+  for (const trial of trials) byVariant.set(trial.variant, [...(byVariant.get(trial.variant) ?? []), trial]);
+  for (const [variant, variantTrials] of byVariant) {
+    for (let i = 1; i < variantTrials.length; i++) {
+      const before = data.fingerprints.get(variantTrials[i - 1]!.fingerprintId)?.fingerprint;
+      const after = data.fingerprints.get(variantTrials[i]!.fingerprintId)?.fingerprint;
+      if (!before || !after || variantTrials[i - 1]!.fingerprintId === variantTrials[i]!.fingerprintId) continue;
+      const changes = diffFingerprints(before, after);
+      if (changes.length > 0) notes.push(`${variant}: environment changed between trials ${variantTrials[i - 1]!.id} and ${variantTrials[i]!.id}: ${formatChanges(changes)}`);
+    }
+  }
+  const failed = trials.reduce((sum, trial) => sum + (trial.metrics.failed ?? 0), 0);
+  if (failed > 0) {
+    const affected = trials.filter((trial) => (trial.metrics.failed ?? 0) > 0).length;
+    notes.push(`${failed} failed requests in ${affected} of ${trials.length} trials (excluded from latency figures).`);
+  }
+  return notes;
+}
+
+function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
+}

@@ -1,0 +1,138 @@
+import { z } from 'zod';
+import { formatKeyPath, loadConfigFile } from '../config/load.js';
+import { UserError } from '../util/errors.js';
+
+/** One startup phase: `start` is logged when it begins, `end` (with `{s}` = seconds it took) when it finishes. */
+const PhaseSchema = z.strictObject({
+  start: z.string().min(1),
+  end: z.string().min(1).optional(),
+  /** Relative share of `startup.loadMs` spent in this phase. */
+  share: z.number().positive(),
+});
+
+export const FailureKinds = ['none', 'crash', 'oom', 'hang', 'not-serving'] as const;
+export type FailureKind = (typeof FailureKinds)[number];
+
+export const DEFAULT_PHASES: ReadonlyArray<z.input<typeof PhaseSchema>> = [
+  { start: 'Starting to load model {model}...', share: 0.05 },
+  { start: 'Loading model weights ...', end: 'Loading weights took 1.20 GB / {s} s', share: 0.5 },
+  { start: 'Memory profiling ...', end: '# GPU blocks: 27648, # CPU blocks: 2048 (profiling took {s} s)', share: 0.15 },
+  { start: 'Capturing CUDA graphs ...', end: 'Graph capturing finished in {s} secs', share: 0.3 },
+];
+
+const StartupSchema = z.strictObject({
+  /** Total time from process start to ready, spread over the phases by share. */
+  loadMs: z.number().min(0).default(1500),
+  phases: z.array(PhaseSchema).min(1).default(() => DEFAULT_PHASES.map((phase) => ({ ...phase }))),
+  failure: z
+    .strictObject({
+      kind: z.enum(FailureKinds).default('none'),
+      /** When the failure strikes, ms after start; default: half-way through loading. Later than loadMs = after ready. */
+      atMs: z.number().min(0).optional(),
+    })
+    .prefault({}),
+});
+
+const SpecSchema = z.strictObject({
+  /** Draft length k; 0 turns speculative decoding off. */
+  draftTokens: z.number().int().min(0).max(64).default(0),
+  /** Probability that each draft token is accepted, given all before it were. */
+  acceptance: z.number().min(0).max(1).default(0.7),
+  /** Extra verification-step cost per draft token, as a fraction of tpot. */
+  draftOverhead: z.number().min(0).default(0.1),
+});
+
+const DecodeSchema = z.strictObject({
+  ttftBaseMs: z.number().min(0).default(20),
+  prefillMsPerToken: z.number().min(0).default(0.05),
+  tpotMs: z.number().min(0).default(10),
+  /** Each extra running request slows every step by this fraction. */
+  concurrencySlowdown: z.number().min(0).default(0.02),
+  /** Requests beyond this many wait in a FIFO queue. */
+  maxBatch: z.number().int().min(1).default(256),
+  /** Multiplicative timing noise (≈ coefficient of variation of each delay). */
+  jitter: z.number().min(0).max(2).default(0.05),
+  seed: z.number().int().default(1),
+  /** Chance that a token is EOS, only for requests that do not set ignore_eos. */
+  eosProbability: z.number().min(0).max(1).default(0),
+  /** max_tokens when the request gives none (OpenAI's completions default). */
+  defaultMaxTokens: z.number().int().min(1).default(16),
+  maxModelLen: z.number().int().min(2).default(32768),
+  spec: SpecSchema.prefault({}),
+});
+
+const EnvSpeedupSchema = z.strictObject({
+  name: z.string().min(1),
+  value: z.string(),
+  /** Decode speed is multiplied by this when process.env[name] === value. */
+  factor: z.number().positive(),
+});
+
+export const FaultKinds = ['http-500', 'stall', 'malformed-sse', 'disconnect'] as const;
+export type FaultKind = (typeof FaultKinds)[number];
+
+const FaultSchema = z.strictObject({
+  kind: z.enum(FaultKinds),
+  /** Fraction of generation requests hit by this fault (seeded). */
+  rate: z.number().min(0).max(1),
+  /** Tokens streamed before the fault strikes (http-500 always strikes before any). */
+  afterTokens: z.number().int().min(0).default(0),
+});
+
+export const SimConfigSchema = z.strictObject({
+  host: z.string().min(1).default('127.0.0.1'),
+  /** 0 picks a free port; the URL is printed. */
+  port: z.number().int().min(0).max(65535).default(0),
+  model: z.string().min(1).default('sim-llama-8b'),
+  startup: StartupSchema.prefault({}),
+  decode: DecodeSchema.prefault({}),
+  envSpeedups: z.array(EnvSpeedupSchema).default([]),
+  faults: z.array(FaultSchema).default([]),
+});
+
+export type SimConfig = z.output<typeof SimConfigSchema>;
+/** Partial config as written in a file or passed to startSimulator; defaults fill the rest. */
+export type SimConfigInput = z.input<typeof SimConfigSchema>;
+export type SpecConfig = SimConfig['decode']['spec'];
+export type FaultConfig = SimConfig['faults'][number];
+export type EnvSpeedup = SimConfig['envSpeedups'][number];
+
+export interface ParseContext {
+  /** Where the config came from, for the error message. */
+  source?: string;
+  /** Turns a key path into what the user typed (e.g. a CLI flag), so errors point at the right thing. */
+  nameOf?: (keyPath: string) => string;
+  exitCode?: number;
+}
+
+/** Validate a (partial) config object and fill in defaults; bad input is a UserError. */
+export function parseSimConfig(input: unknown, context: ParseContext = {}): SimConfig {
+  const result = SimConfigSchema.safeParse(input ?? {});
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  const name = (context.nameOf ?? ((key: string) => key))(formatKeyPath(issue.path));
+  throw new UserError(`${context.source ?? 'simulator config'}: ${name}: ${issue.message}`, `fix ${name} (see servelab simulate --help)`, context.exitCode);
+}
+
+/**
+ * File config (if any) with flag overrides layered on top. The flags are validated on their own first, so an
+ * error names the flag (usage exit code) or the file line, never a merged mystery.
+ */
+export function resolveSimConfig(configPath: string | undefined, overrides: SimConfigInput, flagOf: (keyPath: string) => string): SimConfig {
+  parseSimConfig(overrides, { source: 'command-line flags', nameOf: flagOf, exitCode: 2 });
+  const base = configPath ? loadConfigFile(configPath, SimConfigSchema) : {};
+  return parseSimConfig(deepMerge(base, overrides), { source: configPath ? `${configPath} + command-line flags` : 'command-line flags' });
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function deepMerge(base: unknown, override: unknown): unknown {
+  if (!isPlainObject(base) || !isPlainObject(override)) return override === undefined ? base : override;
+  const merged: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(override)) {
+    if (value !== undefined) merged[key] = deepMerge(base[key], value);
+  }
+  return merged;
+}

@@ -1,0 +1,143 @@
+import { nowMs, sleepUntil, yieldToEventLoop } from './clock.js';
+import type { SimConfig } from './config.js';
+import { SimMetrics } from './metrics.js';
+import { envSpeedup, sampleAcceptedDrafts, sampleStepMs, sampleTtftMs, type EnvLookup } from './model.js';
+import { createRng, deriveSeed, type Rng } from './rng.js';
+import { BatchScheduler } from './scheduler.js';
+import { sampleToken, type SimToken } from './text.js';
+
+export interface GenerationParams {
+  promptTokens: number;
+  maxTokens: number;
+  ignoreEos: boolean;
+}
+
+/** Tokens produced by one engine step: the prefill's first token, or one decode/verification step. */
+export interface EngineStep {
+  /** 0 for the prefill token, then 1, 2, … per decode step. */
+  index: number;
+  tokens: SimToken[];
+  /** Tokens produced so far, including these. */
+  totalTokens: number;
+  /** True on the last step. */
+  last: boolean;
+  /** Why generation ended; set on the last step only. */
+  finishReason?: FinishReason;
+}
+
+export type FinishReason = 'length' | 'stop';
+
+export interface GenerationOutcome {
+  completionTokens: number;
+  finishReason: FinishReason;
+  /** Decode (verification) steps after the prefill token. */
+  decodeSteps: number;
+  draftTokens: number;
+  acceptedDraftTokens: number;
+  /** From slot grant to the first token, and from there to the last. */
+  promptMs: number;
+  decodeMs: number;
+}
+
+/** Called per step; a returned promise (e.g. waiting for the socket to drain) holds the next step back. */
+export type StepSink = (step: EngineStep) => void | Promise<void>;
+
+/** Zero-latency streams write this many steps back to back before letting other streams and I/O run. */
+const STEPS_PER_YIELD = 16;
+
+/** The simulated inference engine: batch slots, timing model and counters, shared by all protocol front-ends. */
+export class SimEngine {
+  readonly metrics = new SimMetrics();
+  readonly scheduler: BatchScheduler;
+  /** Decode speed multiplier from envSpeedups, fixed at start like a real server's environment. */
+  readonly speedup: number;
+  private requestCount = 0;
+
+  constructor(readonly config: SimConfig, env: EnvLookup) {
+    this.scheduler = new BatchScheduler(config.decode.maxBatch);
+    this.speedup = envSpeedup(config, env);
+  }
+
+  /** A reproducible random stream for the next request (timings, text, EOS, faults). */
+  nextRequestRng(): Rng {
+    this.requestCount += 1;
+    return createRng(deriveSeed(this.config.decode.seed, this.requestCount));
+  }
+
+  /** Runs one request through queue, prefill and decode; undefined when `signal` aborted it. */
+  async generate(params: GenerationParams, rng: Rng, signal: AbortSignal, sink: StepSink): Promise<GenerationOutcome | undefined> {
+    if (!(await this.scheduler.acquire(signal))) return undefined;
+    try {
+      return await this.run(params, rng, signal, sink);
+    } finally {
+      this.scheduler.release();
+    }
+  }
+
+  private async run(params: GenerationParams, rng: Rng, signal: AbortSignal, sink: StepSink): Promise<GenerationOutcome | undefined> {
+    const { config } = this;
+    const { eosProbability, spec } = config.decode;
+    const start = nowMs();
+    this.metrics.promptTokens += params.promptTokens;
+
+    let deadline = start + sampleTtftMs(config, params.promptTokens, this.scheduler.running, rng);
+    await sleepUntil(deadline, signal);
+    if (signal.aborted) return undefined;
+    const firstTokenAt = nowMs();
+
+    const outcome: GenerationOutcome = {
+      completionTokens: 0,
+      finishReason: 'length',
+      decodeSteps: 0,
+      draftTokens: 0,
+      acceptedDraftTokens: 0,
+      promptMs: firstTokenAt - start,
+      decodeMs: 0,
+    };
+    let stepsSinceYield = 0;
+    for (let index = 0; ; index += 1) {
+      if (index > 0) {
+        const stepMs = sampleStepMs(config, this.scheduler.running, this.speedup, rng);
+        // Absolute deadlines keep timer lateness from accumulating; but a server that fell more than a step
+        // behind (overloaded host) restarts its schedule rather than bursting to catch up.
+        deadline = Math.max(deadline + stepMs, nowMs() - stepMs);
+        if (deadline > nowMs()) {
+          await sleepUntil(deadline, signal);
+          stepsSinceYield = 0;
+        } else if (++stepsSinceYield >= STEPS_PER_YIELD) {
+          await yieldToEventLoop();
+          stepsSinceYield = 0;
+        }
+        if (signal.aborted) return undefined;
+      }
+      const accepted = index > 0 && spec.draftTokens > 0 ? sampleAcceptedDrafts(config, rng) : 0;
+      if (index > 0) {
+        outcome.decodeSteps += 1;
+        if (spec.draftTokens > 0) {
+          outcome.draftTokens += spec.draftTokens;
+          outcome.acceptedDraftTokens += accepted;
+          this.metrics.recordStep(spec.draftTokens, accepted);
+        }
+      }
+      const tokens: SimToken[] = [];
+      const wanted = Math.min(accepted + 1, params.maxTokens - outcome.completionTokens);
+      while (tokens.length < wanted) {
+        tokens.push(sampleToken(rng));
+        if (!params.ignoreEos && eosProbability > 0 && rng.next() < eosProbability) {
+          outcome.finishReason = 'stop';
+          break;
+        }
+      }
+      outcome.completionTokens += tokens.length;
+      this.metrics.generationTokens += tokens.length;
+      const last = outcome.finishReason === 'stop' || outcome.completionTokens >= params.maxTokens;
+      const pending = sink({ index, tokens, totalTokens: outcome.completionTokens, last, ...(last ? { finishReason: outcome.finishReason } : {}) });
+      if (pending) await pending;
+      if (signal.aborted) return undefined;
+      if (last) break;
+    }
+    outcome.decodeMs = nowMs() - firstTokenAt;
+    this.metrics.requestsFinished += 1;
+    return outcome;
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * The simulator's performance model, free of I/O. The server draws its timings from the `sample*` functions;
+ * tests and benchmarks derive their expectations from the `expected*` functions instead of hard-coding numbers.
+ */
+import type { SimConfig } from './config.js';
+import { normal, type Rng } from './rng.js';
+
+export type EnvLookup = Record<string, string | undefined>;
+
+/** Slowdown of every step when `active` requests share the batch (1 for a lone request). */
+export function batchFactor(config: SimConfig, active: number): number {
+  return 1 + config.decode.concurrencySlowdown * (Math.max(1, active) - 1);
+}
+
+/** Product of the factors of every envSpeedups entry whose variable has the given value in `env`. */
+export function envSpeedup(config: SimConfig, env: EnvLookup): number {
+  let speedup = 1;
+  for (const entry of config.envSpeedups) {
+    if (env[entry.name] === entry.value) speedup *= entry.factor;
+  }
+  return speedup;
+}
+
+export function expectedTtftMs(config: SimConfig, inputTokens: number, active = 1): number {
+  const { ttftBaseMs, prefillMsPerToken } = config.decode;
+  return (ttftBaseMs + prefillMsPerToken * inputTokens) * batchFactor(config, active);
+}
+
+/** One decode (or, with spec on, one verification) step. */
+export function expectedStepMs(config: SimConfig, active = 1, env: EnvLookup = {}): number {
+  const { tpotMs, spec } = config.decode;
+  return (tpotMs * batchFactor(config, active) * (1 + spec.draftOverhead * spec.draftTokens)) / envSpeedup(config, env);
+}
+
+/** Mean tokens emitted per step: accepted draft run + 1 bonus token, i.e. (1 - p^(k+1)) / (1 - p). */
+export function expectedTokensPerStep(config: SimConfig): number {
+  const { draftTokens: k, acceptance: p } = config.decode.spec;
+  if (k === 0) return 1;
+  if (p === 1) return k + 1;
+  return (1 - p ** (k + 1)) / (1 - p);
+}
+
+/** Accepted draft tokens / proposed draft tokens, in expectation (undefined with spec off). */
+export function expectedAcceptanceRate(config: SimConfig): number | undefined {
+  const k = config.decode.spec.draftTokens;
+  return k === 0 ? undefined : (expectedTokensPerStep(config) - 1) / k;
+}
+
+/** Mean time per output token after the first, ignoring the partial last step. */
+export function expectedTpotMs(config: SimConfig, active = 1, env: EnvLookup = {}): number {
+  return expectedStepMs(config, active, env) / expectedTokensPerStep(config);
+}
+
+/** Expected end-to-end latency of a request that produces exactly `outputTokens` (first token comes from prefill). */
+export function expectedE2eMs(config: SimConfig, inputTokens: number, outputTokens: number, active = 1, env: EnvLookup = {}): number {
+  return expectedTtftMs(config, inputTokens, active) + Math.max(0, outputTokens - 1) * expectedTpotMs(config, active, env);
+}
+
+/** Mean-1 lognormal multiplier whose coefficient of variation is `jitter`. */
+export function sampleJitter(jitter: number, rng: Rng): number {
+  if (jitter === 0) return 1;
+  const sigma = Math.sqrt(Math.log(1 + jitter * jitter));
+  return Math.exp(sigma * normal(rng) - (sigma * sigma) / 2);
+}
+
+export function sampleTtftMs(config: SimConfig, inputTokens: number, active: number, rng: Rng): number {
+  return expectedTtftMs(config, inputTokens, active) * sampleJitter(config.decode.jitter, rng);
+}
+
+export function sampleStepMs(config: SimConfig, active: number, speedup: number, rng: Rng): number {
+  return (expectedStepMs(config, active) / speedup) * sampleJitter(config.decode.jitter, rng);
+}
+
+/** Draft tokens accepted in one verification step: the leading run of Bernoulli(p) successes, at most k. */
+export function sampleAcceptedDrafts(config: SimConfig, rng: Rng): number {
+  const { draftTokens: k, acceptance: p } = config.decode.spec;
+  let accepted = 0;
+  while (accepted < k && rng.next() < p) accepted += 1;
+  return accepted;
+}

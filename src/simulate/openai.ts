@@ -1,0 +1,149 @@
+import { z } from 'zod';
+import type { SimConfig } from './config.js';
+import type { EngineStep, GenerationOutcome } from './engine.js';
+import { HttpError } from './http.js';
+import { badRequest, checkContextLength, requestId, type GenerationJob } from './job.js';
+import { countTokens } from './text.js';
+
+const CommonFields = {
+  model: z.string().optional(),
+  max_tokens: z.number().int().min(1).nullish(),
+  stream: z.boolean().nullish(),
+  stream_options: z.looseObject({ include_usage: z.boolean().nullish() }).nullish(),
+  ignore_eos: z.boolean().nullish(),
+  n: z.literal(1, { message: 'the simulator supports only n=1' }).nullish(),
+};
+
+const CompletionBody = z.looseObject({
+  ...CommonFields,
+  prompt: z.union([
+    z.string(),
+    z.array(z.string()).length(1, { message: 'the simulator supports exactly one prompt per request' }),
+    z.array(z.number().int()).min(1),
+  ]),
+});
+
+const ContentPart = z.looseObject({ type: z.string(), text: z.string().optional() });
+const ChatBody = z.looseObject({
+  ...CommonFields,
+  max_completion_tokens: z.number().int().min(1).nullish(),
+  messages: z
+    .array(z.looseObject({ role: z.string(), content: z.union([z.string(), z.array(ContentPart)]).nullish() }))
+    .min(1),
+});
+
+type Usage = { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+
+function usageOf(promptTokens: number, completionTokens: number): Usage {
+  return { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+}
+
+function checkModel(requested: string | undefined, config: SimConfig): string {
+  if (requested !== undefined && requested !== config.model) {
+    throw new HttpError(404, `The model \`${requested}\` does not exist.`, 'NotFoundError', 'model');
+  }
+  return config.model;
+}
+
+function promptTokensOf(prompt: string | string[] | number[]): number {
+  if (typeof prompt === 'string') return countTokens(prompt);
+  if (typeof prompt[0] === 'number') return prompt.length;
+  return countTokens(String(prompt[0]));
+}
+
+function messageTokens(messages: z.output<typeof ChatBody>['messages']): number {
+  let tokens = 0;
+  for (const message of messages) {
+    const { content } = message;
+    if (typeof content === 'string') tokens += countTokens(content);
+    else for (const part of content ?? []) tokens += countTokens(part.text ?? '');
+  }
+  return tokens;
+}
+
+/** POST /v1/completions */
+export function completionJob(raw: unknown, config: SimConfig): GenerationJob {
+  const parsed = CompletionBody.safeParse(raw);
+  if (!parsed.success) throw badRequest(parsed.error.issues[0]);
+  const body = parsed.data;
+  const model = checkModel(body.model, config);
+  const promptTokens = promptTokensOf(body.prompt);
+  const maxTokens = body.max_tokens ?? config.decode.defaultMaxTokens;
+  checkContextLength(config, promptTokens, maxTokens);
+  const includeUsage = body.stream_options?.include_usage === true;
+  const id = requestId('cmpl-');
+  const created = Math.floor(Date.now() / 1000);
+  let text = '';
+  const chunk = (choices: object[], usage?: Usage): object => ({
+    id,
+    object: 'text_completion',
+    created,
+    model,
+    choices,
+    ...(includeUsage ? { usage: usage ?? null } : {}),
+  });
+  return {
+    params: { promptTokens, maxTokens, ignoreEos: body.ignore_eos === true },
+    stream: body.stream === true,
+    endsWithDone: true,
+    openingEvents: () => [],
+    stepEvents(step: EngineStep) {
+      const delta = step.tokens.map((token) => token.text).join('');
+      text += delta;
+      return [chunk([{ index: 0, text: delta, logprobs: null, finish_reason: step.finishReason ?? null, stop_reason: null }])];
+    },
+    closingEvents: (outcome: GenerationOutcome) => (includeUsage ? [chunk([], usageOf(promptTokens, outcome.completionTokens))] : []),
+    body: (outcome: GenerationOutcome) => ({
+      id,
+      object: 'text_completion',
+      created,
+      model,
+      choices: [{ index: 0, text, logprobs: null, finish_reason: outcome.finishReason, stop_reason: null }],
+      usage: usageOf(promptTokens, outcome.completionTokens),
+    }),
+  };
+}
+
+/** POST /v1/chat/completions */
+export function chatJob(raw: unknown, config: SimConfig): GenerationJob {
+  const parsed = ChatBody.safeParse(raw);
+  if (!parsed.success) throw badRequest(parsed.error.issues[0]);
+  const body = parsed.data;
+  const model = checkModel(body.model, config);
+  const promptTokens = messageTokens(body.messages);
+  const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? config.decode.defaultMaxTokens;
+  checkContextLength(config, promptTokens, maxTokens);
+  const includeUsage = body.stream_options?.include_usage === true;
+  const id = requestId('chatcmpl-');
+  const created = Math.floor(Date.now() / 1000);
+  let text = '';
+  const chunk = (choices: object[], usage?: Usage): object => ({
+    id,
+    object: 'chat.completion.chunk',
+    created,
+    model,
+    choices,
+    ...(includeUsage ? { usage: usage ?? null } : {}),
+  });
+  return {
+    params: { promptTokens, maxTokens, ignoreEos: body.ignore_eos === true },
+    stream: body.stream === true,
+    endsWithDone: true,
+    // Like vLLM: the role arrives first with empty content, before any token.
+    openingEvents: () => [chunk([{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }])],
+    stepEvents(step: EngineStep) {
+      const delta = step.tokens.map((token) => token.text).join('');
+      text += delta;
+      return [chunk([{ index: 0, delta: { content: delta }, logprobs: null, finish_reason: step.finishReason ?? null }])];
+    },
+    closingEvents: (outcome: GenerationOutcome) => (includeUsage ? [chunk([], usageOf(promptTokens, outcome.completionTokens))] : []),
+    body: (outcome: GenerationOutcome) => ({
+      id,
+      object: 'chat.completion',
+      created,
+      model,
+      choices: [{ index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: outcome.finishReason }],
+      usage: usageOf(promptTokens, outcome.completionTokens),
+    }),
+  };
+}

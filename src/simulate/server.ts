@@ -1,0 +1,233 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { parseSimConfig, type FaultConfig, type SimConfig, type SimConfigInput } from './config.js';
+import { SimEngine, type EngineStep, type GenerationOutcome } from './engine.js';
+import { errorBody, HttpError, readJsonBody, sendJson, sendText, SseWriter } from './http.js';
+import type { GenerationJob, JobFactory } from './job.js';
+import { llamacppJob } from './llamacpp.js';
+import type { EnvLookup } from './model.js';
+import { chatJob, completionJob } from './openai.js';
+import type { Rng } from './rng.js';
+import { sglangJob } from './sglang.js';
+import { runStartup, type ServerState } from './startup.js';
+import { isTgiBody, tgiJob } from './tgi.js';
+import { messageOf, UserError } from '../util/errors.js';
+
+export interface SimulatorOptions {
+  /** Receives every log line, vLLM-style (default: discarded). */
+  log?: (line: string) => void;
+  /** Environment that envSpeedups are matched against (default: process.env). */
+  env?: EnvLookup;
+  /** A simulated crash calls this (the CLI exits 1); default: the server closes. */
+  onCrash?: () => void;
+}
+
+export interface SimulatorHandle {
+  url: string;
+  port: number;
+  config: SimConfig;
+  /** Current lifecycle state. */
+  state(): ServerState;
+  /** Resolves when startup finished (ready or not-serving); rejects if a crash, OOM or hang strikes first. */
+  ready: Promise<void>;
+  /** Stops listening and drops every open connection. */
+  close(): Promise<void>;
+}
+
+/** Start the simulator in this process; resolves once it listens (startup phases then run on their own). */
+export async function startSimulator(input: SimConfigInput = {}, options: SimulatorOptions = {}): Promise<SimulatorHandle> {
+  const config = parseSimConfig(input);
+  const log = options.log ?? (() => {});
+  const engine = new SimEngine(config, options.env ?? process.env);
+  let state: ServerState = 'loading';
+  let wasReady = false;
+  /** Cancels each in-flight generation, so a hang or OOM after ready can halt them all. */
+  const inFlight = new Map<ServerResponse, AbortController>();
+
+  const server = createServer((req, res) => {
+    route(req, res).catch((error: unknown) => {
+      if (res.headersSent) return void res.destroy();
+      const httpError = error instanceof HttpError ? error : new HttpError(500, `simulator error: ${String(error)}`, 'InternalServerError');
+      sendJson(res, httpError.status, errorBody(httpError));
+    });
+  });
+  // Streams can idle for a long time (slow simulated decode, stall faults); never time them out server-side.
+  server.requestTimeout = 0;
+  server.keepAliveTimeout = 30_000;
+
+  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? '/').split('?')[0]!;
+    const method = req.method ?? 'GET';
+    if (method === 'GET') {
+      if (path === '/health') return health(res);
+      if (path === '/v1/models') return models(res);
+      if (path === '/metrics') return sendText(res, 200, 'text/plain; version=0.0.4; charset=utf-8', engine.metrics.render(config.model, engine.scheduler.running, engine.scheduler.queued));
+      if (path === '/sim/config') return sendJson(res, 200, config);
+      if (path === '/sim/state') return sendJson(res, 200, { state, speedup: engine.speedup, running: engine.scheduler.running, waiting: engine.scheduler.queued });
+    } else if (method === 'POST') {
+      const factory = generationRoute(path);
+      if (factory) return generation(req, res, factory);
+    }
+    throw new HttpError(404, `no route for ${method} ${path}`);
+  }
+
+  function generationRoute(path: string): ((body: unknown) => GenerationJob) | undefined {
+    const withConfig = (factory: JobFactory) => (body: unknown) => factory(body, config);
+    switch (path) {
+      case '/v1/completions':
+        return withConfig(completionJob);
+      case '/v1/chat/completions':
+        return withConfig(chatJob);
+      case '/generate':
+        // SGLang and TGI share the path; TGI bodies carry `inputs`, SGLang ones `text`/`input_ids`.
+        return (body) => (isTgiBody(body) ? tgiJob(body, config, false) : sglangJob(body, config));
+      case '/generate_stream':
+        return (body) => tgiJob(body, config, true);
+      case '/completion':
+        return withConfig(llamacppJob);
+      default:
+        return undefined;
+    }
+  }
+
+  function health(res: ServerResponse): void {
+    if (state === 'ready' || state === 'not-serving') return sendJson(res, 200, { status: 'ok' });
+    sendJson(res, 503, { status: wasReady ? 'unhealthy' : 'loading' });
+  }
+
+  function models(res: ServerResponse): void {
+    if (state === 'ready' || state === 'not-serving') {
+      const data = state === 'ready' ? [{ id: config.model, object: 'model', created: 0, owned_by: 'servelab-sim', root: config.model, parent: null, max_model_len: config.decode.maxModelLen }] : [];
+      return sendJson(res, 200, { object: 'list', data });
+    }
+    throw new HttpError(503, 'the model is not loaded');
+  }
+
+  async function generation(req: IncomingMessage, res: ServerResponse, makeJob: (body: unknown) => GenerationJob): Promise<void> {
+    if (state === 'hung') return; // never answered, like a wedged server
+    if (state !== 'ready') throw new HttpError(503, state === 'loading' ? 'the model is still loading' : 'the server cannot serve generation requests');
+    const job = makeJob(await readJsonBody(req));
+    const rng = engine.nextRequestRng();
+    const fault = pickFault(config.faults, rng);
+    if (fault?.kind === 'http-500') throw new HttpError(500, 'simulated internal server error (fault injection)', 'InternalServerError');
+
+    const cancelled = new AbortController();
+    res.on('close', () => {
+      inFlight.delete(res);
+      if (!res.writableFinished) cancelled.abort();
+    });
+    inFlight.set(res, cancelled);
+    if (job.stream) await streamed(res, job, rng, cancelled, fault);
+    else await unstreamed(res, job, rng, cancelled, fault);
+  }
+
+  async function streamed(res: ServerResponse, job: GenerationJob, rng: Rng, cancelled: AbortController, fault: FaultConfig | undefined): Promise<void> {
+    const sse = new SseWriter(res);
+    sse.open();
+    const outcome = await engine.generate(job.params, rng, cancelled.signal, (step) => {
+      if (fault && faultDue(fault, step)) {
+        cancelled.abort();
+        return strikeFault(fault, res, () => sse.raw('data: {"id":"cmpl-fault","choices":[{"index":0,"text":\n\n'));
+      }
+      // Like vLLM, the chat role chunk goes out with the first token, not before it.
+      const events = step.index === 0 ? [...job.openingEvents(), ...job.stepEvents(step)] : job.stepEvents(step);
+      return sse.events(events);
+    });
+    if (!outcome) return;
+    await sse.events(job.closingEvents(outcome), job.endsWithDone);
+    sse.end();
+  }
+
+  async function unstreamed(res: ServerResponse, job: GenerationJob, rng: Rng, cancelled: AbortController, fault: FaultConfig | undefined): Promise<void> {
+    const outcome: GenerationOutcome | undefined = await engine.generate(job.params, rng, cancelled.signal, (step) => {
+      job.stepEvents(step);
+      if (fault && faultDue(fault, step)) {
+        cancelled.abort();
+        strikeFault(fault, res, () => {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end('{"id": "cmpl-fault", "choices": [');
+        });
+      }
+    });
+    if (outcome) sendJson(res, 200, job.body(outcome));
+  }
+
+  function setState(next: ServerState): void {
+    state = next;
+    if (next === 'ready' || next === 'not-serving') {
+      wasReady = true;
+      resolveReady();
+    } else if (next === 'hung' || next === 'oom' || next === 'crashed') {
+      rejectReady(new Error(`simulated startup failure: ${next}`));
+      // A dead engine breaks its open streams; a hung one just leaves them silent.
+      for (const [res, cancelled] of inFlight) {
+        cancelled.abort();
+        if (next === 'oom') res.destroy();
+      }
+      if (next === 'crashed') (options.onCrash ?? (() => void close()))();
+    }
+  }
+
+  let resolveReady!: () => void;
+  let rejectReady!: (error: Error) => void;
+  const ready = new Promise<void>((resolve, reject) => {
+    resolveReady = resolve;
+    rejectReady = reject;
+  });
+  // Callers that never await `ready` must not get an unhandled rejection.
+  ready.catch(() => {});
+
+  await new Promise<void>((resolve, reject) => {
+    const onError = (error: Error): void =>
+      reject(new UserError(`cannot listen on ${config.host}:${config.port}: ${messageOf(error)}`, 'pick another --port (0 picks a free one) or --host'));
+    server.once('error', onError);
+    server.listen(config.port, config.host, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  const cancelStartup = runStartup(config, url, process.pid, { log, setState });
+
+  let closing: Promise<void> | undefined;
+  function close(): Promise<void> {
+    closing ??= new Promise<void>((resolve) => {
+      cancelStartup();
+      for (const cancelled of inFlight.values()) cancelled.abort();
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+    return closing;
+  }
+
+  return { url, port, config, state: () => state, ready, close };
+}
+
+/** At most one fault per request, drawn from the request's own seeded stream. */
+function pickFault(faults: FaultConfig[], rng: Rng): FaultConfig | undefined {
+  for (const fault of faults) {
+    if (rng.next() < fault.rate) return fault;
+  }
+  return undefined;
+}
+
+/** Strikes once `afterTokens` tokens went out, i.e. in place of the step that would pass that count. */
+function faultDue(fault: FaultConfig, step: EngineStep): boolean {
+  return step.totalTokens - step.tokens.length >= fault.afterTokens;
+}
+
+function strikeFault(fault: FaultConfig, res: ServerResponse, writeMalformed: () => unknown): undefined {
+  switch (fault.kind) {
+    case 'stall':
+      return undefined; // keep the connection open and silent until the client gives up
+    case 'malformed-sse':
+      writeMalformed();
+      res.end();
+      return undefined;
+    case 'disconnect':
+    case 'http-500':
+      res.destroy();
+      return undefined;
+  }
+}

@@ -1,0 +1,170 @@
+import type { Fingerprint } from '../fingerprint/types.js';
+import type { RequestSample } from '../load/types.js';
+import type { Db } from './db.js';
+import type { RunRecord, RunStatus, TrialMetrics, TrialRecord } from './types.js';
+
+/** Reads of runs, trials and fingerprints for the runner (resume, drift history) and the terminal views. */
+
+interface RunRow {
+  id: number;
+  experiment_id: number;
+  experiment_name: string;
+  file_path: string;
+  started_at: string;
+  finished_at: string | null;
+  status: RunStatus;
+  message: string | null;
+  servelab_version: string;
+  git_sha: string | null;
+  config_json: string;
+  plan_json: string;
+  verdict_json: string | null;
+  trial_count: number;
+}
+
+export interface RunDetail extends RunRecord {
+  filePath: string;
+  /** ResolvedExperiment as stored (parse with the experiment module's types). */
+  config: unknown;
+  plan: unknown;
+  verdicts?: unknown;
+  trialCount: number;
+}
+
+const RUN_SELECT = `
+  SELECT r.*, e.name AS experiment_name, e.file_path, (SELECT COUNT(*) FROM trials t WHERE t.run_id = r.id) AS trial_count
+  FROM runs r JOIN experiments e ON e.id = r.experiment_id`;
+
+function runFromRow(row: RunRow): RunDetail {
+  return {
+    id: row.id,
+    experimentId: row.experiment_id,
+    experimentName: row.experiment_name,
+    filePath: row.file_path,
+    startedAt: row.started_at,
+    ...(row.finished_at !== null && { finishedAt: row.finished_at }),
+    status: row.status,
+    ...(row.message !== null && { message: row.message }),
+    servelabVersion: row.servelab_version,
+    ...(row.git_sha !== null && { gitSha: row.git_sha }),
+    config: JSON.parse(row.config_json) as unknown,
+    plan: JSON.parse(row.plan_json) as unknown,
+    ...(row.verdict_json ? { verdicts: JSON.parse(row.verdict_json) as unknown } : {}),
+    trialCount: row.trial_count,
+  };
+}
+
+/** Newest first. */
+export function listRuns(db: Db, options: { experimentName?: string; limit?: number } = {}): RunDetail[] {
+  const where = options.experimentName === undefined ? '' : 'WHERE e.name = @name';
+  const rows = db
+    .prepare(`${RUN_SELECT} ${where} ORDER BY r.id DESC LIMIT @limit`)
+    .all({ ...(options.experimentName !== undefined && { name: options.experimentName }), limit: options.limit ?? -1 }) as RunRow[];
+  return rows.map(runFromRow);
+}
+
+export function getRun(db: Db, runId: number): RunDetail | undefined {
+  const row = db.prepare(`${RUN_SELECT} WHERE r.id = ?`).get(runId) as RunRow | undefined;
+  return row && runFromRow(row);
+}
+
+/** The newest run of an experiment that did not finish ('running' after a crash, 'interrupted', 'failed', 'drift'). */
+export function latestUnfinishedRun(db: Db, experimentName: string): RunDetail | undefined {
+  const row = db.prepare(`${RUN_SELECT} WHERE e.name = ? AND r.status != 'done' ORDER BY r.id DESC LIMIT 1`).get(experimentName) as
+    | RunRow
+    | undefined;
+  return row && runFromRow(row);
+}
+
+interface TrialRow {
+  id: number;
+  run_id: number;
+  variant: string;
+  server_key: string;
+  workload: string;
+  concurrency: number | null;
+  params_json: string;
+  block: number;
+  repetition: number;
+  started_at: string;
+  finished_at: string;
+  metrics_json: string;
+  fingerprint_id: number;
+}
+
+function trialFromRow(row: TrialRow): TrialRecord {
+  return {
+    id: row.id,
+    runId: row.run_id,
+    variant: row.variant,
+    serverKey: row.server_key,
+    workload: row.workload,
+    ...(row.concurrency !== null && { concurrency: row.concurrency }),
+    params: JSON.parse(row.params_json) as Record<string, string | number>,
+    block: row.block,
+    repetition: row.repetition,
+    startedAt: row.started_at,
+    finishedAt: row.finished_at,
+    metrics: JSON.parse(row.metrics_json) as TrialMetrics,
+    fingerprintId: row.fingerprint_id,
+  };
+}
+
+/** Trials of a run in the order they finished. */
+export function listTrials(db: Db, runId: number): TrialRecord[] {
+  return (db.prepare('SELECT * FROM trials WHERE run_id = ? ORDER BY id').all(runId) as TrialRow[]).map(trialFromRow);
+}
+
+/**
+ * Earlier trials of the same experiment name + variant + workload, from other runs, newest first: the history a
+ * drift alarm compares with. Runs stopped by a drift alarm are left out (their numbers are the suspect ones),
+ * unless the user accepted them (status 'done').
+ */
+export function variantHistory(
+  db: Db,
+  query: { experimentName: string; variant: string; workload: string; excludeRunId: number; limit?: number },
+): TrialRecord[] {
+  const rows = db
+    .prepare(
+      `SELECT t.* FROM trials t JOIN runs r ON r.id = t.run_id JOIN experiments e ON e.id = r.experiment_id
+       WHERE e.name = ? AND t.variant = ? AND t.workload = ? AND t.run_id != ? AND r.status != 'drift'
+       ORDER BY t.id DESC LIMIT ?`,
+    )
+    .all(query.experimentName, query.variant, query.workload, query.excludeRunId, query.limit ?? 50) as TrialRow[];
+  return rows.map(trialFromRow);
+}
+
+export function getFingerprint(db: Db, fingerprintId: number): Fingerprint | undefined {
+  const row = db.prepare('SELECT json FROM fingerprints WHERE id = ?').get(fingerprintId) as { json: string } | undefined;
+  return row && (JSON.parse(row.json) as Fingerprint);
+}
+
+interface SampleRow {
+  idx: number;
+  sent_at_ms: number;
+  input_tokens: number;
+  output_tokens: number;
+  ttft_ms: number | null;
+  tpot_ms: number | null;
+  e2e_ms: number | null;
+  itl_json: string;
+  error_kind: string | null;
+  error_message: string | null;
+}
+
+export function trialSamples(db: Db, trialId: number): RequestSample[] {
+  const rows = db.prepare('SELECT * FROM samples WHERE trial_id = ? ORDER BY idx').all(trialId) as SampleRow[];
+  return rows.map((row) => ({
+    index: row.idx,
+    sentAtMs: row.sent_at_ms,
+    inputTokens: row.input_tokens,
+    outputTokens: row.output_tokens,
+    ...(row.ttft_ms !== null && { ttftMs: row.ttft_ms }),
+    itlMs: JSON.parse(row.itl_json) as number[],
+    ...(row.tpot_ms !== null && { tpotMs: row.tpot_ms }),
+    ...(row.e2e_ms !== null && { e2eMs: row.e2e_ms }),
+    ...(row.error_kind !== null && {
+      error: { kind: row.error_kind as NonNullable<RequestSample['error']>['kind'], message: row.error_message ?? '' },
+    }),
+  }));
+}

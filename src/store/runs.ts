@@ -1,0 +1,167 @@
+import { fingerprintHash } from '../fingerprint/diff.js';
+import type { Fingerprint } from '../fingerprint/types.js';
+import type { RequestSample } from '../load/types.js';
+import type { Db } from './db.js';
+import type { RunStatus, TrialRecord } from './types.js';
+
+/** Writes of the experiment runner. Every function is one statement or one transaction, so a crash never leaves half a trial. */
+
+const now = (): string => new Date().toISOString();
+
+export function ensureExperiment(db: Db, name: string, filePath: string): number {
+  db.prepare('INSERT OR IGNORE INTO experiments (name, file_path, created_at) VALUES (?, ?, ?)').run(name, filePath, now());
+  const row = db.prepare('SELECT id FROM experiments WHERE name = ? AND file_path = ?').get(name, filePath) as { id: number };
+  return row.id;
+}
+
+export interface NewRun {
+  experimentId: number;
+  servelabVersion: string;
+  gitSha?: string;
+  config: unknown;
+  plan: unknown;
+}
+
+export function insertRun(db: Db, run: NewRun): number {
+  const result = db
+    .prepare(
+      `INSERT INTO runs (experiment_id, started_at, status, servelab_version, git_sha, config_json, plan_json)
+       VALUES (?, ?, 'running', ?, ?, ?, ?)`,
+    )
+    .run(run.experimentId, now(), run.servelabVersion, run.gitSha ?? null, JSON.stringify(run.config), JSON.stringify(run.plan));
+  return Number(result.lastInsertRowid);
+}
+
+/** 'running' clears finished_at and message (a resumed run); any other status stamps the end. */
+export function setRunStatus(db: Db, runId: number, status: RunStatus, message?: string): void {
+  db.prepare('UPDATE runs SET status = ?, message = ?, finished_at = ? WHERE id = ?').run(
+    status,
+    message ?? null,
+    status === 'running' ? null : now(),
+    runId,
+  );
+}
+
+export function setRunVerdicts(db: Db, runId: number, verdicts: unknown): void {
+  db.prepare('UPDATE runs SET verdict_json = ? WHERE id = ?').run(JSON.stringify(verdicts), runId);
+}
+
+/** Fingerprints are content-addressed: equal environments share one row. */
+export function upsertFingerprint(db: Db, fingerprint: Fingerprint): number {
+  const hash = fingerprintHash(fingerprint);
+  db.prepare('INSERT OR IGNORE INTO fingerprints (hash, json) VALUES (?, ?)').run(hash, JSON.stringify(fingerprint));
+  return (db.prepare('SELECT id FROM fingerprints WHERE hash = ?').get(hash) as { id: number }).id;
+}
+
+export type NewTrial = Omit<TrialRecord, 'id' | 'fingerprintId'>;
+
+/**
+ * Persist a finished trial, its fingerprint and all its samples in ONE transaction. Returns undefined when the
+ * trial was already stored (a resumed run racing its earlier self): the UNIQUE key keeps exactly one copy.
+ */
+export function insertTrial(db: Db, trial: NewTrial, fingerprint: Fingerprint, samples: readonly RequestSample[]): number | undefined {
+  const insertTrialRow = db.prepare(
+    `INSERT OR IGNORE INTO trials (run_id, variant, server_key, workload, concurrency, params_json, block, repetition,
+       started_at, finished_at, metrics_json, fingerprint_id)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  const insertSample = db.prepare(
+    `INSERT INTO samples (trial_id, idx, sent_at_ms, input_tokens, output_tokens, ttft_ms, tpot_ms, e2e_ms, itl_json,
+       error_kind, error_message) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  return db
+    .transaction((): number | undefined => {
+      const fingerprintId = upsertFingerprint(db, fingerprint);
+      const result = insertTrialRow.run(
+        trial.runId,
+        trial.variant,
+        trial.serverKey,
+        trial.workload,
+        trial.concurrency ?? null,
+        JSON.stringify(trial.params),
+        trial.block,
+        trial.repetition,
+        trial.startedAt,
+        trial.finishedAt,
+        JSON.stringify(trial.metrics),
+        fingerprintId,
+      );
+      if (result.changes === 0) return undefined;
+      const trialId = Number(result.lastInsertRowid);
+      for (const sample of samples) {
+        insertSample.run(
+          trialId,
+          sample.index,
+          sample.sentAtMs,
+          sample.inputTokens,
+          sample.outputTokens,
+          sample.ttftMs ?? null,
+          sample.tpotMs ?? null,
+          sample.e2eMs ?? null,
+          JSON.stringify(sample.itlMs),
+          sample.error?.kind ?? null,
+          sample.error?.message ?? null,
+        );
+      }
+      return trialId;
+    })
+    .immediate();
+}
+
+export interface ServerRowStart {
+  runId: number;
+  serverKey: string;
+  label: string;
+  host: string;
+  logPath: string;
+  predictedReadyMs?: number;
+}
+
+export function insertServer(db: Db, server: ServerRowStart): number {
+  const at = now();
+  const result = db
+    .prepare(
+      `INSERT INTO servers (run_id, server_key, label, host, status, phase, started_at, updated_at, predicted_ready_ms, log_path)
+       VALUES (?, ?, ?, ?, 'starting', 'launching', ?, ?, ?, ?)`,
+    )
+    .run(server.runId, server.serverKey, server.label, server.host, at, at, server.predictedReadyMs ?? null, server.logPath);
+  return Number(result.lastInsertRowid);
+}
+
+export interface ServerRowUpdate {
+  status?: 'starting' | 'ready' | 'failed' | 'stopped';
+  phase?: string;
+  readyMs?: number;
+  predictedReadyMs?: number;
+  message?: string;
+}
+
+export function updateServer(db: Db, serverId: number, update: ServerRowUpdate): void {
+  db.prepare(
+    `UPDATE servers SET status = COALESCE(?, status), phase = COALESCE(?, phase), ready_ms = COALESCE(?, ready_ms),
+       predicted_ready_ms = COALESCE(?, predicted_ready_ms), message = COALESCE(?, message), updated_at = ? WHERE id = ?`,
+  ).run(
+    update.status ?? null,
+    update.phase ?? null,
+    update.readyMs ?? null,
+    update.predictedReadyMs ?? null,
+    update.message ?? null,
+    now(),
+    serverId,
+  );
+}
+
+export interface ProgressUpdate {
+  trialLabel: string;
+  completed: number;
+  total: number;
+  outputTokensPerSecond: number;
+}
+
+export function upsertProgress(db: Db, runId: number, progress: ProgressUpdate): void {
+  db.prepare(
+    `INSERT INTO progress (run_id, trial_label, completed, total, output_tokens_per_second, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+     ON CONFLICT (run_id) DO UPDATE SET trial_label = excluded.trial_label, completed = excluded.completed, total = excluded.total,
+       output_tokens_per_second = excluded.output_tokens_per_second, updated_at = excluded.updated_at`,
+  ).run(runId, progress.trialLabel, progress.completed, progress.total, progress.outputTokensPerSecond, now());
+}

@@ -1,0 +1,229 @@
+/**
+ * SshExecutor against a real OpenSSH server on 127.0.0.1 (ci/start-sshd.sh), running the real simulator as the
+ * "remote" server. Skipped, saying why, where that sshd is not running.
+ */
+import { describe, test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { SshExecutor } from '../src/exec/ssh.js';
+import type { ExecutorConfig } from '../src/exec/types.js';
+import type { ServerSpec } from '../src/launch/types.js';
+import type { BenchOptions } from '../src/load/types.js';
+import { BUILTIN_PROFILES } from '../src/profiles/builtin.js';
+import { NotReadyError } from '../src/ready/errors.js';
+
+const BIN = fileURLToPath(new URL('../../bin/servelab.js', import.meta.url));
+const CI_DIR = process.env.SERVELAB_CI_DIR ?? '/tmp/servelab-ci';
+const READY_FILE = join(CI_DIR, 'ssh', 'ready');
+
+interface CiSshd {
+  host: string;
+  port: number;
+  identityFile: string;
+  knownHosts: string;
+}
+
+/** The CI sshd, when ci/start-sshd.sh has started it and a key login works right now. */
+function ciSshd(): { sshd?: CiSshd; skip?: string } {
+  const howTo = 'run `sudo bash ci/start-sshd.sh` to enable these tests (CI does)';
+  if (!existsSync(READY_FILE)) return { skip: `test sshd not running (${READY_FILE} missing): ${howTo}` };
+  const sshd = JSON.parse(readFileSync(READY_FILE, 'utf8')) as CiSshd;
+  const login = spawnSync('ssh', ['-F', '/dev/null', '-p', String(sshd.port), '-i', sshd.identityFile, '-o', 'BatchMode=yes',
+    '-o', `UserKnownHostsFile=${sshd.knownHosts}`, '-o', 'ConnectTimeout=5', sshd.host, 'true'], { timeout: 15_000, encoding: 'utf8' });
+  if (login.status !== 0) return { skip: `test sshd on 127.0.0.1:${sshd.port} refuses the CI key (${(login.stderr ?? '').trim()}): ${howTo}` };
+  return { sshd };
+}
+
+const ci = ciSshd();
+
+function setup(t: TestContext, client: 'local' | 'remote' = 'local') {
+  const sshd = ci.sshd!;
+  const dir = mkdtempSync(join(tmpdir(), 'servelab-ssh-test-'));
+  const lines: string[] = [];
+  const config: Extract<ExecutorConfig, { kind: 'ssh' }> = {
+    kind: 'ssh',
+    host: sshd.host,
+    port: sshd.port,
+    identityFile: sshd.identityFile,
+    sshOptions: [`UserKnownHostsFile=${sshd.knownHosts}`, 'StrictHostKeyChecking=yes'],
+    // The "remote" host is this machine: its files are visible here, which lets the tests look behind the scenes.
+    remoteDir: join(dir, 'remote'),
+    remoteServelab: `${process.execPath} ${BIN}`,
+    client,
+  };
+  const executor = new SshExecutor(config, { workDir: dir, log: (line) => lines.push(line) });
+  t.after(async () => {
+    await executor.close().catch(() => undefined);
+    for (const pgid of jobGroups(dir)) if (groupAlive(pgid)) process.kill(-pgid, 'SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { executor, dir, lines };
+}
+
+function simulatorSpec(dir: string, args: string[], readyTimeoutMs = 120_000): ServerSpec {
+  return {
+    command: [process.execPath, BIN, 'simulate', '--port', '{port}', '--jitter', '0', '--ttft-ms', '1', '--tpot-ms', '1', ...args],
+    env: { SERVELAB_TEST_MARK: 'from ssh test' },
+    unsetEnv: ['SERVELAB_TEST_UNSET'],
+    profile: BUILTIN_PROFILES.simulator!,
+    logPath: join(dir, 'server.log'),
+    readyTimeoutMs,
+  };
+}
+
+function benchOptions(baseUrl: string): BenchOptions {
+  return {
+    baseUrl,
+    backend: 'openai-completions',
+    workload: { kind: 'concurrency', concurrency: 2, requests: 6 },
+    prompts: { kind: 'synthetic', inputTokens: { kind: 'fixed', value: 16 }, outputTokens: { kind: 'fixed', value: 8 }, seed: 1 },
+    warmupRequests: 1,
+    ignoreEos: true,
+    requestTimeoutMs: 30_000,
+    specMetrics: 'none',
+  };
+}
+
+/** Process groups of the jobs started under this test's remoteDir (read from their pgid files). */
+function jobGroups(dir: string): number[] {
+  const remote = join(dir, 'remote');
+  if (!existsSync(remote)) return [];
+  return readdirSync(remote)
+    .map((job) => join(remote, job, 'pgid'))
+    .filter(existsSync)
+    .map((file) => Number(readFileSync(file, 'utf8').trim()));
+}
+
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Drop every connection to the test sshd: kill its per-connection processes (children of the listener). */
+function killSshdSessions(): number {
+  const listener = readFileSync(join(CI_DIR, 'ssh', 'sshd.pid'), 'utf8').trim();
+  const children = spawnSync('pgrep', ['-P', listener], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean).map(Number);
+  for (const pid of children) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  return children.length;
+}
+
+describe('ssh executor against a real sshd', { skip: ci.skip ?? false, timeout: 300_000 }, () => {
+  test('launches on the host, serves through a local forward, runs commands, stops the server', async (t) => {
+    const { executor, dir } = setup(t);
+    const server = await executor.launch(simulatorSpec(dir, ['--load-ms', '3000']), {});
+    const remotePort = Number(server.command[server.command.indexOf('--port') + 1]);
+    assert.match(server.baseUrl, /^http:\/\/127\.0\.0\.1:\d+$/);
+    assert.notEqual(new URL(server.baseUrl).port, String(remotePort), 'reached through a forward, not the server port');
+    assert.equal(server.env.SERVELAB_TEST_MARK, 'from ssh test', 'env read back from the running process');
+    assert.ok(server.ready.checks.includes('generation'));
+    assert.ok(server.ready.phases.some((phase) => phase.phase === 'loading weights'), 'log phases seen through the mirrored log');
+
+    const result = await executor.bench(benchOptions(server.baseUrl));
+    assert.equal(result.levels[0]?.completed, 6);
+
+    const uname = await executor.run(['sh', '-c', 'echo "$0 ok"', 'quoted arg']);
+    assert.deepEqual([uname.code, uname.stdout.trim()], [0, 'quoted arg ok']);
+    assert.equal((await executor.run(['sh', '-c', 'exit 3'])).code, 3);
+
+    assert.match(readFileSync(server.logPath, 'utf8'), /Application startup complete/);
+    assert.ok((await server.logTail(5)).length > 0);
+    const [pgid] = jobGroups(dir);
+    assert.ok(pgid && groupAlive(pgid));
+    await server.stop();
+    assert.equal(groupAlive(pgid), false, 'server process group gone after stop');
+    assert.deepEqual(await server.exited, { code: null, signal: 'SIGTERM' });
+  });
+
+  test('a dropped connection during the readiness wait reconnects; the same server becomes ready and is stopped', async (t) => {
+    const { executor, dir, lines } = setup(t);
+    let dropped = false;
+    const drop = async () => {
+      dropped = true;
+      process.kill(executor.connection.masterPid!, 'SIGKILL');
+      killSshdSessions();
+    };
+    const launching = executor.launch(simulatorSpec(dir, ['--load-ms', '6000']), {
+      onProgress: (progress) => {
+        if (!dropped && progress.phase === 'loading weights') void drop();
+      },
+    });
+    const server = await launching;
+    assert.ok(dropped, 'the connection was dropped during the wait');
+    assert.ok(lines.some((line) => /lost; reconnecting/.test(line)), lines.join('\n'));
+    assert.ok(await executor.connection.waitConnected(30_000), 'master re-established');
+    assert.ok(lines.some((line) => /re-established/.test(line)), lines.join('\n'));
+    assert.equal(jobGroups(dir).length, 1, 'one server started, not a second one');
+
+    // The forward is back on the same local port: the URL handed out still works.
+    const result = await executor.bench(benchOptions(server.baseUrl));
+    assert.equal(result.levels[0]?.completed, 6);
+
+    // Drop it again while the server runs: the watch keeps going and stop still reaches the host.
+    process.kill(executor.connection.masterPid!, 'SIGKILL');
+    killSshdSessions();
+    await delay(500);
+    const [pgid] = jobGroups(dir);
+    assert.ok(groupAlive(pgid!), 'the server survived both drops');
+    await executor.close();
+    assert.equal(groupAlive(pgid!), false, 'close() stopped the remote server');
+  });
+
+  test('a server that crashes while loading is reported with its log tail and leaves nothing running', async (t) => {
+    const { executor, dir } = setup(t);
+    await assert.rejects(executor.launch(simulatorSpec(dir, ['--load-ms', '3000', '--fail', 'crash']), {}), (error: unknown) => {
+      assert.ok(error instanceof NotReadyError, String(error));
+      assert.equal(error.kind, 'process-exited');
+      assert.ok((error.logTail ?? []).length > 0, 'log tail attached');
+      return true;
+    });
+    const [pgid] = jobGroups(dir);
+    assert.equal(groupAlive(pgid!), false);
+  });
+
+  test('an abort (Ctrl-C) during the wait stops the remote server', async (t) => {
+    const { executor, dir } = setup(t);
+    const controller = new AbortController();
+    const launching = executor.launch(simulatorSpec(dir, ['--load-ms', '60000']), {
+      signal: controller.signal,
+      onProgress: (progress) => progress.phase === 'loading weights' && controller.abort(),
+    });
+    await assert.rejects(launching, (error: unknown) => error instanceof NotReadyError && error.kind === 'aborted');
+    const [pgid] = jobGroups(dir);
+    assert.equal(groupAlive(pgid!), false);
+  });
+
+  test('client: remote runs servelab bench on the host against the server port', async (t) => {
+    const { executor, dir } = setup(t, 'remote');
+    const server = await executor.launch(simulatorSpec(dir, ['--load-ms', '300']), {});
+    const result = await executor.bench(benchOptions(server.baseUrl));
+    assert.equal(result.levels[0]?.completed, 6);
+    assert.match(result.baseUrl, /^http:\/\/127\.0\.0\.1:\d+$/);
+    assert.notEqual(result.baseUrl, server.baseUrl, 'the host-side client used the server port, not our forward');
+    await server.stop();
+  });
+});
+
+test('ssh executor: a host that refuses us is a clear UserError', { timeout: 60_000 }, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'servelab-ssh-test-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  // Port 1 on loopback: nothing listens there, so ssh fails fast without any network.
+  const executor = new SshExecutor({ kind: 'ssh', host: '127.0.0.1', port: 1, client: 'local', sshOptions: ['ConnectTimeout=5'] },
+    { workDir: dir, log: () => {} });
+  t.after(() => executor.close());
+  await assert.rejects(executor.run(['true']), /cannot connect to 127\.0\.0\.1 over ssh: .*refused/i);
+});

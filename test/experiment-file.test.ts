@@ -1,0 +1,116 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadExperiment } from '../src/experiment/load.js';
+import { UserError } from '../src/util/errors.js';
+import { cli, tempDir } from './experiment-support.js';
+
+const BASE = `
+name: eagle
+profile: vllm
+server:
+  command: vllm serve meta-llama/Llama-3.1-8B-Instruct --port {port}
+  env: { NCCL_PROTO: LL, NCCL_ALGO: Ring }
+workloads:
+  - { kind: single-stream, requests: 8 }
+`;
+
+function expectError(path: string, pattern: RegExp): void {
+  assert.throws(
+    () => loadExperiment(path),
+    (error: unknown) => {
+      assert.ok(error instanceof UserError, String(error));
+      assert.match(error.message, pattern);
+      assert.ok(error.message.includes(path), `names the file: ${error.message}`);
+      return true;
+    },
+  );
+}
+
+describe('experiment file', () => {
+  test('variants set and unset env and append args; identical server configs share a server key', (t) => {
+    const dir = tempDir(t, 'expfile');
+    const path = join(dir, 'exp.yaml');
+    writeFileSync(
+      path,
+      `${BASE}
+variants:
+  baseline: {}
+  no-nccl-tuning: { unsetEnv: [NCCL_PROTO, NCCL_ALGO] }
+  eagle3-steps2:
+    args: [--speculative-config, '{"method":"eagle3","num_speculative_tokens":2}']
+    env: { VLLM_USE_V1: 1 }
+  long-prompts:
+    client: { prompts: { kind: synthetic, inputTokens: 2048, outputTokens: 128 } }
+`,
+    );
+    const experiment = loadExperiment(path);
+    const byName = Object.fromEntries(experiment.variants.map((variant) => [variant.name, variant]));
+    assert.equal(experiment.baseline, 'baseline');
+    assert.deepEqual(byName['no-nccl-tuning']!.server.env, {});
+    assert.deepEqual(byName['no-nccl-tuning']!.server.unsetEnv, ['NCCL_ALGO', 'NCCL_PROTO']);
+    assert.deepEqual(byName['eagle3-steps2']!.server.command.slice(-2), ['--speculative-config', '{"method":"eagle3","num_speculative_tokens":2}']);
+    assert.equal(byName['eagle3-steps2']!.server.env.VLLM_USE_V1, '1');
+    assert.equal(byName['eagle3-steps2']!.server.env.NCCL_PROTO, 'LL');
+    // A client-side-only variant reuses the baseline's server.
+    assert.equal(byName['long-prompts']!.serverKey, byName.baseline!.serverKey);
+    assert.notEqual(byName['eagle3-steps2']!.serverKey, byName.baseline!.serverKey);
+    assert.notEqual(byName['no-nccl-tuning']!.serverKey, byName.baseline!.serverKey);
+    assert.deepEqual(byName['long-prompts']!.client.prompts, { kind: 'synthetic', inputTokens: { kind: 'fixed', value: 2048 }, outputTokens: { kind: 'fixed', value: 128 }, seed: 0 });
+  });
+
+  test('a grid expands into one variant per combination, and a sweep into one workload per concurrency', (t) => {
+    const dir = tempDir(t, 'expfile');
+    const path = join(dir, 'exp.yaml');
+    writeFileSync(
+      path,
+      `${BASE.replace('  - { kind: single-stream, requests: 8 }', '  - { kind: sweep, concurrencies: [1, 8, 32], requestsPerLevel: 16 }')}
+variants:
+  baseline: {}
+grid:
+  - name: eagle3-s{steps}-d{draft}
+    params: { steps: [2, 3], draft: [4, 8] }
+    args: [--speculative-config, '{"num_speculative_tokens":{draft},"steps":{steps}}']
+`,
+    );
+    const experiment = loadExperiment(path);
+    assert.deepEqual(experiment.variants.map((variant) => variant.name), ['baseline', 'eagle3-s2-d4', 'eagle3-s2-d8', 'eagle3-s3-d4', 'eagle3-s3-d8']);
+    const point = experiment.variants.find((variant) => variant.name === 'eagle3-s3-d8')!;
+    assert.deepEqual(point.params, { steps: 3, draft: 8 });
+    assert.equal(point.server.command.at(-1), '{"num_speculative_tokens":8,"steps":3}');
+    assert.equal(point.server.command.includes('{port}'), true, '{port} is left for the launcher');
+    assert.deepEqual(experiment.workloads.map((workload) => workload.label), ['c=1', 'c=8', 'c=32']);
+    assert.deepEqual(experiment.workloads[1]!.workload, { kind: 'concurrency', concurrency: 8, requests: 16 });
+  });
+
+  test('errors name the file, the line and the key', (t) => {
+    const dir = tempDir(t, 'expfile');
+    const write = (name: string, text: string): string => {
+      const path = join(dir, name);
+      writeFileSync(path, text);
+      return path;
+    };
+    expectError(write('profile.yaml', BASE.replace('profile: vllm', 'profile: vlm')), /profile\.yaml:3: profile: expected a built-in profile/);
+    expectError(write('env.yaml', `${BASE}variants:\n  fast:\n    env: { NCCL_PROTO: [LL] }\n`), /env\.yaml:\d+: variants\.fast\.env\.NCCL_PROTO:/);
+    expectError(write('unset.yaml', `${BASE}variants:\n  fast:\n    unsetEnv: ["NCCL PROTO"]\n`), /variants\.fast\.unsetEnv\[0\]: expected an environment variable name/);
+    expectError(write('typo.yaml', `${BASE}variants:\n  fast:\n    arg: [--x]\n`), /variants\.fast: .*arg/);
+    expectError(write('baseline.yaml', `${BASE}baseline: base\nvariants:\n  baseline: {}\n`), /baseline: unknown variant "base"/);
+    expectError(write('grid.yaml', `${BASE}grid:\n  - name: spec\n    params: { steps: [2, 3] }\n`), /grid\[0\]\.name: must contain \{steps\}/);
+    expectError(write('trials.yaml', `${BASE}trials: 0\n`), /trials\.yaml:\d+: trials:/);
+    expectError(write('workloads.yaml', BASE.replace('  - { kind: single-stream, requests: 8 }', '  []').replace('workloads:\n', 'workloads:')), /workloads/);
+    expectError(write('kind.yaml', BASE.replace('kind: single-stream', 'kind: singlestream')), /kind\.yaml:\d+: workloads\[0\]\.kind: expected kind: single-stream, concurrency/);
+    expectError(write('duration.yaml', BASE.replace('  env:', '  readyTimeout: soon\n  env:')), /server\.readyTimeout: invalid duration "soon"/);
+  });
+
+  test('`servelab run` with a bad file exits non-zero with file, key and next step, no stack trace', async (t) => {
+    const dir = tempDir(t, 'expfile');
+    const path = join(dir, 'bad.yaml');
+    writeFileSync(path, `${BASE}trials: many\n`);
+    const result = await cli(['run', path], { store: join(dir, 'store.db'), timeoutMs: 30_000 });
+    assert.notEqual(result.code, 0);
+    assert.match(result.stderr, /bad\.yaml:\d+: trials: /);
+    assert.match(result.stderr, /next: fix trials in /);
+    assert.doesNotMatch(result.stderr, /\n\s+at /);
+  });
+});

@@ -1,0 +1,66 @@
+/** Shared helpers of the experiment end-to-end tests: temp dirs, experiment files, CLI runs with bounded time. */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { TestContext } from 'node:test';
+import { stringify } from 'yaml';
+
+export const SERVELAB = fileURLToPath(new URL('../../bin/servelab.js', import.meta.url));
+
+/** A tiny, fast simulator: ~100 ms load, 3 ms per token, little jitter. */
+export const SIM_COMMAND = ['node', '{servelab}', 'simulate', '--port', '{port}', '--load-ms', '100', '--tpot-ms', '3', '--ttft-ms', '5', '--jitter', '0.02'];
+
+export function tempDir(t: TestContext, prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), `servelab-${prefix}-`));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** An experiment file with tiny trials; `overrides` replace top-level keys. */
+export function writeExperiment(dir: string, fileName: string, overrides: Record<string, unknown>): string {
+  const experiment = {
+    name: 'tiny',
+    profile: 'simulator',
+    // Above the readiness code's 120 s generation-probe timeout so it is never clipped to a fraction of a ms.
+    server: { command: SIM_COMMAND, readyTimeout: '5m' },
+    client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens: 24, seed: 3 }, warmupRequests: 1 },
+    workloads: [{ kind: 'single-stream', requests: 3 }],
+    trials: 4,
+    seed: 11,
+    variants: { baseline: {} },
+    ...overrides,
+  };
+  const path = join(dir, fileName);
+  writeFileSync(path, stringify(experiment));
+  return path;
+}
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Run `servelab ARGS` to completion (killed after timeoutMs). */
+export function cli(args: string[], options: { store: string; timeoutMs?: number }): Promise<CliResult> {
+  // The tests decide NCCL_* themselves; whatever the developer's shell has must not leak into the servers.
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('NCCL_')));
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [SERVELAB, ...args], {
+      env: { ...env, SERVELAB_STORE: options.store },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 90_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}

@@ -1,0 +1,103 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { BACKENDS, newStreamState, StreamFormatError } from '../src/load/backends.js';
+
+const item = { prompt: 'hello world', inputTokens: 2, maxTokens: 5 };
+
+/** Feed payloads, return which were token-bearing. */
+function feed(kind: keyof typeof BACKENDS, payloads: unknown[], collectText = true) {
+  const state = newStreamState(collectText);
+  const bearing = payloads.map((payload) => BACKENDS[kind].parse(typeof payload === 'string' ? payload : JSON.stringify(payload), state));
+  return { state, bearing };
+}
+
+describe('request bodies', () => {
+  test('each backend asks for a stream of exactly maxTokens, honouring ignore_eos', () => {
+    const options = { model: 'm', ignoreEos: true };
+    const completions = JSON.parse(BACKENDS['openai-completions'].body(item, options));
+    assert.deepEqual([completions.model, completions.prompt, completions.max_tokens, completions.stream, completions.ignore_eos], ['m', 'hello world', 5, true, true]);
+    assert.deepEqual(completions.stream_options, { include_usage: true });
+    assert.deepEqual(JSON.parse(BACKENDS['openai-chat'].body(item, options)).messages, [{ role: 'user', content: 'hello world' }]);
+    assert.deepEqual(JSON.parse(BACKENDS.sglang.body(item, options)).sampling_params, { max_new_tokens: 5, temperature: 0, ignore_eos: true });
+    assert.equal(JSON.parse(BACKENDS.tgi.body(item, options)).parameters.max_new_tokens, 5);
+    const llama = JSON.parse(BACKENDS.llamacpp.body(item, { ignoreEos: false }));
+    assert.deepEqual([llama.n_predict, llama.stream, llama.ignore_eos], [5, true, undefined]);
+  });
+});
+
+describe('stream parsers', () => {
+  test('OpenAI completions: text chunks bear tokens, usage chunk and [DONE] do not', () => {
+    const { state, bearing } = feed('openai-completions', [
+      { choices: [{ text: ' a', index: 0 }], usage: null },
+      { choices: [{ text: ' b c', index: 0 }], usage: null, servelab_sim: { sent_ns: '123' } },
+      { choices: [], usage: { prompt_tokens: 2, completion_tokens: 3 } },
+      '[DONE]',
+    ]);
+    assert.deepEqual(bearing, [true, true, false, false]);
+    assert.deepEqual([state.tokenEvents, state.promptTokens, state.completionTokens, state.done, state.text, state.simSentNs], [2, 2, 3, true, ' a b c', '123']);
+  });
+
+  test('OpenAI chat: role-only first chunk is not a token', () => {
+    const { state, bearing } = feed('openai-chat', [
+      { choices: [{ delta: { role: 'assistant', content: '' } }] },
+      { choices: [{ delta: { content: 'hi' } }] },
+      { choices: [{ delta: { reasoning_content: 'hmm' } }] },
+      '[DONE]',
+    ]);
+    assert.deepEqual(bearing, [false, true, true, false]);
+    assert.equal(state.completionTokens, undefined);
+  });
+
+  test('SGLang: cumulative text, meta_info counts and verify steps', () => {
+    const { state, bearing } = feed('sglang', [
+      { text: ' a', meta_info: { prompt_tokens: 2, completion_tokens: 1 } },
+      { text: ' a', meta_info: { prompt_tokens: 2, completion_tokens: 1 } },
+      { text: ' a b c', meta_info: { prompt_tokens: 2, completion_tokens: 3, spec_verify_ct: 1 } },
+      '[DONE]',
+    ]);
+    assert.deepEqual(bearing, [true, false, true, false]);
+    assert.deepEqual([state.text, state.completionTokens, state.specVerifySteps, state.done], [' a b c', 3, 1, true]);
+  });
+
+  test('TGI: token events, final details, special tokens skipped', () => {
+    const { state, bearing } = feed('tgi', [
+      { index: 1, token: { id: 1, text: ' a', special: false }, generated_text: null, details: null },
+      { index: 2, token: { id: 2, text: '</s>', special: true }, generated_text: ' a', details: { generated_tokens: 2 } },
+    ]);
+    assert.deepEqual(bearing, [true, false]);
+    assert.deepEqual([state.completionTokens, state.done], [2, true]);
+  });
+
+  test('llama.cpp: content events, final stop event with timings and draft counters', () => {
+    const { state, bearing } = feed('llamacpp', [
+      { content: ' a', stop: false },
+      { content: '', stop: true, tokens_predicted: 9, tokens_evaluated: 4, timings: { predicted_n: 9, prompt_n: 4, draft_n: 10, draft_n_accepted: 7 } },
+    ]);
+    assert.deepEqual(bearing, [true, false]);
+    assert.deepEqual([state.completionTokens, state.promptTokens, state.specDraftTokens, state.specAcceptedTokens, state.done], [9, 4, 10, 7, true]);
+  });
+
+  test('garbage and error events are format errors', () => {
+    assert.throws(() => feed('openai-completions', ['{not json']), StreamFormatError);
+    assert.throws(() => feed('openai-completions', ['42']), StreamFormatError);
+    assert.throws(() => feed('openai-chat', [{ error: { message: 'boom' } }]), /server sent an error event/);
+  });
+
+  test('text is only accumulated when a tokenizer needs it', () => {
+    const { state } = feed('openai-completions', [{ choices: [{ text: ' a' }] }], false);
+    assert.equal(state.text, '');
+    assert.equal(state.tokenEvents, 1);
+  });
+});
+
+describe('clock', () => {
+  test('nowMs reads process.hrtime time (the simulator stamps sent_ns with it) without its BigInt cost', async () => {
+    const { nowMs } = await import('../src/load/request.js');
+    for (let i = 0; i < 20; i++) {
+      const before = Number(process.hrtime.bigint()) / 1e6;
+      const now = nowMs();
+      const after = Number(process.hrtime.bigint()) / 1e6;
+      assert.ok(now >= before - 0.05 && now <= after + 0.05, `nowMs ${now} outside [${before}, ${after}]`);
+    }
+  });
+});

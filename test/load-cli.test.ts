@@ -1,0 +1,114 @@
+import { describe, test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startSimulator } from '../src/simulate/server.js';
+import type { SimConfigInput } from '../src/simulate/config.js';
+import type { BenchResult } from '../src/load/types.js';
+
+const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+const fixture = (name: string) => join(repoRoot, 'test/fixtures/load', name);
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function servelab(t: TestContext, args: string[], onStart?: (child: ReturnType<typeof spawn>) => void): Promise<Run> {
+  const child = spawn(process.execPath, [join(repoRoot, 'bin/servelab.js'), ...args], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+  t.after(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk) => (stdout += chunk));
+  child.stderr.on('data', (chunk) => (stderr += chunk));
+  onStart?.(child);
+  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+  return new Promise((resolve) =>
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    }),
+  );
+}
+
+async function sim(t: TestContext, input: SimConfigInput = {}) {
+  const handle = await startSimulator({ startup: { loadMs: 0 }, ...input, decode: { ttftBaseMs: 5, tpotMs: 2, jitter: 0, ...input.decode } });
+  t.after(() => handle.close());
+  await handle.ready;
+  return handle;
+}
+
+const SMALL = ['--input-len', '20', '--output-len', '8', '--warmup', '1'];
+
+describe('servelab bench CLI', () => {
+  test('--json prints a schema-versioned result; --out writes it; the table goes to stdout otherwise', async (t) => {
+    const server = await sim(t);
+    const json = await servelab(t, ['bench', server.url, '--concurrency', '1,2', '--requests', '4', ...SMALL, '--json', '--slo-ttft-ms', '1000']);
+    assert.equal(json.code, 0, json.stderr);
+    const result = JSON.parse(json.stdout) as BenchResult;
+    assert.deepEqual([result.schemaVersion, result.interrupted, result.backend, result.levels.map((level) => level.label)], [1, false, 'openai-completions', ['c=1', 'c=2']]);
+    assert.equal(result.levels[1]!.goodput!.fraction, 1);
+    assert.match(json.stderr, /c=2\s+\[#+\] 4\/4/, 'a progress line per level on a non-terminal stderr');
+
+    const dir = mkdtempSync(join(tmpdir(), 'servelab-bench-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const out = join(dir, 'result.json');
+    const table = await servelab(t, ['bench', server.url, '--backend', 'tgi', '--single-stream', '2', ...SMALL, '--out', out, '--no-progress']);
+    assert.equal(table.code, 0, table.stderr);
+    assert.match(table.stdout, /^single-stream\s+2\s+0\s/m);
+    assert.equal(table.stderr, '');
+    assert.equal((JSON.parse(readFileSync(out, 'utf8')) as BenchResult).levels[0]!.completed, 2);
+  });
+
+  test('unreachable server: one-line cause and next step, exit 1', async (t) => {
+    const run = await servelab(t, ['bench', 'http://127.0.0.1:1', '--no-progress']);
+    assert.equal(run.code, 1);
+    assert.match(run.stderr, /^servelab: cannot reach server at http:\/\/127\.0\.0\.1:1: .*\n  next: /);
+    assert.doesNotMatch(run.stderr, /\n\s+at /);
+  });
+
+  test('bad dataset and bad flags', async (t) => {
+    const server = await sim(t);
+    const dataset = await servelab(t, ['bench', server.url, '--dataset', fixture('bad.jsonl')]);
+    assert.equal(dataset.code, 1);
+    assert.match(dataset.stderr, /bad\.jsonl:2: not valid JSON/);
+    const flags = await servelab(t, ['bench', server.url, '--rate', '2', '--concurrency', '4']);
+    assert.equal(flags.code, 2);
+    assert.match(flags.stderr, /alternatives/);
+  });
+
+  test('every request failing: result still printed, exit 1', async (t) => {
+    const server = await sim(t, { faults: [{ kind: 'http-500', rate: 1 }] });
+    const run = await servelab(t, ['bench', server.url, '--single-stream', '3', ...SMALL, '--warmup', '0', '--json', '--no-progress']);
+    assert.equal(run.code, 1);
+    const result = JSON.parse(run.stdout) as BenchResult;
+    assert.deepEqual(result.levels[0]!.errorsByKind, { 'http-5xx': 3 });
+    assert.match(run.stderr, /every measured request failed/);
+  });
+
+  test('Ctrl-C writes what was measured, interrupted: true, exit 130', async (t) => {
+    const server = await sim(t, { decode: { tpotMs: 20 } });
+    const run = await servelab(t, ['bench', server.url, '--concurrency', '2', '--requests', '40', '--input-len', '10', '--output-len', '10', '--warmup', '0', '--json'], (child) => {
+      // Interrupt once the first requests have completed (their progress shows on stderr only at the end, so poll the server).
+      const poll = setInterval(async () => {
+        const metrics = await (await fetch(`${server.url}/metrics`)).text();
+        if (/vllm:request_success_total\{[^}]*\} [2-9]/.test(metrics)) {
+          clearInterval(poll);
+          child.kill('SIGINT');
+        }
+      }, 50);
+      child.on('close', () => clearInterval(poll));
+    });
+    assert.equal(run.code, 130, run.stderr);
+    const result = JSON.parse(run.stdout) as BenchResult;
+    assert.equal(result.interrupted, true);
+    assert.ok(result.levels[0]!.completed >= 2 && result.levels[0]!.completed < 40);
+    assert.match(run.stderr, /stopping; writing what was measured/);
+  });
+});

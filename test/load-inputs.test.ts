@@ -1,0 +1,149 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
+import { lengthSpecSchema, parseDurationMs, parseLengthSpec, promptSourceSchema, workloadSchema } from '../src/load/config.js';
+import { loadPrompts } from '../src/load/prompts.js';
+import { interArrivalMs, sampleLength, seededRandom } from '../src/load/random.js';
+import { loadTokenizer } from '../src/load/tokenizer.js';
+import { planLevels, workloadLabels } from '../src/load/level.js';
+import { workloadFromFlags } from '../src/cli/commands/bench.js';
+import { UserError } from '../src/util/errors.js';
+
+const fixture = (name: string) => fileURLToPath(new URL(`../../test/fixtures/load/${name}`, import.meta.url));
+
+describe('length and duration specs', () => {
+  test('parses the CLI shorthands', () => {
+    assert.deepEqual(parseLengthSpec('512'), { kind: 'fixed', value: 512 });
+    assert.deepEqual(parseLengthSpec('normal:512,64'), { kind: 'normal', mean: 512, stddev: 64 });
+    assert.deepEqual(parseLengthSpec('normal:512,64,100,900'), { kind: 'normal', mean: 512, stddev: 64, min: 100, max: 900 });
+    assert.deepEqual(parseLengthSpec('uniform:10,20'), { kind: 'uniform', min: 10, max: 20 });
+    for (const bad of ['0', 'x', 'uniform:20,10', 'normal:5', 'poisson:3', '1.5']) assert.throws(() => parseLengthSpec(bad), /invalid length/);
+  });
+
+  test('zod length schema accepts numbers, strings and objects', () => {
+    assert.deepEqual(lengthSpecSchema.parse(128), { kind: 'fixed', value: 128 });
+    assert.deepEqual(lengthSpecSchema.parse('uniform:1,3'), { kind: 'uniform', min: 1, max: 3 });
+    assert.deepEqual(lengthSpecSchema.parse({ kind: 'fixed', value: 3 }), { kind: 'fixed', value: 3 });
+    assert.equal(lengthSpecSchema.safeParse('bogus').success, false);
+  });
+
+  test('workload and prompt schemas fill defaults and reject unknown keys', () => {
+    assert.deepEqual(workloadSchema.parse({ kind: 'rate', requestsPerSecond: 2, maxInFlight: 8, requests: 10 }), {
+      kind: 'rate', requestsPerSecond: 2, arrival: 'poisson', maxInFlight: 8, requests: 10,
+    });
+    assert.equal(workloadSchema.safeParse({ kind: 'sweep', concurrencies: [], requestsPerLevel: 4 }).success, false);
+    assert.equal(workloadSchema.safeParse({ kind: 'single-stream', requests: 4, extra: 1 }).success, false);
+    assert.deepEqual(promptSourceSchema.parse({ kind: 'synthetic', inputTokens: 128, outputTokens: 'normal:64,8' }), {
+      kind: 'synthetic', inputTokens: { kind: 'fixed', value: 128 }, outputTokens: { kind: 'normal', mean: 64, stddev: 8 }, seed: 0,
+    });
+  });
+
+  test('durations', () => {
+    assert.equal(parseDurationMs('30s'), 30_000);
+    assert.equal(parseDurationMs('250ms'), 250);
+    assert.equal(parseDurationMs('2m'), 120_000);
+    assert.equal(parseDurationMs('1.5'), 1500);
+    assert.throws(() => parseDurationMs('soon'), UserError);
+  });
+});
+
+describe('seeded randomness', () => {
+  test('same seed, same sequence; lengths respect bounds', () => {
+    const a = seededRandom(42);
+    const b = seededRandom(42);
+    for (let i = 0; i < 5; i++) assert.equal(a(), b());
+    const random = seededRandom(1);
+    for (let i = 0; i < 1000; i++) {
+      const value = sampleLength({ kind: 'uniform', min: 3, max: 5 }, random);
+      assert.ok(value >= 3 && value <= 5 && Number.isInteger(value));
+      const normal = sampleLength({ kind: 'normal', mean: 10, stddev: 50, min: 2, max: 20 }, random);
+      assert.ok(normal >= 2 && normal <= 20);
+    }
+  });
+
+  test('poisson gaps average 1/rate; constant gaps are exact', () => {
+    const random = seededRandom(7);
+    let total = 0;
+    const n = 20_000;
+    for (let i = 0; i < n; i++) total += interArrivalMs(10, 'poisson', random);
+    assert.ok(Math.abs(total / n - 100) < 3, `mean gap ${total / n}`);
+    assert.equal(interArrivalMs(4, 'constant', random), 250);
+  });
+});
+
+describe('prompts', () => {
+  test('synthetic prompts have the drawn number of words and are reproducible', () => {
+    const source = { kind: 'synthetic', inputTokens: { kind: 'uniform', min: 5, max: 50 }, outputTokens: { kind: 'fixed', value: 7 }, seed: 3 } as const;
+    const prompts = loadPrompts(source, 20);
+    assert.equal(prompts.length, 20);
+    for (const item of prompts) {
+      assert.equal(item.prompt.split(' ').length, item.inputTokens);
+      assert.equal(item.maxTokens, 7);
+    }
+    assert.deepEqual(loadPrompts(source, 20), prompts);
+  });
+
+  test('ShareGPT: first exchange, single-turn entries skipped, cycled to the count', () => {
+    const tokenizer = loadTokenizer(fixture('wordlevel-tokenizer.json'));
+    const prompts = loadPrompts({ kind: 'sharegpt', path: fixture('sharegpt-tiny.json'), seed: 1 }, 5, tokenizer);
+    assert.equal(prompts.length, 5);
+    const texts = new Set(prompts.map((item) => item.prompt));
+    assert.deepEqual([...texts].sort(), ['Count to five please', 'What is the capital of France?']);
+    const count = prompts.find((item) => item.prompt === 'Count to five please')!;
+    assert.equal(count.maxTokens, 5);
+    assert.equal(count.inputTokens, 4);
+    const capped = loadPrompts({ kind: 'sharegpt', path: fixture('sharegpt-tiny.json'), seed: 1, maxOutputTokens: 3 }, 2);
+    assert.ok(capped.every((item) => item.maxTokens <= 3));
+  });
+
+  test('JSONL: max_tokens per line, default otherwise', () => {
+    const prompts = loadPrompts({ kind: 'jsonl', path: fixture('prompts.jsonl'), maxOutputTokens: 64 }, 2);
+    assert.deepEqual(prompts.map((item) => [item.prompt, item.maxTokens]), [['the quick brown fox', 16], ['jumps over the lazy dog', 64]]);
+  });
+
+  test('a bad dataset line is a UserError naming file:line and why', () => {
+    assert.throws(
+      () => loadPrompts({ kind: 'jsonl', path: fixture('bad.jsonl') }, 1),
+      (error: unknown) => error instanceof UserError && /bad\.jsonl:2: not valid JSON/.test(error.message),
+    );
+    assert.throws(
+      () => loadPrompts({ kind: 'sharegpt', path: fixture('bad-sharegpt.json'), seed: 0 }, 1),
+      (error: unknown) => error instanceof UserError && /bad-sharegpt\.json:4: not valid JSON/.test(error.message),
+    );
+    assert.throws(
+      () => loadPrompts({ kind: 'sharegpt', path: fixture('prompts.jsonl'), seed: 0 }, 1),
+      (error: unknown) => error instanceof UserError && /prompts\.jsonl:\d+/.test(error.message),
+    );
+    assert.throws(() => loadPrompts({ kind: 'jsonl', path: fixture('missing.jsonl') }, 1), /cannot read dataset/);
+  });
+});
+
+describe('tokenizer', () => {
+  test('WordLevel + Whitespace counts words and punctuation', () => {
+    const tokenizer = loadTokenizer(fixture('wordlevel-tokenizer.json'));
+    assert.equal(tokenizer.count('the model, the token.'), 6);
+    assert.equal(tokenizer.count('   '), 0);
+  });
+
+  test('BPE tokenizers are refused with a clear error', () => {
+    assert.throws(() => loadTokenizer(fixture('bpe-tokenizer.json')), (error: unknown) => error instanceof UserError && /BPE is not supported/.test(error.message));
+  });
+});
+
+describe('workloads', () => {
+  test('levels and labels', () => {
+    assert.deepEqual(workloadLabels({ kind: 'sweep', concurrencies: [1, 8], requestsPerLevel: 4 }), ['c=1', 'c=8']);
+    assert.deepEqual(workloadLabels({ kind: 'rate', requestsPerSecond: 4, arrival: 'poisson', maxInFlight: 2, requests: 3 }), ['rate=4/s']);
+    assert.deepEqual(planLevels({ kind: 'single-stream', requests: 3 }), [{ label: 'single-stream', requests: 3, concurrency: 1 }]);
+  });
+
+  test('CLI flags map to workloads', () => {
+    const base = { arrival: 'poisson', maxInFlight: '16' } as const;
+    assert.deepEqual(workloadFromFlags({ ...base }), { kind: 'single-stream', requests: 8 });
+    assert.deepEqual(workloadFromFlags({ ...base, concurrency: '4' }), { kind: 'concurrency', concurrency: 4, requests: 32 });
+    assert.deepEqual(workloadFromFlags({ ...base, concurrency: '1,4', requests: '10' }), { kind: 'sweep', concurrencies: [1, 4], requestsPerLevel: 10 });
+    assert.deepEqual(workloadFromFlags({ ...base, rate: '2', requests: '5' }), { kind: 'rate', requestsPerSecond: 2, arrival: 'poisson', maxInFlight: 16, requests: 5 });
+    assert.throws(() => workloadFromFlags({ ...base, rate: '2', concurrency: '3' }), /alternatives/);
+    assert.throws(() => workloadFromFlags({ ...base, concurrency: '0' }), /positive integer/);
+  });
+});

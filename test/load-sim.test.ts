@@ -1,0 +1,258 @@
+import { describe, test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { startSimulator } from '../src/simulate/server.js';
+import type { SimConfigInput } from '../src/simulate/config.js';
+import {
+  batchFactor,
+  expectedAcceptanceRate,
+  expectedE2eMs,
+  expectedTokensPerStep,
+  expectedTpotMs,
+  expectedTtftMs,
+} from '../src/simulate/model.js';
+import { runBenchmark } from '../src/load/run.js';
+import type { BenchOptions, LevelResult } from '../src/load/types.js';
+import { BACKEND_KINDS } from '../src/load/backends.js';
+import { UserError } from '../src/util/errors.js';
+
+const fixture = (name: string) => fileURLToPath(new URL(`../../test/fixtures/load/${name}`, import.meta.url));
+
+/** Small, measurable latencies: fast suite, but far above timer and HTTP noise. */
+const DECODE = { ttftBaseMs: 15, prefillMsPerToken: 0.1, tpotMs: 6, jitter: 0, concurrencySlowdown: 0.05 };
+const INPUT_TOKENS = 50;
+const OUTPUT_TOKENS = 20;
+
+async function sim(t: TestContext, input: SimConfigInput = {}) {
+  const handle = await startSimulator({ startup: { loadMs: 0 }, ...input, decode: { ...DECODE, ...input.decode } });
+  t.after(() => handle.close());
+  await handle.ready;
+  return handle;
+}
+
+function options(url: string, overrides: Partial<BenchOptions> = {}): BenchOptions {
+  return {
+    baseUrl: url,
+    backend: 'openai-completions',
+    workload: { kind: 'single-stream', requests: 4 },
+    prompts: { kind: 'synthetic', inputTokens: { kind: 'fixed', value: INPUT_TOKENS }, outputTokens: { kind: 'fixed', value: OUTPUT_TOKENS }, seed: 1 },
+    warmupRequests: 1,
+    ignoreEos: true,
+    requestTimeoutMs: 10_000,
+    specMetrics: 'auto',
+    ...overrides,
+  };
+}
+
+/**
+ * Tolerance for a median latency: it may not undercut the model (beyond 10% + 1 ms), and may exceed it only by
+ * HTTP, timer and scheduling overhead on a busy 2-core machine (25% + 6 ms).
+ */
+function assertNear(measured: number, expected: number, what: string) {
+  const low = expected * 0.9 - 1;
+  const high = expected * 1.25 + 6;
+  assert.ok(measured >= low && measured <= high, `${what}: measured ${measured.toFixed(2)} ms, model ${expected.toFixed(2)} ms (allowed ${low.toFixed(1)}..${high.toFixed(1)})`);
+}
+
+function only(result: { levels: LevelResult[] }): LevelResult {
+  assert.equal(result.levels.length, 1);
+  return result.levels[0]!;
+}
+
+describe('runBenchmark against the simulator', () => {
+  test('single stream: TTFT, TPOT, ITL, E2E and tok/s follow the model', async (t) => {
+    const server = await sim(t);
+    const result = await runBenchmark(options(server.url));
+    const level = only(result);
+    const config = server.config;
+    assert.deepEqual([level.label, level.completed, level.failed, result.tokenCountMethod, result.model], ['single-stream', 4, 0, 'server-usage', config.model]);
+    assert.ok(level.samples.every((sample) => sample.outputTokens === OUTPUT_TOKENS && sample.inputTokens === INPUT_TOKENS));
+    assertNear(level.ttftMs.median, expectedTtftMs(config, INPUT_TOKENS), 'TTFT');
+    assertNear(level.tpotMs.median, expectedTpotMs(config), 'TPOT');
+    assertNear(level.itlMs.median, expectedTpotMs(config), 'ITL');
+    assert.equal(level.itlMs.count, 4 * (OUTPUT_TOKENS - 1));
+    const e2e = expectedE2eMs(config, INPUT_TOKENS, OUTPUT_TOKENS);
+    assertNear(level.e2eMs.median, e2e, 'E2E');
+    const perStream = level.outputTokensPerSecondPerStream.median;
+    const expectedPerStream = OUTPUT_TOKENS / (e2e / 1000);
+    assert.ok(perStream <= expectedPerStream * 1.1 && perStream >= expectedPerStream / 1.25, `tok/s per stream ${perStream} vs ${expectedPerStream}`);
+    assert.ok(Math.abs(level.outputTokensPerSecond - level.completed * OUTPUT_TOKENS / level.durationS) < 1e-6);
+  });
+
+  test('concurrency: per-token time grows with the configured batch slowdown', async (t) => {
+    const server = await sim(t);
+    const result = await runBenchmark(options(server.url, { workload: { kind: 'sweep', concurrencies: [1, 6], requestsPerLevel: 12 } }));
+    const [c1, c6] = result.levels as [LevelResult, LevelResult];
+    assert.deepEqual([c1.label, c6.label, c6.concurrency, c6.completed], ['c=1', 'c=6', 6, 12]);
+    const measuredRatio = c6.tpotMs.median / c1.tpotMs.median;
+    const modelRatio = expectedTpotMs(server.config, 6) / expectedTpotMs(server.config, 1);
+    assert.equal(modelRatio, batchFactor(server.config, 6));
+    assert.ok(Math.abs(measuredRatio - modelRatio) < 0.12, `tpot ratio c6/c1 ${measuredRatio.toFixed(3)} vs model ${modelRatio.toFixed(3)}`);
+    assert.ok(c6.outputTokensPerSecond > 3 * c1.outputTokensPerSecond, 'aggregate throughput scales with concurrency');
+  });
+
+  for (const backend of BACKEND_KINDS) {
+    test(`backend ${backend} streams and reports usage`, async (t) => {
+      const server = await sim(t);
+      const result = await runBenchmark(options(server.url, { backend, workload: { kind: 'single-stream', requests: 3 } }));
+      const level = only(result);
+      assert.deepEqual([level.completed, level.failed, result.tokenCountMethod], [3, 0, 'server-usage']);
+      for (const sample of level.samples) {
+        assert.equal(sample.outputTokens, OUTPUT_TOKENS);
+        assert.equal(sample.itlMs.length, OUTPUT_TOKENS - 1);
+      }
+      assertNear(level.ttftMs.median, expectedTtftMs(server.config, INPUT_TOKENS), `${backend} TTFT`);
+      assertNear(level.tpotMs.median, expectedTpotMs(server.config), `${backend} TPOT`);
+    });
+  }
+
+  test('speculative decoding: acceptance scraped from Prometheus deltas, llama.cpp timings and SGLang meta_info', async (t) => {
+    const server = await sim(t, { decode: { tpotMs: 2, spec: { draftTokens: 3, acceptance: 0.6 } } });
+    const workload = { kind: 'concurrency', concurrency: 4, requests: 16 } as const;
+    const prompts = { kind: 'synthetic', inputTokens: { kind: 'fixed', value: 10 }, outputTokens: { kind: 'fixed', value: 96 }, seed: 2 } as const;
+    const rate = expectedAcceptanceRate(server.config)!;
+    const length = expectedTokensPerStep(server.config);
+
+    const vllm = only(await runBenchmark(options(server.url, { workload, prompts }))).spec!;
+    assert.match(vllm.source, /prometheus/);
+    assert.ok(Math.abs(vllm.acceptanceRate! - rate) < 0.08, `acceptance ${vllm.acceptanceRate} vs ${rate}`);
+    assert.ok(Math.abs(vllm.meanAcceptedLength! - length) < 0.25, `accepted length ${vllm.meanAcceptedLength} vs ${length}`);
+
+    const llama = only(await runBenchmark(options(server.url, { backend: 'llamacpp', workload, prompts }))).spec!;
+    assert.match(llama.source, /llama\.cpp/);
+    assert.ok(Math.abs(llama.acceptanceRate! - rate) < 0.08, `llama.cpp acceptance ${llama.acceptanceRate} vs ${rate}`);
+
+    const sglang = only(await runBenchmark(options(server.url, { backend: 'sglang', workload, prompts })));
+    assert.match(sglang.spec!.source, /sglang/);
+    assert.ok(Math.abs(sglang.spec!.meanAcceptedLength! - length) < 0.25, `sglang accept length ${sglang.spec!.meanAcceptedLength} vs ${length}`);
+    // Several tokens per event: fewer ITL gaps than tokens, and tokens counted from usage, not events.
+    assert.ok(sglang.itlMs.count < 16 * 95);
+    assert.ok(sglang.samples.every((sample) => sample.outputTokens === 96));
+  });
+
+  test('token counting falls back to a tokenizer, then to stream chunks, and says so', async (t) => {
+    // A minimal OpenAI-style server that reports no usage, like some proxies.
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      for (const text of [' the model,', ' the', ' token.']) res.write(`data: ${JSON.stringify({ choices: [{ text }] })}\n\n`);
+      res.end('data: [DONE]\n\n');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const chunks = await runBenchmark(options(url, { model: 'x', warmupRequests: 0, workload: { kind: 'single-stream', requests: 1 } }));
+    assert.equal(chunks.tokenCountMethod, 'stream-chunks');
+    assert.equal(only(chunks).samples[0]!.outputTokens, 3);
+    const counted = await runBenchmark(options(url, { model: 'x', warmupRequests: 0, workload: { kind: 'single-stream', requests: 1 }, tokenizerPath: fixture('wordlevel-tokenizer.json') }));
+    assert.equal(counted.tokenCountMethod, 'tokenizer');
+    assert.equal(only(counted).samples[0]!.outputTokens, 6);
+  });
+
+  test('rate workload: constant arrivals at the offered rate, in-flight cap respected', async (t) => {
+    const server = await sim(t);
+    const result = await runBenchmark(options(server.url, { warmupRequests: 0, workload: { kind: 'rate', requestsPerSecond: 25, arrival: 'constant', maxInFlight: 32, requests: 8 } }));
+    const level = only(result);
+    assert.deepEqual([level.label, level.targetRequestsPerSecond, level.completed], ['rate=25/s', 25, 8]);
+    const sends = level.samples.map((sample) => sample.sentAtMs);
+    const span = sends[7]! - sends[0]!;
+    assert.ok(span >= 7 * 40 - 5 && span <= 7 * 40 * 1.5, `8 constant arrivals at 25/s span ${span} ms, expected ~280`);
+
+    const capped = only(await runBenchmark(options(server.url, { warmupRequests: 0, workload: { kind: 'rate', requestsPerSecond: 1000, arrival: 'poisson', maxInFlight: 1, requests: 4 } })));
+    for (let i = 1; i < 4; i++) {
+      const previous = capped.samples[i - 1]!;
+      assert.ok(capped.samples[i]!.sentAtMs >= previous.sentAtMs + previous.e2eMs! - 2, 'max in-flight 1 serialises requests');
+    }
+  });
+
+  test('goodput against SLOs derived from the model', async (t) => {
+    const server = await sim(t);
+    const ttft = expectedTtftMs(server.config, INPUT_TOKENS);
+    const loose = only(await runBenchmark(options(server.url, { slo: { ttftMs: ttft * 3 + 20, tpotMs: expectedTpotMs(server.config) * 3 } })));
+    assert.equal(loose.goodput!.fraction, 1);
+    const strict = only(await runBenchmark(options(server.url, { slo: { ttftMs: ttft / 2 } })));
+    assert.deepEqual(strict.goodput, { fraction: 0, requestsPerSecond: 0 });
+  });
+});
+
+describe('runBenchmark failures', () => {
+  test('unreachable server: UserError naming the URL', async () => {
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await assert.rejects(runBenchmark(options(`http://127.0.0.1:${port}`)), (error: unknown) => error instanceof UserError && /cannot reach server.*ECONNREFUSED/.test(error.message));
+  });
+
+  test('http-500 faults are counted by kind, the rest is measured', async (t) => {
+    const server = await sim(t, { faults: [{ kind: 'http-500', rate: 0.5 }] });
+    const level = only(await runBenchmark(options(server.url, { warmupRequests: 0, workload: { kind: 'concurrency', concurrency: 4, requests: 16 } })));
+    assert.ok((level.errorsByKind['http-5xx'] ?? 0) > 0 && level.completed > 0, JSON.stringify(level.errorsByKind));
+    assert.equal(level.failed + level.completed, 16);
+    assert.match(level.samples.find((sample) => sample.error)!.error!.message, /HTTP 500/);
+  });
+
+  test('stall → timeout, malformed SSE → malformed-stream, disconnect → connection', async (t) => {
+    const cases = [
+      { kind: 'stall', expected: 'timeout' },
+      { kind: 'malformed-sse', expected: 'malformed-stream' },
+      { kind: 'disconnect', expected: 'connection' },
+    ] as const;
+    for (const { kind, expected } of cases) {
+      const server = await sim(t, { faults: [{ kind, rate: 1, afterTokens: 3 }] });
+      const started = performance.now();
+      const level = only(await runBenchmark(options(server.url, { warmupRequests: 0, requestTimeoutMs: 400, workload: { kind: 'concurrency', concurrency: 2, requests: 2 } })));
+      assert.deepEqual(level.errorsByKind, { [expected]: 2 }, `${kind}: ${JSON.stringify(level.samples.map((sample) => sample.error))}`);
+      assert.equal(level.completed, 0);
+      assert.ok(level.samples.every((sample) => sample.ttftMs !== undefined), `${kind}: tokens before the fault are still timed`);
+      assert.ok(performance.now() - started < 5000);
+    }
+  });
+
+  test('every warm-up request failing is a UserError with the cause', async (t) => {
+    const server = await sim(t);
+    await assert.rejects(runBenchmark(options(server.url, { backend: 'openai-chat', model: 'no-such-model' })), (error: unknown) => error instanceof UserError && /warm-up.*http-4xx/.test(error.message));
+  });
+
+  test('bad dataset line fails before any request, naming file:line', async (t) => {
+    const server = await sim(t);
+    await assert.rejects(runBenchmark(options(server.url, { prompts: { kind: 'jsonl', path: fixture('bad.jsonl') } })), /bad\.jsonl:2/);
+  });
+
+  test('abort returns the partial result with interrupted=true', async (t) => {
+    const server = await sim(t, { decode: { tpotMs: 20 } });
+    const controller = new AbortController();
+    let sawProgress = false;
+    const pending = runBenchmark(
+      options(server.url, {
+        warmupRequests: 0,
+        signal: controller.signal,
+        workload: { kind: 'sweep', concurrencies: [2, 4], requestsPerLevel: 8 },
+        prompts: { kind: 'synthetic', inputTokens: { kind: 'fixed', value: 10 }, outputTokens: { kind: 'uniform', min: 5, max: 60 }, seed: 5 },
+        onProgress: (progress) => {
+          sawProgress = true;
+          if (progress.completed >= 2) controller.abort();
+        },
+      }),
+    );
+    const result = await pending;
+    assert.equal(result.interrupted, true);
+    assert.ok(sawProgress);
+    const level = only(result);
+    assert.ok(level.completed >= 2 && level.completed < 8, `completed ${level.completed}`);
+    assert.ok((level.errorsByKind.aborted ?? 0) >= 1);
+    assert.equal(level.failed, 0);
+  });
+
+  test('abort during an open-loop rate level stops waiting for the next arrival at once', async (t) => {
+    const server = await sim(t);
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 300);
+    const started = performance.now();
+    const result = await runBenchmark(options(server.url, { warmupRequests: 0, signal: controller.signal, workload: { kind: 'rate', requestsPerSecond: 2, arrival: 'constant', maxInFlight: 4, requests: 20 } }));
+    assert.ok(performance.now() - started < 2000, 'returned promptly');
+    assert.equal(result.interrupted, true);
+    assert.ok(only(result).samples.length <= 2);
+  });
+});

@@ -1,0 +1,116 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, test, type TestContext } from 'node:test';
+import { request } from 'undici';
+import { SERVELAB_BIN, spawnSimulator, type SimulatorProcess } from '../src/simulate/child.js';
+
+const UVICORN = /Uvicorn running on http:\/\/127\.0\.0\.1:\d+/;
+
+async function getJson(url: string): Promise<{ status: number; body: unknown }> {
+  const response = await request(url, { headersTimeout: 5000, bodyTimeout: 5000 });
+  return { status: response.statusCode, body: await response.body.json() };
+}
+
+async function start(t: TestContext, args: string[]): Promise<SimulatorProcess> {
+  const sim = await spawnSimulator(args);
+  t.after(() => sim.stop());
+  return sim;
+}
+
+// Each test owns its own process, so they can run side by side.
+describe('servelab simulate (child process)', { concurrency: true }, () => {
+  test('prints startup phases in order, answers 503 while loading and 200 once ready, exits 0 on SIGTERM', async (t) => {
+    const sim = await start(t, ['--load-ms', '1500', '--port', '0']);
+    const loading = await getJson(`${sim.url}/health`);
+    assert.equal(loading.status, 503);
+    assert.deepEqual(loading.body, { status: 'loading' });
+
+    await sim.waitForLine(UVICORN, 10_000);
+    const ready = await getJson(`${sim.url}/health`);
+    assert.equal(ready.status, 200);
+    assert.deepEqual(ready.body, { status: 'ok' });
+
+    const output = sim.output();
+    const phases = ['Starting to load model sim-llama-8b', 'Loading model weights', 'Loading weights took 1.20 GB /', 'Memory profiling', 'Capturing CUDA graphs', 'Graph capturing finished', 'Application startup complete', `Uvicorn running on ${sim.url}`];
+    const positions = phases.map((phase) => output.indexOf(phase));
+    assert.ok(positions.every((position) => position >= 0), output);
+    assert.deepEqual([...positions].sort((a, b) => a - b), positions, `phases out of order:\n${output}`);
+    assert.match(output, /^INFO \d\d-\d\d \d\d:\d\d:\d\d \[sim\] Loading model weights/m);
+
+    const exit = await sim.stop();
+    assert.equal(exit.code, 0);
+  });
+
+  test('crash prints a Python traceback and exits 1 without ever becoming ready', async (t) => {
+    const sim = await start(t, ['--load-ms', '400', '--fail', 'crash']);
+    const exit = await sim.exited;
+    assert.equal(exit.code, 1);
+    assert.match(sim.output(), /Traceback \(most recent call last\):\n[\s\S]*RuntimeError: /);
+    assert.doesNotMatch(sim.output(), UVICORN);
+  });
+
+  test('a crash after ready kills a serving process', async (t) => {
+    const sim = await start(t, ['--load-ms', '100', '--fail', 'crash', '--fail-at-ms', '600']);
+    await sim.waitForLine(UVICORN, 10_000);
+    assert.equal((await sim.exited).code, 1);
+    assert.match(sim.output(), /Traceback \(most recent call last\):/);
+  });
+
+  test('oom prints the CUDA OOM error and keeps running, unhealthy', async (t) => {
+    const sim = await start(t, ['--load-ms', '400', '--fail', 'oom', '--fail-at-ms', '100']);
+    await sim.waitForLine(/^torch\.OutOfMemoryError: CUDA out of memory\. Tried to allocate 2\.00 GiB/, 10_000);
+    assert.match(sim.output(), /Traceback \(most recent call last\):/);
+    await sleep(700); // past loadMs: it must neither become ready nor exit
+    assert.equal(sim.child.exitCode, null);
+    assert.equal((await getJson(`${sim.url}/health`)).status, 503);
+    assert.doesNotMatch(sim.output(), UVICORN);
+  });
+
+  test('hang stops making progress: no more phases, health stays 503', async (t) => {
+    const sim = await start(t, ['--load-ms', '400', '--fail', 'hang', '--fail-at-ms', '50']);
+    await sleep(800);
+    assert.equal(sim.child.exitCode, null);
+    assert.equal((await getJson(`${sim.url}/health`)).status, 503);
+    assert.doesNotMatch(sim.output(), /Capturing CUDA graphs/);
+    assert.doesNotMatch(sim.output(), UVICORN);
+  });
+
+  test('not-serving: healthy, but no models and generation refused', async (t) => {
+    const sim = await start(t, ['--load-ms', '100', '--fail', 'not-serving']);
+    await sim.waitForLine(UVICORN, 10_000);
+    assert.equal((await getJson(`${sim.url}/health`)).status, 200);
+    assert.deepEqual((await getJson(`${sim.url}/v1/models`)).body, { object: 'list', data: [] });
+    const generation = await request(`${sim.url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ prompt: 'hello', max_tokens: 2 }),
+    });
+    assert.equal(generation.statusCode, 503);
+    const body = (await generation.body.json()) as { error: { code: number } };
+    assert.equal(body.error.code, 503);
+  });
+
+  test('bad flags are usage errors that name the flag, without a stack trace', () => {
+    const run = (...args: string[]) => spawnSync(process.execPath, [SERVELAB_BIN, 'simulate', ...args], { encoding: 'utf8', timeout: 15_000 });
+    const negative = run('--tpot-ms', '-1');
+    assert.equal(negative.status, 2);
+    assert.match(negative.stderr, /--tpot-ms/);
+    assert.doesNotMatch(negative.stderr, /\n\s+at /);
+    const fault = run('--fault', 'explode:1');
+    assert.equal(fault.status, 2);
+    assert.match(fault.stderr, /--fault/);
+    const missing = run('--config', '/nonexistent/sim.yaml');
+    assert.equal(missing.status, 1);
+    assert.match(missing.stderr, /cannot read config file/);
+  });
+
+  test('--print-config shows the effective config merged from flags', () => {
+    const result = spawnSync(process.execPath, [SERVELAB_BIN, 'simulate', '--print-config', '--tpot-ms', '3', '--env-speedup', 'NCCL_PROTO=LL:1.2', '--fault', 'stall:0.5:4'], { encoding: 'utf8', timeout: 15_000 });
+    assert.equal(result.status, 0, result.stderr);
+    const config = JSON.parse(result.stdout) as { decode: { tpotMs: number }; envSpeedups: unknown; faults: unknown };
+    assert.equal(config.decode.tpotMs, 3);
+    assert.deepEqual(config.envSpeedups, [{ name: 'NCCL_PROTO', value: 'LL', factor: 1.2 }]);
+    assert.deepEqual(config.faults, [{ kind: 'stall', rate: 0.5, afterTokens: 4 }]);
+  });
+});

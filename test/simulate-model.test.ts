@@ -1,0 +1,175 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { parseSimConfig, resolveSimConfig } from '../src/simulate/config.js';
+import {
+  batchFactor,
+  envSpeedup,
+  expectedAcceptanceRate,
+  expectedE2eMs,
+  expectedStepMs,
+  expectedTokensPerStep,
+  expectedTpotMs,
+  expectedTtftMs,
+  sampleAcceptedDrafts,
+  sampleJitter,
+  sampleStepMs,
+} from '../src/simulate/model.js';
+import { createRng, deriveSeed } from '../src/simulate/rng.js';
+import { BatchScheduler } from '../src/simulate/scheduler.js';
+import { countTokens } from '../src/simulate/text.js';
+import { isUserError } from '../src/util/errors.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const withSpec = (draftTokens: number, acceptance: number) =>
+  parseSimConfig({ decode: { tpotMs: 10, spec: { draftTokens, acceptance, draftOverhead: 0.1 } } });
+
+describe('speculative decoding model', () => {
+  test('expected tokens per step is the truncated geometric mean (1 - p^(k+1)) / (1 - p)', () => {
+    assert.equal(expectedTokensPerStep(withSpec(0, 0.7)), 1);
+    assert.equal(expectedTokensPerStep(withSpec(4, 1)), 5);
+    assert.equal(expectedTokensPerStep(withSpec(4, 0)), 1);
+    assert.ok(Math.abs(expectedTokensPerStep(withSpec(3, 0.5)) - 1.875) < 1e-12);
+  });
+
+  test('simulated accepted runs average to the expected tokens per step (fixed seed)', () => {
+    for (const [k, p] of [[4, 0.7], [2, 0.3], [8, 0.9]] as const) {
+      const config = withSpec(k, p);
+      const rng = createRng(42);
+      const draws = 40_000;
+      let tokens = 0;
+      let maxAccepted = 0;
+      for (let i = 0; i < draws; i += 1) {
+        const accepted = sampleAcceptedDrafts(config, rng);
+        maxAccepted = Math.max(maxAccepted, accepted);
+        tokens += accepted + 1;
+      }
+      const mean = tokens / draws;
+      const expected = expectedTokensPerStep(config);
+      assert.ok(Math.abs(mean - expected) / expected < 0.02, `k=${k} p=${p}: simulated ${mean} vs expected ${expected}`);
+      assert.ok(maxAccepted <= k);
+      assert.ok(Math.abs(expectedAcceptanceRate(config)! - (expected - 1) / k) < 1e-12);
+    }
+    assert.equal(expectedAcceptanceRate(withSpec(0, 0.7)), undefined);
+  });
+
+  test('a verification step costs tpot * (1 + draftOverhead * k) and tpot per token divides by tokens per step', () => {
+    const config = withSpec(4, 0.7);
+    assert.ok(Math.abs(expectedStepMs(config) - 14) < 1e-9);
+    assert.ok(Math.abs(expectedTpotMs(config) - 14 / expectedTokensPerStep(config)) < 1e-9);
+  });
+});
+
+describe('timing model', () => {
+  const config = parseSimConfig({
+    decode: { ttftBaseMs: 20, prefillMsPerToken: 0.5, tpotMs: 10, concurrencySlowdown: 0.1 },
+    envSpeedups: [
+      { name: 'NCCL_PROTO', value: 'LL', factor: 1.25 },
+      { name: 'OTHER', value: '1', factor: 2 },
+    ],
+  });
+
+  test('concurrency slows prefill and decode linearly in the number of running requests', () => {
+    assert.equal(batchFactor(config, 1), 1);
+    assert.equal(batchFactor(config, 0), 1);
+    assert.ok(Math.abs(batchFactor(config, 11) - 2) < 1e-12);
+    assert.equal(expectedTtftMs(config, 100), 70);
+    assert.ok(Math.abs(expectedTtftMs(config, 100, 11) - 140) < 1e-9);
+    assert.ok(Math.abs(expectedStepMs(config, 11) - 20) < 1e-9);
+  });
+
+  test('env speedups apply only when the variable has exactly the given value, and multiply', () => {
+    assert.equal(envSpeedup(config, {}), 1);
+    assert.equal(envSpeedup(config, { NCCL_PROTO: 'Simple' }), 1);
+    assert.equal(envSpeedup(config, { NCCL_PROTO: 'LL' }), 1.25);
+    assert.equal(envSpeedup(config, { NCCL_PROTO: 'LL', OTHER: '1' }), 2.5);
+    assert.equal(expectedStepMs(config, 1, { NCCL_PROTO: 'LL' }), 8);
+    assert.equal(expectedE2eMs(config, 100, 11, 1, { NCCL_PROTO: 'LL' }), 70 + 10 * 8);
+  });
+
+  test('jitter multiplies by a mean-1 factor whose spread matches the jitter fraction', () => {
+    const rng = createRng(7);
+    const samples = Array.from({ length: 40_000 }, () => sampleJitter(0.2, rng));
+    const mean = samples.reduce((sum, value) => sum + value, 0) / samples.length;
+    const sd = Math.sqrt(samples.reduce((sum, value) => sum + (value - mean) ** 2, 0) / samples.length);
+    assert.ok(Math.abs(mean - 1) < 0.01, `mean ${mean}`);
+    assert.ok(Math.abs(sd - 0.2) < 0.01, `sd ${sd}`);
+    assert.ok(samples.every((value) => value > 0));
+    assert.equal(sampleJitter(0, rng), 1);
+  });
+
+  test('sampled step times are reproducible for a seed and average to the expected step', () => {
+    const jittery = parseSimConfig({ decode: { tpotMs: 10, jitter: 0.3 } });
+    const draw = (seed: number) => {
+      const rng = createRng(seed);
+      return Array.from({ length: 20_000 }, () => sampleStepMs(jittery, 1, 2, rng));
+    };
+    assert.deepEqual(draw(3).slice(0, 5), draw(3).slice(0, 5));
+    assert.notDeepEqual(draw(3).slice(0, 5), draw(4).slice(0, 5));
+    const samples = draw(3);
+    const mean = samples.reduce((sum, value) => sum + value, 0) / samples.length;
+    assert.ok(Math.abs(mean - 5) < 0.1, `mean ${mean}`);
+    assert.notEqual(deriveSeed(1, 1), deriveSeed(1, 2));
+  });
+});
+
+describe('config', () => {
+  test('defaults fill a partial config and unknown keys are refused', () => {
+    const config = parseSimConfig({ decode: { tpotMs: 3 } });
+    assert.equal(config.decode.tpotMs, 3);
+    assert.equal(config.model, 'sim-llama-8b');
+    assert.equal(config.host, '127.0.0.1');
+    assert.equal(config.decode.spec.draftTokens, 0);
+    assert.ok(config.startup.phases.length > 0);
+    assert.throws(() => parseSimConfig({ decode: { tpotMS: 3 } }), (error) => isUserError(error) && /decode/.test(error.message));
+    assert.throws(() => parseSimConfig({ decode: { spec: { acceptance: 1.5 } } }), (error) => isUserError(error) && /decode\.spec\.acceptance/.test(error.message));
+  });
+
+  test('flags override a config file, and errors name the flag or the file line', (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'servelab-sim-config-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const path = join(dir, 'sim.yaml');
+    writeFileSync(path, 'model: from-file\ndecode:\n  tpotMs: 7\n  seed: 9\n');
+    const config = resolveSimConfig(path, { decode: { tpotMs: 2 } }, (key) => `--${key}`);
+    assert.equal(config.model, 'from-file');
+    assert.equal(config.decode.tpotMs, 2);
+    assert.equal(config.decode.seed, 9);
+    assert.throws(
+      () => resolveSimConfig(path, { decode: { jitter: -1 } }, (key) => (key === 'decode.jitter' ? '--jitter' : key)),
+      (error) => isUserError(error) && error.message.includes('--jitter') && error.exitCode === 2,
+    );
+    writeFileSync(path, 'decode:\n  tpotMs: fast\n');
+    assert.throws(() => resolveSimConfig(path, {}, (key) => key), (error) => isUserError(error) && error.message.includes(`${path}:2`));
+  });
+
+  test('the tokenizer counts whitespace-separated words', () => {
+    assert.equal(countTokens(''), 0);
+    assert.equal(countTokens('  one two\nthree\t four '), 4);
+  });
+});
+
+describe('batch scheduler', () => {
+  test('runs up to capacity, queues the rest first-in first-out, and drops cancelled waiters', async () => {
+    const scheduler = new BatchScheduler(1);
+    const never = new AbortController().signal;
+    assert.equal(await scheduler.acquire(never), true);
+    const order: string[] = [];
+    const cancelled = new AbortController();
+    const second = scheduler.acquire(never).then((granted) => order.push(`second:${granted}`));
+    const third = scheduler.acquire(cancelled.signal).then((granted) => order.push(`third:${granted}`));
+    const fourth = scheduler.acquire(never).then((granted) => order.push(`fourth:${granted}`));
+    assert.equal(scheduler.queued, 3);
+    cancelled.abort();
+    await third;
+    assert.equal(scheduler.queued, 2);
+    scheduler.release();
+    await second;
+    assert.equal(scheduler.running, 1);
+    scheduler.release();
+    await fourth;
+    scheduler.release();
+    assert.deepEqual(order, ['third:false', 'second:true', 'fourth:true']);
+    assert.equal(scheduler.running, 0);
+  });
+});

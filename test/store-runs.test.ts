@@ -1,0 +1,153 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { finalizeRun } from '../src/experiment/finalize.js';
+import { loadExperiment } from '../src/experiment/load.js';
+import { createRun, loadRun } from '../src/experiment/run-store.js';
+import type { Fingerprint } from '../src/fingerprint/types.js';
+import type { RequestSample } from '../src/load/types.js';
+import { openStore } from '../src/store/db.js';
+import { getFingerprint, latestUnfinishedRun, listRuns, listTrials, trialSamples, variantHistory } from '../src/store/queries.js';
+import { insertTrial, setRunStatus, type NewTrial } from '../src/store/runs.js';
+import type { TrialMetrics } from '../src/store/types.js';
+import { tempDir } from './experiment-support.js';
+
+const fingerprint = (proto?: string): Fingerprint => ({
+  servelabVersion: '0.1.0',
+  executor: 'local',
+  host: { hostname: 'box', os: 'Linux', kernel: '6.8.0', cpuModel: 'EPYC', cpus: 64, memoryGiB: 503.5 },
+  gpus: [],
+  command: ['vllm', 'serve', 'm'],
+  env: proto === undefined ? {} : { NCCL_PROTO: proto },
+  packages: {},
+});
+
+const metrics = (tokensPerSecond: number): TrialMetrics => ({
+  outputTokensPerSecond: tokensPerSecond,
+  requestsPerSecond: 1,
+  perStreamTokensPerSecond: tokensPerSecond,
+  ttftMedianMs: 20,
+  ttftP99Ms: 30,
+  tpotMedianMs: 10,
+  itlP99Ms: 12,
+  e2eMedianMs: 700,
+  completed: 2,
+  failed: 0,
+});
+
+const samples: RequestSample[] = [
+  { index: 0, sentAtMs: 1000, inputTokens: 16, outputTokens: 8, ttftMs: 20, itlMs: [10, 11], tpotMs: 10, e2eMs: 90 },
+  { index: 1, sentAtMs: 1100, inputTokens: 16, outputTokens: 0, itlMs: [], error: { kind: 'http-5xx', message: 'HTTP 500' } },
+];
+
+function setup(t: Parameters<typeof tempDir>[0]) {
+  const dir = tempDir(t, 'store');
+  const file = join(dir, 'exp.yaml');
+  writeFileSync(
+    file,
+    `name: store-test
+profile: vllm
+server: { command: [vllm, serve, m, --port, "{port}"] }
+workloads: [{ kind: single-stream, requests: 2 }]
+trials: 2
+variants: { baseline: {}, fast: { args: [--fast] } }
+`,
+  );
+  const db = openStore(join(dir, 'servelab.db'));
+  t.after(() => db.close());
+  return { db, experiment: loadExperiment(file) };
+}
+
+function trialOf(runId: number, variant: string, block: number, value: number): NewTrial {
+  return {
+    runId,
+    variant,
+    serverKey: variant,
+    workload: 'single-stream',
+    concurrency: 1,
+    params: {},
+    block,
+    repetition: block,
+    startedAt: '2026-01-01T00:00:00.000Z',
+    finishedAt: '2026-01-01T00:00:01.000Z',
+    metrics: metrics(value),
+  };
+}
+
+describe('store: runs and trials', () => {
+  test('a trial and its samples are stored once; a replay of the same trial is ignored', (t) => {
+    const { db, experiment } = setup(t);
+    const runId = createRun(db, experiment);
+    const first = insertTrial(db, trialOf(runId, 'baseline', 0, 100), fingerprint('LL'), samples);
+    assert.ok(first !== undefined);
+    assert.equal(insertTrial(db, trialOf(runId, 'baseline', 0, 999), fingerprint('LL'), samples), undefined);
+    const trials = listTrials(db, runId);
+    assert.equal(trials.length, 1);
+    assert.equal(trials[0]!.metrics.outputTokensPerSecond, 100);
+    assert.deepEqual(trialSamples(db, first), samples);
+    assert.equal((db.prepare('SELECT COUNT(*) AS n FROM samples').get() as { n: number }).n, 2);
+  });
+
+  test('equal fingerprints share one row; a different one gets its own', (t) => {
+    const { db, experiment } = setup(t);
+    const runId = createRun(db, experiment);
+    insertTrial(db, trialOf(runId, 'baseline', 0, 100), fingerprint('LL'), []);
+    insertTrial(db, trialOf(runId, 'baseline', 1, 100), fingerprint('LL'), []);
+    insertTrial(db, trialOf(runId, 'fast', 0, 100), fingerprint(), []);
+    const [a, b, c] = listTrials(db, runId);
+    assert.equal(a!.fingerprintId, b!.fingerprintId);
+    assert.notEqual(a!.fingerprintId, c!.fingerprintId);
+    assert.deepEqual(getFingerprint(db, a!.fingerprintId)!.env, { NCCL_PROTO: 'LL' });
+  });
+
+  test('the run keeps its resolved config and plan; listRuns is newest first; unfinished runs are found', (t) => {
+    const { db, experiment } = setup(t);
+    const first = createRun(db, experiment);
+    const second = createRun(db, experiment);
+    const { plan, experiment: stored } = loadRun(db, first);
+    assert.equal(plan.trials.length, 2 * 1 * 2);
+    assert.deepEqual(stored, JSON.parse(JSON.stringify(experiment)));
+    assert.deepEqual(listRuns(db).map((run) => run.id), [second, first]);
+    setRunStatus(db, second, 'done');
+    assert.equal(latestUnfinishedRun(db, 'store-test')!.id, first);
+    setRunStatus(db, first, 'interrupted', 'stopped by the user');
+    assert.equal(latestUnfinishedRun(db, 'store-test')!.status, 'interrupted');
+    setRunStatus(db, first, 'done');
+    assert.equal(latestUnfinishedRun(db, 'store-test'), undefined);
+  });
+
+  test('variant history: other runs of the same experiment, variant and workload, without drift-stopped runs', (t) => {
+    const { db, experiment } = setup(t);
+    const old = createRun(db, experiment);
+    insertTrial(db, trialOf(old, 'baseline', 0, 88), fingerprint('LL'), []);
+    insertTrial(db, trialOf(old, 'fast', 0, 120), fingerprint('LL'), []);
+    const drifted = createRun(db, experiment);
+    insertTrial(db, trialOf(drifted, 'baseline', 0, 60), fingerprint(), []);
+    setRunStatus(db, drifted, 'drift', 'baseline moved');
+    const current = createRun(db, experiment);
+    insertTrial(db, trialOf(current, 'baseline', 0, 61), fingerprint(), []);
+    const history = variantHistory(db, { experimentName: 'store-test', variant: 'baseline', workload: 'single-stream', excludeRunId: current });
+    assert.deepEqual(history.map((trial) => trial.metrics.outputTokensPerSecond), [88]);
+  });
+
+  test('finalizeRun writes verdicts and "done" only when every planned trial is stored', (t) => {
+    const { db, experiment } = setup(t);
+    const runId = createRun(db, experiment);
+    const { plan } = loadRun(db, runId);
+    const [last, ...rest] = plan.trials;
+    for (const trial of rest) insertTrial(db, trialOf(runId, trial.variant, trial.block, trial.variant === 'fast' ? 150 : 100), fingerprint('LL'), []);
+    const partial = finalizeRun(db, runId);
+    assert.equal(partial.status, 'running');
+    assert.match(partial.message ?? '', /1 of 4 planned trials not measured/);
+    insertTrial(db, trialOf(runId, last!.variant, last!.block, last!.variant === 'fast' ? 150 : 100), fingerprint('LL'), []);
+    const done = finalizeRun(db, runId);
+    assert.equal(done.status, 'done');
+    assert.equal(done.verdicts!.length, 1);
+    assert.equal(done.verdicts![0]!.variant, 'fast');
+    assert.equal(done.verdicts![0]!.ratio, 1.5);
+    const run = listRuns(db)[0]!;
+    assert.equal(run.status, 'done');
+    assert.deepEqual(run.verdicts, JSON.parse(JSON.stringify(done.verdicts)));
+  });
+});
