@@ -19,7 +19,7 @@
  */
 import { spawn } from 'node:child_process';
 import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
@@ -159,10 +159,11 @@ async function main(): Promise<void> {
     process.stdout.write(
       [
         'ready latency = time from the server being able to serve to the ready report',
+        `host: ${availableParallelism()} cores, load average ${loadavg().map((value) => value.toFixed(1)).join(' ')} (other work inflates every figure)`,
         `servelab wait   (health+models+generation): ${summary(wait)}`,
         `servelab launch (polling + log phases):     ${summary(launch)}`,
         `shell loop, sleep ${sleepS}:                     ${summary(shell)}`,
-        `shell loop, sleep 10 (scaled x${(10 / sleepS).toFixed(0)}):        median ${shellScaled.toFixed(0)} ms`,
+        `shell loop, sleep 10 (scaled x${(10 / sleepS).toFixed(0)}):        median ${shellScaled.toFixed(0)} ms (expected ~5000 ms: half the 10 s period)`,
         `goal: <= 100 ms median -> wait ${median(wait) <= 100 ? 'MET' : 'MISSED'}, launch ${median(launch) <= 100 ? 'MET' : 'MISSED'}`,
         `ratio shell(sleep 10) / servelab wait: ${(shellScaled / median(wait)).toFixed(0)}x; / launch: ${(shellScaled / median(launch)).toFixed(0)}x`,
       ].join('\n') + '\n',

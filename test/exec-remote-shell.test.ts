@@ -140,6 +140,21 @@ describe('detached job scripts (run with the local sh)', () => {
     assert.match(readFileSync(join(jobDir, 'out.log'), 'utf8'), /nobody has polled this job/);
   });
 
+  test('starting again in the same directory (a retry after a dropped connection) does not start a second copy', (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'servelab-job-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const job = { dir: join(dir, 'job'), command: ['sleep', '300'], env: {}, heartbeatTimeoutMinutes: 5 };
+    const first = parseStarted(sh(startDetachedScript(job)).stdout.toString());
+    assert.ok(first);
+    t.after(() => {
+      if (groupAlive(first.pgid)) process.kill(-first.pgid, 'SIGKILL');
+    });
+    const second = parseStarted(sh(startDetachedScript(job)).stdout.toString());
+    assert.deepEqual(second, first);
+    assert.equal(sh(stopScript(job.dir, 2)).stdout.toString().trim(), 'stopped');
+    assert.equal(groupAlive(first.pgid), false);
+  });
+
   test('a poll of a job directory that does not exist says so', () => {
     const reply = parsePollReply(sh(pollScript('/nonexistent/servelab-job', 0, 10)).stdout);
     assert.deepEqual(reply?.state, { kind: 'missing' });

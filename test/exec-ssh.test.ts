@@ -4,8 +4,8 @@
  */
 import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -16,6 +16,8 @@ import type { ServerSpec } from '../src/launch/types.js';
 import type { BenchOptions } from '../src/load/types.js';
 import { BUILTIN_PROFILES } from '../src/profiles/builtin.js';
 import { NotReadyError } from '../src/ready/errors.js';
+import { openStore } from '../src/store/db.js';
+import { listRuns, listTrials } from '../src/store/queries.js';
 
 const BIN = fileURLToPath(new URL('../../bin/servelab.js', import.meta.url));
 const CI_DIR = process.env.SERVELAB_CI_DIR ?? '/tmp/servelab-ci';
@@ -43,6 +45,7 @@ const ci = ciSshd();
 
 function setup(t: TestContext, client: 'local' | 'remote' = 'local') {
   const sshd = ci.sshd!;
+  const model = uniqueModel();
   const dir = mkdtempSync(join(tmpdir(), 'servelab-ssh-test-'));
   const lines: string[] = [];
   const config: Extract<ExecutorConfig, { kind: 'ssh' }> = {
@@ -60,14 +63,26 @@ function setup(t: TestContext, client: 'local' | 'remote' = 'local') {
   t.after(async () => {
     await executor.close().catch(() => undefined);
     for (const pgid of jobGroups(dir)) if (groupAlive(pgid)) process.kill(-pgid, 'SIGKILL');
+    for (const pid of processesWith(model)) process.kill(pid, 'SIGKILL');
     rmSync(dir, { recursive: true, force: true });
   });
-  return { executor, dir, lines };
+  return { executor, dir, lines, model };
 }
 
-function simulatorSpec(dir: string, args: string[], readyTimeoutMs = 120_000): ServerSpec {
+/** A model name unique to one test: finds that test's server processes on the "host" (this machine). */
+function uniqueModel(): string {
+  return `ssh-test-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
+}
+
+/** Pids of processes whose command line contains `token`. */
+function processesWith(token: string): number[] {
+  const found = spawnSync('pgrep', ['-f', token], { encoding: 'utf8' });
+  return found.stdout.split('\n').filter(Boolean).map(Number).filter((pid) => pid !== process.pid);
+}
+
+function simulatorSpec(dir: string, model: string, args: string[], readyTimeoutMs = 120_000): ServerSpec {
   return {
-    command: [process.execPath, BIN, 'simulate', '--port', '{port}', '--jitter', '0', '--ttft-ms', '1', '--tpot-ms', '1', ...args],
+    command: [process.execPath, BIN, 'simulate', '--port', '{port}', '--model', model, '--jitter', '0', '--ttft-ms', '1', '--tpot-ms', '1', ...args],
     env: { SERVELAB_TEST_MARK: 'from ssh test' },
     unsetEnv: ['SERVELAB_TEST_UNSET'],
     profile: BUILTIN_PROFILES.simulator!,
@@ -124,8 +139,8 @@ function killSshdSessions(): number {
 
 describe('ssh executor against a real sshd', { skip: ci.skip ?? false, timeout: 300_000 }, () => {
   test('launches on the host, serves through a local forward, runs commands, stops the server', async (t) => {
-    const { executor, dir } = setup(t);
-    const server = await executor.launch(simulatorSpec(dir, ['--load-ms', '3000']), {});
+    const { executor, dir, model } = setup(t);
+    const server = await executor.launch(simulatorSpec(dir, model, ['--load-ms', '3000']), {});
     const remotePort = Number(server.command[server.command.indexOf('--port') + 1]);
     assert.match(server.baseUrl, /^http:\/\/127\.0\.0\.1:\d+$/);
     assert.notEqual(new URL(server.baseUrl).port, String(remotePort), 'reached through a forward, not the server port');
@@ -146,18 +161,20 @@ describe('ssh executor against a real sshd', { skip: ci.skip ?? false, timeout: 
     assert.ok(pgid && groupAlive(pgid));
     await server.stop();
     assert.equal(groupAlive(pgid), false, 'server process group gone after stop');
+    assert.deepEqual(processesWith(model), []);
     assert.deepEqual(await server.exited, { code: null, signal: 'SIGTERM' });
+    assert.deepEqual(jobGroups(dir), [], 'job directory removed from the host once its log was read back');
   });
 
   test('a dropped connection during the readiness wait reconnects; the same server becomes ready and is stopped', async (t) => {
-    const { executor, dir, lines } = setup(t);
+    const { executor, dir, lines, model } = setup(t);
     let dropped = false;
     const drop = async () => {
       dropped = true;
       process.kill(executor.connection.masterPid!, 'SIGKILL');
       killSshdSessions();
     };
-    const launching = executor.launch(simulatorSpec(dir, ['--load-ms', '6000']), {
+    const launching = executor.launch(simulatorSpec(dir, model, ['--load-ms', '6000']), {
       onProgress: (progress) => {
         if (!dropped && progress.phase === 'loading weights') void drop();
       },
@@ -181,42 +198,115 @@ describe('ssh executor against a real sshd', { skip: ci.skip ?? false, timeout: 
     assert.ok(groupAlive(pgid!), 'the server survived both drops');
     await executor.close();
     assert.equal(groupAlive(pgid!), false, 'close() stopped the remote server');
+    assert.deepEqual(processesWith(model), []);
   });
 
   test('a server that crashes while loading is reported with its log tail and leaves nothing running', async (t) => {
-    const { executor, dir } = setup(t);
-    await assert.rejects(executor.launch(simulatorSpec(dir, ['--load-ms', '3000', '--fail', 'crash']), {}), (error: unknown) => {
+    const { executor, dir, model } = setup(t);
+    await assert.rejects(executor.launch(simulatorSpec(dir, model, ['--load-ms', '3000', '--fail', 'crash']), {}), (error: unknown) => {
       assert.ok(error instanceof NotReadyError, String(error));
       assert.equal(error.kind, 'process-exited');
       assert.ok((error.logTail ?? []).length > 0, 'log tail attached');
       return true;
     });
-    const [pgid] = jobGroups(dir);
-    assert.equal(groupAlive(pgid!), false);
+    assert.deepEqual(processesWith(model), []);
   });
 
   test('an abort (Ctrl-C) during the wait stops the remote server', async (t) => {
-    const { executor, dir } = setup(t);
+    const { executor, dir, model } = setup(t);
     const controller = new AbortController();
-    const launching = executor.launch(simulatorSpec(dir, ['--load-ms', '60000']), {
+    const launching = executor.launch(simulatorSpec(dir, model, ['--load-ms', '60000']), {
       signal: controller.signal,
       onProgress: (progress) => progress.phase === 'loading weights' && controller.abort(),
     });
     await assert.rejects(launching, (error: unknown) => error instanceof NotReadyError && error.kind === 'aborted');
-    const [pgid] = jobGroups(dir);
-    assert.equal(groupAlive(pgid!), false);
+    assert.deepEqual(processesWith(model), []);
   });
 
   test('client: remote runs servelab bench on the host against the server port', async (t) => {
-    const { executor, dir } = setup(t, 'remote');
-    const server = await executor.launch(simulatorSpec(dir, ['--load-ms', '300']), {});
+    const { executor, dir, model } = setup(t, 'remote');
+    const server = await executor.launch(simulatorSpec(dir, model, ['--load-ms', '300']), {});
     const result = await executor.bench(benchOptions(server.baseUrl));
     assert.equal(result.levels[0]?.completed, 6);
     assert.match(result.baseUrl, /^http:\/\/127\.0\.0\.1:\d+$/);
     assert.notEqual(result.baseUrl, server.baseUrl, 'the host-side client used the server port, not our forward');
     await server.stop();
+    assert.deepEqual(processesWith(model), []);
   });
 });
+
+describe('servelab run with an ssh executor against a real sshd', { skip: ci.skip ?? false, timeout: 300_000 }, () => {
+  test('connections dropped while the server loads: the experiment still succeeds and leaves no server behind', async (t) => {
+    const sshd = ci.sshd!;
+    const dir = mkdtempSync(join(tmpdir(), 'servelab-ssh-run-'));
+    const model = uniqueModel();
+    t.after(() => {
+      for (const pid of processesWith(model)) process.kill(pid, 'SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    });
+    const command = [process.execPath, BIN, 'simulate', '--port', '{port}', '--model', model, '--load-ms', '5000', '--jitter', '0', '--ttft-ms', '1', '--tpot-ms', '1'];
+    writeFileSync(join(dir, 'exp.yaml'), [
+      'name: ssh-drop',
+      'profile: simulator',
+      'server:',
+      `  command: ${JSON.stringify(command)}`,
+      '  readyTimeout: 120s',
+      'executor:',
+      '  kind: ssh',
+      `  host: ${sshd.host}`,
+      `  port: ${sshd.port}`,
+      `  identityFile: ${sshd.identityFile}`,
+      `  sshOptions: ${JSON.stringify([`UserKnownHostsFile=${sshd.knownHosts}`])}`,
+      `  remoteDir: ${join(dir, 'remote')}`,
+      '  client: local',
+      'client:',
+      '  prompts: { kind: synthetic, inputTokens: 16, outputTokens: 8, seed: 1 }',
+      '  warmupRequests: 1',
+      'workloads:',
+      '  - { kind: single-stream, requests: 3 }',
+      'trials: 2',
+      'variants:',
+      '  base: {}',
+      '',
+    ].join('\n'));
+    const child = spawn(process.execPath, [BIN, 'run', join(dir, 'exp.yaml'), '--store', join(dir, 'store.db'), '--json'],
+      { stdio: ['ignore', 'pipe', 'pipe'] });
+    t.after(() => child.kill('SIGKILL'));
+    let stderr = '';
+    let stdout = '';
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+
+    // Once the server runs on the "host" (and is still loading), cut every SSH connection, twice.
+    const deadline = Date.now() + 60_000;
+    while (processesWith(model).length === 0 && Date.now() < deadline) await delay(100);
+    assert.ok(processesWith(model).length > 0, `server never started:\n${stderr}`);
+    const serverPids = processesWith(model);
+    assert.ok(killSshdSessions() > 0);
+    await delay(1500);
+    killSshdSessions();
+
+    assert.equal(await exited, 0, stderr);
+    assert.match(stderr, /lost; reconnecting/);
+    assert.equal(JSON.parse(stdout).status, 'done', stdout);
+    const db = openStore(join(dir, 'store.db'), { readonly: true });
+    t.after(() => db.close());
+    const run = listRuns(db)[0]!;
+    assert.equal(listTrials(db, run.id).length, 2);
+    assert.ok(serverPids.every((pid) => !processAlive(pid)), 'the server that survived the drops was stopped at the end');
+    assert.deepEqual(processesWith(model), []);
+  });
+});
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 test('ssh executor: a host that refuses us is a clear UserError', { timeout: 60_000 }, async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'servelab-ssh-test-'));

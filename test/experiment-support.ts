@@ -9,8 +9,11 @@ import { stringify } from 'yaml';
 
 export const SERVELAB = fileURLToPath(new URL('../../bin/servelab.js', import.meta.url));
 
-/** A tiny, fast simulator: ~100 ms load, 3 ms per token, little jitter. */
-export const SIM_COMMAND = ['node', '{servelab}', 'simulate', '--port', '{port}', '--load-ms', '100', '--tpot-ms', '3', '--ttft-ms', '5', '--jitter', '0.02'];
+/** A tiny, fast simulator: ~100 ms load, a few ms per token, little jitter. */
+export function simCommand(options: { tpotMs?: number; extra?: string[] } = {}): string[] {
+  const tpot = String(options.tpotMs ?? 3);
+  return ['node', '{servelab}', 'simulate', '--port', '{port}', '--load-ms', '100', '--tpot-ms', tpot, '--ttft-ms', '5', '--jitter', '0.02', ...(options.extra ?? [])];
+}
 
 export function tempDir(t: TestContext, prefix: string): string {
   const dir = mkdtempSync(join(tmpdir(), `servelab-${prefix}-`));
@@ -24,7 +27,7 @@ export function writeExperiment(dir: string, fileName: string, overrides: Record
     name: 'tiny',
     profile: 'simulator',
     // Above the readiness code's 120 s generation-probe timeout so it is never clipped to a fraction of a ms.
-    server: { command: SIM_COMMAND, readyTimeout: '5m' },
+    server: { command: simCommand(), readyTimeout: '5m' },
     client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens: 24, seed: 3 }, warmupRequests: 1 },
     workloads: [{ kind: 'single-stream', requests: 3 }],
     trials: 4,

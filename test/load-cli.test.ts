@@ -85,8 +85,9 @@ describe('servelab bench CLI', () => {
 
   test('every request failing: result still printed, exit 1', async (t) => {
     const server = await sim(t, { faults: [{ kind: 'http-500', rate: 1 }] });
-    const run = await servelab(t, ['bench', server.url, '--single-stream', '3', ...SMALL, '--warmup', '0', '--json', '--no-progress']);
-    assert.equal(run.code, 1);
+    const run = await servelab(t, ['bench', server.url, '--single-stream', '3', '--input-len', '20', '--output-len', '8', '--warmup', '0', '--json', '--no-progress']);
+    assert.equal(run.code, 1, run.stderr);
+    assert.ok(run.stdout.startsWith('{'), `stdout: ${run.stdout}\nstderr: ${run.stderr}`);
     const result = JSON.parse(run.stdout) as BenchResult;
     assert.deepEqual(result.levels[0]!.errorsByKind, { 'http-5xx': 3 });
     assert.match(run.stderr, /every measured request failed/);

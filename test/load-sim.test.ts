@@ -1,10 +1,11 @@
 import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { startSimulator } from '../src/simulate/server.js';
-import type { SimConfigInput } from '../src/simulate/config.js';
+import type { SimConfig, SimConfigInput } from '../src/simulate/config.js';
 import {
   batchFactor,
   expectedAcceptanceRate,
@@ -32,6 +33,26 @@ async function sim(t: TestContext, input: SimConfigInput = {}) {
   return handle;
 }
 
+/** The simulator as `servelab simulate` in its own process, so its step timers do not share the client's event loop. */
+async function simProcess(t: TestContext, flags: string[]): Promise<{ url: string; config: SimConfig }> {
+  const child = spawn(process.execPath, [fileURLToPath(new URL('../../bin/servelab.js', import.meta.url)), 'simulate', '--load-ms', '0', ...flags], { stdio: ['ignore', 'pipe', 'inherit'] });
+  t.after(() => child.kill('SIGKILL'));
+  const url = await new Promise<string>((resolve, reject) => {
+    let log = '';
+    const timer = setTimeout(() => reject(new Error(`simulator not ready in 15 s:\n${log}`)), 15_000);
+    child.stdout.on('data', (chunk) => {
+      log += chunk;
+      const ready = /Uvicorn running on (http:\/\/\S+)/.exec(log);
+      if (ready) {
+        clearTimeout(timer);
+        resolve(ready[1]!);
+      }
+    });
+  });
+  const config = (await (await fetch(`${url}/sim/config`)).json()) as SimConfig;
+  return { url, config };
+}
+
 function options(url: string, overrides: Partial<BenchOptions> = {}): BenchOptions {
   return {
     baseUrl: url,
@@ -48,11 +69,13 @@ function options(url: string, overrides: Partial<BenchOptions> = {}): BenchOptio
 
 /**
  * Tolerance for a median latency: it may not undercut the model (beyond 10% + 1 ms), and may exceed it only by
- * HTTP, timer and scheduling overhead on a busy 2-core machine (25% + 6 ms).
+ * HTTP, timer and scheduling overhead on a busy 2-core machine (25% + 6 ms). Anything that starts with a request
+ * (TTFT, E2E) also pays the wake-up latency of two idle processes on an oversubscribed machine: `wakeMs` more.
  */
-function assertNear(measured: number, expected: number, what: string) {
+const WAKE_MS = 30;
+function assertNear(measured: number, expected: number, what: string, wakeMs = 0) {
   const low = expected * 0.9 - 1;
-  const high = expected * 1.25 + 6;
+  const high = expected * 1.25 + 6 + wakeMs;
   assert.ok(measured >= low && measured <= high, `${what}: measured ${measured.toFixed(2)} ms, model ${expected.toFixed(2)} ms (allowed ${low.toFixed(1)}..${high.toFixed(1)})`);
 }
 
@@ -63,33 +86,36 @@ function only(result: { levels: LevelResult[] }): LevelResult {
 
 describe('runBenchmark against the simulator', () => {
   test('single stream: TTFT, TPOT, ITL, E2E and tok/s follow the model', async (t) => {
-    const server = await sim(t);
+    const server = await simProcess(t, ['--ttft-ms', String(DECODE.ttftBaseMs), '--prefill-ms-per-token', String(DECODE.prefillMsPerToken), '--tpot-ms', String(DECODE.tpotMs), '--jitter', '0']);
     const result = await runBenchmark(options(server.url));
     const level = only(result);
     const config = server.config;
     assert.deepEqual([level.label, level.completed, level.failed, result.tokenCountMethod, result.model], ['single-stream', 4, 0, 'server-usage', config.model]);
     assert.ok(level.samples.every((sample) => sample.outputTokens === OUTPUT_TOKENS && sample.inputTokens === INPUT_TOKENS));
-    assertNear(level.ttftMs.median, expectedTtftMs(config, INPUT_TOKENS), 'TTFT');
+    assertNear(level.ttftMs.median, expectedTtftMs(config, INPUT_TOKENS), 'TTFT', WAKE_MS);
     assertNear(level.tpotMs.median, expectedTpotMs(config), 'TPOT');
-    assertNear(level.itlMs.median, expectedTpotMs(config), 'ITL');
+    // Mean, not median: when the client is descheduled, two chunks can arrive together (a ~0 gap and a double one).
+    assertNear(level.itlMs.mean, expectedTpotMs(config), 'ITL mean');
     assert.equal(level.itlMs.count, 4 * (OUTPUT_TOKENS - 1));
     const e2e = expectedE2eMs(config, INPUT_TOKENS, OUTPUT_TOKENS);
-    assertNear(level.e2eMs.median, e2e, 'E2E');
+    assertNear(level.e2eMs.median, e2e, 'E2E', WAKE_MS);
     const perStream = level.outputTokensPerSecondPerStream.median;
     const expectedPerStream = OUTPUT_TOKENS / (e2e / 1000);
-    assert.ok(perStream <= expectedPerStream * 1.1 && perStream >= expectedPerStream / 1.25, `tok/s per stream ${perStream} vs ${expectedPerStream}`);
+    const slowest = OUTPUT_TOKENS / ((e2e * 1.25 + 6 + WAKE_MS) / 1000);
+    assert.ok(perStream <= expectedPerStream * 1.1 && perStream >= slowest, `tok/s per stream ${perStream} vs ${expectedPerStream}`);
     assert.ok(Math.abs(level.outputTokensPerSecond - level.completed * OUTPUT_TOKENS / level.durationS) < 1e-6);
   });
 
   test('concurrency: per-token time grows with the configured batch slowdown', async (t) => {
-    const server = await sim(t);
+    const server = await simProcess(t, ['--ttft-ms', '10', '--tpot-ms', '10', '--jitter', '0', '--concurrency-slowdown', '0.1']);
     const result = await runBenchmark(options(server.url, { workload: { kind: 'sweep', concurrencies: [1, 6], requestsPerLevel: 12 } }));
     const [c1, c6] = result.levels as [LevelResult, LevelResult];
     assert.deepEqual([c1.label, c6.label, c6.concurrency, c6.completed], ['c=1', 'c=6', 6, 12]);
+    assertNear(c1.tpotMs.median, expectedTpotMs(server.config, 1), 'TPOT c=1');
     const measuredRatio = c6.tpotMs.median / c1.tpotMs.median;
     const modelRatio = expectedTpotMs(server.config, 6) / expectedTpotMs(server.config, 1);
     assert.equal(modelRatio, batchFactor(server.config, 6));
-    assert.ok(Math.abs(measuredRatio - modelRatio) < 0.12, `tpot ratio c6/c1 ${measuredRatio.toFixed(3)} vs model ${modelRatio.toFixed(3)}`);
+    assert.ok(Math.abs(measuredRatio - modelRatio) < 0.15, `tpot ratio c6/c1 ${measuredRatio.toFixed(3)} vs model ${modelRatio.toFixed(3)}`);
     assert.ok(c6.outputTokensPerSecond > 3 * c1.outputTokensPerSecond, 'aggregate throughput scales with concurrency');
   });
 
@@ -103,7 +129,7 @@ describe('runBenchmark against the simulator', () => {
         assert.equal(sample.outputTokens, OUTPUT_TOKENS);
         assert.equal(sample.itlMs.length, OUTPUT_TOKENS - 1);
       }
-      assertNear(level.ttftMs.median, expectedTtftMs(server.config, INPUT_TOKENS), `${backend} TTFT`);
+      assertNear(level.ttftMs.median, expectedTtftMs(server.config, INPUT_TOKENS), `${backend} TTFT`, WAKE_MS);
       assertNear(level.tpotMs.median, expectedTpotMs(server.config), `${backend} TPOT`);
     });
   }

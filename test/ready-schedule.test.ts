@@ -10,7 +10,7 @@ import { UserError } from '../src/util/errors.js';
 describe('poll schedule', () => {
   test('starts fast, doubles, and stops at the cap', () => {
     const delays = Array.from({ length: 8 }, (_, attempt) => pollDelayMs(attempt));
-    assert.deepEqual(delays, [25, 50, 100, 100, 100, 100, 100, 100]);
+    assert.deepEqual(delays, [20, 40, 80, 80, 80, 80, 80, 80]);
     assert.ok(DEFAULT_POLL_SCHEDULE.capMs / 2 <= 100, 'mean detection delay at the cap stays within the 100 ms goal');
   });
 

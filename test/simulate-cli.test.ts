@@ -18,8 +18,7 @@ async function start(t: TestContext, args: string[]): Promise<SimulatorProcess> 
   return sim;
 }
 
-// Each test owns its own process, so they can run side by side.
-describe('servelab simulate (child process)', { concurrency: true }, () => {
+describe('servelab simulate (child process)', () => {
   test('prints startup phases in order, answers 503 while loading and 200 once ready, exits 0 on SIGTERM', async (t) => {
     const sim = await start(t, ['--load-ms', '1500', '--port', '0']);
     const loading = await getJson(`${sim.url}/health`);

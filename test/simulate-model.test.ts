@@ -16,6 +16,7 @@ import {
 } from '../src/simulate/model.js';
 import { createRng, deriveSeed } from '../src/simulate/rng.js';
 import { BatchScheduler } from '../src/simulate/scheduler.js';
+import { SimMetrics, statsLines } from '../src/simulate/metrics.js';
 import { countTokens } from '../src/simulate/text.js';
 import { isUserError } from '../src/util/errors.js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -171,5 +172,25 @@ describe('batch scheduler', () => {
     scheduler.release();
     assert.deepEqual(order, ['third:false', 'second:true', 'fourth:true']);
     assert.equal(scheduler.running, 0);
+  });
+});
+
+describe('metrics', () => {
+  test('Prometheus text and stats lines report spec-decoding counters in vLLM format', () => {
+    const metrics = new SimMetrics();
+    const before = metrics.snapshot();
+    metrics.recordStep(4, 3);
+    metrics.recordStep(4, 1);
+    metrics.recordStep(0, 0);
+    metrics.generationTokens = 6;
+    const text = metrics.render('m"1', 2, 1);
+    assert.match(text, /^# TYPE vllm:spec_decode_num_drafts_total counter$/m);
+    assert.match(text, /^vllm:spec_decode_num_drafts_total\{model_name="m\\"1"\} 2\.0$/m);
+    assert.match(text, /^vllm:spec_decode_num_draft_tokens_total\{model_name="m\\"1"\} 8\.0$/m);
+    assert.match(text, /^vllm:spec_decode_num_accepted_tokens_total\{model_name="m\\"1"\} 4\.0$/m);
+    assert.match(text, /^vllm:num_requests_running\{model_name="m\\"1"\} 2\.0$/m);
+    const lines = statsLines(before, { ...metrics.snapshot(), at: before.at + 2000 }, 2, 1);
+    assert.match(lines[0]!, /Avg generation throughput: 3\.0 tokens\/s, Running: 2 reqs, Waiting: 1 reqs/);
+    assert.match(lines[1]!, /Draft acceptance rate: 50\.0%, Mean acceptance length: 3\.00/);
   });
 });

@@ -99,7 +99,7 @@ describe('simulator server', () => {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ prompt: 'a', max_tokens: 50, stream: true, ignore_eos: true }),
-      bodyTimeout: 600,
+      bodyTimeout: 1500,
     });
     let tokens = 0;
     await assert.rejects(
@@ -142,10 +142,10 @@ describe('simulator server', () => {
   });
 
   test('envSpeedups: the matching environment makes decoding faster', async (t) => {
-    const input: SimConfigInput = { decode: { tpotMs: 15, ttftBaseMs: 0, jitter: 0 }, envSpeedups: [{ name: 'NCCL_PROTO', value: 'LL', factor: 3 }] };
+    const input: SimConfigInput = { decode: { tpotMs: 20, ttftBaseMs: 0, jitter: 0 }, envSpeedups: [{ name: 'NCCL_PROTO', value: 'LL', factor: 4 }] };
     const tuned = await start(t, input, { env: { NCCL_PROTO: 'LL' } });
     const lost = await start(t, input, { env: {} });
-    assert.equal((await state(tuned)).speedup, 3);
+    assert.equal((await state(tuned)).speedup, 4);
     assert.equal((await state(lost)).speedup, 1);
     const decodeMs = async (sim: SimulatorHandle): Promise<number> => {
       const body = (await (await postJson(`${sim.url}/completion`, { prompt: 'a', n_predict: 21, ignore_eos: true })).body.json()) as any;
@@ -153,7 +153,7 @@ describe('simulator server', () => {
     };
     const fast = await decodeMs(tuned);
     const slow = await decodeMs(lost);
-    // Expected 100 ms vs 300 ms; only the direction and a wide margin are asserted (shared, busy CI host).
+    // Expected 100 ms vs 400 ms; only the direction and a wide margin are asserted (shared, busy CI host).
     assert.ok(slow >= 20 * expectedStepMs(lost.config) * 0.95, `slow decode ${slow} ms`);
     assert.ok(fast < slow * 0.7, `tuned ${fast} ms vs untuned ${slow} ms`);
   });

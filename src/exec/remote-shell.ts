@@ -86,7 +86,8 @@ export function startDetachedScript(job: DetachedJob): string {
     `dir=${dir}`,
     'mkdir -p "$dir"',
     'cd "$dir"',
-    'rm -f pid pgid exit exit.tmp out.log',
+    // Idempotent: a start retried after a dropped connection reports the job the first attempt started.
+    'if [ -s pid ] && [ -s pgid ]; then echo "started $(cat pgid) $(cat pid)"; exit 0; fi',
     'touch heartbeat out.log',
     "cat > run.sh <<'SERVELAB_RUN_EOF'",
     run,
@@ -173,6 +174,12 @@ export function stopScript(dir: string, graceSeconds: number): string {
     'kill -0 -$pgid 2>/dev/null && { echo "still-running"; exit 0; }',
     'echo stopped-kill',
   ].join('\n');
+}
+
+/** Script that deletes a finished job's directory; only one that looks like ours (has supervise.sh). */
+export function removeJobScript(dir: string): string {
+  const word = remotePathWord(dir);
+  return `[ -f ${word}/supervise.sh ] && rm -rf ${word}; exit 0`;
 }
 
 /** Script that prints the NUL-separated environment of a running process (Linux /proc); empty when unreadable. */

@@ -4,6 +4,7 @@ import {
   parsePollReply,
   parseStarted,
   pollScript,
+  removeJobScript,
   startDetachedScript,
   stopScript,
   type DetachedJob,
@@ -33,9 +34,9 @@ export class RemoteJob {
     this.pgid = pgid;
   }
 
-  /** Start it; not retried on a connection failure (it may have started), which the caller reports. */
+  /** Start it in a fresh directory (the start script is idempotent per directory, so a retry cannot start it twice). */
   static async start(transport: SshTransport, job: DetachedJob, what: string): Promise<RemoteJob> {
-    const result = await transport.exec(startDetachedScript(job), { timeoutMs: 60_000 });
+    const result = await transport.execRetrying(startDetachedScript(job), { timeoutMs: 60_000, what: `starting ${what}` });
     const started = parseStarted(result.stdout.toString('utf8'));
     if (result.code !== 0 || !started) {
       const reason = result.stderr.trim().split('\n').pop() || `exit code ${result.code}`;
@@ -80,6 +81,11 @@ export class RemoteJob {
       throw new UserError(`processes of the job in ${this.dir} on ${this.transport.label} survived SIGKILL (process group ${this.pgid})`,
         `log in to ${this.transport.label} and check \`ps -g ${this.pgid}\``);
     }
+  }
+
+  /** Delete the job directory once its log and results have been read back. */
+  async remove(): Promise<void> {
+    await this.transport.execRetrying(removeJobScript(this.dir), { timeoutMs: 30_000, what: `removing ${this.dir}` });
   }
 
   /** Blocking stop for process exit, when promises no longer run. */

@@ -158,6 +158,8 @@ export class SshExecutor implements Executor {
           try {
             await job.stop(STOP_GRACE_S);
             await exited;
+            // Its log is mirrored in spec.logPath by now; the host keeps nothing that piles up run after run.
+            await job.remove();
           } finally {
             watchAbort.abort();
             this.live.delete(live);
@@ -213,10 +215,21 @@ export class SshExecutor implements Executor {
     };
   }
 
-  /** Poll the job until it ends, appending its log to logPath; resolves with how it ended. */
+  /**
+   * Poll the job until it ends, appending its log to logPath; resolves with how it ended. A host unreachable for
+   * the whole reconnect window counts as an end (state unknown): the trial fails, and the host's watchdog stops
+   * the server once our heartbeats are missing long enough.
+   */
   private async watch(job: RemoteJob, logPath: string, signal: AbortSignal): Promise<ExitInfo> {
     for (;;) {
-      const { state, logBytes } = await job.poll(signal);
+      let polled;
+      try {
+        polled = await job.poll(signal);
+      } catch (error) {
+        this.log(`${(error as Error).message}; treating the server as gone`);
+        return { code: null, signal: null };
+      }
+      const { state, logBytes } = polled;
       if (logBytes.length > 0) appendFileSync(logPath, logBytes);
       if (state.kind === 'exited') return { code: state.code, signal: null };
       if (state.kind === 'gone' || state.kind === 'missing') return { code: null, signal: 'SIGTERM' };
@@ -268,6 +281,7 @@ export class SshExecutor implements Executor {
     }
     const read = await this.transport.execRetrying(`cat ${remotePathWord(dir)}/result.json 2>/dev/null; exit 0`, { timeoutMs: 60_000, what: 'reading the load result' });
     const result = parseBenchResult(read.stdout.toString('utf8'));
+    if (result) await job.remove();
     if (!result) {
       const last = output.trim().split('\n').slice(-5).join(' | ');
       throw new UserError(`servelab bench on ${this.hostLabel} produced no result: ${last || 'no output'}`,

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createExecutor } from '../exec/create.js';
 import type { Executor } from '../exec/types.js';
@@ -197,6 +197,7 @@ async function startServer(
     context.log(`server ready in ${(running.ready.elapsedMs / 1000).toFixed(1)} s at ${running.baseUrl}`);
     return { running, rowId };
   } catch (error) {
+    context.log(`server for ${label} failed to start; last lines of ${logPath}:\n${logTail(logPath, 15)}`);
     updateServer(db, rowId, { status: 'failed', phase: 'failed', message: messageOf(error) });
     recordStartup(db, { configKey: variant.serverKey, startedAt, outcome: 'failed', phases: [], runId });
     throw error;
@@ -295,6 +296,14 @@ function driftAlarm(context: TrialContext, trial: PlannedTrial, value: number, f
     return undefined;
   }
   return message;
+}
+
+function logTail(path: string, lines: number): string {
+  try {
+    return readFileSync(path, 'utf8').trimEnd().split('\n').slice(-lines).map((line) => `  | ${line}`).join('\n');
+  } catch {
+    return '  (no log written)';
+  }
 }
 
 function pairKey(trial: { variant: string; workload: string }): string {

@@ -96,8 +96,8 @@ function specProbe(options: BenchOptions, dispatcher: Dispatcher, baseUrl: strin
 
 /**
  * Drive a running server with the workload and measure it. Throws UserError for bad input (unreachable server,
- * unreadable dataset or tokenizer, every warm-up request failing); request failures during measurement are
- * results, counted by kind. When `signal` aborts, requests in flight are cancelled and the levels measured so far
+ * unreadable dataset or tokenizer, every warm-up request failing with a 4xx or connection error); request
+ * failures during measurement are results, counted by kind. When `signal` aborts, requests in flight are cancelled and the levels measured so far
  * are returned with `interrupted: true`.
  */
 export async function runBenchmark(options: BenchOptions): Promise<BenchResult> {
@@ -132,11 +132,13 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
       const warmupPlan: LevelPlan = { label: 'warmup', requests: options.warmupRequests, concurrency: Math.min(options.warmupRequests, maxInFlight(levels[0]!)) };
       const warmup = await runMeasuredLevel(context, warmupPlan, prompts.slice(0, options.warmupRequests), options);
       offset = options.warmupRequests;
-      const failures = warmup.outcomes.filter((outcome) => outcome.sample.error && outcome.sample.error.kind !== 'aborted');
-      if (!options.signal?.aborted && failures.length === warmup.outcomes.length) {
-        const error = failures[0]!.sample.error!;
+      // Only set-up mistakes stop the run here (wrong API, path or model, server gone); 5xx, stalls and broken
+      // streams are server behaviour that the measurement itself reports.
+      const setupFailures = warmup.outcomes.filter((outcome) => outcome.sample.error?.kind === 'http-4xx' || outcome.sample.error?.kind === 'connection');
+      if (!options.signal?.aborted && setupFailures.length === warmup.outcomes.length) {
+        const error = setupFailures[0]!.sample.error!;
         throw new UserError(
-          `all ${failures.length} warm-up request(s) to ${options.baseUrl} failed: ${error.kind}: ${error.message}`,
+          `all ${setupFailures.length} warm-up request(s) to ${options.baseUrl} failed: ${error.kind}: ${error.message}`,
           `check that the server speaks the ${options.backend} API (--backend) and serves the model (--model)`,
         );
       }

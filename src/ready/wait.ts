@@ -112,7 +112,7 @@ export async function waitForReady(options: WaitOptions): Promise<ReadyResult> {
       fail('process-exited', `server ${how} before becoming ready${seen}`, event.fatal?.hint ?? 'read the log tail above for the cause');
     }
   });
-  const onAbort = () => fail('aborted', `interrupted while waiting for ${baseUrl}`, 'rerun when ready');
+  const onAbort = () => fail('aborted', `interrupted while waiting for ${baseUrl}`, 'run the command again to resume waiting');
   if (options.signal?.aborted) onAbort();
   options.signal?.addEventListener('abort', onAbort, { once: true });
   const heartbeat = setInterval(emit, HEARTBEAT_MS);
@@ -146,7 +146,12 @@ export async function waitForReady(options: WaitOptions): Promise<ReadyResult> {
 
   /** The checks in order; the first that does not pass says where we stand. */
   const step = async (): Promise<StepResult> => {
-    const health = await call(profile.healthPath, HEALTH_PROBE_TIMEOUT_MS);
+    // Both GETs at once: the model list is only read once health passes, but asking in the same round trip
+    // saves one exchange between "able to serve" and "reported ready".
+    const [health, models] = await Promise.all([
+      call(profile.healthPath, HEALTH_PROBE_TIMEOUT_MS),
+      verify ? call(profile.modelsPath, HEALTH_PROBE_TIMEOUT_MS) : undefined,
+    ]);
     if (health.kind === 'no-answer') {
       if (health.permanent) fail('unreachable', `cannot reach ${baseUrl}: ${health.detail}`, 'check the host name in the URL');
       return { ready: false, state: 'waiting for server', detail: health.detail };
@@ -157,9 +162,7 @@ export async function waitForReady(options: WaitOptions): Promise<ReadyResult> {
         `check the URL and port, and --profile (profile "${profile.name}" polls ${profile.healthPath})`);
     }
     if (healthVerdict.state !== 'ready') return { ready: false, state: 'waiting for health', detail: healthVerdict.detail };
-    if (!verify) return { ready: true, ...(options.model && { model: options.model }) };
-
-    const models = await call(profile.modelsPath, HEALTH_PROBE_TIMEOUT_MS);
+    if (!models) return { ready: true, ...(options.model && { model: options.model }) };
     if (models.kind === 'no-answer') return { ready: false, state: 'checking models', detail: `${profile.modelsPath}: ${models.detail}` };
     const modelsVerdict = classifyModels(models.answer, profile.modelsPath);
     if (modelsVerdict.state === 'wrong') {

@@ -14,6 +14,8 @@ export interface ChartSize {
 export interface XYSeries {
   name: string;
   points: Array<[number | string, number]>;
+  /** Draw markers only (independent measurements) instead of a connected line. */
+  pointsOnly?: boolean;
 }
 
 export interface CdfSeries {
@@ -80,24 +82,27 @@ export function speedupChart(bars: SpeedupBar[], options: ChartSize & { metric?:
   const values = bars.flatMap((bar) => [bar.ratio, bar.ciLow ?? bar.ratio, bar.ciHigh ?? bar.ratio, 1]);
   const low = Math.min(...values);
   const high = Math.max(...values);
-  const pad = Math.max((high - low) * 0.15, 0.02);
+  const pad = Math.max((high - low) * 0.1, 0.02);
+  // Long "variant · workload" labels collide when there are many bars: tilt them and make room below.
+  const tilt = bars.length * Math.max(...bars.map((bar) => bar.label.length), 0) > 70;
   return render(options, {
     ...base(`Ratio vs baseline${options.metric ? ` (${options.metric})` : ''}, ${Math.round((options.confidence ?? 0.95) * 100)}% CI`, 0),
-    xAxis: { ...axis(''), type: 'category', data: bars.map((bar) => bar.label), axisLabel: { color: MUTED, interval: 0, fontSize: 11, fontFamily: FONT } },
-    yAxis: { ...axis('ratio'), type: 'value', min: round2(Math.max(0, low - pad)), max: round2(high + pad) },
+    grid: { left: 64, right: 24, top: 52, bottom: tilt ? 86 : 48 },
+    xAxis: { ...axis(''), type: 'category', data: bars.map((bar) => bar.label), axisLabel: { color: MUTED, interval: 0, fontSize: 11, fontFamily: FONT, rotate: tilt ? 32 : 0 } },
+    yAxis: { ...axis('ratio'), type: 'value', min: floorTo(Math.max(0, low - pad), 0.1), max: ceilTo(high + pad, 0.1) },
     series: [
       {
         type: 'bar',
         name: 'ratio',
         barMaxWidth: 48,
         data: bars.map((bar) => ({ value: bar.ratio, itemStyle: { color: VERDICT_COLOURS[bar.verdict] ?? NEUTRAL, borderRadius: [3, 3, 0, 0] } })),
-        label: { show: true, position: 'insideTop', color: '#fff', fontFamily: FONT, fontSize: 11, formatter: (p: { value: number }) => `${p.value.toFixed(3)}×` },
+        label: { show: true, position: 'insideBottom', color: '#fff', fontFamily: FONT, fontSize: 11, formatter: (p: { value: number }) => `${p.value.toFixed(3)}×` },
         markLine: {
           silent: true,
           symbol: 'none',
           data: [{ yAxis: 1 }],
           lineStyle: { color: TEXT, type: 'dashed', width: 1 },
-          label: { formatter: 'baseline', color: MUTED, fontFamily: FONT },
+          label: { formatter: '1.0 = baseline', position: 'insideEndTop', color: MUTED, fontFamily: FONT, fontSize: 11 },
         },
       },
       {
@@ -138,11 +143,11 @@ export function timelineChart(title: string, yName: string, series: XYSeries[], 
     xAxis: { ...axis('s since start'), type: 'value', scale: true },
     yAxis: { ...axis(yName), type: 'value', min: 0 },
     series: series.map((line, index) => ({
-      type: line.points.length > 1 ? 'line' : 'scatter',
+      type: line.pointsOnly || line.points.length < 2 ? 'scatter' : 'line',
       name: line.name,
       data: line.points,
       symbol: 'circle',
-      symbolSize: 6,
+      symbolSize: line.pointsOnly ? 8 : 5,
       lineStyle: { width: 2 },
       color: PALETTE[index % PALETTE.length],
     })),
@@ -216,6 +221,10 @@ function render(size: ChartSize, option: Record<string, unknown>): string {
   }
 }
 
-function round2(value: number): number {
-  return Math.round(value * 100) / 100;
+function floorTo(value: number, step: number): number {
+  return Math.round(Math.floor(value / step) * step * 1000) / 1000;
+}
+
+function ceilTo(value: number, step: number): number {
+  return Math.round(Math.ceil(value / step) * step * 1000) / 1000;
 }

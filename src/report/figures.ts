@@ -3,7 +3,8 @@ import { cdfChart, parameterChart, speedupChart, throughputChart, type ChartSize
 import type { RunReport } from './model.js';
 
 export interface Figure {
-  id: 'throughput' | 'speedup' | 'ttft-cdf' | 'e2e-cdf' | 'acceptance';
+  /** Stable name, e.g. "throughput", "speedup", "ttft-cdf", "e2e-cdf", "acceptance", "live-throughput". */
+  id: string;
   title: string;
   svg: string;
 }

@@ -27,7 +27,7 @@ code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monosp
 .facts { display:grid; grid-template-columns:repeat(auto-fit, minmax(150px, 1fr)); gap:12px; margin-top:16px; }
 .fact { background:#fff; border:1px solid var(--border); border-radius:8px; padding:10px 14px; }
 .fact .label { font-size:12px; color:var(--muted); }
-.fact .value { font-size:18px; font-weight:600; margin-top:2px; word-break:break-word; }
+.fact .value { font-size:16px; font-weight:600; margin-top:2px; word-break:break-word; }
 table.data { width:100%; border-collapse:collapse; background:#fff; border:1px solid var(--border); border-radius:8px; overflow:hidden; }
 table.data th, table.data td { padding:7px 12px; border-bottom:1px solid #eaeef2; text-align:left; vertical-align:top; }
 table.data th { background:var(--soft); font-size:12px; font-weight:600; color:var(--muted); text-transform:uppercase; letter-spacing:.03em; }
@@ -35,9 +35,9 @@ table.data td.num, table.data th.num { text-align:right; font-variant-numeric:ta
 table.data tr:last-child td { border-bottom:none; }
 table.data tr.baseline td { background:#fbfcfd; color:var(--muted); }
 table.data tr.alarm td { background:var(--bad-bg); }
-.figures { display:grid; grid-template-columns:repeat(auto-fill, minmax(560px, 1fr)); gap:16px; }
+.figures { display:grid; grid-template-columns:repeat(auto-fill, minmax(460px, 1fr)); gap:16px; }
 figure { margin:0; background:#fff; border:1px solid var(--border); border-radius:8px; padding:8px; overflow:hidden; }
-figure svg { display:block; width:100%; height:auto; }
+figure svg { display:block; width:100%; max-width:760px; height:auto; margin:0 auto; }
 .notes { list-style:none; padding:0; margin:0; }
 .notes li { background:var(--warn-bg); border:1px solid #f5e0a0; border-radius:6px; padding:8px 12px; margin-bottom:6px; }
 .notes li.alarm { background:var(--bad-bg); border-color:#ffcecb; color:var(--bad); font-weight:600; }
@@ -90,7 +90,7 @@ export function runFactsHtml(report: RunReport): string {
     ['Trials', `${report.trialCount}${report.plannedTrials !== undefined ? ` / ${report.plannedTrials}` : ''}`],
     ['Duration', formatDuration(runDurationMs(report.startedAt, report.finishedAt))],
     ['Baseline', report.baseline],
-    ['Metric', `${report.metric}${report.metricUnit ? ` (${report.metricUnit})` : ''}`],
+    [`Metric · ${report.metric}`, report.metricUnit || report.metric],
     ['Started', report.startedAt.replace('T', ' ').replace(/\.\d+Z$/, 'Z')],
   ];
   return `<div class="facts">${facts.map(([label, value]) => `<div class="fact"><div class="label">${esc(label)}</div><div class="value">${esc(value)}</div></div>`).join('')}</div>${
@@ -109,7 +109,7 @@ export function verdictTableHtml(report: RunReport): string {
       return `<tr class="${row.isBaseline ? 'baseline' : ''}">${multiWorkload ? `<td>${esc(row.workload)}</td>` : ''}<td><code>${esc(row.variant)}</code></td><td class="num">${row.trials}</td><td class="num">${formatNumber(row.median)}</td><td class="num">${formatRatio(row.ratio)}</td><td class="num">${row.isBaseline ? '—' : formatInterval(row.ciLow, row.ciHigh)}</td><td class="num">${formatPValue(row.pValue)}</td><td><span class="pill ${verdictClass}">${esc(row.label)}</span></td></tr>`;
     })
     .join('');
-  const note = report.verdictsFinal ? '' : '<p class="muted">Verdicts are provisional: the run has not finished.</p>';
+  const note = report.verdictsFinal ? '' : '<p class="muted">Verdicts are provisional: the runner has not finalized this run.</p>';
   return `<table class="data verdicts"><thead>${head}</thead><tbody>${body}</tbody></table>${note}`;
 }
 
@@ -135,18 +135,19 @@ export function environmentHtml(report: RunReport): string {
     differing.length === 0
       ? ''
       : `<h2>Variant environments vs baseline</h2><table class="data"><thead><tr><th>variant</th><th>fact</th><th>baseline</th><th>variant</th></tr></thead><tbody>${differing
-          .flatMap((variant) => variant.changes.map((change) => `<tr><td><code>${esc(variant.variant)}</code></td>${changeCells(change)}</tr>`))
+          .flatMap((variant) => variant.changes.map((change) => `<tr><td><code>${esc(variant.variant)}</code></td>${changeCells(change, false)}</tr>`))
           .join('')}</tbody></table>`;
   return `<p class="muted">${environment.distinctFingerprints} distinct fingerprint(s) in this run.</p>${shared}${perVariant}`;
 }
 
 /** Fingerprint diff and drift check of two runs; rows beyond the noise band are the alarm and are highlighted. */
 export function comparisonHtml(comparison: RunComparison): string {
+  const alarms = comparison.rows.filter((row) => row.alarm);
+  const shown = alarms.filter((row) => row.variant === comparison.baseline);
   const banner = comparison.drifted
-    ? `<ul class="notes">${comparison.rows
-        .filter((row) => row.alarm)
+    ? `<ul class="notes">${(shown.length > 0 ? shown : alarms.slice(0, 1))
         .map((row) => `<li class="alarm">Drift alarm (${esc(row.workload)}): ${esc(row.alarm)}</li>`)
-        .join('')}</ul>`
+        .join('')}<li>${alarms.length} of ${comparison.rows.length} variant/workload pairs moved beyond their noise band (highlighted below).</li></ul>`
     : '<p class="muted">No variant moved beyond its noise band.</p>';
   const rows =
     comparison.rows.length === 0
@@ -166,6 +167,7 @@ export function comparisonHtml(comparison: RunComparison): string {
   return `${banner}${rows}<h2>Environment diff</h2>${changes}`;
 }
 
-function changeCells(change: FingerprintChange): string {
-  return `<td><code>${esc(change.key)}</code></td><td class="mono change-before">${esc(change.before ?? '(unset)')}</td><td class="mono change-after">${esc(change.after ?? '(unset)')}</td>`;
+/** A fact before/after; `strike` marks the old value as replaced (a diff), not just different (a variant). */
+function changeCells(change: FingerprintChange, strike = true): string {
+  return `<td><code>${esc(change.key)}</code></td><td class="mono ${strike ? 'change-before' : 'muted'}">${esc(change.before ?? '(unset)')}</td><td class="mono change-after">${esc(change.after ?? '(unset)')}</td>`;
 }

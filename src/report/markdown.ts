@@ -32,7 +32,7 @@ export function renderMarkdown(report: RunReport): string {
       );
     }
     lines.push('');
-    if (!report.verdictsFinal) lines.push('_Verdicts are provisional: the run has not finished._', '');
+    if (!report.verdictsFinal) lines.push('_Verdicts are provisional: the runner has not finalized this run._', '');
   }
 
   lines.push('## Environment', '');

@@ -88,6 +88,8 @@ export interface RunComparison {
   runA: number;
   runB: number;
   metric: string;
+  /** Baseline variant of run B: its alarms are the ones the runner acts on. */
+  baseline: string;
   changes: FingerprintChange[];
   rows: DriftRow[];
   drifted: boolean;
@@ -150,8 +152,11 @@ export function compareRuns(a: RunData, b: RunData): RunComparison {
   const experiment = experimentOf(b.run) ?? experimentOf(a.run);
   const metric: MetricName = experiment?.metric ?? 'outputTokensPerSecond';
   const band = experiment?.drift ?? { relativeBand: 0.05, sigmas: 3 };
-  const fingerprintA = representativeFingerprint(a, experimentOf(a.run)?.baseline);
-  const fingerprintB = representativeFingerprint(b, experimentOf(b.run)?.baseline);
+  // Compare like with like: the same variant's environment in both runs (the baseline when both measured it).
+  const shared = new Set(a.trials.map((trial) => trial.variant));
+  const variant = [experiment?.baseline, ...b.trials.map((trial) => trial.variant)].find((name) => name !== undefined && shared.has(name) && b.trials.some((trial) => trial.variant === name));
+  const fingerprintA = representativeFingerprint(a, variant);
+  const fingerprintB = representativeFingerprint(b, variant);
   const changes = fingerprintA && fingerprintB ? diffFingerprints(fingerprintA, fingerprintB) : [];
   const rows: DriftRow[] = [];
   for (const workload of orderedWorkloads(experiment, b.trials)) {
@@ -170,7 +175,8 @@ export function compareRuns(a: RunData, b: RunData): RunComparison {
       });
     }
   }
-  return { runA: a.run.id, runB: b.run.id, metric, changes, rows, drifted: rows.some((row) => row.check.drifted) };
+  const baseline = experiment?.baseline ?? b.trials[0]?.variant ?? '';
+  return { runA: a.run.id, runB: b.run.id, metric, baseline, changes, rows, drifted: rows.some((row) => row.check.drifted) };
 }
 
 function experimentOf(run: RunDetail): ResolvedExperiment | undefined {
@@ -320,7 +326,11 @@ function driftNotes(data: RunData, planned: number | undefined, verdictsFinal: b
   if (run.status === 'drift') notes.push(`Drift alarm stopped this run: ${run.message ?? 'no detail recorded'}`);
   else if (run.status === 'failed' || run.status === 'interrupted') notes.push(`Run ${run.status}${run.message ? `: ${run.message}` : ''}`);
   if (!verdictsFinal && trials.length > 0) {
-    notes.push(`Verdicts are provisional: computed from ${trials.length}${planned !== undefined ? ` of ${planned}` : ''} planned trials.`);
+    notes.push(
+      run.status === 'running'
+        ? `Verdicts are provisional: computed from ${trials.length}${planned !== undefined ? ` of ${planned}` : ''} planned trials so far.`
+        : `Verdicts computed by the report from the ${trials.length} stored trials: the runner did not finalize this ${run.status} run.`,
+    );
   }
   // The same variant must see the same environment in every trial; a change mid-run is drift inside the run.
   const byVariant = new Map<string, TrialRecord[]>();

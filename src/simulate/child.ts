@@ -83,7 +83,7 @@ export async function spawnSimulator(args: string[] = [], options: { env?: NodeJ
   };
 
   try {
-    const line = await waitForLine(LISTENING_LINE, options.timeoutMs ?? 15_000);
+    const line = await waitForLine(LISTENING_LINE, options.timeoutMs ?? 30_000);
     const url = LISTENING_LINE.exec(line)![1]!;
     return { url, port: Number(new URL(url).port), child, output: () => output, waitForLine, exited, stop };
   } catch (error) {

@@ -85,6 +85,8 @@ export const SimConfigSchema = z.strictObject({
   port: z.number().int().min(0).max(65535).default(0),
   model: z.string().min(1).default('sim-llama-8b'),
   startup: StartupSchema.prefault({}),
+  /** How often vLLM-style throughput lines are logged while there is traffic; 0 = never. */
+  statsIntervalMs: z.number().min(0).default(10_000),
   decode: DecodeSchema.prefault({}),
   envSpeedups: z.array(EnvSpeedupSchema).default([]),
   faults: z.array(FaultSchema).default([]),

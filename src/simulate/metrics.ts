@@ -1,3 +1,37 @@
+import { performance } from 'node:perf_hooks';
+
+export interface CounterSnapshot {
+  at: number;
+  promptTokens: number;
+  generationTokens: number;
+  specDrafts: number;
+  specDraftTokens: number;
+  specAcceptedTokens: number;
+}
+
+/**
+ * vLLM's periodic engine stats lines for the interval between two snapshots (the spec line only with spec on);
+ * log-based monitors read throughput and acceptance from these.
+ */
+export function statsLines(previous: CounterSnapshot, current: CounterSnapshot, running: number, waiting: number): string[] {
+  const seconds = Math.max(1e-9, (current.at - previous.at) / 1000);
+  const lines = [
+    `Engine 000: Avg prompt throughput: ${((current.promptTokens - previous.promptTokens) / seconds).toFixed(1)} tokens/s, ` +
+      `Avg generation throughput: ${((current.generationTokens - previous.generationTokens) / seconds).toFixed(1)} tokens/s, ` +
+      `Running: ${running} reqs, Waiting: ${waiting} reqs, GPU KV cache usage: 0.0%, Prefix cache hit rate: 0.0%`,
+  ];
+  const drafts = current.specDrafts - previous.specDrafts;
+  if (drafts > 0) {
+    const draftTokens = current.specDraftTokens - previous.specDraftTokens;
+    const accepted = current.specAcceptedTokens - previous.specAcceptedTokens;
+    lines.push(
+      `SpecDecoding metrics: Draft acceptance rate: ${((100 * accepted) / draftTokens).toFixed(1)}%, ` +
+        `Mean acceptance length: ${(1 + accepted / drafts).toFixed(2)}, Accepted: ${accepted} tokens, Drafted: ${draftTokens} tokens`,
+    );
+  }
+  return lines;
+}
+
 /** vLLM-style Prometheus counters, so spec-decoding scrapers can be tested against the simulator. */
 export class SimMetrics {
   promptTokens = 0;
@@ -6,6 +40,10 @@ export class SimMetrics {
   specDrafts = 0;
   specDraftTokens = 0;
   specAcceptedTokens = 0;
+
+  snapshot(): CounterSnapshot {
+    return { at: performance.now(), promptTokens: this.promptTokens, generationTokens: this.generationTokens, specDrafts: this.specDrafts, specDraftTokens: this.specDraftTokens, specAcceptedTokens: this.specAcceptedTokens };
+  }
 
   recordStep(draftTokens: number, acceptedTokens: number): void {
     if (draftTokens === 0) return;

@@ -9,7 +9,8 @@ import type { EnvLookup } from './model.js';
 import { chatJob, completionJob } from './openai.js';
 import type { Rng } from './rng.js';
 import { sglangJob } from './sglang.js';
-import { runStartup, type ServerState } from './startup.js';
+import { statsLines } from './metrics.js';
+import { runStartup, vllmLogLine, type ServerState } from './startup.js';
 import { isTgiBody, tgiJob } from './tgi.js';
 import { messageOf, UserError } from '../util/errors.js';
 
@@ -189,11 +190,13 @@ export async function startSimulator(input: SimConfigInput = {}, options: Simula
   const port = (server.address() as AddressInfo).port;
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   const cancelStartup = runStartup(config, url, process.pid, { log, setState });
+  const stopStats = logStatsPeriodically(engine, config.statsIntervalMs, log);
 
   let closing: Promise<void> | undefined;
   function close(): Promise<void> {
     closing ??= new Promise<void>((resolve) => {
       cancelStartup();
+      stopStats();
       for (const cancelled of inFlight.values()) cancelled.abort();
       server.close(() => resolve());
       server.closeAllConnections();
@@ -202,6 +205,22 @@ export async function startSimulator(input: SimConfigInput = {}, options: Simula
   }
 
   return { url, port, config, state: () => state, ready, close };
+}
+
+/** Like vLLM's engine stats logger: a line per interval, skipped while idle. */
+function logStatsPeriodically(engine: SimEngine, intervalMs: number, log: (line: string) => void): () => void {
+  if (intervalMs <= 0) return () => {};
+  let previous = engine.metrics.snapshot();
+  const timer = setInterval(() => {
+    const current = engine.metrics.snapshot();
+    const { running, queued } = engine.scheduler;
+    if (running > 0 || queued > 0 || current.generationTokens !== previous.generationTokens) {
+      for (const line of statsLines(previous, current, running, queued)) log(vllmLogLine('INFO', 'loggers.py:118', line));
+    }
+    previous = current;
+  }, intervalMs);
+  timer.unref();
+  return () => clearInterval(timer);
 }
 
 /** At most one fault per request, drawn from the request's own seeded stream. */

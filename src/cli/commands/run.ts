@@ -7,6 +7,7 @@ import { runExperiment, type RunOutcome } from '../../experiment/runner.js';
 import type { ResolvedExperiment } from '../../experiment/types.js';
 import { defaultStorePath, openStore, type Db } from '../../store/db.js';
 import { latestUnfinishedRun } from '../../store/queries.js';
+import { runOnSlurm } from '../../exec/slurm.js';
 import { UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
 
@@ -41,17 +42,23 @@ export function registerRun(program: Command): void {
       };
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
+      const log = (line: string): void => void process.stderr.write(`${line}\n`);
       try {
         const target = resolveTarget(db, file, flags);
-        const outcome = await runExperiment({
-          db,
-          ...target,
-          ...(flags.serverKey !== undefined && { serverKey: flags.serverKey }),
-          acceptDrift: flags.acceptDrift ?? false,
-          workDir: join(dirname(storePath), 'logs'),
-          signal: controller.signal,
-          log: (line) => process.stderr.write(`${line}\n`),
-        });
+        const slurm = target.experiment?.executor.kind === 'slurm' ? target.experiment.executor : undefined;
+        // A Slurm experiment becomes one job per server config; each job runs this command with --run-id/--server-key.
+        const outcome =
+          slurm && file !== undefined
+            ? (await runOnSlurm({ experimentPath: file, storePath, config: slurm, signal: controller.signal, log })).outcome
+            : await runExperiment({
+                db,
+                ...target,
+                ...(flags.serverKey !== undefined && { serverKey: flags.serverKey }),
+                acceptDrift: flags.acceptDrift ?? false,
+                workDir: join(dirname(storePath), 'logs'),
+                signal: controller.signal,
+                log,
+              });
         report(db, outcome, flags.json ?? false);
       } finally {
         process.off('SIGINT', onSignal);
@@ -67,7 +74,10 @@ function resolveTarget(db: Db, file: string | undefined, flags: RunFlags): { exp
   if (explicitId !== undefined) {
     const runId = Number(explicitId);
     if (!Number.isInteger(runId) || runId < 1) throw new UserError(`run id must be a positive integer, got "${explicitId}"`, 'see run ids with `servelab ls`', ExitCode.usage);
-    loadRun(db, runId);
+    const { experiment } = loadRun(db, runId);
+    if (experiment.executor.kind === 'slurm' && flags.serverKey === undefined) {
+      throw new UserError(`run ${runId} runs on Slurm: resuming it here would start its servers on this machine`, 'start a new run with `servelab run FILE`');
+    }
     return { runId };
   }
   if (file === undefined) throw new UserError('no experiment file given', 'run `servelab run FILE`, or `servelab run --resume RUN_ID`', ExitCode.usage);
@@ -76,6 +86,9 @@ function resolveTarget(db: Db, file: string | undefined, flags: RunFlags): { exp
   if (flags.resume === true) {
     const run = latestUnfinishedRun(db, experiment.name);
     if (!run) throw new UserError(`no unfinished run of experiment "${experiment.name}" to resume`, `start a new one with \`servelab run ${file}\``);
+    if (experiment.executor.kind === 'slurm') {
+      throw new UserError(`run ${run.id} runs on Slurm: resuming it here would start its servers on this machine`, 'start a new run with `servelab run FILE`');
+    }
     process.stderr.write(`resuming run ${run.id} (${run.status}, ${run.trialCount} trials measured)\n`);
     return { runId: run.id };
   }

@@ -24,6 +24,7 @@ interface SimulateFlags {
   specDraftTokens?: number;
   specAcceptance?: number;
   specDraftOverhead?: number;
+  statsIntervalMs?: number;
   envSpeedup: EnvSpeedup[];
   fault: FaultConfig[];
 }
@@ -80,6 +81,7 @@ const FLAG_OF_KEY: Record<string, string> = {
   'decode.spec.draftTokens': '--spec-draft-tokens',
   'decode.spec.acceptance': '--spec-acceptance',
   'decode.spec.draftOverhead': '--spec-draft-overhead',
+  statsIntervalMs: '--stats-interval-ms',
 };
 
 function flagOf(keyPath: string): string {
@@ -108,6 +110,7 @@ function overridesFrom(flags: SimulateFlags): SimConfigInput {
       maxModelLen: flags.maxModelLen,
       spec: { draftTokens: flags.specDraftTokens, acceptance: flags.specAcceptance, draftOverhead: flags.specDraftOverhead },
     },
+    statsIntervalMs: flags.statsIntervalMs,
     envSpeedups: flags.envSpeedup.length > 0 ? flags.envSpeedup : undefined,
     faults: flags.fault.length > 0 ? flags.fault : undefined,
   };
@@ -138,6 +141,7 @@ export function registerSimulate(program: Command): void {
     .option('--spec-draft-tokens <k>', 'speculative decoding draft length; 0 = off (default 0)', integer)
     .option('--spec-acceptance <p>', 'per-draft-token acceptance probability (default 0.7)', number)
     .option('--spec-draft-overhead <fraction>', 'verification step cost per draft token, fraction of tpot (default 0.1)', number)
+    .option('--stats-interval-ms <ms>', 'log vLLM-style throughput lines this often while busy; 0 = never (default 10000)', number)
     .option('--env-speedup <NAME=VALUE:FACTOR>', 'decode speed x FACTOR when env NAME equals VALUE (repeatable)', envSpeedup, [])
     .option('--fault <KIND:RATE[:AFTER_TOKENS]>', `inject client-visible faults: ${FaultKinds.join('|')} (repeatable)`, fault, [])
     .action(async (flags: SimulateFlags) => {

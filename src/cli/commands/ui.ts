@@ -1,4 +1,44 @@
 import type { Command } from 'commander';
+import { defaultStorePath } from '../../store/db.js';
+import { isLoopbackHost, startUi } from '../../ui/server.js';
+import { UserError, messageOf } from '../../util/errors.js';
+import { ExitCode } from '../../util/exit.js';
 
-// PLACEHOLDER: replaced by the owner of this command.
-export function registerUi(_program: Command): void {}
+interface UiFlags {
+  port: string;
+  host: string;
+  store?: string;
+}
+
+export function registerUi(program: Command): void {
+  program
+    .command('ui')
+    .description('live dashboard over the result store: running servers, log tails, charts, verdicts, fingerprint diffs (read-only)')
+    .option('--port <n>', 'port to listen on (0 = any free port)', '8377')
+    .option('--host <host>', 'address to bind (loopback unless you mean to share it)', '127.0.0.1')
+    .option('--store <path>', 'result store (default: $SERVELAB_STORE or ~/.servelab/servelab.db)')
+    .action(async (flags: UiFlags) => {
+      const port = Number(flags.port);
+      if (!Number.isInteger(port) || port < 0 || port > 65535) {
+        throw new UserError(`--port must be an integer 0-65535, got "${flags.port}"`, 'pass e.g. --port 8377', ExitCode.usage);
+      }
+      if (!isLoopbackHost(flags.host)) {
+        process.stderr.write(`servelab ui: WARNING: listening on ${flags.host}: anyone who can reach this machine can read your results and server logs (no authentication)\n`);
+      }
+      const ui = await startUi({ storePath: defaultStorePath(flags.store), host: flags.host, port }).catch((error: unknown) => {
+        if (error instanceof UserError) throw error;
+        throw new UserError(`cannot listen on ${flags.host}:${port}: ${messageOf(error)}`, 'pick another --port (or --port 0 for any free one)');
+      });
+      // The URL goes to stdout so scripts (and tests) can read it.
+      process.stdout.write(`servelab ui: ${ui.url}\n`);
+      await new Promise<void>((resolve) => {
+        const stop = (): void => {
+          process.off('SIGINT', stop);
+          process.off('SIGTERM', stop);
+          void ui.close().then(resolve);
+        };
+        process.on('SIGINT', stop);
+        process.on('SIGTERM', stop);
+      });
+    });
+}

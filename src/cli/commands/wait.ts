@@ -32,7 +32,7 @@ export function registerWait(program: Command): void {
     .addHelpText(
       'after',
       `
-Polls fast at first (25 ms, doubling, capped at 100 ms). Progress goes to stderr.
+Polls every 20 ms at first, doubling up to 80 ms (about 40 ms late on average). Progress goes to stderr.
 Exit codes: 0 ready, 2 bad usage (e.g. invalid URL), 3 timeout (incl. never reachable),
 1 wrong answer (HTML page, not an OpenAI server, generation refused), 130 interrupted.`,
     )

@@ -1,0 +1,50 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { cli, simCommand, tempDir, writeExperiment } from './experiment-support.js';
+
+describe('drift alarm', () => {
+  test('a removed env var that made the baseline fast stops the next run, naming the variable', async (t) => {
+    const dir = tempDir(t, 'drift');
+    const store = join(dir, 'servelab.db');
+    // The simulator decodes 2× faster when NCCL_PROTO=LL, like a tuned NCCL protocol on real hardware.
+    const command = simCommand({ tpotMs: 4, extra: ['--env-speedup', 'NCCL_PROTO=LL:2'] });
+    const common = {
+      name: 'nccl-tuned',
+      // Single-stream decode speed: steadier than aggregate throughput on a busy test machine.
+      metric: 'perStreamTokensPerSecond',
+      client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens: 64, seed: 3 }, warmupRequests: 1 },
+      workloads: [{ kind: 'single-stream', requests: 3 }],
+    };
+    const tuned = writeExperiment(dir, 'tuned.yaml', { ...common, trials: 3, server: { command, env: { NCCL_PROTO: 'LL' }, readyTimeout: '5m' } });
+    const untuned = writeExperiment(dir, 'untuned.yaml', { ...common, trials: 2, server: { command, readyTimeout: '5m' } });
+
+    const first = await cli(['run', tuned], { store });
+    assert.equal(first.code, 0, first.stderr);
+
+    const second = await cli(['run', untuned], { store });
+    assert.notEqual(second.code, 0, 'a drift alarm is a failure');
+    assert.match(second.stderr, /drift alarm \(single-stream, noise band ±\d+%\): baseline \d+ tok\/s\/stream vs \d+ recorded \(−\d+%\); environment differs: .*NCCL_PROTO LL → \(unset\)/);
+    assert.match(second.stderr, /--accept-drift/);
+
+    // Stopped after the baseline's first trial, before the rest of the run was spent.
+    const db = new Database(store, { readonly: true });
+    t.after(() => db.close());
+    const runs = db.prepare('SELECT id, status FROM runs ORDER BY id').all() as Array<{ id: number; status: string }>;
+    assert.deepEqual(runs.map((run) => run.status), ['done', 'drift']);
+    const trialsOf = (runId: number) => (db.prepare('SELECT COUNT(*) AS n FROM trials WHERE run_id = ?').get(runId) as { n: number }).n;
+    assert.equal(trialsOf(2), 1);
+
+    const diff = await cli(['diff', '1', '2'], { store });
+    assert.equal(diff.code, 0, diff.stderr);
+    assert.match(diff.stdout, /baseline: .*NCCL_PROTO LL → \(unset\)/);
+    assert.match(diff.stdout, /baseline\s+single-stream\s+\d+\s+\d+\s+−\d+\.\d%/);
+
+    // Accepting the drift finishes and records the run.
+    const accepted = await cli(['run', untuned, '--resume', '--accept-drift'], { store });
+    assert.equal(accepted.code, 0, accepted.stderr);
+    assert.equal((db.prepare('SELECT status FROM runs WHERE id = 2').get() as { status: string }).status, 'done');
+    assert.equal(trialsOf(2), 2);
+  });
+});

@@ -1,0 +1,101 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { SERVELAB, cli, simCommand, tempDir, writeExperiment } from './experiment-support.js';
+
+/** Poll until `check` returns a value (bounded). */
+async function waitFor<T>(what: string, check: () => T | undefined, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** PIDs of the simulator servers a killed runner left behind, from their logs. */
+function serverPids(db: Database.Database): number[] {
+  const logs = db.prepare('SELECT log_path FROM servers').all() as Array<{ log_path: string }>;
+  return logs.flatMap(({ log_path }) => {
+    const match = existsSync(log_path) ? /Started server process \[(\d+)\]/.exec(readFileSync(log_path, 'utf8')) : null;
+    return match ? [Number(match[1])] : [];
+  });
+}
+
+describe('resume', () => {
+  test('after SIGKILL mid-trial, --resume keeps finished trials, duplicates nothing and completes the run', async (t) => {
+    const dir = tempDir(t, 'resume');
+    const store = join(dir, 'servelab.db');
+    const file = writeExperiment(dir, 'resume.yaml', {
+      name: 'crashy',
+      trials: 3,
+      server: { command: simCommand({ tpotMs: 5 }), readyTimeout: '5m' },
+      client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens: 48, seed: 3 }, warmupRequests: 1 },
+      workloads: [{ kind: 'single-stream', requests: 4 }],
+      variants: { baseline: {}, 'baseline-renamed': {} },
+    });
+
+    const runner = spawn(process.execPath, [SERVELAB, 'run', file], { env: { ...process.env, SERVELAB_STORE: store }, stdio: 'ignore' });
+    const runnerExited = new Promise((resolve) => runner.on('exit', resolve));
+    t.after(() => runner.kill('SIGKILL'));
+    await waitFor('the store', () => (existsSync(store) ? true : undefined), 30_000);
+    const db = new Database(store, { readonly: true, fileMustExist: true });
+    db.pragma('busy_timeout = 5000');
+    // The runner's servers run in their own process groups and outlive a SIGKILLed runner: the test reaps them.
+    const orphans = new Set<number>();
+    t.after(() => {
+      for (const pid of orphans) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+      db.close();
+    });
+    const count = (): number => {
+      try {
+        return (db.prepare('SELECT COUNT(*) AS n FROM trials').get() as { n: number }).n;
+      } catch {
+        return 0; // schema not created yet
+      }
+    };
+    // Kill while the third trial is in flight: two stored, the third has answered at least one request.
+    await waitFor(
+      'the third trial in flight',
+      () => {
+        for (const pid of serverPids(db)) orphans.add(pid);
+        if (count() !== 2) return undefined;
+        const progress = db.prepare('SELECT trial_label, completed FROM progress').get() as { trial_label: string; completed: number } | undefined;
+        return progress && progress.trial_label.includes('(trial 3/6)') && progress.completed >= 1 ? true : undefined;
+      },
+      60_000,
+    );
+    runner.kill('SIGKILL');
+    await runnerExited;
+    for (const pid of serverPids(db)) orphans.add(pid);
+    assert.ok(orphans.size >= 1, 'the killed runner left its server behind');
+    const before = db.prepare('SELECT id, variant, block, finished_at FROM trials ORDER BY id').all();
+    assert.equal(before.length, 2);
+    assert.equal((db.prepare('SELECT status FROM runs').get() as { status: string }).status, 'running');
+
+    const resumed = await cli(['run', file, '--resume'], { store });
+    assert.equal(resumed.code, 0, resumed.stderr);
+    assert.match(resumed.stderr, /resuming run 1 \(running, 2 trials measured\)/);
+    assert.match(resumed.stderr, /2 of 6 trials already measured; 4 to go/);
+
+    const after = db.prepare('SELECT id, variant, block, finished_at FROM trials ORDER BY id').all();
+    assert.equal(after.length, 6);
+    assert.deepEqual(after.slice(0, 2), before, 'finished trials are kept as they were');
+    const distinct = db.prepare('SELECT COUNT(DISTINCT variant || workload || block || repetition) AS n FROM trials').get() as { n: number };
+    assert.equal(distinct.n, 6);
+    // The killed trial left no partial samples: exactly 4 per stored trial.
+    assert.equal((db.prepare('SELECT COUNT(*) AS n FROM samples').get() as { n: number }).n, 6 * 4);
+    assert.equal((db.prepare('SELECT status FROM runs').get() as { status: string }).status, 'done');
+    assert.equal((db.prepare('SELECT COUNT(*) AS n FROM runs').get() as { n: number }).n, 1);
+  });
+});

@@ -1,0 +1,104 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { stringify } from 'yaml';
+import { openStoreForReading } from '../src/report/queries.js';
+import { startUi } from '../src/ui/server.js';
+
+const SERVELAB = fileURLToPath(new URL('../../bin/servelab.js', import.meta.url));
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const artifacts = resolve('test-artifacts');
+
+/** One simulator server (both variants differ only client-side) that takes a few seconds to load, so "starting" is visible. */
+function writeExperiment(dir: string): string {
+  const path = join(dir, 'live.yaml');
+  writeFileSync(
+    path,
+    stringify({
+      name: 'ui-live',
+      profile: 'simulator',
+      server: { command: ['node', '{servelab}', 'simulate', '--port', '{port}', '--load-ms', '4000', '--tpot-ms', '3', '--ttft-ms', '5', '--jitter', '0.02'], readyTimeout: '5m' },
+      client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens: 32, seed: 3 }, warmupRequests: 1 },
+      workloads: [{ kind: 'sweep', concurrencies: [1, 4], requestsPerLevel: 6 }],
+      trials: 3,
+      seed: 5,
+      variants: { baseline: {}, short: { client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens: 16, seed: 3 } } } },
+    }),
+  );
+  return path;
+}
+
+async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch {
+      // not there yet
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((done) => setTimeout(done, 100));
+  }
+}
+
+test('servelab ui follows a live experiment: server phase to ready, log tail, charts, verdicts', { timeout: 90_000 }, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'servelab-ui-live-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const store = join(dir, 'store.db');
+  const runner = spawn(process.execPath, [SERVELAB, 'run', writeExperiment(dir), '--store', store], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let runnerLog = '';
+  runner.stderr.setEncoding('utf8').on('data', (chunk: string) => (runnerLog += chunk));
+  const runnerExit = new Promise<number | null>((done) => runner.on('close', (code) => done(code)));
+  t.after(async () => {
+    if (runner.exitCode === null) runner.kill('SIGKILL');
+    await runnerExit;
+  });
+
+  // The UI reads only an existing store; wait for the runner to create it and record the run.
+  await until('the run row', () => {
+    if (!existsSync(store)) return undefined;
+    const db = openStoreForReading(store);
+    try {
+      return (db.prepare('SELECT count(*) AS n FROM runs').get() as { n: number }).n > 0 ? true : undefined;
+    } finally {
+      db.close();
+    }
+  });
+  const ui = await startUi({ storePath: store, host: '127.0.0.1', port: 0 });
+  t.after(() => ui.close());
+  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS, timeout: 30_000 });
+  t.after(() => browser.close());
+  const page = await browser.newPage({ viewport: { width: 1360, height: 1000 } });
+  const problems: string[] = [];
+  page.on('pageerror', (error) => problems.push(error.message));
+  page.on('console', (message) => { if (message.type() === 'error') problems.push(message.text()); });
+  await page.goto(ui.url);
+
+  // Startup is visible while it happens, then the same row turns ready: pushed over SSE, no reload.
+  await page.locator('#servers .pill.starting').waitFor({ timeout: 20_000 });
+  const startingPhase = await page.locator('#servers td.phase').first().innerText();
+  assert.ok(startingPhase.length > 0);
+  await page.locator('#servers .pill.ready').waitFor({ timeout: 30_000 });
+  assert.match(await page.locator('#log').innerText(), /simulator listening on http:\/\/127\.0\.0\.1/);
+  await page.locator('#live-figures figure svg').first().waitFor({ timeout: 30_000 });
+  await page.locator('#figures figure[data-figure="throughput"] svg').waitFor({ timeout: 30_000 });
+  mkdirSync(artifacts, { recursive: true });
+  await page.screenshot({ path: join(artifacts, 'ui-live.png') });
+
+  assert.equal(await runnerExit, 0, runnerLog);
+  await page.locator('#run-status.done').waitFor({ timeout: 20_000 });
+  // 2 workloads x (baseline + short), with a CI for the candidate rows.
+  await until('the final verdict table', async () => ((await page.locator('#verdicts table.verdicts tbody tr').count()) === 4 ? true : undefined), 10_000);
+  assert.match(await page.locator('#verdicts').innerText(), /\[\d\.\d{3}, \d\.\d{3}\]/);
+  const bars = await page.$$eval('#figures figure[data-figure="speedup"] path', (paths) => paths.filter((path) => path.getBoundingClientRect().height > 0).length);
+  assert.ok(bars >= 2, `speedup chart draws ${bars} marks`);
+  assert.ok(await page.locator('#live').isHidden(), 'live section is hidden once the run is done');
+  await page.screenshot({ path: join(artifacts, 'ui-done.png'), fullPage: true });
+  assert.deepEqual(problems, []);
+});
