@@ -276,11 +276,12 @@ describe('servelab run with an ssh executor against a real sshd', { skip: ci.ski
     let stdout = '';
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    let exitCode: number | null | undefined;
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve((exitCode = code))));
 
     // Once the server runs on the "host" (and is still loading), cut every SSH connection, twice.
     const deadline = Date.now() + 60_000;
-    while (processesWith(model).length === 0 && Date.now() < deadline) await delay(100);
+    while (processesWith(model).length === 0 && exitCode === undefined && Date.now() < deadline) await delay(100);
     assert.ok(processesWith(model).length > 0, `server never started:\n${stderr}`);
     const serverPids = processesWith(model);
     assert.ok(killSshdSessions() > 0);

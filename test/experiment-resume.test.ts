@@ -26,6 +26,15 @@ function serverPids(db: Database.Database): number[] {
   });
 }
 
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 describe('resume', () => {
   test('after SIGKILL mid-trial, --resume keeps finished trials, duplicates nothing and completes the run', async (t) => {
     const dir = tempDir(t, 'resume');
@@ -87,6 +96,9 @@ describe('resume', () => {
     assert.equal(resumed.code, 0, resumed.stderr);
     assert.match(resumed.stderr, /resuming run 1 \(running, 2 trials measured\)/);
     assert.match(resumed.stderr, /2 of 6 trials already measured; 4 to go/);
+    // The server the killed runner left behind was stopped before a new one started.
+    assert.match(resumed.stderr, /stopping server \(pid \d+\) left running by the interrupted runner/);
+    for (const pid of orphans) assert.equal(alive(pid), false, `server ${pid} stopped`);
 
     const after = db.prepare('SELECT id, variant, block, finished_at FROM trials ORDER BY id').all();
     assert.equal(after.length, 6);

@@ -86,9 +86,11 @@ describe('launchServer', () => {
     const dir = tempDir(t);
     const started = Date.now();
     const error = await launchFailure(simSpec(dir, ['--load-ms', '1000', '--fail', 'crash', '--fail-at-ms', '200']));
-    assert.equal(error.kind, 'process-exited');
+    // Normally the exit (code 1) lands within the settle time after the traceback; on a starved host the fatal
+    // line may be reported first. Both end the launch at once with exit code 4 and name the cause.
+    assert.ok(['process-exited', 'fatal-log'].includes(error.kind), error.kind);
     assert.equal(error.exitCode, 4);
-    assert.match(error.message, /exited with code 1 before becoming ready \(log shows engine failed to start/);
+    assert.match(error.message, /exited with code 1 before becoming ready \(log shows engine failed to start|server log shows engine failed to start/);
     assert.ok(error.logTail?.some((line) => /RuntimeError: Engine core initialization failed/.test(line)));
     assert.ok(Date.now() - started < 20_000, 'did not wait for the readiness timeout');
   });

@@ -68,15 +68,36 @@ function options(url: string, overrides: Partial<BenchOptions> = {}): BenchOptio
 }
 
 /**
- * Tolerance for a median latency: it may not undercut the model (beyond 10% + 1 ms), and may exceed it only by
- * HTTP, timer and scheduling overhead on a busy 2-core machine (25% + 6 ms). Anything that starts with a request
- * (TTFT, E2E) also pays the wake-up latency of two idle processes on an oversubscribed machine: `wakeMs` more.
+ * Scheduling noise while `run` runs: p90 lateness of a 5 ms interval timer in this process. Other engineers' test
+ * suites share the 2 cores (load averages of 10+ are common), and every wake-up of the client or the simulator can
+ * wait that long for a CPU; the latency tolerances below grow with it, so they stay tight on a quiet machine.
  */
-const WAKE_MS = 30;
-function assertNear(measured: number, expected: number, what: string, wakeMs = 0) {
+async function withNoise<T>(run: () => Promise<T>): Promise<{ value: T; noiseMs: number }> {
+  const lateness: number[] = [];
+  let last = performance.now();
+  const timer = setInterval(() => {
+    const now = performance.now();
+    lateness.push(Math.max(0, now - last - 5));
+    last = now;
+  }, 5);
+  try {
+    const value = await run();
+    lateness.sort((a, b) => a - b);
+    return { value, noiseMs: lateness[Math.floor(lateness.length * 0.9)] ?? 0 };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/**
+ * Tolerance for a latency: it may not undercut the model (beyond 10% + 1 ms: jitter is 0, and no client can see a
+ * token before it is sent), and may exceed it by HTTP and timer overhead (25% + 6 ms) plus `wakeUps` times the
+ * scheduling noise measured during the run (TTFT and E2E start with ~3 process wake-ups; per-token figures ~1).
+ */
+function assertNear(measured: number, expected: number, what: string, noiseMs: number, wakeUps = 1) {
   const low = expected * 0.9 - 1;
-  const high = expected * 1.25 + 6 + wakeMs;
-  assert.ok(measured >= low && measured <= high, `${what}: measured ${measured.toFixed(2)} ms, model ${expected.toFixed(2)} ms (allowed ${low.toFixed(1)}..${high.toFixed(1)})`);
+  const high = expected * 1.25 + 6 + wakeUps * noiseMs;
+  assert.ok(measured >= low && measured <= high, `${what}: measured ${measured.toFixed(2)} ms, model ${expected.toFixed(2)} ms (allowed ${low.toFixed(1)}..${high.toFixed(1)}, noise ${noiseMs.toFixed(1)} ms)`);
 }
 
 function only(result: { levels: LevelResult[] }): LevelResult {
@@ -87,50 +108,51 @@ function only(result: { levels: LevelResult[] }): LevelResult {
 describe('runBenchmark against the simulator', () => {
   test('single stream: TTFT, TPOT, ITL, E2E and tok/s follow the model', async (t) => {
     const server = await simProcess(t, ['--ttft-ms', String(DECODE.ttftBaseMs), '--prefill-ms-per-token', String(DECODE.prefillMsPerToken), '--tpot-ms', String(DECODE.tpotMs), '--jitter', '0']);
-    const result = await runBenchmark(options(server.url));
+    const { value: result, noiseMs } = await withNoise(() => runBenchmark(options(server.url)));
     const level = only(result);
     const config = server.config;
     assert.deepEqual([level.label, level.completed, level.failed, result.tokenCountMethod, result.model], ['single-stream', 4, 0, 'server-usage', config.model]);
     assert.ok(level.samples.every((sample) => sample.outputTokens === OUTPUT_TOKENS && sample.inputTokens === INPUT_TOKENS));
-    assertNear(level.ttftMs.median, expectedTtftMs(config, INPUT_TOKENS), 'TTFT', WAKE_MS);
-    assertNear(level.tpotMs.median, expectedTpotMs(config), 'TPOT');
+    assertNear(level.ttftMs.median, expectedTtftMs(config, INPUT_TOKENS), 'TTFT', noiseMs, 3);
+    assertNear(level.tpotMs.median, expectedTpotMs(config), 'TPOT', noiseMs);
     // Mean, not median: when the client is descheduled, two chunks can arrive together (a ~0 gap and a double one).
-    assertNear(level.itlMs.mean, expectedTpotMs(config), 'ITL mean');
+    assertNear(level.itlMs.mean, expectedTpotMs(config), 'ITL mean', noiseMs);
     assert.equal(level.itlMs.count, 4 * (OUTPUT_TOKENS - 1));
     const e2e = expectedE2eMs(config, INPUT_TOKENS, OUTPUT_TOKENS);
-    assertNear(level.e2eMs.median, e2e, 'E2E', WAKE_MS);
+    assertNear(level.e2eMs.median, e2e, 'E2E', noiseMs, 3);
     const perStream = level.outputTokensPerSecondPerStream.median;
     const expectedPerStream = OUTPUT_TOKENS / (e2e / 1000);
-    const slowest = OUTPUT_TOKENS / ((e2e * 1.25 + 6 + WAKE_MS) / 1000);
+    const slowest = OUTPUT_TOKENS / ((e2e * 1.25 + 6 + 3 * noiseMs) / 1000);
     assert.ok(perStream <= expectedPerStream * 1.1 && perStream >= slowest, `tok/s per stream ${perStream} vs ${expectedPerStream}`);
     assert.ok(Math.abs(level.outputTokensPerSecond - level.completed * OUTPUT_TOKENS / level.durationS) < 1e-6);
   });
 
   test('concurrency: per-token time grows with the configured batch slowdown', async (t) => {
     const server = await simProcess(t, ['--ttft-ms', '10', '--tpot-ms', '10', '--jitter', '0', '--concurrency-slowdown', '0.1']);
-    const result = await runBenchmark(options(server.url, { workload: { kind: 'sweep', concurrencies: [1, 6], requestsPerLevel: 12 } }));
+    const { value: result, noiseMs } = await withNoise(() => runBenchmark(options(server.url, { workload: { kind: 'sweep', concurrencies: [1, 6], requestsPerLevel: 12 } })));
     const [c1, c6] = result.levels as [LevelResult, LevelResult];
     assert.deepEqual([c1.label, c6.label, c6.concurrency, c6.completed], ['c=1', 'c=6', 6, 12]);
-    assertNear(c1.tpotMs.median, expectedTpotMs(server.config, 1), 'TPOT c=1');
+    assertNear(c1.tpotMs.median, expectedTpotMs(server.config, 1), 'TPOT c=1', noiseMs);
+    assertNear(c6.tpotMs.median, expectedTpotMs(server.config, 6), 'TPOT c=6', noiseMs);
     const measuredRatio = c6.tpotMs.median / c1.tpotMs.median;
     const modelRatio = expectedTpotMs(server.config, 6) / expectedTpotMs(server.config, 1);
     assert.equal(modelRatio, batchFactor(server.config, 6));
-    assert.ok(Math.abs(measuredRatio - modelRatio) < 0.15, `tpot ratio c6/c1 ${measuredRatio.toFixed(3)} vs model ${modelRatio.toFixed(3)}`);
-    assert.ok(c6.outputTokensPerSecond > 3 * c1.outputTokensPerSecond, 'aggregate throughput scales with concurrency');
+    assert.ok(measuredRatio > 1 + (modelRatio - 1) / 2, `slowdown visible: tpot ratio c6/c1 ${measuredRatio.toFixed(3)} vs model ${modelRatio.toFixed(3)}`);
+    assert.ok(c6.outputTokensPerSecond > 2 * c1.outputTokensPerSecond, 'aggregate throughput scales with concurrency');
   });
 
   for (const backend of BACKEND_KINDS) {
     test(`backend ${backend} streams and reports usage`, async (t) => {
       const server = await sim(t);
-      const result = await runBenchmark(options(server.url, { backend, workload: { kind: 'single-stream', requests: 3 } }));
+      const { value: result, noiseMs } = await withNoise(() => runBenchmark(options(server.url, { backend, workload: { kind: 'single-stream', requests: 3 } })));
       const level = only(result);
       assert.deepEqual([level.completed, level.failed, result.tokenCountMethod], [3, 0, 'server-usage']);
       for (const sample of level.samples) {
         assert.equal(sample.outputTokens, OUTPUT_TOKENS);
         assert.equal(sample.itlMs.length, OUTPUT_TOKENS - 1);
       }
-      assertNear(level.ttftMs.median, expectedTtftMs(server.config, INPUT_TOKENS), `${backend} TTFT`, WAKE_MS);
-      assertNear(level.tpotMs.median, expectedTpotMs(server.config), `${backend} TPOT`);
+      assertNear(level.ttftMs.median, expectedTtftMs(server.config, INPUT_TOKENS), `${backend} TTFT`, noiseMs, 3);
+      assertNear(level.tpotMs.median, expectedTpotMs(server.config), `${backend} TPOT`, noiseMs);
     });
   }
 
@@ -183,7 +205,8 @@ describe('runBenchmark against the simulator', () => {
     assert.deepEqual([level.label, level.targetRequestsPerSecond, level.completed], ['rate=25/s', 25, 8]);
     const sends = level.samples.map((sample) => sample.sentAtMs);
     const span = sends[7]! - sends[0]!;
-    assert.ok(span >= 7 * 40 - 5 && span <= 7 * 40 * 1.5, `8 constant arrivals at 25/s span ${span} ms, expected ~280`);
+    // Arrivals follow a fixed schedule, so a late first send shortens the span: allow 15% either way (+50% late).
+    assert.ok(span >= 7 * 40 * 0.85 && span <= 7 * 40 * 1.5, `8 constant arrivals at 25/s span ${span} ms, expected ~280`);
 
     const capped = only(await runBenchmark(options(server.url, { warmupRequests: 0, workload: { kind: 'rate', requestsPerSecond: 1000, arrival: 'poisson', maxInFlight: 1, requests: 4 } })));
     for (let i = 1; i < 4; i++) {
@@ -195,7 +218,8 @@ describe('runBenchmark against the simulator', () => {
   test('goodput against SLOs derived from the model', async (t) => {
     const server = await sim(t);
     const ttft = expectedTtftMs(server.config, INPUT_TOKENS);
-    const loose = only(await runBenchmark(options(server.url, { slo: { ttftMs: ttft * 3 + 20, tpotMs: expectedTpotMs(server.config) * 3 } })));
+    // Loose SLOs far above the model (even a starved machine meets them); strict ones below what physics allows.
+    const loose = only(await runBenchmark(options(server.url, { slo: { ttftMs: ttft * 10 + 200, tpotMs: expectedTpotMs(server.config) * 10 + 50 } })));
     assert.equal(loose.goodput!.fraction, 1);
     const strict = only(await runBenchmark(options(server.url, { slo: { ttftMs: ttft / 2 } })));
     assert.deepEqual(strict.goodput, { fraction: 0, requestsPerSecond: 0 });

@@ -63,7 +63,7 @@ async function notReady(promise: Promise<unknown>): Promise<NotReadyError> {
 
 describe('waitForReady against the simulator', () => {
   test('reports ready only once health, models and one generation pass', async (t) => {
-    const url = await startSimulator(t, ['--load-ms', '400']);
+    const url = await startSimulator(t, ['--load-ms', '1500']);
     const progress: string[] = [];
     const result = await waitForReady({ baseUrl: url, profile: openai, timeoutMs: 30_000, onProgress: (p) => progress.push(p.phase) });
     assert.deepEqual(result.checks, ['health', 'models', 'generation']);
@@ -74,7 +74,7 @@ describe('waitForReady against the simulator', () => {
 
   test('health ok but not serving (no model, generation 503) is not ready: times out naming why', async (t) => {
     const url = await startSimulator(t, ['--load-ms', '50', '--fail', 'not-serving']);
-    const error = await notReady(waitForReady({ baseUrl: url, profile: openai, timeoutMs: 1_500 }));
+    const error = await notReady(waitForReady({ baseUrl: url, profile: openai, timeoutMs: 4_000 }));
     assert.equal(error.kind, 'timeout');
     assert.equal(error.exitCode, 3);
     assert.match(error.message, /checking models.*lists no model/);
@@ -82,9 +82,9 @@ describe('waitForReady against the simulator', () => {
 
   test('a server that hangs while loading times out with its last health answer', async (t) => {
     const url = await startSimulator(t, ['--load-ms', '60000', '--fail', 'hang', '--fail-at-ms', '10']);
-    const error = await notReady(waitForReady({ baseUrl: url, profile: openai, timeoutMs: 1_000 }));
+    const error = await notReady(waitForReady({ baseUrl: url, profile: openai, timeoutMs: 2_000 }));
     assert.equal(error.kind, 'timeout');
-    assert.match(error.message, /not ready after 1\.0s: waiting for health \(503: loading\)/);
+    assert.match(error.message, /not ready after 2\.0s: waiting for health \(503: loading\)/);
   });
 
   test('with verification off, a healthy server is ready on health alone', async (t) => {

@@ -87,7 +87,9 @@ export function buildFixtureRun(store: FixtureStore, options: FixtureRunOptions 
   const { plan } = loadRun(store.db, runId);
   const random = mulberry32(options.seed ?? runId * 101);
   const count = options.trials ?? plan.trials.length;
-  const start = Date.now() - count * 20_000;
+  // Back-date the run so its trials (20 s apart) all lie between its start and now.
+  const start = Date.now() - (count + 1) * 20_000;
+  store.db.prepare('UPDATE runs SET started_at = ? WHERE id = ?').run(new Date(start - 5_000).toISOString(), runId);
   plan.trials.slice(0, count).forEach((planned, index) => {
     const variant = experiment.variants.find((candidate) => candidate.name === planned.variant)!;
     const workload = experiment.workloads.find((candidate) => candidate.label === planned.workload)!;

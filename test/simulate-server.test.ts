@@ -188,6 +188,24 @@ describe('simulator server', () => {
     assert.ok(counts.every((count) => count === 200), JSON.stringify(counts));
   });
 
+  test('a hang after ready silences in-flight streams and turns health to 503', async (t) => {
+    const sim = await start(t, { startup: { loadMs: 0, failure: { kind: 'hang', atMs: 1000 } }, decode: { tpotMs: 5, ttftBaseMs: 0 } });
+    const response = await request(`${sim.url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ prompt: 'a', max_tokens: 30_000, stream: true, ignore_eos: true }),
+      headersTimeout: 5000,
+      bodyTimeout: 1500,
+    });
+    let events = 0;
+    await assert.rejects(readEvents(response.body, () => (events += 1)), (error: Error) => /timeout/i.test(`${error.name} ${error.message}`));
+    assert.ok(events > 0, 'streamed before the hang');
+    assert.equal(sim.state(), 'hung');
+    const health = await request(`${sim.url}/health`);
+    assert.equal(health.statusCode, 503);
+    assert.deepEqual(await health.body.json(), { status: 'unhealthy' });
+  });
+
   test('in-process startup failure rejects ready; crash closes the server', async () => {
     const lines: string[] = [];
     const sim = await startSimulator({ startup: { loadMs: 200, failure: { kind: 'crash', atMs: 20 } } }, { log: (line) => lines.push(line) });

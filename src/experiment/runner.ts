@@ -15,6 +15,7 @@ import { lastReadyStartup, recordStartup } from '../store/startups.js';
 import { UserError, messageOf } from '../util/errors.js';
 import { checkDrift, formatDriftAlarm } from './drift.js';
 import { finalizeRun, type RunOutcome } from './finalize.js';
+import { reapLeftoverServers } from './leftovers.js';
 import { metricUnit, metricValue, trialMetricsOf } from './metrics.js';
 import { createRun, loadRun, trialKey } from './run-store.js';
 import type { PlannedTrial, ResolvedExperiment, ResolvedVariant } from './types.js';
@@ -62,7 +63,6 @@ export async function runExperiment(options: RunOptions): Promise<RunOutcome> {
     throw new UserError(`run ${runId} stopped on a drift alarm: ${run.message ?? ''}`, 'fix the environment and start a new run, or resume with --accept-drift');
   }
   if (run.status === 'done') return { runId, status: 'done', ...(run.verdicts !== undefined && { verdicts: run.verdicts as RunOutcome['verdicts'] }) };
-  if (run.status !== 'running') setRunStatus(db, runId, 'running');
 
   const stored = listTrials(db, runId);
   const done = new Set(stored.map(trialKey));
@@ -75,6 +75,13 @@ export async function runExperiment(options: RunOptions): Promise<RunOutcome> {
 
   const context: TrialContext = { db, runId, experiment, options, log, total: plan.trials.length, doneCount: done.size, checked };
   const executor = options.executor ?? (await createExecutor(experiment.executor, { workDir: options.workDir }));
+  try {
+    await reapLeftoverServers(db, runId, executor, { ...(options.serverKey !== undefined && { serverKey: options.serverKey }), log });
+  } catch (error) {
+    if (!options.executor) await executor.close();
+    throw error;
+  }
+  if (run.status !== 'running') setRunStatus(db, runId, 'running');
   try {
     for (const stretch of stretches(pending)) {
       const stop = await runStretch(context, executor, stretch);
@@ -162,6 +169,7 @@ async function startServer(
   const predictedReadyMs = lastReadyStartup(db, variant.serverKey)?.readyMs;
   const rowId = insertServer(db, {
     runId,
+    runnerPid: process.pid,
     serverKey: variant.serverKey,
     label,
     host: executor.hostLabel,
@@ -192,7 +200,7 @@ async function startServer(
         ...(options.signal && { signal: options.signal }),
       },
     );
-    updateServer(db, rowId, { status: 'ready', phase: 'ready', readyMs: running.ready.elapsedMs });
+    updateServer(db, rowId, { status: 'ready', phase: 'ready', readyMs: running.ready.elapsedMs, ...(executor.kind === 'local' && { pid: running.pid }) });
     recordStartup(db, { configKey: variant.serverKey, startedAt, readyMs: running.ready.elapsedMs, outcome: 'ready', phases: running.ready.phases, runId });
     context.log(`server ready in ${(running.ready.elapsedMs / 1000).toFixed(1)} s at ${running.baseUrl}`);
     return { running, rowId };

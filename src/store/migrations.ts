@@ -115,11 +115,15 @@ export const migrations: ReadonlyArray<{ version: number; description: string; s
   },
   {
     version: 3,
-    description: 'verdicts of a finished run',
+    description: 'verdicts of a finished run; process ids of local servers',
     sql: `
       -- Per-variant verdicts vs the baseline (JSON array), written by finalizeRun when every planned trial is stored.
       ALTER TABLE runs ADD COLUMN verdict_json TEXT;
       CREATE INDEX runs_by_experiment ON runs (experiment_id, id);
+      -- A killed runner leaves its server running (own process group); a resume on the same host stops it by pid
+      -- and refuses to start while the recorded runner process is still alive.
+      ALTER TABLE servers ADD COLUMN pid INTEGER;
+      ALTER TABLE servers ADD COLUMN runner_pid INTEGER;
     `,
   },
 ];

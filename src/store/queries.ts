@@ -168,3 +168,25 @@ export function trialSamples(db: Db, trialId: number): RequestSample[] {
     }),
   }));
 }
+
+export interface LiveServerRow {
+  id: number;
+  serverKey: string;
+  host: string;
+  pid?: number;
+  runnerPid?: number;
+}
+
+/** Servers of a run that were never marked stopped or failed: still up, or left behind by a killed runner. */
+export function unstoppedServers(db: Db, runId: number): LiveServerRow[] {
+  const rows = db
+    .prepare("SELECT id, server_key, host, pid, runner_pid FROM servers WHERE run_id = ? AND status IN ('starting', 'ready') ORDER BY id")
+    .all(runId) as Array<{ id: number; server_key: string; host: string; pid: number | null; runner_pid: number | null }>;
+  return rows.map((row) => ({
+    id: row.id,
+    serverKey: row.server_key,
+    host: row.host,
+    ...(row.pid !== null && { pid: row.pid }),
+    ...(row.runner_pid !== null && { runnerPid: row.runner_pid }),
+  }));
+}

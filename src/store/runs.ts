@@ -110,6 +110,8 @@ export function insertTrial(db: Db, trial: NewTrial, fingerprint: Fingerprint, s
 
 export interface ServerRowStart {
   runId: number;
+  /** The runner process on this host, so a resume can tell a crashed runner from a live one. */
+  runnerPid: number;
   serverKey: string;
   label: string;
   host: string;
@@ -121,10 +123,10 @@ export function insertServer(db: Db, server: ServerRowStart): number {
   const at = now();
   const result = db
     .prepare(
-      `INSERT INTO servers (run_id, server_key, label, host, status, phase, started_at, updated_at, predicted_ready_ms, log_path)
-       VALUES (?, ?, ?, ?, 'starting', 'launching', ?, ?, ?, ?)`,
+      `INSERT INTO servers (run_id, server_key, label, host, status, phase, started_at, updated_at, predicted_ready_ms, log_path, runner_pid)
+       VALUES (?, ?, ?, ?, 'starting', 'launching', ?, ?, ?, ?, ?)`,
     )
-    .run(server.runId, server.serverKey, server.label, server.host, at, at, server.predictedReadyMs ?? null, server.logPath);
+    .run(server.runId, server.serverKey, server.label, server.host, at, at, server.predictedReadyMs ?? null, server.logPath, server.runnerPid);
   return Number(result.lastInsertRowid);
 }
 
@@ -134,18 +136,22 @@ export interface ServerRowUpdate {
   readyMs?: number;
   predictedReadyMs?: number;
   message?: string;
+  /** Process id of a server started on this machine. */
+  pid?: number;
 }
 
 export function updateServer(db: Db, serverId: number, update: ServerRowUpdate): void {
   db.prepare(
     `UPDATE servers SET status = COALESCE(?, status), phase = COALESCE(?, phase), ready_ms = COALESCE(?, ready_ms),
-       predicted_ready_ms = COALESCE(?, predicted_ready_ms), message = COALESCE(?, message), updated_at = ? WHERE id = ?`,
+       predicted_ready_ms = COALESCE(?, predicted_ready_ms), message = COALESCE(?, message), pid = COALESCE(?, pid),
+       updated_at = ? WHERE id = ?`,
   ).run(
     update.status ?? null,
     update.phase ?? null,
     update.readyMs ?? null,
     update.predictedReadyMs ?? null,
     update.message ?? null,
+    update.pid ?? null,
     now(),
     serverId,
   );

@@ -48,6 +48,7 @@ export function registerLaunch(program: Command): void {
     .option('--host <host>', 'host the server listens on, for {host} and the URL (default 127.0.0.1)')
     .option('--port <n>', 'fixed port (default: a free one substituted for {port}, else the profile\'s usual port)')
     .option('--timeout <duration>', 'readiness timeout: 90s, 15m, 1h, 500ms (a bare number is seconds; default 30m)')
+    .option('--verify', 'check /v1/models and one tiny generation after health (default for OpenAI-compatible profiles)')
     .option('--no-verify', 'only check the health endpoint (skip /v1/models and the one-token generation)')
     .option('--model <name>', 'model for the generation check (default: the first one /v1/models lists)')
     .option('--json', 'print the ready server (URL, pid, log, phases) or the failure as JSON on stdout')
@@ -81,7 +82,7 @@ Examples:
       const port = flags.port !== undefined ? parsePort(flags.port) : config.port;
       const storePath = defaultStorePath(flags.store);
       const logPath = resolve(flags.log ?? config.log ?? join(dirname(storePath), 'logs', `${profile.name}-${new Date().toISOString().replace(/[:.]/g, '-')}.log`));
-      const verify = flags.verify === false ? false : config.verify;
+      const verify = flags.verify ?? config.verify;
       const model = flags.model ?? config.model;
       const host = flags.host ?? config.host;
 

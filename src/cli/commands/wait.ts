@@ -11,7 +11,7 @@ interface WaitFlags {
   profile: string;
   profiles?: string;
   timeout: string;
-  verify: boolean;
+  verify?: boolean;
   model?: string;
   json?: boolean;
   store?: string;
@@ -25,6 +25,7 @@ export function registerWait(program: Command): void {
     .option('--profile <name>', 'server profile: vllm, sglang, tgi, llamacpp, ollama, openai, simulator, or one of yours', 'openai')
     .option('--profiles <file>', 'YAML file of user profiles (default: $SERVELAB_PROFILES or ~/.servelab/profiles.yaml)')
     .option('--timeout <duration>', 'give up after this long: 90s, 15m, 1h, 500ms (a bare number is seconds)', '20m')
+    .option('--verify', 'check /v1/models and one tiny generation after health (default for OpenAI-compatible profiles)')
     .option('--no-verify', 'only check the health endpoint (skip /v1/models and the one-token generation)')
     .option('--model <name>', 'model for the generation check (default: the first one /v1/models lists)')
     .option('--json', 'print the result (or the failure) as JSON on stdout')
@@ -54,7 +55,7 @@ Exit codes: 0 ready, 2 bad usage (e.g. invalid URL), 3 timeout (incl. never reac
           baseUrl,
           profile,
           timeoutMs,
-          verifyServing: flags.verify,
+          ...(flags.verify !== undefined && { verifyServing: flags.verify }),
           ...(flags.model && { model: flags.model }),
           ...(previous !== undefined && { previousReadyMs: previous }),
           onProgress: progress.report,

@@ -1,0 +1,67 @@
+import { test, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import { cdfPoints } from '../src/report/charts.js';
+import { buildRunReport, compareRuns } from '../src/report/model.js';
+import { loadRunData } from '../src/report/queries.js';
+import { buildFixtureRun, createFixtureStore } from './report-fixture.js';
+
+describe('report model', () => {
+  test('a finished run uses the verdicts the runner stored, with baseline rows and acceptance vs steps', (t) => {
+    const store = createFixtureStore();
+    t.after(() => store.cleanup());
+    const report = buildRunReport(loadRunData(store.db, buildFixtureRun(store))!);
+    assert.equal(report.verdictsFinal, true);
+    assert.deepEqual(report.workloads, ['c=1', 'c=8', 'c=32']);
+    assert.deepEqual(report.variants, ['baseline', 'eagle3-s2', 'eagle3-s4', 'eagle3-s6']);
+    const baselineRow = report.rows.find((row) => row.variant === 'baseline' && row.workload === 'c=8')!;
+    assert.equal(baselineRow.ratio, 1);
+    assert.equal(baselineRow.label, 'baseline');
+    const spec = report.rows.find((row) => row.variant === 'eagle3-s4' && row.workload === 'c=1')!;
+    assert.equal(spec.label, 'faster');
+    assert.ok(spec.ciLow! > 1 && spec.ciHigh! >= spec.ratio! && spec.ratio! >= spec.ciLow!);
+    assert.equal(report.speedup.length, 9);
+    assert.equal(report.acceptance?.parameter, 'steps');
+    const acceptance = report.acceptance!.series[0]!.points.sort((a, b) => Number(a[0]) - Number(b[0]));
+    assert.deepEqual(acceptance.map(([steps]) => steps), [2, 4, 6]);
+    assert.ok(acceptance[0]![1] > acceptance[2]![1], 'acceptance falls with depth');
+    assert.equal(report.latency?.workload, 'c=32');
+    assert.equal(report.environment.distinctFingerprints, 4);
+    assert.deepEqual(report.environment.variants.map((variant) => variant.changes.map((change) => change.key)), [['command'], ['command'], ['command']]);
+    assert.deepEqual(report.driftNotes, []);
+  });
+
+  test('a run in progress gets provisional verdicts from the trials stored so far', (t) => {
+    const store = createFixtureStore();
+    t.after(() => store.cleanup());
+    const report = buildRunReport(loadRunData(store.db, buildFixtureRun(store, { trials: 20 }))!);
+    assert.equal(report.status, 'running');
+    assert.equal(report.verdictsFinal, false);
+    assert.equal(report.trialCount, 20);
+    assert.equal(report.plannedTrials, 48);
+    assert.match(report.driftNotes[0]!, /provisional: computed from 20 of 48 planned trials/);
+  });
+
+  test('comparing two runs flags the slowed-down one as drift and names the environment change', (t) => {
+    const store = createFixtureStore();
+    t.after(() => store.cleanup());
+    const first = loadRunData(store.db, buildFixtureRun(store))!;
+    const same = loadRunData(store.db, buildFixtureRun(store))!;
+    const slower = loadRunData(store.db, buildFixtureRun(store, { scale: 0.7, env: { NCCL_ALGO: 'Tree' } }))!;
+    const steady = compareRuns(first, same);
+    assert.equal(steady.drifted, false);
+    assert.deepEqual(steady.changes, []);
+    const drifted = compareRuns(first, slower);
+    assert.equal(drifted.drifted, true);
+    assert.deepEqual(drifted.changes, [{ key: 'env.NCCL_ALGO', after: 'Tree' }]);
+    const baseline = drifted.rows.find((row) => row.variant === 'baseline' && row.workload === 'c=1')!;
+    assert.ok(baseline.check.changePct < -20);
+    assert.match(baseline.alarm!, /^baseline .* recorded \(−\d+%\); environment differs: NCCL_ALGO \(unset\) → Tree$/);
+  });
+
+  test('CDF points are sorted, end at 1 and are thinned for long series', () => {
+    assert.deepEqual(cdfPoints([30, 10, 20, Number.NaN]), [[10, 1 / 3], [20, 2 / 3], [30, 1]]);
+    const long = cdfPoints(Array.from({ length: 5000 }, (_, i) => i), 400);
+    assert.ok(long.length <= 401);
+    assert.deepEqual(long.at(-1), [4999, 1]);
+  });
+});
