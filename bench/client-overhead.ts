@@ -5,7 +5,7 @@
  * with this process). The same figures for a reference client — a minimal raw undici loop that only reads the
  * stream and counts events — are measured in the same run, and servelab is reported as a ratio of it.
  *
- *   npx tsc -p . && node dist/bench/client-overhead.js [--streams 256] [--output-len 256] [--requests 1024]
+ *   npx tsc -p . && node dist/bench/client-overhead.js [--streams 256] [--output-len 256] [--requests 1024] [--paced-tpot-ms 10]
  *
  * Timing error: TTFT error = arrival of the first token event − its sent_ns (delivery delay the client adds on top
  * of the server); ITL error = |client gap − server gap| between consecutive token events of one request.

@@ -1,14 +1,26 @@
 import { Command, CommanderError } from 'commander';
 import { reportFailure, ExitCode } from '../util/exit.js';
 import { VERSION } from '../version.js';
-import { registerSimulate } from './commands/simulate.js';
-import { registerWait } from './commands/wait.js';
-import { registerLaunch } from './commands/launch.js';
-import { registerBench } from './commands/bench.js';
-import { registerRun } from './commands/run.js';
-import { registerStoreViews } from './commands/store-views.js';
-import { registerReport } from './commands/report.js';
-import { registerUi } from './commands/ui.js';
+
+type Register = (program: Command) => void;
+
+/**
+ * Command modules are imported lazily: loading all of them costs ~1 s of CPU per start, and a run starts this
+ * binary often (servers under test, Slurm jobs, SSH remotes). Only the named command's module is loaded;
+ * `servelab --help` (or an unknown word) loads them all so help and "did you mean" stay complete.
+ */
+const commandLoaders: Record<string, () => Promise<Register>> = {
+  simulate: async () => (await import('./commands/simulate.js')).registerSimulate,
+  wait: async () => (await import('./commands/wait.js')).registerWait,
+  launch: async () => (await import('./commands/launch.js')).registerLaunch,
+  bench: async () => (await import('./commands/bench.js')).registerBench,
+  run: async () => (await import('./commands/run.js')).registerRun,
+  ls: async () => (await import('./commands/store-views.js')).registerStoreViews,
+  report: async () => (await import('./commands/report.js')).registerReport,
+  ui: async () => (await import('./commands/ui.js')).registerUi,
+};
+commandLoaders.show = commandLoaders.ls!;
+commandLoaders.diff = commandLoaders.ls!;
 
 const program = new Command()
   .name('servelab')
@@ -17,11 +29,10 @@ const program = new Command()
   .showHelpAfterError('(run with --help for usage)')
   .exitOverride();
 
-for (const register of [registerSimulate, registerWait, registerLaunch, registerBench, registerRun, registerStoreViews, registerReport, registerUi]) {
-  register(program);
-}
-
 try {
+  const requested = process.argv[2];
+  const loaders = requested && commandLoaders[requested] ? [commandLoaders[requested]] : [...new Set(Object.values(commandLoaders))];
+  for (const register of await Promise.all(loaders.map((load) => load()))) register(program);
   await program.parseAsync(process.argv);
 } catch (error) {
   if (error instanceof CommanderError) {

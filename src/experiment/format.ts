@@ -61,7 +61,14 @@ export function formatRunList(runs: readonly RunDetail[]): string {
   return table(['run', 'experiment', 'status', 'started (UTC)', 'trials', 'result'], rows);
 }
 
+const RESULT_WIDTH = 100;
+
 function summarizeVerdicts(run: RunDetail): string {
+  const text = verdictSummary(run);
+  return text.length > RESULT_WIDTH ? `${text.slice(0, RESULT_WIDTH - 1)}…` : text;
+}
+
+function verdictSummary(run: RunDetail): string {
   if (run.status !== 'done') return run.message ?? '';
   const verdicts = (run.verdicts ?? []) as VariantVerdict[];
   const notable = verdicts.filter((verdict) => verdict.significant);

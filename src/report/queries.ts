@@ -86,7 +86,7 @@ export function listExperiments(db: Db): ExperimentSummary[] {
 }
 
 /** Everything a report needs about one run; undefined when the run is not in the store. */
-export function loadRunData(db: Db, runId: number): RunData | undefined {
+export function loadRunData(db: Db, runId: number, options: { latencies?: boolean } = {}): RunData | undefined {
   const run = getRun(db, runId);
   if (!run) return undefined;
   const trials = listTrials(db, runId);
@@ -94,8 +94,24 @@ export function loadRunData(db: Db, runId: number): RunData | undefined {
     run,
     trials,
     fingerprints: fingerprintsByIds(db, trials.map((trial) => trial.fingerprintId)),
-    latencies: trialLatencies(db, trials.map((trial) => trial.id)),
+    // Samples are the bulk of the store; callers that draw no latency chart skip them.
+    latencies: options.latencies === false ? new Map() : trialLatencies(db, trials.map((trial) => trial.id)),
   };
+}
+
+/**
+ * Changes exactly when what a report of the run shows changes (a trial stored, status or verdicts written), not on
+ * the frequent progress and server updates: lets the UI reuse a rendered report while a run is in flight.
+ */
+export function runContentKey(db: Db, runId: number): string | undefined {
+  const row = db
+    .prepare(
+      `SELECT r.status, r.finished_at, r.message, length(r.verdict_json) AS verdicts,
+         (SELECT count(*) FROM trials t WHERE t.run_id = r.id) AS trials, (SELECT max(id) FROM trials t WHERE t.run_id = r.id) AS last
+       FROM runs r WHERE r.id = ?`,
+    )
+    .get(runId);
+  return row === undefined ? undefined : JSON.stringify(row);
 }
 
 /** The most recent run, for `servelab report` without arguments. */

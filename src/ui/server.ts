@@ -10,7 +10,8 @@ import type { Db } from '../store/db.js';
 import { reportFigures } from '../report/figures.js';
 import { comparisonHtml, driftNotesHtml, environmentHtml, figuresHtml, runFactsHtml, verdictTableHtml } from '../report/html.js';
 import { buildRunReport, compareRuns } from '../report/model.js';
-import { getServer, listExperiments, loadRunData, openStoreForReading, runProgress, runServers, storeVersion } from '../report/queries.js';
+import { getServer, listExperiments, loadRunData, openStoreForReading, runContentKey, runProgress, runServers, storeVersion } from '../report/queries.js';
+import type { TrialRecord } from '../store/types.js';
 import { readLogTail } from './log-tail.js';
 import { liveFigures, type ProgressPoint } from './live.js';
 import { APP_JS, PAGE_HTML } from './page.js';
@@ -73,11 +74,19 @@ export async function startUi(options: UiOptions): Promise<UiServer> {
   };
 }
 
-/** What the poller remembers between ticks: the store version, log sizes and in-flight throughput history. */
+interface RunView {
+  run: { id: number; experimentName: string; status: string; startedAt: string; finishedAt: string | null; message: string | null };
+  trials: TrialRecord[];
+  html: { facts: string; verdicts: string; figures: string; notes: string; environment: string };
+}
+
+/** What the server remembers: the store version, log sizes, in-flight throughput history and rendered views. */
 class UiState {
   private version: number;
   private logSizes = new Map<number, number>();
   private progress = new Map<number, ProgressPoint[]>();
+  private views = new Map<number, { key: string; view: RunView }>();
+  private diffs = new Map<string, { key: string; view: { drifted: boolean; html: string } }>();
 
   constructor(readonly db: Db) {
     this.version = storeVersion(db);
@@ -100,6 +109,47 @@ class UiState {
     }
     if (grown.length > 0) events.push({ name: 'log', data: JSON.stringify({ servers: grown }) });
     return events;
+  }
+
+  /**
+   * The rendered report of a run, recomputed only when its content changed: a run in flight updates its progress
+   * row several times a second, and re-running the bootstrap and the charts each time would steal CPU from the
+   * very benchmark being watched.
+   */
+  runView(runId: number): RunView | undefined {
+    const key = runContentKey(this.db, runId);
+    if (key === undefined) return undefined;
+    const cached = this.views.get(runId);
+    if (cached?.key === key) return cached.view;
+    const data = loadRunData(this.db, runId)!;
+    const report = buildRunReport(data);
+    const view: RunView = {
+      run: { id: runId, experimentName: report.experimentName, status: report.status, startedAt: report.startedAt, finishedAt: report.finishedAt ?? null, message: report.message ?? null },
+      trials: data.trials,
+      html: {
+        facts: runFactsHtml(report),
+        verdicts: verdictTableHtml(report),
+        figures: figuresHtml(reportFigures(report)),
+        notes: driftNotesHtml(report),
+        environment: environmentHtml(report),
+      },
+    };
+    this.views.set(runId, { key, view });
+    return view;
+  }
+
+  diffView(runA: number, runB: number): { drifted: boolean; html: string } | undefined {
+    const key = JSON.stringify([runContentKey(this.db, runA), runContentKey(this.db, runB)]);
+    const cacheKey = `${runA}:${runB}`;
+    const cached = this.diffs.get(cacheKey);
+    if (cached?.key === key) return cached.view;
+    const a = loadRunData(this.db, runA, { latencies: false });
+    const b = loadRunData(this.db, runB, { latencies: false });
+    if (!a || !b) return undefined;
+    const comparison = compareRuns(a, b);
+    const view = { drifted: comparison.drifted, html: comparisonHtml(comparison) };
+    this.diffs.set(cacheKey, { key, view });
+    return view;
   }
 
   progressOf(runId: number): ProgressPoint[] {
@@ -144,22 +194,14 @@ async function handle(state: UiState, clients: Set<ServerResponse>, request: Inc
   if (url.pathname === '/api/experiments') return sendJson(response, listExperiments(db));
   if ((match = url.pathname.match(/^\/api\/runs\/(\d+)$/))) {
     const runId = Number(match[1]);
-    const data = loadRunData(db, runId);
-    if (!data) return sendJson(response, { error: `run ${runId} is not in the store` }, 404);
-    const report = buildRunReport(data);
-    const live = data.run.status === 'running';
+    const view = state.runView(runId);
+    if (!view) return sendJson(response, { error: `run ${runId} is not in the store` }, 404);
+    const live = view.run.status === 'running';
     return sendJson(response, {
-      run: { id: runId, experimentName: report.experimentName, status: report.status, startedAt: report.startedAt, finishedAt: report.finishedAt ?? null, message: report.message ?? null },
+      run: view.run,
       servers: runServers(db, runId),
       progress: runProgress(db, runId) ?? null,
-      html: {
-        facts: runFactsHtml(report),
-        verdicts: verdictTableHtml(report),
-        figures: figuresHtml(reportFigures(report)),
-        live: live ? figuresHtml(liveFigures(data.run.startedAt, data.trials, state.progressOf(runId))) : '',
-        notes: driftNotesHtml(report),
-        environment: environmentHtml(report),
-      },
+      html: { ...view.html, live: live ? figuresHtml(liveFigures(view.run.startedAt, view.trials, state.progressOf(runId))) : '' },
     });
   }
   if ((match = url.pathname.match(/^\/api\/servers\/(\d+)\/log$/))) {
@@ -168,11 +210,9 @@ async function handle(state: UiState, clients: Set<ServerResponse>, request: Inc
     return sendJson(response, { serverId: server.id, logPath: server.logPath, ...(await readLogTail(server.logPath)) });
   }
   if (url.pathname === '/api/diff') {
-    const a = loadRunData(db, Number(url.searchParams.get('a')));
-    const b = loadRunData(db, Number(url.searchParams.get('b')));
-    if (!a || !b) return sendJson(response, { error: 'pick two runs of the store' }, 404);
-    const comparison = compareRuns(a, b);
-    return sendJson(response, { drifted: comparison.drifted, html: comparisonHtml(comparison) });
+    const diff = state.diffView(Number(url.searchParams.get('a')), Number(url.searchParams.get('b')));
+    if (!diff) return sendJson(response, { error: 'pick two runs of the store' }, 404);
+    return sendJson(response, diff);
   }
   send(response, 404, 'text/plain; charset=utf-8', 'not found');
 }
