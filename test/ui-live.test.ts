@@ -1,13 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { stringify } from 'yaml';
-import { openStoreForReading } from '../src/report/queries.js';
+import { openStore } from '../src/store/db.js';
 import { startUi } from '../src/ui/server.js';
 
 const SERVELAB = fileURLToPath(new URL('../../bin/servelab.js', import.meta.url));
@@ -51,25 +51,9 @@ test('servelab ui follows a live experiment: server phase to ready, log tail, ch
   const dir = mkdtempSync(join(tmpdir(), 'servelab-ui-live-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const store = join(dir, 'store.db');
-  const runner = spawn(process.execPath, [SERVELAB, 'run', writeExperiment(dir), '--store', store], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let runnerLog = '';
-  runner.stderr.setEncoding('utf8').on('data', (chunk: string) => (runnerLog += chunk));
-  const runnerExit = new Promise<number | null>((done) => runner.on('close', (code) => done(code)));
-  t.after(async () => {
-    if (runner.exitCode === null) runner.kill('SIGKILL');
-    await runnerExit;
-  });
-
-  // The UI reads only an existing store; wait for the runner to create it and record the run.
-  await until('the run row', () => {
-    if (!existsSync(store)) return undefined;
-    const db = openStoreForReading(store);
-    try {
-      return (db.prepare('SELECT count(*) AS n FROM runs').get() as { n: number }).n > 0 ? true : undefined;
-    } finally {
-      db.close();
-    }
-  });
+  // Create the store first so the UI and the browser are up before the runner starts: the page must see the
+  // server while it is still starting, however slow the machine is to launch Chromium.
+  openStore(store).close();
   const ui = await startUi({ storePath: store, host: '127.0.0.1', port: 0 });
   t.after(() => ui.close());
   const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS, timeout: 30_000 });
@@ -79,16 +63,27 @@ test('servelab ui follows a live experiment: server phase to ready, log tail, ch
   page.on('pageerror', (error) => problems.push(error.message));
   page.on('console', (message) => { if (message.type() === 'error') problems.push(message.text()); });
   await page.goto(ui.url);
+  await page.locator('#empty', { hasText: 'No runs yet' }).waitFor({ timeout: 10_000 });
 
-  // Startup is visible while it happens, then the same row turns ready: pushed over SSE, no reload.
+  const runner = spawn(process.execPath, [SERVELAB, 'run', writeExperiment(dir), '--store', store], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let runnerLog = '';
+  runner.stderr.setEncoding('utf8').on('data', (chunk: string) => (runnerLog += chunk));
+  const runnerExit = new Promise<number | null>((done) => runner.on('close', (code) => done(code)));
+  t.after(async () => {
+    if (runner.exitCode === null) runner.kill('SIGKILL');
+    await runnerExit;
+  });
+
+  // The run appears, its server is visible while starting, then the same row turns ready: all pushed over SSE.
   await page.locator('#servers .pill.starting').waitFor({ timeout: 20_000 });
   const startingPhase = await page.locator('#servers td.phase').first().innerText();
   assert.ok(startingPhase.length > 0);
+  mkdirSync(artifacts, { recursive: true });
+  await page.screenshot({ path: join(artifacts, 'ui-starting.png') });
   await page.locator('#servers .pill.ready').waitFor({ timeout: 30_000 });
   assert.match(await page.locator('#log').innerText(), /simulator listening on http:\/\/127\.0\.0\.1/);
   await page.locator('#live-figures figure svg').first().waitFor({ timeout: 30_000 });
   await page.locator('#figures figure[data-figure="throughput"] svg').waitFor({ timeout: 30_000 });
-  mkdirSync(artifacts, { recursive: true });
   await page.screenshot({ path: join(artifacts, 'ui-live.png') });
 
   assert.equal(await runnerExit, 0, runnerLog);

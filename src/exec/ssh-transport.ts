@@ -73,6 +73,7 @@ export class SshTransport {
   private master: ChildProcess | undefined;
   private masterStderr = '';
   private connecting: Promise<void> | undefined;
+  private everConnected = false;
   private closed = false;
   /** local port → where it leads on the host */
   private readonly forwards = new Map<number, RemoteEndpoint>();
@@ -91,11 +92,28 @@ export class SshTransport {
     return this.target.host;
   }
 
-  /** Establish the master connection; a failure here (bad host, refused key) is the user's to fix, so no retry. */
+  /**
+   * Have a master connection. The first failure (bad host, refused key) is the user's to fix, so it throws at
+   * once; after a drop, wait for the reconnect (with backoff, up to the reconnect window) instead.
+   */
   async connect(): Promise<void> {
     if (this.master) return;
+    if (!this.everConnected) return this.startOnce();
+    const started = Date.now();
+    for (let attempt = 0; !this.master; attempt++) {
+      try {
+        await this.startOnce();
+      } catch (error) {
+        if (this.closed || Date.now() - started > this.reconnectWindowMs) throw error;
+        await delay(reconnectDelayMs(attempt));
+      }
+    }
+  }
+
+  /** One attempt, shared by concurrent callers. */
+  private startOnce(): Promise<void> {
     this.connecting ??= this.startMaster().finally(() => (this.connecting = undefined));
-    await this.connecting;
+    return this.connecting;
   }
 
   private async startMaster(): Promise<void> {
@@ -130,6 +148,7 @@ export class SshTransport {
       }
     }
     this.master = master;
+    this.everConnected = true;
     void exited.then(() => this.onMasterExit(master));
     for (const [localPort, remote] of this.forwards) {
       const result = await this.control(['-O', 'forward', '-L', forwardSpec(localPort, remote)]);
@@ -169,7 +188,7 @@ export class SshTransport {
     const started = Date.now();
     for (let attempt = 0; !this.closed && !this.master; attempt++) {
       try {
-        await this.connect();
+        await this.startOnce();
         this.log(`ssh connection to ${this.target.host} re-established after ${((Date.now() - started) / 1000).toFixed(1)} s`);
         return;
       } catch (error) {
@@ -188,7 +207,8 @@ export class SshTransport {
     const localPort = await freePort('127.0.0.1');
     this.forwards.set(localPort, remote);
     const result = await this.control(['-O', 'forward', '-L', forwardSpec(localPort, remote)]);
-    if (result.code !== 0) {
+    // A master that died just now re-adds every registered forward when it is back: only a live master's refusal counts.
+    if (result.code !== 0 && (await this.checkMaster())) {
       this.forwards.delete(localPort);
       throw new UserError(`cannot forward a local port to ${remote.host}:${remote.port} on ${this.target.host}: ${result.stderr.trim()}`,
         'check that the host allows TCP forwarding (AllowTcpForwarding in its sshd_config)');

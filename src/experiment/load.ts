@@ -34,6 +34,7 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
     env: file.server.env,
     unsetEnv: file.server.unsetEnv,
     ...(file.server.cwd !== undefined && { cwd: resolve(baseDir, file.server.cwd) }),
+    ...(file.server.port !== undefined && { port: file.server.port }),
     readyTimeoutMs: file.server.readyTimeout,
     verifyServing: file.server.verifyServing,
     ...(file.server.model !== undefined && { model: file.server.model }),

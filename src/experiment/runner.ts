@@ -11,7 +11,8 @@ import { BUILTIN_PROFILES } from '../profiles/builtin.js';
 import type { Db } from '../store/db.js';
 import { getFingerprint, listTrials, variantHistory } from '../store/queries.js';
 import { insertServer, insertTrial, setRunStatus, updateServer, upsertProgress } from '../store/runs.js';
-import { lastReadyStartup, recordStartup } from '../store/startups.js';
+import { configKey } from '../launch/config.js';
+import { previousReadyMs, recordStartupOutcome } from '../ready/history.js';
 import { UserError, messageOf } from '../util/errors.js';
 import { checkDrift, formatDriftAlarm } from './drift.js';
 import { finalizeRun, type RunOutcome } from './finalize.js';
@@ -154,7 +155,39 @@ async function runStretch(context: TrialContext, executor: Executor, trials: Pla
   }
 }
 
+/** A free port is picked, released, then bound by the server: another process can take it in between. */
+const PORT_TAKEN = /EADDRINUSE|address already in use/i;
+
+/** Launch a server config, retrying once when its port was taken between the pick and the server's bind. */
 async function startServer(
+  context: TrialContext,
+  executor: Executor,
+  variant: ResolvedVariant,
+  label: string,
+): Promise<{ running: RunningServer; rowId: number }> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await launchOnce(context, executor, variant, label);
+    } catch (error) {
+      if (attempt > 1 || !(error instanceof LaunchFailure) || !PORT_TAKEN.test(error.logTail) || context.options.signal?.aborted) {
+        throw error instanceof LaunchFailure ? error.cause : error;
+      }
+      context.log('its port was taken before the server could bind it; starting again on another port');
+    }
+  }
+}
+
+/** A failed launch with the end of its log, which tells a port race from a real failure. */
+class LaunchFailure extends Error {
+  constructor(
+    override readonly cause: unknown,
+    readonly logTail: string,
+  ) {
+    super(messageOf(cause));
+  }
+}
+
+async function launchOnce(
   context: TrialContext,
   executor: Executor,
   variant: ResolvedVariant,
@@ -167,7 +200,9 @@ async function startServer(
   const logDir = join(options.workDir, `run-${runId}`);
   mkdirSync(logDir, { recursive: true });
   const logPath = join(logDir, `${variant.serverKey}-${Date.now()}.log`);
-  const predictedReadyMs = lastReadyStartup(db, variant.serverKey)?.readyMs;
+  // Startup history is shared with `servelab launch`: same key for the same command, env changes and profile.
+  const startupKey = configKey({ command: config.command, env: config.env, unsetEnv: config.unsetEnv, profile: config.profile });
+  const predictedReadyMs = previousReadyMs(db, startupKey);
   const rowId = insertServer(db, {
     runId,
     runnerPid: process.pid,
@@ -177,7 +212,7 @@ async function startServer(
     logPath,
     ...(predictedReadyMs !== undefined && { predictedReadyMs }),
   });
-  const startedAt = new Date().toISOString();
+  const startedAt = new Date();
   context.log(`starting server for ${label} (log: ${logPath})`);
   try {
     const running = await executor.launch(
@@ -186,6 +221,7 @@ async function startServer(
         env: config.env,
         unsetEnv: config.unsetEnv,
         ...(config.cwd !== undefined && { cwd: config.cwd }),
+        ...(config.port !== undefined && { port: config.port }),
         profile,
         logPath,
         readyTimeoutMs: config.readyTimeoutMs,
@@ -199,17 +235,19 @@ async function startServer(
             ...(progress.previousReadyMs !== undefined && { predictedReadyMs: progress.previousReadyMs }),
           }),
         ...(options.signal && { signal: options.signal }),
+        ...(predictedReadyMs !== undefined && { previousReadyMs: predictedReadyMs }),
       },
     );
     updateServer(db, rowId, { status: 'ready', phase: 'ready', readyMs: running.ready.elapsedMs, ...(executor.kind === 'local' && { pid: running.pid }) });
-    recordStartup(db, { configKey: variant.serverKey, startedAt, readyMs: running.ready.elapsedMs, outcome: 'ready', phases: running.ready.phases, runId });
+    recordStartupOutcome(db, startupKey, startedAt, running.ready, runId);
     context.log(`server ready in ${(running.ready.elapsedMs / 1000).toFixed(1)} s at ${running.baseUrl}`);
     return { running, rowId };
   } catch (error) {
-    context.log(`server for ${label} failed to start; last lines of ${logPath}:\n${logTail(logPath, 15)}`);
+    const tail = logTail(logPath, 15);
+    context.log(`server for ${label} failed to start: ${messageOf(error)}\nlast lines of ${logPath}:\n${tail}`);
     updateServer(db, rowId, { status: 'failed', phase: 'failed', message: messageOf(error) });
-    recordStartup(db, { configKey: variant.serverKey, startedAt, outcome: 'failed', phases: [], runId });
-    throw error;
+    recordStartupOutcome(db, startupKey, startedAt, error, runId);
+    throw new LaunchFailure(error, tail);
   }
 }
 

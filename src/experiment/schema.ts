@@ -92,9 +92,12 @@ export const experimentFileSchema = z.strictObject({
   }),
   server: z.strictObject({
     command: argvSchema.refine((argv) => argv.length > 0, 'expected a non-empty command'),
-    env: envSchema.default({}),
-    unsetEnv: envNameList.default([]),
+    // An `env:` left empty in YAML is null: the same as no entries.
+    env: envSchema.nullish().transform((env) => env ?? {}),
+    unsetEnv: envNameList.nullish().transform((names) => names ?? []),
     cwd: z.string().optional(),
+    /** Fixed port for {port}; default: a free port picked at each launch. */
+    port: z.number().int().min(1).max(65535).optional(),
     readyTimeout: durationSchema.default(15 * 60_000),
     verifyServing: z.boolean().default(true),
     model: z.string().min(1).optional(),

@@ -12,6 +12,8 @@ export interface ServerConfig {
   env: Record<string, string>;
   unsetEnv: string[];
   cwd?: string;
+  /** Fixed port; absent: a free one per launch. Not part of the server key. */
+  port?: number;
   readyTimeoutMs: number;
   verifyServing: boolean;
   model?: string;

@@ -120,7 +120,9 @@ export function figuresHtml(figures: Figure[]): string {
 }
 
 export function driftNotesHtml(report: RunReport): string {
-  if (report.driftNotes.length === 0) return '<p class="muted">None: every variant kept one environment throughout the run.</p>';
+  if (report.driftNotes.length === 0) {
+    return `<p class="muted">${report.trialCount === 0 ? 'None yet.' : 'None: every variant kept one environment throughout the run.'}</p>`;
+  }
   return `<ul class="notes">${report.driftNotes.map((note) => `<li class="${note.startsWith('Drift alarm') ? 'alarm' : ''}">${esc(note)}</li>`).join('')}</ul>`;
 }
 

@@ -50,7 +50,7 @@ export function renderMarkdown(report: RunReport): string {
   }
 
   lines.push('## Drift notes', '');
-  if (report.driftNotes.length === 0) lines.push('None: every variant kept one environment throughout the run.');
+  if (report.driftNotes.length === 0) lines.push(report.trialCount === 0 ? 'None yet.' : 'None: every variant kept one environment throughout the run.');
   else for (const note of report.driftNotes) lines.push(`- ${cell(note)}`);
   lines.push('');
   return lines.join('\n');
