@@ -111,6 +111,18 @@ describe('Slurm dispatch against a real cluster', { skip: skip ?? false, timeout
     t.after(() => db.close());
     assert.equal(listTrials(db, result.runId).filter((trial) => trial.variant === 'fast').length, 2, 'the good config kept its trials');
     assert.equal(getRun(db, result.runId)?.status, 'failed');
+
+    // Resuming the run submits only the config with missing trials (it still crashes: the stored config is replayed).
+    const resumed = await runOnSlurm({
+      experimentPath: join(dir, 'exp.yaml'),
+      storePath,
+      runId: result.runId,
+      config: { kind: 'slurm', retries: 0, timeLimit: '10' },
+      pollIntervalMs: 500,
+      log: () => {},
+    });
+    assert.equal(resumed.runId, result.runId);
+    assert.deepEqual(resumed.jobs.map((job) => [job.serverKey, job.state]), [[failed.serverKey, 'FAILED']]);
   });
 
   test('an abort (Ctrl-C) cancels the jobs and marks the run interrupted', async (t) => {

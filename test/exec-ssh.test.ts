@@ -74,10 +74,27 @@ function uniqueModel(): string {
   return `ssh-test-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
 }
 
+/** Every process as pid, parent pid and command line, from /proc (slim CI images have no procps/pgrep). */
+function processTable(): Array<{ pid: number; ppid: number; cmdline: string }> {
+  const table = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // Field 4 (ppid) follows the command name, which is in parentheses and may contain spaces.
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replaceAll('\0', ' ');
+      table.push({ pid: Number(entry), ppid, cmdline });
+    } catch {
+      // exited while we looked
+    }
+  }
+  return table;
+}
+
 /** Pids of processes whose command line contains `token`. */
 function processesWith(token: string): number[] {
-  const found = spawnSync('pgrep', ['-f', token], { encoding: 'utf8' });
-  return found.stdout.split('\n').filter(Boolean).map(Number).filter((pid) => pid !== process.pid);
+  return processTable().filter((entry) => entry.cmdline.includes(token) && entry.pid !== process.pid).map((entry) => entry.pid);
 }
 
 function simulatorSpec(dir: string, model: string, args: string[], readyTimeoutMs = 120_000): ServerSpec {
@@ -126,7 +143,7 @@ function groupAlive(pgid: number): boolean {
 /** Drop every connection to the test sshd: kill its per-connection processes (children of the listener). */
 function killSshdSessions(): number {
   const listener = readFileSync(join(CI_DIR, 'ssh', 'sshd.pid'), 'utf8').trim();
-  const children = spawnSync('pgrep', ['-P', listener], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean).map(Number);
+  const children = processTable().filter((entry) => entry.ppid === Number(listener)).map((entry) => entry.pid);
   for (const pid of children) {
     try {
       process.kill(pid, 'SIGKILL');

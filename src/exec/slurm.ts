@@ -6,9 +6,9 @@ import { fileURLToPath } from 'node:url';
 import { finalizeRun, type RunOutcome } from '../experiment/finalize.js';
 import { loadExperiment } from '../experiment/load.js';
 import { serverKeysOf } from '../experiment/plan.js';
-import { createRun, loadRun } from '../experiment/run-store.js';
+import { createRun, loadRun, trialKey } from '../experiment/run-store.js';
 import { servelabGitSha } from '../fingerprint/collect.js';
-import { openStore } from '../store/db.js';
+import { openStore, type Db } from '../store/db.js';
 import { getRun, listTrials } from '../store/queries.js';
 import { setRunStatus } from '../store/runs.js';
 import { UserError } from '../util/errors.js';
@@ -30,6 +30,8 @@ type SlurmConfig = Extract<ExecutorConfig, { kind: 'slurm' }>;
 
 export interface SlurmRunOptions {
   experimentPath: string;
+  /** Continue this run instead of creating one: jobs only for server configs with trials still missing. */
+  runId?: number;
   /** The shared store every job writes into (SQLite WAL; must be on a filesystem all nodes see). */
   storePath: string;
   config: SlurmConfig;
@@ -79,24 +81,26 @@ interface Tracked {
  * all submitted at once so the cluster runs them side by side. Polls their states, reports jobs that end badly
  * with their log tail, resubmits them up to `config.retries` times (a resubmitted job measures only the missing
  * trials), and finalizes the run once every job has ended. Ctrl-C cancels the jobs; measured trials stay stored.
+ * With `runId`, an unfinished run is continued: only configs with trials still missing get jobs.
  */
 export async function runOnSlurm(options: SlurmRunOptions): Promise<SlurmRunResult> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   await requireSlurm();
   const experimentPath = resolve(options.experimentPath);
   const storePath = resolve(options.storePath);
-  const experiment = loadExperiment(experimentPath);
   const db = openStore(storePath);
   try {
-    const gitSha = await servelabGitSha();
-    const runId = createRun(db, experiment, gitSha === undefined ? {} : { gitSha });
-    const { plan } = loadRun(db, runId);
+    const runId = options.runId ?? (await newRun(db, experimentPath));
+    const { experiment, plan } = loadRun(db, runId);
+    if (options.runId !== undefined) setRunStatus(db, runId, 'running');
+    const measuredKeys = new Set(listTrials(db, runId).map(trialKey));
+    const serverKeys = serverKeysOf({ ...plan, trials: plan.trials.filter((trial) => !measuredKeys.has(trialKey(trial))) });
     const jobDir = resolve(options.jobDir ?? join(dirname(storePath), 'slurm', `run-${runId}`));
     mkdirSync(jobDir, { recursive: true });
     const servelab = options.config.remoteServelab ?? thisServelab();
-    log(`run ${runId}: ${experiment.name} on Slurm, ${serverKeysOf(plan).length} server configs, ${plan.trials.length} trials; job logs in ${jobDir}`);
+    log(`run ${runId}: ${experiment.name} on Slurm, ${serverKeys.length} server configs to run, ${plan.trials.length - measuredKeys.size} of ${plan.trials.length} trials to measure; job logs in ${jobDir}`);
 
-    const tracked: Tracked[] = serverKeysOf(plan).map((serverKey) => {
+    const tracked: Tracked[] = serverKeys.map((serverKey) => {
       const scriptPath = join(jobDir, `${serverKey}.sbatch`);
       writeFileSync(scriptPath, slurmJobScript({
         config: options.config, experimentName: experiment.name, runId, serverKey, servelab,
@@ -150,6 +154,12 @@ export async function runOnSlurm(options: SlurmRunOptions): Promise<SlurmRunResu
   } finally {
     db.close();
   }
+}
+
+async function newRun(db: Db, experimentPath: string): Promise<number> {
+  const experiment = loadExperiment(experimentPath);
+  const gitSha = await servelabGitSha();
+  return createRun(db, experiment, gitSha === undefined ? {} : { gitSha });
 }
 
 async function submit(job: Tracked, jobDir: string, log: (line: string) => void): Promise<void> {
