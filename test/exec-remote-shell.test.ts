@@ -20,31 +20,15 @@ import {
 } from '../src/exec/remote-shell.js';
 import { benchArgv, lengthSpec, parseBenchResult, remoteBaseUrl } from '../src/exec/remote-bench.js';
 import { reconnectDelayMs, sshArgs } from '../src/exec/ssh-transport.js';
+import { groupAlive } from '../src/launch/process-group.js';
 import { parseLengthSpec } from '../src/load/config.js';
 import type { BenchOptions } from '../src/load/types.js';
+import { waitFor } from './support-wait.js';
 
 /** Run a script with the system sh, as the remote host would (sh -s, script on stdin). */
 function sh(script: string): { code: number | null; stdout: Buffer; stderr: string } {
   const result = spawnSync('sh', ['-s'], { input: script, timeout: 30_000 });
   return { code: result.status, stdout: result.stdout, stderr: result.stderr.toString() };
-}
-
-function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function waitFor(condition: () => boolean, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (condition()) return true;
-    await delay(50);
-  }
-  return condition();
 }
 
 describe('shell quoting', () => {

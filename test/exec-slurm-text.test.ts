@@ -73,7 +73,11 @@ describe('job script', () => {
 
   test('omits what the config leaves out', () => {
     const script = slurmJobScript({ ...input, config: { kind: 'slurm', retries: 0 } });
-    assert.doesNotMatch(script, /--partition|--gres|--time/);
+    assert.doesNotMatch(script, /--partition|--gres|--time|--accept-drift/);
+  });
+
+  test('passes --accept-drift on to the job when the dispatcher was given it', () => {
+    assert.match(slurmJobScript({ ...input, acceptDrift: true }), /^exec .* --store \/shared\/servelab.db --accept-drift$/m);
   });
 
   test('refuses an sbatch argument with a line break (it would end the directive block)', () => {

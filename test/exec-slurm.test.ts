@@ -2,17 +2,17 @@
  * runOnSlurm against a real single-node Slurm cluster (ci/start-slurm.sh), each job running `servelab run` with the
  * simulator as server. Skipped, saying why, where that cluster is not running.
  */
-import { describe, test, type TestContext } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runOnSlurm } from '../src/exec/slurm.js';
 import { parseSqueue, SQUEUE_FORMAT } from '../src/exec/slurm-text.js';
 import { openStore } from '../src/store/db.js';
 import { getRun, listTrials } from '../src/store/queries.js';
+import { cli, tempDir, writeExperiment } from './support-experiment.js';
 
 const BIN = fileURLToPath(new URL('../../bin/servelab.js', import.meta.url));
 const CI_DIR = process.env.SERVELAB_CI_DIR ?? '/tmp/servelab-ci';
@@ -30,43 +30,27 @@ function ciSlurm(): string | undefined {
 const skip = ciSlurm();
 
 /** An experiment with two server configs (two variants that differ in server args): two Slurm jobs. */
-function writeExperiment(dir: string, options: { slowArgs?: string[]; retries?: number; loadMs?: number } = {}): string {
-  const path = join(dir, 'exp.yaml');
-  const command = [process.execPath, BIN, 'simulate', '--port', '{port}', '--load-ms', String(options.loadMs ?? 300), '--ttft-ms', '2', '--jitter', '0'];
-  writeFileSync(path, [
-    'name: slurm-ci-sweep',
-    'profile: simulator',
-    'server:',
-    `  command: ${JSON.stringify(command)}`,
-    '  readyTimeout: 120s',
-    `executor: { kind: slurm, retries: ${options.retries ?? 0}, timeLimit: "10" }`,
-    'client:',
-    '  prompts: { kind: synthetic, inputTokens: 16, outputTokens: 8, seed: 1 }',
-    '  warmupRequests: 1',
-    'workloads:',
-    '  - { kind: single-stream, requests: 3 }',
-    'trials: 2',
-    'variants:',
-    '  fast: { args: [--tpot-ms, "1"] }',
-    `  slow: { args: ${JSON.stringify(options.slowArgs ?? ['--tpot-ms', '3'])} }`,
-    '',
-  ].join('\n'));
-  return path;
-}
-
-function tempDir(t: TestContext): string {
-  const dir = mkdtempSync(join(tmpdir(), 'servelab-slurm-test-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
+function writeSweep(dir: string, options: { slowArgs?: string[]; retries?: number; loadMs?: number } = {}): string {
+  return writeExperiment(dir, 'exp.yaml', {
+    name: 'slurm-ci-sweep',
+    server: {
+      command: [process.execPath, BIN, 'simulate', '--port', '{port}', '--load-ms', String(options.loadMs ?? 300), '--ttft-ms', '2', '--jitter', '0'],
+      readyTimeout: '120s',
+    },
+    executor: { kind: 'slurm', retries: options.retries ?? 0, timeLimit: '10' },
+    client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens: 8, seed: 1 }, warmupRequests: 1 },
+    trials: 2,
+    variants: { fast: { args: ['--tpot-ms', '1'] }, slow: { args: options.slowArgs ?? ['--tpot-ms', '3'] } },
+  });
 }
 
 describe('Slurm dispatch against a real cluster', { skip: skip ?? false, timeout: 600_000 }, () => {
   test('a two-config sweep becomes two jobs whose trials land in one store, then the run is finalized', async (t) => {
-    const dir = tempDir(t);
+    const dir = tempDir(t, 'slurm-test');
     const lines: string[] = [];
     const storePath = join(dir, 'store', 'servelab.db');
     const result = await runOnSlurm({
-      experimentPath: writeExperiment(dir),
+      experimentPath: writeSweep(dir),
       storePath,
       config: { kind: 'slurm', retries: 0, timeLimit: '10' },
       pollIntervalMs: 500,
@@ -87,11 +71,11 @@ describe('Slurm dispatch against a real cluster', { skip: skip ?? false, timeout
   });
 
   test('a failing config is reported with its log tail and resubmitted as asked; the other config still completes', async (t) => {
-    const dir = tempDir(t);
+    const dir = tempDir(t, 'slurm-test');
     const lines: string[] = [];
     const storePath = join(dir, 'servelab.db');
     const result = await runOnSlurm({
-      experimentPath: writeExperiment(dir, { slowArgs: ['--fail', 'crash'], retries: 1 }),
+      experimentPath: writeSweep(dir, { slowArgs: ['--fail', 'crash'], retries: 1 }),
       storePath,
       config: { kind: 'slurm', retries: 1, timeLimit: '10' },
       pollIntervalMs: 500,
@@ -112,24 +96,21 @@ describe('Slurm dispatch against a real cluster', { skip: skip ?? false, timeout
     assert.equal(listTrials(db, result.runId).filter((trial) => trial.variant === 'fast').length, 2, 'the good config kept its trials');
     assert.equal(getRun(db, result.runId)?.status, 'failed');
 
-    // Resuming the run submits only the config with missing trials (it still crashes: the stored config is replayed).
-    const resumed = await runOnSlurm({
-      experimentPath: join(dir, 'exp.yaml'),
-      storePath,
-      runId: result.runId,
-      config: { kind: 'slurm', retries: 0, timeLimit: '10' },
-      pollIntervalMs: 500,
-      log: () => {},
-    });
-    assert.equal(resumed.runId, result.runId);
-    assert.deepEqual(resumed.jobs.map((job) => [job.serverKey, job.state]), [[failed.serverKey, 'FAILED']]);
+    // `servelab run --resume` dispatches to Slurm again, submitting only the config with missing trials (it still
+    // crashes: the stored config is replayed; its retries: 1 resubmits it once).
+    const resumed = await cli(['run', '--resume', String(result.runId), '--json'], { store: storePath, timeoutMs: 300_000 });
+    assert.equal(JSON.parse(resumed.stdout).runId, result.runId, resumed.stderr);
+    assert.equal(JSON.parse(resumed.stdout).status, 'failed', resumed.stderr);
+    assert.match(resumed.stderr, /on Slurm, 1 server configs to run, 2 of 4 trials to measure/);
+    assert.match(resumed.stderr, new RegExp(`server config ${failed.serverKey} submitted`));
+    assert.doesNotMatch(resumed.stderr, new RegExp(`server config ${completed.serverKey} submitted`));
   });
 
   test('an abort (Ctrl-C) cancels the jobs and marks the run interrupted', async (t) => {
-    const dir = tempDir(t);
+    const dir = tempDir(t, 'slurm-test');
     const controller = new AbortController();
     const result = await runOnSlurm({
-      experimentPath: writeExperiment(dir, { loadMs: 120_000 }),
+      experimentPath: writeSweep(dir, { loadMs: 120_000 }),
       storePath: join(dir, 'servelab.db'),
       config: { kind: 'slurm', retries: 3 },
       pollIntervalMs: 500,

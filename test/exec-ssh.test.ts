@@ -5,19 +5,22 @@
 import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { SshExecutor } from '../src/exec/ssh.js';
 import type { ExecutorConfig } from '../src/exec/types.js';
+import { groupAlive, processAlive } from '../src/launch/process-group.js';
 import type { ServerSpec } from '../src/launch/types.js';
 import type { BenchOptions } from '../src/load/types.js';
 import { BUILTIN_PROFILES } from '../src/profiles/builtin.js';
 import { NotReadyError } from '../src/ready/errors.js';
 import { openStore } from '../src/store/db.js';
 import { listRuns, listTrials } from '../src/store/queries.js';
+import { writeExperiment } from './support-experiment.js';
+import { waitFor } from './support-wait.js';
 
 const BIN = fileURLToPath(new URL('../../bin/servelab.js', import.meta.url));
 const CI_DIR = process.env.SERVELAB_CI_DIR ?? '/tmp/servelab-ci';
@@ -131,15 +134,6 @@ function jobGroups(dir: string): number[] {
     .map((file) => Number(readFileSync(file, 'utf8').trim()));
 }
 
-function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** Drop every connection to the test sshd: kill its per-connection processes (children of the listener). */
 function killSshdSessions(): number {
   const listener = readFileSync(join(CI_DIR, 'ssh', 'sshd.pid'), 'utf8').trim();
@@ -172,7 +166,8 @@ describe('ssh executor against a real sshd', { skip: ci.skip ?? false, timeout: 
     assert.deepEqual([uname.code, uname.stdout.trim()], [0, 'quoted arg ok']);
     assert.equal((await executor.run(['sh', '-c', 'exit 3'])).code, 3);
 
-    assert.match(readFileSync(server.logPath, 'utf8'), /Application startup complete/);
+    // The local log mirrors the host's by polling: the last startup lines may still be on their way.
+    assert.ok(await waitFor(() => /Application startup complete/.test(readFileSync(server.logPath, 'utf8')), 30_000), readFileSync(server.logPath, 'utf8'));
     assert.ok((await server.logTail(5)).length > 0);
     const [pgid] = jobGroups(dir);
     assert.ok(pgid && groupAlive(pgid));
@@ -262,31 +257,23 @@ describe('servelab run with an ssh executor against a real sshd', { skip: ci.ski
       rmSync(dir, { recursive: true, force: true });
     });
     const command = [process.execPath, BIN, 'simulate', '--port', '{port}', '--model', model, '--load-ms', '5000', '--jitter', '0', '--ttft-ms', '1', '--tpot-ms', '1'];
-    writeFileSync(join(dir, 'exp.yaml'), [
-      'name: ssh-drop',
-      'profile: simulator',
-      'server:',
-      `  command: ${JSON.stringify(command)}`,
-      '  readyTimeout: 120s',
-      'executor:',
-      '  kind: ssh',
-      `  host: ${sshd.host}`,
-      `  port: ${sshd.port}`,
-      `  identityFile: ${sshd.identityFile}`,
-      `  sshOptions: ${JSON.stringify([`UserKnownHostsFile=${sshd.knownHosts}`])}`,
-      `  remoteDir: ${join(dir, 'remote')}`,
-      '  client: local',
-      'client:',
-      '  prompts: { kind: synthetic, inputTokens: 16, outputTokens: 8, seed: 1 }',
-      '  warmupRequests: 1',
-      'workloads:',
-      '  - { kind: single-stream, requests: 3 }',
-      'trials: 2',
-      'variants:',
-      '  base: {}',
-      '',
-    ].join('\n'));
-    const child = spawn(process.execPath, [BIN, 'run', join(dir, 'exp.yaml'), '--store', join(dir, 'store.db'), '--json'],
+    const experiment = writeExperiment(dir, 'exp.yaml', {
+      name: 'ssh-drop',
+      server: { command, readyTimeout: '120s' },
+      executor: {
+        kind: 'ssh',
+        host: sshd.host,
+        port: sshd.port,
+        identityFile: sshd.identityFile,
+        sshOptions: [`UserKnownHostsFile=${sshd.knownHosts}`],
+        remoteDir: join(dir, 'remote'),
+        client: 'local',
+      },
+      client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens: 8, seed: 1 }, warmupRequests: 1 },
+      trials: 2,
+      variants: { base: {} },
+    });
+    const child = spawn(process.execPath, [BIN, 'run', experiment, '--store', join(dir, 'store.db'), '--json'],
       { stdio: ['ignore', 'pipe', 'pipe'] });
     t.after(() => child.kill('SIGKILL'));
     let stderr = '';
@@ -316,15 +303,6 @@ describe('servelab run with an ssh executor against a real sshd', { skip: ci.ski
     assert.deepEqual(processesWith(model), []);
   });
 });
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 test('ssh executor: a host that refuses us is a clear UserError', { timeout: 60_000 }, async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'servelab-ssh-test-'));

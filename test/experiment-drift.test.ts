@@ -2,7 +2,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { cli, simCommand, tempDir, writeExperiment } from './experiment-support.js';
+import { cli, simCommand, tempDir, writeExperiment } from './support-experiment.js';
 
 describe('drift alarm', () => {
   test('a removed env var that made the baseline fast stops the next run, naming the variable', async (t) => {

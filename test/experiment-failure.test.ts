@@ -2,7 +2,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { cli, tempDir, writeExperiment } from './experiment-support.js';
+import { cli, tempDir, writeExperiment } from './support-experiment.js';
 
 describe('a server that cannot start', () => {
   test('fails the run with the server log tail; a taken port is retried once', async (t) => {

@@ -4,7 +4,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadExperiment } from '../src/experiment/load.js';
 import { UserError } from '../src/util/errors.js';
-import { cli, tempDir } from './experiment-support.js';
+import { cli, tempDir } from './support-experiment.js';
 
 const BASE = `
 name: eagle

@@ -1,10 +1,11 @@
-import { describe, test } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { SERVELAB, cli, simCommand, tempDir, writeExperiment } from './experiment-support.js';
+import { groupAlive, processAlive } from '../src/launch/process-group.js';
+import { SERVELAB, cli, simCommand, tempDir, writeExperiment } from './support-experiment.js';
 
 /** Poll until `check` returns a value (bounded). */
 async function waitFor<T>(what: string, check: () => T | undefined, timeoutMs: number): Promise<T> {
@@ -17,22 +18,41 @@ async function waitFor<T>(what: string, check: () => T | undefined, timeoutMs: n
   }
 }
 
+/** A query on a running runner's store; `fallback` until the runner has created the schema. */
+function unlessNoSchema<T>(query: () => T, fallback: T): T {
+  try {
+    return query();
+  } catch (error) {
+    if (/no such table/.test(String(error))) return fallback;
+    throw error;
+  }
+}
+
 /** PIDs of the simulator servers a killed runner left behind, from their logs. */
 function serverPids(db: Database.Database): number[] {
-  const logs = db.prepare('SELECT log_path FROM servers').all() as Array<{ log_path: string }>;
+  const logs = unlessNoSchema(() => db.prepare('SELECT log_path FROM servers').all() as Array<{ log_path: string }>, []);
   return logs.flatMap(({ log_path }) => {
     const match = existsSync(log_path) ? /Started server process \[(\d+)\]/.exec(readFileSync(log_path, 'utf8')) : null;
     return match ? [Number(match[1])] : [];
   });
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
+/** `servelab run FILE` in the background, with a read-only view of its store once it exists. */
+async function startRunner(t: TestContext, file: string, store: string): Promise<{ db: Database.Database; killRunner: () => Promise<void> }> {
+  const runner = spawn(process.execPath, [SERVELAB, 'run', file], { env: { ...process.env, SERVELAB_STORE: store }, stdio: 'ignore' });
+  const exited = new Promise((resolve) => runner.on('exit', resolve));
+  t.after(() => runner.kill('SIGKILL'));
+  await waitFor('the store', () => (existsSync(store) ? true : undefined), 30_000);
+  const db = new Database(store, { readonly: true, fileMustExist: true });
+  db.pragma('busy_timeout = 5000');
+  t.after(() => db.close());
+  return {
+    db,
+    killRunner: async () => {
+      runner.kill('SIGKILL');
+      await exited;
+    },
+  };
 }
 
 describe('resume', () => {
@@ -48,12 +68,7 @@ describe('resume', () => {
       variants: { baseline: {}, 'baseline-renamed': {} },
     });
 
-    const runner = spawn(process.execPath, [SERVELAB, 'run', file], { env: { ...process.env, SERVELAB_STORE: store }, stdio: 'ignore' });
-    const runnerExited = new Promise((resolve) => runner.on('exit', resolve));
-    t.after(() => runner.kill('SIGKILL'));
-    await waitFor('the store', () => (existsSync(store) ? true : undefined), 30_000);
-    const db = new Database(store, { readonly: true, fileMustExist: true });
-    db.pragma('busy_timeout = 5000');
+    const { db, killRunner } = await startRunner(t, file, store);
     // The runner's servers run in their own process groups and outlive a SIGKILLed runner: the test reaps them.
     const orphans = new Set<number>();
     t.after(() => {
@@ -64,15 +79,8 @@ describe('resume', () => {
           // already gone
         }
       }
-      db.close();
     });
-    const count = (): number => {
-      try {
-        return (db.prepare('SELECT COUNT(*) AS n FROM trials').get() as { n: number }).n;
-      } catch {
-        return 0; // schema not created yet
-      }
-    };
+    const count = (): number => unlessNoSchema(() => (db.prepare('SELECT COUNT(*) AS n FROM trials').get() as { n: number }).n, 0);
     // Kill while the third trial is in flight: two stored, the third has answered at least one request.
     await waitFor(
       'the third trial in flight',
@@ -84,8 +92,7 @@ describe('resume', () => {
       },
       60_000,
     );
-    runner.kill('SIGKILL');
-    await runnerExited;
+    await killRunner();
     for (const pid of serverPids(db)) orphans.add(pid);
     assert.ok(orphans.size >= 1, 'the killed runner left its server behind');
     const before = db.prepare('SELECT id, variant, block, finished_at FROM trials ORDER BY id').all();
@@ -98,7 +105,7 @@ describe('resume', () => {
     assert.match(resumed.stderr, /2 of 6 trials already measured; 4 to go/);
     // The server the killed runner left behind was stopped before a new one started.
     assert.match(resumed.stderr, /stopping server \(pid \d+\) left running by the interrupted runner/);
-    for (const pid of orphans) assert.equal(alive(pid), false, `server ${pid} stopped`);
+    for (const pid of orphans) assert.equal(processAlive(pid), false, `server ${pid} stopped`);
 
     const after = db.prepare('SELECT id, variant, block, finished_at FROM trials ORDER BY id').all();
     assert.equal(after.length, 6);
@@ -109,5 +116,36 @@ describe('resume', () => {
     assert.equal((db.prepare('SELECT COUNT(*) AS n FROM samples').get() as { n: number }).n, 6 * 4);
     assert.equal((db.prepare('SELECT status FROM runs').get() as { status: string }).status, 'done');
     assert.equal((db.prepare('SELECT COUNT(*) AS n FROM runs').get() as { n: number }).n, 1);
+  });
+
+  test('a runner killed while its server loads the model: --resume stops that half-loaded server', async (t) => {
+    const dir = tempDir(t, 'resume-load');
+    const store = join(dir, 'servelab.db');
+    const file = writeExperiment(dir, 'slow-load.yaml', {
+      name: 'slow-load',
+      trials: 1,
+      // Long enough to kill the runner mid-load on a busy machine; the resumed run pays it once more.
+      server: { command: simCommand({ loadMs: 4000 }), readyTimeout: '5m' },
+    });
+
+    const { db, killRunner } = await startRunner(t, file, store);
+    type ServerRow = { pid: number | null; status: string; phase: string };
+    const serverRow = (): ServerRow | undefined =>
+      unlessNoSchema(() => db.prepare('SELECT pid, status, phase FROM servers ORDER BY id LIMIT 1').get() as ServerRow | undefined, undefined);
+    const pid = await waitFor('the server pid', () => serverRow()?.pid ?? undefined, 30_000);
+    t.after(() => {
+      if (groupAlive(pid)) process.kill(-pid, 'SIGKILL');
+    });
+    await killRunner();
+    const row = serverRow();
+    assert.equal(row?.status, 'starting', 'the runner was killed before its server was ready');
+    assert.notEqual(row?.phase, 'ready');
+    assert.ok(groupAlive(pid), 'the half-loaded server outlived its runner');
+
+    const resumed = await cli(['run', file, '--resume'], { store });
+    assert.equal(resumed.code, 0, resumed.stderr);
+    assert.match(resumed.stderr, new RegExp(`stopping server \\(pid ${pid}\\) left running by the interrupted runner`));
+    assert.equal(groupAlive(pid), false, 'the half-loaded server was stopped');
+    assert.equal((db.prepare('SELECT status FROM runs').get() as { status: string }).status, 'done');
   });
 });

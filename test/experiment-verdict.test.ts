@@ -2,7 +2,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import type { RunOutcome } from '../src/experiment/finalize.js';
-import { cli, tempDir, writeExperiment } from './experiment-support.js';
+import { cli, tempDir, writeExperiment } from './support-experiment.js';
 
 describe('servelab run: verdicts on the simulator', () => {
   test('speculative decoding on the simulator is found significantly faster', async (t) => {

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { lengthSpecSchema, parseDurationMs, parseLengthSpec, promptSourceSchema, workloadSchema } from '../src/load/config.js';
 import { loadPrompts } from '../src/load/prompts.js';
-import { interArrivalMs, sampleLength, seededRandom } from '../src/load/random.js';
+import { interArrivalMs, sampleLength } from '../src/load/random.js';
+import { mulberry32 } from '../src/util/random.js';
 import { loadTokenizer } from '../src/load/tokenizer.js';
 import { planLevels, workloadLabels } from '../src/load/level.js';
 import { workloadFromFlags } from '../src/cli/commands/bench.js';
@@ -49,10 +50,10 @@ describe('length and duration specs', () => {
 
 describe('seeded randomness', () => {
   test('same seed, same sequence; lengths respect bounds', () => {
-    const a = seededRandom(42);
-    const b = seededRandom(42);
+    const a = mulberry32(42);
+    const b = mulberry32(42);
     for (let i = 0; i < 5; i++) assert.equal(a(), b());
-    const random = seededRandom(1);
+    const random = mulberry32(1);
     for (let i = 0; i < 1000; i++) {
       const value = sampleLength({ kind: 'uniform', min: 3, max: 5 }, random);
       assert.ok(value >= 3 && value <= 5 && Number.isInteger(value));
@@ -62,7 +63,7 @@ describe('seeded randomness', () => {
   });
 
   test('poisson gaps average 1/rate; constant gaps are exact', () => {
-    const random = seededRandom(7);
+    const random = mulberry32(7);
     let total = 0;
     const n = 20_000;
     for (let i = 0; i < n; i++) total += interArrivalMs(10, 'poisson', random);

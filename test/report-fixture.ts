@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { computeVerdicts } from '../src/experiment/finalize.js';
 import { loadExperiment } from '../src/experiment/load.js';
-import { mulberry32 } from '../src/experiment/random.js';
+import { mulberry32 } from '../src/util/random.js';
 import { createRun, loadRun } from '../src/experiment/run-store.js';
 import type { Fingerprint } from '../src/fingerprint/types.js';
 import type { RequestSample } from '../src/load/types.js';

@@ -14,7 +14,7 @@ import {
   sampleJitter,
   sampleStepMs,
 } from '../src/simulate/model.js';
-import { createRng, deriveSeed } from '../src/simulate/rng.js';
+import { deriveSeed, mulberry32 } from '../src/util/random.js';
 import { BatchScheduler } from '../src/simulate/scheduler.js';
 import { SimMetrics, statsLines } from '../src/simulate/metrics.js';
 import { countTokens } from '../src/simulate/text.js';
@@ -37,7 +37,7 @@ describe('speculative decoding model', () => {
   test('simulated accepted runs average to the expected tokens per step (fixed seed)', () => {
     for (const [k, p] of [[4, 0.7], [2, 0.3], [8, 0.9]] as const) {
       const config = withSpec(k, p);
-      const rng = createRng(42);
+      const rng = mulberry32(42);
       const draws = 40_000;
       let tokens = 0;
       let maxAccepted = 0;
@@ -90,7 +90,7 @@ describe('timing model', () => {
   });
 
   test('jitter multiplies by a mean-1 factor whose spread matches the jitter fraction', () => {
-    const rng = createRng(7);
+    const rng = mulberry32(7);
     const samples = Array.from({ length: 40_000 }, () => sampleJitter(0.2, rng));
     const mean = samples.reduce((sum, value) => sum + value, 0) / samples.length;
     const sd = Math.sqrt(samples.reduce((sum, value) => sum + (value - mean) ** 2, 0) / samples.length);
@@ -103,7 +103,7 @@ describe('timing model', () => {
   test('sampled step times are reproducible for a seed and average to the expected step', () => {
     const jittery = parseSimConfig({ decode: { tpotMs: 10, jitter: 0.3 } });
     const draw = (seed: number) => {
-      const rng = createRng(seed);
+      const rng = mulberry32(seed);
       return Array.from({ length: 20_000 }, () => sampleStepMs(jittery, 1, 2, rng));
     };
     assert.deepEqual(draw(3).slice(0, 5), draw(3).slice(0, 5));

@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { rankSumTest } from '../src/experiment/stats.js';
-import { mulberry32 } from '../src/experiment/random.js';
+import { mulberry32, standardNormal, type Random } from '../src/util/random.js';
 
 describe('rankSumTest (exact permutation distribution)', () => {
   test('fully separated 3 vs 3: only the 2 most extreme of C(6,3)=20 splits → p = 0.1', () => {
@@ -51,8 +51,7 @@ describe('rankSumTest (exact permutation distribution)', () => {
 });
 
 describe('rankSumTest (Monte Carlo for huge samples)', () => {
-  const normal = (random: () => number, mean: number, sd: number): number =>
-    mean + sd * Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());
+  const normal = (random: Random, mean: number, sd: number): number => mean + sd * standardNormal(random);
 
   test('large separated samples: Monte Carlo, p at its floor, reproducible with the seed', () => {
     const random = mulberry32(3);

@@ -1,10 +1,9 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { compareVariant } from '../src/experiment/verdict.js';
-import { mulberry32 } from '../src/experiment/random.js';
+import { mulberry32, standardNormal, type Random } from '../src/util/random.js';
 
-const normal = (random: () => number, mean: number, sd: number): number =>
-  mean + sd * Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());
+const normal = (random: Random, mean: number, sd: number): number => mean + sd * standardNormal(random);
 
 describe('compareVariant', () => {
   test('clearly higher throughput, 5 vs 5 → significant, faster, ratio 1.2', () => {

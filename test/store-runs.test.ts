@@ -11,7 +11,7 @@ import { openStore } from '../src/store/db.js';
 import { getFingerprint, latestUnfinishedRun, listRuns, listTrials, trialSamples, variantHistory } from '../src/store/queries.js';
 import { insertTrial, setRunStatus, type NewTrial } from '../src/store/runs.js';
 import type { TrialMetrics } from '../src/store/types.js';
-import { tempDir } from './experiment-support.js';
+import { tempDir } from './support-experiment.js';
 
 const fingerprint = (proto?: string): Fingerprint => ({
   servelabVersion: '0.1.0',

@@ -18,6 +18,8 @@ export interface JobScriptInput {
   storePath: string;
   /** Directory the job starts in (the experiment file's, so relative paths in it resolve as they do here). */
   workDir: string;
+  /** The job records drift alarms and continues (the dispatcher was given --accept-drift). */
+  acceptDrift?: boolean;
 }
 
 /** Slurm job names are shown truncated in squeue; keep them short and free of spaces. */
@@ -47,6 +49,7 @@ export function slurmJobScript(input: JobScriptInput): string {
     '--run-id', String(input.runId),
     '--server-key', shellQuote(input.serverKey),
     '--store', shellQuote(input.storePath),
+    ...(input.acceptDrift ? ['--accept-drift'] : []),
   ].join(' ');
   return [
     '#!/bin/bash',

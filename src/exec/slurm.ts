@@ -1,17 +1,18 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { finalizeRun, type RunOutcome } from '../experiment/finalize.js';
 import { loadExperiment } from '../experiment/load.js';
 import { serverKeysOf } from '../experiment/plan.js';
-import { createRun, loadRun, trialKey } from '../experiment/run-store.js';
+import { createRun, finishedOutcome, loadRun, trialKey } from '../experiment/run-store.js';
 import { servelabGitSha } from '../fingerprint/collect.js';
 import { openStore, type Db } from '../store/db.js';
 import { getRun, listTrials } from '../store/queries.js';
 import { setRunStatus } from '../store/runs.js';
 import { UserError } from '../util/errors.js';
+import { readLastLines } from '../util/log-tail.js';
 import { shellQuote } from './remote-shell.js';
 import {
   SACCT_FORMAT,
@@ -35,6 +36,8 @@ export interface SlurmRunOptions {
   /** The shared store every job writes into (SQLite WAL; must be on a filesystem all nodes see). */
   storePath: string;
   config: SlurmConfig;
+  /** Jobs record drift alarms and continue; also needed to continue a run a drift alarm stopped. */
+  acceptDrift?: boolean;
   /** Job scripts and job logs (default: <store dir>/slurm/run-<id>); must be shared too. */
   jobDir?: string;
   /** Seconds between squeue polls (default 10). */
@@ -91,7 +94,9 @@ export async function runOnSlurm(options: SlurmRunOptions): Promise<SlurmRunResu
   const db = openStore(storePath);
   try {
     const runId = options.runId ?? (await newRun(db, experimentPath));
-    const { experiment, plan } = loadRun(db, runId);
+    const { run, experiment, plan } = loadRun(db, runId);
+    const finished = finishedOutcome(run, options.acceptDrift ?? false);
+    if (finished) return { runId, outcome: finished, jobs: [] };
     if (options.runId !== undefined) setRunStatus(db, runId, 'running');
     const measuredKeys = new Set(listTrials(db, runId).map(trialKey));
     const serverKeys = serverKeysOf({ ...plan, trials: plan.trials.filter((trial) => !measuredKeys.has(trialKey(trial))) });
@@ -104,7 +109,7 @@ export async function runOnSlurm(options: SlurmRunOptions): Promise<SlurmRunResu
       const scriptPath = join(jobDir, `${serverKey}.sbatch`);
       writeFileSync(scriptPath, slurmJobScript({
         config: options.config, experimentName: experiment.name, runId, serverKey, servelab,
-        experimentPath, storePath, workDir: dirname(experimentPath),
+        experimentPath, storePath, workDir: dirname(experimentPath), acceptDrift: options.acceptDrift ?? false,
       }), { mode: 0o755 });
       return { serverKey, scriptPath, jobIds: [], status: { state: 'UNSUBMITTED' }, unknownPolls: 0, attempts: 0, done: false };
     });
@@ -224,7 +229,7 @@ async function settle(
     job.logTail = undefined;
     return;
   }
-  job.logTail = readTail(join(context.jobDir, `${job.serverKey}-${id}.log`), LOG_TAIL_LINES);
+  job.logTail = readLastLines(join(context.jobDir, `${job.serverKey}-${id}.log`), LOG_TAIL_LINES);
   const exit = job.status.exitCode ? ` (exit code ${job.status.exitCode})` : '';
   context.log(`slurm job ${id} (server config ${job.serverKey}) ended ${job.status.state}${exit}; last log lines:\n${
     job.logTail.length > 0 ? job.logTail.map((line) => `    ${line}`).join('\n') : '    (no log)'}`);
@@ -254,17 +259,6 @@ async function requireSlurm(): Promise<void> {
 function thisServelab(): string {
   const bin = fileURLToPath(new URL('../../../bin/servelab.js', import.meta.url));
   return existsSync(bin) ? `${shellQuote(process.execPath)} ${shellQuote(bin)}` : 'servelab';
-}
-
-function readTail(path: string, lines: number): string[] {
-  try {
-    const text = readFileSync(path, 'utf8');
-    const all = text.split('\n');
-    if (all.at(-1) === '') all.pop();
-    return all.slice(-lines);
-  } catch {
-    return [];
-  }
 }
 
 function command(file: string, args: string[], timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {

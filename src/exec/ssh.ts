@@ -1,16 +1,17 @@
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, closeSync, fstatSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
+import { appendFileSync, mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
 import { LogFollower } from '../launch/log-follower.js';
+import { failStart, readyOptionsOf } from '../launch/ready-gate.js';
 import type { ExitInfo, LaunchHooks, RunningServer, ServerSpec } from '../launch/types.js';
 import { runBenchmark } from '../load/run.js';
 import type { BenchOptions, BenchResult } from '../load/types.js';
 import { classifyLogLine } from '../profiles/classify.js';
-import { NotReadyError } from '../ready/errors.js';
 import { waitForReady, type MonitorEvent, type ServerMonitor } from '../ready/wait.js';
 import { UserError } from '../util/errors.js';
+import { readLastLines } from '../util/log-tail.js';
 import { benchArgv, parseBenchResult, remoteBaseUrl } from './remote-bench.js';
 import {
   LISTENING_PORTS_SCRIPT,
@@ -35,7 +36,6 @@ const WATCH_INTERVAL_MS = 1000;
 // Probes go through the SSH forward: slower than launch's local schedule, each refused probe costs a channel.
 const REMOTE_POLL_SCHEDULE = { initialMs: 100, factor: 2, capMs: 1000 };
 const FATAL_SETTLE_MS = 1500;
-const ERROR_TAIL_LINES = 30;
 
 export interface SshExecutorContext {
   workDir: string;
@@ -180,23 +180,13 @@ export class SshExecutor implements Executor {
       this.remoteEndpoints.set(localPort, remote);
       ready = await waitForReady({
         baseUrl: `http://127.0.0.1:${localPort}`,
-        profile: spec.profile,
-        timeoutMs: spec.readyTimeoutMs,
         startedAt,
         monitor,
         schedule: REMOTE_POLL_SCHEDULE,
-        ...(spec.verifyServing !== undefined && { verifyServing: spec.verifyServing }),
-        ...(spec.model !== undefined && { model: spec.model }),
-        ...(hooks.previousReadyMs !== undefined && { previousReadyMs: hooks.previousReadyMs }),
-        ...(hooks.onProgress && { onProgress: hooks.onProgress }),
-        ...(hooks.signal && { signal: hooks.signal }),
+        ...readyOptionsOf(spec, hooks),
       });
     } catch (error) {
-      await live.stop();
-      follower.drain();
-      const tail = follower.lastLines(ERROR_TAIL_LINES);
-      follower.close();
-      throw error instanceof NotReadyError ? error.withLogTail(tail) : error;
+      return failStart(error, live.stop, follower);
     }
     follower.close();
 
@@ -328,20 +318,4 @@ export class SshExecutor implements Executor {
 /** Unique, sortable job directory name. */
 function jobName(kind: string): string {
   return `${new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '')}-${kind}-${randomBytes(3).toString('hex')}`;
-}
-
-/** The last lines of a (possibly large) log, reading only its end. */
-function readLastLines(path: string, count: number): string[] {
-  const fd = openSync(path, 'r');
-  try {
-    const size = fstatSync(fd).size;
-    const length = Math.min(size, 256 * 1024);
-    const buffer = Buffer.alloc(length);
-    readSync(fd, buffer, 0, length, size - length);
-    const lines = buffer.toString('utf8').split(/\r\n|\n|\r/);
-    if (lines.at(-1) === '') lines.pop();
-    return lines.slice(-count);
-  } finally {
-    closeSync(fd);
-  }
 }

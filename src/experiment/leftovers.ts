@@ -1,5 +1,5 @@
 import type { Executor } from '../exec/types.js';
-import { groupAlive, stopGroup } from '../launch/process-group.js';
+import { groupAlive, processAlive, stopGroup } from '../launch/process-group.js';
 import type { Db } from '../store/db.js';
 import { unstoppedServers } from '../store/queries.js';
 import { updateServer } from '../store/runs.js';
@@ -11,7 +11,8 @@ const STOP_GRACE_MS = 10_000;
 /**
  * Before (re)starting a run on this machine: refuse while the runner that last worked on it is still alive, and stop
  * the servers a killed runner left behind — they run in their own process groups and would still hold the GPU.
- * Servers killed during their load have no recorded pid (it is known only once ready); they are only marked stopped.
+ * The pid is recorded at spawn, so a server still loading its model is stopped too; a row without one (the runner
+ * died between inserting the row and spawning) is only marked stopped.
  */
 export async function reapLeftoverServers(
   db: Db,
@@ -30,14 +31,5 @@ export async function reapLeftoverServers(
       await stopGroup(row.pid, STOP_GRACE_MS);
     }
     updateServer(db, row.id, { status: 'stopped', phase: 'stopped', message: 'its runner was gone; stopped on resume' });
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

@@ -1,4 +1,4 @@
-import { seededRandom } from '../load/random.js';
+import { mulberry32 } from '../util/random.js';
 import type { Plan, PlannedTrial } from './types.js';
 
 export interface PlanInput {
@@ -20,7 +20,7 @@ export interface PlanInput {
  * previous block, so consecutive blocks share a server: restarts = blocks × (servers − 1) instead of one per trial.
  */
 export function planExperiment(input: PlanInput): Plan {
-  const random = seededRandom(input.seed);
+  const random = mulberry32(input.seed);
   const groups = groupByServer(input.variants);
   const trials: PlannedTrial[] = [];
   let previousKey: string | undefined;

@@ -5,6 +5,7 @@ import type { RunDetail } from '../store/queries.js';
 import { UserError } from '../util/errors.js';
 import { VERSION } from '../version.js';
 import { planExperiment } from './plan.js';
+import type { RunOutcome } from './finalize.js';
 import type { Plan, ResolvedExperiment } from './types.js';
 
 /** The trial plan of an experiment: deterministic in its seed, so a stored plan and a fresh one agree. */
@@ -40,6 +41,18 @@ export function loadRun(db: Db, runId: number): StoredRun {
   const run = getRun(db, runId);
   if (!run) throw new UserError(`run ${runId} is not in the store`, 'list runs with `servelab ls` (and check --store)');
   return { run, experiment: run.config as ResolvedExperiment, plan: run.plan as Plan };
+}
+
+/**
+ * Before continuing a stored run: one a drift alarm stopped continues only when the drift is accepted (else a
+ * UserError); a finished one has nothing left to run and gives back its stored outcome.
+ */
+export function finishedOutcome(run: RunDetail, acceptDrift: boolean): RunOutcome | undefined {
+  if (run.status === 'drift' && !acceptDrift) {
+    throw new UserError(`run ${run.id} stopped on a drift alarm: ${run.message ?? ''}`, 'fix the environment and start a new run, or resume with --accept-drift');
+  }
+  if (run.status !== 'done') return undefined;
+  return { runId: run.id, status: 'done', ...(run.verdicts !== undefined && { verdicts: run.verdicts as RunOutcome['verdicts'] }) };
 }
 
 /** Key of a planned trial, matching the store's UNIQUE (run, variant, workload, block, repetition). */

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createExecutor } from '../exec/create.js';
 import type { Executor } from '../exec/types.js';
@@ -14,11 +14,12 @@ import { insertServer, insertTrial, setRunStatus, updateServer, upsertProgress }
 import { configKey } from '../launch/config.js';
 import { previousReadyMs, recordStartupOutcome } from '../ready/history.js';
 import { UserError, messageOf } from '../util/errors.js';
+import { readLastLines } from '../util/log-tail.js';
 import { checkDrift, formatDriftAlarm } from './drift.js';
 import { finalizeRun, type RunOutcome } from './finalize.js';
 import { reapLeftoverServers } from './leftovers.js';
 import { metricUnit, metricValue, trialMetricsOf } from './metrics.js';
-import { createRun, loadRun, trialKey } from './run-store.js';
+import { createRun, finishedOutcome, loadRun, trialKey } from './run-store.js';
 import type { PlannedTrial, ResolvedExperiment, ResolvedVariant } from './types.js';
 
 export interface RunOptions {
@@ -60,10 +61,8 @@ export async function runExperiment(options: RunOptions): Promise<RunOutcome> {
     log(`run ${runId}: ${options.experiment.name}`);
   }
   const { run, experiment, plan } = loadRun(db, runId);
-  if (run.status === 'drift' && !options.acceptDrift) {
-    throw new UserError(`run ${runId} stopped on a drift alarm: ${run.message ?? ''}`, 'fix the environment and start a new run, or resume with --accept-drift');
-  }
-  if (run.status === 'done') return { runId, status: 'done', ...(run.verdicts !== undefined && { verdicts: run.verdicts as RunOutcome['verdicts'] }) };
+  const finished = finishedOutcome(run, options.acceptDrift ?? false);
+  if (finished) return finished;
 
   const stored = listTrials(db, runId);
   const done = new Set(stored.map(trialKey));
@@ -234,16 +233,19 @@ async function launchOnce(
             phase: progress.phase,
             ...(progress.previousReadyMs !== undefined && { predictedReadyMs: progress.previousReadyMs }),
           }),
+        // Recorded at spawn, not at ready: a resumed run must be able to stop a server killed mid-load.
+        onSpawn: (pid) => updateServer(db, rowId, { pid }),
         ...(options.signal && { signal: options.signal }),
         ...(predictedReadyMs !== undefined && { previousReadyMs: predictedReadyMs }),
       },
     );
-    updateServer(db, rowId, { status: 'ready', phase: 'ready', readyMs: running.ready.elapsedMs, ...(executor.kind === 'local' && { pid: running.pid }) });
+    updateServer(db, rowId, { status: 'ready', phase: 'ready', readyMs: running.ready.elapsedMs });
     recordStartupOutcome(db, startupKey, startedAt, running.ready, runId);
     context.log(`server ready in ${(running.ready.elapsedMs / 1000).toFixed(1)} s at ${running.baseUrl}`);
     return { running, rowId };
   } catch (error) {
-    const tail = logTail(logPath, 15);
+    const lines = readLastLines(logPath, 15);
+    const tail = lines.length > 0 ? lines.map((line) => `  | ${line}`).join('\n') : '  (no log written)';
     context.log(`server for ${label} failed to start: ${messageOf(error)}\nlast lines of ${logPath}:\n${tail}`);
     updateServer(db, rowId, { status: 'failed', phase: 'failed', message: messageOf(error) });
     recordStartupOutcome(db, startupKey, startedAt, error, runId);
@@ -343,14 +345,6 @@ function driftAlarm(context: TrialContext, trial: PlannedTrial, value: number, f
     return undefined;
   }
   return message;
-}
-
-function logTail(path: string, lines: number): string {
-  try {
-    return readFileSync(path, 'utf8').trimEnd().split('\n').slice(-lines).map((line) => `  | ${line}`).join('\n');
-  } catch {
-    return '  (no log written)';
-  }
 }
 
 function pairKey(trial: { variant: string; workload: string }): string {

@@ -1,21 +1,21 @@
 import { spawn } from 'node:child_process';
-import { closeSync, fstatSync, mkdirSync, openSync, readSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { classifyLogLine } from '../profiles/classify.js';
-import { NotReadyError } from '../ready/errors.js';
 import type { ReadyResult } from '../ready/types.js';
 import { waitForReady, type MonitorEvent, type ServerMonitor } from '../ready/wait.js';
 import { UserError, messageOf } from '../util/errors.js';
+import { readLastLines } from '../util/log-tail.js';
 import { LogFollower } from './log-follower.js';
 import { freePort } from './port.js';
 import { stopGroup } from './process-group.js';
+import { failStart, readyOptionsOf } from './ready-gate.js';
 import type { ExitInfo, LaunchHooks, RunningServer, ServerSpec } from './types.js';
 
 const STOP_GRACE_MS = 10_000;
 // After "Traceback" or a similar line, the useful text (the exception) follows: collect it before failing.
 const FATAL_SETTLE_MS = 500;
-const ERROR_TAIL_LINES = 30;
 
 /** Start the server in its own process group, log to spec.logPath, and resolve once it is ready (or throw, group stopped). */
 export async function launchServer(spec: ServerSpec, hooks: LaunchHooks = {}): Promise<RunningServer> {
@@ -80,24 +80,10 @@ export async function launchServer(spec: ServerSpec, hooks: LaunchHooks = {}): P
   const baseUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   let ready: ReadyResult;
   try {
-    ready = await waitForReady({
-      baseUrl,
-      profile: spec.profile,
-      timeoutMs: spec.readyTimeoutMs,
-      startedAt,
-      monitor,
-      ...(spec.verifyServing !== undefined && { verifyServing: spec.verifyServing }),
-      ...(spec.model !== undefined && { model: spec.model }),
-      ...(hooks.previousReadyMs !== undefined && { previousReadyMs: hooks.previousReadyMs }),
-      ...(hooks.onProgress && { onProgress: hooks.onProgress }),
-      ...(hooks.signal && { signal: hooks.signal }),
-    });
+    hooks.onSpawn?.(pid);
+    ready = await waitForReady({ baseUrl, startedAt, monitor, ...readyOptionsOf(spec, hooks) });
   } catch (error) {
-    await stop();
-    follower.drain();
-    const tail = follower.lastLines(ERROR_TAIL_LINES);
-    follower.close();
-    throw error instanceof NotReadyError ? error.withLogTail(tail) : error;
+    return failStart(error, stop, follower);
   }
   follower.close();
 
@@ -132,20 +118,4 @@ function buildEnv(spec: ServerSpec, substitute: (text: string) => string): Recor
   for (const key of spec.unsetEnv ?? []) delete env[key];
   for (const [key, value] of Object.entries(spec.env)) env[key] = substitute(value);
   return env;
-}
-
-/** The last lines of a (possibly large) log, reading only its end. */
-function readLastLines(path: string, count: number): string[] {
-  const fd = openSync(path, 'r');
-  try {
-    const size = fstatSync(fd).size;
-    const length = Math.min(size, 256 * 1024);
-    const buffer = Buffer.alloc(length);
-    readSync(fd, buffer, 0, length, size - length);
-    const lines = buffer.toString('utf8').split(/\r\n|\n|\r/);
-    if (lines.at(-1) === '') lines.pop();
-    return lines.slice(-count);
-  } finally {
-    closeSync(fd);
-  }
 }

@@ -49,4 +49,9 @@ export interface LaunchHooks {
   signal?: AbortSignal;
   /** Time to ready of the last startup of the same config (see ready/history.ts), passed through to progress. */
   previousReadyMs?: number;
+  /**
+   * Called with the process id as soon as a local server is spawned, long before it is ready: a runner that records
+   * it can stop a server still loading its model after the runner itself was killed. Remote executors do not call it.
+   */
+  onSpawn?: (pid: number) => void;
 }

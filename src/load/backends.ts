@@ -44,7 +44,8 @@ export interface Backend {
   parse(data: string, state: StreamState): boolean;
 }
 
-function parseJson(data: string): Record<string, any> {
+/** One SSE data payload as a JSON object; notes the simulator's send timestamp when it carries one. */
+function parseEvent(data: string, state: StreamState): Record<string, any> {
   let value: unknown;
   try {
     value = JSON.parse(data);
@@ -56,12 +57,18 @@ function parseJson(data: string): Record<string, any> {
   if (record.error !== undefined && record.error !== null) {
     throw new StreamFormatError(`server sent an error event: ${JSON.stringify(record.error).slice(0, 200)}`);
   }
+  const sentNs = record.servelab_sim?.sent_ns;
+  if (sentNs !== undefined) state.simSentNs = String(sentNs);
   return record;
 }
 
-function noteSim(record: Record<string, any>, state: StreamState): void {
-  const sentNs = record.servelab_sim?.sent_ns;
-  if (sentNs !== undefined) state.simSentNs = String(sentNs);
+/** parseEvent for streams that end with a `data: [DONE]` sentinel: that one marks the state done, no event. */
+function parseEventOrDone(data: string, state: StreamState): Record<string, any> | undefined {
+  if (data === '[DONE]') {
+    state.done = true;
+    return undefined;
+  }
+  return parseEvent(data, state);
 }
 
 function addText(state: StreamState, text: unknown): boolean {
@@ -92,37 +99,28 @@ function openAiBody(extra: Record<string, unknown>, item: PromptItem, options: B
   });
 }
 
-const openAiCompletions: Backend = {
-  path: '/v1/completions',
-  body: (item, options) => openAiBody({ prompt: item.prompt }, item, options),
-  parse(data, state) {
-    if (data === '[DONE]') {
-      state.done = true;
-      return false;
-    }
-    const record = parseJson(data);
-    noteSim(record, state);
-    openAiUsage(record, state);
-    return addText(state, record.choices?.[0]?.text);
-  },
-};
+/** The OpenAI endpoints differ only in how the prompt is sent and where a choice carries its text. */
+function openAiBackend(path: string, prompt: (item: PromptItem) => Record<string, unknown>, textOf: (choice: any) => unknown): Backend {
+  return {
+    path,
+    body: (item, options) => openAiBody(prompt(item), item, options),
+    parse(data, state) {
+      const record = parseEventOrDone(data, state);
+      if (!record) return false;
+      openAiUsage(record, state);
+      return addText(state, textOf(record.choices?.[0]));
+    },
+  };
+}
 
-const openAiChat: Backend = {
-  path: '/v1/chat/completions',
-  body: (item, options) => openAiBody({ messages: [{ role: 'user', content: item.prompt }] }, item, options),
-  parse(data, state) {
-    if (data === '[DONE]') {
-      state.done = true;
-      return false;
-    }
-    const record = parseJson(data);
-    noteSim(record, state);
-    openAiUsage(record, state);
-    const delta = record.choices?.[0]?.delta;
-    // Reasoning models stream their thinking as reasoning_content: those are output tokens too.
-    return addText(state, delta?.content || delta?.reasoning_content);
-  },
-};
+const openAiCompletions = openAiBackend('/v1/completions', (item) => ({ prompt: item.prompt }), (choice) => choice?.text);
+
+const openAiChat = openAiBackend(
+  '/v1/chat/completions',
+  (item) => ({ messages: [{ role: 'user', content: item.prompt }] }),
+  // Reasoning models stream their thinking as reasoning_content: those are output tokens too.
+  (choice) => choice?.delta?.content || choice?.delta?.reasoning_content,
+);
 
 /** SGLang native /generate streams the cumulative text so far plus meta_info counters. */
 const sglang: Backend = {
@@ -134,12 +132,8 @@ const sglang: Backend = {
       stream: true,
     }),
   parse(data, state) {
-    if (data === '[DONE]') {
-      state.done = true;
-      return false;
-    }
-    const record = parseJson(data);
-    noteSim(record, state);
+    const record = parseEventOrDone(data, state);
+    if (!record) return false;
     const meta = record.meta_info;
     if (meta && typeof meta === 'object') {
       if (typeof meta.prompt_tokens === 'number') state.promptTokens = meta.prompt_tokens;
@@ -163,8 +157,7 @@ const tgi: Backend = {
   body: (item, options) =>
     JSON.stringify({ inputs: item.prompt, parameters: { max_new_tokens: item.maxTokens, details: true, ...(options.ignoreEos ? { ignore_eos: true } : {}) } }),
   parse(data, state) {
-    const record = parseJson(data);
-    noteSim(record, state);
+    const record = parseEvent(data, state);
     const details = record.details;
     if (details && typeof details === 'object') {
       if (typeof details.generated_tokens === 'number') state.completionTokens = details.generated_tokens;
@@ -183,8 +176,7 @@ const llamacpp: Backend = {
   body: (item, options) =>
     JSON.stringify({ prompt: item.prompt, n_predict: item.maxTokens, temperature: 0, stream: true, ...(options.ignoreEos ? { ignore_eos: true } : {}) }),
   parse(data, state) {
-    const record = parseJson(data);
-    noteSim(record, state);
+    const record = parseEvent(data, state);
     if (record.stop === true) {
       state.done = true;
       if (typeof record.tokens_predicted === 'number') state.completionTokens = record.tokens_predicted;

@@ -1,4 +1,5 @@
-import { interArrivalMs, seededRandom } from './random.js';
+import { mulberry32 } from '../util/random.js';
+import { interArrivalMs } from './random.js';
 import { streamRequest, type RequestContext, type RequestOutcome } from './request.js';
 import type { PromptItem } from './prompts.js';
 import type { Workload } from './types.js';
@@ -83,7 +84,7 @@ async function runOpenLoop(
   seed: number,
   record: (outcome: RequestOutcome) => void,
 ): Promise<void> {
-  const random = seededRandom(seed);
+  const random = mulberry32(seed);
   const start = performance.now();
   let dueAt = 0;
   let inFlight = 0;

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { UserError, messageOf } from '../util/errors.js';
-import { sampleLength, seededRandom } from './random.js';
+import { mulberry32 } from '../util/random.js';
+import { sampleLength } from './random.js';
 import type { TokenCounter } from './tokenizer.js';
 import { jsonErrorOffset } from './json-position.js';
 import type { PromptSource } from './types.js';
@@ -34,7 +35,7 @@ export function loadPrompts(source: PromptSource, count: number, tokenizer?: Tok
 }
 
 function syntheticPrompts(source: Extract<PromptSource, { kind: 'synthetic' }>, count: number): PromptItem[] {
-  const random = seededRandom(source.seed);
+  const random = mulberry32(source.seed);
   return Array.from({ length: count }, () => {
     const inputTokens = sampleLength(source.inputTokens, random);
     const maxTokens = sampleLength(source.outputTokens, random);
@@ -98,7 +99,7 @@ function shareGptPrompts(source: Extract<PromptSource, { kind: 'sharegpt' }>, to
     const wanted = estimateTokens(reply, tokenizer);
     items.push({ prompt, inputTokens: estimateTokens(prompt, tokenizer), maxTokens: source.maxOutputTokens ? Math.min(wanted, source.maxOutputTokens) : wanted });
   });
-  const random = seededRandom(source.seed);
+  const random = mulberry32(source.seed);
   for (let i = items.length - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));
     [items[i], items[j]] = [items[j]!, items[i]!];

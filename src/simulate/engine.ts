@@ -2,7 +2,7 @@ import { nowMs, sleepUntil, yieldToEventLoop } from './clock.js';
 import type { SimConfig } from './config.js';
 import { SimMetrics } from './metrics.js';
 import { envSpeedup, sampleAcceptedDrafts, sampleStepMs, sampleTtftMs, type EnvLookup } from './model.js';
-import { createRng, deriveSeed, type Rng } from './rng.js';
+import { deriveSeed, mulberry32, type Random } from '../util/random.js';
 import { BatchScheduler } from './scheduler.js';
 import { sampleToken, type SimToken } from './text.js';
 
@@ -59,13 +59,13 @@ export class SimEngine {
   }
 
   /** A reproducible random stream for the next request (timings, text, EOS, faults). */
-  nextRequestRng(): Rng {
+  nextRequestRng(): Random {
     this.requestCount += 1;
-    return createRng(deriveSeed(this.config.decode.seed, this.requestCount));
+    return mulberry32(deriveSeed(this.config.decode.seed, this.requestCount));
   }
 
   /** Runs one request through queue, prefill and decode; undefined when `signal` aborted it. */
-  async generate(params: GenerationParams, rng: Rng, signal: AbortSignal, sink: StepSink): Promise<GenerationOutcome | undefined> {
+  async generate(params: GenerationParams, rng: Random, signal: AbortSignal, sink: StepSink): Promise<GenerationOutcome | undefined> {
     if (!(await this.scheduler.acquire(signal))) return undefined;
     try {
       return await this.run(params, rng, signal, sink);
@@ -74,7 +74,7 @@ export class SimEngine {
     }
   }
 
-  private async run(params: GenerationParams, rng: Rng, signal: AbortSignal, sink: StepSink): Promise<GenerationOutcome | undefined> {
+  private async run(params: GenerationParams, rng: Random, signal: AbortSignal, sink: StepSink): Promise<GenerationOutcome | undefined> {
     const { config } = this;
     const { eosProbability, spec } = config.decode;
     const start = nowMs();
@@ -123,7 +123,7 @@ export class SimEngine {
       const wanted = Math.min(accepted + 1, params.maxTokens - outcome.completionTokens);
       while (tokens.length < wanted) {
         tokens.push(sampleToken(rng));
-        if (!params.ignoreEos && eosProbability > 0 && rng.next() < eosProbability) {
+        if (!params.ignoreEos && eosProbability > 0 && rng() < eosProbability) {
           outcome.finishReason = 'stop';
           break;
         }

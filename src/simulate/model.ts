@@ -3,7 +3,7 @@
  * tests and benchmarks derive their expectations from the `expected*` functions instead of hard-coding numbers.
  */
 import type { SimConfig } from './config.js';
-import { normal, type Rng } from './rng.js';
+import { standardNormal, type Random } from '../util/random.js';
 
 export type EnvLookup = Record<string, string | undefined>;
 
@@ -57,24 +57,24 @@ export function expectedE2eMs(config: SimConfig, inputTokens: number, outputToke
 }
 
 /** Mean-1 lognormal multiplier whose coefficient of variation is `jitter`. */
-export function sampleJitter(jitter: number, rng: Rng): number {
+export function sampleJitter(jitter: number, rng: Random): number {
   if (jitter === 0) return 1;
   const sigma = Math.sqrt(Math.log(1 + jitter * jitter));
-  return Math.exp(sigma * normal(rng) - (sigma * sigma) / 2);
+  return Math.exp(sigma * standardNormal(rng) - (sigma * sigma) / 2);
 }
 
-export function sampleTtftMs(config: SimConfig, inputTokens: number, active: number, rng: Rng): number {
+export function sampleTtftMs(config: SimConfig, inputTokens: number, active: number, rng: Random): number {
   return expectedTtftMs(config, inputTokens, active) * sampleJitter(config.decode.jitter, rng);
 }
 
-export function sampleStepMs(config: SimConfig, active: number, speedup: number, rng: Rng): number {
+export function sampleStepMs(config: SimConfig, active: number, speedup: number, rng: Random): number {
   return (expectedStepMs(config, active) / speedup) * sampleJitter(config.decode.jitter, rng);
 }
 
 /** Draft tokens accepted in one verification step: the leading run of Bernoulli(p) successes, at most k. */
-export function sampleAcceptedDrafts(config: SimConfig, rng: Rng): number {
+export function sampleAcceptedDrafts(config: SimConfig, rng: Random): number {
   const { draftTokens: k, acceptance: p } = config.decode.spec;
   let accepted = 0;
-  while (accepted < k && rng.next() < p) accepted += 1;
+  while (accepted < k && rng() < p) accepted += 1;
   return accepted;
 }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { SimConfig } from './config.js';
-import type { EngineStep, GenerationOutcome } from './engine.js';
+import type { EngineStep, FinishReason, GenerationOutcome } from './engine.js';
 import { HttpError } from './http.js';
 import { badRequest, checkContextLength, requestId, type GenerationJob } from './job.js';
 import { countTokens } from './text.js';
@@ -61,22 +61,48 @@ function messageTokens(messages: z.output<typeof ChatBody>['messages']): number 
   return tokens;
 }
 
-/** POST /v1/completions */
-export function completionJob(raw: unknown, config: SimConfig): GenerationJob {
-  const parsed = CompletionBody.safeParse(raw);
-  if (!parsed.success) throw badRequest(parsed.error.issues[0]);
-  const body = parsed.data;
+/** What /v1/completions and /v1/chat/completions render differently; the request handling is shared. */
+interface Endpoint {
+  idPrefix: string;
+  chunkObject: string;
+  bodyObject: string;
+  /** Streamed before any token. */
+  openingChoices: object[];
+  deltaChoice(delta: string, finishReason: FinishReason | null): object;
+  finalChoice(text: string, finishReason: FinishReason): object;
+}
+
+const COMPLETIONS: Endpoint = {
+  idPrefix: 'cmpl-',
+  chunkObject: 'text_completion',
+  bodyObject: 'text_completion',
+  openingChoices: [],
+  deltaChoice: (delta, finishReason) => ({ index: 0, text: delta, logprobs: null, finish_reason: finishReason, stop_reason: null }),
+  finalChoice: (text, finishReason) => ({ index: 0, text, logprobs: null, finish_reason: finishReason, stop_reason: null }),
+};
+
+const CHAT_COMPLETIONS: Endpoint = {
+  idPrefix: 'chatcmpl-',
+  chunkObject: 'chat.completion.chunk',
+  bodyObject: 'chat.completion',
+  // Like vLLM: the role arrives first with empty content, before any token.
+  openingChoices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }],
+  deltaChoice: (delta, finishReason) => ({ index: 0, delta: { content: delta }, logprobs: null, finish_reason: finishReason }),
+  finalChoice: (text, finishReason) => ({ index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: finishReason }),
+};
+
+type CommonBody = z.output<z.ZodObject<typeof CommonFields>>;
+
+function openAiJob(endpoint: Endpoint, body: CommonBody, promptTokens: number, maxTokens: number, config: SimConfig): GenerationJob {
   const model = checkModel(body.model, config);
-  const promptTokens = promptTokensOf(body.prompt);
-  const maxTokens = body.max_tokens ?? config.decode.defaultMaxTokens;
   checkContextLength(config, promptTokens, maxTokens);
   const includeUsage = body.stream_options?.include_usage === true;
-  const id = requestId('cmpl-');
+  const id = requestId(endpoint.idPrefix);
   const created = Math.floor(Date.now() / 1000);
   let text = '';
   const chunk = (choices: object[], usage?: Usage): object => ({
     id,
-    object: 'text_completion',
+    object: endpoint.chunkObject,
     created,
     model,
     choices,
@@ -86,22 +112,30 @@ export function completionJob(raw: unknown, config: SimConfig): GenerationJob {
     params: { promptTokens, maxTokens, ignoreEos: body.ignore_eos === true },
     stream: body.stream === true,
     endsWithDone: true,
-    openingEvents: () => [],
+    openingEvents: () => (endpoint.openingChoices.length > 0 ? [chunk(endpoint.openingChoices)] : []),
     stepEvents(step: EngineStep) {
       const delta = step.tokens.map((token) => token.text).join('');
       text += delta;
-      return [chunk([{ index: 0, text: delta, logprobs: null, finish_reason: step.finishReason ?? null, stop_reason: null }])];
+      return [chunk([endpoint.deltaChoice(delta, step.finishReason ?? null)])];
     },
     closingEvents: (outcome: GenerationOutcome) => (includeUsage ? [chunk([], usageOf(promptTokens, outcome.completionTokens))] : []),
     body: (outcome: GenerationOutcome) => ({
       id,
-      object: 'text_completion',
+      object: endpoint.bodyObject,
       created,
       model,
-      choices: [{ index: 0, text, logprobs: null, finish_reason: outcome.finishReason, stop_reason: null }],
+      choices: [endpoint.finalChoice(text, outcome.finishReason)],
       usage: usageOf(promptTokens, outcome.completionTokens),
     }),
   };
+}
+
+/** POST /v1/completions */
+export function completionJob(raw: unknown, config: SimConfig): GenerationJob {
+  const parsed = CompletionBody.safeParse(raw);
+  if (!parsed.success) throw badRequest(parsed.error.issues[0]);
+  const body = parsed.data;
+  return openAiJob(COMPLETIONS, body, promptTokensOf(body.prompt), body.max_tokens ?? config.decode.defaultMaxTokens, config);
 }
 
 /** POST /v1/chat/completions */
@@ -109,41 +143,6 @@ export function chatJob(raw: unknown, config: SimConfig): GenerationJob {
   const parsed = ChatBody.safeParse(raw);
   if (!parsed.success) throw badRequest(parsed.error.issues[0]);
   const body = parsed.data;
-  const model = checkModel(body.model, config);
-  const promptTokens = messageTokens(body.messages);
   const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? config.decode.defaultMaxTokens;
-  checkContextLength(config, promptTokens, maxTokens);
-  const includeUsage = body.stream_options?.include_usage === true;
-  const id = requestId('chatcmpl-');
-  const created = Math.floor(Date.now() / 1000);
-  let text = '';
-  const chunk = (choices: object[], usage?: Usage): object => ({
-    id,
-    object: 'chat.completion.chunk',
-    created,
-    model,
-    choices,
-    ...(includeUsage ? { usage: usage ?? null } : {}),
-  });
-  return {
-    params: { promptTokens, maxTokens, ignoreEos: body.ignore_eos === true },
-    stream: body.stream === true,
-    endsWithDone: true,
-    // Like vLLM: the role arrives first with empty content, before any token.
-    openingEvents: () => [chunk([{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }])],
-    stepEvents(step: EngineStep) {
-      const delta = step.tokens.map((token) => token.text).join('');
-      text += delta;
-      return [chunk([{ index: 0, delta: { content: delta }, logprobs: null, finish_reason: step.finishReason ?? null }])];
-    },
-    closingEvents: (outcome: GenerationOutcome) => (includeUsage ? [chunk([], usageOf(promptTokens, outcome.completionTokens))] : []),
-    body: (outcome: GenerationOutcome) => ({
-      id,
-      object: 'chat.completion',
-      created,
-      model,
-      choices: [{ index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: outcome.finishReason }],
-      usage: usageOf(promptTokens, outcome.completionTokens),
-    }),
-  };
+  return openAiJob(CHAT_COMPLETIONS, body, messageTokens(body.messages), maxTokens, config);
 }

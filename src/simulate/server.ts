@@ -7,7 +7,7 @@ import type { GenerationJob, JobFactory } from './job.js';
 import { llamacppJob } from './llamacpp.js';
 import type { EnvLookup } from './model.js';
 import { chatJob, completionJob } from './openai.js';
-import type { Rng } from './rng.js';
+import type { Random } from '../util/random.js';
 import { sglangJob } from './sglang.js';
 import { statsLines } from './metrics.js';
 import { runStartup, vllmLogLine, type ServerState } from './startup.js';
@@ -122,7 +122,7 @@ export async function startSimulator(input: SimConfigInput = {}, options: Simula
     else await unstreamed(res, job, rng, cancelled, fault);
   }
 
-  async function streamed(res: ServerResponse, job: GenerationJob, rng: Rng, cancelled: AbortController, fault: FaultConfig | undefined): Promise<void> {
+  async function streamed(res: ServerResponse, job: GenerationJob, rng: Random, cancelled: AbortController, fault: FaultConfig | undefined): Promise<void> {
     const sse = new SseWriter(res);
     sse.open();
     const outcome = await engine.generate(job.params, rng, cancelled.signal, (step) => {
@@ -139,7 +139,7 @@ export async function startSimulator(input: SimConfigInput = {}, options: Simula
     sse.end();
   }
 
-  async function unstreamed(res: ServerResponse, job: GenerationJob, rng: Rng, cancelled: AbortController, fault: FaultConfig | undefined): Promise<void> {
+  async function unstreamed(res: ServerResponse, job: GenerationJob, rng: Random, cancelled: AbortController, fault: FaultConfig | undefined): Promise<void> {
     const outcome: GenerationOutcome | undefined = await engine.generate(job.params, rng, cancelled.signal, (step) => {
       job.stepEvents(step);
       if (fault && faultDue(fault, step)) {
@@ -224,9 +224,9 @@ function logStatsPeriodically(engine: SimEngine, intervalMs: number, log: (line:
 }
 
 /** At most one fault per request, drawn from the request's own seeded stream. */
-function pickFault(faults: FaultConfig[], rng: Rng): FaultConfig | undefined {
+function pickFault(faults: FaultConfig[], rng: Random): FaultConfig | undefined {
   for (const fault of faults) {
-    if (rng.next() < fault.rate) return fault;
+    if (rng() < fault.rate) return fault;
   }
   return undefined;
 }

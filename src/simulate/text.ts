@@ -1,5 +1,5 @@
 /** The simulator's "tokenizer": one whitespace-separated word is one token. */
-import type { Rng } from './rng.js';
+import type { Random } from '../util/random.js';
 
 const VOCABULARY = (
   'the of and to in a is that for it as was with be by on not he this are or his from at which but have an they ' +
@@ -19,7 +19,7 @@ export function countTokens(text: string): number {
   return trimmed === '' ? 0 : trimmed.split(/\s+/).length;
 }
 
-export function sampleToken(rng: Rng): SimToken {
-  const id = Math.floor(rng.next() * VOCABULARY.length);
+export function sampleToken(rng: Random): SimToken {
+  const id = Math.floor(rng() * VOCABULARY.length);
   return { id, text: ` ${VOCABULARY[id]!}` };
 }

@@ -12,7 +12,7 @@ import { comparisonHtml, driftNotesHtml, environmentHtml, figuresHtml, runFactsH
 import { buildRunReport, compareRuns } from '../report/model.js';
 import { getServer, listExperiments, loadRunData, openStoreForReading, runContentKey, runProgress, runServers, storeVersion } from '../report/queries.js';
 import type { TrialRecord } from '../store/types.js';
-import { readLogTail } from './log-tail.js';
+import { readLogTail } from '../util/log-tail.js';
 import { liveFigures, type ProgressPoint } from './live.js';
 import { APP_JS, PAGE_HTML } from './page.js';
 

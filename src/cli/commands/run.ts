@@ -8,8 +8,11 @@ import type { ResolvedExperiment } from '../../experiment/types.js';
 import { defaultStorePath, openStore, type Db } from '../../store/db.js';
 import { latestUnfinishedRun } from '../../store/queries.js';
 import { runOnSlurm } from '../../exec/slurm.js';
+import type { ExecutorConfig } from '../../exec/types.js';
 import { UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
+
+type SlurmConfig = Extract<ExecutorConfig, { kind: 'slurm' }>;
 
 interface RunFlags {
   store?: string;
@@ -44,21 +47,26 @@ export function registerRun(program: Command): void {
       process.on('SIGTERM', onSignal);
       const log = (line: string): void => void process.stderr.write(`${line}\n`);
       try {
-        const target = resolveTarget(db, file, flags);
-        const slurm = target.experiment?.executor.kind === 'slurm' ? target.experiment.executor : undefined;
-        // A Slurm experiment becomes one job per server config; each job runs this command with --run-id/--server-key.
-        const outcome =
-          slurm && file !== undefined
-            ? (await runOnSlurm({ experimentPath: file, storePath, config: slurm, signal: controller.signal, log })).outcome
-            : await runExperiment({
-                db,
-                ...target,
-                ...(flags.serverKey !== undefined && { serverKey: flags.serverKey }),
-                acceptDrift: flags.acceptDrift ?? false,
-                workDir: join(dirname(storePath), 'logs'),
-                signal: controller.signal,
-                log,
-              });
+        const { slurm, ...target } = resolveTarget(db, file, flags);
+        const acceptDrift = flags.acceptDrift ?? false;
+        const outcome = slurm
+          ? (await runOnSlurm({
+              ...slurm,
+              ...(target.runId !== undefined && { runId: target.runId }),
+              storePath,
+              acceptDrift,
+              signal: controller.signal,
+              log,
+            })).outcome
+          : await runExperiment({
+              db,
+              ...target,
+              ...(flags.serverKey !== undefined && { serverKey: flags.serverKey }),
+              acceptDrift,
+              workDir: join(dirname(storePath), 'logs'),
+              signal: controller.signal,
+              log,
+            });
         report(db, outcome, flags.json ?? false);
       } finally {
         process.off('SIGINT', onSignal);
@@ -68,17 +76,22 @@ export function registerRun(program: Command): void {
     });
 }
 
+interface Target {
+  /** A new run of this experiment. */
+  experiment?: ResolvedExperiment;
+  /** An existing run to continue. */
+  runId?: number;
+  /** Set when this command dispatches the run to Slurm instead of running its servers here. */
+  slurm?: { config: SlurmConfig; experimentPath: string };
+}
+
 /** New run from FILE, or an existing run (--run-id, --resume) whose stored experiment and plan are replayed. */
-function resolveTarget(db: Db, file: string | undefined, flags: RunFlags): { experiment?: ResolvedExperiment; runId?: number } {
+function resolveTarget(db: Db, file: string | undefined, flags: RunFlags): Target {
   const explicitId = flags.runId ?? (typeof flags.resume === 'string' ? flags.resume : undefined);
   if (explicitId !== undefined) {
     const runId = Number(explicitId);
     if (!Number.isInteger(runId) || runId < 1) throw new UserError(`run id must be a positive integer, got "${explicitId}"`, 'see run ids with `servelab ls`', ExitCode.usage);
-    const { experiment } = loadRun(db, runId);
-    if (experiment.executor.kind === 'slurm' && flags.serverKey === undefined) {
-      throw new UserError(`run ${runId} runs on Slurm: resuming it here would start its servers on this machine`, 'start a new run with `servelab run FILE`');
-    }
-    return { runId };
+    return { runId, ...slurmDispatch(loadRun(db, runId).experiment, flags) };
   }
   if (file === undefined) throw new UserError('no experiment file given', 'run `servelab run FILE`, or `servelab run --resume RUN_ID`', ExitCode.usage);
   const experiment = loadExperiment(file);
@@ -86,13 +99,19 @@ function resolveTarget(db: Db, file: string | undefined, flags: RunFlags): { exp
   if (flags.resume === true) {
     const run = latestUnfinishedRun(db, experiment.name);
     if (!run) throw new UserError(`no unfinished run of experiment "${experiment.name}" to resume`, `start a new one with \`servelab run ${file}\``);
-    if (experiment.executor.kind === 'slurm') {
-      throw new UserError(`run ${run.id} runs on Slurm: resuming it here would start its servers on this machine`, 'start a new run with `servelab run FILE`');
-    }
     process.stderr.write(`resuming run ${run.id} (${run.status}, ${run.trialCount} trials measured)\n`);
-    return { runId: run.id };
+    return { runId: run.id, ...slurmDispatch(loadRun(db, run.id).experiment, flags) };
   }
-  return { experiment };
+  return { experiment, ...slurmDispatch(experiment, flags) };
+}
+
+/**
+ * A Slurm experiment becomes one job per server config (new or resumed: only configs with missing trials get jobs);
+ * each job runs this command with --run-id/--server-key and runs its config's trials on its node.
+ */
+function slurmDispatch(experiment: ResolvedExperiment, flags: RunFlags): Pick<Target, 'slurm'> {
+  if (experiment.executor.kind !== 'slurm' || flags.serverKey !== undefined) return {};
+  return { slurm: { config: experiment.executor, experimentPath: experiment.filePath } };
 }
 
 function report(db: Db, outcome: RunOutcome, json: boolean): void {

@@ -9,10 +9,11 @@ import { stringify } from 'yaml';
 
 export const SERVELAB = fileURLToPath(new URL('../../bin/servelab.js', import.meta.url));
 
-/** A tiny, fast simulator: ~100 ms load, a few ms per token, little jitter. */
-export function simCommand(options: { tpotMs?: number; extra?: string[] } = {}): string[] {
+/** A tiny, fast simulator: ~100 ms load (unless told), a few ms per token, little jitter. */
+export function simCommand(options: { tpotMs?: number; loadMs?: number; extra?: string[] } = {}): string[] {
   const tpot = String(options.tpotMs ?? 3);
-  return ['node', '{servelab}', 'simulate', '--port', '{port}', '--load-ms', '100', '--tpot-ms', tpot, '--ttft-ms', '5', '--jitter', '0.02', ...(options.extra ?? [])];
+  const load = String(options.loadMs ?? 100);
+  return ['node', '{servelab}', 'simulate', '--port', '{port}', '--load-ms', load, '--tpot-ms', tpot, '--ttft-ms', '5', '--jitter', '0.02', ...(options.extra ?? [])];
 }
 
 export function tempDir(t: TestContext, prefix: string): string {

@@ -1,0 +1,28 @@
+import { NotReadyError } from '../ready/errors.js';
+import type { WaitOptions } from '../ready/wait.js';
+import type { LogFollower } from './log-follower.js';
+import type { LaunchHooks, ServerSpec } from './types.js';
+
+const ERROR_TAIL_LINES = 30;
+
+/** The readiness-wait options that the spec and the launch hooks decide: the same for a local and a remote server. */
+export function readyOptionsOf(spec: ServerSpec, hooks: LaunchHooks): Pick<WaitOptions, 'profile' | 'timeoutMs' | 'verifyServing' | 'model' | 'previousReadyMs' | 'onProgress' | 'signal'> {
+  return {
+    profile: spec.profile,
+    timeoutMs: spec.readyTimeoutMs,
+    ...(spec.verifyServing !== undefined && { verifyServing: spec.verifyServing }),
+    ...(spec.model !== undefined && { model: spec.model }),
+    ...(hooks.previousReadyMs !== undefined && { previousReadyMs: hooks.previousReadyMs }),
+    ...(hooks.onProgress && { onProgress: hooks.onProgress }),
+    ...(hooks.signal && { signal: hooks.signal }),
+  };
+}
+
+/** A server that did not get ready: stop it (nothing is left running) and rethrow, a NotReadyError with the end of its log. */
+export async function failStart(error: unknown, stop: () => Promise<void>, follower: LogFollower): Promise<never> {
+  await stop();
+  follower.drain();
+  const tail = follower.lastLines(ERROR_TAIL_LINES);
+  follower.close();
+  throw error instanceof NotReadyError ? error.withLogTail(tail) : error;
+}
