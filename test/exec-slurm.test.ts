@@ -101,6 +101,8 @@ describe('Slurm dispatch against a real cluster', { skip: skip ?? false, timeout
     const resumed = await cli(['run', '--resume', String(result.runId), '--json'], { store: storePath, timeoutMs: 300_000 });
     assert.equal(JSON.parse(resumed.stdout).runId, result.runId, resumed.stderr);
     assert.equal(JSON.parse(resumed.stdout).status, 'failed', resumed.stderr);
+    assert.equal(resumed.code, 1, 'a failed run exits non-zero');
+    assert.match(resumed.stderr, /next: the measured trials are kept/);
     assert.match(resumed.stderr, /on Slurm, 1 server configs to run, 2 of 4 trials to measure/);
     assert.match(resumed.stderr, new RegExp(`server config ${failed.serverKey} submitted`));
     assert.doesNotMatch(resumed.stderr, new RegExp(`server config ${completed.serverKey} submitted`));

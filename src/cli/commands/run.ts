@@ -130,6 +130,11 @@ function report(db: Db, outcome: RunOutcome, json: boolean): void {
       process.stderr.write(`run ${outcome.runId} interrupted; continue with \`servelab run --resume ${outcome.runId}\`\n`);
       process.exitCode = ExitCode.interrupted;
       return;
+    case 'failed':
+      throw new UserError(
+        `run ${outcome.runId} failed: ${outcome.message ?? 'not every trial was measured'}`,
+        `the measured trials are kept: fix the cause, then \`servelab run --resume ${outcome.runId}\``,
+      );
     default:
       // A Slurm job's share is done; the dispatcher finalizes the run.
       process.stderr.write(`run ${outcome.runId}: ${outcome.message ?? outcome.status}\n`);
