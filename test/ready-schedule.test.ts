@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DEFAULT_POLL_SCHEDULE, pollDelayMs } from '../src/ready/schedule.js';
-import { formatPrediction, formatSeconds } from '../src/ready/predict.js';
+import { formatPrediction, formatSeconds, predictRemainingMs } from '../src/ready/predict.js';
 import { formatProgressLine } from '../src/ready/progress.js';
 import { exitCodeFor, NotReadyError } from '../src/ready/errors.js';
 import { normalizeBaseUrl } from '../src/ready/wait.js';
@@ -59,5 +59,29 @@ describe('failures', () => {
     assert.equal(normalizeBaseUrl('127.0.0.1:8000'), 'http://127.0.0.1:8000');
     assert.throws(() => normalizeBaseUrl('http://'), (error: UserError) => error.exitCode === 2);
     assert.throws(() => normalizeBaseUrl('ftp://127.0.0.1:21'), (error: UserError) => error.exitCode === 2 && /scheme/.test(error.message));
+  });
+});
+
+describe('time-to-ready prediction', () => {
+  const previousPhases = [
+    { phase: 'waiting for health', startMs: 0, durationMs: 10_000 },
+    { phase: 'loading weights', startMs: 10_000, durationMs: 50_000 },
+    { phase: 'capturing CUDA graphs', startMs: 60_000, durationMs: 30_000 },
+  ];
+
+  test('without phase history it is last time-to-ready minus elapsed', () => {
+    assert.equal(predictRemainingMs({ elapsedMs: 20_000, previousReadyMs: 90_000, phase: 'loading weights' }), 70_000);
+  });
+
+  test('a phase reached later than last time shifts the estimate instead of making it optimistic', () => {
+    // Last time CUDA graphs started at 60 s and the server was ready 30 s later; this time they started at 100 s.
+    const remaining = predictRemainingMs({ elapsedMs: 110_000, previousReadyMs: 90_000, phase: 'capturing CUDA graphs', phaseStartMs: 100_000, previousPhases });
+    assert.equal(remaining, 20_000);
+    assert.match(formatPrediction(110_000, 90_000, remaining) ?? '', /last ready after 1m30s, ~20s left/);
+  });
+
+  test('a phase the last startup never went through falls back to the total', () => {
+    const remaining = predictRemainingMs({ elapsedMs: 5_000, previousReadyMs: 90_000, phase: 'listening', phaseStartMs: 4_000, previousPhases });
+    assert.equal(remaining, 85_000);
   });
 });

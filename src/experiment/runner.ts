@@ -12,7 +12,7 @@ import type { Db } from '../store/db.js';
 import { getFingerprint, listTrials, variantHistory } from '../store/queries.js';
 import { insertServer, insertTrial, setRunStatus, updateServer, upsertProgress } from '../store/runs.js';
 import { configKey } from '../launch/config.js';
-import { previousReadyMs, recordStartupOutcome } from '../ready/history.js';
+import { previousStartupOptions, recordStartupOutcome } from '../ready/history.js';
 import { UserError, messageOf } from '../util/errors.js';
 import { readLastLines } from '../util/log-tail.js';
 import { checkDrift, formatDriftAlarm } from './drift.js';
@@ -201,7 +201,8 @@ async function launchOnce(
   const logPath = join(logDir, `${variant.serverKey}-${Date.now()}.log`);
   // Startup history is shared with `servelab launch`: same key for the same command, env changes and profile.
   const startupKey = configKey({ command: config.command, env: config.env, unsetEnv: config.unsetEnv, profile: config.profile });
-  const predictedReadyMs = previousReadyMs(db, startupKey);
+  const previous = previousStartupOptions(db, startupKey);
+  const predictedReadyMs = previous.previousReadyMs;
   const rowId = insertServer(db, {
     runId,
     runnerPid: process.pid,
@@ -231,12 +232,12 @@ async function launchOnce(
         onProgress: (progress) =>
           updateServer(db, rowId, {
             phase: progress.phase,
-            ...(progress.previousReadyMs !== undefined && { predictedReadyMs: progress.previousReadyMs }),
+            ...(progress.predictedRemainingMs !== undefined && { predictedReadyMs: progress.elapsedMs + progress.predictedRemainingMs }),
           }),
         // Recorded at spawn, not at ready: a resumed run must be able to stop a server killed mid-load.
         onSpawn: (pid) => updateServer(db, rowId, { pid }),
         ...(options.signal && { signal: options.signal }),
-        ...(predictedReadyMs !== undefined && { previousReadyMs: predictedReadyMs }),
+        ...previous,
       },
     );
     updateServer(db, rowId, { status: 'ready', phase: 'ready', readyMs: running.ready.elapsedMs });

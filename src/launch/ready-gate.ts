@@ -6,13 +6,14 @@ import type { LaunchHooks, ServerSpec } from './types.js';
 const ERROR_TAIL_LINES = 30;
 
 /** The readiness-wait options that the spec and the launch hooks decide: the same for a local and a remote server. */
-export function readyOptionsOf(spec: ServerSpec, hooks: LaunchHooks): Pick<WaitOptions, 'profile' | 'timeoutMs' | 'verifyServing' | 'model' | 'previousReadyMs' | 'onProgress' | 'signal'> {
+export function readyOptionsOf(spec: ServerSpec, hooks: LaunchHooks): Pick<WaitOptions, 'profile' | 'timeoutMs' | 'verifyServing' | 'model' | 'previousReadyMs' | 'previousPhases' | 'onProgress' | 'signal'> {
   return {
     profile: spec.profile,
     timeoutMs: spec.readyTimeoutMs,
     ...(spec.verifyServing !== undefined && { verifyServing: spec.verifyServing }),
     ...(spec.model !== undefined && { model: spec.model }),
     ...(hooks.previousReadyMs !== undefined && { previousReadyMs: hooks.previousReadyMs }),
+    ...(hooks.previousPhases && { previousPhases: hooks.previousPhases }),
     ...(hooks.onProgress && { onProgress: hooks.onProgress }),
     ...(hooks.signal && { signal: hooks.signal }),
   };

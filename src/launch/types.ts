@@ -1,5 +1,5 @@
 import type { ServerProfile } from '../profiles/types.js';
-import type { ReadyProgress, ReadyResult } from '../ready/types.js';
+import type { PhaseTiming, ReadyProgress, ReadyResult } from '../ready/types.js';
 
 /** A server to start: argv plus the environment it must run with. `{port}` in argv is replaced by the chosen port. */
 export interface ServerSpec {
@@ -49,6 +49,8 @@ export interface LaunchHooks {
   signal?: AbortSignal;
   /** Time to ready of the last startup of the same config (see ready/history.ts), passed through to progress. */
   previousReadyMs?: number;
+  /** Phase timings of that startup, for a phase-anchored time-to-ready estimate. */
+  previousPhases?: PhaseTiming[];
   /**
    * Called with the process id as soon as a local server is spawned, long before it is ready: a runner that records
    * it can stop a server still loading its model after the runner itself was killed. Remote executors do not call it.

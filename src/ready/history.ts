@@ -2,11 +2,13 @@ import { defaultStorePath, openStore, type Db } from '../store/db.js';
 import { messageOf } from '../util/errors.js';
 import { lastReadyStartup, recordStartup } from '../store/startups.js';
 import { NotReadyError } from './errors.js';
-import type { ReadyResult } from './types.js';
+import type { PhaseTiming, ReadyResult } from './types.js';
 
-/** Time to ready of the last successful startup of this config, for "last ready after Ns". */
-export function previousReadyMs(db: Db, configKey: string): number | undefined {
-  return lastReadyStartup(db, configKey)?.readyMs;
+/** The last successful startup's time to ready ("last ready after Ns") and phase timings, as wait/launch options take them. */
+export function previousStartupOptions(db: Db | undefined, configKey: string): { previousReadyMs?: number; previousPhases?: PhaseTiming[] } {
+  const last = db && lastReadyStartup(db, configKey);
+  if (last?.readyMs === undefined) return {};
+  return { previousReadyMs: last.readyMs, previousPhases: last.phases };
 }
 
 /**

@@ -4,7 +4,7 @@ import type { ReadyProgress } from './types.js';
 /** "[ 42s] loading weights · last ready after 60s, ~18s left · 503: Loading model" */
 export function formatProgressLine(progress: ReadyProgress): string {
   const parts = [`[${formatSeconds(progress.elapsedMs).padStart(6)}] ${progress.phase}`];
-  const prediction = formatPrediction(progress.elapsedMs, progress.previousReadyMs);
+  const prediction = formatPrediction(progress.elapsedMs, progress.previousReadyMs, progress.predictedRemainingMs);
   if (prediction) parts.push(prediction);
   if (progress.detail) parts.push(progress.detail);
   return parts.join(' · ');

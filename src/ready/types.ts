@@ -5,6 +5,8 @@ export interface ReadyProgress {
   phase: string;
   /** Time-to-ready recorded for the last startup of the same config, when known. */
   previousReadyMs?: number;
+  /** Estimated time left, anchored on the current phase when the last startup went through it too. */
+  predictedRemainingMs?: number;
   detail?: string;
 }
 

@@ -5,7 +5,7 @@ import { UserError } from '../util/errors.js';
 import { ExitCode } from '../util/exit.js';
 import { classifyGeneration, classifyHealth, classifyModels, excerpt, type Verdict } from './classify.js';
 import { NotReadyError } from './errors.js';
-import { formatSeconds } from './predict.js';
+import { formatSeconds, predictRemainingMs } from './predict.js';
 import { probe, type ProbeOutcome } from './probe.js';
 import { DEFAULT_POLL_SCHEDULE, pollDelayMs, type PollSchedule } from './schedule.js';
 import type { NotReadyKind, PhaseTiming, ReadyProgress, ReadyResult } from './types.js';
@@ -30,6 +30,8 @@ export interface WaitOptions {
   verifyServing?: boolean;
   model?: string;
   previousReadyMs?: number;
+  /** Phase timings of that startup, for a phase-anchored estimate. */
+  previousPhases?: PhaseTiming[];
   onProgress?: (progress: ReadyProgress) => void;
   signal?: AbortSignal;
   monitor?: ServerMonitor;
@@ -71,10 +73,21 @@ export async function waitForReady(options: WaitOptions): Promise<ReadyResult> {
   const phaseTimings = (endMs: number): PhaseTiming[] =>
     phases.map((entry, index) => ({ ...entry, durationMs: (phases[index + 1]?.startMs ?? endMs) - entry.startMs }));
   const emit = () => {
+    const elapsedMs = elapsed();
+    const phaseStartMs = phases.find((entry) => entry.phase === currentPhase)?.startMs;
     options.onProgress?.({
-      elapsedMs: elapsed(),
+      elapsedMs,
       phase: currentPhase,
-      ...(options.previousReadyMs !== undefined && { previousReadyMs: options.previousReadyMs }),
+      ...(options.previousReadyMs !== undefined && {
+        previousReadyMs: options.previousReadyMs,
+        predictedRemainingMs: predictRemainingMs({
+          elapsedMs,
+          previousReadyMs: options.previousReadyMs,
+          phase: currentPhase,
+          ...(phaseStartMs !== undefined && { phaseStartMs }),
+          ...(options.previousPhases && { previousPhases: options.previousPhases }),
+        }),
+      }),
       ...(detail && { detail }),
     });
   };

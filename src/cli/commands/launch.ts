@@ -6,7 +6,7 @@ import type { RunningServer } from '../../launch/types.js';
 import { parseDurationMs } from '../../load/config.js';
 import type { ServerProfile } from '../../profiles/types.js';
 import { applyDefinition, inferProfileName, loadUserProfiles, resolveProfile, userProfilesPath } from '../../profiles/user.js';
-import { openHistory, previousReadyMs, recordStartupOutcome } from '../../ready/history.js';
+import { openHistory, previousStartupOptions, recordStartupOutcome } from '../../ready/history.js';
 import { formatSeconds } from '../../ready/predict.js';
 import { createProgressReporter } from '../../ready/progress.js';
 import { describeReady, failureJson, printLogTail } from '../../ready/report.js';
@@ -88,7 +88,7 @@ Examples:
 
       const key = configKey({ command, env, unsetEnv, profile: profile.name });
       const db = openHistory(flags.store);
-      const previous = db && previousReadyMs(db, key);
+      const previous = previousStartupOptions(db, key);
       const progress = createProgressReporter();
       process.stderr.write(`servelab: starting ${profile.name} server, log: ${logPath}\n`);
 
@@ -120,7 +120,7 @@ Examples:
               ...(verify !== undefined && { verifyServing: verify }),
               ...(model && { model }),
             },
-            { onProgress: progress.report, signal: interrupt.signal, ...(previous !== undefined && { previousReadyMs: previous }) },
+            { onProgress: progress.report, signal: interrupt.signal, ...previous },
           );
         } catch (error) {
           progress.finish();

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { waitKey } from '../../launch/config.js';
 import { parseDurationMs } from '../../load/config.js';
 import { loadUserProfiles, resolveProfile, userProfilesPath } from '../../profiles/user.js';
-import { openHistory, previousReadyMs, recordStartupOutcome } from '../../ready/history.js';
+import { openHistory, previousStartupOptions, recordStartupOutcome } from '../../ready/history.js';
 import { createProgressReporter } from '../../ready/progress.js';
 import { describeReady, failureJson } from '../../ready/report.js';
 import { normalizeBaseUrl, waitForReady } from '../../ready/wait.js';
@@ -43,7 +43,7 @@ Exit codes: 0 ready, 2 bad usage (e.g. invalid URL), 3 timeout (incl. never reac
       const profile = resolveProfile(flags.profile, loadUserProfiles(userProfilesPath(flags.profiles)));
       const db = openHistory(flags.store);
       const key = waitKey(profile.name, baseUrl);
-      const previous = db && previousReadyMs(db, key);
+      const previous = previousStartupOptions(db, key);
       const progress = createProgressReporter();
       const interrupt = new AbortController();
       const onSignal = () => interrupt.abort();
@@ -57,7 +57,7 @@ Exit codes: 0 ready, 2 bad usage (e.g. invalid URL), 3 timeout (incl. never reac
           timeoutMs,
           ...(flags.verify !== undefined && { verifyServing: flags.verify }),
           ...(flags.model && { model: flags.model }),
-          ...(previous !== undefined && { previousReadyMs: previous }),
+          ...previous,
           onProgress: progress.report,
           signal: interrupt.signal,
         });
