@@ -222,7 +222,3 @@ export function pickFreePort(used: Set<number>, random: () => number, low = 2000
   throw new Error(`no free port in ${low}-${high}`);
 }
 
-/** Substitute `{port}` in every argument. */
-export function substitutePort(argv: readonly string[], port: number): string[] {
-  return argv.map((arg) => arg.replaceAll('{port}', String(port)));
-}

@@ -3,13 +3,13 @@ import { appendFileSync, mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
-import { LogFollower } from '../launch/log-follower.js';
+import { LogMonitor } from '../launch/log-monitor.js';
+import { choosePort, fillSpec, templatedEnv } from '../launch/placeholders.js';
 import { failStart, readyOptionsOf } from '../launch/ready-gate.js';
 import type { ExitInfo, LaunchHooks, RunningServer, ServerSpec } from '../launch/types.js';
 import { runBenchmark } from '../load/run.js';
 import type { BenchOptions, BenchResult } from '../load/types.js';
-import { classifyLogLine } from '../profiles/classify.js';
-import { waitForReady, type MonitorEvent, type ServerMonitor } from '../ready/wait.js';
+import { waitForReady } from '../ready/wait.js';
 import { UserError } from '../util/errors.js';
 import { readLastLines } from '../util/log-tail.js';
 import { benchArgv, parseBenchResult, remoteBaseUrl } from './remote-bench.js';
@@ -99,13 +99,12 @@ export class SshExecutor implements Executor {
 
   async launch(spec: ServerSpec, hooks: LaunchHooks): Promise<RunningServer> {
     await this.transport.connect();
-    const remotePort = await this.choosePort(spec);
+    const { port: remotePort, fixed } = await choosePort(spec, () => this.freeRemotePort());
+    if (fixed) await this.assertRemotePortFree(remotePort);
     // By default the server listens on the host's loopback only: we reach it through the forward, nobody else can.
     const bindHost = spec.host ?? '127.0.0.1';
     const remote = { host: bindHost === '0.0.0.0' || bindHost === '::' ? '127.0.0.1' : bindHost, port: remotePort };
-    const substitute = (text: string) => text.replaceAll('{port}', String(remotePort)).replaceAll('{host}', bindHost);
-    const command = spec.command.map(substitute);
-    const specEnv = Object.fromEntries(Object.entries(spec.env).map(([key, value]) => [key, substitute(value)]));
+    const { command, env: specEnv } = fillSpec(spec, { port: remotePort, host: bindHost });
     const dir = `${this.remoteDir.replace(/\/+$/, '')}/${jobName('server')}`;
 
     mkdirSync(dirname(spec.logPath), { recursive: true });
@@ -117,35 +116,12 @@ export class SshExecutor implements Executor {
       heartbeatTimeoutMinutes: HEARTBEAT_TIMEOUT_MIN,
     }, `the server (${command[0]})`);
 
-    // Mirror the remote log into spec.logPath and read it with the same follower/classifier as a local launch.
-    const listeners = new Set<(event: MonitorEvent) => void>();
-    const publish = (event: MonitorEvent) => listeners.forEach((listener) => listener(event));
-    let lastPhase: string | undefined;
-    let firstFatal: { name: string; hint: string; line: string } | undefined;
-    let exitInfo: ExitInfo | undefined;
-    const follower = new LogFollower(spec.logPath, startOffset, (line) => {
-      const found = classifyLogLine(spec.profile, line);
-      if (found?.kind === 'phase' && found.name !== lastPhase) {
-        lastPhase = found.name;
-        publish({ type: 'phase', name: found.name });
-      } else if (found?.kind === 'fatal' && !firstFatal) {
-        firstFatal = { name: found.name, hint: found.hint, line };
-        const fatal = firstFatal;
-        setTimeout(() => exitInfo || publish({ type: 'fatal', ...fatal }), FATAL_SETTLE_MS).unref();
-      }
-    });
-    const monitor: ServerMonitor = {
-      subscribe(listener) {
-        listeners.add(listener);
-        return () => listeners.delete(listener);
-      },
-    };
+    // The remote log is mirrored into spec.logPath and read with the same monitor as a local launch.
+    const log = new LogMonitor(spec.profile, spec.logPath, startOffset, FATAL_SETTLE_MS);
 
     const watchAbort = new AbortController();
     const exited = this.watch(job, spec.logPath, watchAbort.signal).then((info) => {
-      exitInfo = info;
-      follower.drain();
-      publish({ type: 'exit', info, ...(firstFatal && { fatal: firstFatal }) });
+      log.processExited(info);
       return info;
     });
 
@@ -181,23 +157,25 @@ export class SshExecutor implements Executor {
       ready = await waitForReady({
         baseUrl: `http://127.0.0.1:${localPort}`,
         startedAt,
-        monitor,
+        monitor: log,
         schedule: REMOTE_POLL_SCHEDULE,
         ...readyOptionsOf(spec, hooks),
       });
     } catch (error) {
-      return failStart(error, live.stop, follower);
+      return failStart(error, live.stop, log);
     }
-    follower.close();
+    log.close();
 
     const remoteEnv = parseEnviron((await this.transport.execRetrying(environScript(job.pid), { timeoutMs: 30_000, what: 'reading the server environment' })).stdout);
+    // /proc/PID/environ is what the server really runs with; where it is unreadable, what we asked for.
+    const env = Object.keys(remoteEnv).length > 0 ? remoteEnv : specEnv;
     return {
       baseUrl: ready.baseUrl,
       pid: job.pid,
       logPath: spec.logPath,
       command,
-      // /proc/PID/environ is what the server really runs with; where it is unreadable, what we asked for.
-      env: Object.keys(remoteEnv).length > 0 ? remoteEnv : specEnv,
+      env,
+      template: { command: spec.command, env: templatedEnv(env, spec.env) },
       ready,
       exited,
       logTail: async (lines) => readLastLines(spec.logPath, lines),
@@ -280,17 +258,20 @@ export class SshExecutor implements Executor {
     return result;
   }
 
-  /** As a local launch: a fixed port, else a free one on the host for `{port}`, else the profile's default port. */
-  private async choosePort(spec: ServerSpec): Promise<number> {
-    if (spec.port !== undefined) return spec.port;
-    const mentionsPort = [...spec.command, ...Object.values(spec.env)].some((part) => part.includes('{port}'));
-    if (mentionsPort) {
-      const listing = await this.transport.execRetrying(LISTENING_PORTS_SCRIPT, { timeoutMs: 30_000, what: 'looking for a free port' });
-      return pickFreePort(parseListeningPorts(listing.stdout.toString('utf8')), Math.random);
-    }
-    if (spec.profile.defaultPort !== undefined) return spec.profile.defaultPort;
-    throw new UserError(`no port for the server: the command has no {port} and profile "${spec.profile.name}" has no default port`,
-      'put {port} where the command takes its port (e.g. --port {port})');
+  private async listeningPorts(): Promise<Set<number>> {
+    const listing = await this.transport.execRetrying(LISTENING_PORTS_SCRIPT, { timeoutMs: 30_000, what: 'listing the ports in use' });
+    return parseListeningPorts(listing.stdout.toString('utf8'));
+  }
+
+  private async freeRemotePort(): Promise<number> {
+    return pickFreePort(await this.listeningPorts(), Math.random);
+  }
+
+  /** As for a local launch: a fixed port held by another server would have us measure that server. */
+  private async assertRemotePortFree(port: number): Promise<void> {
+    if (!(await this.listeningPorts()).has(port)) return;
+    throw new UserError(`port ${port} is already in use on ${this.hostLabel}`,
+      `stop the server holding it (\`ss -ltnp\` on ${this.hostLabel}), or choose another port (port:, or {port} in the command for a free one)`);
   }
 
   private updateExitHooks(): void {

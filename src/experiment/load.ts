@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfigFile } from '../config/load.js';
+import { serverIdentity } from '../launch/identity.js';
 import type { Workload } from '../load/types.js';
 import { UserError } from '../util/errors.js';
 import { experimentFileSchema, type ClientOverrides, type ExperimentFile, type GridSpec, type VariantSpec } from './schema.js';
@@ -86,15 +86,14 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
 
 /** Identity of a server configuration: variants with equal keys share one running server. */
 export function serverKeyOf(server: ServerConfig): string {
-  const canonical = JSON.stringify([
-    server.profile,
-    server.command,
-    Object.entries(server.env).sort(([a], [b]) => a.localeCompare(b)),
-    [...server.unsetEnv].sort(),
-    server.cwd ?? null,
-    server.model ?? null,
-  ]);
-  return createHash('sha256').update(canonical).digest('hex').slice(0, 16);
+  return serverIdentity({
+    profile: server.profile,
+    command: server.command,
+    env: server.env,
+    unsetEnv: server.unsetEnv,
+    ...(server.cwd !== undefined && { cwd: server.cwd }),
+    ...(server.model !== undefined && { model: server.model }),
+  });
 }
 
 export function workloadLabel(workload: Workload): string {

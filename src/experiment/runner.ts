@@ -135,8 +135,7 @@ async function runStretch(context: TrialContext, executor: Executor, trials: Pla
   try {
     const fingerprint = await collectFingerprint(
       executor,
-      // The command as configured ({port} unfilled): the port picked at launch is no property of the environment.
-      { command: variants[0]!.server.command, env: server.running.env, ...(server.running.ready.model !== undefined && { model: server.running.ready.model }) },
+      { ...server.running.template, ...(server.running.ready.model !== undefined && { model: server.running.ready.model }) },
       {
         envPatterns: [...DEFAULT_ENV_PATTERNS, ...experiment.fingerprint.envPatterns],
         redactPatterns: [...DEFAULT_REDACT_PATTERNS, ...experiment.fingerprint.redact],

@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { loadConfigFile } from '../config/load.js';
 import { profileDefinitionSchema } from '../profiles/user.js';
+import { serverIdentity, type ServerIdentityParts } from './identity.js';
 
 /** `servelab launch --config server.yaml`: the same settings as the flags; flags given on the command line win. */
 export const serverConfigSchema = z
@@ -27,18 +27,9 @@ export function loadServerConfig(path: string): ServerConfig {
   return loadConfigFile(path, serverConfigSchema);
 }
 
-/**
- * Identifies a server configuration across startups: same argv (before port substitution, so a new free port
- * is still the same config), same environment changes, same profile.
- */
-export function configKey(parts: { command: string[]; env: Record<string, string>; unsetEnv?: string[]; profile: string }): string {
-  const canonical = JSON.stringify({
-    command: parts.command,
-    env: Object.entries(parts.env).sort(([a], [b]) => a.localeCompare(b)),
-    unsetEnv: [...(parts.unsetEnv ?? [])].sort(),
-    profile: parts.profile,
-  });
-  return `launch:${createHash('sha256').update(canonical).digest('hex').slice(0, 16)}`;
+/** Startup-history key of a launched server: the one server identity, namespaced apart from `wait` keys. */
+export function configKey(parts: ServerIdentityParts): string {
+  return `launch:${serverIdentity(parts)}`;
 }
 
 /** `servelab wait` has no command: the profile and URL identify what is being waited for. */

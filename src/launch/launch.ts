@@ -2,13 +2,14 @@ import { spawn } from 'node:child_process';
 import { closeSync, fstatSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { classifyLogLine } from '../profiles/classify.js';
 import type { ReadyResult } from '../ready/types.js';
-import { waitForReady, type MonitorEvent, type ServerMonitor } from '../ready/wait.js';
+import { waitForReady } from '../ready/wait.js';
 import { UserError, messageOf } from '../util/errors.js';
 import { readLastLines } from '../util/log-tail.js';
-import { LogFollower } from './log-follower.js';
+import { LogMonitor } from './log-monitor.js';
+import { choosePort, fillSpec, templatedEnv } from './placeholders.js';
 import { freePort } from './port.js';
+import { assertPortFree, describeOwner, foreignListener } from './port-owner.js';
 import { stopGroup } from './process-group.js';
 import { failStart, readyOptionsOf } from './ready-gate.js';
 import type { ExitInfo, LaunchHooks, RunningServer, ServerSpec } from './types.js';
@@ -20,10 +21,11 @@ const FATAL_SETTLE_MS = 500;
 /** Start the server in its own process group, log to spec.logPath, and resolve once it is ready (or throw, group stopped). */
 export async function launchServer(spec: ServerSpec, hooks: LaunchHooks = {}): Promise<RunningServer> {
   const host = spec.host ?? '127.0.0.1';
-  const port = await choosePort(spec, host);
-  const substitute = (text: string) => text.replaceAll('{port}', String(port)).replaceAll('{host}', host);
-  const command = spec.command.map(substitute);
-  const env = buildEnv(spec, substitute);
+  const { port, fixed } = await choosePort(spec, () => freePort(host));
+  if (fixed) await assertPortFree(port, host);
+  const filled = fillSpec(spec, { port, host });
+  const command = filled.command;
+  const env = buildEnv(spec, filled.env);
 
   mkdirSync(dirname(spec.logPath), { recursive: true });
   const logFd = openSync(spec.logPath, 'a');
@@ -39,40 +41,14 @@ export async function launchServer(spec: ServerSpec, hooks: LaunchHooks = {}): P
   }
   const pid = child.pid;
 
-  const listeners = new Set<(event: MonitorEvent) => void>();
-  const publish = (event: MonitorEvent) => listeners.forEach((listener) => listener(event));
-  let lastPhase: string | undefined;
-  let fatal: { name: string; hint: string; line: string; rank: number } | undefined;
-  let exitedYet = false;
-  const describe = (found: { name: string; hint: string; line: string }) => ({ name: found.name, hint: found.hint, line: found.line });
-  const follower = new LogFollower(spec.logPath, startOffset, (line) => {
-    const found = classifyLogLine(spec.profile, line);
-    if (found?.kind === 'phase' && found.name !== lastPhase) {
-      lastPhase = found.name;
-      publish({ type: 'phase', name: found.name });
-    } else if (found?.kind === 'fatal') {
-      // The first fatal line starts a short settle time: the exception text that follows "Traceback" often names
-      // the real cause (a more specific pattern replaces it), and a crashing process exits meanwhile, so it is
-      // reported with its exit code. A server that stays up after a fatal line (OOM, NCCL hang) is failed here.
-      if (!fatal) setTimeout(() => exitedYet || publish({ type: 'fatal', ...describe(fatal!) }), FATAL_SETTLE_MS).unref();
-      if (!fatal || found.rank < fatal.rank) fatal = { name: found.name, hint: found.hint, line, rank: found.rank };
-    }
-  });
+  const log = new LogMonitor(spec.profile, spec.logPath, startOffset, FATAL_SETTLE_MS);
   const exited = new Promise<ExitInfo>((resolve) => {
     child.once('exit', (code, signal) => {
-      exitedYet = true;
-      follower.drain();
       const info = { code, signal };
-      publish({ type: 'exit', info, ...(fatal && { fatal: describe(fatal) }) });
+      log.processExited(info);
       resolve(info);
     });
   });
-  const monitor: ServerMonitor = {
-    subscribe(listener) {
-      listeners.add(listener);
-      return () => listeners.delete(listener);
-    },
-  };
 
   let stopping: Promise<void> | undefined;
   const stop = () => (stopping ??= stopGroup(pid, STOP_GRACE_MS).then(() => exited).then(() => undefined));
@@ -81,11 +57,11 @@ export async function launchServer(spec: ServerSpec, hooks: LaunchHooks = {}): P
   let ready: ReadyResult;
   try {
     hooks.onSpawn?.(pid);
-    ready = await waitForReady({ baseUrl, startedAt, monitor, ...readyOptionsOf(spec, hooks) });
+    ready = await waitForReady({ baseUrl, startedAt, monitor: log, checkListener: () => listenerMismatch(port, pid), ...readyOptionsOf(spec, hooks) });
   } catch (error) {
-    return failStart(error, stop, follower);
+    return failStart(error, stop, log);
   }
-  follower.close();
+  log.close();
 
   return {
     baseUrl,
@@ -93,6 +69,7 @@ export async function launchServer(spec: ServerSpec, hooks: LaunchHooks = {}): P
     logPath: spec.logPath,
     command,
     env,
+    template: { command: spec.command, env: templatedEnv(env, spec.env) },
     ready,
     exited,
     logTail: async (lines) => readLastLines(spec.logPath, lines),
@@ -100,22 +77,20 @@ export async function launchServer(spec: ServerSpec, hooks: LaunchHooks = {}): P
   };
 }
 
-async function choosePort(spec: ServerSpec, host: string): Promise<number> {
-  if (spec.port !== undefined) return spec.port;
-  const mentionsPort = [...spec.command, ...Object.values(spec.env)].some((part) => part.includes('{port}'));
-  if (mentionsPort) return freePort(host);
-  if (spec.profile.defaultPort !== undefined) return spec.profile.defaultPort;
-  throw new UserError(
-    `no port for the server: the command has no {port} and profile "${spec.profile.name}" has no default port`,
-    'put {port} where the command takes its port (e.g. --port {port}), or pass --port N',
-  );
+/** The launched group is `pid`'s (detached: it leads its own group); a listener of another process is an impostor. */
+function listenerMismatch(port: number, pid: number): { message: string; hint: string } | undefined {
+  const other = foreignListener(port, pid);
+  return other && {
+    message: `port ${port} is served by ${describeOwner(other)}, not by the launched server (process group ${pid})`,
+    hint: 'another server took the port: stop it, or choose another port (--port N, or {port} for a free one)',
+  };
 }
 
 /** Inherited environment, minus the variables the spec unsets, plus the ones it sets. */
-function buildEnv(spec: ServerSpec, substitute: (text: string) => string): Record<string, string> {
+function buildEnv(spec: ServerSpec, specEnv: Record<string, string>): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(process.env)) if (value !== undefined) env[key] = value;
   for (const key of spec.unsetEnv ?? []) delete env[key];
-  for (const [key, value] of Object.entries(spec.env)) env[key] = substitute(value);
+  Object.assign(env, specEnv);
   return env;
 }

@@ -1,6 +1,6 @@
 import { NotReadyError } from '../ready/errors.js';
 import type { WaitOptions } from '../ready/wait.js';
-import type { LogFollower } from './log-follower.js';
+import type { LogMonitor } from './log-monitor.js';
 import type { LaunchHooks, ServerSpec } from './types.js';
 
 const ERROR_TAIL_LINES = 30;
@@ -20,10 +20,10 @@ export function readyOptionsOf(spec: ServerSpec, hooks: LaunchHooks): Pick<WaitO
 }
 
 /** A server that did not get ready: stop it (nothing is left running) and rethrow, a NotReadyError with the end of its log. */
-export async function failStart(error: unknown, stop: () => Promise<void>, follower: LogFollower): Promise<never> {
+export async function failStart(error: unknown, stop: () => Promise<void>, log: LogMonitor): Promise<never> {
   await stop();
-  follower.drain();
-  const tail = follower.lastLines(ERROR_TAIL_LINES);
-  follower.close();
+  log.drain();
+  const tail = log.lastLines(ERROR_TAIL_LINES);
+  log.close();
   throw error instanceof NotReadyError ? error.withLogTail(tail) : error;
 }

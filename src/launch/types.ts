@@ -35,6 +35,11 @@ export interface RunningServer {
   /** The argv and full environment the process was actually started with. */
   command: string[];
   env: Record<string, string>;
+  /**
+   * The same with placeholder-filled values written as their templates (`--port {port}`, `VLLM_PORT: "{port}"`):
+   * what a fingerprint records, since the port picked at launch is no property of the configuration.
+   */
+  template: { command: string[]; env: Record<string, string> };
   ready: ReadyResult;
   /** Resolves when the process exits (for any reason). */
   exited: Promise<ExitInfo>;

@@ -17,12 +17,22 @@ export const COMMON_FATAL_PATTERNS: FatalPattern[] = [
   },
   {
     name: 'address already in use',
-    pattern: /Address already in use|EADDRINUSE|bind\(\) failed|couldn't bind HTTP server socket/i,
+    // Python (uvicorn: "[Errno 98] error while attempting to bind"), Node, Go, Rust ("os error 98"), llama.cpp.
+    pattern: /Address already in use|EADDRINUSE|\[Errno 98\]|error while attempting to bind|bind\(\) failed|couldn't bind HTTP server socket/i,
     hint: 'another process holds the port: pick another --port, or stop it (ss -ltnp)',
   },
   {
+    // PyTorch's ProcessGroupNCCL watchdog ("[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(...)
+    // ran for 600031 milliseconds before timing out") and a rendezvous that never completes (c10d store).
+    name: 'NCCL timeout',
+    pattern: /Watchdog caught collective operation timeout|Some NCCL operations have failed or timed out|watchdog got stuck|NCCL communicator was aborted|DistStoreError: Timed out|Timed out after \d+ seconds waiting for clients/,
+    hint: 'a collective never completed: a rank died or hangs, or the interconnect is misconfigured; check NCCL_* variables and rerun with NCCL_DEBUG=INFO',
+  },
+  {
+    // NCCL's own warnings ("host:1234:5678 [0] NCCL WARN ..."), its result codes, and PyTorch's wrapper
+    // ("NCCL error in: .../ProcessGroupNCCL.cpp:1191, unhandled system error, NCCL version 2.11.4").
     name: 'NCCL error',
-    pattern: /NCCL error|ncclInternalError|ncclSystemError|ncclUnhandledCudaError|ncclInvalidUsage|NCCL WARN/,
+    pattern: /NCCL error|NCCL WARN|nccl(InternalError|SystemError|UnhandledCudaError|InvalidUsage|InvalidArgument|RemoteError)|unhandled (system|cuda) error|ncclCommInit\w* failed|DistBackendError/,
     hint: 'check NCCL_* variables, GPU visibility and interconnect; rerun with NCCL_DEBUG=INFO for detail',
   },
   {

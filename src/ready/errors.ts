@@ -14,6 +14,7 @@ export function exitCodeFor(kind: NotReadyKind): number {
       return ExitCode.interrupted;
     case 'unreachable':
     case 'bad-response':
+    case 'wrong-server':
       return ExitCode.failure;
   }
 }

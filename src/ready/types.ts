@@ -28,4 +28,5 @@ export interface ReadyResult {
 }
 
 /** Why a wait ended without a ready server. */
-export type NotReadyKind = 'timeout' | 'process-exited' | 'fatal-log' | 'unreachable' | 'bad-response' | 'aborted';
+/** wrong-server: what answers on the port is not the process that was launched (another server holds the port). */
+export type NotReadyKind = 'timeout' | 'process-exited' | 'fatal-log' | 'unreachable' | 'bad-response' | 'wrong-server' | 'aborted';

@@ -38,6 +38,11 @@ export interface WaitOptions {
   schedule?: PollSchedule;
   /** performance.now() of the start to measure from (launch counts from spawn); default: now. */
   startedAt?: number;
+  /**
+   * Asked once the checks pass: why the server that answered is not the launched one (another process holds the
+   * port), or undefined when it is or cannot be told. A launcher that knows the process passes it.
+   */
+  checkListener?: () => { message: string; hint: string } | undefined;
 }
 
 const HEALTH_PROBE_TIMEOUT_MS = 2_000;
@@ -229,6 +234,11 @@ export async function waitForReady(options: WaitOptions): Promise<ReadyResult> {
       }
       if (failure) break;
       if (result.ready) {
+        const impostor = options.checkListener?.();
+        if (impostor) {
+          fail('wrong-server', impostor.message, impostor.hint);
+          break;
+        }
         const readyAt = elapsed();
         return {
           baseUrl,
