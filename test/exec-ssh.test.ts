@@ -5,8 +5,10 @@
 import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -222,6 +224,29 @@ describe('ssh executor against a real sshd', { skip: ci.skip ?? false, timeout: 
       return true;
     });
     assert.deepEqual(processesWith(model), []);
+  });
+
+  test('a CUDA OOM on the host is reported as OOM (the most specific fatal line), not as the Traceback before it', async (t) => {
+    const { executor, dir, model } = setup(t);
+    await assert.rejects(executor.launch(simulatorSpec(dir, model, ['--load-ms', '60000', '--fail', 'oom', '--fail-at-ms', '200']), {}), (error: unknown) => {
+      assert.ok(error instanceof NotReadyError, String(error));
+      assert.equal(error.kind, 'fatal-log');
+      assert.match(error.message, /CUDA out of memory: torch\.OutOfMemoryError/);
+      assert.match(error.hint, /gpu-memory-utilization/);
+      assert.ok(error.logTail?.some((line) => /Traceback/.test(line)), 'the Traceback came first');
+      return true;
+    });
+    assert.deepEqual(processesWith(model), []);
+  });
+
+  test('a fixed port already in use on the host fails before anything starts there', async (t) => {
+    const { executor, dir, model } = setup(t);
+    const holder = createServer().listen(0, '127.0.0.1');
+    t.after(() => holder.close());
+    await once(holder, 'listening');
+    const port = (holder.address() as AddressInfo).port;
+    await assert.rejects(executor.launch({ ...simulatorSpec(dir, model, []), port }, {}), new RegExp(`port ${port} is already in use on \\S*127\\.0\\.0\\.1`));
+    assert.deepEqual(jobGroups(dir), [], 'no job was started on the host');
   });
 
   test('an abort (Ctrl-C) during the wait stops the remote server', async (t) => {
