@@ -1,5 +1,5 @@
 import { StringDecoder } from 'node:string_decoder';
-import type { Dispatcher } from 'undici';
+import { Client, type Dispatcher } from 'undici';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { newStreamState, StreamFormatError, type Backend, type BackendRequestOptions, type StreamState } from './backends.js';
 import type { PromptItem } from './prompts.js';
@@ -86,20 +86,23 @@ export function streamRequest(context: RequestContext, item: PromptItem, index: 
     },
   });
   const decoder = new StringDecoder('utf8');
-  const sentAtMs = Date.now();
-  const start = nowMs();
+  let sentAtMs = Date.now();
+  let start = nowMs();
 
   return new Promise<RequestOutcome>((resolve) => {
     let controller: Dispatcher.DispatchController | undefined;
     let status = 0;
+    let responded = false;
     let errorBody = '';
     let settled = false;
+    let fresh: Client | undefined;
 
     const onAbort = () => controller?.abort(new AbortedError('aborted by the user'));
     const finish = (error?: { kind: RequestErrorKind; message: string }) => {
       if (settled) return;
       settled = true;
       signal?.removeEventListener('abort', onAbort);
+      void fresh?.close();
       resolve(buildOutcome(context, item, index, sentAtMs, start, nowMs(), tokenTimes, state, error));
     };
     if (signal?.aborted) return finish({ kind: 'aborted', message: 'aborted before sending' });
@@ -111,6 +114,7 @@ export function streamRequest(context: RequestContext, item: PromptItem, index: 
         if (signal?.aborted) dispatchController.abort(new AbortedError('aborted by the user'));
       },
       onResponseStart(_controller, statusCode) {
+        responded = true;
         status = statusCode;
       },
       onResponseData(dispatchController, chunk) {
@@ -133,22 +137,41 @@ export function streamRequest(context: RequestContext, item: PromptItem, index: 
         finish();
       },
       onResponseError(_controller, error) {
+        // A server may close a kept-alive connection right after a response while still advertising keep-alive
+        // (llama-server does); a request sent on it meanwhile dies before any answer. Such a request did not reach
+        // the engine: send it once more on a connection of its own. Anything else is the server's real answer.
+        if (!responded && fresh === undefined && !signal?.aborted && closedUnderUs(error)) {
+          fresh = new Client(context.origin);
+          sentAtMs = Date.now();
+          start = nowMs();
+          return send(fresh);
+        }
         finish(classifyError(error));
       },
     };
-    context.dispatcher.dispatch(
-      {
-        origin: context.origin,
-        path: context.pathPrefix + backend.path,
-        method: 'POST',
-        headers: JSON_HEADERS,
-        body: backend.body(item, context.backendOptions),
-        headersTimeout: context.requestTimeoutMs,
-        bodyTimeout: context.requestTimeoutMs,
-      },
-      handler,
-    );
+    const send = (dispatcher: Dispatcher) =>
+      dispatcher.dispatch(
+        {
+          origin: context.origin,
+          path: context.pathPrefix + backend.path,
+          method: 'POST',
+          headers: JSON_HEADERS,
+          body: backend.body(item, context.backendOptions),
+          headersTimeout: context.requestTimeoutMs,
+          bodyTimeout: context.requestTimeoutMs,
+        },
+        handler,
+      );
+    send(context.dispatcher);
   });
+}
+
+/** Errors of a connection the server closed (reset, "other side closed", broken pipe), not refusals or timeouts. */
+const CLOSED_CONNECTION_CODES = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
+
+function closedUnderUs(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException)?.code ?? (error as { cause?: NodeJS.ErrnoException })?.cause?.code;
+  return code !== undefined && CLOSED_CONNECTION_CODES.has(code);
 }
 
 export function classifyError(error: unknown): { kind: RequestErrorKind; message: string } {

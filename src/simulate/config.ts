@@ -90,6 +90,11 @@ export const SimConfigSchema = z.strictObject({
   decode: DecodeSchema.prefault({}),
   envSpeedups: z.array(EnvSpeedupSchema).default([]),
   faults: z.array(FaultSchema).default([]),
+  /**
+   * Like llama-server: each connection is closed right after a streamed response although the response advertised
+   * keep-alive, so a client that reuses it sends into a dead socket.
+   */
+  closeKeptAlive: z.boolean().default(false),
 });
 
 export type SimConfig = z.output<typeof SimConfigSchema>;

@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { parseSimConfig, type FaultConfig, type SimConfig, type SimConfigInput } from './config.js';
 import { SimEngine, type EngineStep, type GenerationOutcome } from './engine.js';
 import { errorBody, HttpError, readJsonBody, sendJson, sendText, SseWriter } from './http.js';
@@ -13,6 +13,8 @@ import { statsLines } from './metrics.js';
 import { runStartup, vllmLogLine, type ServerState } from './startup.js';
 import { isTgiBody, tgiJob } from './tgi.js';
 import { messageOf, UserError } from '../util/errors.js';
+
+const CLOSE_KEPT_ALIVE_AFTER_MS = 20;
 
 export interface SimulatorOptions {
   /** Receives every log line, vLLM-style (default: discarded). */
@@ -45,7 +47,10 @@ export async function startSimulator(input: SimConfigInput = {}, options: Simula
   /** Cancels each in-flight generation, so a hang or OOM after ready can halt them all. */
   const inFlight = new Map<ServerResponse, AbortController>();
 
+  /** Connections that served a streamed response and are being closed under a client that may reuse them. */
+  const closingSockets = new WeakSet<Socket>();
   const server = createServer((req, res) => {
+    if (closingSockets.has(req.socket)) return void req.socket.destroy();
     route(req, res).catch((error: unknown) => {
       if (res.headersSent) return void res.destroy();
       const httpError = error instanceof HttpError ? error : new HttpError(500, `simulator error: ${String(error)}`, 'InternalServerError');
@@ -137,6 +142,14 @@ export async function startSimulator(input: SimConfigInput = {}, options: Simula
     if (!outcome) return;
     await sse.events(job.closingEvents(outcome), job.endsWithDone);
     sse.end();
+    if (config.closeKeptAlive) closeSoon(res.socket);
+  }
+
+  /** llama-server's close comes a moment after the response: a request sent on the socket meanwhile is lost. */
+  function closeSoon(socket: Socket | null): void {
+    if (!socket) return;
+    closingSockets.add(socket);
+    setTimeout(() => socket.destroy(), CLOSE_KEPT_ALIVE_AFTER_MS).unref();
   }
 
   async function unstreamed(res: ServerResponse, job: GenerationJob, rng: Random, cancelled: AbortController, fault: FaultConfig | undefined): Promise<void> {

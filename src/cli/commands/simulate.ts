@@ -25,6 +25,7 @@ interface SimulateFlags {
   specAcceptance?: number;
   specDraftOverhead?: number;
   statsIntervalMs?: number;
+  closeKeptAlive?: boolean;
   envSpeedup: EnvSpeedup[];
   fault: FaultConfig[];
 }
@@ -82,6 +83,7 @@ const FLAG_OF_KEY: Record<string, string> = {
   'decode.spec.acceptance': '--spec-acceptance',
   'decode.spec.draftOverhead': '--spec-draft-overhead',
   statsIntervalMs: '--stats-interval-ms',
+  closeKeptAlive: '--close-kept-alive',
 };
 
 function flagOf(keyPath: string): string {
@@ -111,6 +113,7 @@ function overridesFrom(flags: SimulateFlags): SimConfigInput {
       spec: { draftTokens: flags.specDraftTokens, acceptance: flags.specAcceptance, draftOverhead: flags.specDraftOverhead },
     },
     statsIntervalMs: flags.statsIntervalMs,
+    closeKeptAlive: flags.closeKeptAlive,
     envSpeedups: flags.envSpeedup.length > 0 ? flags.envSpeedup : undefined,
     faults: flags.fault.length > 0 ? flags.fault : undefined,
   };
@@ -142,6 +145,7 @@ export function registerSimulate(program: Command): void {
     .option('--spec-acceptance <p>', 'per-draft-token acceptance probability (default 0.7)', number)
     .option('--spec-draft-overhead <fraction>', 'verification step cost per draft token, fraction of tpot (default 0.1)', number)
     .option('--stats-interval-ms <ms>', 'log vLLM-style throughput lines this often while busy; 0 = never (default 10000)', number)
+    .option('--close-kept-alive', 'close each connection after a streamed response while advertising keep-alive, like llama-server')
     .option('--env-speedup <NAME=VALUE:FACTOR>', 'decode speed x FACTOR when env NAME equals VALUE (repeatable)', envSpeedup, [])
     .option('--fault <KIND:RATE[:AFTER_TOKENS]>', `inject client-visible faults: ${FaultKinds.join('|')} (repeatable)`, fault, [])
     .action(async (flags: SimulateFlags) => {
