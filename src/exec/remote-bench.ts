@@ -54,6 +54,7 @@ export function benchArgv(options: BenchOptions, baseUrl: string, outPath: strin
     ...(options.model ? ['--model', options.model] : []),
     ...workloadArgs(options.workload),
     ...promptArgs(options.prompts),
+    ...(options.promptSalt !== undefined ? ['--prompt-salt', String(options.promptSalt)] : []),
     '--warmup', String(options.warmupRequests),
     ...(options.ignoreEos ? [] : ['--no-ignore-eos']),
     '--request-timeout', `${Math.max(1, Math.round(options.requestTimeoutMs))}ms`,

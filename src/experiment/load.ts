@@ -15,6 +15,7 @@ const DEFAULT_CLIENT: ClientConfig = {
   warmupRequests: 1,
   ignoreEos: true,
   requestTimeoutMs: 60_000,
+  cache: 'cold',
 };
 
 /** Read, validate and resolve an experiment file; every error names the file and the key. */
@@ -42,6 +43,7 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
   const baseClient = applyClient(DEFAULT_CLIENT, file.client, file.server.model);
   if (file.client.backend) baseClient.backend = file.client.backend;
   if (file.client.slo) baseClient.slo = file.client.slo;
+  baseClient.cache = file.client.cache;
 
   const specs: Array<{ name: string; params: Record<string, string | number>; spec: VariantSpec; key: string }> = Object.entries(file.variants).map(
     ([name, spec]) => ({ name, params: {}, spec, key: `variants.${name}` }),

@@ -12,6 +12,7 @@ import type { Db } from '../store/db.js';
 import { getFingerprint, listTrials, variantHistory } from '../store/queries.js';
 import { insertServer, insertTrial, setRunStatus, updateServer, upsertProgress } from '../store/runs.js';
 import { configKey } from '../launch/config.js';
+import { trialCache } from './cache.js';
 import { previousStartupOptions, recordStartupOutcome } from '../ready/history.js';
 import { UserError, messageOf } from '../util/errors.js';
 import { readLastLines } from '../util/log-tail.js';
@@ -268,6 +269,8 @@ async function runTrial(
   const profile = BUILTIN_PROFILES[variant.server.profile]!;
   const model = variant.client.model ?? server.ready.model;
   let lastProgressAt = 0;
+  const sharedIndex = experiment.variants.filter((other) => other.serverKey === variant.serverKey).indexOf(variant);
+  const cache = trialCache(variant.client.cache, runId, trial.block, sharedIndex);
   const startedAt = new Date().toISOString();
   const result = await executor.bench({
     baseUrl: server.baseUrl,
@@ -275,6 +278,7 @@ async function runTrial(
     ...(model !== undefined && { model }),
     workload: workload.workload,
     prompts: variant.client.prompts,
+    ...(cache.promptSalt !== undefined && { promptSalt: cache.promptSalt }),
     warmupRequests: variant.client.warmupRequests,
     ignoreEos: variant.client.ignoreEos,
     requestTimeoutMs: variant.client.requestTimeoutMs,
@@ -307,6 +311,7 @@ async function runTrial(
       startedAt,
       finishedAt: new Date().toISOString(),
       metrics,
+      cache: cache.record,
     },
     fingerprint,
     level.samples,

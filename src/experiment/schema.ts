@@ -33,6 +33,12 @@ const clientOverridesSchema = z.strictObject({
 const clientSchema = clientOverridesSchema.extend({
   backend: z.enum(['openai-completions', 'openai-chat', 'sglang', 'tgi', 'llamacpp']).optional(),
   slo: sloSchema.optional(),
+  /**
+   * cold (default): each trial's prompts open with a per-trial salt, so no prefix-cache hit crosses trials; warm: the
+   * same prompts in every trial (a trial's cache state then depends on its place in the plan). One value for all
+   * variants: a comparison between a cold and a warm variant would measure the cache.
+   */
+  cache: z.enum(['cold', 'warm']).default('cold'),
 });
 
 const variantSchema = z.strictObject({
@@ -106,7 +112,7 @@ export const experimentFileSchema = z.strictObject({
   fingerprint: z
     .strictObject({ envPatterns: z.array(z.string()).default([]), redact: z.array(z.string()).default([]) })
     .default({ envPatterns: [], redact: [] }),
-  client: clientSchema.default({}),
+  client: clientSchema.prefault({}),
   workloads: z.array(workloadEntrySchema).min(1, 'expected at least one workload'),
   trials: z.number().int().min(1).max(1000).default(5),
   seed: z.number().int().default(1),

@@ -28,7 +28,11 @@ export interface ClientConfig {
   backend?: BackendKind;
   model?: string;
   slo?: Slo;
+  cache: CacheMode;
 }
+
+/** See `client.cache` in schema.ts. */
+export type CacheMode = 'cold' | 'warm';
 
 export interface ResolvedVariant {
   name: string;

@@ -34,6 +34,19 @@ export function loadPrompts(source: PromptSource, count: number, tokenizer?: Tok
   return Array.from({ length: count }, (_, index) => pool[index % pool.length]!);
 }
 
+/** Words a salt puts in front of every prompt: a first token no other salt is likely to share (100^4 choices). */
+const SALT_WORDS = 4;
+
+/**
+ * The same prompts, each opened by words derived from `salt`: prompts of different salts share no prefix, so a
+ * server's prefix/prompt cache cannot carry over between them, while equal salts give identical prompts.
+ */
+export function saltPrompts(items: readonly PromptItem[], salt: number): PromptItem[] {
+  const random = mulberry32(salt);
+  const opening = Array.from({ length: SALT_WORDS }, () => WORDS[Math.floor(random() * WORDS.length)]!).join(' ');
+  return items.map((item) => ({ ...item, prompt: `${opening} ${item.prompt}`, inputTokens: item.inputTokens + SALT_WORDS }));
+}
+
 function syntheticPrompts(source: Extract<PromptSource, { kind: 'synthetic' }>, count: number): PromptItem[] {
   const random = mulberry32(source.seed);
   return Array.from({ length: count }, () => {

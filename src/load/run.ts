@@ -5,7 +5,7 @@ import { summarizeLevel } from '../metrics/summary.js';
 import { UserError, messageOf } from '../util/errors.js';
 import { BACKENDS } from './backends.js';
 import { maxInFlight, planLevels, runLevel, type LevelPlan } from './level.js';
-import { loadPrompts, type PromptItem } from './prompts.js';
+import { loadPrompts, saltPrompts, type PromptItem } from './prompts.js';
 import type { RequestContext, RequestOutcome } from './request.js';
 import { scrapeSglangServerInfo, scrapeVllmSpecCounters, specFromCounterDelta, specFromResponses } from './spec.js';
 import { loadTokenizer, type TokenCounter } from './tokenizer.js';
@@ -106,7 +106,8 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
   const tokenizer: TokenCounter | undefined = options.tokenizerPath ? loadTokenizer(options.tokenizerPath) : undefined;
   const levels = planLevels(options.workload);
   const totalRequests = options.warmupRequests + levels.reduce((sum, level) => sum + level.requests, 0);
-  const prompts = loadPrompts(options.prompts, totalRequests, tokenizer);
+  const loaded = loadPrompts(options.prompts, totalRequests, tokenizer);
+  const prompts = options.promptSalt === undefined ? loaded : saltPrompts(loaded, options.promptSalt);
   await checkReachable(host, port, options.baseUrl);
   // Every request in flight listens on the abort signal; hundreds of them are expected, not a leak.
   if (options.signal) setMaxListeners(0, options.signal);

@@ -30,6 +30,8 @@ export interface BenchOptions {
   model?: string;
   workload: Workload;
   prompts: PromptSource;
+  /** Opens every prompt with words derived from this number (see saltPrompts): a cold prefix cache per salt. */
+  promptSalt?: number;
   warmupRequests: number;
   /** Ask the server to ignore EOS so output lengths are exactly the requested ones. */
   ignoreEos: boolean;

@@ -95,6 +95,14 @@ export const SimConfigSchema = z.strictObject({
    * keep-alive, so a client that reuses it sends into a dead socket.
    */
   closeKeptAlive: z.boolean().default(false),
+  /** A prefix cache: repeated prompt prefixes skip their prefill cost (TTFT shrinks on repeats). */
+  prefixCache: z
+    .strictObject({
+      enabled: z.boolean().default(false),
+      /** Block size in prompt characters; a block hits only when everything before it matches too. */
+      blockChars: z.number().int().min(1).default(64),
+    })
+    .prefault({}),
 });
 
 export type SimConfig = z.output<typeof SimConfigSchema>;

@@ -8,6 +8,8 @@ import { sampleToken, type SimToken } from './text.js';
 
 export interface GenerationParams {
   promptTokens: number;
+  /** Leading prompt tokens found in the prefix cache: no prefill cost. */
+  cachedTokens?: number;
   maxTokens: number;
   ignoreEos: boolean;
 }
@@ -80,7 +82,7 @@ export class SimEngine {
     const start = nowMs();
     this.metrics.promptTokens += params.promptTokens;
 
-    let deadline = start + sampleTtftMs(config, params.promptTokens, this.scheduler.running, rng);
+    let deadline = start + sampleTtftMs(config, params.promptTokens - (params.cachedTokens ?? 0), this.scheduler.running, rng);
     await sleepUntil(deadline, signal);
     if (signal.aborted) return undefined;
     const firstTokenAt = nowMs();

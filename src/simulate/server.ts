@@ -10,6 +10,7 @@ import { chatJob, completionJob } from './openai.js';
 import type { Random } from '../util/random.js';
 import { sglangJob } from './sglang.js';
 import { statsLines } from './metrics.js';
+import { PrefixCache } from './prefix-cache.js';
 import { runStartup, vllmLogLine, type ServerState } from './startup.js';
 import { isTgiBody, tgiJob } from './tgi.js';
 import { messageOf, UserError } from '../util/errors.js';
@@ -46,6 +47,7 @@ export async function startSimulator(input: SimConfigInput = {}, options: Simula
   let wasReady = false;
   /** Cancels each in-flight generation, so a hang or OOM after ready can halt them all. */
   const inFlight = new Map<ServerResponse, AbortController>();
+  const prefixCache = config.prefixCache.enabled ? new PrefixCache(config.prefixCache.blockChars) : undefined;
 
   /** Connections that served a streamed response and are being closed under a client that may reuse them. */
   const closingSockets = new WeakSet<Socket>();
@@ -69,8 +71,15 @@ export async function startSimulator(input: SimConfigInput = {}, options: Simula
       if (path === '/v1/models') return models(res);
       if (path === '/metrics') return sendText(res, 200, 'text/plain; version=0.0.4; charset=utf-8', engine.metrics.render(config.model, engine.scheduler.running, engine.scheduler.queued));
       if (path === '/sim/config') return sendJson(res, 200, config);
-      if (path === '/sim/state') return sendJson(res, 200, { state, speedup: engine.speedup, running: engine.scheduler.running, waiting: engine.scheduler.queued });
+      if (path === '/sim/state') {
+        const cache = prefixCache && { queryTokens: prefixCache.queryTokens, hitTokens: prefixCache.hitTokens };
+        return sendJson(res, 200, { state, speedup: engine.speedup, running: engine.scheduler.running, waiting: engine.scheduler.queued, ...(cache && { prefixCache: cache }) });
+      }
     } else if (method === 'POST') {
+      if (path === '/reset_prefix_cache' || path === '/flush_cache') {
+        prefixCache?.clear();
+        return sendJson(res, 200, { success: true });
+      }
       const factory = generationRoute(path);
       if (factory) return generation(req, res, factory);
     }
@@ -112,7 +121,10 @@ export async function startSimulator(input: SimConfigInput = {}, options: Simula
   async function generation(req: IncomingMessage, res: ServerResponse, makeJob: (body: unknown) => GenerationJob): Promise<void> {
     if (state === 'hung') return; // never answered, like a wedged server
     if (state !== 'ready') throw new HttpError(503, state === 'loading' ? 'the model is still loading' : 'the server cannot serve generation requests');
-    const job = makeJob(await readJsonBody(req));
+    const body = await readJsonBody(req);
+    const job = makeJob(body);
+    const cachedTokens = prefixCache ? cachedPrefixTokens(prefixCache, body, job.params.promptTokens) : 0;
+    if (cachedTokens > 0) job.params = { ...job.params, cachedTokens };
     const rng = engine.nextRequestRng();
     const fault = pickFault(config.faults, rng);
     if (fault?.kind === 'http-500') throw new HttpError(500, 'simulated internal server error (fault injection)', 'InternalServerError');
@@ -234,6 +246,18 @@ function logStatsPeriodically(engine: SimEngine, intervalMs: number, log: (line:
   }, intervalMs);
   timer.unref();
   return () => clearInterval(timer);
+}
+
+/**
+ * Cached leading tokens of a request's prompt, whatever its protocol (OpenAI prompt or messages, SGLang text or
+ * input_ids, TGI inputs); a llama.cpp request with `cache_prompt: false` neither uses nor fills the cache.
+ */
+function cachedPrefixTokens(cache: PrefixCache, body: unknown, promptTokens: number): number {
+  const fields = (body ?? {}) as Record<string, unknown>;
+  if (fields.cache_prompt === false) return 0;
+  const prompt = fields.prompt ?? fields.messages ?? fields.text ?? fields.input_ids ?? fields.inputs;
+  if (prompt === undefined) return 0;
+  return cache.lookup(typeof prompt === 'string' ? prompt : JSON.stringify(prompt), promptTokens);
 }
 
 /** At most one fault per request, drawn from the request's own seeded stream. */

@@ -126,4 +126,12 @@ export const migrations: ReadonlyArray<{ version: number; description: string; s
       ALTER TABLE servers ADD COLUMN runner_pid INTEGER;
     `,
   },
+  {
+    version: 4,
+    description: 'cache state of each trial',
+    sql: `
+      -- How the trial met the server's prefix cache: "cold (salt N)" or "warm"; NULL for trials stored before.
+      ALTER TABLE trials ADD COLUMN cache TEXT;
+    `,
+  },
 ];

@@ -89,6 +89,7 @@ interface TrialRow {
   started_at: string;
   finished_at: string;
   metrics_json: string;
+  cache: string | null;
   fingerprint_id: number;
 }
 
@@ -106,6 +107,7 @@ function trialFromRow(row: TrialRow): TrialRecord {
     startedAt: row.started_at,
     finishedAt: row.finished_at,
     metrics: JSON.parse(row.metrics_json) as TrialMetrics,
+    ...(row.cache !== null && { cache: row.cache }),
     fingerprintId: row.fingerprint_id,
   };
 }

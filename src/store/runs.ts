@@ -62,8 +62,8 @@ export type NewTrial = Omit<TrialRecord, 'id' | 'fingerprintId'>;
 export function insertTrial(db: Db, trial: NewTrial, fingerprint: Fingerprint, samples: readonly RequestSample[]): number | undefined {
   const insertTrialRow = db.prepare(
     `INSERT OR IGNORE INTO trials (run_id, variant, server_key, workload, concurrency, params_json, block, repetition,
-       started_at, finished_at, metrics_json, fingerprint_id)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       started_at, finished_at, metrics_json, cache, fingerprint_id)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   const insertSample = db.prepare(
     `INSERT INTO samples (trial_id, idx, sent_at_ms, input_tokens, output_tokens, ttft_ms, tpot_ms, e2e_ms, itl_json,
@@ -84,6 +84,7 @@ export function insertTrial(db: Db, trial: NewTrial, fingerprint: Fingerprint, s
         trial.startedAt,
         trial.finishedAt,
         JSON.stringify(trial.metrics),
+        trial.cache ?? null,
         fingerprintId,
       );
       if (result.changes === 0) return undefined;

@@ -56,6 +56,8 @@ export interface TrialRecord {
   startedAt: string;
   finishedAt: string;
   metrics: TrialMetrics;
+  /** How the trial met the server's prefix cache ("cold (salt N)", "warm"); absent for trials stored before it was recorded. */
+  cache?: string;
   fingerprintId: number;
 }
 

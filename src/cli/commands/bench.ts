@@ -24,6 +24,7 @@ interface BenchFlags {
   datasetFormat?: 'sharegpt' | 'jsonl';
   maxOutputLen?: string;
   seed: string;
+  promptSalt?: string;
   warmup: string;
   ignoreEos: boolean;
   requestTimeout: string;
@@ -35,6 +36,12 @@ interface BenchFlags {
   json?: boolean;
   out?: string;
   progress: boolean;
+}
+
+function promptSaltFlag(text: string): number {
+  const salt = Number(text);
+  if (!Number.isInteger(salt)) throw usageError(`--prompt-salt must be an integer, got "${text}"`, 'e.g. --prompt-salt 7');
+  return salt;
 }
 
 const DEFAULT_SINGLE_STREAM_REQUESTS = 8;
@@ -147,6 +154,7 @@ async function bench(url: string, flags: BenchFlags): Promise<void> {
     model: flags.model,
     workload: workloadFromFlags(flags),
     prompts: promptsFromFlags(flags),
+    ...(flags.promptSalt !== undefined && { promptSalt: promptSaltFlag(flags.promptSalt) }),
     warmupRequests: flags.warmup === '0' ? 0 : positiveInt('--warmup', flags.warmup),
     ignoreEos: flags.ignoreEos,
     requestTimeoutMs: parseDurationMs(flags.requestTimeout),
@@ -200,6 +208,7 @@ export function registerBench(program: Command): void {
     .addOption(new Option('--dataset-format <format>', 'dataset format (default: from the extension, .jsonl = jsonl)').choices(['sharegpt', 'jsonl']))
     .option('--max-output-len <n>', 'cap on output tokens of dataset prompts')
     .option('--seed <n>', 'seed of synthetic prompts, dataset order and Poisson arrivals', '0')
+    .option('--prompt-salt <n>', 'open every prompt with words derived from N, so no prefix-cache hit carries over from runs with another salt')
     .option('--warmup <n>', 'warm-up requests before measuring (excluded from results)', '2')
     .option('--no-ignore-eos', 'let the model stop at EOS (default: ignore_eos so output lengths are exact)')
     .option('--request-timeout <duration>', 'fail a request that receives nothing for this long (stall)', '60s')

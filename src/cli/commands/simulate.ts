@@ -26,6 +26,7 @@ interface SimulateFlags {
   specDraftOverhead?: number;
   statsIntervalMs?: number;
   closeKeptAlive?: boolean;
+  prefixCache?: boolean;
   envSpeedup: EnvSpeedup[];
   fault: FaultConfig[];
 }
@@ -84,6 +85,7 @@ const FLAG_OF_KEY: Record<string, string> = {
   'decode.spec.draftOverhead': '--spec-draft-overhead',
   statsIntervalMs: '--stats-interval-ms',
   closeKeptAlive: '--close-kept-alive',
+  'prefixCache.enabled': '--prefix-cache',
 };
 
 function flagOf(keyPath: string): string {
@@ -114,6 +116,7 @@ function overridesFrom(flags: SimulateFlags): SimConfigInput {
     },
     statsIntervalMs: flags.statsIntervalMs,
     closeKeptAlive: flags.closeKeptAlive,
+    prefixCache: { enabled: flags.prefixCache },
     envSpeedups: flags.envSpeedup.length > 0 ? flags.envSpeedup : undefined,
     faults: flags.fault.length > 0 ? flags.fault : undefined,
   };
@@ -146,6 +149,7 @@ export function registerSimulate(program: Command): void {
     .option('--spec-draft-overhead <fraction>', 'verification step cost per draft token, fraction of tpot (default 0.1)', number)
     .option('--stats-interval-ms <ms>', 'log vLLM-style throughput lines this often while busy; 0 = never (default 10000)', number)
     .option('--close-kept-alive', 'close each connection after a streamed response while advertising keep-alive, like llama-server')
+    .option('--prefix-cache', 'cache prompt prefixes: a repeated prefix costs no prefill (POST /reset_prefix_cache or /flush_cache clears it)')
     .option('--env-speedup <NAME=VALUE:FACTOR>', 'decode speed x FACTOR when env NAME equals VALUE (repeatable)', envSpeedup, [])
     .option('--fault <KIND:RATE[:AFTER_TOKENS]>', `inject client-visible faults: ${FaultKinds.join('|')} (repeatable)`, fault, [])
     .action(async (flags: SimulateFlags) => {

@@ -1,0 +1,95 @@
+/**
+ * Cache control against the simulator's prefix cache (a repeated prefix skips its prefill, as in vLLM/SGLang):
+ * cold trials (the default) see no cache hit from another trial; warm ones do, and each trial records which it was.
+ */
+import { describe, test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { runBenchmark } from '../src/load/run.js';
+import type { BenchOptions } from '../src/load/types.js';
+import { startSimulator } from '../src/simulate/server.js';
+import { openStore } from '../src/store/db.js';
+import { cli, simCommand, tempDir, writeExperiment } from './support-experiment.js';
+
+const PROMPT_TOKENS = 120;
+const PREFILL_MS_PER_TOKEN = 1;
+
+async function cachingSim(t: TestContext) {
+  const handle = await startSimulator({
+    startup: { loadMs: 0 },
+    prefixCache: { enabled: true },
+    decode: { ttftBaseMs: 2, prefillMsPerToken: PREFILL_MS_PER_TOKEN, tpotMs: 1, jitter: 0 },
+  });
+  t.after(() => handle.close());
+  await handle.ready;
+  return handle;
+}
+
+async function hitTokens(url: string): Promise<number> {
+  const state = (await (await fetch(`${url}/sim/state`)).json()) as { prefixCache: { hitTokens: number } };
+  return state.prefixCache.hitTokens;
+}
+
+describe('prompt cache control', () => {
+  test('the simulator caches prefixes: a repeat is fast; a prompt salt makes the same prompts cold again', async (t) => {
+    const sim = await cachingSim(t);
+    const bench = async (promptSalt: number) => {
+      const options: BenchOptions = {
+        baseUrl: sim.url,
+        backend: 'openai-completions',
+        workload: { kind: 'single-stream', requests: 4 },
+        prompts: { kind: 'synthetic', inputTokens: { kind: 'fixed', value: PROMPT_TOKENS }, outputTokens: { kind: 'fixed', value: 4 }, seed: 5 },
+        promptSalt,
+        warmupRequests: 0,
+        ignoreEos: true,
+        requestTimeoutMs: 10_000,
+        specMetrics: 'none',
+      };
+      return (await runBenchmark(options)).levels[0]!.ttftMs.median;
+    };
+    const coldTtft = await bench(1);
+    assert.equal(await hitTokens(sim.url), 0, 'distinct prompts within one run share no cached block');
+    const repeatTtft = await bench(1);
+    const hitsAfterRepeat = await hitTokens(sim.url);
+    assert.ok(hitsAfterRepeat > 4 * PROMPT_TOKENS * 0.8, `the repeat hit the cache (${hitsAfterRepeat} tokens)`);
+    assert.ok(repeatTtft < coldTtft / 2, `repeat TTFT ${repeatTtft.toFixed(1)} ms vs cold ${coldTtft.toFixed(1)} ms`);
+    const saltedTtft = await bench(2);
+    assert.equal(await hitTokens(sim.url), hitsAfterRepeat, 'another salt: no hit at all');
+    assert.ok(saltedTtft > coldTtft * 0.7, `salted TTFT ${saltedTtft.toFixed(1)} ms vs cold ${coldTtft.toFixed(1)} ms`);
+  });
+
+  for (const cache of ['cold', 'warm'] as const) {
+    test(`servelab run with client.cache: ${cache} on one shared, caching server`, async (t) => {
+      const dir = tempDir(t, `cache-${cache}`);
+      const store = join(dir, 'servelab.db');
+      // Two variants of one server config (an A/A pair), so every trial runs on the same server and its cache.
+      const file = writeExperiment(dir, 'cache.yaml', {
+        name: `cache-${cache}`,
+        server: { command: simCommand({ tpotMs: 1, extra: ['--prefix-cache', '--prefill-ms-per-token', String(PREFILL_MS_PER_TOKEN), '--jitter', '0'] }), readyTimeout: '5m' },
+        client: { prompts: { kind: 'synthetic', inputTokens: PROMPT_TOKENS, outputTokens: 4, seed: 3 }, warmupRequests: 0, cache },
+        workloads: [{ kind: 'single-stream', requests: 3 }],
+        trials: 3,
+        variants: { a: {}, 'a-again': {} },
+      });
+      const result = await cli(['run', file], { store, timeoutMs: 120_000 });
+      assert.equal(result.code, 0, result.stderr);
+      const db = openStore(store, { readonly: true });
+      t.after(() => db.close());
+      const trials = (db.prepare('SELECT variant, block, cache, metrics_json FROM trials ORDER BY id').all() as Array<{ variant: string; block: number; cache: string; metrics_json: string }>)
+        .map((row) => ({ ...row, ttft: (JSON.parse(row.metrics_json) as { ttftMedianMs: number }).ttftMedianMs }));
+      assert.equal(trials.length, 6);
+      const prefillMs = PROMPT_TOKENS * PREFILL_MS_PER_TOKEN;
+      if (cache === 'cold') {
+        for (const trial of trials) {
+          assert.match(trial.cache, /^cold \(salt \d+\)$/);
+          assert.ok(trial.ttft > prefillMs * 0.8, `${trial.variant} block ${trial.block}: TTFT ${trial.ttft} ms, a cache hit`);
+        }
+        assert.equal(new Set(trials.map((trial) => trial.cache)).size, 6, 'a salt per block and per variant sharing the server');
+      } else {
+        assert.ok(trials.every((trial) => trial.cache === 'warm'));
+        const fast = trials.filter((trial) => trial.ttft < prefillMs / 2);
+        assert.equal(fast.length, 5, `every trial after the first was served from the cache: ${trials.map((trial) => trial.ttft.toFixed(0)).join(', ')}`);
+      }
+    });
+  }
+});
