@@ -76,11 +76,11 @@ export function startSampler(runner: CommandRunner, options: SamplerOptions): Sa
       if (!stopped) timer = setTimeout(tick, options.intervalMs);
     });
   };
-  tick();
   const readCpuCount = async (): Promise<void> => {
     const cpus = Number.parseInt((await runner.run(['nproc'], timeoutMs)).stdout.trim(), 10);
     if (Number.isInteger(cpus) && cpus > 0) series.cpus = cpus;
   };
+  tick();
 
   return {
     async stop(): Promise<TelemetrySeries> {
