@@ -12,15 +12,18 @@ import {
 
 describe('parseNvidiaSmiCsv', () => {
   test('two GPUs, units stripped', () => {
-    const csv = '0, NVIDIA H200, 550.54.15, 143771, 1980, 1980, 700.00\n1, NVIDIA H200, 550.54.15, 143771, 345, 1980, 700.00\n';
+    const csv =
+      '0, NVIDIA H200, 550.54.15, 143771, 1980, 1980, 700.00, 00000000:00:06.0, Enabled, 3201\n' +
+      '1, NVIDIA H200, 550.54.15, 143771, 345, 1980, 700.00, 00000000:00:07.0, Disabled, 3201\n';
+    const facts = { name: 'NVIDIA H200', driver: '550.54.15', memoryMiB: 143771, maxSmClockMHz: 1980, powerLimitW: 700, maxMemClockMHz: 3201 };
     assert.deepEqual(parseNvidiaSmiCsv(csv), [
-      { index: 0, name: 'NVIDIA H200', driver: '550.54.15', memoryMiB: 143771, smClockMHz: 1980, maxSmClockMHz: 1980, powerLimitW: 700 },
-      { index: 1, name: 'NVIDIA H200', driver: '550.54.15', memoryMiB: 143771, smClockMHz: 345, maxSmClockMHz: 1980, powerLimitW: 700 },
+      { index: 0, ...facts, smClockMHz: 1980, busId: '00000000:00:06.0', persistenceMode: 'Enabled' },
+      { index: 1, ...facts, smClockMHz: 345, busId: '00000000:00:07.0', persistenceMode: 'Disabled' },
     ]);
   });
 
   test('[N/A] / [Not Supported] fields are left out; noise lines skipped', () => {
-    const csv = 'WARNING: something odd\n0, Tesla T4, 535.104.05, 15360, [N/A], 1590, [Not Supported]\n\n';
+    const csv = 'WARNING: something odd\n0, Tesla T4, 535.104.05, 15360, [N/A], 1590, [Not Supported], [N/A], [N/A], [N/A]\n\n';
     assert.deepEqual(parseNvidiaSmiCsv(csv), [{ index: 0, name: 'Tesla T4', driver: '535.104.05', memoryMiB: 15360, maxSmClockMHz: 1590 }]);
   });
 

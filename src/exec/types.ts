@@ -7,11 +7,17 @@ export interface CommandResult {
   stderr: string;
 }
 
+/** Runs a short command on some host; what fingerprinting, preflight and telemetry need of an executor. */
+export interface CommandRunner {
+  /** Never throws on non-zero exit or a missing program (code null, the reason in stderr). */
+  run(argv: string[], timeoutMs?: number): Promise<CommandResult>;
+}
+
 /**
  * Where servers run. The experiment runner talks only to this interface, so a variant runs the same way
  * on this machine or on an SSH host. (Slurm dispatches whole server configs instead: see exec/slurm.)
  */
-export interface Executor {
+export interface Executor extends CommandRunner {
   readonly kind: 'local' | 'ssh';
   /** Human label for the host, e.g. "local" or "gpu-box-1". */
   readonly hostLabel: string;

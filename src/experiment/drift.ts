@@ -53,19 +53,21 @@ export interface DriftAlarm {
   changePct: number;
   /** diffFingerprints(recorded, current). */
   changes: FingerprintChange[];
+  /** Machine-state differences from the reference trials (telemetry/attribution.ts); may be empty. */
+  machine?: string[];
 }
 
 /**
  * One line for the user, e.g.
- * `baseline 62.9 tok/s vs 88.8 recorded (−29%); environment differs: NCCL_PROTO LL → (unset)`.
+ * `baseline 62.9 tok/s vs 88.8 recorded (−29%); environment differs: NCCL_PROTO LL → (unset)`, with what the
+ * machine did differently when telemetry saw it: `…; machine state differs: GPU 0 SM clock median 1410 vs 1980 MHz`.
  */
 export function formatDriftAlarm(alarm: DriftAlarm): string {
   const measured = `${alarm.variant} ${formatFigure(alarm.current)} ${alarm.metricLabel} vs ${formatFigure(alarm.reference)} recorded (${formatPercent(alarm.changePct)})`;
-  const cause =
-    alarm.changes.length > 0
-      ? `environment differs: ${formatChanges(alarm.changes)}`
-      : 'environment identical — check the hardware / other load';
-  return `${measured}; ${cause}`;
+  const machine = alarm.machine ?? [];
+  const environment = alarm.changes.length > 0 ? `environment differs: ${formatChanges(alarm.changes)}` : 'environment identical';
+  if (machine.length > 0) return `${measured}; ${environment}; machine state differs: ${machine.join('; ')}`;
+  return alarm.changes.length > 0 ? `${measured}; ${environment}` : `${measured}; environment identical — check the hardware / other load`;
 }
 
 /** Three significant figures for the usual magnitudes, whole numbers from 100 on. */

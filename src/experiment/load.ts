@@ -81,6 +81,8 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
     drift: file.drift,
     executor: file.executor,
     fingerprint: file.fingerprint,
+    preflight: file.preflight,
+    telemetry: { enabled: file.telemetry.enabled, intervalMs: file.telemetry.interval, serverMetrics: file.telemetry.serverMetrics },
     variants,
     workloads,
   };

@@ -16,6 +16,9 @@ import { trialCache } from './cache.js';
 import { previousStartupOptions, recordStartupOutcome } from '../ready/history.js';
 import { UserError, messageOf } from '../util/errors.js';
 import { readLastLines } from '../util/log-tail.js';
+import { attributeDrift, preflightBeforeStart, withPreflight } from '../telemetry/machine.js';
+import { startTrialRecorder } from '../telemetry/trial.js';
+import type { TelemetrySummary } from '../telemetry/types.js';
 import { checkDrift, formatDriftAlarm } from './drift.js';
 import { finalizeRun, type RunOutcome } from './finalize.js';
 import { reapLeftoverServers } from './leftovers.js';
@@ -132,9 +135,10 @@ async function runStretch(context: TrialContext, executor: Executor, trials: Pla
   const { experiment } = context;
   const serverKey = trials[0]!.serverKey;
   const variants = experiment.variants.filter((variant) => variant.serverKey === serverKey);
+  const preflight = await preflightBeforeStart(executor, variants[0]!.server.env, experiment.preflight, context.log);
   const server = await startServer(context, executor, variants[0]!, variants.map((variant) => variant.name).join(', '));
   try {
-    const fingerprint = await collectFingerprint(
+    const collected = await collectFingerprint(
       executor,
       { ...server.running.template, ...(server.running.ready.model !== undefined && { model: server.running.ready.model }) },
       {
@@ -142,6 +146,7 @@ async function runStretch(context: TrialContext, executor: Executor, trials: Pla
         redactPatterns: [...DEFAULT_REDACT_PATTERNS, ...experiment.fingerprint.redact],
       },
     );
+    const fingerprint = withPreflight(collected, preflight);
     for (const trial of trials) {
       const variant = experiment.variants.find((candidate) => candidate.name === trial.variant)!;
       const alarm = await runTrial(context, executor, server.running, variant, trial, fingerprint);
@@ -272,6 +277,7 @@ async function runTrial(
   const sharedIndex = experiment.variants.filter((other) => other.serverKey === variant.serverKey).indexOf(variant);
   const cache = trialCache(variant.client.cache, runId, trial.block, sharedIndex);
   const startedAt = new Date().toISOString();
+  const recorder = startTrialRecorder(executor, server.baseUrl, experiment.telemetry);
   const result = await executor.bench({
     baseUrl: server.baseUrl,
     backend: variant.client.backend ?? profile.defaultBackend,
@@ -291,7 +297,8 @@ async function runTrial(
       lastProgressAt = now;
       upsertProgress(db, runId, { trialLabel: `${label} (trial ${position})`, completed: progress.completed, total: progress.total, outputTokensPerSecond: progress.outputTokensPerSecond });
     },
-  });
+  }).finally(recorder.stop);
+  const telemetry = await recorder.stop();
   // A trial cut short is not a trial: it is measured again on resume.
   if (result.interrupted || options.signal?.aborted) throw new Error('interrupted');
   const level = result.levels[0];
@@ -315,6 +322,7 @@ async function runTrial(
     },
     fingerprint,
     level.samples,
+    telemetry,
   );
   context.doneCount += 1;
   const value = metricValue(metrics, experiment.metric);
@@ -323,11 +331,11 @@ async function runTrial(
   const pair = pairKey(trial);
   if (context.checked.has(pair)) return undefined;
   context.checked.add(pair);
-  return driftAlarm(context, trial, value, fingerprint);
+  return driftAlarm(context, trial, value, fingerprint, telemetry?.summary);
 }
 
 /** Compare a pair's first trial of this run with its recorded history; a message when it moved beyond the noise band. */
-function driftAlarm(context: TrialContext, trial: PlannedTrial, value: number, fingerprint: Fingerprint): string | undefined {
+function driftAlarm(context: TrialContext, trial: PlannedTrial, value: number, fingerprint: Fingerprint, machine?: TelemetrySummary): string | undefined {
   const { db, runId, experiment, options, log } = context;
   const history = variantHistory(db, { experimentName: experiment.name, variant: trial.variant, workload: trial.workload, excludeRunId: runId });
   const values = history.map((past) => metricValue(past.metrics, experiment.metric)).filter((past) => Number.isFinite(past));
@@ -342,6 +350,7 @@ function driftAlarm(context: TrialContext, trial: PlannedTrial, value: number, f
     reference: check.reference,
     changePct: check.changePct,
     changes: recorded ? diffFingerprints(recorded, fingerprint) : [],
+    machine: attributeDrift(db, history.map((past) => past.id), machine),
   });
   const message = `drift alarm (${trial.workload}, noise band ±${check.band.toFixed(0)}%): ${alarm}`;
   log(message);

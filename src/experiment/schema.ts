@@ -124,6 +124,12 @@ export const experimentFileSchema = z.strictObject({
   drift: z
     .strictObject({ relativeBand: z.number().min(0).default(0.05), sigmas: z.number().min(0).default(3) })
     .default({ relativeBand: 0.05, sigmas: 3 }),
+  /** Machine checks before each server start: strict stops the run on a finding, warn logs it, off skips them. */
+  preflight: z.enum(['strict', 'warn', 'off']).default('warn'),
+  /** GPU/host sampling and server /metrics scraping during each trial. */
+  telemetry: z
+    .strictObject({ enabled: z.boolean().default(true), interval: durationSchema.default(1000), serverMetrics: z.boolean().default(true) })
+    .default({ enabled: true, interval: 1000, serverMetrics: true }),
   variants: z.record(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'expected a variant name of letters, digits, ".", "_" or "-"'), variantSchema.nullable().transform((v) => v ?? {})).default({}),
   grid: z.array(gridSchema).default([]),
 });

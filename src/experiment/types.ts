@@ -2,6 +2,8 @@ import type { ExecutorConfig } from '../exec/types.js';
 import type { BackendKind } from '../profiles/types.js';
 import type { PromptSource, Slo, Workload } from '../load/types.js';
 import type { TrialMetrics } from '../store/types.js';
+import type { PreflightMode } from '../telemetry/preflight.js';
+import type { TelemetryConfig } from '../telemetry/trial.js';
 import type { Verdict } from './verdict.js';
 
 /** How one server is started; variants with an identical ServerConfig share a server (same serverKey). */
@@ -69,6 +71,10 @@ export interface ResolvedExperiment {
   drift: { relativeBand: number; sigmas: number };
   executor: ExecutorConfig;
   fingerprint: { envPatterns: string[]; redact: string[] };
+  /** Absent in runs stored before preflight existed: treated as 'warn'. */
+  preflight?: PreflightMode;
+  /** Absent in runs stored before telemetry existed: the defaults. */
+  telemetry?: TelemetryConfig;
   variants: ResolvedVariant[];
   workloads: ResolvedWorkload[];
 }

@@ -2,7 +2,8 @@ import { execFile } from 'node:child_process';
 import { realpath } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import type { Executor } from '../exec/types.js';
+import type { CommandRunner, Executor } from '../exec/types.js';
+import { parseDriverCudaVersion, parseNvccVersion, parseNvlinkStatus, parseTopology } from '../telemetry/nvidia-smi.js';
 import { VERSION } from '../version.js';
 import { captureEnv, DEFAULT_ENV_PATTERNS, DEFAULT_REDACT_PATTERNS, redactArgs } from './env.js';
 import {
@@ -10,7 +11,10 @@ import {
   bytesToGiB,
   modelFromCommand,
   NVIDIA_SMI_FIELDS,
+  parseBuildCommit,
   parseCpuModel,
+  parseKeyValueLines,
+  parseNcclLibraryVersion,
   parseMeminfoGiB,
   parseNvidiaSmiCsv,
   parsePackageVersions,
@@ -36,17 +40,39 @@ const PYTHON_PACKAGES = [
   'text-generation-server',
   'llama-cpp-python',
   'tensorrt-llm',
+  'tensorrt_llm',
   'nvidia-nccl-cu12',
+  'nvidia-nccl-cu13',
   'nvidia-cudnn-cu12',
   'nvidia-cublas-cu12',
 ];
 
+/** Version of each package, and `name.commit` for one installed from git (PEP 610 direct_url.json vcs_info). */
 const PYTHON_PROBE = [
-  'import importlib.metadata as m',
+  'import importlib.metadata as m, json',
   `for n in ${JSON.stringify(PYTHON_PACKAGES)}:`,
-  '    try: print(n + "==" + m.version(n))',
-  '    except Exception: pass',
+  '    try: d = m.distribution(n)',
+  '    except Exception: continue',
+  '    print(n + "==" + d.version)',
+  '    try: c = json.loads(d.read_text("direct_url.json") or "{}").get("vcs_info", {}).get("commit_id")',
+  '    except Exception: c = None',
+  '    if c: print(n + ".commit==" + c)',
 ].join('\n');
+
+/** The CUDA and NCCL a torch-based server really loads (torch bundles its own NCCL, often not the system one). */
+const TORCH_PROBE = [
+  'import torch',
+  'print("cuda.torch=" + str(torch.version.cuda))',
+  'try: v = torch.cuda.nccl.version()',
+  'except Exception: v = None',
+  'print("nccl.torch=" + (".".join(map(str, v)) if isinstance(v, tuple) else str(v)))',
+].join('\n');
+
+/** Importing torch takes seconds on a cold page cache. */
+const TORCH_TIMEOUT_MS = 90_000;
+
+const NCCL_LIBRARY_LISTING =
+  'ls /usr/lib/x86_64-linux-gnu/libnccl.so.* /usr/lib/aarch64-linux-gnu/libnccl.so.* /usr/lib64/libnccl.so.* /usr/local/cuda/lib64/libnccl.so.* /usr/local/nccl/lib/libnccl.so.* 2>/dev/null; true';
 
 /** Native servers that report their own version: program name → package key. */
 const NATIVE_SERVERS: Record<string, string> = {
@@ -86,6 +112,7 @@ export async function collectFingerprint(
     collectPackages(executor, server.command),
     servelabGitSha(),
   ]);
+  const system = await collectSystem(executor, server.command, gpus.length, packages);
   const fingerprint: Fingerprint = {
     servelabVersion: VERSION,
     executor: executor.hostLabel,
@@ -95,6 +122,7 @@ export async function collectFingerprint(
     env: captureEnv(server.env, options.envPatterns ?? DEFAULT_ENV_PATTERNS, redactPatterns),
     packages,
   };
+  if (Object.keys(system).length > 0) fingerprint.system = system;
   if (gitSha !== undefined) fingerprint.servelabGitSha = gitSha;
   const model = server.model ?? modelFromCommand(server.command);
   if (model !== undefined) fingerprint.model = model;
@@ -102,9 +130,9 @@ export async function collectFingerprint(
 }
 
 /** stdout of a command, or undefined when it could not run or failed. */
-async function output(executor: Executor, argv: string[]): Promise<string | undefined> {
+async function output(executor: CommandRunner, argv: string[], timeoutMs = COMMAND_TIMEOUT_MS): Promise<string | undefined> {
   try {
-    const result = await executor.run(argv, COMMAND_TIMEOUT_MS);
+    const result = await executor.run(argv, timeoutMs);
     return result.code === 0 ? result.stdout : undefined;
   } catch {
     return undefined;
@@ -162,10 +190,54 @@ async function collectPackages(executor: Executor, command: readonly string[]): 
   if (nativeKey !== undefined) {
     const result = await executor.run([program, '--version'], COMMAND_TIMEOUT_MS).catch(() => undefined);
     // llama-server prints its version on stderr.
-    const version = result && parseVersionOutput(`${result.stdout}\n${result.stderr}`);
+    const text = result ? `${result.stdout}\n${result.stderr}` : '';
+    const version = parseVersionOutput(text);
     if (version) packages[nativeKey] = version;
+    const commit = parseBuildCommit(text);
+    if (commit) packages[`${nativeKey}.commit`] = commit;
   }
   return packages;
+}
+
+/**
+ * CUDA (driver's and toolkit's), NCCL (the one torch loads and the system library), and for multi-GPU servers the
+ * GPU interconnect: `nvidia-smi topo -m` link kinds and NVLink state. A tensor-parallel server's all-reduce speed
+ * depends on all of them, and none shows in a package list.
+ */
+async function collectSystem(
+  runner: CommandRunner,
+  command: readonly string[],
+  gpuCount: number,
+  packages: Record<string, string>,
+): Promise<Record<string, string>> {
+  const system: Record<string, string> = {};
+  const program = command[0] ?? '';
+  const python = /^python[\d.]*$/.test(basename(program)) ? program : program.includes('/') ? `${program.slice(0, program.lastIndexOf('/'))}/python3` : 'python3';
+  const [query, nvcc, nccl, torch, topology, nvlink] = await Promise.all([
+    gpuCount > 0 ? output(runner, ['nvidia-smi', '-q', '-d', 'COMPUTE']) : undefined,
+    output(runner, ['sh', '-c', 'nvcc --version 2>/dev/null || /usr/local/cuda/bin/nvcc --version']),
+    output(runner, ['sh', '-c', NCCL_LIBRARY_LISTING]),
+    packages['torch'] !== undefined ? output(runner, [python, '-c', TORCH_PROBE], TORCH_TIMEOUT_MS) : undefined,
+    gpuCount > 1 ? output(runner, ['nvidia-smi', 'topo', '-m']) : undefined,
+    gpuCount > 1 ? output(runner, ['nvidia-smi', 'nvlink', '-s']) : undefined,
+  ]);
+  const put = (key: string, value: string | undefined): void => {
+    if (value !== undefined) system[key] = value;
+  };
+  put('cuda.driver', query && parseDriverCudaVersion(query));
+  put('cuda.nvcc', nvcc && parseNvccVersion(nvcc));
+  put('nccl.system', nccl && parseNcclLibraryVersion(nccl));
+  Object.assign(system, parseKeyValueLines(torch ?? ''));
+  if (topology !== undefined) {
+    const { links, affinity } = parseTopology(topology);
+    for (const [pair, kind] of Object.entries({ ...links, ...affinity })) system[`topology.${pair}`] = kind;
+  }
+  if (nvlink !== undefined) {
+    const status = parseNvlinkStatus(nvlink);
+    if (Object.keys(status).length === 0) system['nvlink'] = 'none';
+    for (const [gpu, state] of Object.entries(status)) system[`nvlink.${gpu}`] = state;
+  }
+  return system;
 }
 
 let gitShaOnce: Promise<string | undefined> | undefined;

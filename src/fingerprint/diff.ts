@@ -31,6 +31,8 @@ export function flattenFingerprint(fp: Fingerprint): Record<string, string> {
   for (const [name, value] of Object.entries(fp.env)) put(`env.${name}`, value);
   for (const [name, version] of Object.entries(fp.packages)) put(`packages.${name}`, version);
   put('model', fp.model);
+  for (const [key, value] of Object.entries(fp.system ?? {})) put(`system.${key}`, value);
+  for (const [key, value] of Object.entries(fp.preflight ?? {})) put(`preflight.${key}`, value);
   return flat;
 }
 

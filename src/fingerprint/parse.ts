@@ -3,7 +3,18 @@ import type { Fingerprint } from './types.js';
 type Gpu = Fingerprint['gpus'][number];
 
 /** Fields in the order of NVIDIA_SMI_QUERY; collect.ts builds the command from it. */
-export const NVIDIA_SMI_FIELDS = ['index', 'name', 'driver_version', 'memory.total', 'clocks.sm', 'clocks.max.sm', 'power.limit'] as const;
+export const NVIDIA_SMI_FIELDS = [
+  'index',
+  'name',
+  'driver_version',
+  'memory.total',
+  'clocks.sm',
+  'clocks.max.sm',
+  'power.limit',
+  'pci.bus_id',
+  'persistence_mode',
+  'clocks.max.memory',
+] as const;
 
 /**
  * Rows of `nvidia-smi --query-gpu=<NVIDIA_SMI_FIELDS> --format=csv,noheader,nounits`. Fields nvidia-smi cannot
@@ -14,7 +25,7 @@ export function parseNvidiaSmiCsv(text: string): Gpu[] {
   for (const line of text.split('\n')) {
     const cells = line.split(',').map((cell) => cell.trim());
     if (cells.length !== NVIDIA_SMI_FIELDS.length) continue;
-    const [index, name, driver, memory, sm, maxSm, power] = cells as [string, string, string, string, string, string, string];
+    const [index, name, driver, memory, sm, maxSm, power, busId, persistence, maxMem] = cells as [string, string, string, string, string, string, string, string, string, string];
     const gpuIndex = parseNumber(index);
     if (gpuIndex === undefined || !Number.isInteger(gpuIndex)) continue;
     const gpu: Gpu = { index: gpuIndex, name, driver, memoryMiB: parseNumber(memory) ?? 0 };
@@ -24,9 +35,18 @@ export function parseNvidiaSmiCsv(text: string): Gpu[] {
     if (smClock !== undefined) gpu.smClockMHz = smClock;
     if (maxSmClock !== undefined) gpu.maxSmClockMHz = maxSmClock;
     if (powerLimit !== undefined) gpu.powerLimitW = powerLimit;
+    if (!isUnavailable(busId)) gpu.busId = busId;
+    if (!isUnavailable(persistence)) gpu.persistenceMode = persistence;
+    const maxMemClock = parseNumber(maxMem);
+    if (maxMemClock !== undefined) gpu.maxMemClockMHz = maxMemClock;
     gpus.push(gpu);
   }
   return gpus;
+}
+
+/** "[N/A]", "[Not Supported]": nvidia-smi could not read the field. */
+function isUnavailable(cell: string): boolean {
+  return cell === '' || /^\[.*\]$/.test(cell);
 }
 
 function parseNumber(cell: string): number | undefined {
@@ -70,6 +90,28 @@ export function parsePackageVersions(text: string): Record<string, string> {
 /** The first version-looking token of a `--version` output, e.g. "0.3.12", or "b3600"/"3600" for llama.cpp builds. */
 export function parseVersionOutput(text: string): string | undefined {
   return /\bv?(\d+\.\d+(?:\.\d+)*(?:[-+][\w.]+)?)\b/.exec(text)?.[1] ?? /\bversion:?\s*(b?\d+)\b/i.exec(text)?.[1];
+}
+
+/** The commit of a llama.cpp `--version` ("version: 3600 (2fb92678)", "version: 6 (build 6, commit abc1234)"). */
+export function parseBuildCommit(text: string): string | undefined {
+  return /\bversion:?[^\n(]*\((?:build \d+, )?(?:commit )?([0-9a-f]{7,40})\)/i.exec(text)?.[1];
+}
+
+/** The highest versioned libnccl.so.X.Y.Z in a file listing. */
+export function parseNcclLibraryVersion(listing: string): string | undefined {
+  const versions = [...listing.matchAll(/libnccl\.so\.(\d+\.\d+\.\d+)\b/g)].map((match) => match[1]!);
+  const key = (version: string): number => version.split('.').reduce((sum, part) => sum * 1000 + Number(part), 0);
+  return versions.sort((a, b) => key(b) - key(a))[0];
+}
+
+/** `key=value` lines of the torch probe (cuda.torch, nccl.torch). */
+export function parseKeyValueLines(text: string): Record<string, string> {
+  const facts: Record<string, string> = {};
+  for (const line of text.split('\n')) {
+    const match = /^([\w.]+)=(\S+)$/.exec(line.trim());
+    if (match && match[2] !== 'None') facts[match[1]!] = match[2]!;
+  }
+  return facts;
 }
 
 const MODEL_FLAGS = new Set(['--model', '-m', '--model-path', '--model-id']);

@@ -20,7 +20,17 @@ export interface Fingerprint {
     smClockMHz?: number;
     maxSmClockMHz?: number;
     powerLimitW?: number;
+    busId?: string;
+    persistenceMode?: string;
+    maxMemClockMHz?: number;
   }>;
+  /**
+   * Build and interconnect facts of the server's host, flat: cuda.driver, cuda.nvcc, cuda.torch, nccl.torch,
+   * nccl.system, topology.GPU0-GPU1 (NV18, SYS…), topology.GPU0 CPU Affinity, nvlink.0 ("18 links × 26.562 GB/s").
+   */
+  system?: Record<string, string>;
+  /** Preflight findings before the server started (key → message); absent or empty on a clean machine. */
+  preflight?: Record<string, string>;
   /** The exact argv of the server. */
   command: string[];
   /** Server environment variables matching the capture patterns, secrets redacted. */

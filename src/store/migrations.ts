@@ -134,4 +134,19 @@ export const migrations: ReadonlyArray<{ version: number; description: string; s
       ALTER TABLE trials ADD COLUMN cache TEXT;
     `,
   },
+  {
+    version: 5,
+    description: 'machine state per trial: GPU/host telemetry and server metrics',
+    sql: `
+      -- Written in the trial's own transaction. summary_json is the small part drift attribution reads;
+      -- series_json (GPU and host samples) and server_metrics_json (Prometheus series) feed the report's charts.
+      CREATE TABLE trial_telemetry (
+        trial_id INTEGER PRIMARY KEY REFERENCES trials (id),
+        summary_json TEXT NOT NULL,
+        series_json TEXT NOT NULL,
+        server_metrics_json TEXT NOT NULL,
+        started_at_ms REAL NOT NULL
+      );
+    `,
+  },
 ];

@@ -1,6 +1,7 @@
 import { fingerprintHash } from '../fingerprint/diff.js';
 import type { Fingerprint } from '../fingerprint/types.js';
 import type { RequestSample } from '../load/types.js';
+import type { TrialTelemetry } from '../telemetry/types.js';
 import type { Db } from './db.js';
 import type { RunStatus, TrialRecord } from './types.js';
 
@@ -56,10 +57,17 @@ export function upsertFingerprint(db: Db, fingerprint: Fingerprint): number {
 export type NewTrial = Omit<TrialRecord, 'id' | 'fingerprintId'>;
 
 /**
- * Persist a finished trial, its fingerprint and all its samples in ONE transaction. Returns undefined when the
- * trial was already stored (a resumed run racing its earlier self): the UNIQUE key keeps exactly one copy.
+ * Persist a finished trial, its fingerprint, all its samples and its machine telemetry in ONE transaction. Returns
+ * undefined when the trial was already stored (a resumed run racing its earlier self): the UNIQUE key keeps exactly
+ * one copy.
  */
-export function insertTrial(db: Db, trial: NewTrial, fingerprint: Fingerprint, samples: readonly RequestSample[]): number | undefined {
+export function insertTrial(
+  db: Db,
+  trial: NewTrial,
+  fingerprint: Fingerprint,
+  samples: readonly RequestSample[],
+  telemetry?: TrialTelemetry,
+): number | undefined {
   const insertTrialRow = db.prepare(
     `INSERT OR IGNORE INTO trials (run_id, variant, server_key, workload, concurrency, params_json, block, repetition,
        started_at, finished_at, metrics_json, cache, fingerprint_id)
@@ -68,6 +76,9 @@ export function insertTrial(db: Db, trial: NewTrial, fingerprint: Fingerprint, s
   const insertSample = db.prepare(
     `INSERT INTO samples (trial_id, idx, sent_at_ms, input_tokens, output_tokens, ttft_ms, tpot_ms, e2e_ms, itl_json,
        error_kind, error_message) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  const insertTelemetry = db.prepare(
+    'INSERT INTO trial_telemetry (trial_id, summary_json, series_json, server_metrics_json, started_at_ms) VALUES (?, ?, ?, ?, ?)',
   );
   return db
     .transaction((): number | undefined => {
@@ -104,6 +115,7 @@ export function insertTrial(db: Db, trial: NewTrial, fingerprint: Fingerprint, s
           sample.error?.message ?? null,
         );
       }
+      if (telemetry) insertTelemetry.run(trialId, JSON.stringify(telemetry.summary), JSON.stringify(telemetry.series), JSON.stringify(telemetry.serverMetrics), telemetry.startedAt);
       return trialId;
     })
     .immediate();

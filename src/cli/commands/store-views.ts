@@ -3,6 +3,10 @@ import { diffRuns, formatRunDiff, formatRunList, formatRunShow } from '../../exp
 import type { ResolvedExperiment } from '../../experiment/types.js';
 import { defaultStorePath, openStore, type Db } from '../../store/db.js';
 import { getFingerprint, getRun, listRuns, listTrials, type RunDetail } from '../../store/queries.js';
+import { runTelemetry } from '../../store/telemetry.js';
+import { formatTelemetrySummary } from '../../telemetry/summary.js';
+import type { TrialRecord } from '../../store/types.js';
+import type { TrialTelemetry } from '../../telemetry/types.js';
 import { UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
 
@@ -37,7 +41,12 @@ export function registerStoreViews(program: Command): void {
       withStore(flags, (db) => {
         const run = requireRun(db, runArg);
         const trials = listTrials(db, run.id);
-        return flags.json ? JSON.stringify({ run, trials }, null, 2) : formatRunShow(run, trials);
+        const telemetry = runTelemetry(db, run.id);
+        if (flags.json) {
+          const machine = Object.fromEntries([...telemetry].map(([id, recorded]) => [id, { summary: recorded.summary, serverMetricsUnavailable: recorded.serverMetrics.unavailable }]));
+          return JSON.stringify({ run, trials, telemetry: machine }, null, 2);
+        }
+        return [formatRunShow(run, trials), ...formatMachineState(trials, telemetry)].join('\n');
       }),
     );
 
@@ -60,6 +69,19 @@ export function registerStoreViews(program: Command): void {
         return flags.json ? JSON.stringify(diff, null, 2) : formatRunDiff(a.id, b.id, (a.config as ResolvedExperiment).metric, diff);
       }),
     );
+}
+
+/** A "machine state" section: each trial's telemetry summary, indented under its label. */
+function formatMachineState(trials: TrialRecord[], telemetry: Map<number, TrialTelemetry>): string[] {
+  const lines: string[] = [];
+  for (const trial of trials) {
+    const recorded = telemetry.get(trial.id);
+    if (!recorded) continue;
+    const metrics = recorded.serverMetrics.unavailable ?? `${recorded.serverMetrics.series.length} server metrics scraped`;
+    lines.push(`  trial ${trial.id} ${trial.variant} ${trial.workload} #${trial.repetition + 1}: ${metrics}`);
+    for (const line of formatTelemetrySummary(recorded.summary)) lines.push(`    ${line}`);
+  }
+  return lines.length > 0 ? ['', 'machine state per trial:', ...lines] : [];
 }
 
 function withStore(flags: ViewFlags, render: (db: Db) => string): void {
