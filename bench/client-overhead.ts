@@ -59,7 +59,7 @@ function startSim(decode: Record<string, number>): Promise<string> {
   });
 }
 
-function prompts(count: number, outputLen: number): PromptItem[] {
+function prompts(count: number, outputLen: number): Promise<PromptItem[]> {
   return loadPrompts({ kind: 'synthetic', inputTokens: { kind: 'fixed', value: INPUT_LEN }, outputTokens: { kind: 'fixed', value: outputLen }, seed: 1 }, count);
 }
 
@@ -195,14 +195,14 @@ function best(runs: Figures[]): Figures {
 async function main() {
   const fastUrl = await startSim({ tpotMs: 0 });
   const pacedUrl = await startSim({ tpotMs: PACED_TPOT_MS });
-  const longItems = prompts(REQUESTS, OUTPUT_LEN);
-  const shortItems = prompts(SHORT_REQUESTS, SHORT_OUTPUT_LEN);
-  const pacedItems = prompts(2 * STREAMS, 64);
+  const longItems = await prompts(REQUESTS, OUTPUT_LEN);
+  const shortItems = await prompts(SHORT_REQUESTS, SHORT_OUTPUT_LEN);
+  const pacedItems = await prompts(2 * STREAMS, 64);
   process.stderr.write(`client overhead: ${STREAMS} streams, simulator in child processes (zero latency; paced tpot ${PACED_TPOT_MS} ms)\n`);
 
   // Warm both paths (JIT, connections), then interleave repetitions so drift hits both clients alike.
   await servelabThroughput(fastUrl, STREAMS, 16);
-  await referenceRun(fastUrl, prompts(STREAMS, 16));
+  await referenceRun(fastUrl, await prompts(STREAMS, 16));
   const tokens = { servelab: [] as Figures[], reference: [] as Figures[] };
   const short = { servelab: [] as Figures[], reference: [] as Figures[] };
   for (let repetition = 0; repetition < 2; repetition++) {

@@ -5,7 +5,6 @@ import { lengthSpecSchema, parseDurationMs, parseLengthSpec, promptSourceSchema,
 import { loadPrompts } from '../src/load/prompts.js';
 import { interArrivalMs, sampleLength } from '../src/load/random.js';
 import { mulberry32 } from '../src/util/random.js';
-import { loadTokenizer } from '../src/load/tokenizer.js';
 import { planLevels, workloadLabels } from '../src/load/level.js';
 import { workloadFromFlags } from '../src/cli/commands/bench.js';
 import { UserError } from '../src/util/errors.js';
@@ -73,61 +72,36 @@ describe('seeded randomness', () => {
 });
 
 describe('prompts', () => {
-  test('synthetic prompts have the drawn number of words and are reproducible', () => {
+  test('synthetic prompts have the drawn number of words and are reproducible', async () => {
     const source = { kind: 'synthetic', inputTokens: { kind: 'uniform', min: 5, max: 50 }, outputTokens: { kind: 'fixed', value: 7 }, seed: 3 } as const;
-    const prompts = loadPrompts(source, 20);
+    const prompts = await loadPrompts(source, 20);
     assert.equal(prompts.length, 20);
     for (const item of prompts) {
       assert.equal(item.prompt.split(' ').length, item.inputTokens);
       assert.equal(item.maxTokens, 7);
     }
-    assert.deepEqual(loadPrompts(source, 20), prompts);
+    assert.deepEqual(await loadPrompts(source, 20), prompts);
   });
 
-  test('ShareGPT: first exchange, single-turn entries skipped, cycled to the count', () => {
-    const tokenizer = loadTokenizer(fixture('wordlevel-tokenizer.json'));
-    const prompts = loadPrompts({ kind: 'sharegpt', path: fixture('sharegpt-tiny.json'), seed: 1 }, 5, tokenizer);
-    assert.equal(prompts.length, 5);
-    const texts = new Set(prompts.map((item) => item.prompt));
-    assert.deepEqual([...texts].sort(), ['Count to five please', 'What is the capital of France?']);
-    const count = prompts.find((item) => item.prompt === 'Count to five please')!;
-    assert.equal(count.maxTokens, 5);
-    assert.equal(count.inputTokens, 4);
-    const capped = loadPrompts({ kind: 'sharegpt', path: fixture('sharegpt-tiny.json'), seed: 1, maxOutputTokens: 3 }, 2);
-    assert.ok(capped.every((item) => item.maxTokens <= 3));
-  });
-
-  test('JSONL: max_tokens per line, default otherwise', () => {
-    const prompts = loadPrompts({ kind: 'jsonl', path: fixture('prompts.jsonl'), maxOutputTokens: 64 }, 2);
+  test('JSONL: max_tokens per line, default otherwise', async () => {
+    const prompts = await loadPrompts({ kind: 'jsonl', path: fixture('prompts.jsonl'), maxOutputTokens: 64 }, 2);
     assert.deepEqual(prompts.map((item) => [item.prompt, item.maxTokens]), [['the quick brown fox', 16], ['jumps over the lazy dog', 64]]);
   });
 
-  test('a bad dataset line is a UserError naming file:line and why', () => {
-    assert.throws(
-      () => loadPrompts({ kind: 'jsonl', path: fixture('bad.jsonl') }, 1),
+  test('a bad dataset line is a UserError naming file:line and why', async () => {
+    await assert.rejects(
+      loadPrompts({ kind: 'jsonl', path: fixture('bad.jsonl') }, 1),
       (error: unknown) => error instanceof UserError && /bad\.jsonl:2: not valid JSON/.test(error.message),
     );
-    assert.throws(
-      () => loadPrompts({ kind: 'sharegpt', path: fixture('bad-sharegpt.json'), seed: 0 }, 1),
+    await assert.rejects(
+      loadPrompts({ kind: 'sharegpt', path: fixture('bad-sharegpt.json'), seed: 0 }, 1),
       (error: unknown) => error instanceof UserError && /bad-sharegpt\.json:4: not valid JSON/.test(error.message),
     );
-    assert.throws(
-      () => loadPrompts({ kind: 'sharegpt', path: fixture('prompts.jsonl'), seed: 0 }, 1),
+    await assert.rejects(
+      loadPrompts({ kind: 'sharegpt', path: fixture('prompts.jsonl'), seed: 0 }, 1),
       (error: unknown) => error instanceof UserError && /prompts\.jsonl:\d+/.test(error.message),
     );
-    assert.throws(() => loadPrompts({ kind: 'jsonl', path: fixture('missing.jsonl') }, 1), /cannot read dataset/);
-  });
-});
-
-describe('tokenizer', () => {
-  test('WordLevel + Whitespace counts words and punctuation', () => {
-    const tokenizer = loadTokenizer(fixture('wordlevel-tokenizer.json'));
-    assert.equal(tokenizer.count('the model, the token.'), 6);
-    assert.equal(tokenizer.count('   '), 0);
-  });
-
-  test('BPE tokenizers are refused with a clear error', () => {
-    assert.throws(() => loadTokenizer(fixture('bpe-tokenizer.json')), (error: unknown) => error instanceof UserError && /BPE is not supported/.test(error.message));
+    await assert.rejects(loadPrompts({ kind: 'jsonl', path: fixture('missing.jsonl') }, 1), /cannot read dataset/);
   });
 });
 

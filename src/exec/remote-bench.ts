@@ -34,12 +34,12 @@ function promptArgs(prompts: PromptSource): string[] {
   switch (prompts.kind) {
     case 'synthetic':
       return ['--input-len', lengthSpec(prompts.inputTokens), '--output-len', lengthSpec(prompts.outputTokens), '--seed', String(prompts.seed)];
-    case 'sharegpt':
-      return ['--dataset', prompts.path, '--dataset-format', 'sharegpt', '--seed', String(prompts.seed),
-        ...(prompts.maxOutputTokens !== undefined ? ['--max-output-len', String(prompts.maxOutputTokens)] : [])];
-    case 'jsonl':
-      return ['--dataset', prompts.path, '--dataset-format', 'jsonl',
-        ...(prompts.maxOutputTokens !== undefined ? ['--max-output-len', String(prompts.maxOutputTokens)] : [])];
+    default:
+      return ['--dataset', prompts.path, '--dataset-format', prompts.kind,
+        ...(prompts.maxOutputTokens !== undefined ? ['--max-output-len', String(prompts.maxOutputTokens)] : []),
+        ...(prompts.shuffle !== undefined ? ['--dataset-order', prompts.shuffle ? 'shuffled' : 'file'] : []),
+        ...Object.entries(prompts.fields ?? {}).flatMap(([key, name]) => ['--dataset-field', `${key}=${name}`]),
+        '--seed', String(prompts.seed ?? 0)];
   }
 }
 

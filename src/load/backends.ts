@@ -117,7 +117,7 @@ const openAiCompletions = openAiBackend('/v1/completions', (item) => ({ prompt: 
 
 const openAiChat = openAiBackend(
   '/v1/chat/completions',
-  (item) => ({ messages: [{ role: 'user', content: item.prompt }] }),
+  (item) => ({ messages: item.messages ?? [{ role: 'user', content: item.prompt }] }),
   // Reasoning models stream their thinking as reasoning_content: those are output tokens too.
   (choice) => choice?.delta?.content || choice?.delta?.reasoning_content,
 );

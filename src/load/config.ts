@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { UserError } from '../util/errors.js';
+import { DATASET_FORMATS } from './datasets/types.js';
 import type { LengthDistribution, PromptSource, Slo, Workload } from './types.js';
 
 /**
@@ -40,6 +41,14 @@ export const lengthSpecSchema = z.union([
   lengthDistributionSchema,
 ]);
 
+const fieldName = z.string().min(1);
+
+/** Record field names of a dataset (see DatasetFields). */
+export const datasetFieldsSchema = z
+  .object({ prompt: fieldName, output: fieldName, outputTokens: fieldName, category: fieldName, conversations: fieldName })
+  .partial()
+  .strict();
+
 export const promptSourceSchema: z.ZodType<PromptSource> = z.union([
   z
     .object({
@@ -50,9 +59,15 @@ export const promptSourceSchema: z.ZodType<PromptSource> = z.union([
     })
     .strict(),
   z
-    .object({ kind: z.literal('sharegpt'), path: z.string().min(1), seed: z.number().int().default(0), maxOutputTokens: positiveInt.optional() })
+    .object({
+      kind: z.enum(DATASET_FORMATS),
+      path: z.string().min(1),
+      seed: z.number().int().default(0),
+      shuffle: z.boolean().optional(),
+      maxOutputTokens: positiveInt.optional(),
+      fields: datasetFieldsSchema.optional(),
+    })
     .strict(),
-  z.object({ kind: z.literal('jsonl'), path: z.string().min(1), maxOutputTokens: positiveInt.optional() }).strict(),
 ]) as z.ZodType<PromptSource>;
 
 export const workloadSchema: z.ZodType<Workload> = z.union([

@@ -3,7 +3,7 @@ import { Client, type Dispatcher } from 'undici';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { newStreamState, StreamFormatError, type Backend, type BackendRequestOptions, type StreamState } from './backends.js';
 import type { PromptItem } from './prompts.js';
-import type { TokenCounter } from './tokenizer.js';
+import type { TokenCounter } from './tokenizers/model.js';
 import type { RequestErrorKind, RequestSample, TokenCountMethod } from './types.js';
 
 /** Everything a request needs that is shared by all requests of a run (one connection pool, one backend). */
@@ -211,6 +211,7 @@ function buildOutcome(
   const itlMs = new Array<number>(Math.max(0, tokenTimes.length - 1));
   for (let i = 1; i < tokenTimes.length; i++) itlMs[i - 1] = tokenTimes[i]! - tokenTimes[i - 1]!;
   const sample: RequestSample = { index, sentAtMs, inputTokens: state.promptTokens ?? item.inputTokens, outputTokens, itlMs };
+  if (item.category !== undefined) sample.category = item.category;
   if (tokenTimes.length > 0) sample.ttftMs = tokenTimes[0]! - start;
   if (error) {
     sample.error = error;

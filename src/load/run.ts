@@ -8,7 +8,7 @@ import { maxInFlight, planLevels, runLevel, type LevelPlan } from './level.js';
 import { loadPrompts, saltPrompts, type PromptItem } from './prompts.js';
 import type { RequestContext, RequestOutcome } from './request.js';
 import { scrapeSglangServerInfo, scrapeVllmSpecCounters, specFromCounterDelta, specFromResponses } from './spec.js';
-import { loadTokenizer, type TokenCounter } from './tokenizer.js';
+import { loadTokenizer, type ModelTokenizer } from './tokenizers/model.js';
 import type { BenchOptions, BenchResult, LevelResult, SpecDecodeStats, TokenCountMethod } from './types.js';
 
 const CONNECT_TIMEOUT_MS = 5000;
@@ -103,11 +103,11 @@ function specProbe(options: BenchOptions, dispatcher: Dispatcher, baseUrl: strin
 export async function runBenchmark(options: BenchOptions): Promise<BenchResult> {
   const { origin, pathPrefix, host, port } = parseBaseUrl(options.baseUrl);
   const baseUrl = origin + pathPrefix;
-  const tokenizer: TokenCounter | undefined = options.tokenizerPath ? loadTokenizer(options.tokenizerPath) : undefined;
+  const tokenizer: ModelTokenizer | undefined = options.tokenizerPath ? loadTokenizer(options.tokenizerPath) : undefined;
   const levels = planLevels(options.workload);
   const totalRequests = options.warmupRequests + levels.reduce((sum, level) => sum + level.requests, 0);
-  const loaded = loadPrompts(options.prompts, totalRequests, tokenizer);
-  const prompts = options.promptSalt === undefined ? loaded : saltPrompts(loaded, options.promptSalt);
+  const loaded = await loadPrompts(options.prompts, totalRequests, { tokenizer, chat: options.backend === 'openai-chat' });
+  const prompts = options.promptSalt === undefined ? loaded : saltPrompts(loaded, options.promptSalt, tokenizer);
   await checkReachable(host, port, options.baseUrl);
   // Every request in flight listens on the abort signal; hundreds of them are expected, not a leak.
   if (options.signal) setMaxListeners(0, options.signal);
@@ -219,6 +219,6 @@ async function runMeasuredLevel(context: RequestContext, level: LevelPlan, promp
 }
 
 function seedFor(options: BenchOptions, levelIndex: number): number {
-  const base = 'seed' in options.prompts ? options.prompts.seed : 0;
+  const base = options.prompts.seed ?? 0;
   return base + 7919 * (levelIndex + 1);
 }

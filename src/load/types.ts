@@ -1,4 +1,5 @@
 import type { BackendKind } from '../profiles/types.js';
+import type { DatasetSource } from './datasets/types.js';
 
 /** Integer length distribution for synthetic prompts/outputs. */
 export type LengthDistribution =
@@ -8,8 +9,7 @@ export type LengthDistribution =
 
 export type PromptSource =
   | { kind: 'synthetic'; inputTokens: LengthDistribution; outputTokens: LengthDistribution; seed: number }
-  | { kind: 'sharegpt'; path: string; seed: number; maxOutputTokens?: number }
-  | { kind: 'jsonl'; path: string; maxOutputTokens?: number };
+  | DatasetSource;
 
 export type Workload =
   /** One request at a time: the "tok/s" an engineer quotes. */
@@ -38,7 +38,7 @@ export interface BenchOptions {
   /** A request that has produced nothing for this long is failed as a stall. */
   requestTimeoutMs: number;
   slo?: Slo;
-  /** Local tokenizer.json (HF format) used to count tokens when the server reports no usage. */
+  /** HF tokenizer.json or model directory: exact prompt lengths, chat template, counts when the server reports none. */
   tokenizerPath?: string;
   /** Prometheus/props endpoint scraping for speculative-decoding stats; 'auto' picks by backend. */
   specMetrics: 'auto' | 'none';
@@ -69,6 +69,8 @@ export interface RequestSample {
   ttftMs?: number;
   /** Gaps between successive token-bearing chunks. */
   itlMs: number[];
+  /** The dataset category of the prompt, when it has one. */
+  category?: string;
   /** (e2e - ttft) / (outputTokens - 1). */
   tpotMs?: number;
   e2eMs?: number;

@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import { BACKEND_KINDS } from '../../load/backends.js';
+import { DATASET_FORMATS, type DatasetFields, type DatasetFormat } from '../../load/datasets/types.js';
 import { parseDurationMs, parseLengthSpec } from '../../load/config.js';
 import { runBenchmark } from '../../load/run.js';
 import type { BenchOptions, BenchProgress, BenchResult, PromptSource, Slo, Workload } from '../../load/types.js';
@@ -21,7 +22,9 @@ interface BenchFlags {
   inputLen: string;
   outputLen: string;
   dataset?: string;
-  datasetFormat?: 'sharegpt' | 'jsonl';
+  datasetFormat?: DatasetFormat;
+  datasetField: string[];
+  datasetOrder?: 'shuffled' | 'file';
   maxOutputLen?: string;
   seed: string;
   promptSalt?: string;
@@ -90,13 +93,32 @@ export function workloadFromFlags(flags: Pick<BenchFlags, 'singleStream' | 'conc
   return { kind: 'single-stream', requests: requests ? positiveInt('--single-stream', requests) : DEFAULT_SINGLE_STREAM_REQUESTS };
 }
 
+const FIELD_KEYS: ReadonlyArray<keyof DatasetFields> = ['prompt', 'output', 'outputTokens', 'category', 'conversations'];
+
+/** `--dataset-field prompt=question --dataset-field category=topic` into a field mapping. */
+function datasetFieldsFromFlags(pairs: readonly string[]): DatasetFields {
+  const fields: DatasetFields = {};
+  for (const pair of pairs) {
+    const [key, name] = pair.split('=', 2) as [string, string | undefined];
+    if (!FIELD_KEYS.includes(key as keyof DatasetFields) || !name) {
+      throw usageError(`--dataset-field must be KEY=NAME with KEY one of ${FIELD_KEYS.join(', ')}, got "${pair}"`, 'e.g. --dataset-field prompt=question');
+    }
+    fields[key as keyof DatasetFields] = name;
+  }
+  return fields;
+}
+
 function promptsFromFlags(flags: BenchFlags): PromptSource {
   const seed = Number(flags.seed);
   if (!Number.isInteger(seed)) throw usageError(`--seed must be an integer, got "${flags.seed}"`, 'e.g. --seed 1');
   const maxOutputTokens = flags.maxOutputLen ? positiveInt('--max-output-len', flags.maxOutputLen) : undefined;
   if (flags.dataset) {
-    const format = flags.datasetFormat ?? (/\.jsonl$/i.test(flags.dataset) ? 'jsonl' : 'sharegpt');
-    return format === 'jsonl' ? { kind: 'jsonl', path: flags.dataset, maxOutputTokens } : { kind: 'sharegpt', path: flags.dataset, seed, maxOutputTokens };
+    const extension = /\.(jsonl|csv|parquet)$/i.exec(flags.dataset)?.[1]?.toLowerCase() as DatasetFormat | undefined;
+    const source: PromptSource = { kind: flags.datasetFormat ?? extension ?? 'sharegpt', path: flags.dataset, seed };
+    if (maxOutputTokens !== undefined) source.maxOutputTokens = maxOutputTokens;
+    if (flags.datasetOrder) source.shuffle = flags.datasetOrder === 'shuffled';
+    if (flags.datasetField.length > 0) source.fields = datasetFieldsFromFlags(flags.datasetField);
+    return source;
   }
   return { kind: 'synthetic', inputTokens: lengthFlag('--input-len', flags.inputLen), outputTokens: lengthFlag('--output-len', flags.outputLen), seed };
 }
@@ -204,8 +226,10 @@ export function registerBench(program: Command): void {
     .option('--max-in-flight <n>', 'cap on requests in flight with --rate (later arrivals wait)', '256')
     .option('--input-len <len>', 'synthetic prompt tokens: N, normal:MEAN,SD[,MIN,MAX] or uniform:MIN,MAX', '512')
     .option('--output-len <len>', 'synthetic output tokens (same forms)', '128')
-    .option('--dataset <file>', 'prompts from a ShareGPT JSON or JSONL ({"prompt": ..., "max_tokens"?: N} per line) file')
-    .addOption(new Option('--dataset-format <format>', 'dataset format (default: from the extension, .jsonl = jsonl)').choices(['sharegpt', 'jsonl']))
+    .option('--dataset <file>', 'prompts from a ShareGPT JSON (every reply a multi-turn request), JSONL, CSV or Parquet file (records {prompt, max_tokens?, output?, category?})')
+    .addOption(new Option('--dataset-format <format>', 'dataset format (default: from the extension .jsonl/.csv/.parquet, else sharegpt)').choices([...DATASET_FORMATS]))
+    .option('--dataset-field <key=name>', `record field holding KEY (${FIELD_KEYS.join(', ')}); repeatable`, (value: string, previous: string[]) => [...previous, value], [] as string[])
+    .addOption(new Option('--dataset-order <order>', 'request order (default: shuffled by --seed for ShareGPT, file order otherwise)').choices(['shuffled', 'file']))
     .option('--max-output-len <n>', 'cap on output tokens of dataset prompts')
     .option('--seed <n>', 'seed of synthetic prompts, dataset order and Poisson arrivals', '0')
     .option('--prompt-salt <n>', 'open every prompt with words derived from N, so no prefix-cache hit carries over from runs with another salt')
@@ -215,7 +239,7 @@ export function registerBench(program: Command): void {
     .option('--slo-ttft-ms <ms>', 'goodput SLO on time to first token')
     .option('--slo-tpot-ms <ms>', 'goodput SLO on time per output token')
     .option('--slo-e2e-ms <ms>', 'goodput SLO on end-to-end latency')
-    .option('--tokenizer <file>', 'tokenizer.json to count tokens when the server reports no usage (WordLevel only; BPE not supported yet)')
+    .option('--tokenizer <path>', "the model's tokenizer.json or model directory: exact synthetic lengths, chat template, token counts when the server reports no usage")
     .option('--no-spec-metrics', 'do not scrape speculative-decoding statistics')
     .option('--json', 'print the result JSON on stdout instead of the table')
     .option('--out <file>', 'also write the result JSON to this file')
