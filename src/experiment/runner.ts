@@ -20,12 +20,14 @@ import { finalizeRun, type RunOutcome } from './finalize.js';
 import { reapLeftoverServers } from './leftovers.js';
 import { metricUnit, metricValue, trialMetricsOf } from './metrics.js';
 import { createRun, finishedOutcome, loadRun, trialKey } from './run-store.js';
-import type { PlannedTrial, ResolvedExperiment, ResolvedVariant } from './types.js';
+import type { Plan, PlannedTrial, ResolvedExperiment, ResolvedVariant } from './types.js';
 
 export interface RunOptions {
   db: Db;
   /** Required for a new run; a resume or a Slurm job replays the experiment stored with the run instead. */
   experiment?: ResolvedExperiment;
+  /** The plan of a new run, as `servelab plan` costed it (default: planFor(experiment, db)). */
+  plan?: Plan;
   /** Attach to an existing run (resume, Slurm job). */
   runId?: number;
   /** Run only the trials of this server config and leave the run open (one Slurm job). */
@@ -57,7 +59,7 @@ export async function runExperiment(options: RunOptions): Promise<RunOutcome> {
   if (runId === undefined) {
     if (!options.experiment) throw new Error('runExperiment needs an experiment or a runId');
     const gitSha = await servelabGitSha();
-    runId = createRun(db, options.experiment, gitSha === undefined ? {} : { gitSha });
+    runId = createRun(db, options.experiment, { ...(gitSha !== undefined && { gitSha }), ...(options.plan && { plan: options.plan }) });
     log(`run ${runId}: ${options.experiment.name}`);
   }
   const { run, experiment, plan } = loadRun(db, runId);
