@@ -15,6 +15,7 @@ import { configKey } from '../launch/config.js';
 import { previousStartupOptions, recordStartupOutcome } from '../ready/history.js';
 import { UserError, messageOf } from '../util/errors.js';
 import { readLastLines } from '../util/log-tail.js';
+import { campaignControl } from './campaign.js';
 import { checkDrift, formatDriftAlarm } from './drift.js';
 import { finalizeRun, type RunOutcome } from './finalize.js';
 import { reapLeftoverServers } from './leftovers.js';
@@ -85,12 +86,20 @@ export async function runExperiment(options: RunOptions): Promise<RunOutcome> {
   }
   if (run.status !== 'running') setRunStatus(db, runId, 'running');
   try {
-    for (const stretch of stretches(pending)) {
+    // Campaign hook (race eliminations, budget stop) between passes; a Slurm job runs its config's trials as planned.
+    const campaign = options.serverKey === undefined ? campaignControl(db, runId, experiment, plan, run.startedAt, log) : undefined;
+    let queue = pending;
+    while (queue.length > 0) {
+      if (campaign?.beforePass(queue[0]!.block) !== undefined) break;
+      queue = campaign?.keep(queue) ?? queue;
+      const stretch = stretches(queue)[0];
+      if (!stretch) break;
       const stop = await runStretch(context, executor, stretch);
       if (stop) {
         setRunStatus(db, runId, 'drift', stop);
         return { runId, status: 'drift', message: stop };
       }
+      queue = queue.slice(stretch.length);
     }
   } catch (error) {
     const interrupted = options.signal?.aborted ?? false;

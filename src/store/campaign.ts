@@ -20,3 +20,32 @@ export function recentTrialDurationsMs(db: Db, query: { experimentName: string; 
     .all(query.experimentName, query.workload, query.variant ?? null, query.variant ?? null, query.limit ?? 20) as Array<{ started_at: string; finished_at: string }>;
   return rows.map((row) => Date.parse(row.finished_at) - Date.parse(row.started_at)).filter((ms) => Number.isFinite(ms) && ms >= 0);
 }
+
+export interface RaceEvent {
+  afterPass: number;
+  kind: 'eliminated' | 'stop';
+  variant?: string;
+  reason: string;
+}
+
+/** Record a race decision; a resumed run repeating one is ignored (one elimination per config, one stop per run). */
+export function recordRaceEvent(db: Db, runId: number, event: RaceEvent): void {
+  db.prepare('INSERT OR IGNORE INTO race_events (run_id, after_pass, kind, variant, reason, created_at) VALUES (?, ?, ?, ?, ?, ?)').run(
+    runId,
+    event.afterPass,
+    event.kind,
+    event.variant ?? null,
+    event.reason,
+    new Date().toISOString(),
+  );
+}
+
+export function listRaceEvents(db: Db, runId: number): RaceEvent[] {
+  const rows = db.prepare('SELECT after_pass, kind, variant, reason FROM race_events WHERE run_id = ? ORDER BY id').all(runId) as Array<{
+    after_pass: number;
+    kind: 'eliminated' | 'stop';
+    variant: string | null;
+    reason: string;
+  }>;
+  return rows.map((row) => ({ afterPass: row.after_pass, kind: row.kind, ...(row.variant !== null && { variant: row.variant }), reason: row.reason }));
+}

@@ -6,6 +6,7 @@ import { loadRun } from '../../experiment/run-store.js';
 import { runExperiment, type RunOutcome } from '../../experiment/runner.js';
 import type { Plan, ResolvedExperiment } from '../../experiment/types.js';
 import { loadCostModel } from '../../experiment/budget.js';
+import { campaignSummary } from '../../experiment/campaign-report.js';
 import { formatPlanChoice } from '../../experiment/plan-format.js';
 import { chooseSchedule, formatDuration } from '../../experiment/schedule.js';
 import { enforceLimits } from './plan.js';
@@ -145,7 +146,9 @@ function report(db: Db, outcome: RunOutcome, json: boolean): void {
   if (json) process.stdout.write(`${JSON.stringify(outcome, null, 2)}\n`);
   switch (outcome.status) {
     case 'done':
-      if (!json) process.stdout.write(`run ${outcome.runId} done\n${formatVerdicts(outcome.verdicts ?? [], experiment.metric, experiment.baseline)}\n`);
+      if (!json) {
+        process.stdout.write(`run ${outcome.runId} done\n${formatVerdicts(outcome.verdicts ?? [], experiment.metric, experiment.baseline)}\n\n${campaignSummary(db, outcome.runId).text}\n`);
+      }
       return;
     case 'drift':
       throw new UserError(

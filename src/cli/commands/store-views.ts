@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { diffRuns, formatRunDiff, formatRunList, formatRunShow } from '../../experiment/format.js';
+import { campaignSummary } from '../../experiment/campaign-report.js';
 import type { ResolvedExperiment } from '../../experiment/types.js';
 import { defaultStorePath, openStore, type Db } from '../../store/db.js';
 import { getFingerprint, getRun, listRuns, listTrials, type RunDetail } from '../../store/queries.js';
@@ -37,7 +38,8 @@ export function registerStoreViews(program: Command): void {
       withStore(flags, (db) => {
         const run = requireRun(db, runArg);
         const trials = listTrials(db, run.id);
-        return flags.json ? JSON.stringify({ run, trials }, null, 2) : formatRunShow(run, trials);
+        const campaign = campaignSummary(db, run.id);
+        return flags.json ? JSON.stringify({ run, trials, best: campaign.best }, null, 2) : `${formatRunShow(run, trials)}\n\n${campaign.text}`;
       }),
     );
 
