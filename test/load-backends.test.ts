@@ -37,6 +37,16 @@ describe('stream parsers', () => {
     assert.deepEqual([state.tokenEvents, state.promptTokens, state.completionTokens, state.done, state.text, state.simSentNs], [2, 2, 3, true, ' a b c', '123']);
   });
 
+  test("llama.cpp's OpenAI-compatible stream: the final chunk's timings carry the draft counts", () => {
+    const { state, bearing } = feed('openai-chat', [
+      { choices: [{ delta: { content: 'hi' } }] },
+      { choices: [{ delta: {}, finish_reason: 'length' }], timings: { predicted_n: 5, draft_n: 12, draft_n_accepted: 9 } },
+      '[DONE]',
+    ]);
+    assert.deepEqual(bearing, [true, false, false]);
+    assert.deepEqual([state.specDraftTokens, state.specAcceptedTokens], [12, 9]);
+  });
+
   test('OpenAI chat: role-only first chunk is not a token', () => {
     const { state, bearing } = feed('openai-chat', [
       { choices: [{ delta: { role: 'assistant', content: '' } }] },

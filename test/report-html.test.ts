@@ -39,7 +39,7 @@ describe('servelab report', () => {
         return { id: node.getAttribute('data-figure'), width: svg.width, height: svg.height, marks };
       }),
     );
-    assert.deepEqual(figures.map((figure) => figure.id), ['throughput', 'speedup', 'ttft-cdf', 'e2e-cdf', 'acceptance']);
+    assert.deepEqual(figures.map((figure) => figure.id), ['throughput', 'speedup', 'ttft-cdf', 'e2e-cdf', 'acceptance', 'param-steps', 'pareto-user', 'pareto-ttft']);
     for (const figure of figures) {
       assert.ok(figure.width > 300 && figure.height > 200, `${figure.id} has size ${figure.width}x${figure.height}`);
       assert.ok(figure.marks >= 5, `${figure.id} draws ${figure.marks} marks`);

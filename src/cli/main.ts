@@ -15,6 +15,7 @@ const commandLoaders: Record<string, () => Promise<Register>> = {
   launch: async () => (await import('./commands/launch.js')).registerLaunch,
   bench: async () => (await import('./commands/bench.js')).registerBench,
   run: async () => (await import('./commands/run.js')).registerRun,
+  plan: async () => (await import('./commands/plan.js')).registerPlan,
   ls: async () => (await import('./commands/store-views.js')).registerStoreViews,
   report: async () => (await import('./commands/report.js')).registerReport,
   ui: async () => (await import('./commands/ui.js')).registerUi,

@@ -3,6 +3,7 @@ import type { Db } from '../store/db.js';
 import { listTrials } from '../store/queries.js';
 import { setRunStatus, setRunVerdicts } from '../store/runs.js';
 import type { RunStatus, TrialRecord } from '../store/types.js';
+import { skippedTrialFilter } from './campaign.js';
 import { higherIsBetter, metricValue } from './metrics.js';
 import { loadRun, trialKey } from './run-store.js';
 import type { ResolvedExperiment, VariantVerdict } from './types.js';
@@ -55,7 +56,9 @@ export function finalizeRun(db: Db, runId: number): RunOutcome {
   const { run, experiment, plan } = loadRun(db, runId);
   const trials = listTrials(db, runId);
   const stored = new Set(trials.map(trialKey));
-  const missing = plan.trials.filter((trial) => !stored.has(trialKey(trial))).length;
+  // A campaign's eliminated configs and early stop leave planned trials unmeasured on purpose.
+  const skipped = skippedTrialFilter(db, runId);
+  const missing = plan.trials.filter((trial) => !stored.has(trialKey(trial)) && !skipped(trial)).length;
   if (missing > 0) {
     return { runId, status: run.status, message: `${missing} of ${plan.trials.length} planned trials not measured yet` };
   }

@@ -5,7 +5,7 @@ import { serverIdentity } from '../launch/identity.js';
 import type { Workload } from '../load/types.js';
 import { UserError } from '../util/errors.js';
 import { experimentFileSchema, type ClientOverrides, type ExperimentFile, type GridSpec, type VariantSpec } from './schema.js';
-import type { ClientConfig, ResolvedExperiment, ResolvedVariant, ResolvedWorkload, ServerConfig } from './types.js';
+import type { ClientConfig, Constraint, MetricName, Objective, ResolvedExperiment, ResolvedVariant, ResolvedWorkload, ServerConfig } from './types.js';
 
 /** `{servelab}` in a command is this installation's CLI, so simulator experiments run from any directory. */
 const SERVELAB_BIN = fileURLToPath(new URL('../../../bin/servelab.js', import.meta.url));
@@ -85,7 +85,37 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
     telemetry: { enabled: file.telemetry.enabled, intervalMs: file.telemetry.interval, serverMetrics: file.telemetry.serverMetrics },
     variants,
     workloads,
+    schedule: file.schedule,
+    ...(file.passes !== undefined && { passes: file.passes }),
+    ...(file.budget && {
+      budget: {
+        gpusPerServer: file.budget.gpusPerServer,
+        ...(file.budget.wallTime !== undefined && { wallTimeMs: file.budget.wallTime }),
+        ...(file.budget.gpuHours !== undefined && { gpuHours: file.budget.gpuHours }),
+      },
+    }),
+    ...(file.maxRestarts !== undefined && { maxRestarts: file.maxRestarts }),
+    stopping: file.stopping,
+    ...(file.objective && { objective: resolveObjective(file.objective, workloads, fail) }),
   };
+}
+
+function resolveObjective(
+  objective: NonNullable<ExperimentFile['objective']>,
+  workloads: readonly ResolvedWorkload[],
+  fail: (key: string, message: string) => never,
+): Objective {
+  const workload = objective.workload ?? workloads[0]!.label;
+  if (!workloads.some((candidate) => candidate.label === workload)) {
+    fail('objective.workload', `unknown workload "${workload}" (workloads: ${workloads.map((candidate) => candidate.label).join(', ')})`);
+  }
+  const constraints = Object.entries(objective.subjectTo).map(([metric, text]): Constraint => {
+    const match = /^\s*(<=|>=|<|>)\s*(-?\d+(?:\.\d+)?)\s*$/.exec(text!)!;
+    return { metric: metric as MetricName, op: match[1] as Constraint['op'], value: Number(match[2]) };
+  });
+  return objective.maximize !== undefined
+    ? { metric: objective.maximize, direction: 'maximize', workload, constraints }
+    : { metric: objective.minimize!, direction: 'minimize', workload, constraints };
 }
 
 /** Identity of a server configuration: variants with equal keys share one running server. */

@@ -4,29 +4,28 @@ import { ensureExperiment, insertRun } from '../store/runs.js';
 import type { RunDetail } from '../store/queries.js';
 import { UserError } from '../util/errors.js';
 import { VERSION } from '../version.js';
-import { planExperiment } from './plan.js';
+import { loadCostModel } from './budget.js';
+import { chooseSchedule } from './schedule.js';
 import type { RunOutcome } from './finalize.js';
 import type { Plan, ResolvedExperiment } from './types.js';
 
-/** The trial plan of an experiment: deterministic in its seed, so a stored plan and a fresh one agree. */
-export function planFor(experiment: ResolvedExperiment): Plan {
-  return planExperiment({
-    variants: experiment.variants,
-    workloads: experiment.workloads.map((workload) => workload.label),
-    repetitions: experiment.trials,
-    seed: experiment.seed,
-  });
+/**
+ * The trial plan of an experiment: deterministic in its seed and costs. Without a store, `schedule: auto` decides
+ * on the stated default costs; `servelab run` passes the plan it costed from the store instead.
+ */
+export function planFor(experiment: ResolvedExperiment, db?: Db): Plan {
+  return chooseSchedule(experiment, loadCostModel(db, experiment)).plan;
 }
 
 /** Record a new run (status 'running') with its resolved config and plan; the Slurm dispatcher calls this too. */
-export function createRun(db: Db, experiment: ResolvedExperiment, options: { gitSha?: string } = {}): number {
+export function createRun(db: Db, experiment: ResolvedExperiment, options: { gitSha?: string; plan?: Plan } = {}): number {
   const experimentId = ensureExperiment(db, experiment.name, experiment.filePath);
   return insertRun(db, {
     experimentId,
     servelabVersion: VERSION,
     ...(options.gitSha !== undefined && { gitSha: options.gitSha }),
     config: experiment,
-    plan: planFor(experiment),
+    plan: options.plan ?? planFor(experiment, db),
   });
 }
 

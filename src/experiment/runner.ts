@@ -19,17 +19,20 @@ import { readLastLines } from '../util/log-tail.js';
 import { attributeDrift, preflightBeforeStart, withPreflight } from '../telemetry/machine.js';
 import { startTrialRecorder } from '../telemetry/trial.js';
 import type { TelemetrySummary } from '../telemetry/types.js';
+import { campaignControl } from './campaign.js';
 import { checkDrift, formatDriftAlarm } from './drift.js';
 import { finalizeRun, type RunOutcome } from './finalize.js';
 import { reapLeftoverServers } from './leftovers.js';
 import { metricUnit, metricValue, trialMetricsOf } from './metrics.js';
 import { createRun, finishedOutcome, loadRun, trialKey } from './run-store.js';
-import type { PlannedTrial, ResolvedExperiment, ResolvedVariant } from './types.js';
+import type { Plan, PlannedTrial, ResolvedExperiment, ResolvedVariant } from './types.js';
 
 export interface RunOptions {
   db: Db;
   /** Required for a new run; a resume or a Slurm job replays the experiment stored with the run instead. */
   experiment?: ResolvedExperiment;
+  /** The plan of a new run, as `servelab plan` costed it (default: planFor(experiment, db)). */
+  plan?: Plan;
   /** Attach to an existing run (resume, Slurm job). */
   runId?: number;
   /** Run only the trials of this server config and leave the run open (one Slurm job). */
@@ -61,7 +64,7 @@ export async function runExperiment(options: RunOptions): Promise<RunOutcome> {
   if (runId === undefined) {
     if (!options.experiment) throw new Error('runExperiment needs an experiment or a runId');
     const gitSha = await servelabGitSha();
-    runId = createRun(db, options.experiment, gitSha === undefined ? {} : { gitSha });
+    runId = createRun(db, options.experiment, { ...(gitSha !== undefined && { gitSha }), ...(options.plan && { plan: options.plan }) });
     log(`run ${runId}: ${options.experiment.name}`);
   }
   const { run, experiment, plan } = loadRun(db, runId);
@@ -87,12 +90,20 @@ export async function runExperiment(options: RunOptions): Promise<RunOutcome> {
   }
   if (run.status !== 'running') setRunStatus(db, runId, 'running');
   try {
-    for (const stretch of stretches(pending)) {
+    // Campaign hook (race eliminations, budget stop) between passes; a Slurm job runs its config's trials as planned.
+    const campaign = options.serverKey === undefined ? campaignControl(db, runId, experiment, plan, run.startedAt, log) : undefined;
+    let queue = pending;
+    while (queue.length > 0) {
+      if (campaign?.beforePass(queue[0]!.block) !== undefined) break;
+      queue = campaign?.keep(queue) ?? queue;
+      const stretch = stretches(queue)[0];
+      if (!stretch) break;
       const stop = await runStretch(context, executor, stretch);
       if (stop) {
         setRunStatus(db, runId, 'drift', stop);
         return { runId, status: 'drift', message: stop };
       }
+      queue = queue.slice(stretch.length);
     }
   } catch (error) {
     const interrupted = options.signal?.aborted ?? false;

@@ -90,6 +90,27 @@ const METRICS = [
   'e2eMedianMs',
 ] as const;
 
+/** A constraint on a metric, e.g. "< 500" or ">= 20". */
+const constraintSchema = z.string().regex(/^\s*(<=|>=|<|>)\s*-?\d+(\.\d+)?\s*$/, 'expected a comparison like "< 500" or ">= 20"');
+
+const objectiveSchema = z
+  .strictObject({
+    maximize: z.enum(METRICS).optional(),
+    minimize: z.enum(METRICS).optional(),
+    subjectTo: z.partialRecord(z.enum(METRICS), constraintSchema).default({}),
+    /** Workload the objective is judged on (default: the first). */
+    workload: z.string().optional(),
+  })
+  .refine((objective) => (objective.maximize === undefined) !== (objective.minimize === undefined), 'expected exactly one of maximize or minimize');
+
+const budgetSchema = z
+  .strictObject({
+    wallTime: durationSchema.optional(),
+    gpuHours: z.number().positive().optional(),
+    gpusPerServer: z.number().int().min(1).default(1),
+  })
+  .refine((budget) => budget.wallTime !== undefined || budget.gpuHours !== undefined, 'expected wallTime and/or gpuHours');
+
 export const experimentFileSchema = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'expected a name of letters, digits, ".", "_" or "-"'),
   description: z.string().optional(),
@@ -132,6 +153,15 @@ export const experimentFileSchema = z.strictObject({
     .default({ enabled: true, interval: 1000, serverMetrics: true }),
   variants: z.record(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'expected a variant name of letters, digits, ".", "_" or "-"'), variantSchema.nullable().transform((v) => v ?? {})).default({}),
   grid: z.array(gridSchema).default([]),
+  /** interleaved: every pass visits every server config once per repetition; blocked: few passes, several trials per start; auto: by startup/trial cost. */
+  schedule: z.enum(['interleaved', 'blocked', 'auto']).default('interleaved'),
+  /** Passes of a blocked schedule (default 2: one forward, one reversed, so slow drift cancels). */
+  passes: z.number().int().min(1).optional(),
+  budget: budgetSchema.optional(),
+  maxRestarts: z.number().int().min(0).optional(),
+  /** fixed: every planned trial; race: drop configs significantly worse than the best after each pass. */
+  stopping: z.enum(['fixed', 'race']).default('fixed'),
+  objective: objectiveSchema.optional(),
 });
 
 export type ExperimentFile = z.output<typeof experimentFileSchema>;

@@ -77,6 +77,35 @@ export interface ResolvedExperiment {
   telemetry?: TelemetryConfig;
   variants: ResolvedVariant[];
   workloads: ResolvedWorkload[];
+  /** Campaign settings; absent in runs stored before they existed (= interleaved, fixed, no budget). */
+  schedule?: ScheduleSetting;
+  passes?: number;
+  budget?: Budget;
+  maxRestarts?: number;
+  stopping?: 'fixed' | 'race';
+  objective?: Objective;
+}
+
+export type ScheduleSetting = 'interleaved' | 'blocked' | 'auto';
+
+export interface Budget {
+  wallTimeMs?: number;
+  gpuHours?: number;
+  gpusPerServer: number;
+}
+
+export interface Constraint {
+  metric: MetricName;
+  op: '<' | '<=' | '>' | '>=';
+  value: number;
+}
+
+/** What "best config" means: one metric to optimise on one workload, subject to constraints. */
+export interface Objective {
+  metric: MetricName;
+  direction: 'maximize' | 'minimize';
+  workload: string;
+  constraints: Constraint[];
 }
 
 export interface PlannedTrial {
@@ -91,6 +120,8 @@ export interface PlannedTrial {
 }
 
 export interface Plan {
+  /** Absent in plans stored before schedules existed: interleaved. */
+  schedule?: 'interleaved' | 'blocked';
   seed: number;
   blocks: number;
   /** Server starts the plan needs beyond the first (consecutive trials on the same serverKey share a server). */

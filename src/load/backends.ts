@@ -108,6 +108,8 @@ function openAiBackend(path: string, prompt: (item: PromptItem) => Record<string
       const record = parseEventOrDone(data, state);
       if (!record) return false;
       openAiUsage(record, state);
+      // llama.cpp's OpenAI-compatible stream carries the same `timings` (draft counts) on its final chunk.
+      if (record.timings && typeof record.timings === 'object') readDraftTimings(record.timings, state);
       return addText(state, textOf(record.choices?.[0]));
     },
   };
@@ -170,6 +172,11 @@ const tgi: Backend = {
   },
 };
 
+function readDraftTimings(timings: Record<string, unknown>, state: StreamState): void {
+  if (typeof timings.draft_n === 'number') state.specDraftTokens = timings.draft_n;
+  if (typeof timings.draft_n_accepted === 'number') state.specAcceptedTokens = timings.draft_n_accepted;
+}
+
 /** llama.cpp server /completion: `content` per event; the final `stop: true` event has counts and draft timings. */
 const llamacpp: Backend = {
   path: '/completion',
@@ -185,8 +192,7 @@ const llamacpp: Backend = {
       if (timings && typeof timings === 'object') {
         if (typeof timings.predicted_n === 'number') state.completionTokens = timings.predicted_n;
         if (typeof timings.prompt_n === 'number' && state.promptTokens === undefined) state.promptTokens = timings.prompt_n;
-        if (typeof timings.draft_n === 'number') state.specDraftTokens = timings.draft_n;
-        if (typeof timings.draft_n_accepted === 'number') state.specAcceptedTokens = timings.draft_n_accepted;
+        readDraftTimings(timings, state);
       }
     }
     return addText(state, record.content);

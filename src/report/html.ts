@@ -3,6 +3,7 @@
  * exported as fragments so `servelab ui` shows exactly the same tables. Every stored string goes through escapeHtml.
  */
 import type { FingerprintChange } from '../fingerprint/types.js';
+import { CAMPAIGN_CSS } from './campaign-html.js';
 import { escapeHtml as esc } from './escape.js';
 import type { Figure } from './figures.js';
 import { formatDuration, formatInterval, formatNumber, formatPercent, formatPValue, formatRatio, runDurationMs } from './format.js';
@@ -46,14 +47,15 @@ figure svg { display:block; width:100%; max-width:760px; height:auto; margin:0 a
 .change-after { color:var(--good); }
 `;
 
-export function renderHtmlReport(report: RunReport, figures: Figure[], comparison?: RunComparison): string {
+/** `campaign`: the best-config sections (./campaign-html.ts), placed after the verdicts. */
+export function renderHtmlReport(report: RunReport, figures: Figure[], comparison?: RunComparison, campaign?: string): string {
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${esc(report.experimentName)} — run ${report.runId} · servelab report</title>
-<style>${REPORT_CSS}
+<style>${REPORT_CSS}${CAMPAIGN_CSS}
 main { max-width:1240px; margin:0 auto; padding:28px 28px 48px; }
 header.top { display:flex; align-items:center; gap:12px; flex-wrap:wrap; }
 footer { margin-top:40px; font-size:12px; color:var(--muted); }
@@ -66,6 +68,7 @@ ${report.description ? `<p class="muted">${esc(report.description)}</p>` : ''}
 ${runFactsHtml(report)}
 <h2>Verdicts</h2>
 ${verdictTableHtml(report)}
+${campaign ? `<h2>Best config</h2>\n${campaign}` : ''}
 <h2>Charts</h2>
 ${figuresHtml(figures)}
 <h2>Drift notes</h2>

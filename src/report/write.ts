@@ -3,7 +3,12 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Db } from '../store/db.js';
 import { UserError } from '../util/errors.js';
-import { reportFigures } from './figures.js';
+import { bestConfig } from '../experiment/best.js';
+import { formatBestVerdict } from '../experiment/best-format.js';
+import type { ResolvedExperiment } from '../experiment/types.js';
+import { listRaceEvents } from '../store/campaign.js';
+import { bestConfigHtml, campaignFigures } from './campaign-html.js';
+import { reportFigures, type Figure } from './figures.js';
 import { renderHtmlReport } from './html.js';
 import { renderMarkdown } from './markdown.js';
 import { buildRunReport, compareRuns, type RunData } from './model.js';
@@ -31,15 +36,36 @@ export function writeReports(db: Db, runIds: number[], outDir: string): WrittenR
   mkdirSync(dir, { recursive: true });
   return runs.map((data, index) => {
     const previous = runs.slice(0, index).reverse().find((candidate) => candidate.run.experimentName === data.run.experimentName);
-    return writeOne(data, previous, dir);
+    return writeOne(data, previous, dir, campaignOf(db, data));
   });
 }
 
-function writeOne(data: RunData, previous: RunData | undefined, dir: string): WrittenReport {
+interface CampaignParts {
+  html?: string;
+  figures: Figure[];
+  markdown: string;
+}
+
+/** Best-config verdict and campaign charts; a single-variant run has no best config to name. */
+function campaignOf(db: Db, data: RunData): CampaignParts {
+  const experiment = data.run.config as ResolvedExperiment;
+  if (experiment.variants.length < 2) return { figures: [], markdown: '' };
+  const eliminations = listRaceEvents(db, data.run.id).flatMap((event) =>
+    event.kind === 'eliminated' && event.variant !== undefined ? [{ variant: event.variant, afterPass: event.afterPass, reason: event.reason }] : [],
+  );
+  const best = bestConfig(experiment, data.trials, eliminations);
+  return {
+    html: bestConfigHtml(experiment, best),
+    figures: campaignFigures(experiment, best, data.trials),
+    markdown: `\n## Best config\n\n\`\`\`\n${formatBestVerdict(experiment, best)}\n\`\`\`\n`,
+  };
+}
+
+function writeOne(data: RunData, previous: RunData | undefined, dir: string, campaign: CampaignParts): WrittenReport {
   const report = buildRunReport(data);
   const html = join(dir, `run-${data.run.id}.html`);
   const markdown = join(dir, `run-${data.run.id}.md`);
-  writeFileSync(html, renderHtmlReport(report, reportFigures(report), previous && compareRuns(previous, data)));
-  writeFileSync(markdown, renderMarkdown(report));
+  writeFileSync(html, renderHtmlReport(report, [...reportFigures(report), ...campaign.figures], previous && compareRuns(previous, data), campaign.html));
+  writeFileSync(markdown, renderMarkdown(report) + campaign.markdown);
   return { runId: data.run.id, html, markdown };
 }

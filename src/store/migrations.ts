@@ -149,4 +149,22 @@ export const migrations: ReadonlyArray<{ version: number; description: string; s
       );
     `,
   },
+  {
+    version: 6,
+    description: 'race decisions of a tuning campaign (stopping: race)',
+    sql: `
+      -- kind 'eliminated': a config dropped after a pass (its trials are kept, its remaining ones skipped);
+      -- kind 'stop': the race or the budget ended the run early (variant NULL), the reason says which.
+      CREATE TABLE race_events (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        after_pass INTEGER NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('eliminated', 'stop')),
+        variant TEXT,
+        reason TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+      CREATE UNIQUE INDEX race_events_once ON race_events (run_id, kind, IFNULL(variant, ''));
+    `,
+  },
 ];

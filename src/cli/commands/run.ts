@@ -4,7 +4,12 @@ import { formatVerdicts } from '../../experiment/format.js';
 import { loadExperiment } from '../../experiment/load.js';
 import { loadRun } from '../../experiment/run-store.js';
 import { runExperiment, type RunOutcome } from '../../experiment/runner.js';
-import type { ResolvedExperiment } from '../../experiment/types.js';
+import type { Plan, ResolvedExperiment } from '../../experiment/types.js';
+import { loadCostModel } from '../../experiment/budget.js';
+import { campaignSummary } from '../../experiment/campaign-report.js';
+import { formatPlanChoice } from '../../experiment/plan-format.js';
+import { chooseSchedule, formatDuration } from '../../experiment/schedule.js';
+import { enforceLimits } from './plan.js';
 import { defaultStorePath, openStore, type Db } from '../../store/db.js';
 import { latestUnfinishedRun } from '../../store/queries.js';
 import { runOnSlurm } from '../../exec/slurm.js';
@@ -21,6 +26,8 @@ interface RunFlags {
   runId?: string;
   serverKey?: string;
   json?: boolean;
+  dryRun?: boolean;
+  force?: boolean;
 }
 
 export function registerRun(program: Command): void {
@@ -34,9 +41,21 @@ export function registerRun(program: Command): void {
     .option('--run-id <n>', 'attach to an existing run (used by Slurm jobs)')
     .option('--server-key <key>', 'run only the trials of this server config and leave the run open (used by Slurm jobs)')
     .option('--json', 'print the outcome as JSON on stdout')
+    .option('--dry-run', 'print the plan (schedule, restarts, predicted wall time and GPU-hours) and run nothing')
+    .option('--force', 'run even when the plan exceeds the budget or maxRestarts of the experiment file')
     .action(async (file: string | undefined, flags: RunFlags) => {
       const storePath = defaultStorePath(flags.store);
       const db = openStore(storePath);
+      if (flags.dryRun) {
+        try {
+          if (file === undefined) throw new UserError('--dry-run needs an experiment file', 'run `servelab run FILE --dry-run`', ExitCode.usage);
+          const experiment = loadExperiment(file);
+          process.stdout.write(`${formatPlanChoice(experiment, chooseSchedule(experiment, loadCostModel(db, experiment)))}\n`);
+          return;
+        } finally {
+          db.close();
+        }
+      }
       const controller = new AbortController();
       const onSignal = (): void => {
         if (controller.signal.aborted) process.exit(ExitCode.interrupted);
@@ -49,6 +68,13 @@ export function registerRun(program: Command): void {
       try {
         const { slurm, ...target } = resolveTarget(db, file, flags);
         const acceptDrift = flags.acceptDrift ?? false;
+        let plan: Plan | undefined;
+        if (target.experiment) {
+          const choice = chooseSchedule(target.experiment, loadCostModel(db, target.experiment));
+          enforceLimits(target.experiment, choice, flags.force ?? false);
+          log(`plan: ${choice.schedule}, ${choice.plan.trials.length} trials, ${choice.plan.restarts} restarts, predicted ${formatDuration(choice.prediction.wallMs)} (${choice.reason})`);
+          plan = choice.plan;
+        }
         const outcome = slurm
           ? (await runOnSlurm({
               ...slurm,
@@ -61,6 +87,7 @@ export function registerRun(program: Command): void {
           : await runExperiment({
               db,
               ...target,
+              ...(plan && { plan }),
               ...(flags.serverKey !== undefined && { serverKey: flags.serverKey }),
               acceptDrift,
               workDir: join(dirname(storePath), 'logs'),
@@ -119,7 +146,9 @@ function report(db: Db, outcome: RunOutcome, json: boolean): void {
   if (json) process.stdout.write(`${JSON.stringify(outcome, null, 2)}\n`);
   switch (outcome.status) {
     case 'done':
-      if (!json) process.stdout.write(`run ${outcome.runId} done\n${formatVerdicts(outcome.verdicts ?? [], experiment.metric, experiment.baseline)}\n`);
+      if (!json) {
+        process.stdout.write(`run ${outcome.runId} done\n${formatVerdicts(outcome.verdicts ?? [], experiment.metric, experiment.baseline)}\n\n${campaignSummary(db, outcome.runId).text}\n`);
+      }
       return;
     case 'drift':
       throw new UserError(

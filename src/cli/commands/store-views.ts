@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { diffRuns, formatRunDiff, formatRunList, formatRunShow } from '../../experiment/format.js';
+import { campaignSummary } from '../../experiment/campaign-report.js';
 import type { ResolvedExperiment } from '../../experiment/types.js';
 import { defaultStorePath, openStore, type Db } from '../../store/db.js';
 import { getFingerprint, getRun, listRuns, listTrials, type RunDetail } from '../../store/queries.js';
@@ -42,11 +43,12 @@ export function registerStoreViews(program: Command): void {
         const run = requireRun(db, runArg);
         const trials = listTrials(db, run.id);
         const telemetry = runTelemetry(db, run.id);
+        const campaign = campaignSummary(db, run.id);
         if (flags.json) {
           const machine = Object.fromEntries([...telemetry].map(([id, recorded]) => [id, { summary: recorded.summary, serverMetricsUnavailable: recorded.serverMetrics.unavailable }]));
-          return JSON.stringify({ run, trials, telemetry: machine }, null, 2);
+          return JSON.stringify({ run, trials, telemetry: machine, best: campaign.best }, null, 2);
         }
-        return [formatRunShow(run, trials), ...formatMachineState(trials, telemetry)].join('\n');
+        return [formatRunShow(run, trials), ...formatMachineState(trials, telemetry), '', campaign.text].join('\n');
       }),
     );
 

@@ -1,0 +1,44 @@
+import type { Command } from 'commander';
+import { loadCostModel } from '../../experiment/budget.js';
+import { loadExperiment } from '../../experiment/load.js';
+import { formatPlanChoice } from '../../experiment/plan-format.js';
+import { chooseSchedule, limitViolations, type ScheduleChoice } from '../../experiment/schedule.js';
+import type { ResolvedExperiment } from '../../experiment/types.js';
+import { defaultStorePath, openStore } from '../../store/db.js';
+import { UserError } from '../../util/errors.js';
+import { existsSync } from 'node:fs';
+
+export function registerPlan(program: Command): void {
+  program
+    .command('plan')
+    .description('show an experiment\'s schedule, restarts, predicted wall time and GPU-hours, and the budget check')
+    .argument('<file>', 'experiment file (YAML)')
+    .option('--store <path>', 'result store the costs are predicted from (default: $SERVELAB_STORE or ~/.servelab/servelab.db)')
+    .option('--json', 'machine-readable output')
+    .action((file: string, flags: { store?: string; json?: boolean }) => {
+      const experiment = loadExperiment(file);
+      const choice = costedPlan(experiment, flags.store);
+      process.stdout.write(`${flags.json ? JSON.stringify(choice, null, 2) : formatPlanChoice(experiment, choice)}\n`);
+    });
+}
+
+/** The schedule and plan an experiment gets, costed from the store when there is one (a missing store: defaults). */
+export function costedPlan(experiment: ResolvedExperiment, storeOption: string | undefined): ScheduleChoice {
+  const path = defaultStorePath(storeOption);
+  const db = existsSync(path) ? openStore(path) : undefined;
+  try {
+    return chooseSchedule(experiment, loadCostModel(db, experiment));
+  } finally {
+    db?.close();
+  }
+}
+
+/** `run` refuses a plan over its budget or restart limit unless forced. */
+export function enforceLimits(experiment: ResolvedExperiment, choice: ScheduleChoice, force: boolean): void {
+  const violations = limitViolations(experiment, choice.prediction);
+  if (violations.length === 0 || force) return;
+  throw new UserError(
+    `the plan exceeds ${violations.join(' and ')}`,
+    `see \`servelab plan ${experiment.filePath}\`; raise the budget, cut trials or variants, choose \`schedule: blocked\`, or run with --force`,
+  );
+}

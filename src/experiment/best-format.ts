@@ -1,0 +1,113 @@
+import { median } from 'simple-statistics';
+import type { TrialRecord } from '../store/types.js';
+import type { BestVerdict } from './best.js';
+import { figure, table } from './format.js';
+import { metricUnit, metricValue } from './metrics.js';
+import type { MetricName, ResolvedExperiment } from './types.js';
+import type { Verdict } from './verdict.js';
+
+/** Text of a best-config verdict: conclusion, winner vs baseline and runner-up, ranking, pairwise matrix. */
+export function formatBestVerdict(experiment: ResolvedExperiment, best: BestVerdict): string {
+  const { objective } = best;
+  const unit = metricUnit(objective.metric);
+  const constraints = objective.constraints.map((constraint) => `${constraint.metric} ${constraint.op} ${constraint.value}`).join(', ');
+  const lines = [
+    `best config: ${objective.direction} ${objective.metric} (${unit}) on ${objective.workload}${constraints ? `, subject to ${constraints}` : ''}`,
+    best.conclusion,
+  ];
+  if (best.winner && best.vsBaseline) lines.push(`  vs baseline ${experiment.baseline}: ${effect(best.vsBaseline)}`);
+  if (best.winner && best.vsRunnerUp) lines.push(`  vs runner-up ${best.runnerUp}: ${effect(best.vsRunnerUp)}`);
+  const top = best.ranking[0]?.median ?? null;
+  lines.push(
+    '',
+    table(
+      ['rank', 'config', `median ${unit}`, 'vs #1', 'n', 'status'],
+      best.ranking.map((row) => [
+        String(row.rank),
+        row.variant + (row.variant === experiment.baseline ? ' (baseline)' : ''),
+        figure(row.median),
+        row.rank === 1 || row.median === null || top === null ? '' : percent(row.median / top),
+        String(row.n),
+        row.eliminated
+          ? `eliminated after pass ${row.eliminated.afterPass + 1}: ${row.eliminated.reason}`
+          : row.feasible
+            ? ''
+            : `infeasible: ${row.violations.join('; ')}`,
+      ]),
+    ),
+    '',
+    'pairwise (row vs column, change of medians; * = significant after Holm correction):',
+    table(
+      ['', ...best.ranking.map((row) => row.variant)],
+      best.matrix.map((cells, index) => [
+        best.ranking[index]!.variant,
+        ...cells.map((cell) => (cell.row === cell.column ? '·' : `${percent(cell.ratio)}${cell.better || cell.worse ? '*' : ''}`)),
+      ]),
+    ),
+  );
+  return lines.join('\n');
+}
+
+function effect(verdict: Verdict): string {
+  const ci = verdict.ciLow === null || verdict.ciHigh === null ? 'CI n/a' : `CI ${percent(verdict.ciLow)} … ${percent(verdict.ciHigh)}`;
+  const p = verdict.pValue === null ? 'p n/a' : `p ${verdict.pValue < 0.001 ? '<0.001' : verdict.pValue.toFixed(3)}`;
+  return `${percent(verdict.ratio)} (${ci}, ${p}, n ${verdict.n.baseline}/${verdict.n.candidate}): ${verdict.label}`;
+}
+
+function percent(ratio: number | null): string {
+  if (ratio === null || !Number.isFinite(ratio)) return 'n/a';
+  const pct = (ratio - 1) * 100;
+  return `${pct >= 0 ? '+' : '−'}${Math.abs(pct).toFixed(1)}%`;
+}
+
+const SPEC_COLUMNS: Array<{ metric: MetricName; header: string }> = [
+  { metric: 'outputTokensPerSecond', header: 'tok/s' },
+  { metric: 'tpotMedianMs', header: 'TPOT ms' },
+  { metric: 'itlP99Ms', header: 'ITL p99 ms' },
+];
+
+/**
+ * Speculative-decoding view: per variant and workload, throughput next to TPOT, ITL, acceptance rate and mean
+ * accepted length (bonus token included), medians over trials. Variants in grid-parameter order.
+ */
+export function formatSpecView(experiment: ResolvedExperiment, trials: readonly TrialRecord[]): string {
+  const rows = orderedVariants(experiment).flatMap((variant) =>
+    experiment.workloads.map((workload) => {
+      const own = trials.filter((trial) => trial.variant === variant.name && trial.workload === workload.label);
+      const med = (pick: (trial: TrialRecord) => number | undefined): string => {
+        const values = own.map(pick).filter((value): value is number => value !== undefined && Number.isFinite(value));
+        return values.length === 0 ? '-' : figure(median(values));
+      };
+      return [
+        variant.name,
+        workload.label,
+        ...SPEC_COLUMNS.map((column) => med((trial) => metricValue(trial.metrics, column.metric))),
+        med((trial) => (trial.metrics.acceptanceRate === undefined ? undefined : trial.metrics.acceptanceRate * 100)),
+        med((trial) => trial.metrics.meanAcceptedLength),
+        String(own.length),
+      ];
+    }),
+  );
+  return table(['variant', 'workload', ...SPEC_COLUMNS.map((column) => column.header), 'accept %', 'accepted len', 'n'], rows);
+}
+
+/** Hand-written variants first, then grid variants sorted by their parameters (numerically where numeric). */
+export function orderedVariants(experiment: ResolvedExperiment): ResolvedExperiment['variants'] {
+  const byParams = (a: ResolvedExperiment['variants'][number], b: ResolvedExperiment['variants'][number]): number => {
+    for (const name of Object.keys(a.params)) {
+      const [x, y] = [a.params[name], b.params[name]];
+      if (x === y || y === undefined) continue;
+      const [nx, ny] = [Number(x), Number(y)];
+      return Number.isFinite(nx) && Number.isFinite(ny) ? nx - ny : String(x).localeCompare(String(y));
+    }
+    return 0;
+  };
+  const plain = experiment.variants.filter((variant) => Object.keys(variant.params).length === 0);
+  const grid = experiment.variants.filter((variant) => Object.keys(variant.params).length > 0);
+  return [...plain, ...[...grid].sort(byParams)];
+}
+
+/** True when any trial reported speculative-decoding figures: only then is the view worth printing. */
+export function hasSpecFigures(trials: readonly TrialRecord[]): boolean {
+  return trials.some((trial) => trial.metrics.acceptanceRate !== undefined || trial.metrics.meanAcceptedLength !== undefined);
+}

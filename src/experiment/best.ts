@@ -1,0 +1,185 @@
+import { median } from 'simple-statistics';
+import type { TrialRecord } from '../store/types.js';
+import { holmAdjust } from './holm.js';
+import { higherIsBetter, metricValue } from './metrics.js';
+import type { Constraint, Objective, ResolvedExperiment } from './types.js';
+import { compareVariant, type Verdict } from './verdict.js';
+
+/** One config in the ranking of a best-config verdict. */
+export interface RankedConfig {
+  variant: string;
+  /** 1 = best among feasible configs; infeasible ones are ranked after, by objective. */
+  rank: number;
+  median: number | null;
+  n: number;
+  feasible: boolean;
+  /** Broken constraints, e.g. "ttftP99Ms 612 (needs < 500)". */
+  violations: string[];
+  /** Set when a race dropped the config. */
+  eliminated?: { afterPass: number; reason: string };
+}
+
+/** Row config vs column config: ratio of medians row/column, CI, raw and Holm-adjusted p. */
+export interface PairwiseCell {
+  row: string;
+  column: string;
+  ratio: number | null;
+  ciLow: number | null;
+  ciHigh: number | null;
+  pValue: number | null;
+  pAdjusted: number | null;
+  /** Row significantly better than column after Holm correction (and the CI excludes 1). */
+  better: boolean;
+  worse: boolean;
+}
+
+export interface BestVerdict {
+  objective: Objective;
+  ranking: RankedConfig[];
+  winner?: string;
+  runnerUp?: string;
+  /** Winner vs baseline and vs runner-up (ratio = winner / other). */
+  vsBaseline?: Verdict;
+  vsRunnerUp?: Verdict;
+  /** Winner significantly better than every other feasible config (Holm-corrected). */
+  clear: boolean;
+  /** Configs in ranking order; matrix[i][j] compares ranking[i] with ranking[j]. */
+  matrix: PairwiseCell[][];
+  conclusion: string;
+}
+
+export interface Elimination {
+  variant: string;
+  afterPass: number;
+  reason: string;
+}
+
+/** The experiment's objective; without one: its metric on the first workload, in the metric's natural direction. */
+export function objectiveOf(experiment: ResolvedExperiment): Objective {
+  return (
+    experiment.objective ?? {
+      metric: experiment.metric,
+      direction: higherIsBetter(experiment.metric) ? 'maximize' : 'minimize',
+      workload: experiment.workloads[0]!.label,
+      constraints: [],
+    }
+  );
+}
+
+/** Objective values of one config's measured trials on the objective's workload. */
+export function objectiveValues(objective: Objective, trials: readonly TrialRecord[], variant: string): number[] {
+  return trials
+    .filter((trial) => trial.variant === variant && trial.workload === objective.workload)
+    .map((trial) => metricValue(trial.metrics, objective.metric))
+    .filter((value) => Number.isFinite(value));
+}
+
+/** Constraints a config's medians break on the objective's workload. */
+export function constraintViolations(constraints: readonly Constraint[], workload: string, trials: readonly TrialRecord[], variant: string): string[] {
+  return constraints.flatMap((constraint) => {
+    const values = trials
+      .filter((trial) => trial.variant === variant && trial.workload === workload)
+      .map((trial) => metricValue(trial.metrics, constraint.metric))
+      .filter((value) => Number.isFinite(value));
+    if (values.length === 0) return [];
+    const value = median(values);
+    return holds(value, constraint) ? [] : [`${constraint.metric} ${figure(value)} (needs ${constraint.op} ${constraint.value})`];
+  });
+}
+
+function holds(value: number, { op, value: limit }: Constraint): boolean {
+  return op === '<' ? value < limit : op === '<=' ? value <= limit : op === '>' ? value > limit : value >= limit;
+}
+
+/**
+ * Which config is best on the objective, and how sure that is: ranking by median, the winner's effect and CI vs
+ * the baseline and vs the runner-up, and a pairwise matrix of Holm-corrected rank-sum tests between all configs.
+ */
+export function bestConfig(experiment: ResolvedExperiment, trials: readonly TrialRecord[], eliminations: readonly Elimination[] = []): BestVerdict {
+  const objective = objectiveOf(experiment);
+  const sign = objective.direction === 'maximize' ? 1 : -1;
+  const compareOptions = { alpha: experiment.verdict.alpha, minEffect: experiment.verdict.minEffect, seed: experiment.seed, higherIsBetter: objective.direction === 'maximize' };
+  const rows = experiment.variants.map((variant) => {
+    const values = objectiveValues(objective, trials, variant.name);
+    const violations = constraintViolations(objective.constraints, objective.workload, trials, variant.name);
+    const eliminated = eliminations.find((entry) => entry.variant === variant.name);
+    return {
+      variant: variant.name,
+      values,
+      median: values.length > 0 ? median(values) : null,
+      n: values.length,
+      feasible: violations.length === 0,
+      violations,
+      ...(eliminated && { eliminated: { afterPass: eliminated.afterPass, reason: eliminated.reason } }),
+    };
+  });
+  const score = (row: (typeof rows)[number]): number => (row.median === null ? Number.NEGATIVE_INFINITY : sign * row.median);
+  rows.sort((a, b) => Number(b.feasible) - Number(a.feasible) || score(b) - score(a));
+  const ranking: RankedConfig[] = rows.map(({ values: _values, ...row }, index) => ({ ...row, rank: index + 1 }));
+
+  const matrix = pairwiseMatrix(rows, compareOptions);
+  const feasible = rows.filter((row) => row.feasible && row.n > 0);
+  const winner = feasible[0];
+  const runnerUp = feasible[1];
+  const base = rows.find((row) => row.variant === experiment.baseline);
+  const verdict: BestVerdict = { objective, ranking, clear: false, matrix, conclusion: '' };
+  if (!winner) return { ...verdict, conclusion: 'no config meets the objective\'s constraints (or none was measured)' };
+  verdict.winner = winner.variant;
+  if (base && base !== winner) verdict.vsBaseline = compareVariant(base.values, winner.values, compareOptions);
+  if (runnerUp) {
+    verdict.runnerUp = runnerUp.variant;
+    verdict.vsRunnerUp = compareVariant(runnerUp.values, winner.values, compareOptions);
+  }
+  const winnerRow = matrix[0]!;
+  const others = winnerRow.filter((cell) => cell.column !== winner.variant && feasible.some((row) => row.variant === cell.column));
+  verdict.clear = others.every((cell) => cell.better);
+  verdict.conclusion = !runnerUp
+    ? `${winner.variant} is the only config that meets the objective`
+    : verdict.clear
+      ? `${winner.variant} is the best config: significantly better than every other (Holm-corrected, α = ${experiment.verdict.alpha})`
+      : `${winner.variant} ranks first, but is not significantly better than ${others.filter((cell) => !cell.better).map((cell) => cell.column).join(', ')}`;
+  return verdict;
+}
+
+function pairwiseMatrix(
+  rows: ReadonlyArray<{ variant: string; values: number[] }>,
+  options: Parameters<typeof compareVariant>[2],
+): PairwiseCell[][] {
+  const pairs: Array<{ i: number; j: number; verdict: Verdict }> = [];
+  for (let i = 0; i < rows.length; i += 1) {
+    for (let j = i + 1; j < rows.length; j += 1) pairs.push({ i, j, verdict: compareVariant(rows[j]!.values, rows[i]!.values, options) });
+  }
+  const tested = pairs.filter((pair) => pair.verdict.pValue !== null);
+  const adjusted = holmAdjust(tested.map((pair) => pair.verdict.pValue!));
+  const adjustedOf = new Map(tested.map((pair, index) => [pair, adjusted[index]!]));
+  const cells: PairwiseCell[][] = rows.map((row) => rows.map((column) => emptyCell(row.variant, column.variant)));
+  for (const pair of pairs) {
+    const { ratio, ciLow, ciHigh, pValue } = pair.verdict;
+    const pAdjusted = adjustedOf.get(pair) ?? null;
+    const ciExcludesOne = ciLow !== null && ciHigh !== null && (ciLow > 1 || ciHigh < 1);
+    const bigEnough = ratio !== null && Math.abs(ratio - 1) >= (options.minEffect ?? 0);
+    const significant = pAdjusted !== null && pAdjusted < options.alpha && ciExcludesOne && bigEnough;
+    const rowBetter = ratio !== null && (options.higherIsBetter ? ratio > 1 : ratio < 1);
+    cells[pair.i]![pair.j] = { row: rows[pair.i]!.variant, column: rows[pair.j]!.variant, ratio, ciLow, ciHigh, pValue, pAdjusted, better: significant && rowBetter, worse: significant && !rowBetter };
+    cells[pair.j]![pair.i] = {
+      row: rows[pair.j]!.variant,
+      column: rows[pair.i]!.variant,
+      ratio: ratio === null ? null : 1 / ratio,
+      ciLow: ciHigh === null ? null : 1 / ciHigh,
+      ciHigh: ciLow === null ? null : 1 / ciLow,
+      pValue,
+      pAdjusted,
+      better: significant && !rowBetter,
+      worse: significant && rowBetter,
+    };
+  }
+  return cells;
+}
+
+function emptyCell(row: string, column: string): PairwiseCell {
+  return { row, column, ratio: null, ciLow: null, ciHigh: null, pValue: null, pAdjusted: null, better: false, worse: false };
+}
+
+function figure(value: number): string {
+  return Math.abs(value) >= 100 ? value.toFixed(0) : value.toFixed(1);
+}

@@ -1,0 +1,34 @@
+import type { Db } from '../store/db.js';
+import { listRaceEvents } from '../store/campaign.js';
+import { listTrials } from '../store/queries.js';
+import { bestConfig, type BestVerdict } from './best.js';
+import { formatBestVerdict, formatSpecView, hasSpecFigures } from './best-format.js';
+import { loadCostModel, predictPlan } from './budget.js';
+import { planExperiment } from './plan.js';
+import { gpuHoursText } from './plan-format.js';
+import { loadRun } from './run-store.js';
+import { formatDuration } from './schedule.js';
+
+/** A run's campaign view: race decisions, the best-config verdict, the speculative-decoding table, GPU-hours. */
+export function campaignSummary(db: Db, runId: number): { best: BestVerdict; text: string } {
+  const { run, experiment } = loadRun(db, runId);
+  const trials = listTrials(db, runId);
+  const events = listRaceEvents(db, runId);
+  const eliminations = events.flatMap((event) => (event.kind === 'eliminated' && event.variant !== undefined ? [{ variant: event.variant, afterPass: event.afterPass, reason: event.reason }] : []));
+  const best = bestConfig(experiment, trials, eliminations);
+  const lines: string[] = [];
+  const stop = events.find((event) => event.kind === 'stop');
+  if (experiment.stopping === 'race' || stop) lines.push(stop ? `campaign: ${stop.reason}` : 'campaign: ran to its trial cap without a clear winner', '');
+  if (experiment.variants.length > 1) lines.push(formatBestVerdict(experiment, best), '');
+  if (hasSpecFigures(trials)) lines.push('speculative decoding (medians over trials):', formatSpecView(experiment, trials), '');
+
+  // Used: wall time of the run × GPUs per server; full grid: the interleaved plan of every trial at today's costs.
+  const wallMs = Date.parse(run.finishedAt ?? new Date().toISOString()) - Date.parse(run.startedAt);
+  const gpus = experiment.budget?.gpusPerServer ?? 1;
+  const input = { variants: experiment.variants, workloads: experiment.workloads.map((workload) => workload.label), repetitions: experiment.trials, seed: experiment.seed };
+  const full = predictPlan(planExperiment(input), experiment, loadCostModel(db, experiment));
+  lines.push(
+    `GPU-hours: ${gpuHoursText((wallMs / 3_600_000) * gpus)} used (${formatDuration(wallMs)} × ${gpus} GPU${gpus === 1 ? '' : 's'}, ${trials.length} trials) vs ${gpuHoursText(full.gpuHours)} predicted for the full interleaved grid (${formatDuration(full.wallMs)}, ${full.trials} trials, ${full.restarts} restarts)`,
+  );
+  return { best, text: lines.join('\n') };
+}

@@ -1,0 +1,55 @@
+import { median } from 'simple-statistics';
+import type { TrialRecord } from '../store/types.js';
+import { constraintViolations, objectiveOf, objectiveValues, type Elimination } from './best.js';
+import { holmAdjust } from './holm.js';
+import type { ResolvedExperiment } from './types.js';
+import { compareVariant } from './verdict.js';
+
+export interface RaceDecision {
+  eliminate: Elimination[];
+  /** Set when the race is decided: one config is left, significantly better than every other. */
+  winner?: string;
+}
+
+/**
+ * One racing step after a pass: configs breaking a constraint are dropped, then every remaining config is tested
+ * against the current best (rank-sum, Holm-corrected over the comparisons of this step) and dropped when
+ * significantly worse (p and the bootstrap CI agree, effect ≥ minEffect). Fewer than two trials: no test yet.
+ */
+export function raceStep(experiment: ResolvedExperiment, trials: readonly TrialRecord[], eliminated: ReadonlySet<string>, afterPass: number): RaceDecision {
+  const objective = objectiveOf(experiment);
+  const eliminate: Elimination[] = [];
+  const remaining = experiment.variants
+    .map((variant) => ({ variant: variant.name, values: objectiveValues(objective, trials, variant.name) }))
+    .filter((entry) => !eliminated.has(entry.variant) && entry.values.length > 0);
+  const feasible = remaining.filter((entry) => {
+    const violations = entry.values.length >= 2 ? constraintViolations(objective.constraints, objective.workload, trials, entry.variant) : [];
+    if (violations.length > 0) eliminate.push({ variant: entry.variant, afterPass, reason: `breaks ${violations.join('; ')}` });
+    return violations.length === 0;
+  });
+  const sign = objective.direction === 'maximize' ? 1 : -1;
+  feasible.sort((a, b) => sign * (median(b.values) - median(a.values)));
+  const best = feasible[0];
+  if (!best) return { eliminate };
+  const options = { alpha: experiment.verdict.alpha, minEffect: experiment.verdict.minEffect, seed: experiment.seed, higherIsBetter: objective.direction === 'maximize' };
+  const tests = feasible.slice(1).map((entry) => ({ entry, verdict: compareVariant(entry.values, best.values, options) }));
+  const testable = tests.filter((test) => test.verdict.pValue !== null);
+  const adjusted = holmAdjust(testable.map((test) => test.verdict.pValue!));
+  let survivors = 1 + tests.length - testable.length;
+  testable.forEach((test, index) => {
+    const { ratio, ciLow, ciHigh } = test.verdict;
+    const ciExcludesOne = ciLow !== null && ciHigh !== null && (ciLow > 1 || ciHigh < 1);
+    const bigEnough = ratio !== null && Math.abs(ratio - 1) >= experiment.verdict.minEffect;
+    if (adjusted[index]! < experiment.verdict.alpha && ciExcludesOne && bigEnough) {
+      const change = ((1 / ratio!) - 1) * 100;
+      eliminate.push({
+        variant: test.entry.variant,
+        afterPass,
+        reason: `${change >= 0 ? '+' : '−'}${Math.abs(change).toFixed(1)}% vs best ${best.variant} (Holm-adjusted p ${adjusted[index]!.toFixed(3)}, n ${test.entry.values.length}/${best.values.length})`,
+      });
+    } else {
+      survivors += 1;
+    }
+  });
+  return survivors === 1 && experiment.variants.length > 1 ? { eliminate, winner: best.variant } : { eliminate };
+}

@@ -1,0 +1,140 @@
+import { mulberry32 } from '../util/random.js';
+import { planExperiment, countRestarts, type PlanInput } from './plan.js';
+import { predictPlan, type CostModel, type PlanPrediction } from './budget.js';
+import type { Plan, PlannedTrial, ResolvedExperiment } from './types.js';
+
+/**
+ * A blocked schedule: each server config is started once per pass and runs several repetitions of its
+ * (variant, workload) pairs inside. Pass order is counterbalanced (A B C, then C B A, …: ABBA for two configs),
+ * so a slow drift adds as much to every config over two passes, and consecutive passes share the boundary
+ * server: restarts = passes × (configs − 1) instead of repetitions × (configs − 1).
+ */
+export function blockedPlan(input: PlanInput & { passes: number }): Plan {
+  const random = mulberry32(input.seed);
+  const groups = new Map<string, string[]>();
+  for (const variant of input.variants) groups.set(variant.serverKey, [...(groups.get(variant.serverKey) ?? []), variant.name]);
+  const forward = shuffle([...groups.keys()], random);
+  const sizes = passSizes(input.repetitions, input.passes);
+  const trials: PlannedTrial[] = [];
+  const repetitionOf = new Map<string, number>();
+  sizes.forEach((size, pass) => {
+    const order = pass % 2 === 0 ? forward : [...forward].reverse();
+    for (const serverKey of order) {
+      const slots = groups.get(serverKey)!.flatMap((variant) => input.workloads.flatMap((workload) => Array.from({ length: size }, () => ({ variant, workload }))));
+      for (const { variant, workload } of shuffle(slots, random)) {
+        const key = JSON.stringify([variant, workload]);
+        const repetition = repetitionOf.get(key) ?? 0;
+        repetitionOf.set(key, repetition + 1);
+        trials.push({ index: trials.length, block: pass, repetition, variant, serverKey, workload });
+      }
+    }
+  });
+  return { schedule: 'blocked', seed: input.seed, blocks: sizes.length, restarts: countRestarts(trials), trials };
+}
+
+/** Repetitions split as evenly as possible over passes (earlier passes take the remainder). */
+export function passSizes(repetitions: number, passes: number): number[] {
+  const count = Math.max(1, Math.min(passes, repetitions));
+  return Array.from({ length: count }, (_, pass) => Math.floor(repetitions / count) + (pass < repetitions % count ? 1 : 0));
+}
+
+/**
+ * Auto picks blocked once a server start costs at least this many trials' time: interleaving would then spend
+ * more of the campaign loading models than measuring them.
+ */
+export const AUTO_BLOCKED_RATIO = 1;
+
+export interface ScheduleOption {
+  schedule: 'interleaved' | 'blocked';
+  plan: Plan;
+  prediction: PlanPrediction;
+}
+
+export interface ScheduleChoice extends ScheduleOption {
+  /** Both candidates, for the trade-off line of `servelab plan`. */
+  options: ScheduleOption[];
+  /** Mean predicted startup / mean predicted trial time. */
+  startupToTrialRatio: number;
+  /** Why this schedule, in one sentence. */
+  reason: string;
+}
+
+/** Default passes of a blocked schedule: 2 for a fixed run; for a race, passes of 2 repetitions so it can eliminate often. */
+export function blockedPasses(experiment: ResolvedExperiment): number {
+  if (experiment.passes !== undefined) return experiment.passes;
+  return experiment.stopping === 'race' ? Math.max(2, Math.floor(experiment.trials / 2)) : 2;
+}
+
+/** The experiment's schedule (resolving `auto` with the cost model) and the plan that goes with it. */
+export function chooseSchedule(experiment: ResolvedExperiment, costs: CostModel): ScheduleChoice {
+  const input: PlanInput = {
+    variants: experiment.variants,
+    workloads: experiment.workloads.map((workload) => workload.label),
+    repetitions: experiment.trials,
+    seed: experiment.seed,
+  };
+  const interleavedPlan = { ...planExperiment(input), schedule: 'interleaved' as const };
+  const blocked = blockedPlan({ ...input, passes: blockedPasses(experiment) });
+  const options: ScheduleOption[] = [
+    { schedule: 'interleaved', plan: interleavedPlan, prediction: predictPlan(interleavedPlan, experiment, costs) },
+    { schedule: 'blocked', plan: blocked, prediction: predictPlan(blocked, experiment, costs) },
+  ];
+  const ratio = startupToTrialRatio(options[0]!.prediction);
+  const setting = experiment.schedule ?? 'interleaved';
+  if (setting !== 'auto') {
+    const chosen = options.find((option) => option.schedule === setting)!;
+    return { ...chosen, options, startupToTrialRatio: ratio, reason: `schedule: ${setting} (as the experiment file says)` };
+  }
+  const preferred = ratio >= AUTO_BLOCKED_RATIO ? 'blocked' : 'interleaved';
+  const fits = (option: ScheduleOption): boolean => limitViolations(experiment, option.prediction).length === 0;
+  let chosen = options.find((option) => option.schedule === preferred)!;
+  let reason =
+    preferred === 'blocked'
+      ? `auto: a start costs ${ratio.toFixed(1)}× a trial (≥ ${AUTO_BLOCKED_RATIO}), so blocked passes save restarts`
+      : `auto: a start costs ${ratio.toFixed(1)}× a trial (< ${AUTO_BLOCKED_RATIO}), so restarts are cheap and full interleaving is affordable`;
+  const other = options.find((option) => option !== chosen)!;
+  if (!fits(chosen) && fits(other)) {
+    reason = `auto: ${chosen.schedule} would exceed ${limitViolations(experiment, chosen.prediction)[0]}, ${other.schedule} fits`;
+    chosen = other;
+  }
+  return { ...chosen, options, startupToTrialRatio: ratio, reason };
+}
+
+function startupToTrialRatio(prediction: PlanPrediction): number {
+  const starts = prediction.configs.filter((config) => config.starts > 0);
+  const meanStartup = starts.reduce((sum, config) => sum + config.startupMs.ms, 0) / Math.max(1, starts.length);
+  const trials = prediction.configs.reduce((sum, config) => sum + config.trials, 0);
+  const meanTrial = prediction.measureMs / Math.max(1, trials);
+  return meanTrial > 0 ? meanStartup / meanTrial : Number.POSITIVE_INFINITY;
+}
+
+/** Budget and restart limits a predicted plan breaks, one phrase each ("the budget of 2.0 h wall time (3.1 h)"). */
+export function limitViolations(experiment: ResolvedExperiment, prediction: PlanPrediction): string[] {
+  const violations: string[] = [];
+  const { budget, maxRestarts } = experiment;
+  if (maxRestarts !== undefined && prediction.restarts > maxRestarts) violations.push(`maxRestarts ${maxRestarts} (${prediction.restarts} planned)`);
+  if (budget?.wallTimeMs !== undefined && prediction.wallMs > budget.wallTimeMs) {
+    violations.push(`the wall-time budget of ${hours(budget.wallTimeMs)} (${hours(prediction.wallMs)} predicted)`);
+  }
+  if (budget?.gpuHours !== undefined && prediction.gpuHours > budget.gpuHours) {
+    violations.push(`the budget of ${budget.gpuHours} GPU-hours (${prediction.gpuHours.toFixed(2)} predicted)`);
+  }
+  return violations;
+}
+
+function hours(ms: number): string {
+  if (ms >= 3_600_000) return `${(ms / 3_600_000).toFixed(1)} h`;
+  if (ms >= 60_000) return `${(ms / 60_000).toFixed(1)} min`;
+  return `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
+}
+
+export { hours as formatDuration };
+
+/** Fisher–Yates with the plan's seeded generator. */
+function shuffle<T>(items: T[], random: () => number): T[] {
+  for (let i = items.length - 1; i > 0; i -= 1) {
+    const j = Math.floor(random() * (i + 1));
+    [items[i], items[j]] = [items[j]!, items[i]!];
+  }
+  return items;
+}

@@ -1,0 +1,118 @@
+/**
+ * Campaign sections of the HTML report: the best-config verdict (ranking, winner vs baseline and runner-up, a
+ * pairwise matrix) and the campaign charts (objective vs a numeric grid parameter, Pareto views across
+ * concurrency levels). Every stored string goes through escapeHtml.
+ */
+import { median } from 'simple-statistics';
+import type { BestVerdict } from '../experiment/best.js';
+import { orderedVariants } from '../experiment/best-format.js';
+import { metricUnit, metricValue } from '../experiment/metrics.js';
+import type { MetricName, ResolvedExperiment } from '../experiment/types.js';
+import type { Verdict } from '../experiment/verdict.js';
+import type { TrialRecord } from '../store/types.js';
+import { parameterChart, type XYSeries } from './charts.js';
+import { escapeHtml as esc } from './escape.js';
+import type { Figure } from './figures.js';
+import { formatInterval, formatNumber, formatPercent, formatPValue, formatRatio } from './format.js';
+
+export const CAMPAIGN_CSS = `
+table.pairwise td.better { background:var(--good-bg); color:var(--good); font-weight:600; }
+table.pairwise td.worse { background:var(--bad-bg); color:var(--bad); }
+table.pairwise td.self { color:var(--muted); text-align:center; }
+`;
+
+export function bestConfigHtml(experiment: ResolvedExperiment, best: BestVerdict): string {
+  const { objective } = best;
+  const unit = metricUnit(objective.metric) || objective.metric;
+  const constraints = objective.constraints.map((constraint) => `${constraint.metric} ${constraint.op} ${constraint.value}`).join(', ');
+  const effects = [
+    best.vsBaseline && `<li>vs baseline <code>${esc(experiment.baseline)}</code>: ${effectHtml(best.vsBaseline)}</li>`,
+    best.vsRunnerUp && `<li>vs runner-up <code>${esc(best.runnerUp)}</code>: ${effectHtml(best.vsRunnerUp)}</li>`,
+  ].filter(Boolean);
+  const ranking = `<table class="data ranking"><thead><tr><th class="num">rank</th><th>config</th><th class="num">median ${esc(unit)}</th><th class="num">trials</th><th>status</th></tr></thead><tbody>${best.ranking
+    .map(
+      (row) =>
+        `<tr class="${row.variant === experiment.baseline ? 'baseline' : ''}"><td class="num">${row.rank}</td><td><code>${esc(row.variant)}</code></td><td class="num">${formatNumber(row.median)}</td><td class="num">${row.n}</td><td>${
+          row.eliminated
+            ? `eliminated after pass ${row.eliminated.afterPass + 1}: ${esc(row.eliminated.reason)}`
+            : row.feasible
+              ? row.variant === best.winner
+                ? '<span class="pill faster">winner</span>'
+                : ''
+              : `infeasible: ${esc(row.violations.join('; '))}`
+        }</td></tr>`,
+    )
+    .join('')}</tbody></table>`;
+  const header = `<tr><th>row vs column</th>${best.ranking.map((row) => `<th class="num">${esc(row.variant)}</th>`).join('')}</tr>`;
+  const matrix = `<table class="data pairwise"><thead>${header}</thead><tbody>${best.matrix
+    .map(
+      (cells, index) =>
+        `<tr><th>${esc(best.ranking[index]!.variant)}</th>${cells
+          .map((cell) =>
+            cell.row === cell.column
+              ? '<td class="self">·</td>'
+              : `<td class="num ${cell.better ? 'better' : cell.worse ? 'worse' : ''}" data-row="${esc(cell.row)}" data-column="${esc(cell.column)}" title="ratio ${esc(formatRatio(cell.ratio))}, CI ${esc(formatInterval(cell.ciLow, cell.ciHigh))}, p ${esc(formatPValue(cell.pValue))}, Holm-adjusted p ${esc(formatPValue(cell.pAdjusted))}">${esc(changeOf(cell.ratio))}</td>`,
+          )
+          .join('')}</tr>`,
+    )
+    .join('')}</tbody></table>`;
+  return `<div class="card best"><p><strong>${esc(best.conclusion)}</strong></p><p class="muted">${esc(objective.direction)} ${esc(objective.metric)} on ${esc(objective.workload)}${
+    constraints ? `, subject to ${esc(constraints)}` : ''
+  }</p>${effects.length > 0 ? `<ul>${effects.join('')}</ul>` : ''}</div>
+<h2>Ranking</h2>${ranking}
+<h2>Pairwise comparisons</h2><p class="muted">Change of the row's median vs the column's; green/red: significantly better/worse after Holm correction over all pairs.</p>${matrix}`;
+}
+
+function effectHtml(verdict: Verdict): string {
+  return `${esc(changeOf(verdict.ratio))} (CI ${esc(formatInterval(verdict.ciLow, verdict.ciHigh))}, p ${esc(formatPValue(verdict.pValue))}): <span class="pill ${verdict.label === 'faster' || verdict.label === 'slower' ? verdict.label : 'neutral'}">${esc(verdict.label)}</span>`;
+}
+
+function changeOf(ratio: number | null): string {
+  return ratio === null ? '—' : formatPercent((ratio - 1) * 100);
+}
+
+/** Medians of a metric per (variant, workload) over a run's trials. */
+function medianOf(trials: readonly TrialRecord[], variant: string, workload: string, metric: MetricName): number | undefined {
+  const values = trials.filter((trial) => trial.variant === variant && trial.workload === workload).map((trial) => metricValue(trial.metrics, metric)).filter(Number.isFinite);
+  return values.length > 0 ? median(values) : undefined;
+}
+
+/**
+ * Campaign charts: the objective against each numeric grid parameter (a value axis in parameter order, not a line
+ * through categories), and with several concurrency levels the Pareto views per config: per-user vs total tok/s,
+ * and total tok/s vs TTFT p99.
+ */
+export function campaignFigures(experiment: ResolvedExperiment, best: BestVerdict, trials: readonly TrialRecord[]): Figure[] {
+  const figures: Figure[] = [];
+  const { objective } = best;
+  const gridVariants = orderedVariants(experiment).filter((variant) => Object.keys(variant.params).length > 0);
+  const parameters = [...new Set(gridVariants.flatMap((variant) => Object.keys(variant.params)))];
+  for (const parameter of parameters.filter((name) => gridVariants.every((variant) => typeof variant.params[name] === 'number'))) {
+    const series: XYSeries[] = experiment.workloads.map((workload) => ({
+      name: workload.label,
+      points: gridVariants.flatMap((variant) => {
+        const value = medianOf(trials, variant.name, workload.label, objective.metric);
+        return value === undefined ? [] : [[variant.params[parameter] as number, value] as [number, number]];
+      }),
+    }));
+    figures.push({
+      id: `param-${parameter}`,
+      title: `${objective.metric} vs ${parameter}`,
+      svg: parameterChart(`${objective.metric} vs ${parameter}`, parameter, metricUnit(objective.metric) || objective.metric, series.filter((line) => line.points.length > 0)),
+    });
+  }
+  const levels = experiment.workloads.filter((workload) => workload.concurrency !== undefined);
+  if (levels.length >= 2) {
+    const pareto = (x: MetricName, y: MetricName): XYSeries[] =>
+      orderedVariants(experiment).map((variant) => ({
+        name: variant.name,
+        points: levels.flatMap((workload) => {
+          const [px, py] = [medianOf(trials, variant.name, workload.label, x), medianOf(trials, variant.name, workload.label, y)];
+          return px === undefined || py === undefined ? [] : [[px, py] as [number, number]];
+        }),
+      }));
+    figures.push({ id: 'pareto-user', title: 'Per-user vs total throughput', svg: parameterChart('Pareto: tok/s per user vs total tok/s', 'total tok/s', 'tok/s per user', pareto('outputTokensPerSecond', 'perStreamTokensPerSecond')) });
+    figures.push({ id: 'pareto-ttft', title: 'Throughput vs TTFT p99', svg: parameterChart('Pareto: total tok/s vs TTFT p99', 'TTFT p99 (ms)', 'total tok/s', pareto('ttftP99Ms', 'outputTokensPerSecond')) });
+  }
+  return figures;
+}

@@ -1,0 +1,62 @@
+import { test, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+import { bestConfig } from '../src/experiment/best.js';
+import { loadRun } from '../src/experiment/run-store.js';
+import { listTrials } from '../src/store/queries.js';
+import { writeReports } from '../src/report/write.js';
+import { buildFixtureRun, createFixtureStore } from './report-fixture.js';
+
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+describe('best-config report', () => {
+  test('the pairwise matrix, ranking and numeric parameter chart render in Chromium', async (t) => {
+    const store = createFixtureStore();
+    t.after(() => store.cleanup());
+    const runId = buildFixtureRun(store);
+    const [written] = writeReports(store.db, [runId], join(store.dir, 'out'));
+    const best = bestConfig(loadRun(store.db, runId).experiment, listTrials(store.db, runId));
+    assert.ok(best.winner);
+
+    const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS, timeout: 30_000 });
+    t.after(() => browser.close());
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const problems: string[] = [];
+    page.on('pageerror', (error) => problems.push(error.message));
+    await page.goto(`file://${written!.html}`);
+
+    // 4 configs: a 4×4 matrix, '·' on the diagonal, each cell the inverse change of its mirror.
+    const matrix = await page.$$eval('table.pairwise tbody tr', (rows) =>
+      rows.map((row) => [...row.querySelectorAll('td')].map((cell) => ({ text: cell.textContent ?? '', className: cell.className, visible: cell.getBoundingClientRect().width > 0 }))),
+    );
+    assert.equal(matrix.length, 4);
+    matrix.forEach((cells, i) => {
+      assert.equal(cells.length, 4);
+      assert.equal(cells[i]!.text, '·');
+      assert.ok(cells.every((cell) => cell.visible));
+    });
+    const rowNames = await page.$$eval('table.pairwise tbody th', (cells) => cells.map((cell) => cell.textContent));
+    assert.deepEqual(rowNames, best.ranking.map((row) => row.variant));
+    // The winner's row: significantly better (green) wherever the verdict says so, and never worse.
+    best.matrix[0]!.forEach((cell, j) => {
+      if (j === 0) return;
+      assert.equal(matrix[0]![j]!.className.includes('better'), cell.better, `${cell.row} vs ${cell.column}`);
+      assert.ok(!matrix[0]![j]!.className.includes('worse'));
+      assert.ok(matrix[j]![0]!.className.includes('worse') === cell.better);
+    });
+    // 4 vs 4 trials over 6 Holm-corrected pairs cannot reach significance: the matrix must not claim it either.
+    assert.ok(best.matrix.flat().every((cell) => !cell.better && !cell.worse));
+    assert.match(await page.locator('table.pairwise td[data-row]').first().getAttribute('title') ?? '', /Holm-adjusted p \d/);
+    assert.match(await page.locator('div.best').innerText(), /ranks first, but is not significantly better than/);
+    assert.match(await page.locator('table.ranking tbody tr').first().innerText(), new RegExp(`${best.winner}[\\s\\S]*winner`));
+    assert.match(await page.locator('div.best').innerText(), /vs baseline baseline: \+\d/);
+
+    // The grid parameter is drawn on a value axis: its tick labels are numbers in order.
+    const ticks = await page.$$eval('figure[data-figure="param-steps"] text', (nodes) => nodes.map((node) => node.textContent ?? ''));
+    const numeric = ticks.filter((text) => /^\d+(\.\d+)?$/.test(text)).map(Number);
+    assert.ok(numeric.includes(2) && numeric.includes(6), `ticks: ${ticks.join(' ')}`);
+    assert.equal(await page.locator('figure[data-figure="pareto-user"]').count(), 1);
+    assert.deepEqual(problems, []);
+  });
+});
