@@ -118,6 +118,10 @@ export const experimentFileSchema = z.strictObject({
   drift: z
     .strictObject({ relativeBand: z.number().min(0).default(0.05), sigmas: z.number().min(0).default(3) })
     .default({ relativeBand: 0.05, sigmas: 3 }),
+  /** A trial counts only when at most this fraction of its requests failed (and its server stayed up). */
+  maxFailedFraction: z.number().min(0).max(1).default(0),
+  /** Times an invalid trial is measured again, in place, before the run stops. */
+  trialRetries: z.number().int().min(0).max(10).default(2),
   variants: z.record(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'expected a variant name of letters, digits, ".", "_" or "-"'), variantSchema.nullable().transform((v) => v ?? {})).default({}),
   grid: z.array(gridSchema).default([]),
 });

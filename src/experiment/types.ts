@@ -63,6 +63,11 @@ export interface ResolvedExperiment {
   verdict: { alpha: number; minEffect: number };
   /** Noise band of the drift alarm: max(relativeBand, sigmas × robust spread of the history). */
   drift: { relativeBand: number; sigmas: number };
+  /**
+   * A trial is valid when the server stayed alive and reachable throughout and at most maxFailedFraction of its
+   * requests failed; an invalid one is re-run in place up to trialRetries times. Absent in runs stored before.
+   */
+  validity?: { maxFailedFraction: number; trialRetries: number };
   executor: ExecutorConfig;
   fingerprint: { envPatterns: string[]; redact: string[] };
   variants: ResolvedVariant[];
