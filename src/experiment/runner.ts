@@ -232,7 +232,7 @@ async function reverifyServer(
   await server.running.stop();
   context.restarts += 1;
   context.log(`${why}; restarting it (unplanned restart ${context.restarts}) and measuring the trial again`);
-  return startServer(context, executor, variant, label);
+  return startServer(context, executor, variant, label, true);
 }
 
 /** The run stops: cause, the end of the server log, and how to continue. */
@@ -254,10 +254,11 @@ async function startServer(
   executor: Executor,
   variant: ResolvedVariant,
   label: string,
+  unplanned = false,
 ): Promise<ServerHandle> {
   for (let attempt = 1; ; attempt += 1) {
     try {
-      return await launchOnce(context, executor, variant, label);
+      return await launchOnce(context, executor, variant, label, unplanned);
     } catch (error) {
       if (attempt > 1 || !(error instanceof LaunchFailure) || !PORT_TAKEN.test(error.logTail) || context.options.signal?.aborted) {
         throw error instanceof LaunchFailure ? error.cause : error;
@@ -282,6 +283,7 @@ async function launchOnce(
   executor: Executor,
   variant: ResolvedVariant,
   label: string,
+  unplanned: boolean,
 ): Promise<ServerHandle> {
   const { db, runId, options } = context;
   const config = variant.server;
@@ -302,6 +304,7 @@ async function launchOnce(
     host: executor.hostLabel,
     logPath,
     ...(predictedReadyMs !== undefined && { predictedReadyMs }),
+    unplanned,
   });
   const startedAt = new Date();
   context.log(`starting server for ${label} (log: ${logPath})`);

@@ -100,4 +100,8 @@ export interface VariantVerdict extends Verdict {
   metric: MetricName;
   baselineMedian: number | null;
   candidateMedian: number | null;
+  /** Failed requests inside the counted trials (within maxFailedFraction); absent in runs finalized before. */
+  failedRequests?: { baseline: number; candidate: number };
+  /** Trials measured but not counted (server died, requests failed), re-run in place. */
+  invalidTrials?: { baseline: number; candidate: number };
 }

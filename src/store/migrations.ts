@@ -164,6 +164,8 @@ export const migrations: ReadonlyArray<{ version: number; description: string; s
       -- Identity of a local server process, so a leftover is stopped only when pid, start time and command line all match.
       ALTER TABLE servers ADD COLUMN pid_start TEXT;
       ALTER TABLE servers ADD COLUMN pid_cmdline TEXT;
+      -- 1 for a start the plan did not foresee: the replacement of a server that died during a trial.
+      ALTER TABLE servers ADD COLUMN unplanned INTEGER NOT NULL DEFAULT 0;
     `,
   },
 ];

@@ -220,6 +220,11 @@ export function listInvalidTrials(db: Db, runId: number): InvalidTrialRow[] {
     .all(runId) as InvalidTrialRow[];
 }
 
+/** Server starts of a run beyond its plan: replacements of servers that died during a trial. */
+export function unplannedRestarts(db: Db, runId: number): number {
+  return (db.prepare('SELECT COUNT(*) AS n FROM servers WHERE run_id = ? AND unplanned = 1').get(runId) as { n: number }).n;
+}
+
 export interface LiveServerRow {
   id: number;
   serverKey: string;

@@ -143,16 +143,19 @@ export interface ServerRowStart {
   host: string;
   logPath: string;
   predictedReadyMs?: number;
+  /** Replaces a server that died during a trial (counted as a restart beyond the plan). */
+  unplanned?: boolean;
 }
 
 export function insertServer(db: Db, server: ServerRowStart): number {
   const at = now();
   const result = db
     .prepare(
-      `INSERT INTO servers (run_id, server_key, label, host, status, phase, started_at, updated_at, predicted_ready_ms, log_path, runner_pid)
-       VALUES (?, ?, ?, ?, 'starting', 'launching', ?, ?, ?, ?, ?)`,
+      `INSERT INTO servers (run_id, server_key, label, host, status, phase, started_at, updated_at, predicted_ready_ms, log_path, runner_pid, unplanned)
+       VALUES (?, ?, ?, ?, 'starting', 'launching', ?, ?, ?, ?, ?, ?)`,
     )
-    .run(server.runId, server.serverKey, server.label, server.host, at, at, server.predictedReadyMs ?? null, server.logPath, server.runnerPid);
+    .run(server.runId, server.serverKey, server.label, server.host, at, at, server.predictedReadyMs ?? null, server.logPath, server.runnerPid,
+      server.unplanned ? 1 : 0);
   return Number(result.lastInsertRowid);
 }
 

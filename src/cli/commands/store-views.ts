@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { diffRuns, formatRunDiff, formatRunList, formatRunShow } from '../../experiment/format.js';
 import type { ResolvedExperiment } from '../../experiment/types.js';
 import { defaultStorePath, openStore, type Db } from '../../store/db.js';
-import { getFingerprint, getRun, listRuns, listTrials, type RunDetail } from '../../store/queries.js';
+import { getFingerprint, getRun, listInvalidTrials, listRuns, listTrials, unplannedRestarts, type RunDetail } from '../../store/queries.js';
 import { UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
 
@@ -37,7 +37,9 @@ export function registerStoreViews(program: Command): void {
       withStore(flags, (db) => {
         const run = requireRun(db, runArg);
         const trials = listTrials(db, run.id);
-        return flags.json ? JSON.stringify({ run, trials }, null, 2) : formatRunShow(run, trials);
+        const invalidTrials = listInvalidTrials(db, run.id);
+        const restarts = unplannedRestarts(db, run.id);
+        return flags.json ? JSON.stringify({ run, trials, invalidTrials, unplannedRestarts: restarts }, null, 2) : formatRunShow(run, trials, invalidTrials, restarts);
       }),
     );
 
