@@ -393,6 +393,7 @@ async function runTrial(
       ...(variant.client.slo && { slo: variant.client.slo }),
       specMetrics: 'auto',
       signal,
+      verifyServer: liveness.verify,
       onProgress: (progress) => {
         const now = Date.now();
         if (now - lastProgressAt < PROGRESS_INTERVAL_MS && progress.completed < progress.total) return;

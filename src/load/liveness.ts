@@ -24,6 +24,8 @@ export interface LivenessWatch {
   readonly signal: AbortSignal;
   /** Why the server was declared dead; undefined while it is alive. */
   cause(): string | undefined;
+  /** Probe now (a request was just refused): one more refusal is proof enough. Resolves once decided. */
+  verify(): Promise<void>;
   stop(): void;
 }
 
@@ -65,6 +67,11 @@ export function watchLiveness(options: LivenessOptions): LivenessWatch {
   return {
     signal: controller.signal,
     cause: () => cause,
+    verify: async () => {
+      if (cause !== undefined || stopped) return;
+      const outcome = await probeOnce(url);
+      if (outcome !== 'answered' && outcome !== 'timeout') declare(`server stopped accepting connections (${outcome})`);
+    },
     stop: () => {
       stopped = true;
     },
