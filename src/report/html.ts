@@ -32,6 +32,7 @@ table.data { width:100%; border-collapse:collapse; background:#fff; border:1px s
 table.data th, table.data td { padding:7px 12px; border-bottom:1px solid #eaeef2; text-align:left; vertical-align:top; }
 table.data th { background:var(--soft); font-size:12px; font-weight:600; color:var(--muted); text-transform:uppercase; letter-spacing:.03em; }
 table.data td.num, table.data th.num { text-align:right; font-variant-numeric:tabular-nums; }
+table.data td.warn { color:#b45309; font-weight:600; }
 table.data tr:last-child td { border-bottom:none; }
 table.data tr.baseline td { background:#fbfcfd; color:var(--muted); }
 table.data tr.alarm td { background:var(--bad-bg); }
@@ -102,11 +103,11 @@ export function verdictTableHtml(report: RunReport): string {
   if (report.rows.length === 0) return '<p class="empty">No trials measured yet.</p>';
   const multiWorkload = report.workloads.length > 1;
   const confidence = `${Math.round(report.confidence * 100)}% CI`;
-  const head = `<tr>${multiWorkload ? '<th>workload</th>' : ''}<th>variant</th><th class="num">trials</th><th class="num">median ${esc(report.metricUnit || report.metric)}</th><th class="num">ratio vs baseline</th><th class="num">${confidence}</th><th class="num">p-value</th><th>verdict</th></tr>`;
+  const head = `<tr>${multiWorkload ? '<th>workload</th>' : ''}<th>variant</th><th class="num">trials</th><th class="num">median ${esc(report.metricUnit || report.metric)}</th><th class="num">ratio vs baseline</th><th class="num">${confidence}</th><th class="num">p-value</th><th class="num">failed requests</th><th class="num">invalid trials</th><th>verdict</th></tr>`;
   const body = report.rows
     .map((row) => {
       const verdictClass = row.label === 'faster' || row.label === 'slower' ? row.label : 'neutral';
-      return `<tr class="${row.isBaseline ? 'baseline' : ''}">${multiWorkload ? `<td>${esc(row.workload)}</td>` : ''}<td><code>${esc(row.variant)}</code></td><td class="num">${row.trials}</td><td class="num">${formatNumber(row.median)}</td><td class="num">${formatRatio(row.ratio)}</td><td class="num">${row.isBaseline ? '—' : formatInterval(row.ciLow, row.ciHigh)}</td><td class="num">${formatPValue(row.pValue)}</td><td><span class="pill ${verdictClass}">${esc(row.label)}</span></td></tr>`;
+      return `<tr class="${row.isBaseline ? 'baseline' : ''}">${multiWorkload ? `<td>${esc(row.workload)}</td>` : ''}<td><code>${esc(row.variant)}</code></td><td class="num">${row.trials}</td><td class="num">${formatNumber(row.median)}</td><td class="num">${formatRatio(row.ratio)}</td><td class="num">${row.isBaseline ? '—' : formatInterval(row.ciLow, row.ciHigh)}</td><td class="num">${formatPValue(row.pValue)}</td><td class="num${row.failedRequests > 0 ? ' warn' : ''}">${row.failedRequests}</td><td class="num${row.invalidTrials > 0 ? ' warn' : ''}">${row.invalidTrials}</td><td><span class="pill ${verdictClass}">${esc(row.label)}</span></td></tr>`;
     })
     .join('');
   const note = report.verdictsFinal ? '' : '<p class="muted">Verdicts are provisional: the runner has not finalized this run.</p>';
