@@ -78,6 +78,40 @@ export function studentQuantile(p: number, nu: number): number {
   return (low + high) / 2;
 }
 
+export type DriftDecision =
+  /** Within the band, or nothing to compare with: no further look at this pair. */
+  | { kind: 'ok'; check: DriftCheck }
+  /** The first trial is beyond the band: wait for the second to confirm. */
+  | { kind: 'suspect'; check: DriftCheck }
+  /** The second trial did not confirm the first one's deviation. */
+  | { kind: 'not-confirmed'; check: DriftCheck }
+  | { kind: 'alarm'; check: DriftCheck };
+
+/**
+ * The drift rule on a pair's first trials of a run (`own`, in order) against its history. The first trial beyond
+ * the band of a two-trial mean only raises a suspicion — that band is narrow, so the first look is sensitive — and
+ * the alarm needs the mean of the first two trials beyond it in the same direction: one noisy trial never stops a
+ * run. A pair planned with a single trial (`confirmable` false) is judged on that trial with the one-trial band.
+ * Undefined once the pair has more than two trials (decided already).
+ */
+export function driftDecision(
+  own: readonly number[],
+  history: readonly number[],
+  options: { relativeBand?: number; sigmas?: number; confirmable: boolean },
+): DriftDecision | undefined {
+  if (own.length === 0 || own.length > 2) return undefined;
+  const { confirmable, ...band } = options;
+  const first = checkDrift([own[0]!], [...history], { ...band, ...(confirmable && { trialsInMean: 2 }) });
+  if (own.length === 1) {
+    if (!first.drifted) return { kind: 'ok', check: first };
+    return { kind: confirmable ? 'suspect' : 'alarm', check: first };
+  }
+  if (!first.drifted) return undefined;
+  const both = checkDrift([...own], [...history], band);
+  const confirmed = both.drifted && Math.sign(both.changePct) === Math.sign(first.changePct);
+  return { kind: confirmed ? 'alarm' : 'not-confirmed', check: both };
+}
+
 export interface DriftAlarm {
   variant: string;
   /** Unit shown after the current value, e.g. "tok/s". */

@@ -19,7 +19,7 @@ import { configKey } from '../launch/config.js';
 import { previousStartupOptions, recordStartupOutcome } from '../ready/history.js';
 import { UserError, messageOf } from '../util/errors.js';
 import { readLastLines } from '../util/log-tail.js';
-import { checkDrift, formatDriftAlarm, MAX_USEFUL_BAND_PCT, type DriftCheck } from './drift.js';
+import { driftDecision, formatDriftAlarm, MAX_USEFUL_BAND_PCT, type DriftCheck } from './drift.js';
 import { finalizeRun, type RunOutcome } from './finalize.js';
 import { reapLeftoverServers } from './leftovers.js';
 import { metricUnit, metricValue, trialMetricsOf } from './metrics.js';
@@ -461,11 +461,7 @@ function firstError(level: LevelResult): string {
   return error ? `; first: ${error.kind}: ${error.message}` : '';
 }
 
-/**
- * Compare a pair's first trials of this run with its history (valid trials of finished runs). A first trial beyond
- * the band only raises a suspicion; the alarm needs the mean of the first two trials beyond it too (a pair planned
- * with one trial alarms on that one). Returns the alarm message when the run must stop.
- */
+/** Apply the drift rule (drift.ts: driftDecision) to a pair's trials of this run; the alarm message when the run must stop. */
 function driftAlarm(context: TrialContext, trial: PlannedTrial, fingerprint: Fingerprint): string | undefined {
   const { db, runId, experiment, log } = context;
   const valueOf = (metrics: TrialRecord['metrics']) => metricValue(metrics, experiment.metric);
@@ -474,28 +470,27 @@ function driftAlarm(context: TrialContext, trial: PlannedTrial, fingerprint: Fin
     .map((stored) => valueOf(stored.metrics))
     .filter((value) => Number.isFinite(value));
   if (own.length === 0 || own.length > 2) return undefined;
+  // Valid trials of finished runs only: never this run, a concurrent one, or a failed one.
   const history = variantHistory(db, { experimentName: experiment.name, variant: trial.variant, workload: trial.workload, excludeRunId: runId });
   const values = history.map((past) => valueOf(past.metrics)).filter((past) => Number.isFinite(past));
   if (values.length === 0) return undefined;
-  const confirmable = (context.pairTrials.get(pairKey(trial)) ?? 1) >= 2;
+  const decision = driftDecision(own, values, { ...experiment.drift, confirmable: (context.pairTrials.get(pairKey(trial)) ?? 1) >= 2 });
+  if (!decision) return undefined;
+  const { check } = decision;
   const pair = `${trial.variant} ${trial.workload}`;
-  // The suspicion uses the band of a two-trial mean: the confirmation decides, so the first look may be sensitive.
-  const first = checkDrift([own[0]!], values, { ...experiment.drift, ...(confirmable && { trialsInMean: 2 }) });
-  if (own.length === 1) {
-    if (first.unguarded) log(unguardedNote(pair, first, values.length));
-    if (!first.drifted || confirmable) {
-      if (first.drifted) log(`${pair} is ${formatSigned(first.changePct)} off its history (band ±${first.band.toFixed(0)}%); confirming with its next trial`);
+  if (check.unguarded) log(unguardedNote(pair, check, values.length));
+  switch (decision.kind) {
+    case 'ok':
       return undefined;
-    }
-    return alarmMessage(context, trial, first, history[0]!.fingerprintId, fingerprint);
+    case 'suspect':
+      log(`${pair} is ${formatSigned(check.changePct)} off its history (band ±${check.band.toFixed(0)}%); confirming with its next trial`);
+      return undefined;
+    case 'not-confirmed':
+      log(`${pair}: deviation not confirmed by its second trial (${formatSigned(check.changePct)}, band ±${check.band.toFixed(0)}%); continuing`);
+      return undefined;
+    case 'alarm':
+      return alarmMessage(context, trial, check, history[0]!.fingerprintId, fingerprint);
   }
-  if (!first.drifted) return undefined;
-  const both = checkDrift(own, values, experiment.drift);
-  if (!both.drifted || Math.sign(both.changePct) !== Math.sign(first.changePct)) {
-    log(`${pair}: deviation not confirmed by its second trial (${formatSigned(both.changePct)}, band ±${both.band.toFixed(0)}%); continuing`);
-    return undefined;
-  }
-  return alarmMessage(context, trial, both, history[0]!.fingerprintId, fingerprint);
 }
 
 function alarmMessage(context: TrialContext, trial: PlannedTrial, check: DriftCheck, recordedId: number, fingerprint: Fingerprint): string | undefined {
