@@ -158,7 +158,7 @@ export function comparisonHtml(comparison: RunComparison): string {
       : `<table class="data drift"><thead><tr><th>variant</th><th>workload</th><th class="num">run ${comparison.runA}</th><th class="num">run ${comparison.runB}</th><th class="num">change</th><th class="num">noise band</th><th>status</th></tr></thead><tbody>${comparison.rows
           .map(
             (row) =>
-              `<tr class="${row.check.drifted ? 'alarm' : ''}"><td><code>${esc(row.variant)}</code></td><td>${esc(row.workload)}</td><td class="num">${formatNumber(row.check.reference)}</td><td class="num">${formatNumber(row.check.current)}</td><td class="num">${formatPercent(row.check.changePct)}</td><td class="num">±${row.check.band.toFixed(1)}%</td><td>${row.check.drifted ? '<span class="pill drift">drift</span>' : '<span class="pill neutral">within noise</span>'}</td></tr>`,
+              `<tr class="${row.check.drifted ? 'alarm' : ''}"><td><code>${esc(row.variant)}</code></td><td>${esc(row.workload)}</td><td class="num">${formatNumber(row.check.reference)}</td><td class="num">${formatNumber(row.check.current)}</td><td class="num">${formatPercent(row.check.changePct)}</td><td class="num">±${row.check.band.toFixed(1)}%</td><td>${row.check.drifted ? '<span class="pill drift">drift</span>' : row.check.unguarded ? `<span class="pill neutral">${esc(row.check.unguarded)} to guard against drift</span>` : '<span class="pill neutral">within noise</span>'}</td></tr>`,
           )
           .join('')}</tbody></table>`;
   const changes =
