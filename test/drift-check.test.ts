@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { checkDrift, formatDriftAlarm } from '../src/experiment/drift.js';
+import { checkDrift, formatDriftAlarm, studentQuantile } from '../src/experiment/drift.js';
 
 describe('checkDrift', () => {
   test('a 29% drop against a tight history is drift', () => {
@@ -13,17 +13,39 @@ describe('checkDrift', () => {
   });
 
   test('within the relative band → no drift', () => {
-    const result = checkDrift([86, 87], [88.8, 89.1, 88.5]);
+    const result = checkDrift([86.5], [88.8, 89.1, 88.5]);
     assert.equal(result.drifted, false);
     assert.ok(result.changePct < 0 && result.changePct > -5);
   });
 
-  test('a noisy history widens the band beyond relativeBand', () => {
-    // median 90, MAD 10 → band = 3 × 1.4826 × 10 / 90 ≈ 49.4%
+  test('a noisy history widens the band: beyond 20% it is reported as unguarded instead of passing silently', () => {
+    // median 90, MAD 10, n = 5: t(4) quantile · 1.4826 · 10 · √(1 + 1/5) / 90 ≫ 20%
     const result = checkDrift([70], [80, 100, 90, 110, 70]);
     assert.equal(result.drifted, false);
-    assert.ok(Math.abs(result.band - (3 * 1.4826 * 10 * 100) / 90) < 1e-9);
-    assert.equal(checkDrift([70], [80, 100, 90, 110, 70], { sigmas: 0.5 }).drifted, true);
+    assert.equal(result.unguarded, 'history too noisy');
+    assert.ok(result.band > 20);
+    const expected = (studentQuantile(0.99865, 4) * 1.4826 * 10 * Math.sqrt(1 + 1 / 5) * 100) / 90;
+    assert.ok(Math.abs(result.band - expected) / expected < 0.01, `${result.band} vs ${expected}`);
+  });
+
+  test('small histories get the Student band, large ones approach the normal one', () => {
+    // Same spread (SD 1 on 100); the 3-trial history must tolerate far more than the 30-trial one.
+    const small = checkDrift([100], [99, 100, 101], { relativeBand: 0 });
+    const large = checkDrift([100], Array.from({ length: 30 }, (_, i) => 100 + ((i % 3) - 1) * 1.2247), { relativeBand: 0 });
+    assert.ok(small.band > 3 * large.band, `${small.band} vs ${large.band}`);
+    assert.ok(Math.abs(studentQuantile(0.975, 1000) - 1.96) < 0.01);
+    assert.ok(Math.abs(studentQuantile(0.975, 2) - 4.303) < 0.01);
+  });
+
+  test('a history of fewer than 3 trials cannot guard', () => {
+    const result = checkDrift([50], [100, 100]);
+    assert.equal(result.drifted, false);
+    assert.equal(result.unguarded, 'history too short');
+  });
+
+  test('the band of a two-trial mean is narrower than that of one trial', () => {
+    const history = [100, 98, 102, 99, 101, 97, 103, 100];
+    assert.ok(checkDrift([100], history, { relativeBand: 0, trialsInMean: 2 }).band < checkDrift([100], history, { relativeBand: 0 }).band);
   });
 
   test('an unexpected speed-up is drift too', () => {
@@ -39,7 +61,7 @@ describe('checkDrift', () => {
     const result = checkDrift([62.9, 63], []);
     assert.equal(result.drifted, false);
     assert.ok(Number.isNaN(result.reference));
-    assert.equal(result.current, 62.95);
+    assert.equal(result.current, 62.95); // mean of the current trials
   });
 });
 

@@ -20,7 +20,7 @@ import type { BenchOptions } from '../src/load/types.js';
 import { BUILTIN_PROFILES } from '../src/profiles/builtin.js';
 import { NotReadyError } from '../src/ready/errors.js';
 import { openStore } from '../src/store/db.js';
-import { listRuns, listTrials } from '../src/store/queries.js';
+import { listInvalidTrials, listRuns, listTrials } from '../src/store/queries.js';
 import { writeExperiment } from './support-experiment.js';
 import { waitFor } from './support-wait.js';
 
@@ -338,3 +338,91 @@ test('ssh executor: a host that refuses us is a clear UserError', { timeout: 60_
   t.after(() => executor.close());
   await assert.rejects(executor.run(['true']), /cannot connect to 127\.0\.0\.1 over ssh: .*refused/i);
 });
+
+/** `servelab run` of a small ssh experiment in the background, with its store and the server's model name. */
+async function startSshRun(t: TestContext, name: string, trials: number) {
+  const sshd = ci.sshd!;
+  const dir = mkdtempSync(join(tmpdir(), 'servelab-ssh-run-'));
+  const model = uniqueModel();
+  t.after(() => {
+    for (const pid of processesWith(model)) process.kill(pid, 'SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  });
+  // Trials of ~2 s (6 requests × 40 tokens × 8 ms): long enough to break one in the middle.
+  const command = [process.execPath, BIN, 'simulate', '--port', '{port}', '--model', model, '--load-ms', '200', '--jitter', '0', '--ttft-ms', '1', '--tpot-ms', '8'];
+  const experiment = writeExperiment(dir, 'exp.yaml', {
+    name,
+    server: { command, readyTimeout: '120s' },
+    executor: {
+      kind: 'ssh', host: sshd.host, port: sshd.port, identityFile: sshd.identityFile,
+      sshOptions: [`UserKnownHostsFile=${sshd.knownHosts}`], remoteDir: join(dir, 'remote'), client: 'local',
+    },
+    client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens: 40, seed: 1 }, warmupRequests: 1 },
+    workloads: [{ kind: 'single-stream', requests: 6 }],
+    trials,
+    variants: { base: {} },
+  });
+  const store = join(dir, 'store.db');
+  const child = spawn(process.execPath, [BIN, 'run', experiment, '--store', store, '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  t.after(() => child.kill('SIGKILL'));
+  let stderr = '';
+  let stdout = '';
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  assert.ok(await waitFor(() => existsSync(store), 60_000), 'store created');
+  const db = openStore(store, { readonly: true });
+  t.after(() => db.close());
+  /** Resolves once the first trial has measured a request. */
+  const trialInFlight = async () => {
+    const inFlight = () => {
+      try {
+        return ((db.prepare('SELECT completed FROM progress').get() as { completed: number } | undefined)?.completed ?? 0) >= 1;
+      } catch {
+        return false; // schema not there yet
+      }
+    };
+    assert.ok(await waitFor(inFlight, 90_000), `no trial started:\n${stderr}`);
+  };
+  return { db, model, exited, trialInFlight, stderr: () => stderr, stdout: () => stdout };
+}
+
+describe('trial validity over a real sshd', { skip: ci.skip ?? false, timeout: 300_000 }, () => {
+  test('the server killed with SIGKILL mid-trial: trial invalid, server restarted on the host, trial re-run', async (t) => {
+    const run = await startSshRun(t, 'ssh-kill9', 2);
+    await run.trialInFlight();
+    const victims = processesWith(run.model);
+    assert.ok(victims.length > 0);
+    for (const pid of victims) process.kill(pid, 'SIGKILL');
+
+    assert.equal(await run.exited, 0, run.stderr());
+    assert.match(run.stderr(), /INVALID( \(\d+ ok, \d+ failed\))?: server .* during the trial/);
+    assert.match(run.stderr(), /restarting it \(unplanned restart 1\)/);
+    assert.equal(JSON.parse(run.stdout()).status, 'done', run.stdout());
+    const runId = listRuns(run.db)[0]!.id;
+    assert.equal(listTrials(run.db, runId).length, 2);
+    assert.ok(listTrials(run.db, runId).every((trial) => trial.metrics.failed === 0));
+    assert.equal(listInvalidTrials(run.db, runId).length, 1);
+    assert.deepEqual(processesWith(run.model), []);
+  });
+
+  test('the SSH connection dropped mid-trial: trial invalid, re-run on the same server once the forward is back', async (t) => {
+    const run = await startSshRun(t, 'ssh-drop-trial', 2);
+    await run.trialInFlight();
+    const serverPids = processesWith(run.model);
+    assert.ok(killSshdSessions() > 0);
+
+    assert.equal(await run.exited, 0, run.stderr());
+    assert.match(run.stderr(), /lost; reconnecting/);
+    assert.match(run.stderr(), /INVALID( \(\d+ ok, \d+ failed\))?: server .* during the trial/);
+    assert.match(run.stderr(), /server is up and answering; measuring the trial again/);
+    assert.doesNotMatch(run.stderr(), /restarting it/);
+    const runId = listRuns(run.db)[0]!.id;
+    const trials = listTrials(run.db, runId);
+    assert.equal(trials.length, 2);
+    assert.ok(trials.every((trial) => trial.metrics.failed === 0), 'no request failed during the reconnect in a counted trial');
+    assert.ok(listInvalidTrials(run.db, runId).length >= 1);
+    assert.ok(serverPids.every((pid) => !processAlive(pid)), 'the server that survived the drop was stopped at the end');
+  });
+});
+

@@ -18,7 +18,7 @@ describe('drift alarm', () => {
       workloads: [{ kind: 'single-stream', requests: 3 }],
     };
     const tuned = writeExperiment(dir, 'tuned.yaml', { ...common, trials: 3, server: { command, env: { NCCL_PROTO: 'LL' }, readyTimeout: '5m' } });
-    const untuned = writeExperiment(dir, 'untuned.yaml', { ...common, trials: 2, server: { command, readyTimeout: '5m' } });
+    const untuned = writeExperiment(dir, 'untuned.yaml', { ...common, trials: 3, server: { command, readyTimeout: '5m' } });
 
     const first = await cli(['run', tuned], { store });
     assert.equal(first.code, 0, first.stderr);
@@ -28,13 +28,14 @@ describe('drift alarm', () => {
     assert.match(second.stderr, /drift alarm \(single-stream, noise band ±\d+%\): baseline [\d.]+ ms vs [\d.]+ recorded \(\+\d+%\); environment differs: .*NCCL_PROTO LL → \(unset\)/);
     assert.match(second.stderr, /--accept-drift/);
 
-    // Stopped after the baseline's first trial, before the rest of the run was spent.
+    // The first trial raised the suspicion, the second confirmed it; the rest of the run was not spent.
+    assert.match(second.stderr, /confirming with its next trial/);
     const db = new Database(store, { readonly: true });
     t.after(() => db.close());
     const runs = db.prepare('SELECT id, status FROM runs ORDER BY id').all() as Array<{ id: number; status: string }>;
     assert.deepEqual(runs.map((run) => run.status), ['done', 'drift']);
     const trialsOf = (runId: number) => (db.prepare('SELECT COUNT(*) AS n FROM trials WHERE run_id = ?').get(runId) as { n: number }).n;
-    assert.equal(trialsOf(2), 1);
+    assert.equal(trialsOf(2), 2);
 
     const diff = await cli(['diff', '1', '2'], { store });
     assert.equal(diff.code, 0, diff.stderr);
@@ -45,6 +46,6 @@ describe('drift alarm', () => {
     const accepted = await cli(['run', untuned, '--resume', '--accept-drift'], { store });
     assert.equal(accepted.code, 0, accepted.stderr);
     assert.equal((db.prepare('SELECT status FROM runs WHERE id = 2').get() as { status: string }).status, 'done');
-    assert.equal(trialsOf(2), 2);
+    assert.equal(trialsOf(2), 3);
   });
 });

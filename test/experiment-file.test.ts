@@ -60,6 +60,19 @@ variants:
     assert.deepEqual(byName['long-prompts']!.client.prompts, { kind: 'synthetic', inputTokens: { kind: 'fixed', value: 2048 }, outputTokens: { kind: 'fixed', value: 128 }, seed: 0 });
   });
 
+  test('trial validity: maxFailedFraction defaults to 0 and trialRetries to 2; both are checked', (t) => {
+    const dir = tempDir(t, 'expfile');
+    const plain = join(dir, 'plain.yaml');
+    writeFileSync(plain, BASE);
+    assert.deepEqual(loadExperiment(plain).validity, { maxFailedFraction: 0, trialRetries: 2 });
+    const tolerant = join(dir, 'tolerant.yaml');
+    writeFileSync(tolerant, `${BASE}maxFailedFraction: 0.05\ntrialRetries: 0\n`);
+    assert.deepEqual(loadExperiment(tolerant).validity, { maxFailedFraction: 0.05, trialRetries: 0 });
+    const bad = join(dir, 'bad.yaml');
+    writeFileSync(bad, `${BASE}maxFailedFraction: 1.5\n`);
+    expectError(bad, /maxFailedFraction/);
+  });
+
   test('a grid expands into one variant per combination, and a sweep into one workload per concurrency', (t) => {
     const dir = tempDir(t, 'expfile');
     const path = join(dir, 'exp.yaml');

@@ -113,4 +113,45 @@ describe('servelab bench CLI', () => {
     assert.ok(result.levels[0]!.completed >= 2 && result.levels[0]!.completed < 40);
     assert.match(run.stderr, /stopping; writing what was measured/);
   });
+
+  test('some requests failing: exit 1 naming the count, unless --allow-failures', async (t) => {
+    const server = await sim(t, { faults: [{ kind: 'http-500', rate: 0.5 }] });
+    const args = ['bench', server.url, '--single-stream', '12', ...SMALL, '--no-progress'];
+    const strict = await servelab(t, args);
+    assert.equal(strict.code, 1, strict.stderr);
+    assert.match(strict.stderr, /\d+ of 12 requests failed .*not a clean measurement/);
+    assert.match(strict.stderr, /--allow-failures/);
+    const allowed = await servelab(t, [...args, '--allow-failures']);
+    assert.equal(allowed.code, 0, allowed.stderr);
+  });
+
+  test('a server killed with SIGKILL mid-run: bench stops at once and exits 4', async (t) => {
+    const server = spawn(process.execPath, [join(repoRoot, 'bin/servelab.js'), 'simulate', '--port', '0', '--load-ms', '0', '--tpot-ms', '10', '--jitter', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    t.after(() => server.kill('SIGKILL'));
+    const url = await new Promise<string>((resolve) => {
+      let log = '';
+      const onData = (chunk: Buffer) => {
+        log += chunk.toString();
+        const match = /listening on (http:\/\/\S+);/.exec(log);
+        if (match) resolve(match[1]!);
+      };
+      server.stdout.on('data', onData);
+      server.stderr.on('data', onData);
+    });
+    let killedAt = 0;
+    const startedAt = Date.now();
+    // 60 requests × 20 tokens × 10 ms ≈ 12 s if nothing stopped it; the kill comes after ~1 s.
+    const run = await servelab(t, ['bench', url, '--single-stream', '60', '--input-len', '10', '--output-len', '20', '--warmup', '0', '--json', '--no-progress'], () => {
+      setTimeout(() => {
+        killedAt = Date.now();
+        server.kill('SIGKILL');
+      }, 1_000);
+    });
+    assert.equal(run.code, 4, run.stderr);
+    assert.match(run.stderr, /server stopped accepting connections .*the benchmark was stopped/);
+    const result = JSON.parse(run.stdout) as BenchResult;
+    const level = result.levels[0];
+    assert.ok(!level || level.failed <= 2, `it did not keep firing into the dead server (${level?.failed} failed)`);
+    assert.ok(Date.now() - killedAt < 5_000, `bench ended ${Date.now() - killedAt} ms after the kill (started ${killedAt - startedAt} ms in)`);
+  });
 });

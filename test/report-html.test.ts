@@ -61,8 +61,8 @@ describe('servelab report', () => {
     const runId = buildFixtureRun(store);
     const [written] = writeReports(store.db, [runId], join(store.dir, 'out'));
     const markdown = readFileSync(written!.markdown, 'utf8');
-    assert.match(markdown, /\| workload \| variant \| trials \| median tok\/s \| ratio vs baseline \| 95% CI \| p-value \| verdict \|/);
-    assert.match(markdown, /\| c=1 \| eagle3-s4 \| 4 \| [\d.,]+ \| 1\.\d+× \| \[1\.\d+, 1\.\d+\] \| 0\.029 \| \*\*faster\*\* \|/);
+    assert.match(markdown, /\| workload \| variant \| trials \| median tok\/s \| ratio vs baseline \| 95% CI \| p-value \| failed requests \| invalid trials \| verdict \|/);
+    assert.match(markdown, /\| c=1 \| eagle3-s4 \| 4 \| [\d.,]+ \| 1\.\d+× \| \[1\.\d+, 1\.\d+\] \| 0\.029 \| 0 \| 0 \| \*\*faster\*\* \|/);
     assert.match(markdown, /\| c=32 \| eagle3-s6 \| 4 \| [\d.,]+ \| 0\.\d+× \| .* \| \*\*slower\*\* \|/);
     assert.match(markdown, /\| gpus\.0\.name \| NVIDIA H200 \|/);
     assert.match(markdown, /## Drift notes\n\nNone/);

@@ -8,8 +8,8 @@ import { createRun, loadRun } from '../src/experiment/run-store.js';
 import type { Fingerprint } from '../src/fingerprint/types.js';
 import type { RequestSample } from '../src/load/types.js';
 import { openStore } from '../src/store/db.js';
-import { getFingerprint, latestUnfinishedRun, listRuns, listTrials, trialSamples, variantHistory } from '../src/store/queries.js';
-import { insertTrial, setRunStatus, type NewTrial } from '../src/store/runs.js';
+import { getFingerprint, latestUnfinishedRun, listRuns, listTrials, trialHealth, trialSamples, variantHistory } from '../src/store/queries.js';
+import { insertInvalidTrial, insertTrial, setRunStatus, type NewTrial } from '../src/store/runs.js';
 import type { TrialMetrics } from '../src/store/types.js';
 import { tempDir } from './support-experiment.js';
 
@@ -117,11 +117,21 @@ describe('store: runs and trials', () => {
     assert.equal(latestUnfinishedRun(db, 'store-test'), undefined);
   });
 
-  test('variant history: other runs of the same experiment, variant and workload, without drift-stopped runs', (t) => {
+  test('variant history: valid trials of finished runs only (no drift-stopped, failed, unfinished or invalid ones)', (t) => {
     const { db, experiment } = setup(t);
     const old = createRun(db, experiment);
     insertTrial(db, trialOf(old, 'baseline', 0, 88), fingerprint('LL'), []);
     insertTrial(db, trialOf(old, 'fast', 0, 120), fingerprint('LL'), []);
+    insertInvalidTrial(db, {
+      runId: old, variant: 'baseline', serverKey: 'k', workload: 'single-stream', block: 1, repetition: 1, attempt: 0,
+      startedAt: 'a', finishedAt: 'b', completed: 1, failed: 11, reason: 'server was killed by SIGKILL during the trial',
+    });
+    setRunStatus(db, old, 'done');
+    const failed = createRun(db, experiment);
+    insertTrial(db, trialOf(failed, 'baseline', 0, 70), fingerprint(), []);
+    setRunStatus(db, failed, 'failed', 'server died');
+    const concurrent = createRun(db, experiment);
+    insertTrial(db, trialOf(concurrent, 'baseline', 0, 75), fingerprint(), []);
     const drifted = createRun(db, experiment);
     insertTrial(db, trialOf(drifted, 'baseline', 0, 60), fingerprint(), []);
     setRunStatus(db, drifted, 'drift', 'baseline moved');
@@ -129,6 +139,9 @@ describe('store: runs and trials', () => {
     insertTrial(db, trialOf(current, 'baseline', 0, 61), fingerprint(), []);
     const history = variantHistory(db, { experimentName: 'store-test', variant: 'baseline', workload: 'single-stream', excludeRunId: current });
     assert.deepEqual(history.map((trial) => trial.metrics.outputTokensPerSecond), [88]);
+    assert.deepEqual(trialHealth(db, old).find((row) => row.variant === 'baseline'), {
+      variant: 'baseline', workload: 'single-stream', failedRequests: 0, invalidTrials: 1, lastInvalidReason: 'server was killed by SIGKILL during the trial',
+    });
   });
 
   test('finalizeRun writes verdicts and "done" only when every planned trial is stored', (t) => {

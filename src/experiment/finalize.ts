@@ -1,6 +1,6 @@
 import { median } from 'simple-statistics';
 import type { Db } from '../store/db.js';
-import { listTrials } from '../store/queries.js';
+import { listTrials, trialHealth, type TrialHealth } from '../store/queries.js';
 import { setRunStatus, setRunVerdicts } from '../store/runs.js';
 import type { RunStatus, TrialRecord } from '../store/types.js';
 import { skippedTrialFilter } from './campaign.js';
@@ -16,8 +16,12 @@ export interface RunOutcome {
   verdicts?: VariantVerdict[];
 }
 
-/** Every non-baseline variant vs the baseline, per workload, on the experiment's metric. */
-export function computeVerdicts(experiment: ResolvedExperiment, trials: readonly TrialRecord[]): VariantVerdict[] {
+/**
+ * Every non-baseline variant vs the baseline, per workload, on the experiment's metric, with the failed requests and
+ * invalid trials of both sides so no view shows a verdict without them.
+ */
+export function computeVerdicts(experiment: ResolvedExperiment, trials: readonly TrialRecord[], health: readonly TrialHealth[] = []): VariantVerdict[] {
+  const healthOf = (variant: string, workload: string) => health.find((row) => row.variant === variant && row.workload === workload);
   const valuesOf = (variant: string, workload: string): number[] =>
     trials
       .filter((trial) => trial.variant === variant && trial.workload === workload)
@@ -42,6 +46,14 @@ export function computeVerdicts(experiment: ResolvedExperiment, trials: readonly
         metric: experiment.metric,
         baselineMedian: baseline.length > 0 ? median(baseline) : null,
         candidateMedian: candidate.length > 0 ? median(candidate) : null,
+        failedRequests: {
+          baseline: healthOf(experiment.baseline, workload.label)?.failedRequests ?? 0,
+          candidate: healthOf(variant.name, workload.label)?.failedRequests ?? 0,
+        },
+        invalidTrials: {
+          baseline: healthOf(experiment.baseline, workload.label)?.invalidTrials ?? 0,
+          candidate: healthOf(variant.name, workload.label)?.invalidTrials ?? 0,
+        },
       });
     }
   }
@@ -62,7 +74,7 @@ export function finalizeRun(db: Db, runId: number): RunOutcome {
   if (missing > 0) {
     return { runId, status: run.status, message: `${missing} of ${plan.trials.length} planned trials not measured yet` };
   }
-  const verdicts = computeVerdicts(experiment, trials);
+  const verdicts = computeVerdicts(experiment, trials, trialHealth(db, runId));
   db.transaction(() => {
     setRunVerdicts(db, runId, verdicts);
     setRunStatus(db, runId, 'done');

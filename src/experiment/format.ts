@@ -1,7 +1,7 @@
 import { median } from 'simple-statistics';
 import { diffFingerprints, formatChanges } from '../fingerprint/diff.js';
 import type { Fingerprint } from '../fingerprint/types.js';
-import type { RunDetail } from '../store/queries.js';
+import type { InvalidTrialRow, RunDetail } from '../store/queries.js';
 import type { TrialRecord } from '../store/types.js';
 import { metricUnit, metricValue } from './metrics.js';
 import type { MetricName, Plan, ResolvedExperiment, VariantVerdict } from './types.js';
@@ -40,9 +40,16 @@ export function formatVerdicts(verdicts: readonly VariantVerdict[], metric: Metr
     verdict.ciLow === null || verdict.ciHigh === null ? 'n/a' : `${percent(verdict.ciLow)} … ${percent(verdict.ciHigh)}`,
     verdict.pValue === null ? 'n/a' : verdict.pValue < 0.001 ? '<0.001' : verdict.pValue.toFixed(3),
     `${verdict.n.baseline}/${verdict.n.candidate}`,
+    pairOf(verdict.failedRequests),
+    pairOf(verdict.invalidTrials),
     verdict.label,
   ]);
-  return table(['variant', 'workload', `${baseline} ${unit}`, `variant ${unit}`, 'change', 'CI', 'p', 'n', 'verdict'], rows);
+  return table(['variant', 'workload', `${baseline} ${unit}`, `variant ${unit}`, 'change', 'CI', 'p', 'n', 'failed req', 'invalid trials', 'verdict'], rows);
+}
+
+/** "baseline/variant" counts; "?" for runs finalized before they were recorded. */
+function pairOf(counts: { baseline: number; candidate: number } | undefined): string {
+  return counts ? `${counts.baseline}/${counts.candidate}` : '?';
 }
 
 export function formatRunList(runs: readonly RunDetail[]): string {
@@ -91,7 +98,19 @@ export function formatMedians(experiment: ResolvedExperiment, trials: readonly T
   return table(['variant', ...experiment.workloads.map((workload) => workload.label)], rows);
 }
 
-export function formatRunShow(run: RunDetail, trials: readonly TrialRecord[]): string {
+/** Trials that were measured but not counted, with their causes; empty when there were none. */
+export function formatInvalidTrials(invalid: readonly InvalidTrialRow[]): string[] {
+  if (invalid.length === 0) return [];
+  return [
+    `invalid trials: ${invalid.length} (not counted; each was measured again)`,
+    table(
+      ['variant', 'workload', 'block', 'attempt', 'ok', 'failed', 'cause'],
+      invalid.map((row) => [row.variant, row.workload, String(row.block), String(row.attempt + 1), String(row.completed), String(row.failed), row.reason]),
+    ),
+  ];
+}
+
+export function formatRunShow(run: RunDetail, trials: readonly TrialRecord[], invalid: readonly InvalidTrialRow[] = [], unplannedRestarts = 0): string {
   const experiment = run.config as ResolvedExperiment;
   const plan = run.plan as Plan;
   const serverCount = new Set(plan.trials.map((trial) => trial.serverKey)).size;
@@ -101,7 +120,7 @@ export function formatRunShow(run: RunDetail, trials: readonly TrialRecord[]): s
     `status: ${run.status}${run.message ? ` — ${run.message}` : ''}`,
     `started ${run.startedAt}${run.finishedAt ? `, finished ${run.finishedAt}` : ''}; servelab ${run.servelabVersion}${run.gitSha ? ` (${run.gitSha})` : ''}`,
     `plan: ${plan.trials.length} trials = ${experiment.variants.length} variants × ${experiment.workloads.length} workloads × ${plan.blocks} blocks; ` +
-      `${serverCount} server configs, ${plan.restarts} restarts; seed ${plan.seed}`,
+      `${serverCount} server configs, ${plan.restarts} restarts${unplannedRestarts > 0 ? ` (+${unplannedRestarts} after a server died)` : ''}; seed ${plan.seed}`,
     `metric: ${experiment.metric} (${unit}); baseline: ${experiment.baseline}`,
     '',
     'trials:',
@@ -123,6 +142,7 @@ export function formatRunShow(run: RunDetail, trials: readonly TrialRecord[]): s
         ];
       }),
     ),
+    ...(invalid.length > 0 ? ['', ...formatInvalidTrials(invalid)] : []),
     '',
     `median ${experiment.metric} (${unit}):`,
     formatMedians(experiment, trials),

@@ -79,6 +79,7 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
     seed: file.seed,
     verdict: file.verdict,
     drift: file.drift,
+    validity: { maxFailedFraction: file.maxFailedFraction, trialRetries: file.trialRetries },
     executor: file.executor,
     fingerprint: file.fingerprint,
     preflight: file.preflight,

@@ -9,8 +9,12 @@ import type { Fingerprint } from '../fingerprint/types.js';
 import type { RunningServer } from '../launch/types.js';
 import { BUILTIN_PROFILES } from '../profiles/builtin.js';
 import type { Db } from '../store/db.js';
+import type { LevelResult } from '../load/types.js';
+import { describeExit, waitUntilAnswering, watchLiveness } from '../load/liveness.js';
+import { acquireRunLease } from '../store/lease.js';
 import { getFingerprint, listTrials, variantHistory } from '../store/queries.js';
-import { insertServer, insertTrial, setRunStatus, updateServer, upsertProgress } from '../store/runs.js';
+import { insertInvalidTrial, insertServer, insertTrial, setRunStatus, updateServer, upsertProgress } from '../store/runs.js';
+import { processIdentity } from '../util/proc-identity.js';
 import { configKey } from '../launch/config.js';
 import { trialCache } from './cache.js';
 import { previousStartupOptions, recordStartupOutcome } from '../ready/history.js';
@@ -20,11 +24,12 @@ import { attributeDrift, preflightBeforeStart, withPreflight } from '../telemetr
 import { startTrialRecorder } from '../telemetry/trial.js';
 import type { TelemetrySummary } from '../telemetry/types.js';
 import { campaignControl } from './campaign.js';
-import { checkDrift, formatDriftAlarm } from './drift.js';
+import { driftDecision, formatDriftAlarm, MAX_USEFUL_BAND_PCT, type DriftCheck } from './drift.js';
 import { finalizeRun, type RunOutcome } from './finalize.js';
 import { reapLeftoverServers } from './leftovers.js';
 import { metricUnit, metricValue, trialMetricsOf } from './metrics.js';
 import { createRun, finishedOutcome, loadRun, trialKey } from './run-store.js';
+import type { TrialRecord } from '../store/types.js';
 import type { Plan, PlannedTrial, ResolvedExperiment, ResolvedVariant } from './types.js';
 
 export interface RunOptions {
@@ -67,20 +72,36 @@ export async function runExperiment(options: RunOptions): Promise<RunOutcome> {
     runId = createRun(db, options.experiment, { ...(gitSha !== undefined && { gitSha }), ...(options.plan && { plan: options.plan }) });
     log(`run ${runId}: ${options.experiment.name}`);
   }
+  const { run } = loadRun(db, runId);
+  const finished = finishedOutcome(run, options.acceptDrift ?? false);
+  if (finished) return finished;
+  // One runner per run: a second `--resume` of the same run refuses here instead of measuring the same trials.
+  const lease = acquireRunLease(db, runId, options.serverKey ?? '*', log);
+  try {
+    return await runLeased(options, runId, log);
+  } finally {
+    lease.release();
+  }
+}
+
+async function runLeased(options: RunOptions, runId: number, log: (line: string) => void): Promise<RunOutcome> {
+  const { db } = options;
+  // Read again under the lease: the runner we took over may have stored trials or finished meanwhile.
   const { run, experiment, plan } = loadRun(db, runId);
   const finished = finishedOutcome(run, options.acceptDrift ?? false);
   if (finished) return finished;
 
   const stored = listTrials(db, runId);
   const done = new Set(stored.map(trialKey));
-  const checked = new Set(stored.map((trial) => pairKey(trial)));
   const pending = plan.trials.filter((trial) => !done.has(trialKey(trial)) && (options.serverKey === undefined || trial.serverKey === options.serverKey));
   if (options.serverKey !== undefined && !plan.trials.some((trial) => trial.serverKey === options.serverKey)) {
     throw new UserError(`run ${runId} has no server config ${options.serverKey}`, 'pass a server key from the run plan (`servelab show RUN --json`)');
   }
   if (done.size > 0) log(`run ${runId}: ${done.size} of ${plan.trials.length} trials already measured; ${pending.length} to go`);
 
-  const context: TrialContext = { db, runId, experiment, options, log, total: plan.trials.length, doneCount: done.size, checked };
+  const pairTrials = new Map<string, number>();
+  for (const trial of plan.trials) pairTrials.set(pairKey(trial), (pairTrials.get(pairKey(trial)) ?? 0) + 1);
+  const context: TrialContext = { db, runId, experiment, options, log, total: plan.trials.length, doneCount: done.size, pairTrials, restarts: 0 };
   const executor = options.executor ?? (await createExecutor(experiment.executor, { workDir: options.workDir }));
   try {
     await reapLeftoverServers(db, runId, executor, { ...(options.serverKey !== undefined && { serverKey: options.serverKey }), log });
@@ -126,9 +147,23 @@ interface TrialContext {
   log: (line: string) => void;
   total: number;
   doneCount: number;
-  /** (variant, workload) pairs already measured in this run: the drift alarm looks only at a pair's first trial. */
-  checked: Set<string>;
+  /** Planned trials per (variant, workload) pair: a pair's drift is confirmed by its second trial when it has one. */
+  pairTrials: Map<string, number>;
+  /** Server starts beyond the plan's: restarts after a server died during a trial. */
+  restarts: number;
 }
+
+/** A server of this runner, with how it ended once it did. */
+interface ServerHandle {
+  running: RunningServer;
+  rowId: number;
+  exit?: string;
+}
+
+type TrialOutcome = { valid: true; alarm?: string } | { valid: false; reason: string };
+
+/** How long a server that stopped answering (an SSH forward being restored, a stall) gets to answer again. */
+const RECOVER_MS = 60_000;
 
 /** Consecutive trials on one server config: one server start each. */
 function stretches(trials: readonly PlannedTrial[]): PlannedTrial[][] {
@@ -141,33 +176,89 @@ function stretches(trials: readonly PlannedTrial[]): PlannedTrial[][] {
   return groups;
 }
 
-/** Start the stretch's server, run its trials, stop it. Returns a drift-alarm message when the run must stop. */
+/**
+ * Start the stretch's server, run its trials, stop it. An invalid trial is measured again in place, after the server
+ * is re-verified (restarted if it died). Returns a drift-alarm message when the run must stop.
+ */
 async function runStretch(context: TrialContext, executor: Executor, trials: PlannedTrial[]): Promise<string | undefined> {
   const { experiment } = context;
   const serverKey = trials[0]!.serverKey;
   const variants = experiment.variants.filter((variant) => variant.serverKey === serverKey);
+  const label = variants.map((variant) => variant.name).join(', ');
+  const retries = experiment.validity?.trialRetries ?? 2;
   const preflight = await preflightBeforeStart(executor, variants[0]!.server.env, experiment.preflight, context.log);
-  const server = await startServer(context, executor, variants[0]!, variants.map((variant) => variant.name).join(', '));
+  let server = await startServer(context, executor, variants[0]!, label);
   try {
-    const collected = await collectFingerprint(
-      executor,
-      { ...server.running.template, ...(server.running.ready.model !== undefined && { model: server.running.ready.model }) },
-      {
-        envPatterns: [...DEFAULT_ENV_PATTERNS, ...experiment.fingerprint.envPatterns],
-        redactPatterns: [...DEFAULT_REDACT_PATTERNS, ...experiment.fingerprint.redact],
-      },
-    );
-    const fingerprint = withPreflight(collected, preflight);
+    const fingerprint = withPreflight(await fingerprintOf(context, executor, server.running), preflight);
     for (const trial of trials) {
       const variant = experiment.variants.find((candidate) => candidate.name === trial.variant)!;
-      const alarm = await runTrial(context, executor, server.running, variant, trial, fingerprint);
-      if (alarm) return alarm;
+      for (let attempt = 0; ; attempt += 1) {
+        const outcome = await runTrial(context, executor, server.running, variant, trial, fingerprint, attempt);
+        if (outcome.valid) {
+          if (outcome.alarm) return outcome.alarm;
+          break;
+        }
+        if (attempt >= retries) throw await trialFailure(context, server, trial, outcome.reason, attempt + 1);
+        server = await reverifyServer(context, executor, server, variants[0]!, label);
+      }
     }
     return undefined;
   } finally {
     await server.running.stop();
     updateServer(context.db, server.rowId, { status: 'stopped', phase: 'stopped' });
   }
+}
+
+async function fingerprintOf(context: TrialContext, executor: Executor, server: RunningServer): Promise<Fingerprint> {
+  const { experiment } = context;
+  return collectFingerprint(
+    executor,
+    // Placeholders as configured ({port} unfilled): the port picked at launch is no property of the environment.
+    { ...server.template, ...(server.ready.model !== undefined && { model: server.ready.model }) },
+    {
+      envPatterns: [...DEFAULT_ENV_PATTERNS, ...experiment.fingerprint.envPatterns],
+      redactPatterns: [...DEFAULT_REDACT_PATTERNS, ...experiment.fingerprint.redact],
+    },
+  );
+}
+
+/**
+ * After an invalid trial: keep the server if it is up and answers (again: an SSH forward is restored after a
+ * reconnect), else stop what is left of it and start a fresh one, which counts as a restart.
+ */
+async function reverifyServer(
+  context: TrialContext,
+  executor: Executor,
+  server: ServerHandle,
+  variant: ResolvedVariant,
+  label: string,
+): Promise<ServerHandle> {
+  const profile = BUILTIN_PROFILES[variant.server.profile]!;
+  const signal = context.options.signal;
+  const answering =
+    server.exit === undefined &&
+    (await waitUntilAnswering({ baseUrl: server.running.baseUrl, path: profile.healthPath, timeoutMs: RECOVER_MS, exited: server.running.exited, ...(signal && { signal }) }));
+  if (signal?.aborted) throw new Error('interrupted');
+  if (answering && server.exit === undefined) {
+    context.log('server is up and answering; measuring the trial again');
+    return server;
+  }
+  const why = server.exit ?? `server did not answer for ${RECOVER_MS / 1000} s`;
+  updateServer(context.db, server.rowId, { status: 'failed', phase: 'failed', message: `${why} during a trial` });
+  await server.running.stop();
+  context.restarts += 1;
+  context.log(`${why}; restarting it (unplanned restart ${context.restarts}) and measuring the trial again`);
+  return startServer(context, executor, variant, label, true);
+}
+
+/** The run stops: cause, the end of the server log, and how to continue. */
+async function trialFailure(context: TrialContext, server: ServerHandle, trial: PlannedTrial, reason: string, attempts: number): Promise<UserError> {
+  const lines = await server.running.logTail(15).catch(() => []);
+  const tail = lines.length > 0 ? lines.map((line) => `  | ${line}`).join('\n') : '  (no log written)';
+  return new UserError(
+    `trial ${trial.variant} ${trial.workload} #${trial.repetition + 1} was invalid ${attempts} times; last: ${reason}\nlast lines of ${server.running.logPath}:\n${tail}`,
+    `fix the cause, then \`servelab run ${context.experiment.filePath} --resume ${context.runId}\` (measured trials are kept)`,
+  );
 }
 
 /** A free port is picked, released, then bound by the server: another process can take it in between. */
@@ -179,10 +270,11 @@ async function startServer(
   executor: Executor,
   variant: ResolvedVariant,
   label: string,
-): Promise<{ running: RunningServer; rowId: number }> {
+  unplanned = false,
+): Promise<ServerHandle> {
   for (let attempt = 1; ; attempt += 1) {
     try {
-      return await launchOnce(context, executor, variant, label);
+      return await launchOnce(context, executor, variant, label, unplanned);
     } catch (error) {
       if (attempt > 1 || !(error instanceof LaunchFailure) || !PORT_TAKEN.test(error.logTail) || context.options.signal?.aborted) {
         throw error instanceof LaunchFailure ? error.cause : error;
@@ -207,7 +299,8 @@ async function launchOnce(
   executor: Executor,
   variant: ResolvedVariant,
   label: string,
-): Promise<{ running: RunningServer; rowId: number }> {
+  unplanned: boolean,
+): Promise<ServerHandle> {
   const { db, runId, options } = context;
   const config = variant.server;
   const profile = BUILTIN_PROFILES[config.profile];
@@ -227,6 +320,7 @@ async function launchOnce(
     host: executor.hostLabel,
     logPath,
     ...(predictedReadyMs !== undefined && { predictedReadyMs }),
+    unplanned,
   });
   const startedAt = new Date();
   context.log(`starting server for ${label} (log: ${logPath})`);
@@ -251,7 +345,11 @@ async function launchOnce(
             ...(progress.predictedRemainingMs !== undefined && { predictedReadyMs: progress.elapsedMs + progress.predictedRemainingMs }),
           }),
         // Recorded at spawn, not at ready: a resumed run must be able to stop a server killed mid-load.
-        onSpawn: (pid) => updateServer(db, rowId, { pid }),
+        // With its start time and command line, so a resume never signals a process that merely reuses the pid.
+        onSpawn: (pid) => {
+          const identity = processIdentity(pid);
+          updateServer(db, rowId, { pid, ...(identity && { pidStart: identity.start, pidCmdline: identity.cmdline }) });
+        },
         ...(options.signal && { signal: options.signal }),
         ...previous,
       },
@@ -259,7 +357,9 @@ async function launchOnce(
     updateServer(db, rowId, { status: 'ready', phase: 'ready', readyMs: running.ready.elapsedMs });
     recordStartupOutcome(db, startupKey, startedAt, running.ready, runId);
     context.log(`server ready in ${(running.ready.elapsedMs / 1000).toFixed(1)} s at ${running.baseUrl}`);
-    return { running, rowId };
+    const handle: ServerHandle = { running, rowId };
+    void running.exited.then((info) => (handle.exit = describeExit(info)));
+    return handle;
   } catch (error) {
     const lines = readLastLines(logPath, 15);
     const tail = lines.length > 0 ? lines.map((line) => `  | ${line}`).join('\n') : '  (no log written)';
@@ -270,6 +370,11 @@ async function launchOnce(
   }
 }
 
+/**
+ * Measure one planned trial while watching the server. A valid trial is stored at once (and checked for drift);
+ * an invalid one — the server died or stopped answering, or more requests failed than maxFailedFraction allows —
+ * is stored apart with its cause, for the caller to measure again.
+ */
 async function runTrial(
   context: TrialContext,
   executor: Executor,
@@ -277,7 +382,8 @@ async function runTrial(
   variant: ResolvedVariant,
   trial: PlannedTrial,
   fingerprint: Fingerprint,
-): Promise<string | undefined> {
+  attempt: number,
+): Promise<TrialOutcome> {
   const { db, runId, experiment, options } = context;
   const workload = experiment.workloads.find((candidate) => candidate.label === trial.workload)!;
   const position = `${context.doneCount + 1}/${context.total}`;
@@ -288,33 +394,58 @@ async function runTrial(
   const sharedIndex = experiment.variants.filter((other) => other.serverKey === variant.serverKey).indexOf(variant);
   const cache = trialCache(variant.client.cache, runId, trial.block, sharedIndex);
   const startedAt = new Date().toISOString();
+  // Nothing is fired into a dead server: its death aborts the load client within a second.
+  const liveness = watchLiveness({ baseUrl: server.baseUrl, path: profile.healthPath, exited: server.exited.then(describeExit) });
+  const signal = options.signal ? AbortSignal.any([options.signal, liveness.signal]) : liveness.signal;
+  let level: LevelResult | undefined;
   const recorder = startTrialRecorder(executor, server.baseUrl, experiment.telemetry);
-  const result = await executor.bench({
-    baseUrl: server.baseUrl,
-    backend: variant.client.backend ?? profile.defaultBackend,
-    ...(model !== undefined && { model }),
-    workload: workload.workload,
-    prompts: variant.client.prompts,
-    ...(cache.promptSalt !== undefined && { promptSalt: cache.promptSalt }),
-    warmupRequests: variant.client.warmupRequests,
-    ignoreEos: variant.client.ignoreEos,
-    requestTimeoutMs: variant.client.requestTimeoutMs,
-    ...(variant.client.slo && { slo: variant.client.slo }),
-    specMetrics: 'auto',
-    ...(options.signal && { signal: options.signal }),
-    onProgress: (progress) => {
-      const now = Date.now();
-      if (now - lastProgressAt < PROGRESS_INTERVAL_MS && progress.completed < progress.total) return;
-      lastProgressAt = now;
-      upsertProgress(db, runId, { trialLabel: `${label} (trial ${position})`, completed: progress.completed, total: progress.total, outputTokensPerSecond: progress.outputTokensPerSecond });
-    },
-  }).finally(recorder.stop);
+  try {
+    const result = await executor.bench({
+      baseUrl: server.baseUrl,
+      backend: variant.client.backend ?? profile.defaultBackend,
+      ...(model !== undefined && { model }),
+      workload: workload.workload,
+      prompts: variant.client.prompts,
+      ...(cache.promptSalt !== undefined && { promptSalt: cache.promptSalt }),
+      warmupRequests: variant.client.warmupRequests,
+      ignoreEos: variant.client.ignoreEos,
+      requestTimeoutMs: variant.client.requestTimeoutMs,
+      ...(variant.client.slo && { slo: variant.client.slo }),
+      specMetrics: 'auto',
+      signal,
+      verifyServer: liveness.verify,
+      onProgress: (progress) => {
+        const now = Date.now();
+        if (now - lastProgressAt < PROGRESS_INTERVAL_MS && progress.completed < progress.total) return;
+        lastProgressAt = now;
+        upsertProgress(db, runId, { trialLabel: `${label} (trial ${position})`, completed: progress.completed, total: progress.total, outputTokensPerSecond: progress.outputTokensPerSecond });
+      },
+    });
+    level = result.levels[0];
+  } catch (error) {
+    // A load client that failed because the server went away (e.g. unreachable at the start) measured an invalid trial.
+    if (liveness.cause() === undefined || options.signal?.aborted) throw error;
+  } finally {
+    liveness.stop();
+    // Also when the load client threw: the sampler is a child process. stop() is idempotent.
+    void recorder.stop();
+  }
   const telemetry = await recorder.stop();
-  // A trial cut short is not a trial: it is measured again on resume.
-  if (result.interrupted || options.signal?.aborted) throw new Error('interrupted');
-  const level = result.levels[0];
-  if (!level) throw new UserError(`trial ${label} measured nothing`, `check the server log ${server.logPath}`);
-  const metrics = trialMetricsOf(level);
+  // A trial cut short by the user is not a trial: it is measured again on resume.
+  if (options.signal?.aborted) throw new Error('interrupted');
+  const died = liveness.cause();
+  const reason = died !== undefined ? `${died} during the trial` : level ? failureReason(level, experiment.validity?.maxFailedFraction ?? 0) : 'the load client measured nothing';
+  if (reason !== undefined) {
+    const finishedAt = new Date().toISOString();
+    insertInvalidTrial(db, {
+      runId, variant: trial.variant, serverKey: trial.serverKey, workload: trial.workload, block: trial.block, repetition: trial.repetition,
+      attempt, startedAt, finishedAt, completed: level?.completed ?? 0, failed: level?.failed ?? 0, reason,
+    });
+    const counts = level ? ` (${level.completed} ok, ${level.failed} failed)` : '';
+    context.log(`trial ${position} ${label}: INVALID${counts}: ${reason}`);
+    return { valid: false, reason };
+  }
+  const metrics = trialMetricsOf(level!);
   insertTrial(
     db,
     {
@@ -332,27 +463,70 @@ async function runTrial(
       cache: cache.record,
     },
     fingerprint,
-    level.samples,
+    level!.samples,
     telemetry,
   );
   context.doneCount += 1;
   const value = metricValue(metrics, experiment.metric);
   context.log(`trial ${position} ${label}: ${formatValue(value)} ${metricUnit(experiment.metric)} (${metrics.completed} ok, ${metrics.failed} failed)`);
-
-  const pair = pairKey(trial);
-  if (context.checked.has(pair)) return undefined;
-  context.checked.add(pair);
-  return driftAlarm(context, trial, value, fingerprint, telemetry?.summary);
+  const alarm = driftAlarm(context, trial, fingerprint, telemetry?.summary);
+  return alarm === undefined ? { valid: true } : { valid: true, alarm };
 }
 
-/** Compare a pair's first trial of this run with its recorded history; a message when it moved beyond the noise band. */
-function driftAlarm(context: TrialContext, trial: PlannedTrial, value: number, fingerprint: Fingerprint, machine?: TelemetrySummary): string | undefined {
-  const { db, runId, experiment, options, log } = context;
+/** Why a measured level may not count, or undefined when it may. */
+function failureReason(level: LevelResult, maxFailedFraction: number): string | undefined {
+  const total = level.completed + level.failed;
+  if (level.completed === 0) return `all ${total} requests failed${firstError(level)}`;
+  if (level.failed / total <= maxFailedFraction) return undefined;
+  return `${level.failed} of ${total} requests failed (maxFailedFraction ${maxFailedFraction})${firstError(level)}`;
+}
+
+function firstError(level: LevelResult): string {
+  const error = level.samples.find((sample) => sample.error)?.error;
+  return error ? `; first: ${error.kind}: ${error.message}` : '';
+}
+
+/** Apply the drift rule (drift.ts: driftDecision) to a pair's trials of this run; the alarm message when the run must stop. */
+function driftAlarm(context: TrialContext, trial: PlannedTrial, fingerprint: Fingerprint, machine?: TelemetrySummary): string | undefined {
+  const { db, runId, experiment, log } = context;
+  const valueOf = (metrics: TrialRecord['metrics']) => metricValue(metrics, experiment.metric);
+  const own = listTrials(db, runId)
+    .filter((stored) => pairKey(stored) === pairKey(trial))
+    .map((stored) => valueOf(stored.metrics))
+    .filter((value) => Number.isFinite(value));
+  if (own.length === 0 || own.length > 2) return undefined;
+  // Valid trials of finished runs only: never this run, a concurrent one, or a failed one.
   const history = variantHistory(db, { experimentName: experiment.name, variant: trial.variant, workload: trial.workload, excludeRunId: runId });
-  const values = history.map((past) => metricValue(past.metrics, experiment.metric)).filter((past) => Number.isFinite(past));
-  if (values.length === 0 || !Number.isFinite(value)) return undefined;
-  const check = checkDrift([value], values, experiment.drift);
-  if (!check.drifted) return undefined;
+  const values = history.map((past) => valueOf(past.metrics)).filter((past) => Number.isFinite(past));
+  if (values.length === 0) return undefined;
+  const decision = driftDecision(own, values, { ...experiment.drift, confirmable: (context.pairTrials.get(pairKey(trial)) ?? 1) >= 2 });
+  if (!decision) return undefined;
+  const { check } = decision;
+  const pair = `${trial.variant} ${trial.workload}`;
+  if (check.unguarded) log(unguardedNote(pair, check, values.length));
+  switch (decision.kind) {
+    case 'ok':
+      return undefined;
+    case 'suspect':
+      log(`${pair} is ${formatSigned(check.changePct)} off its history (band ±${check.band.toFixed(0)}%); confirming with its next trial`);
+      return undefined;
+    case 'not-confirmed':
+      log(`${pair}: deviation not confirmed by its second trial (${formatSigned(check.changePct)}, band ±${check.band.toFixed(0)}%); continuing`);
+      return undefined;
+    case 'alarm':
+      return alarmMessage(context, trial, check, history, fingerprint, machine);
+  }
+}
+
+function alarmMessage(
+  context: TrialContext,
+  trial: PlannedTrial,
+  check: DriftCheck,
+  history: readonly TrialRecord[],
+  fingerprint: Fingerprint,
+  machine: TelemetrySummary | undefined,
+): string | undefined {
+  const { db, experiment, options, log } = context;
   const recorded = getFingerprint(db, history[0]!.fingerprintId);
   const alarm = formatDriftAlarm({
     variant: trial.variant,
@@ -370,6 +544,16 @@ function driftAlarm(context: TrialContext, trial: PlannedTrial, value: number, f
     return undefined;
   }
   return message;
+}
+
+function unguardedNote(pair: string, check: DriftCheck, historySize: number): string {
+  return check.unguarded === 'history too noisy'
+    ? `${pair}: history too noisy to guard against drift (band ±${check.band.toFixed(0)}% > ${MAX_USEFUL_BAND_PCT}% over ${historySize} trials)`
+    : `${pair}: history too short to guard against drift (${historySize} trials of finished runs)`;
+}
+
+function formatSigned(pct: number): string {
+  return `${pct >= 0 ? '+' : ''}${pct.toFixed(0)}%`;
 }
 
 function pairKey(trial: { variant: string; workload: string }): string {

@@ -151,6 +151,10 @@ export const experimentFileSchema = z.strictObject({
   telemetry: z
     .strictObject({ enabled: z.boolean().default(true), interval: durationSchema.default(1000), serverMetrics: z.boolean().default(true) })
     .default({ enabled: true, interval: 1000, serverMetrics: true }),
+  /** A trial counts only when at most this fraction of its requests failed (and its server stayed up). */
+  maxFailedFraction: z.number().min(0).max(1).default(0),
+  /** Times an invalid trial is measured again, in place, before the run stops. */
+  trialRetries: z.number().int().min(0).max(10).default(2),
   variants: z.record(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'expected a variant name of letters, digits, ".", "_" or "-"'), variantSchema.nullable().transform((v) => v ?? {})).default({}),
   grid: z.array(gridSchema).default([]),
   /** interleaved: every pass visits every server config once per repetition; blocked: few passes, several trials per start; auto: by startup/trial cost. */

@@ -69,6 +69,11 @@ export interface ResolvedExperiment {
   verdict: { alpha: number; minEffect: number };
   /** Noise band of the drift alarm: max(relativeBand, sigmas × robust spread of the history). */
   drift: { relativeBand: number; sigmas: number };
+  /**
+   * A trial is valid when the server stayed alive and reachable throughout and at most maxFailedFraction of its
+   * requests failed; an invalid one is re-run in place up to trialRetries times. Absent in runs stored before.
+   */
+  validity?: { maxFailedFraction: number; trialRetries: number };
   executor: ExecutorConfig;
   fingerprint: { envPatterns: string[]; redact: string[] };
   /** Absent in runs stored before preflight existed: treated as 'warn'. */
@@ -136,4 +141,8 @@ export interface VariantVerdict extends Verdict {
   metric: MetricName;
   baselineMedian: number | null;
   candidateMedian: number | null;
+  /** Failed requests inside the counted trials (within maxFailedFraction); absent in runs finalized before. */
+  failedRequests?: { baseline: number; candidate: number };
+  /** Trials measured but not counted (server died, requests failed), re-run in place. */
+  invalidTrials?: { baseline: number; candidate: number };
 }

@@ -51,14 +51,21 @@ export interface LevelRun {
 
 /**
  * Run the prompts of one level. Stops issuing new requests when the context's signal aborts; requests in flight are
- * aborted by that same signal and come back as 'aborted' samples. `onDone` is called after every request.
+ * aborted by that same signal and come back as 'aborted' samples. `onDone` is called after every request; when it
+ * returns a promise, no new request is sent until it settles (a liveness check after a refused connection).
  */
-export async function runLevel(context: RequestContext, level: LevelPlan, prompts: readonly PromptItem[], seed: number, onDone?: (outcome: RequestOutcome) => void): Promise<LevelRun> {
+export async function runLevel(
+  context: RequestContext,
+  level: LevelPlan,
+  prompts: readonly PromptItem[],
+  seed: number,
+  onDone?: (outcome: RequestOutcome) => void | Promise<void>,
+): Promise<LevelRun> {
   const outcomes: RequestOutcome[] = [];
   const started = performance.now();
-  const record = (outcome: RequestOutcome) => {
+  const record = (outcome: RequestOutcome): void | Promise<void> => {
     outcomes.push(outcome);
-    onDone?.(outcome);
+    return onDone?.(outcome);
   };
   if (level.rate) await runOpenLoop(context, level.rate, prompts, seed, record);
   else await runClosedLoop(context, level.concurrency ?? 1, prompts, record);
@@ -66,12 +73,14 @@ export async function runLevel(context: RequestContext, level: LevelPlan, prompt
   return { outcomes, durationS: (performance.now() - started) / 1000 };
 }
 
-async function runClosedLoop(context: RequestContext, concurrency: number, prompts: readonly PromptItem[], record: (outcome: RequestOutcome) => void): Promise<void> {
+type Recorder = (outcome: RequestOutcome) => void | Promise<void>;
+
+async function runClosedLoop(context: RequestContext, concurrency: number, prompts: readonly PromptItem[], record: Recorder): Promise<void> {
   let next = 0;
   const worker = async () => {
     while (next < prompts.length && !context.signal?.aborted) {
       const index = next++;
-      record(await streamRequest(context, prompts[index]!, index));
+      await record(await streamRequest(context, prompts[index]!, index));
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, prompts.length) }, worker));
@@ -82,9 +91,10 @@ async function runOpenLoop(
   rate: NonNullable<LevelPlan['rate']>,
   prompts: readonly PromptItem[],
   seed: number,
-  record: (outcome: RequestOutcome) => void,
+  record: Recorder,
 ): Promise<void> {
   const random = mulberry32(seed);
+  let gate: Promise<void> | undefined;
   const start = performance.now();
   let dueAt = 0;
   let inFlight = 0;
@@ -94,12 +104,14 @@ async function runOpenLoop(
     if (index > 0) dueAt += interArrivalMs(rate.requestsPerSecond, rate.arrival, random);
     await sleepUntil(start + dueAt, context.signal);
     while (inFlight >= rate.maxInFlight && !context.signal?.aborted) await new Promise<void>((resolve) => (slotFreed = resolve));
+    if (gate) await gate;
     if (context.signal?.aborted) break;
     inFlight++;
     running.push(
       streamRequest(context, prompts[index]!, index).then((outcome) => {
         inFlight--;
-        record(outcome);
+        const pending = record(outcome);
+        if (pending) gate = pending;
         slotFreed?.();
         slotFreed = undefined;
       }),

@@ -183,10 +183,14 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
 
 const PROGRESS_INTERVAL_MS = 250;
 
-/** runLevel plus live progress: output tokens counted as they stream, corrected to the final count per request. */
+/**
+ * runLevel plus live progress (output tokens counted as they stream, corrected to the final count per request), and
+ * the server check after a refused connection that keeps requests from being fired into a dead server.
+ */
 async function runMeasuredLevel(context: RequestContext, level: LevelPlan, prompts: readonly PromptItem[], options: BenchOptions, seedOffset = 0) {
   const onProgress = options.onProgress;
-  if (!onProgress) return runLevel(context, level, prompts, seedFor(options, seedOffset));
+  const verify = (outcome: RequestOutcome) => (outcome.sample.error?.kind === 'connection' ? options.verifyServer?.() : undefined);
+  if (!onProgress) return runLevel(context, level, prompts, seedFor(options, seedOffset), verify);
   let liveTokens = 0;
   let completed = 0;
   let failed = 0;
@@ -210,6 +214,7 @@ async function runMeasuredLevel(context: RequestContext, level: LevelPlan, promp
           liveTokens += outcome.sample.outputTokens - outcome.state.tokenEvents;
         }
         report();
+        return verify(outcome);
       },
     );
   } finally {

@@ -44,6 +44,11 @@ export interface BenchOptions {
   specMetrics: 'auto' | 'none';
   signal?: AbortSignal;
   onProgress?: (progress: BenchProgress) => void;
+  /**
+   * Awaited after a request could not connect, before another is sent: a liveness watch checks the server and
+   * aborts `signal` if it is dead, so the rest of the workload is not fired into it (see load/liveness.ts).
+   */
+  verifyServer?: () => Promise<void>;
 }
 
 export interface BenchProgress {

@@ -33,6 +33,7 @@ table.data { width:100%; border-collapse:collapse; background:#fff; border:1px s
 table.data th, table.data td { padding:7px 12px; border-bottom:1px solid #eaeef2; text-align:left; vertical-align:top; }
 table.data th { background:var(--soft); font-size:12px; font-weight:600; color:var(--muted); text-transform:uppercase; letter-spacing:.03em; }
 table.data td.num, table.data th.num { text-align:right; font-variant-numeric:tabular-nums; }
+table.data td.warn { color:#b45309; font-weight:600; }
 table.data tr:last-child td { border-bottom:none; }
 table.data tr.baseline td { background:#fbfcfd; color:var(--muted); }
 table.data tr.alarm td { background:var(--bad-bg); }
@@ -105,11 +106,11 @@ export function verdictTableHtml(report: RunReport): string {
   if (report.rows.length === 0) return '<p class="empty">No trials measured yet.</p>';
   const multiWorkload = report.workloads.length > 1;
   const confidence = `${Math.round(report.confidence * 100)}% CI`;
-  const head = `<tr>${multiWorkload ? '<th>workload</th>' : ''}<th>variant</th><th class="num">trials</th><th class="num">median ${esc(report.metricUnit || report.metric)}</th><th class="num">ratio vs baseline</th><th class="num">${confidence}</th><th class="num">p-value</th><th>verdict</th></tr>`;
+  const head = `<tr>${multiWorkload ? '<th>workload</th>' : ''}<th>variant</th><th class="num">trials</th><th class="num">median ${esc(report.metricUnit || report.metric)}</th><th class="num">ratio vs baseline</th><th class="num">${confidence}</th><th class="num">p-value</th><th class="num">failed requests</th><th class="num">invalid trials</th><th>verdict</th></tr>`;
   const body = report.rows
     .map((row) => {
       const verdictClass = row.label === 'faster' || row.label === 'slower' ? row.label : 'neutral';
-      return `<tr class="${row.isBaseline ? 'baseline' : ''}">${multiWorkload ? `<td>${esc(row.workload)}</td>` : ''}<td><code>${esc(row.variant)}</code></td><td class="num">${row.trials}</td><td class="num">${formatNumber(row.median)}</td><td class="num">${formatRatio(row.ratio)}</td><td class="num">${row.isBaseline ? '—' : formatInterval(row.ciLow, row.ciHigh)}</td><td class="num">${formatPValue(row.pValue)}</td><td><span class="pill ${verdictClass}">${esc(row.label)}</span></td></tr>`;
+      return `<tr class="${row.isBaseline ? 'baseline' : ''}">${multiWorkload ? `<td>${esc(row.workload)}</td>` : ''}<td><code>${esc(row.variant)}</code></td><td class="num">${row.trials}</td><td class="num">${formatNumber(row.median)}</td><td class="num">${formatRatio(row.ratio)}</td><td class="num">${row.isBaseline ? '—' : formatInterval(row.ciLow, row.ciHigh)}</td><td class="num">${formatPValue(row.pValue)}</td><td class="num${row.failedRequests > 0 ? ' warn' : ''}">${row.failedRequests}</td><td class="num${row.invalidTrials > 0 ? ' warn' : ''}">${row.invalidTrials}</td><td><span class="pill ${verdictClass}">${esc(row.label)}</span></td></tr>`;
     })
     .join('');
   const note = report.verdictsFinal ? '' : '<p class="muted">Verdicts are provisional: the runner has not finalized this run.</p>';
@@ -160,7 +161,7 @@ export function comparisonHtml(comparison: RunComparison): string {
       : `<table class="data drift"><thead><tr><th>variant</th><th>workload</th><th class="num">run ${comparison.runA}</th><th class="num">run ${comparison.runB}</th><th class="num">change</th><th class="num">noise band</th><th>status</th></tr></thead><tbody>${comparison.rows
           .map(
             (row) =>
-              `<tr class="${row.check.drifted ? 'alarm' : ''}"><td><code>${esc(row.variant)}</code></td><td>${esc(row.workload)}</td><td class="num">${formatNumber(row.check.reference)}</td><td class="num">${formatNumber(row.check.current)}</td><td class="num">${formatPercent(row.check.changePct)}</td><td class="num">±${row.check.band.toFixed(1)}%</td><td>${row.check.drifted ? '<span class="pill drift">drift</span>' : '<span class="pill neutral">within noise</span>'}</td></tr>`,
+              `<tr class="${row.check.drifted ? 'alarm' : ''}"><td><code>${esc(row.variant)}</code></td><td>${esc(row.workload)}</td><td class="num">${formatNumber(row.check.reference)}</td><td class="num">${formatNumber(row.check.current)}</td><td class="num">${formatPercent(row.check.changePct)}</td><td class="num">±${row.check.band.toFixed(1)}%</td><td>${row.check.drifted ? '<span class="pill drift">drift</span>' : row.check.unguarded ? `<span class="pill neutral">${esc(row.check.unguarded)} to guard against drift</span>` : '<span class="pill neutral">within noise</span>'}</td></tr>`,
           )
           .join('')}</tbody></table>`;
   const changes =

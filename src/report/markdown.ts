@@ -22,13 +22,13 @@ export function renderMarkdown(report: RunReport): string {
   } else {
     const multiWorkload = report.workloads.length > 1;
     lines.push(
-      `| ${multiWorkload ? 'workload | ' : ''}variant | trials | median ${cell(report.metricUnit || report.metric)} | ratio vs baseline | ${Math.round(report.confidence * 100)}% CI | p-value | verdict |`,
-      `|${multiWorkload ? ' --- |' : ''} --- | ---: | ---: | ---: | --- | ---: | --- |`,
+      `| ${multiWorkload ? 'workload | ' : ''}variant | trials | median ${cell(report.metricUnit || report.metric)} | ratio vs baseline | ${Math.round(report.confidence * 100)}% CI | p-value | failed requests | invalid trials | verdict |`,
+      `|${multiWorkload ? ' --- |' : ''} --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- |`,
     );
     for (const row of report.rows) {
       const verdict = row.significant ? `**${row.label}**` : row.label;
       lines.push(
-        `| ${multiWorkload ? `${cell(row.workload)} | ` : ''}${cell(row.variant)} | ${row.trials} | ${formatNumber(row.median)} | ${formatRatio(row.ratio)} | ${row.isBaseline ? '—' : formatInterval(row.ciLow, row.ciHigh)} | ${formatPValue(row.pValue)} | ${verdict} |`,
+        `| ${multiWorkload ? `${cell(row.workload)} | ` : ''}${cell(row.variant)} | ${row.trials} | ${formatNumber(row.median)} | ${formatRatio(row.ratio)} | ${row.isBaseline ? '—' : formatInterval(row.ciLow, row.ciHigh)} | ${formatPValue(row.pValue)} | ${row.failedRequests} | ${row.invalidTrials} | ${verdict} |`,
       );
     }
     lines.push('');

@@ -9,7 +9,7 @@ import { checkDrift, formatDriftAlarm, type DriftCheck } from '../experiment/dri
 import { computeVerdicts } from '../experiment/finalize.js';
 import { metricUnit, metricValue } from '../experiment/metrics.js';
 import type { MetricName, ResolvedExperiment, VariantVerdict } from '../experiment/types.js';
-import type { RunDetail } from '../store/queries.js';
+import type { RunDetail, TrialHealth } from '../store/queries.js';
 import type { FingerprintRecord, RunStatus, TrialRecord } from '../store/types.js';
 import type { CdfSeries, SpeedupBar, XYSeries } from './charts.js';
 import type { TrialLatencies } from './queries.js';
@@ -20,6 +20,8 @@ export interface RunData {
   trials: TrialRecord[];
   fingerprints: Map<number, FingerprintRecord>;
   latencies: Map<number, TrialLatencies>;
+  /** Failed requests and invalid trials per (variant, workload); absent: none known. */
+  health?: TrialHealth[];
 }
 
 export interface VerdictRow {
@@ -35,6 +37,10 @@ export interface VerdictRow {
   pValue: number | null;
   significant: boolean;
   label: string;
+  /** Failed requests inside the counted trials. */
+  failedRequests: number;
+  /** Trials measured but not counted (server died, requests failed); each was re-run. */
+  invalidTrials: number;
 }
 
 export interface EnvironmentSummary {
@@ -104,8 +110,8 @@ export function buildRunReport(data: RunData): RunReport {
   const baseline = experiment?.baseline ?? variants[0] ?? '';
   const planned = (run.plan as { trials?: unknown[] } | undefined)?.trials?.length;
   const stored = Array.isArray(run.verdicts) ? (run.verdicts as VariantVerdict[]) : undefined;
-  const verdicts = stored ?? (experiment && trials.length > 0 ? computeVerdicts(experiment, trials) : []);
-  const rows = verdictRows(workloads, variants, baseline, trials, metric, verdicts);
+  const verdicts = stored ?? (experiment && trials.length > 0 ? computeVerdicts(experiment, trials, data.health) : []);
+  const rows = verdictRows(workloads, variants, baseline, trials, metric, verdicts, data.health ?? []);
 
   return {
     runId: run.id,
@@ -213,6 +219,7 @@ function verdictRows(
   trials: TrialRecord[],
   metric: MetricName,
   verdicts: VariantVerdict[],
+  health: readonly TrialHealth[],
 ): VerdictRow[] {
   const rows: VerdictRow[] = [];
   for (const workload of workloads) {
@@ -220,7 +227,8 @@ function verdictRows(
       const values = metricValues(trials, variant, workload, metric);
       const isBaseline = variant === baseline;
       const verdict = verdicts.find((candidate) => candidate.variant === variant && candidate.workload === workload);
-      if (values.length === 0 && !verdict) continue;
+      const pairHealth = health.find((row) => row.variant === variant && row.workload === workload);
+      if (values.length === 0 && !verdict && !pairHealth) continue;
       rows.push({
         workload,
         variant,
@@ -233,6 +241,8 @@ function verdictRows(
         pValue: verdict?.pValue ?? null,
         significant: verdict?.significant ?? false,
         label: isBaseline ? 'baseline' : (verdict?.label ?? 'insufficient data'),
+        failedRequests: pairHealth?.failedRequests ?? trials.filter((trial) => trial.variant === variant && trial.workload === workload).reduce((sum, trial) => sum + trial.metrics.failed, 0),
+        invalidTrials: pairHealth?.invalidTrials ?? 0,
       });
     }
   }

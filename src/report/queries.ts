@@ -5,7 +5,7 @@
 import { existsSync } from 'node:fs';
 import { openStore, type Db } from '../store/db.js';
 import { UserError } from '../util/errors.js';
-import { getRun, listRuns, listTrials, type RunDetail } from '../store/queries.js';
+import { getRun, listRuns, listTrials, trialHealth, type RunDetail } from '../store/queries.js';
 import type { RunData } from './model.js';
 import type { FingerprintRecord, RunRecord } from '../store/types.js';
 import type { Fingerprint } from '../fingerprint/types.js';
@@ -96,6 +96,7 @@ export function loadRunData(db: Db, runId: number, options: { latencies?: boolea
     fingerprints: fingerprintsByIds(db, trials.map((trial) => trial.fingerprintId)),
     // Samples are the bulk of the store; callers that draw no latency chart skip them.
     latencies: options.latencies === false ? new Map() : trialLatencies(db, trials.map((trial) => trial.id)),
+    health: trialHealth(db, runId),
   };
 }
 
@@ -107,7 +108,8 @@ export function runContentKey(db: Db, runId: number): string | undefined {
   const row = db
     .prepare(
       `SELECT r.status, r.finished_at, r.message, length(r.verdict_json) AS verdicts,
-         (SELECT count(*) FROM trials t WHERE t.run_id = r.id) AS trials, (SELECT max(id) FROM trials t WHERE t.run_id = r.id) AS last
+         (SELECT count(*) FROM trials t WHERE t.run_id = r.id) AS trials, (SELECT max(id) FROM trials t WHERE t.run_id = r.id) AS last,
+         (SELECT count(*) FROM invalid_trials i WHERE i.run_id = r.id) AS invalid
        FROM runs r WHERE r.id = ?`,
     )
     .get(runId);

@@ -167,4 +167,46 @@ export const migrations: ReadonlyArray<{ version: number; description: string; s
       CREATE UNIQUE INDEX race_events_once ON race_events (run_id, kind, IFNULL(variant, ''));
     `,
   },
+  {
+    version: 7,
+    description: 'invalid trials, run leases, identity of started servers',
+    sql: `
+      -- Trials that may not count (failed requests, server died or stopped answering): kept with their cause, in a
+      -- table of their own so no query of measured trials can pick one up by mistake.
+      CREATE TABLE invalid_trials (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs (id),
+        variant TEXT NOT NULL,
+        server_key TEXT NOT NULL,
+        workload TEXT NOT NULL,
+        block INTEGER NOT NULL,
+        repetition INTEGER NOT NULL,
+        attempt INTEGER NOT NULL,
+        started_at TEXT NOT NULL,
+        finished_at TEXT NOT NULL,
+        completed INTEGER NOT NULL,
+        failed INTEGER NOT NULL,
+        reason TEXT NOT NULL
+      );
+      CREATE INDEX invalid_trials_by_run ON invalid_trials (run_id, variant, workload);
+
+      -- One runner per run: whoever holds the row runs it; a lease whose heartbeat is old or whose process is gone is taken over.
+      -- lease_key: "RUN" for a whole run, "RUN:SERVER_KEY" for one Slurm job's share of it.
+      CREATE TABLE run_leases (
+        lease_key TEXT PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs (id),
+        host TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        process_start TEXT NOT NULL,
+        acquired_at TEXT NOT NULL,
+        heartbeat_at TEXT NOT NULL
+      );
+
+      -- Identity of a local server process, so a leftover is stopped only when pid, start time and command line all match.
+      ALTER TABLE servers ADD COLUMN pid_start TEXT;
+      ALTER TABLE servers ADD COLUMN pid_cmdline TEXT;
+      -- 1 for a start the plan did not foresee: the replacement of a server that died during a trial.
+      ALTER TABLE servers ADD COLUMN unplanned INTEGER NOT NULL DEFAULT 0;
+    `,
+  },
 ];

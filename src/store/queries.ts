@@ -118,9 +118,10 @@ export function listTrials(db: Db, runId: number): TrialRecord[] {
 }
 
 /**
- * Earlier trials of the same experiment name + variant + workload, from other runs, newest first: the history a
- * drift alarm compares with. Runs stopped by a drift alarm are left out (their numbers are the suspect ones),
- * unless the user accepted them (status 'done').
+ * Earlier trials of the same experiment name + variant + workload, newest first: the history a drift alarm compares
+ * with. Only finished runs count (status 'done'): never the running run, a concurrent one, or one that failed or
+ * was stopped by a drift alarm (its numbers are the suspect ones) unless the user accepted it. Invalid trials live
+ * in their own table and never appear here.
  */
 export function variantHistory(
   db: Db,
@@ -129,7 +130,7 @@ export function variantHistory(
   const rows = db
     .prepare(
       `SELECT t.* FROM trials t JOIN runs r ON r.id = t.run_id JOIN experiments e ON e.id = r.experiment_id
-       WHERE e.name = ? AND t.variant = ? AND t.workload = ? AND t.run_id != ? AND r.status != 'drift'
+       WHERE e.name = ? AND t.variant = ? AND t.workload = ? AND t.run_id != ? AND r.status = 'done'
        ORDER BY t.id DESC LIMIT ?`,
     )
     .all(query.experimentName, query.variant, query.workload, query.excludeRunId, query.limit ?? 50) as TrialRow[];
@@ -171,24 +172,91 @@ export function trialSamples(db: Db, trialId: number): RequestSample[] {
   }));
 }
 
+/** Per (variant, workload) of a run: failed requests in counted trials, and trials that did not count. */
+export interface TrialHealth {
+  variant: string;
+  workload: string;
+  /** Failed requests of the valid trials (within the experiment's maxFailedFraction). */
+  failedRequests: number;
+  invalidTrials: number;
+  /** The latest cause of an invalid trial, for the views. */
+  lastInvalidReason?: string;
+}
+
+export function trialHealth(db: Db, runId: number): TrialHealth[] {
+  const byPair = new Map<string, TrialHealth>();
+  const entry = (variant: string, workload: string): TrialHealth => {
+    const key = JSON.stringify([variant, workload]);
+    let health = byPair.get(key);
+    if (!health) byPair.set(key, (health = { variant, workload, failedRequests: 0, invalidTrials: 0 }));
+    return health;
+  };
+  for (const trial of listTrials(db, runId)) entry(trial.variant, trial.workload).failedRequests += trial.metrics.failed;
+  const invalid = db.prepare('SELECT variant, workload, reason FROM invalid_trials WHERE run_id = ? ORDER BY id').all(runId) as Array<{
+    variant: string;
+    workload: string;
+    reason: string;
+  }>;
+  for (const row of invalid) {
+    const health = entry(row.variant, row.workload);
+    health.invalidTrials += 1;
+    health.lastInvalidReason = row.reason;
+  }
+  return [...byPair.values()];
+}
+
+export interface InvalidTrialRow {
+  variant: string;
+  workload: string;
+  block: number;
+  repetition: number;
+  attempt: number;
+  completed: number;
+  failed: number;
+  reason: string;
+}
+
+export function listInvalidTrials(db: Db, runId: number): InvalidTrialRow[] {
+  return db
+    .prepare('SELECT variant, workload, block, repetition, attempt, completed, failed, reason FROM invalid_trials WHERE run_id = ? ORDER BY id')
+    .all(runId) as InvalidTrialRow[];
+}
+
+/** Server starts of a run beyond its plan: replacements of servers that died during a trial. */
+export function unplannedRestarts(db: Db, runId: number): number {
+  return (db.prepare('SELECT COUNT(*) AS n FROM servers WHERE run_id = ? AND unplanned = 1').get(runId) as { n: number }).n;
+}
+
 export interface LiveServerRow {
   id: number;
   serverKey: string;
   host: string;
   pid?: number;
   runnerPid?: number;
+  pidStart?: string;
+  pidCmdline?: string;
 }
 
 /** Servers of a run that were never marked stopped or failed: still up, or left behind by a killed runner. */
 export function unstoppedServers(db: Db, runId: number): LiveServerRow[] {
   const rows = db
-    .prepare("SELECT id, server_key, host, pid, runner_pid FROM servers WHERE run_id = ? AND status IN ('starting', 'ready') ORDER BY id")
-    .all(runId) as Array<{ id: number; server_key: string; host: string; pid: number | null; runner_pid: number | null }>;
+    .prepare("SELECT id, server_key, host, pid, runner_pid, pid_start, pid_cmdline FROM servers WHERE run_id = ? AND status IN ('starting', 'ready') ORDER BY id")
+    .all(runId) as Array<{
+    id: number;
+    server_key: string;
+    host: string;
+    pid: number | null;
+    runner_pid: number | null;
+    pid_start: string | null;
+    pid_cmdline: string | null;
+  }>;
   return rows.map((row) => ({
     id: row.id,
     serverKey: row.server_key,
     host: row.host,
     ...(row.pid !== null && { pid: row.pid }),
     ...(row.runner_pid !== null && { runnerPid: row.runner_pid }),
+    ...(row.pid_start !== null && { pidStart: row.pid_start }),
+    ...(row.pid_cmdline !== null && { pidCmdline: row.pid_cmdline }),
   }));
 }

@@ -121,6 +121,32 @@ export function insertTrial(
     .immediate();
 }
 
+export interface InvalidTrial {
+  runId: number;
+  variant: string;
+  serverKey: string;
+  workload: string;
+  block: number;
+  repetition: number;
+  /** 0 for the first measurement of this planned trial, 1 for its first re-run... */
+  attempt: number;
+  startedAt: string;
+  finishedAt: string;
+  completed: number;
+  failed: number;
+  /** Why it may not count, e.g. "server was killed by SIGKILL during the trial". */
+  reason: string;
+}
+
+/** Keep a trial that may not count, with its cause: it never enters verdicts, drift history or charts. */
+export function insertInvalidTrial(db: Db, trial: InvalidTrial): void {
+  db.prepare(
+    `INSERT INTO invalid_trials (run_id, variant, server_key, workload, block, repetition, attempt, started_at, finished_at, completed, failed, reason)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  ).run(trial.runId, trial.variant, trial.serverKey, trial.workload, trial.block, trial.repetition, trial.attempt, trial.startedAt,
+    trial.finishedAt, trial.completed, trial.failed, trial.reason);
+}
+
 export interface ServerRowStart {
   runId: number;
   /** The runner process on this host, so a resume can tell a crashed runner from a live one. */
@@ -130,16 +156,19 @@ export interface ServerRowStart {
   host: string;
   logPath: string;
   predictedReadyMs?: number;
+  /** Replaces a server that died during a trial (counted as a restart beyond the plan). */
+  unplanned?: boolean;
 }
 
 export function insertServer(db: Db, server: ServerRowStart): number {
   const at = now();
   const result = db
     .prepare(
-      `INSERT INTO servers (run_id, server_key, label, host, status, phase, started_at, updated_at, predicted_ready_ms, log_path, runner_pid)
-       VALUES (?, ?, ?, ?, 'starting', 'launching', ?, ?, ?, ?, ?)`,
+      `INSERT INTO servers (run_id, server_key, label, host, status, phase, started_at, updated_at, predicted_ready_ms, log_path, runner_pid, unplanned)
+       VALUES (?, ?, ?, ?, 'starting', 'launching', ?, ?, ?, ?, ?, ?)`,
     )
-    .run(server.runId, server.serverKey, server.label, server.host, at, at, server.predictedReadyMs ?? null, server.logPath, server.runnerPid);
+    .run(server.runId, server.serverKey, server.label, server.host, at, at, server.predictedReadyMs ?? null, server.logPath, server.runnerPid,
+      server.unplanned ? 1 : 0);
   return Number(result.lastInsertRowid);
 }
 
@@ -151,13 +180,16 @@ export interface ServerRowUpdate {
   message?: string;
   /** Process id of a server started on this machine. */
   pid?: number;
+  /** Start time and command line of that process (see util/proc-identity.ts): a leftover is stopped only when both match. */
+  pidStart?: string;
+  pidCmdline?: string;
 }
 
 export function updateServer(db: Db, serverId: number, update: ServerRowUpdate): void {
   db.prepare(
     `UPDATE servers SET status = COALESCE(?, status), phase = COALESCE(?, phase), ready_ms = COALESCE(?, ready_ms),
        predicted_ready_ms = COALESCE(?, predicted_ready_ms), message = COALESCE(?, message), pid = COALESCE(?, pid),
-       updated_at = ? WHERE id = ?`,
+       pid_start = COALESCE(?, pid_start), pid_cmdline = COALESCE(?, pid_cmdline), updated_at = ? WHERE id = ?`,
   ).run(
     update.status ?? null,
     update.phase ?? null,
@@ -165,6 +197,8 @@ export function updateServer(db: Db, serverId: number, update: ServerRowUpdate):
     update.predictedReadyMs ?? null,
     update.message ?? null,
     update.pid ?? null,
+    update.pidStart ?? null,
+    update.pidCmdline ?? null,
     now(),
     serverId,
   );

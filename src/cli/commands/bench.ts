@@ -3,6 +3,7 @@ import { Option, type Command } from 'commander';
 import { BACKEND_KINDS } from '../../load/backends.js';
 import { DATASET_FORMATS, type DatasetFields, type DatasetFormat } from '../../load/datasets/types.js';
 import { parseDurationMs, parseLengthSpec } from '../../load/config.js';
+import { watchLiveness } from '../../load/liveness.js';
 import { runBenchmark } from '../../load/run.js';
 import type { BenchOptions, BenchProgress, BenchResult, PromptSource, Slo, Workload } from '../../load/types.js';
 import { formatBenchTable, formatProgress } from '../../metrics/table.js';
@@ -39,6 +40,7 @@ interface BenchFlags {
   json?: boolean;
   out?: string;
   progress: boolean;
+  allowFailures?: boolean;
 }
 
 function promptSaltFlag(text: string): number {
@@ -155,10 +157,19 @@ function progressRenderer(enabled: boolean) {
   };
 }
 
-function exitCodeOf(result: BenchResult): number {
-  if (result.interrupted) return ExitCode.interrupted;
+/** Exit status and, for a failure, the line saying why and what to do. */
+function verdictOf(result: BenchResult, serverDeath: string | undefined, allowFailures: boolean): { code: number; message?: string } {
+  if (serverDeath !== undefined) {
+    return { code: ExitCode.serverDied, message: `${serverDeath}; the benchmark was stopped and its figures are incomplete\n  next: check the server log, restart the server and run again` };
+  }
+  if (result.interrupted) return { code: ExitCode.interrupted };
   const completed = result.levels.reduce((sum, level) => sum + level.completed, 0);
-  return completed === 0 ? ExitCode.failure : ExitCode.ok;
+  const failed = result.levels.reduce((sum, level) => sum + level.failed, 0);
+  if (completed === 0) return { code: ExitCode.failure, message: 'every measured request failed (see the error counts above)\n  next: check the server log and the --backend / --model flags' };
+  if (failed > 0 && !allowFailures) {
+    return { code: ExitCode.failure, message: `${failed} of ${completed + failed} requests failed (see the error counts above): these figures are not a clean measurement\n  next: fix the cause in the server log, or pass --allow-failures to accept them` };
+  }
+  return { code: ExitCode.ok };
 }
 
 async function bench(url: string, flags: BenchFlags): Promise<void> {
@@ -170,6 +181,8 @@ async function bench(url: string, flags: BenchFlags): Promise<void> {
   };
   process.on('SIGINT', onSigint);
   const progress = progressRenderer(flags.progress);
+  // A server that dies mid-run stops the benchmark at once: nothing more is fired into it.
+  const liveness = watchLiveness({ baseUrl: url, path: '/health' });
   const options: BenchOptions = {
     baseUrl: url,
     backend: flags.backend,
@@ -183,13 +196,15 @@ async function bench(url: string, flags: BenchFlags): Promise<void> {
     slo: sloFromFlags(flags),
     tokenizerPath: flags.tokenizer,
     specMetrics: flags.specMetrics ? 'auto' : 'none',
-    signal: controller.signal,
+    signal: AbortSignal.any([controller.signal, liveness.signal]),
+    verifyServer: liveness.verify,
     onProgress: (update) => progress.update(update),
   };
   let result: BenchResult;
   try {
     result = await runBenchmark(options);
   } finally {
+    liveness.stop();
     progress.flush();
     process.off('SIGINT', onSigint);
   }
@@ -204,11 +219,9 @@ async function bench(url: string, flags: BenchFlags): Promise<void> {
   }
   if (flags.json) process.stdout.write(json);
   else process.stdout.write(formatBenchTable(result));
-  const exitCode = exitCodeOf(result);
-  if (exitCode === ExitCode.failure) {
-    process.stderr.write('servelab: every measured request failed (see the error counts above)\n  next: check the server log and the --backend / --model flags\n');
-  }
-  process.exitCode = exitCode;
+  const verdict = verdictOf(result, controller.signal.aborted ? undefined : liveness.cause(), flags.allowFailures ?? false);
+  if (verdict.message) process.stderr.write(`servelab: ${verdict.message}\n`);
+  process.exitCode = verdict.code;
 }
 
 export function registerBench(program: Command): void {
@@ -244,6 +257,7 @@ export function registerBench(program: Command): void {
     .option('--json', 'print the result JSON on stdout instead of the table')
     .option('--out <file>', 'also write the result JSON to this file')
     .option('--no-progress', 'no progress bar on stderr')
+    .option('--allow-failures', 'exit 0 even when some requests failed (default: any failed request is exit 1)')
     .addHelpText(
       'after',
       `
@@ -251,7 +265,8 @@ Timing: TTFT is the first chunk carrying output text; ITL the gaps between such 
 tokens, as speculative decoding sends, counts once); TPOT = (e2e - TTFT) / (output tokens - 1). Token counts come
 from server-reported usage, else --tokenizer, else counted stream chunks; the method is shown in the result.
 Quantiles use linear interpolation (numpy's default). Ctrl-C stops and prints what was measured (exit 130).
-Exit status: 0 ok, 1 every request failed or bad input, 2 usage error, 130 interrupted.
+Exit status: 0 ok, 1 a request failed (unless --allow-failures) or bad input, 2 usage error, 4 the server died or
+stopped answering during the run (stopped at once), 130 interrupted.
 
 Examples:
   servelab bench http://127.0.0.1:8000 --single-stream 8 --output-len 256

@@ -3,7 +3,7 @@ import { diffRuns, formatRunDiff, formatRunList, formatRunShow } from '../../exp
 import { campaignSummary } from '../../experiment/campaign-report.js';
 import type { ResolvedExperiment } from '../../experiment/types.js';
 import { defaultStorePath, openStore, type Db } from '../../store/db.js';
-import { getFingerprint, getRun, listRuns, listTrials, type RunDetail } from '../../store/queries.js';
+import { getFingerprint, getRun, listInvalidTrials, listRuns, listTrials, unplannedRestarts, type RunDetail } from '../../store/queries.js';
 import { runTelemetry } from '../../store/telemetry.js';
 import { formatTelemetrySummary } from '../../telemetry/summary.js';
 import type { TrialRecord } from '../../store/types.js';
@@ -42,13 +42,15 @@ export function registerStoreViews(program: Command): void {
       withStore(flags, (db) => {
         const run = requireRun(db, runArg);
         const trials = listTrials(db, run.id);
+        const invalidTrials = listInvalidTrials(db, run.id);
+        const restarts = unplannedRestarts(db, run.id);
         const telemetry = runTelemetry(db, run.id);
         const campaign = campaignSummary(db, run.id);
         if (flags.json) {
           const machine = Object.fromEntries([...telemetry].map(([id, recorded]) => [id, { summary: recorded.summary, serverMetricsUnavailable: recorded.serverMetrics.unavailable }]));
-          return JSON.stringify({ run, trials, telemetry: machine, best: campaign.best }, null, 2);
+          return JSON.stringify({ run, trials, invalidTrials, unplannedRestarts: restarts, telemetry: machine, best: campaign.best }, null, 2);
         }
-        return [formatRunShow(run, trials), ...formatMachineState(trials, telemetry), '', campaign.text].join('\n');
+        return [formatRunShow(run, trials, invalidTrials, restarts), ...formatMachineState(trials, telemetry), '', campaign.text].join('\n');
       }),
     );
 

@@ -1,0 +1,30 @@
+import { readFileSync } from 'node:fs';
+
+/** What tells one process from a later one that reuses its pid: start time and command line. */
+export interface ProcessIdentity {
+  /** Start time in clock ticks since boot (/proc/PID/stat field 22). */
+  start: string;
+  /** argv joined by spaces. */
+  cmdline: string;
+}
+
+/** Identity of a live process on Linux; undefined when it is gone or the OS has no /proc. */
+export function processIdentity(pid: number): ProcessIdentity | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) is in parentheses and may itself contain spaces and parentheses.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const start = fields[19];
+    if (start === undefined) return undefined;
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0+$/, '').split('\0').join(' ');
+    return { start, cmdline };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether `pid` is still the very process recorded as `expected`. */
+export function sameProcess(pid: number, expected: ProcessIdentity): boolean {
+  const current = processIdentity(pid);
+  return current !== undefined && current.start === expected.start && current.cmdline === expected.cmdline;
+}

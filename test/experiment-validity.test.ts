@@ -1,0 +1,152 @@
+/**
+ * Trial validity end to end on real processes: a server killed with SIGKILL mid-trial, requests failing beyond
+ * maxFailedFraction, and two runners of the same run.
+ */
+import { describe, test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { processAlive } from '../src/launch/process-group.js';
+import { SERVELAB, cli, simCommand, tempDir, writeExperiment, type CliResult } from './support-experiment.js';
+
+/** A query on a running runner's store; undefined until the runner has created the schema or the row. */
+function query<T>(db: Database.Database, sql: string, ...params: unknown[]): T | undefined {
+  try {
+    return db.prepare(sql).get(...params) as T | undefined;
+  } catch (error) {
+    if (/no such table/.test(String(error))) return undefined;
+    throw error;
+  }
+}
+
+async function waitFor<T>(what: string, check: () => T | undefined, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+/** `servelab run ARGS` in the background with a read-only view of its store. */
+async function startRunner(t: TestContext, args: string[], store: string) {
+  const child = spawn(process.execPath, [SERVELAB, 'run', ...args], { env: { ...process.env, SERVELAB_STORE: store }, stdio: ['ignore', 'pipe', 'pipe'] });
+  t.after(() => child.kill('SIGKILL'));
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const done = new Promise<CliResult>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+  await waitFor('the store', () => (existsSync(store) ? true : undefined), 30_000);
+  const db = new Database(store, { readonly: true, fileMustExist: true });
+  db.pragma('busy_timeout = 5000');
+  t.after(() => db.close());
+  return { child, db, done, stderr: () => stderr };
+}
+
+/** Trials of ~2 s (6 requests × 40 tokens × 8 ms): long enough to kill a server in the middle of one. */
+const slowTrials = {
+  server: { command: simCommand({ tpotMs: 8 }), readyTimeout: '5m' },
+  client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens: 40, seed: 3 }, warmupRequests: 1 },
+  workloads: [{ kind: 'single-stream', requests: 6 }],
+};
+
+describe('trial validity', { timeout: 240_000 }, () => {
+  test('a server killed with SIGKILL mid-trial: seen within a second, trial invalid with its cause, server restarted, trial re-run', async (t) => {
+    const dir = tempDir(t, 'validity-kill');
+    const store = join(dir, 'servelab.db');
+    const file = writeExperiment(dir, 'kill.yaml', { name: 'kill9', trials: 2, ...slowTrials });
+    const runner = await startRunner(t, [file], store);
+    // The first server, once its first trial has measured a request.
+    const pid = await waitFor(
+      'a trial in flight',
+      () => query<{ pid: number }>(runner.db, "SELECT s.pid FROM servers s JOIN progress p ON p.run_id = s.run_id WHERE s.status = 'ready' AND p.completed >= 1 ORDER BY s.id LIMIT 1")?.pid,
+      60_000,
+    );
+    const killedAt = Date.now();
+    process.kill(pid, 'SIGKILL');
+
+    const result = await runner.done;
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stderr, /INVALID \(\d+ ok, \d+ failed\): server was killed by SIGKILL during the trial/);
+    assert.match(result.stderr, /restarting it \(unplanned restart 1\)/);
+    const invalid = runner.db.prepare('SELECT reason, finished_at FROM invalid_trials').all() as Array<{ reason: string; finished_at: string }>;
+    assert.equal(invalid.length, 1);
+    assert.equal(invalid[0]!.reason, 'server was killed by SIGKILL during the trial');
+    // Detection within 1 s, plus slack for a loaded 2-core test machine.
+    assert.ok(Date.parse(invalid[0]!.finished_at) - killedAt < 1_500, `invalid trial recorded ${Date.parse(invalid[0]!.finished_at) - killedAt} ms after the kill`);
+    const trials = runner.db.prepare('SELECT metrics_json FROM trials').all() as Array<{ metrics_json: string }>;
+    assert.equal(trials.length, 2, 'both planned trials measured, the killed one again');
+    assert.ok(trials.every((row) => (JSON.parse(row.metrics_json) as { failed: number }).failed === 0), 'no failed request in a counted trial');
+    const servers = runner.db.prepare('SELECT status FROM servers ORDER BY id').all() as Array<{ status: string }>;
+    assert.deepEqual(servers.map((row) => row.status), ['failed', 'stopped']);
+    assert.equal(processAlive(pid), false);
+
+    // Every view shows it: `show` lists the invalid trial and its cause.
+    const show = await cli(['show', '1'], { store });
+    assert.equal(show.code, 0, show.stderr);
+    assert.match(show.stdout, /invalid trials?: 1/i);
+    assert.match(show.stdout, /server was killed by SIGKILL during the trial/);
+  });
+
+  test('requests failing beyond maxFailedFraction: re-run up to trialRetries, then the run fails with cause, log tail and resume hint', async (t) => {
+    const dir = tempDir(t, 'validity-fail');
+    const store = join(dir, 'servelab.db');
+    const file = writeExperiment(dir, 'faulty.yaml', {
+      name: 'faulty',
+      trials: 1,
+      trialRetries: 1,
+      server: { command: simCommand({ extra: ['--fault', 'http-500:0.5'] }), readyTimeout: '5m' },
+      workloads: [{ kind: 'single-stream', requests: 12 }],
+    });
+    const result = await cli(['run', file], { store });
+    assert.equal(result.code, 1, result.stderr);
+    assert.match(result.stderr, /trial baseline single-stream #1 was invalid 2 times; last: \d+ of 12 requests failed \(maxFailedFraction 0\); first: http-5xx/);
+    assert.match(result.stderr, /last lines of .*\.log:\n {2}\| /);
+    assert.match(result.stderr, new RegExp(`servelab run ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} --resume 1`));
+    const db = new Database(store, { readonly: true });
+    t.after(() => db.close());
+    assert.equal((db.prepare('SELECT status FROM runs WHERE id = 1').get() as { status: string }).status, 'failed');
+    assert.equal((db.prepare('SELECT COUNT(*) AS n FROM invalid_trials').get() as { n: number }).n, 2);
+    assert.equal((db.prepare('SELECT COUNT(*) AS n FROM trials').get() as { n: number }).n, 0, 'no invalid trial is counted');
+
+    // A tolerance in the file lets the same faults through (and the failed requests stay visible).
+    const tolerant = writeExperiment(dir, 'tolerant.yaml', {
+      name: 'tolerant',
+      trials: 1,
+      maxFailedFraction: 1,
+      server: { command: simCommand({ extra: ['--fault', 'http-500:0.5'] }), readyTimeout: '5m' },
+      workloads: [{ kind: 'single-stream', requests: 12 }],
+    });
+    const tolerated = await cli(['run', tolerant], { store });
+    assert.equal(tolerated.code, 0, tolerated.stderr);
+    assert.match(tolerated.stderr, /\(\d+ ok, [1-9]\d* failed\)/);
+  });
+
+  test('one runner per run: a concurrent --resume refuses naming the holder; after the holder is killed the lease is taken over', async (t) => {
+    const dir = tempDir(t, 'validity-lease');
+    const store = join(dir, 'servelab.db');
+    const file = writeExperiment(dir, 'lease.yaml', { name: 'lease', trials: 3, ...slowTrials });
+    const first = await startRunner(t, [file], store);
+    await waitFor('the lease', () => query<{ pid: number }>(first.db, 'SELECT pid FROM run_leases WHERE run_id = 1'), 60_000);
+
+    const second = await cli(['run', file, '--resume', '1'], { store });
+    assert.equal(second.code, 1, second.stderr);
+    assert.match(second.stderr, new RegExp(`run 1 is being run by pid ${first.child.pid} on \\S+ \\(last heartbeat `));
+
+    // Kill the holder mid-trial: its lease is stale (dead pid), its server is a leftover with a recorded identity.
+    const serverPid = await waitFor('a ready server', () => query<{ pid: number }>(first.db, "SELECT pid FROM servers WHERE status = 'ready'")?.pid, 60_000);
+    first.child.kill('SIGKILL');
+    await first.done;
+    const resumed = await cli(['run', file, '--resume', '1'], { store });
+    assert.equal(resumed.code, 0, resumed.stderr);
+    assert.match(resumed.stderr, new RegExp(`taking over the lease of pid ${first.child.pid}`));
+    assert.match(resumed.stderr, new RegExp(`stopping server \\(pid ${serverPid}\\) left running`));
+    assert.equal(processAlive(serverPid), false);
+    assert.equal((first.db.prepare('SELECT COUNT(*) AS n FROM trials').get() as { n: number }).n, 3);
+    assert.equal((first.db.prepare('SELECT COUNT(*) AS n FROM run_leases').get() as { n: number }).n, 0, 'the lease is released at the end');
+  });
+});
