@@ -12,7 +12,7 @@ import type { Db } from '../store/db.js';
 import { getFingerprint, listTrials, variantHistory } from '../store/queries.js';
 import { insertServer, insertTrial, setRunStatus, updateServer, upsertProgress } from '../store/runs.js';
 import { configKey } from '../launch/config.js';
-import { trialCache } from './cache.js';
+import { resetCache, trialCache } from './cache.js';
 import { previousStartupOptions, recordStartupOutcome } from '../ready/history.js';
 import { UserError, messageOf } from '../util/errors.js';
 import { readLastLines } from '../util/log-tail.js';
@@ -270,7 +270,8 @@ async function runTrial(
   const model = variant.client.model ?? server.ready.model;
   let lastProgressAt = 0;
   const sharedIndex = experiment.variants.filter((other) => other.serverKey === variant.serverKey).indexOf(variant);
-  const cache = trialCache(variant.client.cache, runId, trial.block, sharedIndex);
+  const cache = trialCache(variant.client.cache, profile, runId, trial.block, sharedIndex);
+  if (cache.resetPath) await resetCache(server.baseUrl, cache.resetPath);
   const startedAt = new Date().toISOString();
   const result = await executor.bench({
     baseUrl: server.baseUrl,
@@ -279,6 +280,7 @@ async function runTrial(
     workload: workload.workload,
     prompts: variant.client.prompts,
     ...(cache.promptSalt !== undefined && { promptSalt: cache.promptSalt }),
+    ...(cache.cachePrompt === false && { cachePrompt: false }),
     warmupRequests: variant.client.warmupRequests,
     ignoreEos: variant.client.ignoreEos,
     requestTimeoutMs: variant.client.requestTimeoutMs,
