@@ -104,6 +104,8 @@ describe('prompt cache control', () => {
       const trials = (db.prepare('SELECT variant, block, cache, metrics_json FROM trials ORDER BY id').all() as Array<{ variant: string; block: number; cache: string; metrics_json: string }>)
         .map((row) => ({ ...row, ttft: (JSON.parse(row.metrics_json) as { ttftMedianMs: number }).ttftMedianMs }));
       assert.equal(trials.length, 6);
+      const show = await cli(['show', '1'], { store });
+      assert.match(show.stdout, { cold: /prefix cache: cold \(a prompt salt per trial\)/, warm: /prefix cache: warm/, reset: /prefix cache: reset \(POST \/reset_prefix_cache\)/ }[cache]);
       const prefillMs = PROMPT_TOKENS * PREFILL_MS_PER_TOKEN;
       if (cache === 'warm') {
         assert.ok(trials.every((trial) => trial.cache === 'warm'));
