@@ -249,6 +249,20 @@ describe('ssh executor against a real sshd', { skip: ci.skip ?? false, timeout: 
     assert.deepEqual(jobGroups(dir), [], 'no job was started on the host');
   });
 
+  test('a port taken on the host by another process: readiness fails instead of measuring that server', async (t) => {
+    const { executor, dir, model } = setup(t);
+    // The launched job never listens; a simulator in its own session (cleaned up by its model name) takes the port.
+    const impostor = `setsid "${process.execPath}" "${BIN}" simulate --port "$1" --model ${model}-impostor --load-ms 0 & echo "IMPOSTOR=$!"; exec sleep 60`;
+    const spec = { ...simulatorSpec(dir, model, []), command: ['sh', '-c', impostor, 'sh', '{port}'] };
+    await assert.rejects(executor.launch(spec, {}), (error: unknown) => {
+      const impostorPid = Number(/IMPOSTOR=(\d+)/.exec(readFileSync(spec.logPath, 'utf8'))?.[1]);
+      assert.ok(error instanceof NotReadyError, String(error));
+      assert.equal(error.kind, 'wrong-server');
+      assert.match(error.message, new RegExp(`is served by pid ${impostorPid} \\(.*-impostor.*\\), not by the launched server`));
+      return true;
+    });
+  });
+
   test('an abort (Ctrl-C) during the wait stops the remote server', async (t) => {
     const { executor, dir, model } = setup(t);
     const controller = new AbortController();

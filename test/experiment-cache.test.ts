@@ -5,6 +5,7 @@
 import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
+import { loadExperiment } from '../src/experiment/load.js';
 import { runBenchmark } from '../src/load/run.js';
 import type { BenchOptions } from '../src/load/types.js';
 import { startSimulator } from '../src/simulate/server.js';
@@ -58,7 +59,32 @@ describe('prompt cache control', () => {
     assert.ok(saltedTtft > coldTtft * 0.7, `salted TTFT ${saltedTtft.toFixed(1)} ms vs cold ${coldTtft.toFixed(1)} ms`);
   });
 
-  for (const cache of ['cold', 'warm'] as const) {
+  test("llama.cpp's cache_prompt: false (client.cache: reset with the llamacpp profile) neither uses nor fills the cache", async (t) => {
+    const sim = await cachingSim(t);
+    for (let round = 0; round < 2; round++) {
+      const result = await runBenchmark({
+        baseUrl: sim.url,
+        backend: 'llamacpp',
+        workload: { kind: 'single-stream', requests: 2 },
+        prompts: { kind: 'synthetic', inputTokens: { kind: 'fixed', value: PROMPT_TOKENS }, outputTokens: { kind: 'fixed', value: 4 }, seed: 5 },
+        cachePrompt: false,
+        warmupRequests: 0,
+        ignoreEos: true,
+        requestTimeoutMs: 10_000,
+        specMetrics: 'none',
+      });
+      assert.equal(result.levels[0]!.failed, 0);
+    }
+    assert.equal(await hitTokens(sim.url), 0);
+  });
+
+  test('client.cache: reset with a profile that has no reset API is refused when the file is read', (t) => {
+    const dir = tempDir(t, 'cache-reset-tgi');
+    const file = writeExperiment(dir, 'tgi.yaml', { profile: 'tgi', client: { cache: 'reset' } });
+    assert.throws(() => loadExperiment(file), /tgi\.yaml: client\.cache: reset needs a cache-reset API, and profile "tgi" knows none/);
+  });
+
+  for (const cache of ['cold', 'warm', 'reset'] as const) {
     test(`servelab run with client.cache: ${cache} on one shared, caching server`, async (t) => {
       const dir = tempDir(t, `cache-${cache}`);
       const store = join(dir, 'servelab.db');
@@ -78,17 +104,19 @@ describe('prompt cache control', () => {
       const trials = (db.prepare('SELECT variant, block, cache, metrics_json FROM trials ORDER BY id').all() as Array<{ variant: string; block: number; cache: string; metrics_json: string }>)
         .map((row) => ({ ...row, ttft: (JSON.parse(row.metrics_json) as { ttftMedianMs: number }).ttftMedianMs }));
       assert.equal(trials.length, 6);
+      const show = await cli(['show', '1'], { store });
+      assert.match(show.stdout, { cold: /prefix cache: cold \(a prompt salt per trial\)/, warm: /prefix cache: warm/, reset: /prefix cache: reset \(POST \/reset_prefix_cache\)/ }[cache]);
       const prefillMs = PROMPT_TOKENS * PREFILL_MS_PER_TOKEN;
-      if (cache === 'cold') {
-        for (const trial of trials) {
-          assert.match(trial.cache, /^cold \(salt \d+\)$/);
-          assert.ok(trial.ttft > prefillMs * 0.8, `${trial.variant} block ${trial.block}: TTFT ${trial.ttft} ms, a cache hit`);
-        }
-        assert.equal(new Set(trials.map((trial) => trial.cache)).size, 6, 'a salt per block and per variant sharing the server');
-      } else {
+      if (cache === 'warm') {
         assert.ok(trials.every((trial) => trial.cache === 'warm'));
         const fast = trials.filter((trial) => trial.ttft < prefillMs / 2);
         assert.equal(fast.length, 5, `every trial after the first was served from the cache: ${trials.map((trial) => trial.ttft.toFixed(0)).join(', ')}`);
+      } else {
+        for (const trial of trials) {
+          assert.match(trial.cache, cache === 'cold' ? /^cold \(salt \d+\)$/ : /^reset \(POST \/reset_prefix_cache\)$/);
+          assert.ok(trial.ttft > prefillMs * 0.8, `${trial.variant} block ${trial.block}: TTFT ${trial.ttft} ms, a cache hit`);
+        }
+        if (cache === 'cold') assert.equal(new Set(trials.map((trial) => trial.cache)).size, 6, 'a salt per block and per variant sharing the server');
       }
     });
   }

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { cli, tempDir, writeExperiment } from './support-experiment.js';
 
 describe('a server that cannot start', () => {
-  test('fails the run with the server log tail; a taken port is retried once', async (t) => {
+  test('a fixed port already in use fails the run at once, naming who holds it, before any server starts', async (t) => {
     const dir = tempDir(t, 'failure');
     const store = join(dir, 'servelab.db');
     const blocker = createServer();
@@ -14,17 +14,17 @@ describe('a server that cannot start', () => {
     const port = (blocker.address() as { port: number }).port;
     const file = writeExperiment(dir, 'taken.yaml', {
       name: 'port-taken',
-      // A fixed port that is already in use: the server dies at bind, every time.
+      // A fixed port that this test process holds: the server would die at bind, and readiness could reach the holder.
       server: { command: ['node', '{servelab}', 'simulate', '--port', '{port}', '--load-ms', '100'], port, readyTimeout: '5m' },
     });
     const result = await cli(['run', file], { store, timeoutMs: 60_000 });
-    assert.equal(result.code, 4, result.stderr);
-    assert.match(result.stderr, /its port was taken before the server could bind it; starting again on another port/);
-    assert.match(result.stderr, /failed to start: .*\n.*last lines of .*\n(.*\n)*.*EADDRINUSE/);
+    assert.equal(result.code, 1, result.stderr);
+    assert.match(result.stderr, new RegExp(`servelab: port ${port} is already in use by pid ${process.pid} \\(`));
+    assert.match(result.stderr, /next: stop that server, or choose another port/);
     assert.doesNotMatch(result.stderr, /\n\s+at /);
     const listed = await cli(['ls', '--json'], { store });
     const [run] = JSON.parse(listed.stdout) as Array<{ status: string; message: string }>;
     assert.equal(run!.status, 'failed');
-    assert.match(run!.message, /exited/);
+    assert.match(run!.message, /already in use/);
   });
 });

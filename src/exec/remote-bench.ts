@@ -55,6 +55,7 @@ export function benchArgv(options: BenchOptions, baseUrl: string, outPath: strin
     ...workloadArgs(options.workload),
     ...promptArgs(options.prompts),
     ...(options.promptSalt !== undefined ? ['--prompt-salt', String(options.promptSalt)] : []),
+    ...(options.cachePrompt === false ? ['--no-cache-prompt'] : []),
     '--warmup', String(options.warmupRequests),
     ...(options.ignoreEos ? [] : ['--no-ignore-eos']),
     '--request-timeout', `${Math.max(1, Math.round(options.requestTimeoutMs))}ms`,

@@ -196,6 +196,37 @@ export function parseEnviron(raw: Buffer): Record<string, string> {
   return env;
 }
 
+/**
+ * Script that says who listens on `port` (Linux /proc): "ours" when a process of group `pgid` holds the listening
+ * socket, "other PID CMDLINE" when only other processes do, "unknown" when /proc cannot tell (no listener found,
+ * or its owner unreadable).
+ */
+export function listenerOwnerScript(port: number, pgid: number): string {
+  const hex = port.toString(16).toUpperCase().padStart(4, '0');
+  return [
+    `inodes=$(awk '$4 == "0A" && substr($2, length($2) - 4) == ":${hex}" { print $10 }' /proc/net/tcp /proc/net/tcp6 2>/dev/null)`,
+    'other=',
+    'for inode in $inodes; do',
+    '  for fd in $(find /proc/[0-9]*/fd -lname "socket:\\[$inode\\]" 2>/dev/null); do',
+    '    pid=${fd#/proc/}; pid=${pid%%/*}',
+    "    pgrp=$(sed 's/.*) //' /proc/$pid/stat 2>/dev/null | cut -d' ' -f3)",
+    `    if [ "$pgrp" = ${pgid} ]; then echo ours; exit 0; fi`,
+    "    [ -n \"$other\" ] || other=\"$pid $(tr '\\0' ' ' < /proc/$pid/cmdline 2>/dev/null | cut -c1-200)\"",
+    '  done',
+    'done',
+    'if [ -n "$other" ]; then echo "other $other"; else echo unknown; fi',
+    'exit 0',
+  ].join('\n');
+}
+
+/** The reply of listenerOwnerScript: the other process, or undefined when the listener is ours or unknown. */
+export function parseListenerOwner(stdout: string): { pid: number; cmdline?: string } | undefined {
+  const match = /^other (\d+) ?(.*)$/m.exec(stdout);
+  if (!match) return undefined;
+  const cmdline = match[2]!.trim();
+  return { pid: Number(match[1]), ...(cmdline && { cmdline }) };
+}
+
 /** Script listing the host's TCP sockets (Linux /proc/net), for picking a free port there. */
 export const LISTENING_PORTS_SCRIPT = 'cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; exit 0';
 

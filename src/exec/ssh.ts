@@ -5,6 +5,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
 import { LogMonitor } from '../launch/log-monitor.js';
 import { choosePort, fillSpec, templatedEnv } from '../launch/placeholders.js';
+import { describeOwner } from '../launch/port-owner.js';
 import { failStart, readyOptionsOf } from '../launch/ready-gate.js';
 import type { ExitInfo, LaunchHooks, RunningServer, ServerSpec } from '../launch/types.js';
 import { runBenchmark } from '../load/run.js';
@@ -15,6 +16,8 @@ import { readLastLines } from '../util/log-tail.js';
 import { benchArgv, parseBenchResult, remoteBaseUrl } from './remote-bench.js';
 import {
   LISTENING_PORTS_SCRIPT,
+  listenerOwnerScript,
+  parseListenerOwner,
   environScript,
   parseEnviron,
   parseListeningPorts,
@@ -159,6 +162,7 @@ export class SshExecutor implements Executor {
         startedAt,
         monitor: log,
         schedule: REMOTE_POLL_SCHEDULE,
+        checkListener: () => this.listenerMismatch(remotePort, job.pgid),
         ...readyOptionsOf(spec, hooks),
       });
     } catch (error) {
@@ -272,6 +276,18 @@ export class SshExecutor implements Executor {
     if (!(await this.listeningPorts()).has(port)) return;
     throw new UserError(`port ${port} is already in use on ${this.hostLabel}`,
       `stop the server holding it (\`ss -ltnp\` on ${this.hostLabel}), or choose another port (port:, or {port} in the command for a free one)`);
+  }
+
+  /** As for a local launch: the server answering on the port must be of the job's process group. */
+  private async listenerMismatch(port: number, pgid: number): Promise<{ message: string; hint: string } | undefined> {
+    const reply = await this.transport
+      .execRetrying(listenerOwnerScript(port, pgid), { timeoutMs: 30_000, what: 'checking who listens on the port' })
+      .catch(() => undefined);
+    const other = reply && parseListenerOwner(reply.stdout.toString('utf8'));
+    return other && {
+      message: `port ${port} on ${this.hostLabel} is served by ${describeOwner(other)}, not by the launched server (process group ${pgid})`,
+      hint: `another server took the port: stop it, or choose another port (port:, or {port} in the command for a free one)`,
+    };
   }
 
   private updateExitHooks(): void {

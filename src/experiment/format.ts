@@ -122,6 +122,7 @@ export function formatRunShow(run: RunDetail, trials: readonly TrialRecord[], in
     `plan: ${plan.trials.length} trials = ${experiment.variants.length} variants × ${experiment.workloads.length} workloads × ${plan.blocks} blocks; ` +
       `${serverCount} server configs, ${plan.restarts} restarts${unplannedRestarts > 0 ? ` (+${unplannedRestarts} after a server died)` : ''}; seed ${plan.seed}`,
     `metric: ${experiment.metric} (${unit}); baseline: ${experiment.baseline}`,
+    `prefix cache: ${cacheSummary(trials)}`,
     '',
     'trials:',
     table(
@@ -149,6 +150,12 @@ export function formatRunShow(run: RunDetail, trials: readonly TrialRecord[], in
   ];
   if (run.verdicts !== undefined) lines.push('', 'verdicts vs baseline:', formatVerdicts(run.verdicts as VariantVerdict[], experiment.metric, experiment.baseline));
   return lines.join('\n');
+}
+
+/** How the run's trials met the prefix cache, salts left out: "cold (a prompt salt per trial)", "warm", … */
+function cacheSummary(trials: readonly TrialRecord[]): string {
+  const modes = new Set(trials.map((trial) => (trial.cache ?? 'not recorded').replace(/^cold \(salt \d+\)$/, 'cold (a prompt salt per trial)')));
+  return modes.size === 0 ? '-' : [...modes].join(', ');
 }
 
 export interface RunDiff {

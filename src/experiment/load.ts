@@ -2,6 +2,8 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfigFile } from '../config/load.js';
 import { serverIdentity } from '../launch/identity.js';
+import { BUILTIN_PROFILES } from '../profiles/builtin.js';
+import { cacheResetUnknown } from './cache.js';
 import type { Workload } from '../load/types.js';
 import { UserError } from '../util/errors.js';
 import { experimentFileSchema, type ClientOverrides, type ExperimentFile, type GridSpec, type VariantSpec } from './schema.js';
@@ -44,6 +46,11 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
   if (file.client.backend) baseClient.backend = file.client.backend;
   if (file.client.slo) baseClient.slo = file.client.slo;
   baseClient.cache = file.client.cache;
+  const profile = BUILTIN_PROFILES[file.profile];
+  if (file.client.cache === 'reset' && profile && !profile.cacheReset) {
+    const error = cacheResetUnknown(file.profile);
+    throw new UserError(`${filePath}: ${error.message}`, error.hint);
+  }
 
   const specs: Array<{ name: string; params: Record<string, string | number>; spec: VariantSpec; key: string }> = Object.entries(file.variants).map(
     ([name, spec]) => ({ name, params: {}, spec, key: `variants.${name}` }),

@@ -16,7 +16,7 @@ import { getFingerprint, listTrials, variantHistory } from '../store/queries.js'
 import { insertInvalidTrial, insertServer, insertTrial, setRunStatus, updateServer, upsertProgress } from '../store/runs.js';
 import { processIdentity } from '../util/proc-identity.js';
 import { configKey } from '../launch/config.js';
-import { trialCache } from './cache.js';
+import { resetCache, trialCache } from './cache.js';
 import { previousStartupOptions, recordStartupOutcome } from '../ready/history.js';
 import { UserError, messageOf } from '../util/errors.js';
 import { readLastLines } from '../util/log-tail.js';
@@ -392,7 +392,8 @@ async function runTrial(
   const model = variant.client.model ?? server.ready.model;
   let lastProgressAt = 0;
   const sharedIndex = experiment.variants.filter((other) => other.serverKey === variant.serverKey).indexOf(variant);
-  const cache = trialCache(variant.client.cache, runId, trial.block, sharedIndex);
+  const cache = trialCache(variant.client.cache, profile, runId, trial.block, sharedIndex);
+  if (cache.resetPath) await resetCache(server.baseUrl, cache.resetPath);
   const startedAt = new Date().toISOString();
   // Nothing is fired into a dead server: its death aborts the load client within a second.
   const liveness = watchLiveness({ baseUrl: server.baseUrl, path: profile.healthPath, exited: server.exited.then(describeExit) });
@@ -407,6 +408,7 @@ async function runTrial(
       workload: workload.workload,
       prompts: variant.client.prompts,
       ...(cache.promptSalt !== undefined && { promptSalt: cache.promptSalt }),
+      ...(cache.cachePrompt === false && { cachePrompt: false }),
       warmupRequests: variant.client.warmupRequests,
       ignoreEos: variant.client.ignoreEos,
       requestTimeoutMs: variant.client.requestTimeoutMs,

@@ -36,9 +36,10 @@ const clientSchema = clientOverridesSchema.extend({
   /**
    * cold (default): each trial's prompts open with a per-trial salt, so no prefix-cache hit crosses trials; warm: the
    * same prompts in every trial (a trial's cache state then depends on its place in the plan). One value for all
-   * variants: a comparison between a cold and a warm variant would measure the cache.
+   * variants: a comparison between a cold and a warm variant would measure the cache. reset: cold through the
+   * profile's cache-reset API instead (vLLM /reset_prefix_cache, SGLang /flush_cache, llama.cpp cache_prompt: false).
    */
-  cache: z.enum(['cold', 'warm']).default('cold'),
+  cache: z.enum(['cold', 'warm', 'reset']).default('cold'),
 });
 
 const variantSchema = z.strictObject({

@@ -34,7 +34,7 @@ export interface ClientConfig {
 }
 
 /** See `client.cache` in schema.ts. */
-export type CacheMode = 'cold' | 'warm';
+export type CacheMode = 'cold' | 'warm' | 'reset';
 
 export interface ResolvedVariant {
   name: string;

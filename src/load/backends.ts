@@ -35,6 +35,8 @@ export function newStreamState(collectText: boolean): StreamState {
 export interface BackendRequestOptions {
   model?: string;
   ignoreEos: boolean;
+  /** false: ask llama.cpp not to reuse its cached prompt (`cache_prompt: false`); other servers ignore the field. */
+  cachePrompt?: false;
 }
 
 export interface Backend {
@@ -96,6 +98,7 @@ function openAiBody(extra: Record<string, unknown>, item: PromptItem, options: B
     stream_options: { include_usage: true },
     // vLLM/SGLang extension; servers that do not know it ignore it.
     ...(options.ignoreEos ? { ignore_eos: true } : {}),
+    ...(options.cachePrompt === false && { cache_prompt: false }),
   });
 }
 
@@ -181,7 +184,11 @@ function readDraftTimings(timings: Record<string, unknown>, state: StreamState):
 const llamacpp: Backend = {
   path: '/completion',
   body: (item, options) =>
-    JSON.stringify({ prompt: item.prompt, n_predict: item.maxTokens, temperature: 0, stream: true, ...(options.ignoreEos ? { ignore_eos: true } : {}) }),
+    JSON.stringify({
+      prompt: item.prompt, n_predict: item.maxTokens, temperature: 0, stream: true,
+      ...(options.ignoreEos ? { ignore_eos: true } : {}),
+      ...(options.cachePrompt === false && { cache_prompt: false }),
+    }),
   parse(data, state) {
     const record = parseEvent(data, state);
     if (record.stop === true) {

@@ -102,7 +102,7 @@ export function streamRequest(context: RequestContext, item: PromptItem, index: 
       if (settled) return;
       settled = true;
       signal?.removeEventListener('abort', onAbort);
-      void fresh?.close();
+      void fresh?.close().catch(() => undefined);
       resolve(buildOutcome(context, item, index, sentAtMs, start, nowMs(), tokenTimes, state, error));
     };
     if (signal?.aborted) return finish({ kind: 'aborted', message: 'aborted before sending' });
@@ -138,8 +138,8 @@ export function streamRequest(context: RequestContext, item: PromptItem, index: 
       },
       onResponseError(_controller, error) {
         // A server may close a kept-alive connection right after a response while still advertising keep-alive
-        // (llama-server does); a request sent on it meanwhile dies before any answer. Such a request did not reach
-        // the engine: send it once more on a connection of its own. Anything else is the server's real answer.
+        // (llama-server does); a request sent on it meanwhile dies before any answer. A request that received
+        // nothing is sent once more, on a connection of its own (timed from then); anything else is a real failure.
         if (!responded && fresh === undefined && !signal?.aborted && closedUnderUs(error)) {
           fresh = new Client(context.origin);
           sentAtMs = Date.now();

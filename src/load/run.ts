@@ -123,7 +123,7 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
       origin,
       pathPrefix,
       backend: BACKENDS[options.backend],
-      backendOptions: { model, ignoreEos: options.ignoreEos },
+      backendOptions: { model, ignoreEos: options.ignoreEos, ...(options.cachePrompt === false && { cachePrompt: false }) },
       requestTimeoutMs: options.requestTimeoutMs,
       tokenizer,
       signal: options.signal,

@@ -32,6 +32,8 @@ export interface BenchOptions {
   prompts: PromptSource;
   /** Opens every prompt with words derived from this number (see saltPrompts): a cold prefix cache per salt. */
   promptSalt?: number;
+  /** false: send llama.cpp's `cache_prompt: false` with every request (no prompt-cache reuse). */
+  cachePrompt?: false;
   warmupRequests: number;
   /** Ask the server to ignore EOS so output lengths are exactly the requested ones. */
   ignoreEos: boolean;

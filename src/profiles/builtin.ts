@@ -69,6 +69,8 @@ const vllm: ServerProfile = {
   metricsPath: '/metrics',
   defaultBackend: 'openai-completions',
   defaultPort: 8000,
+  // Served when VLLM_SERVER_DEV_MODE=1.
+  cacheReset: { kind: 'endpoint', path: '/reset_prefix_cache' },
   phasePatterns: phases(
     ['initializing engine', /Initializing a V\d LLM engine|Initializing an LLM engine|vLLM API server version/],
     ['loading model', /Starting to load model|Loading model from scratch/],
@@ -95,6 +97,7 @@ const sglang: ServerProfile = {
   metricsPath: '/metrics',
   defaultBackend: 'openai-completions',
   defaultPort: 30000,
+  cacheReset: { kind: 'endpoint', path: '/flush_cache' },
   phasePatterns: phases(
     ['loading weights', /Load weight begin/],
     ['weights loaded', /Load weight end/],
@@ -145,6 +148,7 @@ const llamacpp: ServerProfile = {
   metricsPath: '/metrics',
   defaultBackend: 'openai-completions',
   defaultPort: 8080,
+  cacheReset: { kind: 'cache-prompt-off' },
   phasePatterns: phases(
     ['loading model', /loading model|llama_model_load|llama_model_loader: loaded meta data/],
     ['loading tensors', /load_tensors:/],

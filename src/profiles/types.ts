@@ -29,6 +29,11 @@ export interface ServerProfile {
   fatalPatterns: FatalPattern[];
   /** Port the server listens on when the command names none (used by `launch` when argv has no `{port}`). */
   defaultPort?: number;
+  /**
+   * How the server's prefix/prompt cache can be bypassed for a cold trial (`client.cache: reset`): an endpoint that
+   * empties it (POST), or a request field that turns it off per request (llama.cpp's `cache_prompt: false`).
+   */
+  cacheReset?: { kind: 'endpoint'; path: string } | { kind: 'cache-prompt-off' };
   /** A 200 health response whose body is plain text counts as healthy only if it matches this (e.g. Ollama's "Ollama is running"). */
   healthTextPattern?: RegExp;
 }

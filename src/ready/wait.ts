@@ -42,7 +42,7 @@ export interface WaitOptions {
    * Asked once the checks pass: why the server that answered is not the launched one (another process holds the
    * port), or undefined when it is or cannot be told. A launcher that knows the process passes it.
    */
-  checkListener?: () => { message: string; hint: string } | undefined;
+  checkListener?: () => Promise<{ message: string; hint: string } | undefined> | { message: string; hint: string } | undefined;
 }
 
 const HEALTH_PROBE_TIMEOUT_MS = 2_000;
@@ -234,7 +234,7 @@ export async function waitForReady(options: WaitOptions): Promise<ReadyResult> {
       }
       if (failure) break;
       if (result.ready) {
-        const impostor = options.checkListener?.();
+        const impostor = await options.checkListener?.();
         if (impostor) {
           fail('wrong-server', impostor.message, impostor.hint);
           break;

@@ -29,6 +29,7 @@ interface BenchFlags {
   maxOutputLen?: string;
   seed: string;
   promptSalt?: string;
+  cachePrompt: boolean;
   warmup: string;
   ignoreEos: boolean;
   requestTimeout: string;
@@ -190,6 +191,7 @@ async function bench(url: string, flags: BenchFlags): Promise<void> {
     workload: workloadFromFlags(flags),
     prompts: promptsFromFlags(flags),
     ...(flags.promptSalt !== undefined && { promptSalt: promptSaltFlag(flags.promptSalt) }),
+    ...(!flags.cachePrompt && { cachePrompt: false as const }),
     warmupRequests: flags.warmup === '0' ? 0 : positiveInt('--warmup', flags.warmup),
     ignoreEos: flags.ignoreEos,
     requestTimeoutMs: parseDurationMs(flags.requestTimeout),
@@ -246,6 +248,7 @@ export function registerBench(program: Command): void {
     .option('--max-output-len <n>', 'cap on output tokens of dataset prompts')
     .option('--seed <n>', 'seed of synthetic prompts, dataset order and Poisson arrivals', '0')
     .option('--prompt-salt <n>', 'open every prompt with words derived from N, so no prefix-cache hit carries over from runs with another salt')
+    .option('--no-cache-prompt', "send llama.cpp's cache_prompt: false, so no request reuses a cached prompt")
     .option('--warmup <n>', 'warm-up requests before measuring (excluded from results)', '2')
     .option('--no-ignore-eos', 'let the model stop at EOS (default: ignore_eos so output lengths are exact)')
     .option('--request-timeout <duration>', 'fail a request that receives nothing for this long (stall)', '60s')
