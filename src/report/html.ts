@@ -6,6 +6,7 @@ import type { FingerprintChange } from '../fingerprint/types.js';
 import { escapeHtml as esc } from './escape.js';
 import type { Figure } from './figures.js';
 import { formatDuration, formatInterval, formatNumber, formatPercent, formatPValue, formatRatio, runDurationMs } from './format.js';
+import { machineStateHtml } from './machine.js';
 import type { RunComparison, RunReport } from './model.js';
 
 /** Styles of the report fragments; the UI page includes them too. */
@@ -70,6 +71,8 @@ ${verdictTableHtml(report)}
 ${figuresHtml(figures)}
 <h2>Drift notes</h2>
 ${driftNotesHtml(report)}
+<h2>Machine state</h2>
+${machineStateHtml(report.machine)}
 ${comparison ? `<h2>Compared with run ${comparison.runA}</h2>${comparisonHtml(comparison)}` : ''}
 <h2>Environment</h2>
 ${environmentHtml(report)}
