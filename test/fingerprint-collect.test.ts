@@ -4,7 +4,9 @@ import { spawn } from 'node:child_process';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname, release, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { collectFingerprint, servelabGitSha } from '../src/fingerprint/collect.js';
+import { diffFingerprints } from '../src/fingerprint/diff.js';
 import { redactValue } from '../src/fingerprint/env.js';
 import type { CommandResult, Executor } from '../src/exec/types.js';
 
@@ -76,25 +78,84 @@ describe('collectFingerprint on this machine (real processes)', () => {
     assert.equal(await servelabGitSha(), fp.servelabGitSha);
   });
 
-  test('GPU and package facts come from nvidia-smi and python on the PATH', async (t) => {
+  test('multi-GPU facts, build identity, CUDA/NCCL versions and interconnect; the diff names them', async (t) => {
     const bin = await mkdtemp(join(tmpdir(), 'servelab-fp-'));
     t.after(() => rm(bin, { recursive: true, force: true }));
+    // nvidia-smi replaying real H200 captures (-q) and the documented two-GPU topo/nvlink formats (synthetic-*).
+    const fixtures = fileURLToPath(new URL('../../test/fixtures/nvidia-smi/', import.meta.url));
     await writeFile(
       join(bin, 'nvidia-smi'),
-      '#!/bin/sh\nprintf "0, NVIDIA H200, 550.54.15, 143771, 1980, 1980, 700.00\\n1, NVIDIA H200, 550.54.15, 143771, 345, 1980, 700.00\\n"\n',
+      [
+        '#!/bin/sh',
+        'case "$1" in',
+        '  --query-gpu=*) printf "0, NVIDIA H200, 580.159.04, 143771, 1980, 1980, 700.00, 00000000:00:06.0, Enabled, 3201\\n1, NVIDIA H200, 580.159.04, 143771, 345, 1980, 700.00, 00000000:00:07.0, Enabled, 3201\\n" ;;',
+        `  -q) cat '${fixtures}nvidia-smi-q.txt' ;;`,
+        `  topo) cat '${fixtures}synthetic-topo-m-2gpu.txt' ;;`,
+        `  nvlink) cat "$NVLINK_FIXTURE" ;;`,
+        '  *) exit 2 ;;',
+        'esac',
+        '',
+      ].join('\n'),
     );
-    // A python that answers the package probe like an environment with vllm and torch installed.
-    await writeFile(join(bin, 'python3'), '#!/bin/sh\nprintf "vllm==0.6.3\\ntorch==2.4.0+cu121\\n"\n');
+    // A python that answers the package probe (vllm installed from git) and the torch probe.
+    await writeFile(
+      join(bin, 'python3'),
+      '#!/bin/sh\ncase "$2" in\n  *"import torch"*) printf "cuda.torch=13.0\\nnccl.torch=2.28.9\\n" ;;\n  *) printf "vllm==0.11.0\\nvllm.commit==0123456789abcdef0123456789abcdef01234567\\ntorch==2.11.0+cu130\\n" ;;\nesac\n',
+    );
     await chmod(join(bin, 'nvidia-smi'), 0o755);
     await chmod(join(bin, 'python3'), 0o755);
 
-    const fp = await collectFingerprint(processExecutor(`${bin}:${process.env.PATH ?? '/usr/bin:/bin'}`), { command: ['python3', '-m', 'vllm.entrypoints.openai.api_server', '--model', 'm'], env: {}, model: 'given-model' });
-    assert.deepEqual(fp.gpus.map((gpu) => [gpu.index, gpu.name, gpu.driver, gpu.memoryMiB, gpu.smClockMHz]), [
-      [0, 'NVIDIA H200', '550.54.15', 143771, 1980],
-      [1, 'NVIDIA H200', '550.54.15', 143771, 345],
+    const command = ['python3', '-m', 'vllm.entrypoints.openai.api_server', '--model', 'm', '--tensor-parallel-size', '2'];
+    const collect = (nvlink: string, env: Record<string, string>) => {
+      process.env.NVLINK_FIXTURE = join(fixtures, nvlink);
+      return collectFingerprint(processExecutor(`${bin}:${process.env.PATH ?? '/usr/bin:/bin'}`), { command, env, model: 'given-model' });
+    };
+    t.after(() => delete process.env.NVLINK_FIXTURE);
+    const tuned = await collect('synthetic-nvlink-s-2gpu.txt', { NCCL_PROTO: 'LL', NCCL_ALGO: 'Ring', NCCL_P2P_LEVEL: 'SYS' });
+    assert.deepEqual(tuned.gpus.map((gpu) => [gpu.index, gpu.name, gpu.driver, gpu.memoryMiB, gpu.smClockMHz, gpu.busId, gpu.persistenceMode, gpu.maxMemClockMHz]), [
+      [0, 'NVIDIA H200', '580.159.04', 143771, 1980, '00000000:00:06.0', 'Enabled', 3201],
+      [1, 'NVIDIA H200', '580.159.04', 143771, 345, '00000000:00:07.0', 'Enabled', 3201],
     ]);
-    assert.deepEqual(fp.packages, { vllm: '0.6.3', torch: '2.4.0+cu121' });
-    assert.equal(fp.model, 'given-model');
+    assert.deepEqual(tuned.packages, { vllm: '0.11.0', 'vllm.commit': '0123456789abcdef0123456789abcdef01234567', torch: '2.11.0+cu130' });
+    assert.equal(tuned.model, 'given-model');
+    const { 'cuda.nvcc': _nvcc, 'nccl.system': _nccl, ...system } = tuned.system ?? {};
+    assert.deepEqual(system, {
+      'cuda.driver': '13.0',
+      'cuda.torch': '13.0',
+      'nccl.torch': '2.28.9',
+      'topology.GPU0-GPU1': 'NV18',
+      'topology.GPU0-NIC0': 'PIX',
+      'topology.GPU1-GPU0': 'NV18',
+      'topology.GPU1-NIC0': 'SYS',
+      'topology.GPU0 CPU Affinity': '0-47',
+      'topology.GPU0 NUMA Affinity': '0',
+      'topology.GPU1 CPU Affinity': '48-95',
+      'topology.GPU1 NUMA Affinity': '1',
+      'nvlink.0': '18 links × 26.562 GB/s',
+      'nvlink.1': '17 links × 26.562 GB/s, 1 inactive',
+    });
+
+    // After a "reboot": NCCL tuning gone, no NVLink reported. The diff lists every NCCL variable and the links.
+    const rebooted = await collect('nvlink-s.txt', {});
+    const changes = diffFingerprints(tuned, rebooted).map((change) => `${change.key}: ${change.before ?? '(unset)'} → ${change.after ?? '(unset)'}`);
+    assert.deepEqual(changes, [
+      'env.NCCL_PROTO: LL → (unset)',
+      'env.NCCL_ALGO: Ring → (unset)',
+      'env.NCCL_P2P_LEVEL: SYS → (unset)',
+      'system.nvlink.0: 18 links × 26.562 GB/s → (unset)',
+      'system.nvlink.1: 17 links × 26.562 GB/s, 1 inactive → (unset)',
+      'system.nvlink: (unset) → none',
+    ]);
+  });
+
+  test('llama.cpp build identity: version and commit from --version (stderr)', async (t) => {
+    const bin = await mkdtemp(join(tmpdir(), 'servelab-fp-llama-'));
+    t.after(() => rm(bin, { recursive: true, force: true }));
+    await writeFile(join(bin, 'llama-server'), '#!/bin/sh\necho "version: 6123 (a1b2c3d4)" >&2\necho "built with cc (GCC) 12.2.0 for x86_64-linux-gnu" >&2\n');
+    await chmod(join(bin, 'llama-server'), 0o755);
+    const fp = await collectFingerprint(processExecutor(`${bin}:/usr/bin:/bin`), { command: [join(bin, 'llama-server'), '-m', '/m.gguf'], env: {} });
+    assert.equal(fp.packages['llama.cpp'], '6123');
+    assert.equal(fp.packages['llama.cpp.commit'], 'a1b2c3d4');
   });
 
   test('a host without any of the tools still gives a fingerprint (empty facts, no error)', async (t) => {

@@ -1,5 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { LocalExecutor } from '../src/exec/local.js';
@@ -74,6 +75,16 @@ describe('telemetry in an experiment run', () => {
     assert.equal(show.code, 0, show.stderr);
     assert.match(show.stdout, /machine state per trial:\n {2}trial 1 baseline single-stream #1: \d+ server metrics scraped\n/);
     assert.match(show.stdout, /host: load [\d.]+ median/);
+
+    const out = join(dir, 'report');
+    const report = await cli(['report', '--out', out, '1'], { store });
+    assert.equal(report.code, 0, report.stderr);
+    const html = readFileSync(join(out, readdirSync(out).find((name) => name.endsWith('.html'))!), 'utf8');
+    const machine = html.slice(html.indexOf('<h2>Machine state</h2>'));
+    assert.equal(machine.match(/<details data-trial="\d+">/g)?.length, 2);
+    assert.match(machine, /Host load/);
+    assert.match(machine, /vllm:num_requests_running/);
+    assert.match(machine, /GPU telemetry unavailable: nvidia-smi not found/);
   });
 
   test('an unknown preflight mode is a file error naming the key and the choices', async (t) => {

@@ -87,9 +87,16 @@ export function parsePackageVersions(text: string): Record<string, string> {
   return packages;
 }
 
-/** The first version-looking token of a `--version` output, e.g. "0.3.12", or "b3600"/"3600" for llama.cpp builds. */
+/**
+ * The version of a `--version` output: llama.cpp's build number first ("version: 3600 (2fb92678)", whose next line
+ * "built with cc (GCC) 12.2.0" must not win), else the first version-looking token ("0.3.12").
+ */
 export function parseVersionOutput(text: string): string | undefined {
-  return /\bv?(\d+\.\d+(?:\.\d+)*(?:[-+][\w.]+)?)\b/.exec(text)?.[1] ?? /\bversion:?\s*(b?\d+)\b/i.exec(text)?.[1];
+  return (
+    /\bversion:\s*(b?\d+)\s*\(/i.exec(text)?.[1] ??
+    /\bv?(\d+\.\d+(?:\.\d+)*(?:[-+][\w.]+)?)\b/.exec(text)?.[1] ??
+    /\bversion:?\s*(b?\d+)\b/i.exec(text)?.[1]
+  );
 }
 
 /** The commit of a llama.cpp `--version` ("version: 3600 (2fb92678)", "version: 6 (build 6, commit abc1234)"). */

@@ -7,6 +7,7 @@ import { CAMPAIGN_CSS } from './campaign-html.js';
 import { escapeHtml as esc } from './escape.js';
 import type { Figure } from './figures.js';
 import { formatDuration, formatInterval, formatNumber, formatPercent, formatPValue, formatRatio, runDurationMs } from './format.js';
+import { machineStateHtml } from './machine.js';
 import type { RunComparison, RunReport } from './model.js';
 
 /** Styles of the report fragments; the UI page includes them too. */
@@ -74,6 +75,8 @@ ${campaign ? `<h2>Best config</h2>\n${campaign}` : ''}
 ${figuresHtml(figures)}
 <h2>Drift notes</h2>
 ${driftNotesHtml(report)}
+<h2>Machine state</h2>
+${machineStateHtml(report.machine)}
 ${comparison ? `<h2>Compared with run ${comparison.runA}</h2>${comparisonHtml(comparison)}` : ''}
 <h2>Environment</h2>
 ${environmentHtml(report)}

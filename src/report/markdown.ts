@@ -53,5 +53,13 @@ export function renderMarkdown(report: RunReport): string {
   if (report.driftNotes.length === 0) lines.push(report.trialCount === 0 ? 'None yet.' : 'None: every variant kept one environment throughout the run.');
   else for (const note of report.driftNotes) lines.push(`- ${cell(note)}`);
   lines.push('');
+  if (report.machine.length > 0) {
+    lines.push('## Machine state', '');
+    for (const trial of report.machine) {
+      lines.push(`- ${cell(trial.label)}`);
+      for (const line of [...trial.lines, ...(trial.serverMetricsNote ? [trial.serverMetricsNote] : [])]) lines.push(`  - ${cell(line)}`);
+    }
+    lines.push('');
+  }
   return lines.join('\n');
 }

@@ -13,6 +13,8 @@ import type { RunDetail, TrialHealth } from '../store/queries.js';
 import type { FingerprintRecord, RunStatus, TrialRecord } from '../store/types.js';
 import type { CdfSeries, SpeedupBar, XYSeries } from './charts.js';
 import type { TrialLatencies } from './queries.js';
+import type { TrialTelemetry } from '../telemetry/types.js';
+import { machineTrials, type MachineTrial } from './machine.js';
 
 /** Everything stored about one run that a report needs. */
 export interface RunData {
@@ -22,6 +24,8 @@ export interface RunData {
   latencies: Map<number, TrialLatencies>;
   /** Failed requests and invalid trials per (variant, workload); absent: none known. */
   health?: TrialHealth[];
+  /** Per-trial machine telemetry; absent or empty for runs recorded without it. */
+  telemetry?: Map<number, TrialTelemetry>;
 }
 
 export interface VerdictRow {
@@ -79,6 +83,7 @@ export interface RunReport {
   acceptance?: { parameter: string; series: XYSeries[] };
   environment: EnvironmentSummary;
   driftNotes: string[];
+  machine: MachineTrial[];
 }
 
 export interface DriftRow {
@@ -147,6 +152,7 @@ export function buildRunReport(data: RunData): RunReport {
     ...optional('acceptance', acceptanceSeries(workloads, trials)),
     environment: environmentSummary(data, variants, baseline),
     driftNotes: driftNotes(data, planned, stored !== undefined),
+    machine: machineTrials(trials, data.telemetry ?? new Map()),
   };
 }
 

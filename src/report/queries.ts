@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import { openStore, type Db } from '../store/db.js';
 import { UserError } from '../util/errors.js';
 import { getRun, listRuns, listTrials, trialHealth, type RunDetail } from '../store/queries.js';
+import { runTelemetry } from '../store/telemetry.js';
 import type { RunData } from './model.js';
 import type { FingerprintRecord, RunRecord } from '../store/types.js';
 import type { Fingerprint } from '../fingerprint/types.js';
@@ -97,6 +98,7 @@ export function loadRunData(db: Db, runId: number, options: { latencies?: boolea
     // Samples are the bulk of the store; callers that draw no latency chart skip them.
     latencies: options.latencies === false ? new Map() : trialLatencies(db, trials.map((trial) => trial.id)),
     health: trialHealth(db, runId),
+    telemetry: runTelemetry(db, runId),
   };
 }
 

@@ -71,6 +71,8 @@ export const PAGE_HTML = `<!doctype html>
     <div id="diff"></div>
     <h2>Environment</h2>
     <div id="environment"></div>
+    <h2>Machine state</h2>
+    <div id="machine"></div>
   </div>
 </main>
 <script src="/app.js"></script>
@@ -161,6 +163,7 @@ async function refreshRun() {
   $('figures').innerHTML = data.html.figures;
   $('notes').innerHTML = data.html.notes;
   $('environment').innerHTML = data.html.environment;
+  $('machine').innerHTML = data.html.machine;
   const live = data.run.status === 'running';
   $('live').classList.toggle('hidden', !live);
   $('live-figures').innerHTML = data.html.live;

@@ -9,6 +9,7 @@ import { stat } from 'node:fs/promises';
 import type { Db } from '../store/db.js';
 import { reportFigures } from '../report/figures.js';
 import { comparisonHtml, driftNotesHtml, environmentHtml, figuresHtml, runFactsHtml, verdictTableHtml } from '../report/html.js';
+import { machineStateHtml } from '../report/machine.js';
 import { buildRunReport, compareRuns } from '../report/model.js';
 import { getServer, listExperiments, loadRunData, openStoreForReading, runContentKey, runProgress, runServers, storeVersion } from '../report/queries.js';
 import type { TrialRecord } from '../store/types.js';
@@ -77,7 +78,7 @@ export async function startUi(options: UiOptions): Promise<UiServer> {
 interface RunView {
   run: { id: number; experimentName: string; status: string; startedAt: string; finishedAt: string | null; message: string | null };
   trials: TrialRecord[];
-  html: { facts: string; verdicts: string; figures: string; notes: string; environment: string };
+  html: { facts: string; verdicts: string; figures: string; notes: string; environment: string; machine: string };
 }
 
 /** What the server remembers: the store version, log sizes, in-flight throughput history and rendered views. */
@@ -132,6 +133,7 @@ class UiState {
         figures: figuresHtml(reportFigures(report)),
         notes: driftNotesHtml(report),
         environment: environmentHtml(report),
+        machine: machineStateHtml(report.machine),
       },
     };
     this.views.set(runId, { key, view });
