@@ -1,7 +1,8 @@
 import { setMaxListeners } from 'node:events';
 import { connect } from 'node:net';
 import { Pool, request, type Dispatcher } from 'undici';
-import { summarizeLevel } from '../metrics/summary.js';
+import { summarizeCategories } from '../metrics/categories.js';
+import { summarizeLevel, type LevelInput } from '../metrics/summary.js';
 import { UserError, messageOf } from '../util/errors.js';
 import { BACKENDS } from './backends.js';
 import { maxInFlight, planLevels, runLevel, type LevelPlan } from './level.js';
@@ -9,7 +10,7 @@ import { loadPrompts, type PromptItem } from './prompts.js';
 import type { RequestContext, RequestOutcome } from './request.js';
 import { scrapeSglangServerInfo, scrapeVllmSpecCounters, specFromCounterDelta, specFromResponses } from './spec.js';
 import { loadTokenizer, type ModelTokenizer } from './tokenizers/model.js';
-import type { BenchOptions, BenchResult, LevelResult, SpecDecodeStats, TokenCountMethod } from './types.js';
+import type { BenchOptions, BenchResult, LevelResult, RequestSample, SpecDecodeStats, TokenCountMethod } from './types.js';
 
 const CONNECT_TIMEOUT_MS = 5000;
 
@@ -152,17 +153,19 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
       const run = await runMeasuredLevel(context, level, levelPrompts, options, levelIndex);
       measured.push(...run.outcomes);
       const spec = options.signal?.aborted ? undefined : await probe.after(run.outcomes);
-      results.push(
-        summarizeLevel({
-          label: level.label,
-          concurrency: level.concurrency,
-          targetRequestsPerSecond: level.rate?.requestsPerSecond,
-          durationS: run.durationS,
-          samples: run.outcomes.map((outcome) => outcome.sample),
-          slo: options.slo,
-          spec,
-        }),
-      );
+      const input: LevelInput = {
+        label: level.label,
+        concurrency: level.concurrency,
+        targetRequestsPerSecond: level.rate?.requestsPerSecond,
+        durationS: run.durationS,
+        samples: run.outcomes.map((outcome) => outcome.sample),
+        slo: options.slo,
+        spec,
+      };
+      const summary = summarizeLevel(input);
+      const categories = summarizeCategories(input, (samples) => categorySpec(run.outcomes, samples, options));
+      if (categories) summary.categories = categories;
+      results.push(summary);
     }
     const result: BenchResult = {
       schemaVersion: 1,
@@ -215,6 +218,13 @@ async function runMeasuredLevel(context: RequestContext, level: LevelPlan, promp
     clearInterval(timer);
     report();
   }
+}
+
+/** A category's spec stats: per-request counters of its completed requests (server-wide counters cannot be split). */
+function categorySpec(outcomes: readonly RequestOutcome[], samples: readonly RequestSample[], options: BenchOptions): SpecDecodeStats | undefined {
+  if (options.specMetrics === 'none') return undefined;
+  const wanted = new Set(samples);
+  return specFromResponses(outcomes.filter((outcome) => wanted.has(outcome.sample) && !outcome.sample.error).map((outcome) => outcome.state));
 }
 
 function seedFor(options: BenchOptions, levelIndex: number): number {
