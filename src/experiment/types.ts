@@ -28,6 +28,8 @@ export interface ClientConfig {
   backend?: BackendKind;
   model?: string;
   slo?: Slo;
+  tokenizerPath?: string;
+  workers?: number | 'auto';
 }
 
 export interface ResolvedVariant {

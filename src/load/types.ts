@@ -38,6 +38,8 @@ export interface BenchOptions {
   slo?: Slo;
   /** HF tokenizer.json or model directory: exact prompt lengths, chat template, counts when the server reports none. */
   tokenizerPath?: string;
+  /** Load-generation threads (own event loop and connection pool each); 'auto' = one per core. Default 1: this thread. */
+  workers?: number | 'auto';
   /** Prometheus/props endpoint scraping for speculative-decoding stats; 'auto' picks by backend. */
   specMetrics: 'auto' | 'none';
   signal?: AbortSignal;
