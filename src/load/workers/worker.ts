@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Pool } from 'undici';
 import { BACKENDS } from '../backends.js';
@@ -46,6 +47,8 @@ function sleepUntilShared(at: number, signal: AbortSignal): Promise<void> {
 async function runShare(level: WorkerLevel): Promise<void> {
   controller = new AbortController();
   const signal = controller.signal;
+  // Every request in flight listens on the abort signal; hundreds of them are expected, not a leak.
+  setMaxListeners(0, signal);
   const levelContext = { ...context, signal };
   let pending: RequestOutcome[] = [];
   const flush = () => {
