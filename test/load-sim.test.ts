@@ -15,6 +15,7 @@ import {
   expectedTtftMs,
 } from '../src/simulate/model.js';
 import { runBenchmark } from '../src/load/run.js';
+import { loadTokenizer } from '../src/load/tokenizers/model.js';
 import type { BenchOptions, LevelResult } from '../src/load/types.js';
 import { BACKEND_KINDS } from '../src/load/backends.js';
 import { UserError } from '../src/util/errors.js';
@@ -193,9 +194,10 @@ describe('runBenchmark against the simulator', () => {
     const chunks = await runBenchmark(options(url, { model: 'x', warmupRequests: 0, workload: { kind: 'single-stream', requests: 1 } }));
     assert.equal(chunks.tokenCountMethod, 'stream-chunks');
     assert.equal(only(chunks).samples[0]!.outputTokens, 3);
-    const counted = await runBenchmark(options(url, { model: 'x', warmupRequests: 0, workload: { kind: 'single-stream', requests: 1 }, tokenizerPath: fixture('wordlevel-tokenizer.json') }));
+    const bpe = fileURLToPath(new URL('../../test/fixtures/tokenizers/bpe/tokenizer.json', import.meta.url));
+    const counted = await runBenchmark(options(url, { model: 'x', warmupRequests: 0, workload: { kind: 'single-stream', requests: 1 }, tokenizerPath: bpe }));
     assert.equal(counted.tokenCountMethod, 'tokenizer');
-    assert.equal(only(counted).samples[0]!.outputTokens, 6);
+    assert.equal(only(counted).samples[0]!.outputTokens, loadTokenizer(bpe).count(' the model, the token.'));
   });
 
   test('rate workload: constant arrivals at the offered rate, in-flight cap respected', async (t) => {

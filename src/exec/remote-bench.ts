@@ -63,6 +63,7 @@ export function benchArgv(options: BenchOptions, baseUrl: string, outPath: strin
     ...(options.slo?.tpotMs !== undefined ? ['--slo-tpot-ms', String(options.slo.tpotMs)] : []),
     ...(options.slo?.e2eMs !== undefined ? ['--slo-e2e-ms', String(options.slo.e2eMs)] : []),
     ...(options.tokenizerPath ? ['--tokenizer', options.tokenizerPath] : []),
+    ...(options.workers !== undefined ? ['--workers', String(options.workers)] : []),
     ...(options.specMetrics === 'none' ? ['--no-spec-metrics'] : []),
     '--json', '--no-progress', '--out', outPath,
   ];

@@ -3,6 +3,7 @@ import { diffFingerprints, formatChanges } from '../fingerprint/diff.js';
 import type { Fingerprint } from '../fingerprint/types.js';
 import type { InvalidTrialRow, RunDetail } from '../store/queries.js';
 import type { TrialRecord } from '../store/types.js';
+import { categoryRows, type CategoryRow } from './categories.js';
 import { metricUnit, metricValue } from './metrics.js';
 import type { MetricName, Plan, ResolvedExperiment, VariantVerdict } from './types.js';
 
@@ -148,6 +149,8 @@ export function formatRunShow(run: RunDetail, trials: readonly TrialRecord[], in
     `median ${experiment.metric} (${unit}):`,
     formatMedians(experiment, trials),
   ];
+  const categories = categoryRows(trials);
+  if (categories.length > 0) lines.push('', 'per category (medians over trials):', formatCategoryRows(categories));
   if (run.verdicts !== undefined) lines.push('', 'verdicts vs baseline:', formatVerdicts(run.verdicts as VariantVerdict[], experiment.metric, experiment.baseline));
   return lines.join('\n');
 }
@@ -156,6 +159,23 @@ export function formatRunShow(run: RunDetail, trials: readonly TrialRecord[], in
 function cacheSummary(trials: readonly TrialRecord[]): string {
   const modes = new Set(trials.map((trial) => (trial.cache ?? 'not recorded').replace(/^cold \(salt \d+\)$/, 'cold (a prompt salt per trial)')));
   return modes.size === 0 ? '-' : [...modes].join(', ');
+}
+
+/** Acceptance as "71%", mean accepted length as "2.40", "-" when not measured. */
+export function acceptanceCell(row: Pick<CategoryRow, 'acceptanceRate' | 'meanAcceptedLength'>): string {
+  const rate = row.acceptanceRate === undefined ? '-' : `${(row.acceptanceRate * 100).toFixed(0)}%`;
+  const length = row.meanAcceptedLength === undefined ? '-' : row.meanAcceptedLength.toFixed(2);
+  return `${rate}/${length}`;
+}
+
+export function formatCategoryRows(rows: readonly CategoryRow[]): string {
+  return table(
+    ['variant', 'workload', 'category', 'trials', 'ok', 'failed', 'tok/s', 'TTFT ms p50', 'TPOT ms p50', 'spec acc/len'],
+    rows.map((row) => [
+      row.variant, row.workload, row.category, String(row.trials), String(row.completed), String(row.failed),
+      figure(row.outputTokensPerSecond), figure(row.ttftMedianMs), figure(row.tpotMedianMs), acceptanceCell(row),
+    ]),
+  );
 }
 
 export interface RunDiff {

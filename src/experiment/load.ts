@@ -202,6 +202,8 @@ function applyClient(base: ClientConfig, overrides: ClientOverrides, serverModel
     ...(overrides.ignoreEos !== undefined && { ignoreEos: overrides.ignoreEos }),
     ...(overrides.requestTimeout !== undefined && { requestTimeoutMs: overrides.requestTimeout }),
     ...(model !== undefined && { model }),
+    ...(overrides.tokenizer !== undefined && { tokenizerPath: overrides.tokenizer }),
+    ...(overrides.workers !== undefined && { workers: overrides.workers }),
   };
 }
 

@@ -1,5 +1,5 @@
-import type { LevelResult } from '../load/types.js';
-import type { TrialMetrics } from '../store/types.js';
+import type { CategoryResult, LevelResult } from '../load/types.js';
+import type { CategoryMetrics, TrialMetrics } from '../store/types.js';
 import type { MetricName } from './types.js';
 
 /** The figures of one measured level that a trial keeps (samples are stored separately). */
@@ -17,6 +17,20 @@ export function trialMetricsOf(level: LevelResult): TrialMetrics {
     failed: level.failed,
     ...(level.spec?.acceptanceRate !== undefined && { acceptanceRate: level.spec.acceptanceRate }),
     ...(level.spec?.meanAcceptedLength !== undefined && { meanAcceptedLength: level.spec.meanAcceptedLength }),
+    ...(level.categories && { byCategory: Object.fromEntries(level.categories.map((category) => [category.category, categoryMetricsOf(category)])) }),
+  };
+}
+
+function categoryMetricsOf(category: CategoryResult): CategoryMetrics {
+  return {
+    completed: category.completed,
+    failed: category.failed,
+    outputTokensPerSecond: category.outputTokensPerSecond,
+    ttftMedianMs: category.ttftMs.median,
+    tpotMedianMs: category.tpotMs.median,
+    e2eMedianMs: category.e2eMs.median,
+    ...(category.spec?.acceptanceRate !== undefined && { acceptanceRate: category.spec.acceptanceRate }),
+    ...(category.spec?.meanAcceptedLength !== undefined && { meanAcceptedLength: category.spec.meanAcceptedLength }),
   };
 }
 

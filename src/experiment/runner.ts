@@ -413,6 +413,8 @@ async function runTrial(
       ignoreEos: variant.client.ignoreEos,
       requestTimeoutMs: variant.client.requestTimeoutMs,
       ...(variant.client.slo && { slo: variant.client.slo }),
+      ...(variant.client.tokenizerPath !== undefined && { tokenizerPath: variant.client.tokenizerPath }),
+      ...(variant.client.workers !== undefined && { workers: variant.client.workers }),
       specMetrics: 'auto',
       signal,
       verifyServer: liveness.verify,

@@ -28,6 +28,10 @@ const clientOverridesSchema = z.strictObject({
   ignoreEos: z.boolean().optional(),
   requestTimeout: durationSchema.optional(),
   model: z.string().min(1).optional(),
+  /** The model's tokenizer.json or model directory (exact prompt lengths, chat template, counts without usage). */
+  tokenizer: z.string().min(1).optional(),
+  /** Load-generation threads: a count or 'auto' (one per core). */
+  workers: z.union([z.literal('auto'), z.number().int().positive()]).optional(),
 });
 
 const clientSchema = clientOverridesSchema.extend({

@@ -31,6 +31,8 @@ export interface ClientConfig {
   model?: string;
   slo?: Slo;
   cache: CacheMode;
+  tokenizerPath?: string;
+  workers?: number | 'auto';
 }
 
 /** See `client.cache` in schema.ts. */

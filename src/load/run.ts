@@ -1,15 +1,17 @@
 import { setMaxListeners } from 'node:events';
 import { connect } from 'node:net';
 import { Pool, request, type Dispatcher } from 'undici';
-import { summarizeLevel } from '../metrics/summary.js';
+import { summarizeCategories } from '../metrics/categories.js';
+import { summarizeLevel, type LevelInput } from '../metrics/summary.js';
 import { UserError, messageOf } from '../util/errors.js';
 import { BACKENDS } from './backends.js';
-import { maxInFlight, planLevels, runLevel, type LevelPlan } from './level.js';
+import { maxInFlight, planLevels, runLevel, type LevelPlan, type LevelRun } from './level.js';
 import { loadPrompts, saltPrompts, type PromptItem } from './prompts.js';
 import type { RequestContext, RequestOutcome } from './request.js';
 import { scrapeSglangServerInfo, scrapeVllmSpecCounters, specFromCounterDelta, specFromResponses } from './spec.js';
 import { loadTokenizer, type ModelTokenizer } from './tokenizers/model.js';
-import type { BenchOptions, BenchResult, LevelResult, SpecDecodeStats, TokenCountMethod } from './types.js';
+import { LoadWorkers, resolveWorkerCount } from './workers/pool.js';
+import type { BenchOptions, BenchResult, LevelResult, RequestSample, SpecDecodeStats, TokenCountMethod } from './types.js';
 
 const CONNECT_TIMEOUT_MS = 5000;
 
@@ -105,7 +107,10 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
   const baseUrl = origin + pathPrefix;
   const tokenizer: ModelTokenizer | undefined = options.tokenizerPath ? loadTokenizer(options.tokenizerPath) : undefined;
   const levels = planLevels(options.workload);
-  const totalRequests = options.warmupRequests + levels.reduce((sum, level) => sum + level.requests, 0);
+  const workerCount = resolveWorkerCount(options.workers ?? 1, Math.max(...levels.map(maxInFlight)));
+  // Each worker's first requests are cold (JIT, connections): the warm-up, when there is one, reaches every worker.
+  const warmupRequests = options.warmupRequests > 0 ? Math.max(options.warmupRequests, workerCount > 1 ? workerCount : 0) : 0;
+  const totalRequests = warmupRequests + levels.reduce((sum, level) => sum + level.requests, 0);
   const loaded = await loadPrompts(options.prompts, totalRequests, { tokenizer, chat: options.backend === 'openai-chat' });
   const prompts = options.promptSalt === undefined ? loaded : saltPrompts(loaded, options.promptSalt, tokenizer);
   await checkReachable(host, port, options.baseUrl);
@@ -116,8 +121,16 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
   const startedAt = new Date().toISOString();
   const results: LevelResult[] = [];
   const measured: RequestOutcome[] = [];
+  let workers: LoadWorkers | undefined;
   try {
     const model = options.model ?? (options.backend.startsWith('openai') ? await discoverModel(dispatcher, baseUrl) : undefined);
+    if (workerCount > 1) {
+      workers = await LoadWorkers.start(
+        workerCount,
+        { origin, pathPrefix, backend: options.backend, model, ignoreEos: options.ignoreEos, requestTimeoutMs: options.requestTimeoutMs, tokenizerPath: options.tokenizerPath },
+        Math.max(...levels.map(maxInFlight)),
+      );
+    }
     const context: RequestContext = {
       dispatcher,
       origin,
@@ -128,11 +141,15 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
       tokenizer,
       signal: options.signal,
     };
+    const pool = workers;
+    const runner: LevelRunner = pool
+      ? { live: false, run: (level, levelPrompts, seed, onDone) => pool.runLevel(level, levelPrompts, seed, onDone, options.signal) }
+      : { live: true, run: (level, levelPrompts, seed, onDone, onTokenEvent) => runLevel(onTokenEvent ? { ...context, onTokenEvent } : context, level, levelPrompts, seed, onDone) };
     let offset = 0;
-    if (options.warmupRequests > 0) {
-      const warmupPlan: LevelPlan = { label: 'warmup', requests: options.warmupRequests, concurrency: Math.min(options.warmupRequests, maxInFlight(levels[0]!)) };
-      const warmup = await runMeasuredLevel(context, warmupPlan, prompts.slice(0, options.warmupRequests), options);
-      offset = options.warmupRequests;
+    if (warmupRequests > 0) {
+      const warmupPlan: LevelPlan = { label: 'warmup', requests: warmupRequests, concurrency: Math.min(warmupRequests, Math.max(workerCount, maxInFlight(levels[0]!))) };
+      const warmup = await runMeasuredLevel(runner, warmupPlan, prompts.slice(0, warmupRequests), options);
+      offset = warmupRequests;
       // Only set-up mistakes stop the run here (wrong API, path or model, server gone); 5xx, stalls and broken
       // streams are server behaviour that the measurement itself reports.
       const setupFailures = warmup.outcomes.filter((outcome) => outcome.sample.error?.kind === 'http-4xx' || outcome.sample.error?.kind === 'connection');
@@ -150,20 +167,22 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
       await probe.before();
       const levelPrompts = prompts.slice(offset, offset + level.requests);
       offset += level.requests;
-      const run = await runMeasuredLevel(context, level, levelPrompts, options, levelIndex);
+      const run = await runMeasuredLevel(runner, level, levelPrompts, options, levelIndex);
       measured.push(...run.outcomes);
       const spec = options.signal?.aborted ? undefined : await probe.after(run.outcomes);
-      results.push(
-        summarizeLevel({
-          label: level.label,
-          concurrency: level.concurrency,
-          targetRequestsPerSecond: level.rate?.requestsPerSecond,
-          durationS: run.durationS,
-          samples: run.outcomes.map((outcome) => outcome.sample),
-          slo: options.slo,
-          spec,
-        }),
-      );
+      const input: LevelInput = {
+        label: level.label,
+        concurrency: level.concurrency,
+        targetRequestsPerSecond: level.rate?.requestsPerSecond,
+        durationS: run.durationS,
+        samples: run.outcomes.map((outcome) => outcome.sample),
+        slo: options.slo,
+        spec,
+      };
+      const summary = summarizeLevel(input);
+      const categories = summarizeCategories(input, (samples) => categorySpec(run.outcomes, samples, options));
+      if (categories) summary.categories = categories;
+      results.push(summary);
     }
     const result: BenchResult = {
       schemaVersion: 1,
@@ -177,20 +196,27 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
     if (model) result.model = model;
     return result;
   } finally {
+    await workers?.close();
     await dispatcher.destroy();
   }
+}
+
+/** Runs one level in this thread or across load workers; `live`: onTokenEvent (live token counts) is called. */
+interface LevelRunner {
+  live: boolean;
+  run(level: LevelPlan, prompts: readonly PromptItem[], seed: number, onDone?: (outcome: RequestOutcome) => void | Promise<void>, onTokenEvent?: () => void): Promise<LevelRun>;
 }
 
 const PROGRESS_INTERVAL_MS = 250;
 
 /**
- * runLevel plus live progress (output tokens counted as they stream, corrected to the final count per request), and
- * the server check after a refused connection that keeps requests from being fired into a dead server.
+ * The level's requests plus live progress (output tokens counted as they stream, corrected to the final count per
+ * request), and the server check after a refused connection that keeps requests from being fired into a dead server.
  */
-async function runMeasuredLevel(context: RequestContext, level: LevelPlan, prompts: readonly PromptItem[], options: BenchOptions, seedOffset = 0) {
+async function runMeasuredLevel(runner: LevelRunner, level: LevelPlan, prompts: readonly PromptItem[], options: BenchOptions, seedOffset = 0) {
   const onProgress = options.onProgress;
   const verify = (outcome: RequestOutcome) => (outcome.sample.error?.kind === 'connection' ? options.verifyServer?.() : undefined);
-  if (!onProgress) return runLevel(context, level, prompts, seedFor(options, seedOffset), verify);
+  if (!onProgress) return runner.run(level, prompts, seedFor(options, seedOffset), verify);
   let liveTokens = 0;
   let completed = 0;
   let failed = 0;
@@ -201,8 +227,7 @@ async function runMeasuredLevel(context: RequestContext, level: LevelPlan, promp
   };
   const timer = setInterval(report, PROGRESS_INTERVAL_MS);
   try {
-    return await runLevel(
-      { ...context, onTokenEvent: () => liveTokens++ },
+    return await runner.run(
       level,
       prompts,
       seedFor(options, seedOffset),
@@ -211,16 +236,25 @@ async function runMeasuredLevel(context: RequestContext, level: LevelPlan, promp
           if (outcome.sample.error.kind !== 'aborted') failed++;
         } else {
           completed++;
-          liveTokens += outcome.sample.outputTokens - outcome.state.tokenEvents;
+          // Tokens already counted live (this thread only) are replaced by the request's final count.
+          liveTokens += outcome.sample.outputTokens - (runner.live ? outcome.state.tokenEvents : 0);
         }
         report();
         return verify(outcome);
       },
+      () => liveTokens++,
     );
   } finally {
     clearInterval(timer);
     report();
   }
+}
+
+/** A category's spec stats: per-request counters of its completed requests (server-wide counters cannot be split). */
+function categorySpec(outcomes: readonly RequestOutcome[], samples: readonly RequestSample[], options: BenchOptions): SpecDecodeStats | undefined {
+  if (options.specMetrics === 'none') return undefined;
+  const wanted = new Set(samples);
+  return specFromResponses(outcomes.filter((outcome) => wanted.has(outcome.sample) && !outcome.sample.error).map((outcome) => outcome.state));
 }
 
 function seedFor(options: BenchOptions, levelIndex: number): number {

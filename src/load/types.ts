@@ -42,6 +42,8 @@ export interface BenchOptions {
   slo?: Slo;
   /** HF tokenizer.json or model directory: exact prompt lengths, chat template, counts when the server reports none. */
   tokenizerPath?: string;
+  /** Load-generation threads (own event loop and connection pool each); 'auto' = one per core. Default 1: this thread. */
+  workers?: number | 'auto';
   /** Prometheus/props endpoint scraping for speculative-decoding stats; 'auto' picks by backend. */
   specMetrics: 'auto' | 'none';
   signal?: AbortSignal;
@@ -127,8 +129,17 @@ export interface LevelResult {
   /** Fraction of requests meeting every SLO, and those requests per second. */
   goodput?: { fraction: number; requestsPerSecond: number };
   spec?: SpecDecodeStats;
+  /** The same figures per dataset category, when the prompts have categories. */
+  categories?: CategoryResult[];
   samples: RequestSample[];
 }
+
+/**
+ * One category's share of a level: latencies of its requests; throughputs are its completed work over the whole
+ * level's wall time (the categories' figures add up to the level's). Spec-decoding stats only from per-request
+ * counters: server-wide counters cannot be split by category.
+ */
+export type CategoryResult = Omit<LevelResult, 'label' | 'concurrency' | 'targetRequestsPerSecond' | 'categories' | 'samples'> & { category: string };
 
 export interface BenchResult {
   schemaVersion: 1;

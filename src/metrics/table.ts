@@ -36,7 +36,11 @@ const COLUMNS: Array<{ title: string; cell: (level: LevelResult) => string; left
 
 /** The terminal table of a benchmark result: one row per level, then error counts and notes. */
 export function formatBenchTable(result: BenchResult): string {
-  const rows = result.levels.map((level) => COLUMNS.map((column) => column.cell(level)));
+  // Category rows follow their level, labelled "level · category".
+  const rows = result.levels.flatMap((level) => [
+    COLUMNS.map((column) => column.cell(level)),
+    ...(level.categories ?? []).map((category) => COLUMNS.map((column) => column.cell({ ...category, label: `${level.label} · ${category.category}`, samples: [] }))),
+  ]);
   const widths = COLUMNS.map((column, index) => Math.max(column.title.length, ...rows.map((row) => row[index]!.length)));
   const render = (cells: string[]) =>
     cells.map((cell, index) => (COLUMNS[index]!.left ? cell.padEnd(widths[index]!) : cell.padStart(widths[index]!))).join('  ').trimEnd();

@@ -8,6 +8,7 @@ import { escapeHtml as esc } from './escape.js';
 import type { Figure } from './figures.js';
 import { formatDuration, formatInterval, formatNumber, formatPercent, formatPValue, formatRatio, runDurationMs } from './format.js';
 import { machineStateHtml } from './machine.js';
+import { acceptanceCell } from '../experiment/format.js';
 import type { RunComparison, RunReport } from './model.js';
 
 /** Styles of the report fragments; the UI page includes them too. */
@@ -73,6 +74,7 @@ ${verdictTableHtml(report)}
 ${campaign ? `<h2>Best config</h2>\n${campaign}` : ''}
 <h2>Charts</h2>
 ${figuresHtml(figures)}
+${report.categories.length > 0 ? `<h2>Per category</h2>${categoryTableHtml(report)}` : ''}
 <h2>Drift notes</h2>
 ${driftNotesHtml(report)}
 <h2>Machine state</h2>
@@ -118,6 +120,15 @@ export function verdictTableHtml(report: RunReport): string {
     .join('');
   const note = report.verdictsFinal ? '' : '<p class="muted">Verdicts are provisional: the runner has not finalized this run.</p>';
   return `<table class="data verdicts"><thead>${head}</thead><tbody>${body}</tbody></table>${note}`;
+}
+
+/** Medians per dataset category: where acceptance and latency differ by what is asked. */
+export function categoryTableHtml(report: RunReport): string {
+  const head = '<tr><th>variant</th><th>workload</th><th>category</th><th class="num">trials</th><th class="num">ok</th><th class="num">failed</th><th class="num">tok/s</th><th class="num">TTFT ms p50</th><th class="num">TPOT ms p50</th><th class="num">spec acc/len</th></tr>';
+  const body = report.categories
+    .map((row) => `<tr><td><code>${esc(row.variant)}</code></td><td>${esc(row.workload)}</td><td>${esc(row.category)}</td><td class="num">${row.trials}</td><td class="num">${row.completed}</td><td class="num">${row.failed}</td><td class="num">${formatNumber(row.outputTokensPerSecond ?? null)}</td><td class="num">${formatNumber(row.ttftMedianMs ?? null)}</td><td class="num">${formatNumber(row.tpotMedianMs ?? null)}</td><td class="num">${esc(acceptanceCell(row))}</td></tr>`)
+    .join('');
+  return `<table class="data categories"><thead>${head}</thead><tbody>${body}</tbody></table>`;
 }
 
 export function figuresHtml(figures: Figure[]): string {

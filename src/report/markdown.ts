@@ -1,6 +1,7 @@
 /** The Markdown summary of a run: verdict table, environment, drift notes (for PRs, chat, terminals). */
 import { escapeMarkdownCell as cell } from './escape.js';
 import { formatDuration, formatInterval, formatNumber, formatPValue, formatRatio, runDurationMs } from './format.js';
+import { acceptanceCell } from '../experiment/format.js';
 import type { RunReport } from './model.js';
 
 export function renderMarkdown(report: RunReport): string {
@@ -33,6 +34,14 @@ export function renderMarkdown(report: RunReport): string {
     }
     lines.push('');
     if (!report.verdictsFinal) lines.push('_Verdicts are provisional: the runner has not finalized this run._', '');
+  }
+
+  if (report.categories.length > 0) {
+    lines.push('## Per category', '', '| variant | workload | category | trials | ok | failed | tok/s | TTFT ms p50 | TPOT ms p50 | spec acc/len |', '| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+    for (const row of report.categories) {
+      lines.push(`| ${cell(row.variant)} | ${cell(row.workload)} | ${cell(row.category)} | ${row.trials} | ${row.completed} | ${row.failed} | ${formatNumber(row.outputTokensPerSecond ?? null)} | ${formatNumber(row.ttftMedianMs ?? null)} | ${formatNumber(row.tpotMedianMs ?? null)} | ${acceptanceCell(row)} |`);
+    }
+    lines.push('');
   }
 
   lines.push('## Environment', '');

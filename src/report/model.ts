@@ -6,6 +6,7 @@ import { median } from 'simple-statistics';
 import { diffFingerprints, flattenFingerprint, formatChanges } from '../fingerprint/diff.js';
 import type { Fingerprint, FingerprintChange } from '../fingerprint/types.js';
 import { checkDrift, formatDriftAlarm, type DriftCheck } from '../experiment/drift.js';
+import { categoryRows, type CategoryRow } from '../experiment/categories.js';
 import { computeVerdicts } from '../experiment/finalize.js';
 import { metricUnit, metricValue } from '../experiment/metrics.js';
 import type { MetricName, ResolvedExperiment, VariantVerdict } from '../experiment/types.js';
@@ -81,6 +82,8 @@ export interface RunReport {
   latency?: { workload: string; ttft: CdfSeries[]; e2e: CdfSeries[] };
   speedup: SpeedupBar[];
   acceptance?: { parameter: string; series: XYSeries[] };
+  /** Per dataset category medians (latency, throughput, acceptance); empty when prompts had no categories. */
+  categories: CategoryRow[];
   environment: EnvironmentSummary;
   driftNotes: string[];
   machine: MachineTrial[];
@@ -150,6 +153,7 @@ export function buildRunReport(data: RunData): RunReport {
         verdict: row.label,
       })),
     ...optional('acceptance', acceptanceSeries(workloads, trials)),
+    categories: categoryRows(trials),
     environment: environmentSummary(data, variants, baseline),
     driftNotes: driftNotes(data, planned, stored !== undefined),
     machine: machineTrials(trials, data.telemetry ?? new Map()),

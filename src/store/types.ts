@@ -16,6 +16,19 @@ export interface TrialMetrics {
   failed: number;
   acceptanceRate?: number;
   meanAcceptedLength?: number;
+  /** Per dataset category, when the workload's prompts have categories. */
+  byCategory?: Record<string, CategoryMetrics>;
+}
+
+export interface CategoryMetrics {
+  completed: number;
+  failed: number;
+  outputTokensPerSecond: number;
+  ttftMedianMs: number;
+  tpotMedianMs: number;
+  e2eMedianMs: number;
+  acceptanceRate?: number;
+  meanAcceptedLength?: number;
 }
 
 export type RunStatus = 'running' | 'done' | 'failed' | 'interrupted' | 'drift';

@@ -37,6 +37,7 @@ interface BenchFlags {
   sloTpotMs?: string;
   sloE2eMs?: string;
   tokenizer?: string;
+  workers: string;
   specMetrics: boolean;
   json?: boolean;
   out?: string;
@@ -198,6 +199,7 @@ async function bench(url: string, flags: BenchFlags): Promise<void> {
     slo: sloFromFlags(flags),
     tokenizerPath: flags.tokenizer,
     specMetrics: flags.specMetrics ? 'auto' : 'none',
+    workers: flags.workers === 'auto' ? 'auto' : positiveInt('--workers', flags.workers),
     signal: AbortSignal.any([controller.signal, liveness.signal]),
     verifyServer: liveness.verify,
     onProgress: (update) => progress.update(update),
@@ -256,6 +258,7 @@ export function registerBench(program: Command): void {
     .option('--slo-tpot-ms <ms>', 'goodput SLO on time per output token')
     .option('--slo-e2e-ms <ms>', 'goodput SLO on end-to-end latency')
     .option('--tokenizer <path>', "the model's tokenizer.json or model directory: exact synthetic lengths, chat template, token counts when the server reports no usage")
+    .option('--workers <n|auto>', 'load-generation threads, each with its own event loop and connections (auto = one per core)', '1')
     .option('--no-spec-metrics', 'do not scrape speculative-decoding statistics')
     .option('--json', 'print the result JSON on stdout instead of the table')
     .option('--out <file>', 'also write the result JSON to this file')
