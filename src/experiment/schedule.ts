@@ -9,12 +9,12 @@ import type { Plan, PlannedTrial, ResolvedExperiment } from './types.js';
  * so a slow drift adds as much to every config over two passes, and consecutive passes share the boundary
  * server: restarts = passes × (configs − 1) instead of repetitions × (configs − 1).
  */
-export function blockedPlan(input: PlanInput & { passes: number }): Plan {
+export function blockedPlan(input: PlanInput & { passes: number | number[] }): Plan {
   const random = mulberry32(input.seed);
   const groups = new Map<string, string[]>();
   for (const variant of input.variants) groups.set(variant.serverKey, [...(groups.get(variant.serverKey) ?? []), variant.name]);
   const forward = shuffle([...groups.keys()], random);
-  const sizes = passSizes(input.repetitions, input.passes);
+  const sizes = typeof input.passes === 'number' ? passSizes(input.repetitions, input.passes) : input.passes;
   const trials: PlannedTrial[] = [];
   const repetitionOf = new Map<string, number>();
   sizes.forEach((size, pass) => {
@@ -59,10 +59,30 @@ export interface ScheduleChoice extends ScheduleOption {
   reason: string;
 }
 
-/** Default passes of a blocked schedule: 2 for a fixed run; for a race, passes of 2 repetitions so it can eliminate often. */
-export function blockedPasses(experiment: ResolvedExperiment): number {
-  if (experiment.passes !== undefined) return experiment.passes;
-  return experiment.stopping === 'race' ? Math.max(2, Math.floor(experiment.trials / 2)) : 2;
+/**
+ * Repetitions per pass of a blocked schedule. Fixed runs: 2 passes (one forward, one reversed) unless the file
+ * says. Races: the first pass is just long enough for a Holm-corrected rank-sum test against the best to be able
+ * to eliminate anything, then passes of 2 repetitions, so each pass after it can drop configs.
+ */
+export function blockedPassSizes(experiment: ResolvedExperiment): number[] {
+  if (experiment.passes !== undefined) return passSizes(experiment.trials, experiment.passes);
+  if (experiment.stopping !== 'race') return passSizes(experiment.trials, 2);
+  const comparisons = Math.max(1, new Set(experiment.variants.map((variant) => variant.name)).size - 1);
+  const first = Math.min(experiment.trials, smallestDecisiveN(comparisons, experiment.verdict.alpha));
+  const sizes = [first];
+  for (let left = experiment.trials - first; left > 0; left -= 2) sizes.push(Math.min(2, left));
+  return sizes;
+}
+
+/** Smallest n for which n vs n trials can reach a rank-sum p (best case 2 / C(2n, n)) below alpha / comparisons. */
+export function smallestDecisiveN(comparisons: number, alpha: number): number {
+  let n = 2;
+  let binomial = 6; // C(4, 2)
+  while (2 / binomial >= alpha / comparisons && n < 50) {
+    binomial = (binomial * (2 * n + 1) * (2 * n + 2)) / ((n + 1) * (n + 1));
+    n += 1;
+  }
+  return n;
 }
 
 /** The experiment's schedule (resolving `auto` with the cost model) and the plan that goes with it. */
@@ -74,7 +94,7 @@ export function chooseSchedule(experiment: ResolvedExperiment, costs: CostModel)
     seed: experiment.seed,
   };
   const interleavedPlan = { ...planExperiment(input), schedule: 'interleaved' as const };
-  const blocked = blockedPlan({ ...input, passes: blockedPasses(experiment) });
+  const blocked = blockedPlan({ ...input, passes: blockedPassSizes(experiment) });
   const options: ScheduleOption[] = [
     { schedule: 'interleaved', plan: interleavedPlan, prediction: predictPlan(interleavedPlan, experiment, costs) },
     { schedule: 'blocked', plan: blocked, prediction: predictPlan(blocked, experiment, costs) },

@@ -1,0 +1,110 @@
+/**
+ * Campaign cost: wall time and correct-winner rate of three ways to find the best of 8 server configs.
+ *
+ *   node dist/bench/campaign-cost.js [--seeds 20] [--trials 8] [--startup-ms 1000] [--scale-note]
+ *
+ * Eight simulator configs differ only in decode speed: `best` decodes 5% faster (tpot 3.8 ms vs 4.0 ms), the
+ * seven others are equal; every delay has 5% jitter and every server start draws a fresh simulator seed (the
+ * shell's pid), so repeated starts of a config do not replay identical numbers. Times are scaled down 20×: the
+ * issue's 20 s startup is --startup-ms 1000 here, and trials are ~0.3 s, keeping the startup/trial ratio of a
+ * campaign where a start costs several trials.
+ *
+ *   (a) full interleaved grid: schedule interleaved, every config × trials (one start per config per block)
+ *   (b) sequential, like a vLLM sweep script: schedule blocked with 1 pass (one start per config, N runs each)
+ *   (c) racing with auto: stopping race, schedule auto (costed from the store's history of earlier runs)
+ *
+ * Each strategy runs the real runner (servers are real child processes, trials real HTTP) into one shared store,
+ * so `auto` sees measured startup and trial times after the first runs. Winner = rank 1 of the best-config
+ * verdict. The table prints wall time per run, its ratio against (a) measured in the same bench, and the share
+ * of seeds that named `best`.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { stringify } from 'yaml';
+import { bestConfig } from '../src/experiment/best.js';
+import { loadExperiment } from '../src/experiment/load.js';
+import { runExperiment } from '../src/experiment/runner.js';
+import { listRaceEvents } from '../src/store/campaign.js';
+import { openStore } from '../src/store/db.js';
+import { listTrials } from '../src/store/queries.js';
+
+const { values } = parseArgs({
+  options: {
+    seeds: { type: 'string', default: '20' },
+    trials: { type: 'string', default: '8' },
+    'startup-ms': { type: 'string', default: '1000' },
+  },
+});
+const seeds = Number(values.seeds);
+const trials = Number(values.trials);
+const startupMs = Number(values['startup-ms']);
+
+type Strategy = 'interleaved grid' | 'sequential' | 'race + auto';
+const STRATEGIES: Array<{ name: Strategy; settings: Record<string, unknown> }> = [
+  { name: 'interleaved grid', settings: { schedule: 'interleaved', stopping: 'fixed' } },
+  { name: 'sequential', settings: { schedule: 'blocked', passes: 1, stopping: 'fixed' } },
+  { name: 'race + auto', settings: { schedule: 'auto', stopping: 'race' } },
+];
+
+const dir = mkdtempSync(join(tmpdir(), 'servelab-campaign-cost-'));
+const db = openStore(join(dir, 'servelab.db'));
+
+/** The experiment file of one (seed, strategy): configs differ by env only, `best` by a 5% smaller tpot. */
+function experimentFile(seed: number, settings: Record<string, unknown>): string {
+  const names = ['c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7'];
+  // The best config's position among the others changes with the seed.
+  names.splice(seed % 8, 0, 'best');
+  const file = join(dir, `seed-${seed}-${String(settings.schedule)}-${String(settings.stopping)}.yaml`);
+  const command = `exec node {servelab} simulate --port {port} --load-ms ${startupMs} --tpot-ms "$TPOT_MS" --ttft-ms 5 --jitter 0.05 --stats-interval-ms 0 --seed $$`;
+  writeFileSync(
+    file,
+    stringify({
+      name: 'campaign-cost',
+      profile: 'simulator',
+      server: { command: ['sh', '-c', command], env: { TPOT_MS: '4' }, readyTimeout: '5m' },
+      client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens: 32, seed }, warmupRequests: 1 },
+      workloads: [{ kind: 'single-stream', requests: 2 }],
+      trials,
+      seed,
+      // Configs are meant to differ; runs of one config across seeds are not a drift.
+      drift: { relativeBand: 1, sigmas: 100 },
+      baseline: names[0],
+      variants: Object.fromEntries(names.map((name) => [name, { env: name === 'best' ? { TPOT_MS: '3.8' } : { CONFIG: name } }])),
+      ...settings,
+    }),
+  );
+  return file;
+}
+
+const results = new Map<Strategy, Array<{ wallMs: number; correct: boolean; trials: number }>>();
+for (let seed = 1; seed <= seeds; seed += 1) {
+  for (const strategy of STRATEGIES) {
+    const experiment = loadExperiment(experimentFile(seed, strategy.settings));
+    const started = Date.now();
+    const outcome = await runExperiment({ db, experiment, workDir: join(dir, 'logs') });
+    const wallMs = Date.now() - started;
+    const eliminations = listRaceEvents(db, outcome.runId).flatMap((event) =>
+      event.kind === 'eliminated' && event.variant !== undefined ? [{ variant: event.variant, afterPass: event.afterPass, reason: event.reason }] : [],
+    );
+    const measured = listTrials(db, outcome.runId);
+    const winner = bestConfig(experiment, measured, eliminations).winner;
+    results.set(strategy.name, [...(results.get(strategy.name) ?? []), { wallMs, correct: winner === 'best', trials: measured.length }]);
+    process.stderr.write(`seed ${seed} ${strategy.name}: ${(wallMs / 1000).toFixed(1)} s, ${measured.length} trials, winner ${winner ?? '-'}\n`);
+  }
+}
+
+const mean = (list: number[]): number => list.reduce((sum, value) => sum + value, 0) / list.length;
+const reference = mean(results.get('interleaved grid')!.map((run) => run.wallMs));
+console.log(`\ncampaign cost: 8 configs, one 5% faster; ${trials} trials cap; startup ${startupMs} ms (the issue's 20 s scaled 1/${(20_000 / startupMs).toFixed(0)}); ${seeds} seeds`);
+console.log('strategy           mean wall  vs (a)   mean trials  correct winner');
+for (const strategy of STRATEGIES) {
+  const runs = results.get(strategy.name)!;
+  const wall = mean(runs.map((run) => run.wallMs));
+  console.log(
+    `${strategy.name.padEnd(17)}  ${`${(wall / 1000).toFixed(1)} s`.padStart(9)}  ${`${(reference / wall).toFixed(2)}×`.padStart(6)}  ${mean(runs.map((run) => run.trials)).toFixed(1).padStart(11)}  ${`${runs.filter((run) => run.correct).length}/${runs.length}`.padStart(14)}`,
+  );
+}
+db.close();
+rmSync(dir, { recursive: true, force: true });
