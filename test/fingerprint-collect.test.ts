@@ -5,7 +5,9 @@ import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname, release, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { collectFingerprint, servelabGitSha } from '../src/fingerprint/collect.js';
-import { redactValue } from '../src/fingerprint/env.js';
+import { redactor } from '../src/util/redact.js';
+
+const redactValue = (value: string): string => redactor().value(value);
 import type { CommandResult, Executor } from '../src/exec/types.js';
 
 /** Executor whose run() really spawns processes on this machine, with an optional PATH override. */

@@ -4,7 +4,7 @@ import { createExecutor } from '../exec/create.js';
 import type { Executor } from '../exec/types.js';
 import { collectFingerprint, servelabGitSha } from '../fingerprint/collect.js';
 import { diffFingerprints } from '../fingerprint/diff.js';
-import { DEFAULT_ENV_PATTERNS, DEFAULT_REDACT_PATTERNS } from '../fingerprint/env.js';
+import { DEFAULT_ENV_PATTERNS } from '../fingerprint/env.js';
 import type { Fingerprint } from '../fingerprint/types.js';
 import type { RunningServer } from '../launch/types.js';
 import { BUILTIN_PROFILES } from '../profiles/builtin.js';
@@ -19,7 +19,7 @@ import { checkDrift, formatDriftAlarm } from './drift.js';
 import { finalizeRun, type RunOutcome } from './finalize.js';
 import { reapLeftoverServers } from './leftovers.js';
 import { metricUnit, metricValue, trialMetricsOf } from './metrics.js';
-import { createRun, finishedOutcome, loadRun, trialKey } from './run-store.js';
+import { createRun, finishedOutcome, loadRunToExecute, trialKey } from './run-store.js';
 import type { PlannedTrial, ResolvedExperiment, ResolvedVariant } from './types.js';
 
 export interface RunOptions {
@@ -60,7 +60,7 @@ export async function runExperiment(options: RunOptions): Promise<RunOutcome> {
     runId = createRun(db, options.experiment, gitSha === undefined ? {} : { gitSha });
     log(`run ${runId}: ${options.experiment.name}`);
   }
-  const { run, experiment, plan } = loadRun(db, runId);
+  const { run, experiment, plan } = loadRunToExecute(db, runId);
   const finished = finishedOutcome(run, options.acceptDrift ?? false);
   if (finished) return finished;
 
@@ -139,7 +139,7 @@ async function runStretch(context: TrialContext, executor: Executor, trials: Pla
       { command: variants[0]!.server.command, env: server.running.env, ...(server.running.ready.model !== undefined && { model: server.running.ready.model }) },
       {
         envPatterns: [...DEFAULT_ENV_PATTERNS, ...experiment.fingerprint.envPatterns],
-        redactPatterns: [...DEFAULT_REDACT_PATTERNS, ...experiment.fingerprint.redact],
+        redactPatterns: experiment.fingerprint.redact,
       },
     );
     for (const trial of trials) {

@@ -4,7 +4,8 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { Executor } from '../exec/types.js';
 import { VERSION } from '../version.js';
-import { captureEnv, DEFAULT_ENV_PATTERNS, DEFAULT_REDACT_PATTERNS, redactArgs } from './env.js';
+import { redactor } from '../util/redact.js';
+import { captureEnv, DEFAULT_ENV_PATTERNS } from './env.js';
 import {
   basename,
   bytesToGiB,
@@ -66,6 +67,7 @@ export interface FingerprintServer {
 
 export interface FingerprintOptions {
   envPatterns?: readonly string[];
+  /** Secret-name patterns on top of the defaults of util/redact.ts. */
   redactPatterns?: readonly string[];
 }
 
@@ -79,7 +81,7 @@ export async function collectFingerprint(
   server: FingerprintServer,
   options: FingerprintOptions = {},
 ): Promise<Fingerprint> {
-  const redactPatterns = options.redactPatterns ?? DEFAULT_REDACT_PATTERNS;
+  const secrets = redactor().withPatterns(options.redactPatterns ?? []);
   const [host, gpus, packages, gitSha] = await Promise.all([
     collectHost(executor),
     collectGpus(executor),
@@ -91,8 +93,8 @@ export async function collectFingerprint(
     executor: executor.hostLabel,
     host,
     gpus,
-    command: redactArgs(server.command, redactPatterns),
-    env: captureEnv(server.env, options.envPatterns ?? DEFAULT_ENV_PATTERNS, redactPatterns),
+    command: secrets.args(server.command),
+    env: captureEnv(server.env, options.envPatterns ?? DEFAULT_ENV_PATTERNS, secrets),
     packages,
   };
   if (gitSha !== undefined) fingerprint.servelabGitSha = gitSha;

@@ -7,6 +7,7 @@ import type { ReadyResult } from '../ready/types.js';
 import { waitForReady, type MonitorEvent, type ServerMonitor } from '../ready/wait.js';
 import { UserError, messageOf } from '../util/errors.js';
 import { readLastLines } from '../util/log-tail.js';
+import { redactor } from '../util/redact.js';
 import { LogFollower } from './log-follower.js';
 import { freePort } from './port.js';
 import { stopGroup } from './process-group.js';
@@ -27,7 +28,7 @@ export async function launchServer(spec: ServerSpec, hooks: LaunchHooks = {}): P
 
   mkdirSync(dirname(spec.logPath), { recursive: true });
   const logFd = openSync(spec.logPath, 'a');
-  writeSync(logFd, `\n--- servelab launch ${new Date().toISOString()}: ${command.join(' ')}\n`);
+  writeSync(logFd, `\n--- servelab launch ${new Date().toISOString()}: ${redactor().args(command).join(' ')}\n`);
   const startOffset = fstatSync(logFd).size;
   const startedAt = performance.now();
   const child = spawn(command[0]!, command.slice(1), { detached: true, stdio: ['ignore', logFd, logFd], env, cwd: spec.cwd });

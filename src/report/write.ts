@@ -3,6 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Db } from '../store/db.js';
 import { UserError } from '../util/errors.js';
+import { redactor } from '../util/redact.js';
 import { reportFigures } from './figures.js';
 import { renderHtmlReport } from './html.js';
 import { renderMarkdown } from './markdown.js';
@@ -39,7 +40,8 @@ function writeOne(data: RunData, previous: RunData | undefined, dir: string): Wr
   const report = buildRunReport(data);
   const html = join(dir, `run-${data.run.id}.html`);
   const markdown = join(dir, `run-${data.run.id}.md`);
-  writeFileSync(html, renderHtmlReport(report, reportFigures(report), previous && compareRuns(previous, data)));
-  writeFileSync(markdown, renderMarkdown(report));
+  // The store keeps secrets redacted already; a last pass covers stores written before redaction existed.
+  writeFileSync(html, redactor().text(renderHtmlReport(report, reportFigures(report), previous && compareRuns(previous, data))));
+  writeFileSync(markdown, redactor().text(renderMarkdown(report)));
   return { runId: data.run.id, html, markdown };
 }

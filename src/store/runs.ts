@@ -1,16 +1,23 @@
 import { fingerprintHash } from '../fingerprint/diff.js';
 import type { Fingerprint } from '../fingerprint/types.js';
 import type { RequestSample } from '../load/types.js';
+import { redactor } from '../util/redact.js';
 import type { Db } from './db.js';
 import type { RunStatus, TrialRecord } from './types.js';
 
-/** Writes of the experiment runner. Every function is one statement or one transaction, so a crash never leaves half a trial. */
+/**
+ * Writes of the experiment runner. Every function is one statement or one transaction, so a crash never leaves half a
+ * trial. Every text that could carry a secret (configs, fingerprints, messages, labels) is redacted on the way in.
+ */
+
+const clean = (text: string): string => redactor().text(text);
+const cleanJson = (value: unknown): string => JSON.stringify(redactor().deep(value));
 
 const now = (): string => new Date().toISOString();
 
 export function ensureExperiment(db: Db, name: string, filePath: string): number {
-  db.prepare('INSERT OR IGNORE INTO experiments (name, file_path, created_at) VALUES (?, ?, ?)').run(name, filePath, now());
-  const row = db.prepare('SELECT id FROM experiments WHERE name = ? AND file_path = ?').get(name, filePath) as { id: number };
+  db.prepare('INSERT OR IGNORE INTO experiments (name, file_path, created_at) VALUES (?, ?, ?)').run(clean(name), clean(filePath), now());
+  const row = db.prepare('SELECT id FROM experiments WHERE name = ? AND file_path = ?').get(clean(name), clean(filePath)) as { id: number };
   return row.id;
 }
 
@@ -28,7 +35,7 @@ export function insertRun(db: Db, run: NewRun): number {
       `INSERT INTO runs (experiment_id, started_at, status, servelab_version, git_sha, config_json, plan_json)
        VALUES (?, ?, 'running', ?, ?, ?, ?)`,
     )
-    .run(run.experimentId, now(), run.servelabVersion, run.gitSha ?? null, JSON.stringify(run.config), JSON.stringify(run.plan));
+    .run(run.experimentId, now(), run.servelabVersion, run.gitSha ?? null, cleanJson(run.config), cleanJson(run.plan));
   return Number(result.lastInsertRowid);
 }
 
@@ -36,7 +43,7 @@ export function insertRun(db: Db, run: NewRun): number {
 export function setRunStatus(db: Db, runId: number, status: RunStatus, message?: string): void {
   db.prepare('UPDATE runs SET status = ?, message = ?, finished_at = ? WHERE id = ?').run(
     status,
-    message ?? null,
+    message === undefined ? null : clean(message),
     status === 'running' ? null : now(),
     runId,
   );
@@ -48,8 +55,9 @@ export function setRunVerdicts(db: Db, runId: number, verdicts: unknown): void {
 
 /** Fingerprints are content-addressed: equal environments share one row. */
 export function upsertFingerprint(db: Db, fingerprint: Fingerprint): number {
-  const hash = fingerprintHash(fingerprint);
-  db.prepare('INSERT OR IGNORE INTO fingerprints (hash, json) VALUES (?, ?)').run(hash, JSON.stringify(fingerprint));
+  const stored = redactor().deep(fingerprint);
+  const hash = fingerprintHash(stored);
+  db.prepare('INSERT OR IGNORE INTO fingerprints (hash, json) VALUES (?, ?)').run(hash, JSON.stringify(stored));
   return (db.prepare('SELECT id FROM fingerprints WHERE hash = ?').get(hash) as { id: number }).id;
 }
 
@@ -78,7 +86,7 @@ export function insertTrial(db: Db, trial: NewTrial, fingerprint: Fingerprint, s
         trial.serverKey,
         trial.workload,
         trial.concurrency ?? null,
-        JSON.stringify(trial.params),
+        cleanJson(trial.params),
         trial.block,
         trial.repetition,
         trial.startedAt,
@@ -100,7 +108,7 @@ export function insertTrial(db: Db, trial: NewTrial, fingerprint: Fingerprint, s
           sample.e2eMs ?? null,
           JSON.stringify(sample.itlMs),
           sample.error?.kind ?? null,
-          sample.error?.message ?? null,
+          sample.error === undefined ? null : clean(sample.error.message),
         );
       }
       return trialId;
@@ -126,7 +134,7 @@ export function insertServer(db: Db, server: ServerRowStart): number {
       `INSERT INTO servers (run_id, server_key, label, host, status, phase, started_at, updated_at, predicted_ready_ms, log_path, runner_pid)
        VALUES (?, ?, ?, ?, 'starting', 'launching', ?, ?, ?, ?, ?)`,
     )
-    .run(server.runId, server.serverKey, server.label, server.host, at, at, server.predictedReadyMs ?? null, server.logPath, server.runnerPid);
+    .run(server.runId, server.serverKey, clean(server.label), clean(server.host), at, at, server.predictedReadyMs ?? null, server.logPath, server.runnerPid);
   return Number(result.lastInsertRowid);
 }
 
@@ -147,10 +155,10 @@ export function updateServer(db: Db, serverId: number, update: ServerRowUpdate):
        updated_at = ? WHERE id = ?`,
   ).run(
     update.status ?? null,
-    update.phase ?? null,
+    update.phase === undefined ? null : clean(update.phase),
     update.readyMs ?? null,
     update.predictedReadyMs ?? null,
-    update.message ?? null,
+    update.message === undefined ? null : clean(update.message),
     update.pid ?? null,
     now(),
     serverId,
@@ -169,5 +177,5 @@ export function upsertProgress(db: Db, runId: number, progress: ProgressUpdate):
     `INSERT INTO progress (run_id, trial_label, completed, total, output_tokens_per_second, updated_at) VALUES (?, ?, ?, ?, ?, ?)
      ON CONFLICT (run_id) DO UPDATE SET trial_label = excluded.trial_label, completed = excluded.completed, total = excluded.total,
        output_tokens_per_second = excluded.output_tokens_per_second, updated_at = excluded.updated_at`,
-  ).run(runId, progress.trialLabel, progress.completed, progress.total, progress.outputTokensPerSecond, now());
+  ).run(runId, clean(progress.trialLabel), progress.completed, progress.total, progress.outputTokensPerSecond, now());
 }

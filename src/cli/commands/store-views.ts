@@ -5,6 +5,7 @@ import { defaultStorePath, openStore, type Db } from '../../store/db.js';
 import { getFingerprint, getRun, listRuns, listTrials, type RunDetail } from '../../store/queries.js';
 import { UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
+import { redactor } from '../../util/redact.js';
 
 interface ViewFlags {
   store?: string;
@@ -66,7 +67,8 @@ function withStore(flags: ViewFlags, render: (db: Db) => string): void {
   const path = defaultStorePath(flags.store);
   const db = openStore(path, { readonly: true });
   try {
-    process.stdout.write(`${render(db)}\n`);
+    // Stores written before redaction existed may still hold secrets: nothing printed shows them.
+    process.stdout.write(`${redactor().text(render(db))}\n`);
   } finally {
     db.close();
   }
