@@ -18,6 +18,16 @@ const STOP_GRACE_MS = 10_000;
 // After "Traceback" or a similar line, the useful text (the exception) follows: collect it before failing.
 const FATAL_SETTLE_MS = 500;
 
+/** The server log, opened for appending; a directory or an unwritable path is a clean error before anything starts. */
+function openLog(path: string): number {
+  try {
+    mkdirSync(dirname(path), { recursive: true });
+    return openSync(path, 'a');
+  } catch (error) {
+    throw new UserError(`cannot write the server log ${path}: ${messageOf(error)}`, 'give --log a file path you can write (not a directory)');
+  }
+}
+
 /** Start the server in its own process group, log to spec.logPath, and resolve once it is ready (or throw, group stopped). */
 export async function launchServer(spec: ServerSpec, hooks: LaunchHooks = {}): Promise<RunningServer> {
   const host = spec.host ?? '127.0.0.1';
@@ -26,8 +36,7 @@ export async function launchServer(spec: ServerSpec, hooks: LaunchHooks = {}): P
   const command = spec.command.map(substitute);
   const env = buildEnv(spec, substitute);
 
-  mkdirSync(dirname(spec.logPath), { recursive: true });
-  const logFd = openSync(spec.logPath, 'a');
+  const logFd = openLog(spec.logPath);
   writeSync(logFd, `\n--- servelab launch ${new Date().toISOString()}: ${redactor().args(command).join(' ')}\n`);
   const startOffset = fstatSync(logFd).size;
   const startedAt = performance.now();
