@@ -82,6 +82,28 @@ describe('detached job scripts (run with the local sh)', () => {
     assert.ok(await waitFor(() => !groupAlive(ids.pgid), 10_000), 'supervisor and watchdog are gone after the job exits');
   });
 
+  test('no argument or env value can end the generated script early (old heredoc terminators, quotes, $(…))', async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'servelab-job-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const hostile = ['x\nSERVELAB_RUN_EOF\ntouch pwned-run\n', "'\nSERVELAB_SUPERVISE_EOF\ntouch pwned-sup", '$(touch pwned-subst)', '`touch pwned-tick`'];
+    const started = sh(startDetachedScript({
+      dir: join(dir, 'job'),
+      command: ['sh', '-c', 'printf "%s|" "$@"; printf "%s|" "$V"', 'sh', ...hostile],
+      env: { V: 'v\nSERVELAB_RUN_EOF\ntouch pwned-env' },
+      heartbeatTimeoutMinutes: 5,
+    }));
+    assert.equal(started.code, 0, started.stderr);
+    let reply;
+    for (let i = 0; i < 200; i++) {
+      reply = parsePollReply(sh(pollScript(join(dir, 'job'), 0, 1 << 20)).stdout);
+      if (reply?.state.kind === 'exited') break;
+      await delay(50);
+    }
+    assert.deepEqual(reply?.state, { kind: 'exited', code: 0 });
+    assert.equal(reply.logBytes.toString(), `${hostile.join('|')}|v\nSERVELAB_RUN_EOF\ntouch pwned-env|`);
+    for (const name of ['pwned-run', 'pwned-sup', 'pwned-subst', 'pwned-tick', 'pwned-env']) assert.ok(!existsSync(join(dir, 'job', name)), name);
+  });
+
   test('stop ends the whole process group, including children of the server', async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'servelab-job-'));
     t.after(() => rmSync(dir, { recursive: true, force: true }));

@@ -35,6 +35,15 @@ describe('executor config schema', () => {
     assert.equal(executorConfigSchema.safeParse({ kind: 'slurm', retries: -1 }).success, false);
     assert.equal(executorConfigSchema.safeParse({ kind: 'kubernetes' }).success, false);
   });
+
+  test('slurm: scalar fields that become script lines refuse line breaks and spaces', () => {
+    for (const bad of [{ partition: 'gpu\nrm -rf ~' }, { partition: 'gpu --exclusive' }, { sbatchArgs: ['--account=a\n#SBATCH --x'] }, { remoteServelab: 'servelab\nid' }]) {
+      const result = executorConfigSchema.safeParse({ kind: 'slurm', ...bad });
+      assert.equal(result.success, false, JSON.stringify(bad));
+      assert.match(result.error!.issues[0]!.message, /one (word|line)/);
+    }
+    assert.equal(executorConfigSchema.safeParse({ kind: 'ssh', host: 'h', remoteDir: '/x\ny' }).success, false);
+  });
 });
 
 describe('job script', () => {
@@ -82,6 +91,8 @@ describe('job script', () => {
 
   test('refuses an sbatch argument with a line break (it would end the directive block)', () => {
     assert.throws(() => slurmJobScript({ ...input, config: { kind: 'slurm', retries: 0, sbatchArgs: ['--a=1\nrm -rf /'] } }));
+    assert.throws(() => slurmJobScript({ ...input, config: { kind: 'slurm', retries: 0, partition: 'gpu\necho pwned' } }), /partition must be one word/);
+    assert.throws(() => slurmJobScript({ ...input, serverKey: 'k\necho pwned' }), /invalid server key/);
   });
 
   test('job names stay short and shell-safe', () => {

@@ -116,6 +116,26 @@ grid:
     expectError(write('duration.yaml', BASE.replace('  env:', '  readyTimeout: soon\n  env:')), /server\.readyTimeout: invalid duration "soon"/);
   });
 
+  test('validated before any server starts: grid names, env names, dataset paths, numeric bounds', (t) => {
+    const dir = tempDir(t, 'expcheck');
+    const write = (name: string, text: string): string => {
+      const path = join(dir, name);
+      writeFileSync(path, text);
+      return path;
+    };
+    const grid = (name: string) => `${BASE}grid:\n  - name: '${name}'\n    params: { k: [1] }\n`;
+    expectError(write('grid-html.yaml', grid('g-<img src=x onerror=alert(1)>{k}')), /grid\[0\]\.name: expected a variant name .*got "g-<img/);
+    expectError(write('grid-path.yaml', grid('g-../../x{k}')), /grid\[0\]\.name: expected a variant name/);
+    expectError(write('env-eq.yaml', BASE.replace('NCCL_PROTO: LL', '"A=B": LL')), /server\.env\.A=B: expected an environment variable name/);
+    expectError(write('tokens.yaml', `${BASE}client:\n  prompts: { kind: synthetic, inputTokens: 1000000000000, outputTokens: 8 }\n`), /client\.prompts.*at most 10000000 tokens/);
+    expectError(write('rate.yaml', BASE.replace('{ kind: single-stream, requests: 8 }', '{ kind: rate, requestsPerSecond: 1.0e-9, maxInFlight: 4, requests: 8 }')), /requestsPerSecond: expected at least 0\.001/);
+    expectError(write('dataset.yaml', `${BASE}client:\n  prompts: { kind: jsonl, path: prompts.jsonl }\n`), new RegExp(`client\\.prompts\\.path: no such file: ${join(dir, 'prompts.jsonl').replace(/[.\\/]/g, '\\$&')}`));
+    // Relative to the experiment file, not to the current directory.
+    writeFileSync(join(dir, 'prompts.jsonl'), '{"prompt": "hi"}\n');
+    const loaded = loadExperiment(write('dataset-ok.yaml', `${BASE}client:\n  prompts: { kind: jsonl, path: prompts.jsonl }\n`));
+    assert.deepEqual(loaded.variants[0]!.client.prompts, { kind: 'jsonl', path: join(dir, 'prompts.jsonl') });
+  });
+
   test('`servelab run` with a bad file exits non-zero with file, key and next step, no stack trace', async (t) => {
     const dir = tempDir(t, 'expfile');
     const path = join(dir, 'bad.yaml');

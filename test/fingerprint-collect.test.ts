@@ -7,7 +7,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { collectFingerprint, servelabGitSha } from '../src/fingerprint/collect.js';
 import { diffFingerprints } from '../src/fingerprint/diff.js';
-import { redactValue } from '../src/fingerprint/env.js';
+import { redactor } from '../src/util/redact.js';
+
+const redactValue = (value: string): string => redactor().value(value);
 import type { CommandResult, Executor } from '../src/exec/types.js';
 
 /** Executor whose run() really spawns processes on this machine, with an optional PATH override. */

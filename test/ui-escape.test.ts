@@ -90,16 +90,39 @@ test('ui is read-only, answers only loopback host names, and warns before bindin
   assert.equal(await fetchStatus('POST', '/api/runs/1'), 405);
   assert.equal(await fetchStatus('DELETE', '/api/runs/1'), 405);
   assert.equal(await fetchStatus('GET', '/api/runs/1', 'attacker.example:8377'), 403);
-  assert.equal(await fetchStatus('GET', '/api/runs/1', 'localhost:8377'), 200);
+  const port = new URL(ui.url).port;
+  assert.equal(await fetchStatus('GET', '/api/runs/1', `localhost:${port}`), 200);
+  assert.equal(await fetchStatus('GET', '/api/runs/1', `[::1]:${port}`), 200);
+  // DNS rebinding: names that merely start like loopback, or the right name on another port, are refused.
+  for (const host of [`127.evil.example.com:${port}`, `127.0.0.1.nip.io:${port}`, 'localhost:1', '127.0.0.1', `127.0.0.2:${port}`]) {
+    assert.equal(await fetchStatus('GET', '/api/runs/1', host), 403, host);
+  }
   assert.equal(statSync(store.path).mtimeMs, before, 'the store file was not written');
 
   // 192.0.2.1 (TEST-NET-1) is never a local address: the warning is printed, then binding fails cleanly.
   const publicHost = spawnSync(process.execPath, [SERVELAB, 'ui', '--host', '192.0.2.1', '--port', '0', '--store', store.path], { encoding: 'utf8', timeout: 30_000 });
-  assert.match(publicHost.stderr, /WARNING: listening on 192\.0\.2\.1/);
+  assert.match(publicHost.stderr, /WARNING: listening on 192\.0\.2\.1: anyone .* has the token/);
   assert.match(publicHost.stderr, /cannot listen on 192\.0\.2\.1:0: .*\n {2}next: /);
   assert.equal(publicHost.status, 1);
 
   const noStore = spawnSync(process.execPath, [SERVELAB, 'ui', '--port', '0', '--store', join(store.dir, 'missing.db')], { encoding: 'utf8', timeout: 30_000 });
   assert.equal(noStore.status, 1);
   assert.match(noStore.stderr, /no store at .*missing\.db\n {2}next: run an experiment first/);
+});
+
+test('ui --token: every request needs the token; the URL with it sets a cookie once', { timeout: 60_000 }, async (t) => {
+  const store = createFixtureStore();
+  t.after(() => store.cleanup());
+  buildFixtureRun(store, { trials: 4 });
+  const ui = await startUi({ storePath: store.path, host: '127.0.0.1', port: 0, token: 'tok-abc' });
+  t.after(() => ui.close());
+  const base = new URL(ui.url);
+  assert.equal(base.searchParams.get('token'), 'tok-abc');
+  assert.equal((await fetch(new URL('/api/runs/1', base.origin))).status, 403);
+  assert.equal((await fetch(new URL('/api/runs/1?token=wrong', base.origin))).status, 403);
+  assert.equal((await fetch(new URL('/api/runs/1', base.origin), { headers: { authorization: 'Bearer tok-abc' } })).status, 200);
+  const entry = await fetch(ui.url, { redirect: 'manual' });
+  assert.equal(entry.status, 303);
+  const cookie = entry.headers.get('set-cookie')!.split(';')[0]!;
+  assert.equal((await fetch(new URL('/api/runs/1', base.origin), { headers: { cookie } })).status, 200);
 });

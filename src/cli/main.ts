@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { reportFailure, ExitCode } from '../util/exit.js';
+import { installHangupHandlers } from './hangup.js';
 import { VERSION } from '../version.js';
 
 type Register = (program: Command) => void;
@@ -29,6 +30,8 @@ const program = new Command()
   .version(VERSION)
   .showHelpAfterError('(run with --help for usage)')
   .exitOverride();
+
+installHangupHandlers();
 
 try {
   const requested = process.argv[2];

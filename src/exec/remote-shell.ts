@@ -89,12 +89,9 @@ export function startDetachedScript(job: DetachedJob): string {
     // Idempotent: a start retried after a dropped connection reports the job the first attempt started.
     'if [ -s pid ] && [ -s pgid ]; then echo "started $(cat pgid) $(cat pid)"; exit 0; fi',
     'touch heartbeat out.log',
-    "cat > run.sh <<'SERVELAB_RUN_EOF'",
-    run,
-    'SERVELAB_RUN_EOF',
-    "cat > supervise.sh <<'SERVELAB_SUPERVISE_EOF'",
-    supervise,
-    'SERVELAB_SUPERVISE_EOF',
+    // One single-quoted word each, no heredoc: no line of a command or env value can end the text early.
+    `printf '%s\\n' ${shellQuote(run)} > run.sh`,
+    `printf '%s\\n' ${shellQuote(supervise)} > supervise.sh`,
     'command -v setsid >/dev/null || { echo "servelab: setsid not found on this host (util-linux)" >&2; exit 3; }',
     'setsid sh ./supervise.sh "$PWD" </dev/null >/dev/null 2>&1 &',
     // Wait for the supervisor to write its pids, so the caller can always stop what it started.

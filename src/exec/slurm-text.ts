@@ -31,9 +31,11 @@ export function jobName(experimentName: string, serverKey: string): string {
 /** The batch script of one server config: its trials of the run, written straight into the shared store. */
 export function slurmJobScript(input: JobScriptInput): string {
   const { config } = input;
-  for (const extra of config.sbatchArgs ?? []) {
-    if (/[\r\n]/.test(extra)) throw new Error(`sbatch argument contains a line break: ${JSON.stringify(extra)}`);
+  // The schema already refuses these (exec/config.ts); checked again because any break would inject script lines.
+  for (const [what, value] of [['partition', config.partition], ['timeLimit', config.timeLimit], ...(config.sbatchArgs ?? []).map((arg) => ['sbatch argument', arg])]) {
+    if (value !== undefined && /[\s\0]/.test(value)) throw new Error(`${what} must be one word: ${JSON.stringify(value)}`);
   }
+  if (!/^[A-Za-z0-9_-]+$/.test(input.serverKey)) throw new Error(`invalid server key: ${JSON.stringify(input.serverKey)}`);
   const directives = [
     `--job-name=${jobName(input.experimentName, input.serverKey)}`,
     '--nodes=1',

@@ -13,6 +13,7 @@ import type { BenchOptions, BenchResult } from '../load/types.js';
 import { waitForReady } from '../ready/wait.js';
 import { UserError } from '../util/errors.js';
 import { readLastLines } from '../util/log-tail.js';
+import { redactor } from '../util/redact.js';
 import { benchArgv, parseBenchResult, remoteBaseUrl } from './remote-bench.js';
 import {
   LISTENING_PORTS_SCRIPT,
@@ -111,7 +112,7 @@ export class SshExecutor implements Executor {
     const dir = `${this.remoteDir.replace(/\/+$/, '')}/${jobName('server')}`;
 
     mkdirSync(dirname(spec.logPath), { recursive: true });
-    appendFileSync(spec.logPath, `\n--- servelab launch on ${this.hostLabel} ${new Date().toISOString()} (${dir}): ${command.join(' ')}\n`);
+    appendFileSync(spec.logPath, `\n--- servelab launch on ${this.hostLabel} ${new Date().toISOString()} (${dir}): ${redactor().args(command).join(' ')}\n`);
     const startOffset = statSync(spec.logPath).size;
     const startedAt = performance.now();
     const job = await RemoteJob.start(this.transport, {

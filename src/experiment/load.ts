@@ -1,12 +1,14 @@
+import { createHash } from 'node:crypto';
+import { existsSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfigFile } from '../config/load.js';
 import { serverIdentity } from '../launch/identity.js';
 import { BUILTIN_PROFILES } from '../profiles/builtin.js';
 import { cacheResetUnknown } from './cache.js';
-import type { Workload } from '../load/types.js';
+import type { PromptSource, Workload } from '../load/types.js';
 import { UserError } from '../util/errors.js';
-import { experimentFileSchema, type ClientOverrides, type ExperimentFile, type GridSpec, type VariantSpec } from './schema.js';
+import { experimentFileSchema, VARIANT_NAME, VARIANT_NAME_RULE, type ClientOverrides, type ExperimentFile, type GridSpec, type VariantSpec } from './schema.js';
 import type { ClientConfig, Constraint, MetricName, Objective, ResolvedExperiment, ResolvedVariant, ResolvedWorkload, ServerConfig } from './types.js';
 
 /** `{servelab}` in a command is this installation's CLI, so simulator experiments run from any directory. */
@@ -36,7 +38,8 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
     command: file.server.command.map(substituteServelab),
     env: file.server.env,
     unsetEnv: file.server.unsetEnv,
-    ...(file.server.cwd !== undefined && { cwd: resolve(baseDir, file.server.cwd) }),
+    // Only a local server's directory can be checked from here; a remote one is the host's business.
+    ...(file.server.cwd !== undefined && { cwd: file.executor.kind === 'local' ? existingDirectory(resolve(baseDir, file.server.cwd), fail) : resolve(baseDir, file.server.cwd) }),
     ...(file.server.port !== undefined && { port: file.server.port }),
     readyTimeoutMs: file.server.readyTimeout,
     verifyServing: file.server.verifyServing,
@@ -63,7 +66,12 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
     if (seen.has(name)) fail(key, `variant name "${name}" is used twice`);
     seen.add(name);
     const server = applyVariant(baseServer, spec);
-    return { name, params, server, serverKey: serverKeyOf(server), client: applyClient(baseClient, spec.client ?? {}, undefined) };
+    const client = applyClient(baseClient, spec.client ?? {}, undefined);
+    const promptsKey = spec.client?.prompts ? `${key}.client.prompts.path` : 'client.prompts.path';
+    // A remote client (ssh, client: remote) reads its dataset on the host: that path is left as written.
+    const remoteClient = file.executor.kind === 'ssh' && file.executor.client === 'remote';
+    const prompts = remoteClient ? client.prompts : resolvePromptPath(client.prompts, baseDir, promptsKey, fail);
+    return { name, params, server, serverKey: serverKeyOf(server), client: { ...client, prompts } };
   });
 
   const baseline = file.baseline ?? variants[0]!.name;
@@ -179,8 +187,27 @@ function expandGrid(
       ...(grid.unsetEnv && { unsetEnv: grid.unsetEnv }),
       ...(grid.client && { client: grid.client }),
     };
-    return { name: fill(grid.name), params, spec, key };
+    const name = fill(grid.name);
+    if (!VARIANT_NAME.test(name)) fail(`${key}.name`, `${VARIANT_NAME_RULE}, got "${name}"`);
+    return { name, params, spec, key };
   });
+}
+
+/**
+ * A dataset path is relative to the experiment file (not to wherever `servelab run` is started) and must exist now:
+ * finding it missing only after a server has loaded its model costs minutes to hours.
+ */
+function resolvePromptPath(prompts: PromptSource, baseDir: string, key: string, fail: (key: string, message: string) => never): PromptSource {
+  if (prompts.kind === 'synthetic') return prompts;
+  const path = resolve(baseDir, prompts.path);
+  if (!existsSync(path)) fail(key, `no such file: ${path}`);
+  if (!statSync(path).isFile()) fail(key, `not a file: ${path}`);
+  return { ...prompts, path };
+}
+
+function existingDirectory(path: string, fail: (key: string, message: string) => never): string {
+  if (!existsSync(path) || !statSync(path).isDirectory()) fail('server.cwd', `no such directory: ${path}`);
+  return path;
 }
 
 function applyVariant(base: ServerConfig, spec: VariantSpec): ServerConfig {

@@ -2,10 +2,13 @@ import type { Db } from '../store/db.js';
 import { getRun } from '../store/queries.js';
 import { ensureExperiment, insertRun } from '../store/runs.js';
 import type { RunDetail } from '../store/queries.js';
-import { UserError } from '../util/errors.js';
+import { UserError, messageOf } from '../util/errors.js';
+import { containsMarker, redactor } from '../util/redact.js';
 import { VERSION } from '../version.js';
 import { loadCostModel } from './budget.js';
 import { chooseSchedule } from './schedule.js';
+import { loadExperiment } from './load.js';
+import { planExperiment } from './plan.js';
 import type { RunOutcome } from './finalize.js';
 import type { Plan, ResolvedExperiment } from './types.js';
 
@@ -24,7 +27,7 @@ export function createRun(db: Db, experiment: ResolvedExperiment, options: { git
     experimentId,
     servelabVersion: VERSION,
     ...(options.gitSha !== undefined && { gitSha: options.gitSha }),
-    config: experiment,
+    config: redactExperiment(experiment),
     plan: options.plan ?? planFor(experiment, db),
   });
 }
@@ -40,6 +43,35 @@ export function loadRun(db: Db, runId: number): StoredRun {
   const run = getRun(db, runId);
   if (!run) throw new UserError(`run ${runId} is not in the store`, 'list runs with `servelab ls` (and check --store)');
   return { run, experiment: run.config as ResolvedExperiment, plan: run.plan as Plan };
+}
+
+/**
+ * The experiment as the store keeps it: secrets (env values, flag values, URL passwords… see util/redact.ts) become
+ * salted markers, with the experiment's own `fingerprint.redact` names on top of the defaults.
+ */
+export function redactExperiment(experiment: ResolvedExperiment): ResolvedExperiment {
+  return JSON.parse(JSON.stringify(redactor().withPatterns(experiment.fingerprint.redact).deep(experiment))) as ResolvedExperiment;
+}
+
+/**
+ * A stored run ready to launch servers again (resume, Slurm job). Secrets are not in the store, so a run whose
+ * stored experiment holds markers is replayed from its experiment file, and only if that file still resolves to
+ * exactly the stored experiment (same markers: same secrets): a resume never runs a different config silently.
+ */
+export function loadRunToExecute(db: Db, runId: number): StoredRun {
+  const stored = loadRun(db, runId);
+  if (!containsMarker(stored.experiment)) return stored;
+  const path = stored.experiment.filePath;
+  let fresh: ResolvedExperiment;
+  try {
+    fresh = loadExperiment(path);
+  } catch (error) {
+    throw new UserError(`run ${runId} needs its experiment file for the secrets the store does not keep: ${messageOf(error)}`, `restore ${path} as it was when the run started, or start a new run`);
+  }
+  if (JSON.stringify(redactExperiment(fresh)) !== JSON.stringify(stored.experiment)) {
+    throw new UserError(`run ${runId}: ${path} changed since the run started (the store keeps its secrets only as markers, so it must match)`, `restore ${path} as it was, or start a new run with \`servelab run ${path}\``);
+  }
+  return { ...stored, experiment: fresh };
 }
 
 /**

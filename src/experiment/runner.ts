@@ -4,7 +4,7 @@ import { createExecutor } from '../exec/create.js';
 import type { Executor } from '../exec/types.js';
 import { collectFingerprint, servelabGitSha } from '../fingerprint/collect.js';
 import { diffFingerprints } from '../fingerprint/diff.js';
-import { DEFAULT_ENV_PATTERNS, DEFAULT_REDACT_PATTERNS } from '../fingerprint/env.js';
+import { DEFAULT_ENV_PATTERNS } from '../fingerprint/env.js';
 import type { Fingerprint } from '../fingerprint/types.js';
 import type { RunningServer } from '../launch/types.js';
 import { BUILTIN_PROFILES } from '../profiles/builtin.js';
@@ -28,7 +28,7 @@ import { driftDecision, formatDriftAlarm, MAX_USEFUL_BAND_PCT, type DriftCheck }
 import { finalizeRun, type RunOutcome } from './finalize.js';
 import { reapLeftoverServers } from './leftovers.js';
 import { metricUnit, metricValue, trialMetricsOf } from './metrics.js';
-import { createRun, finishedOutcome, loadRun, trialKey } from './run-store.js';
+import { createRun, finishedOutcome, loadRun, loadRunToExecute, trialKey } from './run-store.js';
 import type { TrialRecord } from '../store/types.js';
 import type { Plan, PlannedTrial, ResolvedExperiment, ResolvedVariant } from './types.js';
 
@@ -87,7 +87,7 @@ export async function runExperiment(options: RunOptions): Promise<RunOutcome> {
 async function runLeased(options: RunOptions, runId: number, log: (line: string) => void): Promise<RunOutcome> {
   const { db } = options;
   // Read again under the lease: the runner we took over may have stored trials or finished meanwhile.
-  const { run, experiment, plan } = loadRun(db, runId);
+  const { run, experiment, plan } = loadRunToExecute(db, runId);
   const finished = finishedOutcome(run, options.acceptDrift ?? false);
   if (finished) return finished;
 
@@ -217,7 +217,7 @@ async function fingerprintOf(context: TrialContext, executor: Executor, server: 
     { ...server.template, ...(server.ready.model !== undefined && { model: server.ready.model }) },
     {
       envPatterns: [...DEFAULT_ENV_PATTERNS, ...experiment.fingerprint.envPatterns],
-      redactPatterns: [...DEFAULT_REDACT_PATTERNS, ...experiment.fingerprint.redact],
+      redactPatterns: experiment.fingerprint.redact,
     },
   );
 }

@@ -18,13 +18,23 @@ const durationSchema = z.union([z.number().positive().transform((seconds) => sec
 /** A command as a list, or one string split on whitespace (use the list form for arguments containing spaces). */
 const argvSchema = z.union([z.array(z.string()), z.string().transform((text) => text.trim().split(/\s+/).filter(Boolean))]);
 
-const envSchema = z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String));
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** Variant names end up in store rows, file names, HTML and Markdown: letters, digits, ".", "_" or "-" only. */
+export const VARIANT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+export const VARIANT_NAME_RULE = 'expected a variant name of letters, digits, ".", "_" or "-"';
 
-const envNameList = z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected an environment variable name'));
+// A name like "A=B" would become the assignment A="B=value" in the server's environment.
+const envSchema = z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String)).superRefine((env, ctx) => {
+  for (const name of Object.keys(env)) {
+    if (!ENV_NAME.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'expected an environment variable name (letters, digits, "_"; not starting with a digit)' });
+  }
+});
+
+const envNameList = z.array(z.string().regex(ENV_NAME, 'expected an environment variable name'));
 
 const clientOverridesSchema = z.strictObject({
   prompts: promptSourceSchema.optional(),
-  warmupRequests: z.number().int().min(0).optional(),
+  warmupRequests: z.number().int().min(0).max(100_000).optional(),
   ignoreEos: z.boolean().optional(),
   requestTimeout: durationSchema.optional(),
   model: z.string().min(1).optional(),
@@ -160,7 +170,7 @@ export const experimentFileSchema = z.strictObject({
   maxFailedFraction: z.number().min(0).max(1).default(0),
   /** Times an invalid trial is measured again, in place, before the run stops. */
   trialRetries: z.number().int().min(0).max(10).default(2),
-  variants: z.record(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'expected a variant name of letters, digits, ".", "_" or "-"'), variantSchema.nullable().transform((v) => v ?? {})).default({}),
+  variants: z.record(z.string().regex(VARIANT_NAME, VARIANT_NAME_RULE), variantSchema.nullable().transform((v) => v ?? {})).default({}),
   grid: z.array(gridSchema).default([]),
   /** interleaved: every pass visits every server config once per repetition; blocked: few passes, several trials per start; auto: by startup/trial cost. */
   schedule: z.enum(['interleaved', 'blocked', 'auto']).default('interleaved'),

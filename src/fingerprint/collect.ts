@@ -5,7 +5,8 @@ import { promisify } from 'node:util';
 import type { CommandRunner, Executor } from '../exec/types.js';
 import { parseDriverCudaVersion, parseNvccVersion, parseNvlinkStatus, parseTopology } from '../telemetry/nvidia-smi.js';
 import { VERSION } from '../version.js';
-import { captureEnv, DEFAULT_ENV_PATTERNS, DEFAULT_REDACT_PATTERNS, redactArgs } from './env.js';
+import { redactor } from '../util/redact.js';
+import { captureEnv, DEFAULT_ENV_PATTERNS } from './env.js';
 import {
   basename,
   bytesToGiB,
@@ -92,6 +93,7 @@ export interface FingerprintServer {
 
 export interface FingerprintOptions {
   envPatterns?: readonly string[];
+  /** Secret-name patterns on top of the defaults of util/redact.ts. */
   redactPatterns?: readonly string[];
 }
 
@@ -105,7 +107,7 @@ export async function collectFingerprint(
   server: FingerprintServer,
   options: FingerprintOptions = {},
 ): Promise<Fingerprint> {
-  const redactPatterns = options.redactPatterns ?? DEFAULT_REDACT_PATTERNS;
+  const secrets = redactor().withPatterns(options.redactPatterns ?? []);
   const [host, gpus, packages, gitSha] = await Promise.all([
     collectHost(executor),
     collectGpus(executor),
@@ -118,8 +120,8 @@ export async function collectFingerprint(
     executor: executor.hostLabel,
     host,
     gpus,
-    command: redactArgs(server.command, redactPatterns),
-    env: captureEnv(server.env, options.envPatterns ?? DEFAULT_ENV_PATTERNS, redactPatterns),
+    command: secrets.args(server.command),
+    env: captureEnv(server.env, options.envPatterns ?? DEFAULT_ENV_PATTERNS, secrets),
     packages,
   };
   if (Object.keys(system).length > 0) fingerprint.system = system;

@@ -8,6 +8,7 @@ import { UserError, messageOf } from '../util/errors.js';
 import { readLastLines } from '../util/log-tail.js';
 import { LogMonitor } from './log-monitor.js';
 import { choosePort, fillSpec, templatedEnv } from './placeholders.js';
+import { redactor } from '../util/redact.js';
 import { freePort } from './port.js';
 import { assertPortFree, describeOwner, foreignListener } from './port-owner.js';
 import { stopGroup } from './process-group.js';
@@ -18,6 +19,16 @@ const STOP_GRACE_MS = 10_000;
 // After "Traceback" or a similar line, the useful text (the exception) follows: collect it before failing.
 const FATAL_SETTLE_MS = 500;
 
+/** The server log, opened for appending; a directory or an unwritable path is a clean error before anything starts. */
+function openLog(path: string): number {
+  try {
+    mkdirSync(dirname(path), { recursive: true });
+    return openSync(path, 'a');
+  } catch (error) {
+    throw new UserError(`cannot write the server log ${path}: ${messageOf(error)}`, 'give --log a file path you can write (not a directory)');
+  }
+}
+
 /** Start the server in its own process group, log to spec.logPath, and resolve once it is ready (or throw, group stopped). */
 export async function launchServer(spec: ServerSpec, hooks: LaunchHooks = {}): Promise<RunningServer> {
   const host = spec.host ?? '127.0.0.1';
@@ -27,9 +38,8 @@ export async function launchServer(spec: ServerSpec, hooks: LaunchHooks = {}): P
   const command = filled.command;
   const env = buildEnv(spec, filled.env);
 
-  mkdirSync(dirname(spec.logPath), { recursive: true });
-  const logFd = openSync(spec.logPath, 'a');
-  writeSync(logFd, `\n--- servelab launch ${new Date().toISOString()}: ${command.join(' ')}\n`);
+  const logFd = openLog(spec.logPath);
+  writeSync(logFd, `\n--- servelab launch ${new Date().toISOString()}: ${redactor().args(command).join(' ')}\n`);
   const startOffset = fstatSync(logFd).size;
   const startedAt = performance.now();
   const child = spawn(command[0]!, command.slice(1), { detached: true, stdio: ['ignore', logFd, logFd], env, cwd: spec.cwd });

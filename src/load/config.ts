@@ -8,38 +8,56 @@ import type { LengthDistribution, PromptSource, Slo, Workload } from './types.js
  * experiment file's `workloads:` entries. They parse straight into the contract types of ./types.ts.
  */
 
-const positiveInt = z.number().int().positive();
+/**
+ * Sane bounds of load inputs, so a typo fails at load time with a message instead of an allocation crash
+ * ("Invalid array length" at 1e12 tokens), a timer overflow (1e-9 req/s) or a run that never ends.
+ */
+export const LIMITS = { tokens: 10_000_000, count: 10_000_000, concurrency: 100_000, minRate: 0.001, maxRate: 100_000 } as const;
+
+const positiveInt = z.number().int().positive().max(LIMITS.count, `expected at most ${LIMITS.count}`);
+const tokenCount = z.number().int().positive().max(LIMITS.tokens, `expected at most ${LIMITS.tokens} tokens`);
+const concurrency = z.number().int().positive().max(LIMITS.concurrency, `expected a concurrency of at most ${LIMITS.concurrency}`);
 
 export const lengthDistributionSchema: z.ZodType<LengthDistribution> = z.union([
-  z.object({ kind: z.literal('fixed'), value: positiveInt }).strict(),
+  z.object({ kind: z.literal('fixed'), value: tokenCount }).strict(),
   z
-    .object({ kind: z.literal('uniform'), min: positiveInt, max: positiveInt })
+    .object({ kind: z.literal('uniform'), min: tokenCount, max: tokenCount })
     .strict()
     .refine((d) => d.min <= d.max, { message: 'min must be <= max' }),
   z
     .object({
       kind: z.literal('normal'),
-      mean: z.number().positive(),
-      stddev: z.number().nonnegative(),
-      min: positiveInt.optional(),
-      max: positiveInt.optional(),
+      mean: z.number().positive().max(LIMITS.tokens, `expected at most ${LIMITS.tokens} tokens`),
+      stddev: z.number().nonnegative().max(LIMITS.tokens),
+      min: tokenCount.optional(),
+      max: tokenCount.optional(),
     })
     .strict(),
 ]);
 
-/** A length given either as a distribution object or as the CLI shorthand (`512`, `normal:512,64`, `uniform:100,200`). */
-export const lengthSpecSchema = z.union([
-  positiveInt.transform((value): LengthDistribution => ({ kind: 'fixed', value })),
-  z.string().transform((text, ctx): LengthDistribution => {
+/**
+ * A length given either as a distribution object or as the CLI shorthand (`512`, `normal:512,64`, `uniform:100,200`).
+ * Dispatched on the value's type rather than a zod union, so the error is the one of the form the user wrote.
+ */
+export const lengthSpecSchema = z.unknown().transform((value, ctx): LengthDistribution => {
+  const report = (issues: readonly z.core.$ZodIssue[]): never => {
+    for (const issue of issues) ctx.addIssue({ code: 'custom', path: issue.path as PropertyKey[], message: issue.message });
+    return z.NEVER;
+  };
+  if (typeof value === 'number') {
+    const parsed = tokenCount.safeParse(value);
+    return parsed.success ? { kind: 'fixed', value: parsed.data } : report(parsed.error.issues);
+  }
+  if (typeof value === 'string') {
     try {
-      return parseLengthSpec(text);
+      return parseLengthSpec(value);
     } catch (error) {
-      ctx.addIssue({ code: 'custom', message: (error as Error).message });
-      return z.NEVER;
+      return report([{ code: 'custom', path: [], message: (error as Error).message, input: value }]);
     }
-  }),
-  lengthDistributionSchema,
-]);
+  }
+  const parsed = lengthDistributionSchema.safeParse(value);
+  return parsed.success ? parsed.data : report(parsed.error.issues);
+});
 
 const fieldName = z.string().min(1);
 
@@ -64,7 +82,7 @@ export const promptSourceSchema: z.ZodType<PromptSource> = z.union([
       path: z.string().min(1),
       seed: z.number().int().default(0),
       shuffle: z.boolean().optional(),
-      maxOutputTokens: positiveInt.optional(),
+      maxOutputTokens: tokenCount.optional(),
       fields: datasetFieldsSchema.optional(),
     })
     .strict(),
@@ -72,17 +90,20 @@ export const promptSourceSchema: z.ZodType<PromptSource> = z.union([
 
 export const workloadSchema: z.ZodType<Workload> = z.union([
   z.object({ kind: z.literal('single-stream'), requests: positiveInt }).strict(),
-  z.object({ kind: z.literal('concurrency'), concurrency: positiveInt, requests: positiveInt }).strict(),
+  z.object({ kind: z.literal('concurrency'), concurrency, requests: positiveInt }).strict(),
   z
     .object({
       kind: z.literal('rate'),
-      requestsPerSecond: z.number().positive(),
+      requestsPerSecond: z
+        .number()
+        .min(LIMITS.minRate, `expected at least ${LIMITS.minRate} requests per second`)
+        .max(LIMITS.maxRate, `expected at most ${LIMITS.maxRate} requests per second`),
       arrival: z.enum(['poisson', 'constant']).default('poisson'),
-      maxInFlight: positiveInt,
+      maxInFlight: concurrency,
       requests: positiveInt,
     })
     .strict(),
-  z.object({ kind: z.literal('sweep'), concurrencies: z.array(positiveInt).min(1), requestsPerLevel: positiveInt }).strict(),
+  z.object({ kind: z.literal('sweep'), concurrencies: z.array(concurrency).min(1), requestsPerLevel: positiveInt }).strict(),
 ]) as z.ZodType<Workload>;
 
 export const sloSchema: z.ZodType<Slo> = z
@@ -98,6 +119,7 @@ export function parseLengthSpec(text: string): LengthDistribution {
     throw new Error(`invalid length "${text}": expected N, normal:MEAN,STDDEV[,MIN,MAX] or uniform:MIN,MAX with positive numbers`);
   };
   if (args.some((value) => !Number.isFinite(value) || value < 0)) bad();
+  if (args.some((value) => value > LIMITS.tokens)) throw new Error(`invalid length "${text}": at most ${LIMITS.tokens} tokens`);
   switch (kindPart) {
     case 'fixed':
       if (args.length !== 1 || !Number.isInteger(args[0]) || args[0]! < 1) bad();

@@ -12,7 +12,7 @@ export function renderMarkdown(report: RunReport): string {
     `- Status: **${report.status}**${report.message ? ` — ${cell(report.message)}` : ''}`,
     `- Started: ${report.startedAt}${report.finishedAt ? ` (took ${formatDuration(runDurationMs(report.startedAt, report.finishedAt))})` : ''}`,
     `- Trials: ${report.trialCount}${report.plannedTrials !== undefined ? ` of ${report.plannedTrials} planned` : ''}`,
-    `- Metric: ${cell(report.metric)}${report.metricUnit ? ` (${report.metricUnit})` : ''}; baseline: \`${cell(report.baseline)}\`; ${Math.round(report.confidence * 100)}% CI`,
+    `- Metric: ${cell(report.metric)}${report.metricUnit ? ` (${report.metricUnit})` : ''}; baseline: ${cell(report.baseline)}; ${Math.round(report.confidence * 100)}% CI`,
     `- servelab ${cell(report.servelabVersion)}${report.gitSha ? ` (${cell(report.gitSha)})` : ''}`,
     '',
     '## Verdicts',
@@ -54,7 +54,7 @@ export function renderMarkdown(report: RunReport): string {
     lines.push('');
     for (const variant of environment.variants) {
       if (variant.changes.length === 0) continue;
-      lines.push(`Variant \`${cell(variant.variant)}\` differs from the baseline in: ${variant.changes.map((change) => `${cell(change.key)} = ${cell(change.after ?? '(unset)')}`).join('; ')}`, '');
+      lines.push(`Variant ${cell(variant.variant)} differs from the baseline in: ${variant.changes.map((change) => `${cell(change.key)} = ${cell(change.after ?? '(unset)')}`).join('; ')}`, '');
     }
   }
 

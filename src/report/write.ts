@@ -9,6 +9,7 @@ import type { ResolvedExperiment } from '../experiment/types.js';
 import { listRaceEvents } from '../store/campaign.js';
 import { bestConfigHtml, campaignFigures } from './campaign-html.js';
 import { reportFigures, type Figure } from './figures.js';
+import { redactor } from '../util/redact.js';
 import { renderHtmlReport } from './html.js';
 import { renderMarkdown } from './markdown.js';
 import { buildRunReport, compareRuns, type RunData } from './model.js';
@@ -65,7 +66,9 @@ function writeOne(data: RunData, previous: RunData | undefined, dir: string, cam
   const report = buildRunReport(data);
   const html = join(dir, `run-${data.run.id}.html`);
   const markdown = join(dir, `run-${data.run.id}.md`);
-  writeFileSync(html, renderHtmlReport(report, [...reportFigures(report), ...campaign.figures], previous && compareRuns(previous, data), campaign.html));
-  writeFileSync(markdown, renderMarkdown(report) + campaign.markdown);
+  // The store keeps secrets redacted already; a last pass covers stores written before redaction existed.
+  const redact = redactor();
+  writeFileSync(html, redact.text(renderHtmlReport(report, [...reportFigures(report), ...campaign.figures], previous && compareRuns(previous, data), campaign.html)));
+  writeFileSync(markdown, redact.text(renderMarkdown(report) + campaign.markdown));
   return { runId: data.run.id, html, markdown };
 }

@@ -1,8 +1,11 @@
 import Database from 'better-sqlite3';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { UserError, messageOf } from '../util/errors.js';
+import { useRedactionSalt } from '../util/redact.js';
+import { noteStorePath, storeFault } from './fault.js';
 import { migrations } from './migrations.js';
 
 export type Db = Database.Database;
@@ -12,7 +15,10 @@ export function defaultStorePath(explicit?: string): string {
   return resolve(explicit ?? process.env.SERVELAB_STORE ?? join(homedir(), '.servelab', 'servelab.db'));
 }
 
-/** Open (creating if needed) and migrate the store. WAL + busy timeout let a runner, `servelab ui` and Slurm jobs share it. */
+/**
+ * Open (creating if needed) and migrate the store. WAL + busy timeout let a runner, `servelab ui` and Slurm jobs
+ * share it. Opening also selects the store's redaction salt for the whole process.
+ */
 export function openStore(path: string, options: { readonly?: boolean } = {}): Db {
   let db: Db;
   try {
@@ -21,13 +27,31 @@ export function openStore(path: string, options: { readonly?: boolean } = {}): D
   } catch (error) {
     throw new UserError(`cannot open store ${path}: ${messageOf(error)}`, 'check the path and its permissions, or pass --store PATH');
   }
-  db.pragma('busy_timeout = 10000');
-  if (!options.readonly) {
-    db.pragma('journal_mode = WAL');
-    db.pragma('foreign_keys = ON');
-    migrate(db, path);
+  noteStorePath(path);
+  try {
+    db.pragma('busy_timeout = 10000');
+    if (!options.readonly) {
+      db.pragma('journal_mode = WAL');
+      db.pragma('foreign_keys = ON');
+      migrate(db, path);
+    }
+    useRedactionSalt(redactionSalt(db, options.readonly ?? false));
+  } catch (error) {
+    db.close();
+    throw storeFault(error, path);
   }
   return db;
+}
+
+/** The store's salt, created on first use; a read-only store that has none yet gets a random one for this process. */
+function redactionSalt(db: Db, readonly: boolean): string {
+  const hasTable = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'store_meta'").get() !== undefined;
+  const read = (): string | undefined =>
+    hasTable ? (db.prepare("SELECT value FROM store_meta WHERE key = 'redaction_salt'").get() as { value: string } | undefined)?.value : undefined;
+  const existing = read();
+  if (existing !== undefined || readonly || !hasTable) return existing ?? randomBytes(16).toString('hex');
+  db.prepare("INSERT OR IGNORE INTO store_meta (key, value) VALUES ('redaction_salt', ?)").run(randomBytes(16).toString('hex'));
+  return read()!;
 }
 
 function migrate(db: Db, path: string): void {

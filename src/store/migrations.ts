@@ -209,4 +209,16 @@ export const migrations: ReadonlyArray<{ version: number; description: string; s
       ALTER TABLE servers ADD COLUMN unplanned INTEGER NOT NULL DEFAULT 0;
     `,
   },
+  {
+    version: 8,
+    description: 'per-store facts: the salt of redaction markers',
+    sql: `
+      -- redaction_salt keys the HMAC of <redacted:…> markers: equal secrets give equal markers within one store
+      -- (so diff can say "changed"), while a marker cannot be checked against guessed values without the salt.
+      CREATE TABLE store_meta (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+      );
+    `,
+  },
 ];

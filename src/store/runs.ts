@@ -2,16 +2,23 @@ import { fingerprintHash } from '../fingerprint/diff.js';
 import type { Fingerprint } from '../fingerprint/types.js';
 import type { RequestSample } from '../load/types.js';
 import type { TrialTelemetry } from '../telemetry/types.js';
+import { redactor } from '../util/redact.js';
 import type { Db } from './db.js';
 import type { RunStatus, TrialRecord } from './types.js';
 
-/** Writes of the experiment runner. Every function is one statement or one transaction, so a crash never leaves half a trial. */
+/**
+ * Writes of the experiment runner. Every function is one statement or one transaction, so a crash never leaves half a
+ * trial. Every text that could carry a secret (configs, fingerprints, messages, labels) is redacted on the way in.
+ */
+
+const clean = (text: string): string => redactor().text(text);
+const cleanJson = (value: unknown): string => JSON.stringify(redactor().deep(value));
 
 const now = (): string => new Date().toISOString();
 
 export function ensureExperiment(db: Db, name: string, filePath: string): number {
-  db.prepare('INSERT OR IGNORE INTO experiments (name, file_path, created_at) VALUES (?, ?, ?)').run(name, filePath, now());
-  const row = db.prepare('SELECT id FROM experiments WHERE name = ? AND file_path = ?').get(name, filePath) as { id: number };
+  db.prepare('INSERT OR IGNORE INTO experiments (name, file_path, created_at) VALUES (?, ?, ?)').run(clean(name), clean(filePath), now());
+  const row = db.prepare('SELECT id FROM experiments WHERE name = ? AND file_path = ?').get(clean(name), clean(filePath)) as { id: number };
   return row.id;
 }
 
@@ -29,7 +36,7 @@ export function insertRun(db: Db, run: NewRun): number {
       `INSERT INTO runs (experiment_id, started_at, status, servelab_version, git_sha, config_json, plan_json)
        VALUES (?, ?, 'running', ?, ?, ?, ?)`,
     )
-    .run(run.experimentId, now(), run.servelabVersion, run.gitSha ?? null, JSON.stringify(run.config), JSON.stringify(run.plan));
+    .run(run.experimentId, now(), run.servelabVersion, run.gitSha ?? null, cleanJson(run.config), cleanJson(run.plan));
   return Number(result.lastInsertRowid);
 }
 
@@ -37,7 +44,7 @@ export function insertRun(db: Db, run: NewRun): number {
 export function setRunStatus(db: Db, runId: number, status: RunStatus, message?: string): void {
   db.prepare('UPDATE runs SET status = ?, message = ?, finished_at = ? WHERE id = ?').run(
     status,
-    message ?? null,
+    message === undefined ? null : clean(message),
     status === 'running' ? null : now(),
     runId,
   );
@@ -49,8 +56,9 @@ export function setRunVerdicts(db: Db, runId: number, verdicts: unknown): void {
 
 /** Fingerprints are content-addressed: equal environments share one row. */
 export function upsertFingerprint(db: Db, fingerprint: Fingerprint): number {
-  const hash = fingerprintHash(fingerprint);
-  db.prepare('INSERT OR IGNORE INTO fingerprints (hash, json) VALUES (?, ?)').run(hash, JSON.stringify(fingerprint));
+  const stored = redactor().deep(fingerprint);
+  const hash = fingerprintHash(stored);
+  db.prepare('INSERT OR IGNORE INTO fingerprints (hash, json) VALUES (?, ?)').run(hash, JSON.stringify(stored));
   return (db.prepare('SELECT id FROM fingerprints WHERE hash = ?').get(hash) as { id: number }).id;
 }
 
@@ -89,7 +97,7 @@ export function insertTrial(
         trial.serverKey,
         trial.workload,
         trial.concurrency ?? null,
-        JSON.stringify(trial.params),
+        cleanJson(trial.params),
         trial.block,
         trial.repetition,
         trial.startedAt,
@@ -112,7 +120,7 @@ export function insertTrial(
           sample.e2eMs ?? null,
           JSON.stringify(sample.itlMs),
           sample.error?.kind ?? null,
-          sample.error?.message ?? null,
+          sample.error === undefined ? null : clean(sample.error.message),
         );
       }
       if (telemetry) insertTelemetry.run(trialId, JSON.stringify(telemetry.summary), JSON.stringify(telemetry.series), JSON.stringify(telemetry.serverMetrics), telemetry.startedAt);
@@ -167,7 +175,7 @@ export function insertServer(db: Db, server: ServerRowStart): number {
       `INSERT INTO servers (run_id, server_key, label, host, status, phase, started_at, updated_at, predicted_ready_ms, log_path, runner_pid, unplanned)
        VALUES (?, ?, ?, ?, 'starting', 'launching', ?, ?, ?, ?, ?, ?)`,
     )
-    .run(server.runId, server.serverKey, server.label, server.host, at, at, server.predictedReadyMs ?? null, server.logPath, server.runnerPid,
+    .run(server.runId, server.serverKey, clean(server.label), clean(server.host), at, at, server.predictedReadyMs ?? null, server.logPath, server.runnerPid,
       server.unplanned ? 1 : 0);
   return Number(result.lastInsertRowid);
 }
@@ -192,10 +200,10 @@ export function updateServer(db: Db, serverId: number, update: ServerRowUpdate):
        pid_start = COALESCE(?, pid_start), pid_cmdline = COALESCE(?, pid_cmdline), updated_at = ? WHERE id = ?`,
   ).run(
     update.status ?? null,
-    update.phase ?? null,
+    update.phase === undefined ? null : clean(update.phase),
     update.readyMs ?? null,
     update.predictedReadyMs ?? null,
-    update.message ?? null,
+    update.message === undefined ? null : clean(update.message),
     update.pid ?? null,
     update.pidStart ?? null,
     update.pidCmdline ?? null,
@@ -216,5 +224,5 @@ export function upsertProgress(db: Db, runId: number, progress: ProgressUpdate):
     `INSERT INTO progress (run_id, trial_label, completed, total, output_tokens_per_second, updated_at) VALUES (?, ?, ?, ?, ?, ?)
      ON CONFLICT (run_id) DO UPDATE SET trial_label = excluded.trial_label, completed = excluded.completed, total = excluded.total,
        output_tokens_per_second = excluded.output_tokens_per_second, updated_at = excluded.updated_at`,
-  ).run(runId, progress.trialLabel, progress.completed, progress.total, progress.outputTokensPerSecond, now());
+  ).run(runId, clean(progress.trialLabel), progress.completed, progress.total, progress.outputTokensPerSecond, now());
 }

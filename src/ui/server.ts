@@ -5,7 +5,9 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { timingSafeEqual } from 'node:crypto';
 import { stat } from 'node:fs/promises';
+import { hostname, networkInterfaces } from 'node:os';
 import type { Db } from '../store/db.js';
 import { reportFigures } from '../report/figures.js';
 import { comparisonHtml, driftNotesHtml, environmentHtml, figuresHtml, runFactsHtml, verdictTableHtml } from '../report/html.js';
@@ -14,6 +16,7 @@ import { buildRunReport, compareRuns } from '../report/model.js';
 import { getServer, listExperiments, loadRunData, openStoreForReading, runContentKey, runProgress, runServers, storeVersion } from '../report/queries.js';
 import type { TrialRecord } from '../store/types.js';
 import { readLogTail } from '../util/log-tail.js';
+import { redactor } from '../util/redact.js';
 import { liveFigures, type ProgressPoint } from './live.js';
 import { APP_JS, PAGE_HTML } from './page.js';
 
@@ -23,6 +26,11 @@ export interface UiOptions {
   /** 0 picks a free port. */
   port: number;
   pollMs?: number;
+  /**
+   * When set, every request must carry it (`?token=` once, which sets a cookie, or `Authorization: Bearer`):
+   * anyone who can reach a non-loopback bind could otherwise read every result and server log.
+   */
+  token?: string;
 }
 
 export interface UiServer {
@@ -32,16 +40,46 @@ export interface UiServer {
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 
+/** A bind address that only this machine can reach. */
 export function isLoopbackHost(host: string): boolean {
-  return LOOPBACK.has(host) || host.startsWith('127.');
+  return LOOPBACK.has(host) || /^127(\.\d{1,3}){3}$/.test(host);
+}
+
+const hostPort = (host: string, port: number): string => `${host.includes(':') ? `[${host}]` : host}:${port}`.toLowerCase();
+
+/**
+ * The exact Host headers the UI answers. A page on another site can resolve its own name to 127.0.0.1 (DNS
+ * rebinding) and then read the UI from the victim's browser, so a name merely starting with "127." is not enough:
+ * only the loopback names with our port, or the address we were bound to. A wildcard bind (0.0.0.0, ::) is
+ * reached by this machine's own addresses and host name.
+ */
+export function allowedHosts(boundHost: string, port: number): Set<string> {
+  const names = new Set(['127.0.0.1', 'localhost', '::1', boundHost]);
+  if (boundHost === '0.0.0.0' || boundHost === '::') {
+    names.add(hostname());
+    for (const addresses of Object.values(networkInterfaces())) for (const address of addresses ?? []) names.add(address.address);
+  }
+  return new Set([...names].map((name) => hostPort(name, port)));
+}
+
+/** Whether a request carries the token: as `?token=`, the cookie that sets, or a bearer header. Constant time. */
+function hasToken(request: IncomingMessage, url: URL, token: string): boolean {
+  const cookie = /(?:^|;\s*)servelab_token=([^;]+)/.exec(request.headers.cookie ?? '')?.[1];
+  const bearer = /^Bearer\s+(\S+)$/i.exec(request.headers.authorization ?? '')?.[1];
+  const expected = Buffer.from(token);
+  return [url.searchParams.get('token'), cookie, bearer].some((given) => {
+    const actual = Buffer.from(given ?? '');
+    return actual.length === expected.length && timingSafeEqual(actual, expected);
+  });
 }
 
 export async function startUi(options: UiOptions): Promise<UiServer> {
   const db = openStoreForReading(options.storePath);
   const state = new UiState(db);
   const clients = new Set<ServerResponse>();
+  let guard: Guard = { hosts: new Set() };
   const server = createServer((request, response) => {
-    handle(state, clients, request, response, isLoopbackHost(options.host)).catch((error: unknown) => {
+    handle(state, clients, request, response, guard).catch((error: unknown) => {
       if (!response.headersSent) send(response, 500, 'text/plain; charset=utf-8', `internal error: ${(error as Error).message}`);
       else response.end();
     });
@@ -61,9 +99,9 @@ export async function startUi(options: UiOptions): Promise<UiServer> {
   // SSE comments keep idle connections (and proxies) from timing out.
   const heartbeat = setInterval(() => broadcast(clients, undefined, 'ping'), 15_000);
   const { port } = server.address() as AddressInfo;
-  const shownHost = options.host.includes(':') ? `[${options.host}]` : options.host;
+  guard = { hosts: allowedHosts(options.host, port), ...(options.token !== undefined && { token: options.token }) };
   return {
-    url: `http://${shownHost}:${port}/`,
+    url: `http://${hostPort(options.host, port)}/${options.token === undefined ? '' : `?token=${encodeURIComponent(options.token)}`}`,
     close: async () => {
       clearInterval(poller);
       clearInterval(heartbeat);
@@ -180,12 +218,24 @@ class UiState {
   }
 }
 
-async function handle(state: UiState, clients: Set<ServerResponse>, request: IncomingMessage, response: ServerResponse, loopbackOnly: boolean): Promise<void> {
-  // A page on another site can resolve its own name to 127.0.0.1 (DNS rebinding); only our own names may ask.
-  const hostHeader = (request.headers.host ?? '').replace(/:\d+$/, '').replace(/^\[|\]$/g, '');
-  if (loopbackOnly && !isLoopbackHost(hostHeader)) return send(response, 403, 'text/plain; charset=utf-8', 'forbidden host');
-  if (request.method !== 'GET') return send(response, 405, 'text/plain; charset=utf-8', 'servelab ui is read-only');
+/** Who may ask: the Host headers answered and, for shared binds, the token. */
+interface Guard {
+  hosts: Set<string>;
+  token?: string;
+}
+
+async function handle(state: UiState, clients: Set<ServerResponse>, request: IncomingMessage, response: ServerResponse, guard: Guard): Promise<void> {
+  if (!guard.hosts.has((request.headers.host ?? '').toLowerCase())) return send(response, 403, 'text/plain; charset=utf-8', 'forbidden host');
   const url = new URL(request.url ?? '/', 'http://ui.invalid');
+  if (guard.token !== undefined && !hasToken(request, url, guard.token)) {
+    return send(response, 403, 'text/plain; charset=utf-8', 'token required: open the URL servelab ui printed');
+  }
+  if (request.method !== 'GET') return send(response, 405, 'text/plain; charset=utf-8', 'servelab ui is read-only');
+  if (guard.token !== undefined && url.searchParams.has('token')) {
+    // The token moves into a cookie at once, so it leaves the address bar and is never sent to another site.
+    response.writeHead(303, { location: '/', 'set-cookie': `servelab_token=${guard.token}; HttpOnly; SameSite=Strict; Path=/`, 'cache-control': 'no-store' });
+    return void response.end();
+  }
   const db = state.db;
   let match: RegExpMatchArray | null;
 
@@ -231,8 +281,9 @@ function broadcast(clients: Set<ServerResponse>, name: string | undefined, data:
   for (const client of clients) client.write(frame);
 }
 
+/** Every JSON answer passes redaction: log tails and stores written before redaction existed may hold secrets. */
 function sendJson(response: ServerResponse, body: unknown, status = 200): void {
-  send(response, status, 'application/json; charset=utf-8', JSON.stringify(body));
+  send(response, status, 'application/json; charset=utf-8', JSON.stringify(redactor().deep(body)));
 }
 
 function send(response: ServerResponse, status: number, contentType: string, body: string): void {

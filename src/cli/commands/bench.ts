@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import { BACKEND_KINDS } from '../../load/backends.js';
 import { DATASET_FORMATS, type DatasetFields, type DatasetFormat } from '../../load/datasets/types.js';
-import { parseDurationMs, parseLengthSpec } from '../../load/config.js';
+import { LIMITS, parseDurationMs, parseLengthSpec } from '../../load/config.js';
 import { watchLiveness } from '../../load/liveness.js';
 import { runBenchmark } from '../../load/run.js';
 import type { BenchOptions, BenchProgress, BenchResult, PromptSource, Slo, Workload } from '../../load/types.js';
@@ -57,9 +57,10 @@ function usageError(message: string, hint: string): UserError {
   return new UserError(message, hint, ExitCode.usage);
 }
 
-function positiveInt(flag: string, text: string): number {
+function positiveInt(flag: string, text: string, max: number = LIMITS.count): number {
   const value = Number(text);
   if (!Number.isInteger(value) || value < 1) throw usageError(`${flag} must be a positive integer, got "${text}"`, `e.g. ${flag} 8`);
+  if (value > max) throw usageError(`${flag} must be at most ${max}, got "${text}"`, `e.g. ${flag} 8`);
   return value;
 }
 
@@ -83,11 +84,14 @@ export function workloadFromFlags(flags: Pick<BenchFlags, 'singleStream' | 'conc
   if (chosen > 1) throw usageError('--single-stream, --concurrency and --rate are alternatives', 'pick one workload per run');
   if (flags.rate !== undefined) {
     const requestsPerSecond = positiveNumber('--rate', flags.rate);
+    if (requestsPerSecond < LIMITS.minRate || requestsPerSecond > LIMITS.maxRate) {
+      throw usageError(`--rate must be between ${LIMITS.minRate} and ${LIMITS.maxRate} requests per second, got "${flags.rate}"`, 'e.g. --rate 4');
+    }
     const requests = flags.requests ? positiveInt('--requests', flags.requests) : Math.max(32, Math.ceil(requestsPerSecond * 10));
-    return { kind: 'rate', requestsPerSecond, arrival: flags.arrival, maxInFlight: positiveInt('--max-in-flight', flags.maxInFlight), requests };
+    return { kind: 'rate', requestsPerSecond, arrival: flags.arrival, maxInFlight: positiveInt('--max-in-flight', flags.maxInFlight, LIMITS.concurrency), requests };
   }
   if (flags.concurrency !== undefined) {
-    const concurrencies = flags.concurrency.split(',').map((part) => positiveInt('--concurrency', part.trim()));
+    const concurrencies = flags.concurrency.split(',').map((part) => positiveInt('--concurrency', part.trim(), LIMITS.concurrency));
     const requests = flags.requests ? positiveInt('--requests', flags.requests) : Math.max(32, 4 * Math.max(...concurrencies));
     return concurrencies.length === 1
       ? { kind: 'concurrency', concurrency: concurrencies[0]!, requests }
@@ -115,7 +119,7 @@ function datasetFieldsFromFlags(pairs: readonly string[]): DatasetFields {
 function promptsFromFlags(flags: BenchFlags): PromptSource {
   const seed = Number(flags.seed);
   if (!Number.isInteger(seed)) throw usageError(`--seed must be an integer, got "${flags.seed}"`, 'e.g. --seed 1');
-  const maxOutputTokens = flags.maxOutputLen ? positiveInt('--max-output-len', flags.maxOutputLen) : undefined;
+  const maxOutputTokens = flags.maxOutputLen ? positiveInt('--max-output-len', flags.maxOutputLen, LIMITS.tokens) : undefined;
   if (flags.dataset) {
     const extension = /\.(jsonl|csv|parquet)$/i.exec(flags.dataset)?.[1]?.toLowerCase() as DatasetFormat | undefined;
     const source: PromptSource = { kind: flags.datasetFormat ?? extension ?? 'sharegpt', path: flags.dataset, seed };

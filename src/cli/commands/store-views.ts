@@ -10,6 +10,7 @@ import type { TrialRecord } from '../../store/types.js';
 import type { TrialTelemetry } from '../../telemetry/types.js';
 import { UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
+import { redactor } from '../../util/redact.js';
 
 interface ViewFlags {
   store?: string;
@@ -92,7 +93,8 @@ function withStore(flags: ViewFlags, render: (db: Db) => string): void {
   const path = defaultStorePath(flags.store);
   const db = openStore(path, { readonly: true });
   try {
-    process.stdout.write(`${render(db)}\n`);
+    // Stores written before redaction existed may still hold secrets: nothing printed shows them.
+    process.stdout.write(`${redactor().text(render(db))}\n`);
   } finally {
     db.close();
   }

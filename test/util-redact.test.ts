@@ -1,0 +1,63 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { containsMarker, Redactor } from '../src/util/redact.js';
+
+const secrets = new Redactor('test-salt');
+const marker = (value: string): string => secrets.value(value);
+
+describe('Redactor markers', () => {
+  test('a salted 12-hex HMAC: hides the value, differs per value and per salt, stable otherwise, idempotent', () => {
+    assert.match(marker('hf_abcdef'), /^<redacted:[0-9a-f]{12}>$/);
+    assert.ok(!marker('hf_abcdef').includes('abcdef'));
+    assert.notEqual(marker('a'), marker('b'));
+    assert.equal(marker('a'), new Redactor('test-salt').value('a'));
+    assert.notEqual(marker('a'), new Redactor('other-salt').value('a'));
+    assert.equal(secrets.value(marker('a')), marker('a'));
+    assert.ok(containsMarker({ x: [marker('a')] }));
+    assert.ok(!containsMarker({ x: ['<redacted:zz>'] }));
+  });
+});
+
+describe('Redactor.args', () => {
+  test('separate and = forms, -k, --auth, --token, --password; non-secret flags untouched', () => {
+    const argv = ['vllm', 'serve', 'm', '--api-key', 'sk-1', '--hf-token=hf_2', '-k', 'k3', '--auth', 'a4', '--token', 't5', '--password=p6', '--max-num-batched-tokens', '8192', '--port', '{port}', '--tokenizer', 'tok'];
+    assert.deepEqual(secrets.args(argv), [
+      'vllm', 'serve', 'm', '--api-key', marker('sk-1'), `--hf-token=${marker('hf_2')}`, '-k', marker('k3'), '--auth', marker('a4'),
+      '--token', marker('t5'), `--password=${marker('p6')}`, '--max-num-batched-tokens', '8192', '--port', '{port}', '--tokenizer', 'tok',
+    ]);
+  });
+
+  test('a secret-named boolean flag does not swallow the next flag', () => {
+    assert.deepEqual(secrets.args(['server', '--use-auth-token', '--model', 'x']), ['server', '--use-auth-token', '--model', 'x']);
+  });
+
+  test('JSON-embedded keys, URL credentials, shaped values inside any argument', () => {
+    const [json, url, shaped] = secrets.args(['{"api_key": "s3cr3t-json", "model": "m", "num_speculative_tokens": 3}', 'https://alice:pa55word@hub.example/x', 'hf_AbCdEfGhIjKlMnOpQrSt']);
+    assert.equal(json, `{"api_key": "${marker('s3cr3t-json')}", "model": "m", "num_speculative_tokens": 3}`);
+    assert.equal(url, `https://alice:${marker('pa55word')}@hub.example/x`);
+    assert.equal(shaped, marker('hf_AbCdEfGhIjKlMnOpQrSt'));
+  });
+});
+
+describe('Redactor.text and deep', () => {
+  test('log lines: headers, env assignments, bearer tokens, python-dict args', () => {
+    const line = "--- servelab launch: HF_TOKEN=hf_zzzzzzzzzzzzzzzzzzzz srv --api-key sk-abcdefghijklmnopqrst -k kk --port 8000 Authorization: Bearer tok.en-123 args={'api_key': 'dictsecret'}";
+    const out = secrets.text(line);
+    for (const secret of ['hf_zzzz', 'sk-abcdefgh', ' kk ', 'tok.en-123', 'dictsecret']) assert.ok(!out.includes(secret), `${secret} in ${out}`);
+    assert.ok(out.includes('--port 8000'));
+    assert.equal(secrets.text('MAX_NUM_BATCHED_TOKENS=8192 TOKENIZERS_PARALLELISM=false AUTHOR=me'), 'MAX_NUM_BATCHED_TOKENS=8192 TOKENIZERS_PARALLELISM=false AUTHOR=me');
+  });
+
+  test('deep: env maps by name, argvs, free strings; structural keys such as serverKey stay', () => {
+    const value = { serverKey: 'abc123', server: { command: ['x', '--api-key', 'v1'], env: { HF_TOKEN: 'v2', NCCL_PROTO: 'LL' } }, message: 'see https://u:v3@h/' };
+    assert.deepEqual(secrets.deep(value), {
+      serverKey: 'abc123',
+      server: { command: ['x', '--api-key', marker('v1')], env: { HF_TOKEN: marker('v2'), NCCL_PROTO: 'LL' } },
+      message: `see https://u:${marker('v3')}@h/`,
+    });
+  });
+
+  test('extra patterns (an experiment\'s fingerprint.redact) add to the defaults', () => {
+    assert.deepEqual(secrets.withPatterns(['MY_*']).env({ MY_THING: 'x', HF_TOKEN: 'y', OTHER: 'z' }), { MY_THING: marker('x'), HF_TOKEN: marker('y'), OTHER: 'z' });
+  });
+});
