@@ -80,7 +80,7 @@ describe('servelab report', () => {
     assert.match(readFileSync(written[0]!.html, 'utf8'), /<svg/);
 
     const missing = spawnSync(process.execPath, ['bin/servelab.js', 'report', '99', '--store', store.path, '--out', out], { encoding: 'utf8', timeout: 30_000 });
-    assert.equal(missing.status, 1);
+    assert.equal(missing.status, 2, 'an unknown run id is a usage error');
     assert.match(missing.stderr, /run 99 is not in the store\n {2}next: /);
     assert.doesNotMatch(missing.stderr, /at .*\.js:\d+/);
   });

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { loadConfigFile } from '../config/load.js';
 import type { Workload } from '../load/types.js';
 import { UserError } from '../util/errors.js';
+import { ExitCode } from '../util/exit.js';
 import { experimentFileSchema, type ClientOverrides, type ExperimentFile, type GridSpec, type VariantSpec } from './schema.js';
 import type { ClientConfig, ResolvedExperiment, ResolvedVariant, ResolvedWorkload, ServerConfig } from './types.js';
 
@@ -25,7 +26,7 @@ export function loadExperiment(path: string): ResolvedExperiment {
 
 export function resolveExperiment(filePath: string, file: ExperimentFile): ResolvedExperiment {
   const fail = (key: string, message: string): never => {
-    throw new UserError(`${filePath}: ${key}: ${message}`, `fix ${key} in ${filePath}`);
+    throw new UserError(`${filePath}: ${key}: ${message}`, `fix ${key} in ${filePath}`, ExitCode.usage);
   };
   const baseDir = dirname(filePath);
   const baseServer: ServerConfig = {

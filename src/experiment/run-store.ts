@@ -7,6 +7,7 @@ import { VERSION } from '../version.js';
 import { planExperiment } from './plan.js';
 import type { RunOutcome } from './finalize.js';
 import type { Plan, ResolvedExperiment } from './types.js';
+import { ExitCode } from '../util/exit.js';
 
 /** The trial plan of an experiment: deterministic in its seed, so a stored plan and a fresh one agree. */
 export function planFor(experiment: ResolvedExperiment): Plan {
@@ -39,7 +40,7 @@ export interface StoredRun {
 /** A run with its stored experiment and plan — what a resume or a Slurm job replays. */
 export function loadRun(db: Db, runId: number): StoredRun {
   const run = getRun(db, runId);
-  if (!run) throw new UserError(`run ${runId} is not in the store`, 'list runs with `servelab ls` (and check --store)');
+  if (!run) throw new UserError(`run ${runId} is not in the store`, 'list runs with `servelab ls` (and check --store)', ExitCode.usage);
   return { run, experiment: run.config as ResolvedExperiment, plan: run.plan as Plan };
 }
 

@@ -69,7 +69,8 @@ const workloadEntrySchema = z.unknown().transform((value, ctx): z.output<typeof 
   const branches = union && 'errors' in union ? (union.errors as z.core.$ZodIssue[][]) : [result.error.issues];
   // The branch that did not reject `kind` is the one this entry is written for.
   const meant = branches.find((issues) => !issues.some((issue) => issue.path[0] === 'kind')) ?? branches[0]!;
-  for (const issue of meant) ctx.addIssue({ code: 'custom', path: issue.path as PropertyKey[], message: issue.message });
+  // Forwarded whole (code, keys, bounds), so the config loader can word them and place unknown keys.
+  for (const issue of meant) ctx.addIssue(issue as z.core.$ZodRawIssue);
   return z.NEVER;
 });
 
