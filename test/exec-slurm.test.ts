@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runOnSlurm } from '../src/exec/slurm.js';
+import { runOnSlurm } from '../src/experiment/slurm.js';
 import { parseSqueue, SQUEUE_FORMAT } from '../src/exec/slurm-text.js';
 import { openStore } from '../src/store/db.js';
 import { getRun, listTrials } from '../src/store/queries.js';

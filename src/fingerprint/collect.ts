@@ -2,7 +2,6 @@ import { execFile } from 'node:child_process';
 import { realpath } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import type { Executor } from '../exec/types.js';
 import { VERSION } from '../version.js';
 import { captureEnv, DEFAULT_ENV_PATTERNS, DEFAULT_REDACT_PATTERNS, redactArgs } from './env.js';
 import {
@@ -17,7 +16,7 @@ import {
   parseUname,
   parseVersionOutput,
 } from './parse.js';
-import type { Fingerprint } from './types.js';
+import type { CommandRunner, Fingerprint } from './types.js';
 
 const COMMAND_TIMEOUT_MS = 20_000;
 
@@ -75,7 +74,7 @@ export interface FingerprintOptions {
  * fingerprint must never stop an experiment.
  */
 export async function collectFingerprint(
-  executor: Executor,
+  executor: CommandRunner,
   server: FingerprintServer,
   options: FingerprintOptions = {},
 ): Promise<Fingerprint> {
@@ -102,7 +101,7 @@ export async function collectFingerprint(
 }
 
 /** stdout of a command, or undefined when it could not run or failed. */
-async function output(executor: Executor, argv: string[]): Promise<string | undefined> {
+async function output(executor: CommandRunner, argv: string[]): Promise<string | undefined> {
   try {
     const result = await executor.run(argv, COMMAND_TIMEOUT_MS);
     return result.code === 0 ? result.stdout : undefined;
@@ -111,7 +110,7 @@ async function output(executor: Executor, argv: string[]): Promise<string | unde
   }
 }
 
-async function collectHost(executor: Executor): Promise<Fingerprint['host']> {
+async function collectHost(executor: CommandRunner): Promise<Fingerprint['host']> {
   const { os, hostname, kernel } = parseUname((await output(executor, ['uname', '-snr'])) ?? '');
   if (os === 'Darwin') {
     const [cpuModel, cpus, memBytes] = await Promise.all([
@@ -134,7 +133,7 @@ function toInt(text: string | undefined): number {
   return Number.isFinite(value) ? value : 0;
 }
 
-async function collectGpus(executor: Executor): Promise<Fingerprint['gpus']> {
+async function collectGpus(executor: CommandRunner): Promise<Fingerprint['gpus']> {
   const csv = await output(executor, ['nvidia-smi', `--query-gpu=${NVIDIA_SMI_FIELDS.join(',')}`, '--format=csv,noheader,nounits']);
   return csv === undefined ? [] : parseNvidiaSmiCsv(csv);
 }
@@ -143,7 +142,7 @@ async function collectGpus(executor: Executor): Promise<Fingerprint['gpus']> {
  * Versions of the serving stack. Python packages are read with the interpreter the server most likely uses: the
  * command's own python, or the python next to its entry point (a venv's bin/), else python3 on PATH.
  */
-async function collectPackages(executor: Executor, command: readonly string[]): Promise<Record<string, string>> {
+async function collectPackages(executor: CommandRunner, command: readonly string[]): Promise<Record<string, string>> {
   const program = command[0] ?? '';
   const interpreters: string[] = [];
   if (/^python[\d.]*$/.test(basename(program))) interpreters.push(program);

@@ -1,5 +1,4 @@
 import { performance } from 'node:perf_hooks';
-import type { ExitInfo } from '../launch/types.js';
 import type { ServerProfile } from '../profiles/types.js';
 import { UserError } from '../util/errors.js';
 import { ExitCode } from '../util/exit.js';
@@ -8,7 +7,7 @@ import { NotReadyError } from './errors.js';
 import { formatSeconds, predictRemainingMs } from './predict.js';
 import { probe, type ProbeOutcome } from './probe.js';
 import { DEFAULT_POLL_SCHEDULE, pollDelayMs, type PollSchedule } from './schedule.js';
-import type { NotReadyKind, PhaseTiming, ReadyProgress, ReadyResult } from './types.js';
+import type { ExitInfo, NotReadyKind, PhaseTiming, ReadyProgress, ReadyResult } from './types.js';
 
 /** What a launcher reports about the process behind the URL while we wait. */
 export type MonitorEvent =
