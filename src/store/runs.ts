@@ -1,6 +1,6 @@
 import { fingerprintHash } from '../fingerprint/diff.js';
 import type { Fingerprint } from '../fingerprint/types.js';
-import type { RequestSample } from '../load/types.js';
+import type { RequestSample } from '../metrics/types.js';
 import type { Db } from './db.js';
 import type { RunStatus, TrialRecord } from './types.js';
 
