@@ -7,6 +7,7 @@ import { UserError } from '../util/errors.js';
 import { ExitCode } from '../util/exit.js';
 import { experimentFileSchema, type ClientOverrides, type ExperimentFile, type GridSpec, type VariantSpec } from './schema.js';
 import type { ClientConfig, ResolvedExperiment, ResolvedVariant, ResolvedWorkload, ServerConfig } from './types.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS } from '../util/defaults.js';
 
 /** `{servelab}` in a command is this installation's CLI, so simulator experiments run from any directory. */
 const SERVELAB_BIN = fileURLToPath(new URL('../../../bin/servelab.js', import.meta.url));
@@ -15,7 +16,7 @@ const DEFAULT_CLIENT: ClientConfig = {
   prompts: { kind: 'synthetic', inputTokens: { kind: 'fixed', value: 256 }, outputTokens: { kind: 'fixed', value: 128 }, seed: 0 },
   warmupRequests: 1,
   ignoreEos: true,
-  requestTimeoutMs: 60_000,
+  requestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS,
 };
 
 /** Read, validate and resolve an experiment file; every error names the file and the key. */

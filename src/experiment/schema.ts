@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { executorConfigSchema } from '../exec/config.js';
 import { parseDurationMs, promptSourceSchema, sloSchema, workloadSchema } from '../load/config.js';
 import { BUILTIN_PROFILES } from '../profiles/builtin.js';
+import { DEFAULT_READY_TIMEOUT_MS } from '../util/defaults.js';
 
 /** zod schema of an experiment file as written by the user (before grid expansion and defaults of ./load.ts). */
 
@@ -99,7 +100,7 @@ export const experimentFileSchema = z.strictObject({
     cwd: z.string().optional(),
     /** Fixed port for {port}; default: a free port picked at each launch. */
     port: z.number().int().min(1).max(65535).optional(),
-    readyTimeout: durationSchema.default(15 * 60_000),
+    readyTimeout: durationSchema.default(DEFAULT_READY_TIMEOUT_MS),
     verifyServing: z.boolean().default(true),
     model: z.string().min(1).optional(),
   }),
