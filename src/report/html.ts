@@ -5,7 +5,7 @@
 import type { FingerprintChange } from '../fingerprint/types.js';
 import { escapeHtml as esc } from './escape.js';
 import type { Figure } from './figures.js';
-import { formatDuration, formatInterval, formatNumber, formatPercent, formatPValue, formatRatio, runDurationMs } from './format.js';
+import { formatDuration, formatInterval, formatNumber, formatPercent, formatPValue, formatRatio, runDurationMs } from '../util/format.js';
 import type { RunComparison, RunReport } from './model.js';
 
 /** Styles of the report fragments; the UI page includes them too. */

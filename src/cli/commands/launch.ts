@@ -7,7 +7,7 @@ import { parseDurationMs } from '../../load/config.js';
 import type { ServerProfile } from '../../profiles/types.js';
 import { applyDefinition, inferProfileName, loadUserProfiles, resolveProfile, userProfilesPath } from '../../profiles/user.js';
 import { openHistory, previousStartupOptions, recordStartupOutcome } from '../../ready/history.js';
-import { formatSeconds } from '../../ready/predict.js';
+import { formatSeconds } from '../../util/format.js';
 import { createProgressReporter } from '../../ready/progress.js';
 import { describeReady, failureJson, printLogTail } from '../../ready/report.js';
 import { defaultStorePath } from '../../store/db.js';
