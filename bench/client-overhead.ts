@@ -247,7 +247,7 @@ async function main() {
   const header = ['client'.padEnd(10), 'tok/s'.padStart(10), 'cpu us/tok'.padStart(10), 'req/s'.padStart(8), 'sat TTFT err p50/p99'.padStart(20), 'sat ITL err p50/99'.padStart(18), 'paced TTFT p50/p99'.padStart(18), 'paced ITL p50/p99'.padStart(18)];
   const [ours, reference] = rows as [(typeof rows)[0], (typeof rows)[0]];
   process.stdout.write(
-    [
+    `${[
       `streams=${STREAMS} output=${OUTPUT_LEN} tokens x ${REQUESTS} requests (tok/s); ${SHORT_OUTPUT_LEN} tokens x ${SHORT_REQUESTS} requests (req/s); errors in ms`,
       `servelab tok/s, req/s and cpu us/tok with workers=${WORKERS} (all threads' CPU); timing errors and the reference on one thread`,
       header.join('  '),
@@ -255,7 +255,7 @@ async function main() {
       reference.cells.join('  '),
       `servelab / reference: tok/s ${(ours.tokensPerSecond / reference.tokensPerSecond).toFixed(2)}x, req/s ${(ours.requestsPerSecond / reference.requestsPerSecond).toFixed(2)}x, cpu per token ${(ours.cpuUsPerToken / reference.cpuUsPerToken).toFixed(2)}x`,
       `servelab parse capacity (1e6 / cpu us per token): ${(1e6 / ours.cpuUsPerToken).toFixed(0)} tok/s on one core`,
-    ].join('\n') + '\n',
+    ].join('\n')}\n`,
   );
 }
 

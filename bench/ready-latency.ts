@@ -53,7 +53,13 @@ function startSim(loadMs: number, port: number): { readyAt: Promise<number>; sto
   const sim = run([process.execPath, ...simArgs(loadMs), '--port', String(port)], (line, at) => {
     if (READY_LINE.test(line)) resolveReady(at);
   });
-  return { readyAt, stop: () => (sim.kill(), sim.done) };
+  return {
+    readyAt,
+    stop: () => {
+      sim.kill();
+      return sim.done;
+    },
+  };
 }
 
 /** The CLI is started first and polls a port where nothing listens yet, so its own start-up is not measured. */
@@ -157,7 +163,7 @@ async function main(): Promise<void> {
     }
     const shellScaled = median(shell) * (10 / sleepS);
     process.stdout.write(
-      [
+      `${[
         'ready latency = time from the server being able to serve to the ready report',
         `host: ${availableParallelism()} cores, load average ${loadavg().map((value) => value.toFixed(1)).join(' ')} (other work inflates every figure)`,
         `servelab wait   (health+models+generation): ${summary(wait)}`,
@@ -166,7 +172,7 @@ async function main(): Promise<void> {
         `shell loop, sleep 10 (scaled x${(10 / sleepS).toFixed(0)}):        median ${shellScaled.toFixed(0)} ms (expected ~5000 ms: half the 10 s period)`,
         `goal: <= 100 ms median -> wait ${median(wait) <= 100 ? 'MET' : 'MISSED'}, launch ${median(launch) <= 100 ? 'MET' : 'MISSED'}`,
         `ratio shell(sleep 10) / servelab wait: ${(shellScaled / median(wait)).toFixed(0)}x; / launch: ${(shellScaled / median(launch)).toFixed(0)}x`,
-      ].join('\n') + '\n',
+      ].join('\n')}\n`,
     );
   } finally {
     rmSync(dir, { recursive: true, force: true });

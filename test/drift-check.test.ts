@@ -83,6 +83,6 @@ describe('formatDriftAlarm', () => {
 
   test('environment identical: points at hardware and load; positive change and large figures', () => {
     const line = formatDriftAlarm({ variant: 'eagle', metricLabel: 'tok/s', current: 1250.4, reference: 1100.2, changePct: 13.65, changes: [] });
-    assert.equal(line, 'eagle 1250 tok/s vs 1100 recorded (+14%); environment identical — check the hardware / other load');
+    assert.equal(line, 'eagle 1,250 tok/s vs 1,100 recorded (+14%); environment identical — check the hardware / other load');
   });
 });

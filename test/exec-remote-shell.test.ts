@@ -55,6 +55,7 @@ describe('detached job scripts (run with the local sh)', () => {
     t.after(() => rmSync(dir, { recursive: true, force: true }));
     const started = sh(startDetachedScript({
       dir: join(dir, 'job'),
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a template.
       command: ['sh', '-c', 'echo "one $GREETING"; echo "unset=${DROPPED:-none}"; sleep 0.3; echo two; exit 7'],
       env: { GREETING: "hello 'world'" },
       unsetEnv: ['DROPPED'],

@@ -8,11 +8,12 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runOnSlurm } from '../src/exec/slurm.js';
+import { runOnSlurm } from '../src/experiment/slurm.js';
 import { parseSqueue, SQUEUE_FORMAT } from '../src/exec/slurm-text.js';
 import { openStore } from '../src/store/db.js';
 import { getRun, listTrials } from '../src/store/queries.js';
 import { cli, tempDir, writeExperiment } from './support-experiment.js';
+import { needs } from './support-services.js';
 
 const BIN = fileURLToPath(new URL('../../bin/servelab.js', import.meta.url));
 const CI_DIR = process.env.SERVELAB_CI_DIR ?? '/tmp/servelab-ci';
@@ -27,7 +28,7 @@ function ciSlurm(): string | undefined {
   return undefined;
 }
 
-const skip = ciSlurm();
+const NO_SLURM = ciSlurm();
 
 /** An experiment with two server configs (two variants that differ in server args): two Slurm jobs. */
 function writeSweep(dir: string, options: { slowArgs?: string[]; retries?: number; loadMs?: number } = {}): string {
@@ -44,8 +45,8 @@ function writeSweep(dir: string, options: { slowArgs?: string[]; retries?: numbe
   });
 }
 
-describe('Slurm dispatch against a real cluster', { skip: skip ?? false, timeout: 600_000 }, () => {
-  test('a two-config sweep becomes two jobs whose trials land in one store, then the run is finalized', async (t) => {
+describe('Slurm dispatch against a real cluster', { timeout: 600_000 }, () => {
+  test('a two-config sweep becomes two jobs whose trials land in one store, then the run is finalized', needs(NO_SLURM), async (t) => {
     const dir = tempDir(t, 'slurm-test');
     const lines: string[] = [];
     const storePath = join(dir, 'store', 'servelab.db');
@@ -70,7 +71,7 @@ describe('Slurm dispatch against a real cluster', { skip: skip ?? false, timeout
     assert.ok(lines.some((line) => /RUNNING on localhost/.test(line)), lines.join('\n'));
   });
 
-  test('a failing config is reported with its log tail and resubmitted as asked; the other config still completes', async (t) => {
+  test('a failing config is reported with its log tail and resubmitted as asked; the other config still completes', needs(NO_SLURM), async (t) => {
     const dir = tempDir(t, 'slurm-test');
     const lines: string[] = [];
     const storePath = join(dir, 'servelab.db');
@@ -108,7 +109,7 @@ describe('Slurm dispatch against a real cluster', { skip: skip ?? false, timeout
     assert.doesNotMatch(resumed.stderr, new RegExp(`server config ${completed.serverKey} submitted`));
   });
 
-  test('an abort (Ctrl-C) cancels the jobs and marks the run interrupted', async (t) => {
+  test('an abort (Ctrl-C) cancels the jobs and marks the run interrupted', needs(NO_SLURM), async (t) => {
     const dir = tempDir(t, 'slurm-test');
     const controller = new AbortController();
     const result = await runOnSlurm({

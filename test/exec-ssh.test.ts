@@ -23,6 +23,7 @@ import { openStore } from '../src/store/db.js';
 import { listInvalidTrials, listRuns, listTrials } from '../src/store/queries.js';
 import { writeExperiment } from './support-experiment.js';
 import { waitFor } from './support-wait.js';
+import { needs } from './support-services.js';
 
 const BIN = fileURLToPath(new URL('../../bin/servelab.js', import.meta.url));
 const CI_DIR = process.env.SERVELAB_CI_DIR ?? '/tmp/servelab-ci';
@@ -47,6 +48,7 @@ function ciSshd(): { sshd?: CiSshd; skip?: string } {
 }
 
 const ci = ciSshd();
+const NO_SSH_CLIENT = spawnSync('ssh', ['-V']).error ? 'no `ssh` client on PATH: apt-get install openssh-client' : undefined;
 
 function setup(t: TestContext, client: 'local' | 'remote' = 'local') {
   const sshd = ci.sshd!;
@@ -150,8 +152,8 @@ function killSshdSessions(): number {
   return children.length;
 }
 
-describe('ssh executor against a real sshd', { skip: ci.skip ?? false, timeout: 300_000 }, () => {
-  test('launches on the host, serves through a local forward, runs commands, stops the server', async (t) => {
+describe('ssh executor against a real sshd', { timeout: 300_000 }, () => {
+  test('launches on the host, serves through a local forward, runs commands, stops the server', needs(ci.skip), async (t) => {
     const { executor, dir, model } = setup(t);
     const server = await executor.launch(simulatorSpec(dir, model, ['--load-ms', '3000']), {});
     const remotePort = Number(server.command[server.command.indexOf('--port') + 1]);
@@ -180,7 +182,7 @@ describe('ssh executor against a real sshd', { skip: ci.skip ?? false, timeout: 
     assert.deepEqual(jobGroups(dir), [], 'job directory removed from the host once its log was read back');
   });
 
-  test('a dropped connection during the readiness wait reconnects; the same server becomes ready and is stopped', async (t) => {
+  test('a dropped connection during the readiness wait reconnects; the same server becomes ready and is stopped', needs(ci.skip), async (t) => {
     const { executor, dir, lines, model } = setup(t);
     let dropped = false;
     const drop = async () => {
@@ -215,7 +217,7 @@ describe('ssh executor against a real sshd', { skip: ci.skip ?? false, timeout: 
     assert.deepEqual(processesWith(model), []);
   });
 
-  test('a server that crashes while loading is reported with its log tail and leaves nothing running', async (t) => {
+  test('a server that crashes while loading is reported with its log tail and leaves nothing running', needs(ci.skip), async (t) => {
     const { executor, dir, model } = setup(t);
     await assert.rejects(executor.launch(simulatorSpec(dir, model, ['--load-ms', '3000', '--fail', 'crash']), {}), (error: unknown) => {
       assert.ok(error instanceof NotReadyError, String(error));
@@ -226,7 +228,7 @@ describe('ssh executor against a real sshd', { skip: ci.skip ?? false, timeout: 
     assert.deepEqual(processesWith(model), []);
   });
 
-  test('a CUDA OOM on the host is reported as OOM (the most specific fatal line), not as the Traceback before it', async (t) => {
+  test('a CUDA OOM on the host is reported as OOM (the most specific fatal line), not as the Traceback before it', needs(ci.skip), async (t) => {
     const { executor, dir, model } = setup(t);
     await assert.rejects(executor.launch(simulatorSpec(dir, model, ['--load-ms', '60000', '--fail', 'oom', '--fail-at-ms', '200']), {}), (error: unknown) => {
       assert.ok(error instanceof NotReadyError, String(error));
@@ -239,7 +241,7 @@ describe('ssh executor against a real sshd', { skip: ci.skip ?? false, timeout: 
     assert.deepEqual(processesWith(model), []);
   });
 
-  test('a fixed port already in use on the host fails before anything starts there', async (t) => {
+  test('a fixed port already in use on the host fails before anything starts there', needs(ci.skip), async (t) => {
     const { executor, dir, model } = setup(t);
     const holder = createServer().listen(0, '127.0.0.1');
     t.after(() => holder.close());
@@ -249,7 +251,7 @@ describe('ssh executor against a real sshd', { skip: ci.skip ?? false, timeout: 
     assert.deepEqual(jobGroups(dir), [], 'no job was started on the host');
   });
 
-  test('a port taken on the host by another process: readiness fails instead of measuring that server', async (t) => {
+  test('a port taken on the host by another process: readiness fails instead of measuring that server', needs(ci.skip), async (t) => {
     const { executor, dir, model } = setup(t);
     // The launched job never listens; a simulator in its own session (cleaned up by its model name) takes the port.
     const impostor = `setsid "${process.execPath}" "${BIN}" simulate --port "$1" --model ${model}-impostor --load-ms 0 & echo "IMPOSTOR=$!"; exec sleep 60`;
@@ -263,7 +265,7 @@ describe('ssh executor against a real sshd', { skip: ci.skip ?? false, timeout: 
     });
   });
 
-  test('an abort (Ctrl-C) during the wait stops the remote server', async (t) => {
+  test('an abort (Ctrl-C) during the wait stops the remote server', needs(ci.skip), async (t) => {
     const { executor, dir, model } = setup(t);
     const controller = new AbortController();
     const launching = executor.launch(simulatorSpec(dir, model, ['--load-ms', '60000']), {
@@ -274,7 +276,7 @@ describe('ssh executor against a real sshd', { skip: ci.skip ?? false, timeout: 
     assert.deepEqual(processesWith(model), []);
   });
 
-  test('client: remote runs servelab bench on the host against the server port', async (t) => {
+  test('client: remote runs servelab bench on the host against the server port', needs(ci.skip), async (t) => {
     const { executor, dir, model } = setup(t, 'remote');
     const server = await executor.launch(simulatorSpec(dir, model, ['--load-ms', '300']), {});
     const result = await executor.bench(benchOptions(server.baseUrl));
@@ -286,8 +288,8 @@ describe('ssh executor against a real sshd', { skip: ci.skip ?? false, timeout: 
   });
 });
 
-describe('servelab run with an ssh executor against a real sshd', { skip: ci.skip ?? false, timeout: 300_000 }, () => {
-  test('connections dropped while the server loads: the experiment still succeeds and leaves no server behind', async (t) => {
+describe('servelab run with an ssh executor against a real sshd', { timeout: 300_000 }, () => {
+  test('connections dropped while the server loads: the experiment still succeeds and leaves no server behind', needs(ci.skip), async (t) => {
     const sshd = ci.sshd!;
     const dir = mkdtempSync(join(tmpdir(), 'servelab-ssh-run-'));
     const model = uniqueModel();
@@ -343,7 +345,7 @@ describe('servelab run with an ssh executor against a real sshd', { skip: ci.ski
   });
 });
 
-test('ssh executor: a host that refuses us is a clear UserError', { timeout: 60_000 }, async (t) => {
+test('ssh executor: a host that refuses us is a clear UserError', { ...needs(NO_SSH_CLIENT), timeout: 60_000 }, async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'servelab-ssh-test-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   // Port 1 on loopback: nothing listens there, so ssh fails fast without any network.

@@ -107,7 +107,7 @@ grid:
     expectError(write('profile.yaml', BASE.replace('profile: vllm', 'profile: vlm')), /profile\.yaml:3: profile: expected a built-in profile/);
     expectError(write('env.yaml', `${BASE}variants:\n  fast:\n    env: { NCCL_PROTO: [LL] }\n`), /env\.yaml:\d+: variants\.fast\.env\.NCCL_PROTO:/);
     expectError(write('unset.yaml', `${BASE}variants:\n  fast:\n    unsetEnv: ["NCCL PROTO"]\n`), /variants\.fast\.unsetEnv\[0\]: expected an environment variable name/);
-    expectError(write('typo.yaml', `${BASE}variants:\n  fast:\n    arg: [--x]\n`), /variants\.fast: .*arg/);
+    expectError(write('typo.yaml', `${BASE}variants:\n  fast:\n    arg: [--x]\n`), /typo\.yaml:11: variants\.fast\.arg: unknown key "arg" \(did you mean "args"\?\)/);
     expectError(write('baseline.yaml', `${BASE}baseline: base\nvariants:\n  baseline: {}\n`), /baseline: unknown variant "base"/);
     expectError(write('grid.yaml', `${BASE}grid:\n  - name: spec\n    params: { steps: [2, 3] }\n`), /grid\[0\]\.name: must contain \{steps\}/);
     expectError(write('trials.yaml', `${BASE}trials: 0\n`), /trials\.yaml:\d+: trials:/);
@@ -136,13 +136,48 @@ grid:
     assert.deepEqual(loaded.variants[0]!.client.prompts, { kind: 'jsonl', path: join(dir, 'prompts.jsonl') });
   });
 
+  test('errors are in the author\'s words: unknown keys at their own line with a did-you-mean, missing keys named, forms listed', (t) => {
+    const dir = tempDir(t, 'expfile');
+    const write = (name: string, text: string): string => {
+      const path = join(dir, name);
+      writeFileSync(path, text);
+      return path;
+    };
+    // BASE starts with an empty line and has 8 lines: line 9 is the first one after it.
+    expectError(
+      write('trails.yaml', `${BASE}trails: 3\n`),
+      /trails\.yaml:9: trails: unknown key "trails" \(did you mean "trials"\?\); keys allowed here: name, description, profile, server/,
+    );
+    expectError(write('alpha.yaml', `${BASE}verdict:\n  minEffect: 0.02\n  alpah: 0.1\n`), /alpha\.yaml:11: verdict\.alpah: unknown key "alpah" \(did you mean "alpha"\?\)/);
+    expectError(
+      write('prompts.yaml', `${BASE}client:\n  prompts:\n    kind: synthetic\n    inputTokens: 16\n    outputTokns: 8\n`),
+      /prompts\.yaml:13: client\.prompts\.outputTokns: unknown key "outputTokns" \(did you mean "outputTokens"\?\)/,
+    );
+    // A misspelt required key: the unknown key is the cause, not "expected number, received undefined".
+    expectError(
+      write('concurrency.yaml', BASE.replace('{ kind: single-stream, requests: 8 }', '{ kind: concurrency, concurency: 8, requests: 8 }')),
+      /workloads\[0\]\.concurency: unknown key "concurency" \(did you mean "concurrency"\?\)/,
+    );
+    expectError(
+      write('missing.yaml', BASE.replace('{ kind: single-stream, requests: 8 }', '{ kind: concurrency, requests: 8 }')),
+      /missing\.yaml:8: workloads\[0\]\.concurrency: missing key "concurrency" \(expected a number\)/,
+    );
+    expectError(write('list.yaml', `${BASE}variants: [a, b]\n`), /list\.yaml:9: variants: expected a mapping of name → value, got a list$/);
+    expectError(
+      write('minutes.yaml', BASE.replace('  env:', '  readyTimeout: 5 minutes\n  env:')),
+      /server\.readyTimeout: invalid duration "5 minutes": use e\.g\. 90s, 20m, 1h, 500ms or a number of seconds/,
+    );
+    expectError(write('metric.yaml', `${BASE}metric: tokps\n`), /metric: expected one of "outputTokensPerSecond", "requestsPerSecond"/);
+    expectError(write('zero.yaml', BASE.replace('requests: 8', 'requests: 0')), /workloads\[0\]\.requests: expected more than 0, got 0/);
+  });
+
   test('`servelab run` with a bad file exits non-zero with file, key and next step, no stack trace', async (t) => {
     const dir = tempDir(t, 'expfile');
     const path = join(dir, 'bad.yaml');
     writeFileSync(path, `${BASE}trials: many\n`);
     const result = await cli(['run', path], { store: join(dir, 'store.db'), timeoutMs: 30_000 });
-    assert.notEqual(result.code, 0);
-    assert.match(result.stderr, /bad\.yaml:\d+: trials: /);
+    assert.equal(result.code, 2, 'a bad file is a usage error');
+    assert.match(result.stderr, /bad\.yaml:\d+: trials: expected a number, got "many"/);
     assert.match(result.stderr, /next: fix trials in /);
     assert.doesNotMatch(result.stderr, /\n\s+at /);
   });

@@ -10,16 +10,12 @@ import { diffFingerprints } from '../src/fingerprint/diff.js';
 import { redactor } from '../src/util/redact.js';
 
 const redactValue = (value: string): string => redactor().value(value);
-import type { CommandResult, Executor } from '../src/exec/types.js';
+import type { CommandResult, CommandRunner } from '../src/fingerprint/types.js';
 
-/** Executor whose run() really spawns processes on this machine, with an optional PATH override. */
-function processExecutor(path?: string): Executor {
+/** A command runner that really spawns processes on this machine, with an optional PATH override. */
+function processExecutor(path?: string): CommandRunner {
   return {
-    kind: 'local',
     hostLabel: 'local',
-    launch: () => Promise.reject(new Error('fingerprint tests do not launch servers')),
-    bench: () => Promise.reject(new Error('fingerprint tests do not run load')),
-    close: () => Promise.resolve(),
     run(argv: string[], timeoutMs = 20_000): Promise<CommandResult> {
       return new Promise((resolve) => {
         const env = path === undefined ? process.env : { ...process.env, PATH: path };

@@ -25,8 +25,8 @@ describe('flattenFingerprint', () => {
     assert.equal(flat['host.memoryGiB'], '503.5');
     assert.equal(flat['env.NCCL_PROTO'], 'LL');
     assert.equal(flat['packages.vllm'], '0.6.3');
-    assert.equal(flat['command'], 'vllm serve "my model" --port {port}');
-    assert.equal(flat['model'], 'my model');
+    assert.equal(flat.command, 'vllm serve "my model" --port {port}');
+    assert.equal(flat.model, 'my model');
     assert.equal(flat['gpus.0.index'], undefined);
   });
 });

@@ -139,7 +139,7 @@ describe('servelab launch (CLI)', () => {
 
     writeFileSync(config, 'command: [x]\nport: "eighty"\n');
     const bad = startLauncher(t, ['--config', config], []);
-    assert.equal(await bad.exit, 1);
-    assert.match(bad.stderr(), /server\.yaml:2: port: .*expected number/);
+    assert.equal(await bad.exit, 2, 'a bad config file is a usage error');
+    assert.match(bad.stderr(), /server\.yaml:2: port: expected a number, got "eighty"/);
   });
 });

@@ -69,7 +69,7 @@ describe('servelab bench CLI', () => {
   test('unreachable server: one-line cause and next step, exit 1', async (t) => {
     const run = await servelab(t, ['bench', 'http://127.0.0.1:1', '--no-progress']);
     assert.equal(run.code, 1);
-    assert.match(run.stderr, /^servelab: cannot reach server at http:\/\/127\.0\.0\.1:1: .*\n  next: /);
+    assert.match(run.stderr, /^servelab: cannot reach server at http:\/\/127\.0\.0\.1:1: .*\n {2}next: /);
     assert.doesNotMatch(run.stderr, /\n\s+at /);
   });
 

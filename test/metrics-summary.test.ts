@@ -109,6 +109,6 @@ describe('table', () => {
   });
 
   test('progress line', () => {
-    assert.match(formatProgress({ levelLabel: 'c=1', completed: 5, total: 10, failed: 1, outputTokensPerSecond: 123.4, elapsedMs: 2500 }), /^c=1\s+\[#+\.+\] 6\/10  1 failed  123 tok\/s  2\.5s$/);
+    assert.match(formatProgress({ levelLabel: 'c=1', completed: 5, total: 10, failed: 1, outputTokensPerSecond: 123.4, elapsedMs: 2500 }), /^c=1\s+\[#+\.+\] 6\/10 {2}1 failed {2}123 tok\/s {2}2\.5s$/);
   });
 });

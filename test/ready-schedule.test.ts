@@ -1,7 +1,8 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DEFAULT_POLL_SCHEDULE, pollDelayMs } from '../src/ready/schedule.js';
-import { formatPrediction, formatSeconds, predictRemainingMs } from '../src/ready/predict.js';
+import { formatPrediction, predictRemainingMs } from '../src/ready/predict.js';
+import { formatSeconds } from '../src/util/format.js';
 import { formatProgressLine } from '../src/ready/progress.js';
 import { exitCodeFor, NotReadyError } from '../src/ready/errors.js';
 import { normalizeBaseUrl } from '../src/ready/wait.js';

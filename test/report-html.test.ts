@@ -3,15 +3,15 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { chromium } from 'playwright-core';
 import { writeReports } from '../src/report/write.js';
 import { buildFixtureRun, createFixtureStore } from './report-fixture.js';
+import { launchBrowser, NO_BROWSER } from './support-browser.js';
+import { needs } from './support-services.js';
 
-export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const artifacts = resolve('test-artifacts');
 
 describe('servelab report', () => {
-  test('HTML report renders every chart in headless Chromium without console errors', async (t) => {
+  test('HTML report renders every chart in headless Chromium without console errors', needs(NO_BROWSER), async (t) => {
     const store = createFixtureStore();
     t.after(() => store.cleanup());
     const first = buildFixtureRun(store);
@@ -19,7 +19,7 @@ describe('servelab report', () => {
     const [, written] = writeReports(store.db, [first, second], join(store.dir, 'out'));
     assert.ok(written);
 
-    const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS, timeout: 30_000 });
+    const browser = await launchBrowser();
     t.after(() => browser.close());
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     const problems: string[] = [];
@@ -80,7 +80,7 @@ describe('servelab report', () => {
     assert.match(readFileSync(written[0]!.html, 'utf8'), /<svg/);
 
     const missing = spawnSync(process.execPath, ['bin/servelab.js', 'report', '99', '--store', store.path, '--out', out], { encoding: 'utf8', timeout: 30_000 });
-    assert.equal(missing.status, 1);
+    assert.equal(missing.status, 2, 'an unknown run id is a usage error');
     assert.match(missing.stderr, /run 99 is not in the store\n {2}next: /);
     assert.doesNotMatch(missing.stderr, /at .*\.js:\d+/);
   });

@@ -108,7 +108,7 @@ describe('servelab simulate (child process)', () => {
     assert.equal(negative.code, 2);
     assert.match(negative.stderr, /--tpot-ms/);
     assert.doesNotMatch(negative.stderr, /\n\s+at /);
-    assert.equal(missing.code, 1);
+    assert.equal(missing.code, 2, 'a config file that cannot be read is a usage error');
     assert.match(missing.stderr, /cannot read config file/);
     assert.equal(printed.code, 0, printed.stderr);
     const config = JSON.parse(printed.stdout) as { decode: { tpotMs: number }; envSpeedups: unknown; faults: unknown };

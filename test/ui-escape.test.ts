@@ -5,19 +5,19 @@ import { appendFileSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
 import { insertServer, updateServer } from '../src/store/runs.js';
 import { startUi } from '../src/ui/server.js';
 import { buildFixtureRun, createFixtureStore } from './report-fixture.js';
+import { launchBrowser, NO_BROWSER } from './support-browser.js';
+import { needs } from './support-services.js';
 
 const SERVELAB = fileURLToPath(new URL('../../bin/servelab.js', import.meta.url));
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const HOSTILE_NAME = '<img src=x onerror="window.__pwned=1">';
 const HOSTILE_VARIANT = '<svg onload="window.__pwned=5">';
 const HOSTILE_LABEL = '<script>window.__pwned=2</script>';
 const HOSTILE_LOG = 'INFO loading\n<script>window.__pwned=3</script>\n<img src=x onerror="window.__pwned=4">\n';
 
-test('log text and stored strings are shown as text, never run, and updates arrive without reload', { timeout: 60_000 }, async (t) => {
+test('log text and stored strings are shown as text, never run, and updates arrive without reload', { ...needs(NO_BROWSER), timeout: 60_000 }, async (t) => {
   const store = createFixtureStore();
   t.after(() => store.cleanup());
   const runId = buildFixtureRun(store, { trials: 12 });
@@ -31,7 +31,7 @@ test('log text and stored strings are shown as text, never run, and updates arri
 
   const ui = await startUi({ storePath: store.path, host: '127.0.0.1', port: 0, pollMs: 200 });
   t.after(() => ui.close());
-  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS, timeout: 30_000 });
+  const browser = await launchBrowser();
   t.after(() => browser.close());
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   const dialogs: string[] = [];

@@ -5,13 +5,13 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
 import { stringify } from 'yaml';
 import { openStore } from '../src/store/db.js';
 import { startUi } from '../src/ui/server.js';
+import { launchBrowser, NO_BROWSER } from './support-browser.js';
+import { needs } from './support-services.js';
 
 const SERVELAB = fileURLToPath(new URL('../../bin/servelab.js', import.meta.url));
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const artifacts = resolve('test-artifacts');
 
 /** One simulator server (both variants differ only client-side) that takes a few seconds to load, so "starting" is visible. */
@@ -47,7 +47,7 @@ async function until<T>(what: string, probe: () => T | undefined | Promise<T | u
   }
 }
 
-test('servelab ui follows a live experiment: server phase to ready, log tail, charts, verdicts', { timeout: 90_000 }, async (t) => {
+test('servelab ui follows a live experiment: server phase to ready, log tail, charts, verdicts', { ...needs(NO_BROWSER), timeout: 90_000 }, async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'servelab-ui-live-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const store = join(dir, 'store.db');
@@ -56,7 +56,7 @@ test('servelab ui follows a live experiment: server phase to ready, log tail, ch
   openStore(store).close();
   const ui = await startUi({ storePath: store, host: '127.0.0.1', port: 0 });
   t.after(() => ui.close());
-  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS, timeout: 30_000 });
+  const browser = await launchBrowser();
   t.after(() => browser.close());
   const page = await browser.newPage({ viewport: { width: 1360, height: 1000 } });
   const problems: string[] = [];

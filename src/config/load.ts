@@ -1,18 +1,21 @@
 import { readFileSync } from 'node:fs';
-import { LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
+import { isMap, isScalar, LineCounter, parseDocument, type Document, type Node as YamlNode } from 'yaml';
 import type { z } from 'zod';
 import { UserError, messageOf } from '../util/errors.js';
+import { ExitCode } from '../util/exit.js';
+import { describeIssues } from './issues.js';
 
 /**
- * Read a YAML (or JSON) file and validate it against a zod schema. Every failure names the file, the key path
- * and what was expected, e.g. `exp.yaml: variants.eagle3.env.NCCL_ALGO: expected string, received number`.
+ * Read a YAML (or JSON) file and validate it against a zod schema. Every failure names the file, the line, the key
+ * path and what was expected in plain words, e.g. `exp.yaml:12: trails: unknown key "trails" (did you mean
+ * "trials"?)`, and exits with the usage code.
  */
 export function loadConfigFile<Schema extends z.ZodType>(path: string, schema: Schema): z.output<Schema> {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
-    throw new UserError(`cannot read config file ${path}: ${messageOf(error)}`, 'check the path');
+    throw new UserError(`cannot read config file ${path}: ${messageOf(error)}`, 'check the path', ExitCode.usage);
   }
   return parseConfigText(path, text, schema);
 }
@@ -24,17 +27,16 @@ export function parseConfigText<Schema extends z.ZodType>(path: string, text: st
   if (syntaxError) {
     const position = syntaxError.linePos?.[0];
     const where = position ? `${path}:${position.line}:${position.col}` : path;
-    throw new UserError(`${where}: YAML syntax error: ${syntaxError.message.split('\n')[0]}`, `fix the YAML syntax in ${path}`);
+    throw new UserError(`${where}: YAML syntax error: ${syntaxError.message.split('\n')[0]}`, `fix the YAML syntax in ${path}`, ExitCode.usage);
   }
-  const result = schema.safeParse(document.toJS() ?? {});
-  if (!result.success) {
-    const issue = result.error.issues[0]!;
-    const keyPath = issue.path.filter((part): part is string | number => typeof part !== 'symbol');
-    const line = lineOf(document.getIn(keyPath, true) as YamlNode | undefined, lineCounter);
-    const where = line ? `${path}:${line}` : path;
-    throw new UserError(`${where}: ${formatKeyPath(keyPath)}: ${issue.message}`, `fix ${formatKeyPath(keyPath)} in ${path}`);
-  }
-  return result.data;
+  const input: unknown = document.toJS() ?? {};
+  const result = schema.safeParse(input);
+  if (result.success) return result.data;
+  const problem = describeIssues(schema, input, result.error.issues);
+  const line = problem.isKey ? keyLine(document, problem.path, lineCounter) : valueLine(document, problem.path, lineCounter);
+  const where = line ? `${path}:${line}` : path;
+  const key = formatKeyPath(problem.path);
+  throw new UserError(`${where}: ${key}: ${problem.message}`, `fix ${key} in ${path}`, ExitCode.usage);
 }
 
 export function formatKeyPath(path: ReadonlyArray<PropertyKey>): string {
@@ -45,4 +47,24 @@ export function formatKeyPath(path: ReadonlyArray<PropertyKey>): string {
 function lineOf(node: YamlNode | undefined, lineCounter: LineCounter): number | undefined {
   const offset = node?.range?.[0];
   return offset === undefined ? undefined : lineCounter.linePos(offset).line;
+}
+
+/** Line of the value at `path`, or of the nearest enclosing value that exists (a missing key's mapping). */
+function valueLine(document: Document, path: ReadonlyArray<string | number>, lineCounter: LineCounter): number | undefined {
+  for (let depth = path.length; depth >= 0; depth--) {
+    const line = lineOf(document.getIn(path.slice(0, depth), true) as YamlNode | undefined, lineCounter);
+    if (line !== undefined) return line;
+  }
+  return undefined;
+}
+
+/** Line of the key itself (an unknown key is reported where it is written, not at its parent). */
+function keyLine(document: Document, path: ReadonlyArray<string | number>, lineCounter: LineCounter): number | undefined {
+  const parent = path.length > 1 ? document.getIn(path.slice(0, -1), true) : document.contents;
+  if (isMap(parent)) {
+    const pair = parent.items.find((item) => isScalar(item.key) && String(item.key.value) === String(path.at(-1)));
+    const line = lineOf(pair?.key as YamlNode | undefined, lineCounter);
+    if (line !== undefined) return line;
+  }
+  return valueLine(document, path, lineCounter);
 }

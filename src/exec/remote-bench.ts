@@ -78,7 +78,7 @@ export function parseBenchResult(text: string): BenchResult | undefined {
     return undefined;
   }
   const result = value as Partial<BenchResult> | null;
-  if (!result || result.schemaVersion !== 1 || !Array.isArray(result.levels) || typeof result.interrupted !== 'boolean') return undefined;
+  if (result?.schemaVersion !== 1 || !Array.isArray(result.levels) || typeof result.interrupted !== 'boolean') return undefined;
   return result as BenchResult;
 }
 

@@ -69,7 +69,7 @@ export function startDetachedScript(job: DetachedJob): string {
     '(',
     '  while sleep 5; do',
     `    if [ -n "$(find heartbeat -mmin +${staleMinutes} 2>/dev/null)" ]; then`,
-    '      echo "servelab: nobody has polled this job for ' + staleMinutes + ' minutes; stopping it" >> out.log',
+    `      echo "servelab: nobody has polled this job for ${staleMinutes} minutes; stopping it" >> out.log`,
     '      kill -TERM -$$',
     '    fi',
     '  done',

@@ -1,32 +1,20 @@
 import type { LaunchHooks, RunningServer, ServerSpec } from '../launch/types.js';
 import type { BenchOptions, BenchResult } from '../load/types.js';
+import type { CommandRunner } from '../fingerprint/types.js';
 
-export interface CommandResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs a short command on some host; what fingerprinting, preflight and telemetry need of an executor. */
-export interface CommandRunner {
-  /** Never throws on non-zero exit or a missing program (code null, the reason in stderr). */
-  run(argv: string[], timeoutMs?: number): Promise<CommandResult>;
-}
+export type { CommandResult, CommandRunner } from '../fingerprint/types.js';
 
 /**
  * Where servers run. The experiment runner talks only to this interface, so a variant runs the same way
- * on this machine or on an SSH host. (Slurm dispatches whole server configs instead: see exec/slurm.)
+ * on this machine or on an SSH host. (Slurm dispatches whole server configs instead: see experiment/slurm.)
+ * Its `hostLabel` and `run` (CommandRunner) are all that fingerprinting uses.
  */
 export interface Executor extends CommandRunner {
   readonly kind: 'local' | 'ssh';
-  /** Human label for the host, e.g. "local" or "gpu-box-1". */
-  readonly hostLabel: string;
   /** Start a server on the host and wait until it is ready; its baseUrl is reachable from where the load client runs. */
   launch(spec: ServerSpec, hooks: LaunchHooks): Promise<RunningServer>;
   /** Run the load client where the experiment says (locally, or on the host so network latency is not measured). */
   bench(options: BenchOptions): Promise<BenchResult>;
-  /** Run a short command on the host (fingerprinting: hostname, nvidia-smi, pip show...). Never throws on non-zero exit. */
-  run(argv: string[], timeoutMs?: number): Promise<CommandResult>;
   /** Stop everything this executor started and release connections. */
   close(): Promise<void>;
 }

@@ -1,7 +1,8 @@
 import { median } from 'simple-statistics';
 import type { TrialRecord } from '../store/types.js';
 import type { BestVerdict } from './best.js';
-import { figure, table } from './format.js';
+import { formatNumber } from '../util/format.js';
+import { table } from './format.js';
 import { metricUnit, metricValue } from './metrics.js';
 import type { MetricName, ResolvedExperiment } from './types.js';
 import type { Verdict } from './verdict.js';
@@ -25,7 +26,7 @@ export function formatBestVerdict(experiment: ResolvedExperiment, best: BestVerd
       best.ranking.map((row) => [
         String(row.rank),
         row.variant + (row.variant === experiment.baseline ? ' (baseline)' : ''),
-        figure(row.median),
+        formatNumber(row.median),
         row.rank === 1 || row.median === null || top === null ? '' : percent(row.median / top),
         String(row.n),
         row.eliminated
@@ -76,7 +77,7 @@ export function formatSpecView(experiment: ResolvedExperiment, trials: readonly 
       const own = trials.filter((trial) => trial.variant === variant.name && trial.workload === workload.label);
       const med = (pick: (trial: TrialRecord) => number | undefined): string => {
         const values = own.map(pick).filter((value): value is number => value !== undefined && Number.isFinite(value));
-        return values.length === 0 ? '-' : figure(median(values));
+        return values.length === 0 ? '-' : formatNumber(median(values));
       };
       return [
         variant.name,

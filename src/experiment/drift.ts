@@ -1,6 +1,7 @@
 import { erf, gammaln, mean, median, medianAbsoluteDeviation, sampleStandardDeviation } from 'simple-statistics';
 import type { FingerprintChange } from '../fingerprint/types.js';
 import { formatChanges } from '../fingerprint/diff.js';
+import { formatNumber, formatWholePercent } from '../util/format.js';
 
 export interface DriftCheck {
   drifted: boolean;
@@ -131,24 +132,9 @@ export interface DriftAlarm {
  * machine did differently when telemetry saw it: `…; machine state differs: GPU 0 SM clock median 1410 vs 1980 MHz`.
  */
 export function formatDriftAlarm(alarm: DriftAlarm): string {
-  const measured = `${alarm.variant} ${formatFigure(alarm.current)} ${alarm.metricLabel} vs ${formatFigure(alarm.reference)} recorded (${formatPercent(alarm.changePct)})`;
+  const measured = `${alarm.variant} ${formatNumber(alarm.current)} ${alarm.metricLabel} vs ${formatNumber(alarm.reference)} recorded (${formatWholePercent(alarm.changePct)})`;
   const machine = alarm.machine ?? [];
   const environment = alarm.changes.length > 0 ? `environment differs: ${formatChanges(alarm.changes)}` : 'environment identical';
   if (machine.length > 0) return `${measured}; ${environment}; machine state differs: ${machine.join('; ')}`;
   return alarm.changes.length > 0 ? `${measured}; ${environment}` : `${measured}; environment identical — check the hardware / other load`;
-}
-
-/** Three significant figures for the usual magnitudes, whole numbers from 100 on. */
-function formatFigure(value: number): string {
-  const magnitude = Math.abs(value);
-  if (magnitude >= 100) return value.toFixed(0);
-  if (magnitude >= 1) return value.toFixed(1);
-  return value.toPrecision(3);
-}
-
-/** Signed whole percent with a typographic minus, e.g. "−29%", "+4%". */
-function formatPercent(pct: number): string {
-  const rounded = Math.round(pct);
-  if (rounded === 0) return '0%';
-  return rounded < 0 ? `\u2212${-rounded}%` : `+${rounded}%`;
 }

@@ -6,6 +6,7 @@ import type { TrialRecord } from '../store/types.js';
 import { categoryRows, type CategoryRow } from './categories.js';
 import { metricUnit, metricValue } from './metrics.js';
 import type { MetricName, Plan, ResolvedExperiment, VariantVerdict } from './types.js';
+import { formatNumber, formatPercent } from '../util/format.js';
 
 /** Plain-text tables for `servelab run`, `ls`, `show` and `diff`. Pure: data in, lines out. */
 
@@ -15,18 +16,9 @@ export function table(header: string[], rows: string[][]): string {
   return [line(header), line(widths.map((width) => '-'.repeat(width))), ...rows.map(line)].join('\n');
 }
 
-export function figure(value: number | null | undefined): string {
-  if (value === null || value === undefined || !Number.isFinite(value)) return 'n/a';
-  const magnitude = Math.abs(value);
-  if (magnitude >= 100) return value.toFixed(0);
-  if (magnitude >= 10) return value.toFixed(1);
-  return value.toFixed(2);
-}
-
+/** Change of a ratio as a signed percent: 1.125 → "+12.5%". */
 function percent(ratio: number | null): string {
-  if (ratio === null || !Number.isFinite(ratio)) return 'n/a';
-  const pct = (ratio - 1) * 100;
-  return `${pct >= 0 ? '+' : '−'}${Math.abs(pct).toFixed(1)}%`;
+  return ratio === null ? formatPercent(null) : formatPercent((ratio - 1) * 100);
 }
 
 export function formatVerdicts(verdicts: readonly VariantVerdict[], metric: MetricName, baseline: string): string {
@@ -35,8 +27,8 @@ export function formatVerdicts(verdicts: readonly VariantVerdict[], metric: Metr
   const rows = verdicts.map((verdict) => [
     verdict.variant,
     verdict.workload,
-    figure(verdict.baselineMedian),
-    figure(verdict.candidateMedian),
+    formatNumber(verdict.baselineMedian),
+    formatNumber(verdict.candidateMedian),
     percent(verdict.ratio),
     verdict.ciLow === null || verdict.ciHigh === null ? 'n/a' : `${percent(verdict.ciLow)} … ${percent(verdict.ciHigh)}`,
     verdict.pValue === null ? 'n/a' : verdict.pValue < 0.001 ? '<0.001' : verdict.pValue.toFixed(3),
@@ -93,7 +85,7 @@ export function formatMedians(experiment: ResolvedExperiment, trials: readonly T
         .filter((trial) => trial.variant === variant.name && trial.workload === workload.label)
         .map((trial) => metricValue(trial.metrics, experiment.metric))
         .filter((value) => Number.isFinite(value));
-      return values.length === 0 ? '-' : `${figure(median(values))} (n=${values.length})`;
+      return values.length === 0 ? '-' : `${formatNumber(median(values))} (n=${values.length})`;
     }),
   ]);
   return table(['variant', ...experiment.workloads.map((workload) => workload.label)], rows);
@@ -137,7 +129,7 @@ export function formatRunShow(run: RunDetail, trials: readonly TrialRecord[], in
           String(planned.block),
           planned.variant,
           planned.workload,
-          trial ? figure(metricValue(trial.metrics, experiment.metric)) : '-',
+          trial ? formatNumber(metricValue(trial.metrics, experiment.metric)) : '-',
           trial ? String(trial.metrics.completed) : '-',
           trial ? String(trial.metrics.failed) : '-',
           trial ? trial.finishedAt.replace('T', ' ').slice(0, 19) : 'pending',
@@ -173,7 +165,7 @@ export function formatCategoryRows(rows: readonly CategoryRow[]): string {
     ['variant', 'workload', 'category', 'trials', 'ok', 'failed', 'tok/s', 'TTFT ms p50', 'TPOT ms p50', 'spec acc/len'],
     rows.map((row) => [
       row.variant, row.workload, row.category, String(row.trials), String(row.completed), String(row.failed),
-      figure(row.outputTokensPerSecond), figure(row.ttftMedianMs), figure(row.tpotMedianMs), acceptanceCell(row),
+      formatNumber(row.outputTokensPerSecond), formatNumber(row.ttftMedianMs), formatNumber(row.tpotMedianMs), acceptanceCell(row),
     ]),
   );
 }
@@ -226,7 +218,7 @@ export function formatRunDiff(runA: number, runB: number, metric: MetricName, di
     `median ${metric} (${metricUnit(metric)}):`,
     table(
       ['variant', 'workload', `run ${runA}`, `run ${runB}`, 'change'],
-      diff.metrics.map((row) => [row.variant, row.workload, figure(row.a), figure(row.b), percent(row.ratio)]),
+      diff.metrics.map((row) => [row.variant, row.workload, formatNumber(row.a), formatNumber(row.b), percent(row.ratio)]),
     ),
   );
   return lines.join('\n');

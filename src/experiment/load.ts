@@ -10,6 +10,8 @@ import type { PromptSource, Workload } from '../load/types.js';
 import { UserError } from '../util/errors.js';
 import { experimentFileSchema, VARIANT_NAME, VARIANT_NAME_RULE, type ClientOverrides, type ExperimentFile, type GridSpec, type VariantSpec } from './schema.js';
 import type { ClientConfig, Constraint, MetricName, Objective, ResolvedExperiment, ResolvedVariant, ResolvedWorkload, ServerConfig } from './types.js';
+import { ExitCode } from '../util/exit.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS } from '../util/defaults.js';
 
 /** `{servelab}` in a command is this installation's CLI, so simulator experiments run from any directory. */
 const SERVELAB_BIN = fileURLToPath(new URL('../../../bin/servelab.js', import.meta.url));
@@ -18,7 +20,7 @@ const DEFAULT_CLIENT: ClientConfig = {
   prompts: { kind: 'synthetic', inputTokens: { kind: 'fixed', value: 256 }, outputTokens: { kind: 'fixed', value: 128 }, seed: 0 },
   warmupRequests: 1,
   ignoreEos: true,
-  requestTimeoutMs: 60_000,
+  requestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS,
   cache: 'cold',
 };
 
@@ -30,7 +32,7 @@ export function loadExperiment(path: string): ResolvedExperiment {
 
 export function resolveExperiment(filePath: string, file: ExperimentFile): ResolvedExperiment {
   const fail = (key: string, message: string): never => {
-    throw new UserError(`${filePath}: ${key}: ${message}`, `fix ${key} in ${filePath}`);
+    throw new UserError(`${filePath}: ${key}: ${message}`, `fix ${key} in ${filePath}`, ExitCode.usage);
   };
   const baseDir = dirname(filePath);
   const baseServer: ServerConfig = {

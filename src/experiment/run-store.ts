@@ -11,6 +11,7 @@ import { loadExperiment } from './load.js';
 import { planExperiment } from './plan.js';
 import type { RunOutcome } from './finalize.js';
 import type { Plan, ResolvedExperiment } from './types.js';
+import { ExitCode } from '../util/exit.js';
 
 /**
  * The trial plan of an experiment: deterministic in its seed and costs. Without a store, `schedule: auto` decides
@@ -41,7 +42,7 @@ export interface StoredRun {
 /** A run with its stored experiment and plan — what a resume or a Slurm job replays. */
 export function loadRun(db: Db, runId: number): StoredRun {
   const run = getRun(db, runId);
-  if (!run) throw new UserError(`run ${runId} is not in the store`, 'list runs with `servelab ls` (and check --store)');
+  if (!run) throw new UserError(`run ${runId} is not in the store`, 'list runs with `servelab ls` (and check --store)', ExitCode.usage);
   return { run, experiment: run.config as ResolvedExperiment, plan: run.plan as Plan };
 }
 

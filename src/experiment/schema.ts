@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { executorConfigSchema } from '../exec/config.js';
 import { parseDurationMs, promptSourceSchema, sloSchema, workloadSchema } from '../load/config.js';
 import { BUILTIN_PROFILES } from '../profiles/builtin.js';
+import { DEFAULT_READY_TIMEOUT_MS } from '../util/defaults.js';
 
 /** zod schema of an experiment file as written by the user (before grid expansion and defaults of ./load.ts). */
 
@@ -90,7 +91,8 @@ const workloadEntrySchema = z.unknown().transform((value, ctx): z.output<typeof 
   const branches = union && 'errors' in union ? (union.errors as z.core.$ZodIssue[][]) : [result.error.issues];
   // The branch that did not reject `kind` is the one this entry is written for.
   const meant = branches.find((issues) => !issues.some((issue) => issue.path[0] === 'kind')) ?? branches[0]!;
-  for (const issue of meant) ctx.addIssue({ code: 'custom', path: issue.path as PropertyKey[], message: issue.message });
+  // Forwarded whole (code, keys, bounds), so the config loader can word them and place unknown keys.
+  for (const issue of meant) ctx.addIssue(issue as z.core.$ZodRawIssue);
   return z.NEVER;
 });
 
@@ -140,7 +142,7 @@ export const experimentFileSchema = z.strictObject({
     cwd: z.string().optional(),
     /** Fixed port for {port}; default: a free port picked at each launch. */
     port: z.number().int().min(1).max(65535).optional(),
-    readyTimeout: durationSchema.default(15 * 60_000),
+    readyTimeout: durationSchema.default(DEFAULT_READY_TIMEOUT_MS),
     verifyServing: z.boolean().default(true),
     model: z.string().min(1).optional(),
   }),

@@ -2,7 +2,6 @@ import { execFile } from 'node:child_process';
 import { realpath } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import type { CommandRunner, Executor } from '../exec/types.js';
 import { parseDriverCudaVersion, parseNvccVersion, parseNvlinkStatus, parseTopology } from '../telemetry/nvidia-smi.js';
 import { VERSION } from '../version.js';
 import { redactor } from '../util/redact.js';
@@ -22,7 +21,7 @@ import {
   parseUname,
   parseVersionOutput,
 } from './parse.js';
-import type { Fingerprint } from './types.js';
+import type { CommandRunner, Fingerprint } from './types.js';
 
 const COMMAND_TIMEOUT_MS = 20_000;
 
@@ -103,7 +102,7 @@ export interface FingerprintOptions {
  * fingerprint must never stop an experiment.
  */
 export async function collectFingerprint(
-  executor: Executor,
+  executor: CommandRunner,
   server: FingerprintServer,
   options: FingerprintOptions = {},
 ): Promise<Fingerprint> {
@@ -141,7 +140,7 @@ async function output(executor: CommandRunner, argv: string[], timeoutMs = COMMA
   }
 }
 
-async function collectHost(executor: Executor): Promise<Fingerprint['host']> {
+async function collectHost(executor: CommandRunner): Promise<Fingerprint['host']> {
   const { os, hostname, kernel } = parseUname((await output(executor, ['uname', '-snr'])) ?? '');
   if (os === 'Darwin') {
     const [cpuModel, cpus, memBytes] = await Promise.all([
@@ -164,7 +163,7 @@ function toInt(text: string | undefined): number {
   return Number.isFinite(value) ? value : 0;
 }
 
-async function collectGpus(executor: Executor): Promise<Fingerprint['gpus']> {
+async function collectGpus(executor: CommandRunner): Promise<Fingerprint['gpus']> {
   const csv = await output(executor, ['nvidia-smi', `--query-gpu=${NVIDIA_SMI_FIELDS.join(',')}`, '--format=csv,noheader,nounits']);
   return csv === undefined ? [] : parseNvidiaSmiCsv(csv);
 }
@@ -173,7 +172,7 @@ async function collectGpus(executor: Executor): Promise<Fingerprint['gpus']> {
  * Versions of the serving stack. Python packages are read with the interpreter the server most likely uses: the
  * command's own python, or the python next to its entry point (a venv's bin/), else python3 on PATH.
  */
-async function collectPackages(executor: Executor, command: readonly string[]): Promise<Record<string, string>> {
+async function collectPackages(executor: CommandRunner, command: readonly string[]): Promise<Record<string, string>> {
   const program = command[0] ?? '';
   const interpreters: string[] = [];
   if (/^python[\d.]*$/.test(basename(program))) interpreters.push(program);

@@ -46,3 +46,20 @@ export interface FingerprintChange {
   before?: string;
   after?: string;
 }
+
+export interface CommandResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * All fingerprinting needs from where the server runs: its label and a way to run a short command there
+ * (uname, nvidia-smi, pip show…). Every Executor is one; tests can pass a bare process runner.
+ */
+export interface CommandRunner {
+  /** Human label for the host, e.g. "local" or "gpu-box-1". */
+  readonly hostLabel: string;
+  /** Run a short command on the host. Never throws on non-zero exit. */
+  run(argv: string[], timeoutMs?: number): Promise<CommandResult>;
+}

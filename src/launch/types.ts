@@ -1,5 +1,8 @@
 import type { ServerProfile } from '../profiles/types.js';
-import type { PhaseTiming, ReadyProgress, ReadyResult } from '../ready/types.js';
+import type { ExitInfo, PhaseTiming, ReadyProgress, ReadyResult } from '../ready/types.js';
+
+// Defined by the readiness layer, which watches for the exit; re-exported for the launchers.
+export type { ExitInfo } from '../ready/types.js';
 
 /** A server to start: argv plus the environment it must run with. `{port}` in argv is replaced by the chosen port. */
 export interface ServerSpec {
@@ -22,10 +25,6 @@ export interface ServerSpec {
   model?: string;
 }
 
-export interface ExitInfo {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-}
 
 /** A server that passed its readiness gate. */
 export interface RunningServer {

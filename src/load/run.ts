@@ -12,6 +12,7 @@ import { scrapeSglangServerInfo, scrapeVllmSpecCounters, specFromCounterDelta, s
 import { loadTokenizer, type ModelTokenizer } from './tokenizers/model.js';
 import { LoadWorkers, resolveWorkerCount } from './workers/pool.js';
 import type { BenchOptions, BenchResult, LevelResult, RequestSample, SpecDecodeStats, TokenCountMethod } from './types.js';
+import { ExitCode } from '../util/exit.js';
 
 const CONNECT_TIMEOUT_MS = 5000;
 
@@ -21,10 +22,10 @@ export function parseBaseUrl(baseUrl: string): { origin: string; pathPrefix: str
   try {
     url = new URL(baseUrl);
   } catch {
-    throw new UserError(`invalid server URL "${baseUrl}"`, 'give a URL like http://127.0.0.1:8000');
+    throw new UserError(`invalid server URL "${baseUrl}"`, 'give a URL like http://127.0.0.1:8000', ExitCode.usage);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new UserError(`unsupported URL scheme in "${baseUrl}"`, 'use an http:// or https:// URL');
+    throw new UserError(`unsupported URL scheme in "${baseUrl}"`, 'use an http:// or https:// URL', ExitCode.usage);
   }
   const port = url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
   return { origin: url.origin, pathPrefix: url.pathname.replace(/\/+$/, ''), host: url.hostname.replace(/^\[|\]$/g, ''), port };

@@ -1,5 +1,5 @@
 import { quantileSorted } from 'simple-statistics';
-import type { LevelResult, RequestErrorKind, RequestSample, Slo, SpecDecodeStats, Summary } from '../load/types.js';
+import type { LevelResult, RequestErrorKind, RequestSample, Slo, SpecDecodeStats, Summary } from './types.js';
 
 /**
  * Quantiles use simple-statistics' quantileSorted: linear interpolation between closest ranks (R type 7, numpy's

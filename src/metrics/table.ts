@@ -1,4 +1,4 @@
-import type { BenchProgress, BenchResult, LevelResult, Summary } from '../load/types.js';
+import type { BenchProgress, BenchResult, LevelResult, Summary } from './types.js';
 
 function fixed(value: number, digits: number): string {
   return Number.isFinite(value) ? value.toFixed(digits) : '-';

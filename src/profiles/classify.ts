@@ -6,6 +6,7 @@ export type LogLineClass =
   | { kind: 'phase'; name: string };
 
 // Servers colour their logs when they think they write to a terminal; colour codes must not break patterns.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching the ESC control character is the point.
 const ANSI_ESCAPE = /\u001b\[[0-9;?]*[A-Za-z]/g;
 
 /** What one server log line means for startup: a fatal failure, a new phase, or nothing (undefined). Fatal wins. */

@@ -6,6 +6,7 @@ import { loadConfigFile } from '../config/load.js';
 import { UserError } from '../util/errors.js';
 import { BUILTIN_PROFILES } from './builtin.js';
 import type { ServerProfile } from './types.js';
+import { ExitCode } from '../util/exit.js';
 
 const regex = z.string().transform((source, ctx) => {
   try {
@@ -54,14 +55,14 @@ export function loadUserProfiles(path: string | undefined): Record<string, Profi
 /** Resolve a profile name through user definitions (and their `extends` chains) down to the built-ins. */
 export function resolveProfile(name: string, userDefinitions: Record<string, ProfileDefinition> = {}, seen: string[] = []): ServerProfile {
   if (seen.includes(name)) {
-    throw new UserError(`profile "${name}" extends itself (${[...seen, name].join(' → ')})`, 'break the `extends` cycle in your profiles file');
+    throw new UserError(`profile "${name}" extends itself (${[...seen, name].join(' → ')})`, 'break the `extends` cycle in your profiles file', ExitCode.usage);
   }
   const definition = userDefinitions[name];
   if (definition) return applyDefinition(name, definition, userDefinitions, [...seen, name]);
   const builtin = BUILTIN_PROFILES[name];
   if (builtin) return builtin;
   const known = [...Object.keys(BUILTIN_PROFILES), ...Object.keys(userDefinitions)].join(', ');
-  throw new UserError(`unknown server profile "${name}"`, `use one of: ${known} (or define it in a profiles file)`);
+  throw new UserError(`unknown server profile "${name}"`, `use one of: ${known} (or define it in a profiles file)`, ExitCode.usage);
 }
 
 /** A definition applied on top of its base; `name` labels an inline definition that has none of its own. */

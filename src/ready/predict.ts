@@ -1,4 +1,5 @@
 import type { PhaseTiming } from './types.js';
+import { formatSeconds } from '../util/format.js';
 
 /**
  * Time left until ready, from the last startup of the same config. When that startup went through the current
@@ -25,14 +26,3 @@ export function formatPrediction(elapsedMs: number, previousReadyMs: number | un
   return remaining >= 0 ? `${last}, ~${formatSeconds(remaining)} left` : `${last}, ${formatSeconds(-remaining)} over`;
 }
 
-/** Compact human duration: 850ms, 4.2s, 42s, 3m05s, 1h02m. */
-export function formatSeconds(ms: number): string {
-  if (ms < 1000) return `${Math.round(ms)}ms`;
-  const seconds = ms / 1000;
-  if (seconds < 10) return `${seconds.toFixed(1)}s`;
-  if (seconds < 60) return `${Math.round(seconds)}s`;
-  const totalSeconds = Math.round(seconds);
-  const minutes = Math.floor(totalSeconds / 60);
-  if (minutes < 60) return `${minutes}m${String(totalSeconds % 60).padStart(2, '0')}s`;
-  return `${Math.floor(minutes / 60)}h${String(minutes % 60).padStart(2, '0')}m`;
-}

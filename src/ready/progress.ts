@@ -1,4 +1,5 @@
-import { formatPrediction, formatSeconds } from './predict.js';
+import { formatSeconds } from '../util/format.js';
+import { formatPrediction } from './predict.js';
 import type { ReadyProgress } from './types.js';
 
 /** "[ 42s] loading weights · last ready after 60s, ~18s left · 503: Loading model" */

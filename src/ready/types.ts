@@ -1,3 +1,8 @@
+import type { PhaseTiming } from '../store/types.js';
+
+// Stored with each startup (for the next prediction), so defined by the store layer below.
+export type { PhaseTiming } from '../store/types.js';
+
 /** Where a readiness wait stands; emitted on every change and periodically while waiting. */
 export interface ReadyProgress {
   elapsedMs: number;
@@ -10,11 +15,10 @@ export interface ReadyProgress {
   detail?: string;
 }
 
-export interface PhaseTiming {
-  phase: string;
-  /** Milliseconds from launch (or wait start) to the first time this phase was seen. */
-  startMs: number;
-  durationMs: number;
+/** How a server process ended. */
+export interface ExitInfo {
+  code: number | null;
+  signal: NodeJS.Signals | null;
 }
 
 export interface ReadyResult {

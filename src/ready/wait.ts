@@ -1,14 +1,14 @@
 import { performance } from 'node:perf_hooks';
-import type { ExitInfo } from '../launch/types.js';
 import type { ServerProfile } from '../profiles/types.js';
 import { UserError } from '../util/errors.js';
 import { ExitCode } from '../util/exit.js';
 import { classifyGeneration, classifyHealth, classifyModels, excerpt, type Verdict } from './classify.js';
 import { NotReadyError } from './errors.js';
-import { formatSeconds, predictRemainingMs } from './predict.js';
+import { formatSeconds } from '../util/format.js';
+import { predictRemainingMs } from './predict.js';
 import { probe, type ProbeOutcome } from './probe.js';
 import { DEFAULT_POLL_SCHEDULE, pollDelayMs, type PollSchedule } from './schedule.js';
-import type { NotReadyKind, PhaseTiming, ReadyProgress, ReadyResult } from './types.js';
+import type { ExitInfo, NotReadyKind, PhaseTiming, ReadyProgress, ReadyResult } from './types.js';
 
 /** What a launcher reports about the process behind the URL while we wait. */
 export type MonitorEvent =

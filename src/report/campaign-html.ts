@@ -13,7 +13,7 @@ import type { TrialRecord } from '../store/types.js';
 import { parameterChart, type XYSeries } from './charts.js';
 import { escapeHtml as esc } from './escape.js';
 import type { Figure } from './figures.js';
-import { formatInterval, formatNumber, formatPercent, formatPValue, formatRatio } from './format.js';
+import { formatInterval, formatNumber, formatPercent, formatPValue, formatRatio } from '../util/format.js';
 
 export const CAMPAIGN_CSS = `
 table.pairwise td.better { background:var(--good-bg); color:var(--good); font-weight:600; }

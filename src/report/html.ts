@@ -6,7 +6,7 @@ import type { FingerprintChange } from '../fingerprint/types.js';
 import { CAMPAIGN_CSS } from './campaign-html.js';
 import { escapeHtml as esc } from './escape.js';
 import type { Figure } from './figures.js';
-import { formatDuration, formatInterval, formatNumber, formatPercent, formatPValue, formatRatio, runDurationMs } from './format.js';
+import { formatDuration, formatInterval, formatNumber, formatPercent, formatPValue, formatRatio, runDurationMs } from '../util/format.js';
 import { machineStateHtml } from './machine.js';
 import { acceptanceCell } from '../experiment/format.js';
 import type { RunComparison, RunReport } from './model.js';

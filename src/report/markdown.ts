@@ -1,6 +1,6 @@
 /** The Markdown summary of a run: verdict table, environment, drift notes (for PRs, chat, terminals). */
 import { escapeMarkdownCell as cell } from './escape.js';
-import { formatDuration, formatInterval, formatNumber, formatPValue, formatRatio, runDurationMs } from './format.js';
+import { formatDuration, formatInterval, formatNumber, formatPValue, formatRatio, runDurationMs } from '../util/format.js';
 import { acceptanceCell } from '../experiment/format.js';
 import type { RunReport } from './model.js';
 

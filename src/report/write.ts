@@ -14,6 +14,7 @@ import { renderHtmlReport } from './html.js';
 import { renderMarkdown } from './markdown.js';
 import { buildRunReport, compareRuns, type RunData } from './model.js';
 import { latestRunId, loadRunData } from './queries.js';
+import { ExitCode } from '../util/exit.js';
 
 export interface WrittenReport {
   runId: number;
@@ -30,7 +31,7 @@ export function writeReports(db: Db, runIds: number[], outDir: string): WrittenR
   if (ids.length === 0) throw new UserError('the store has no runs yet', 'run an experiment first (`servelab run FILE`), or pass --store PATH');
   const runs = ids.map((id) => {
     const data = loadRunData(db, id);
-    if (!data) throw new UserError(`run ${id} is not in the store`, 'list runs with `servelab ls` (and check --store)');
+    if (!data) throw new UserError(`run ${id} is not in the store`, 'list runs with `servelab ls` (and check --store)', ExitCode.usage);
     return data;
   });
   const dir = resolve(outDir);

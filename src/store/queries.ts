@@ -1,5 +1,5 @@
 import type { Fingerprint } from '../fingerprint/types.js';
-import type { RequestSample } from '../load/types.js';
+import type { RequestSample } from '../metrics/types.js';
 import type { Db } from './db.js';
 import type { RunRecord, RunStatus, TrialMetrics, TrialRecord } from './types.js';
 

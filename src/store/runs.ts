@@ -1,6 +1,6 @@
 import { fingerprintHash } from '../fingerprint/diff.js';
 import type { Fingerprint } from '../fingerprint/types.js';
-import type { RequestSample } from '../load/types.js';
+import type { RequestSample } from '../metrics/types.js';
 import type { TrialTelemetry } from '../telemetry/types.js';
 import { redactor } from '../util/redact.js';
 import type { Db } from './db.js';

@@ -1,6 +1,5 @@
-import type { PhaseTiming } from '../ready/types.js';
 import type { Db } from './db.js';
-import type { StartupRecord } from './types.js';
+import type { PhaseTiming, StartupRecord } from './types.js';
 
 interface StartupRow {
   id: number;

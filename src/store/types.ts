@@ -1,5 +1,12 @@
 import type { Fingerprint } from '../fingerprint/types.js';
-import type { PhaseTiming } from '../ready/types.js';
+
+/** One startup phase (from a server's log) and when it began. */
+export interface PhaseTiming {
+  phase: string;
+  /** Milliseconds from launch (or wait start) to the first time this phase was seen. */
+  startMs: number;
+  durationMs: number;
+}
 
 /** The figures of one trial that verdicts, drift alarms and reports use. */
 export interface TrialMetrics {

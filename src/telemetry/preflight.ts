@@ -1,4 +1,4 @@
-import type { CommandRunner } from '../exec/types.js';
+import type { CommandRunner } from '../fingerprint/types.js';
 import { UserError } from '../util/errors.js';
 import { HOST_PROBE, parseHostProbe } from './host.js';
 import { gpuSampleOf, numberCell, parseComputeApps, parseQueryCsv, PREFLIGHT_FIELDS, queryComputeAppsArgv, queryGpuArgv, type QueryRow } from './nvidia-smi.js';

@@ -1,4 +1,4 @@
-import type { CommandRunner } from '../exec/types.js';
+import type { CommandRunner } from '../fingerprint/types.js';
 import { HOST_PROBE, parseHostProbe } from './host.js';
 import { gpuSampleOf, parseComputeApps, parseQueryCsv, queryComputeAppsArgv, queryGpuArgv, SAMPLE_FIELDS } from './nvidia-smi.js';
 import type { GpuProcess, TelemetrySeries } from './types.js';

@@ -1,4 +1,4 @@
-import type { CommandRunner } from '../exec/types.js';
+import type { CommandRunner } from '../fingerprint/types.js';
 import { startSampler } from './sampler.js';
 import { startScraper } from './scrape.js';
 import { summarizeTelemetry } from './summary.js';

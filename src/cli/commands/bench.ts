@@ -10,6 +10,7 @@ import { formatBenchTable, formatProgress } from '../../metrics/table.js';
 import { UserError, messageOf } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
 import type { BackendKind } from '../../profiles/types.js';
+import { DEFAULT_REQUEST_TIMEOUT } from '../../util/defaults.js';
 
 interface BenchFlags {
   backend: BackendKind;
@@ -257,7 +258,7 @@ export function registerBench(program: Command): void {
     .option('--no-cache-prompt', "send llama.cpp's cache_prompt: false, so no request reuses a cached prompt")
     .option('--warmup <n>', 'warm-up requests before measuring (excluded from results)', '2')
     .option('--no-ignore-eos', 'let the model stop at EOS (default: ignore_eos so output lengths are exact)')
-    .option('--request-timeout <duration>', 'fail a request that receives nothing for this long (stall)', '60s')
+    .option('--request-timeout <duration>', 'fail a request that receives nothing for this long (stall)', DEFAULT_REQUEST_TIMEOUT)
     .option('--slo-ttft-ms <ms>', 'goodput SLO on time to first token')
     .option('--slo-tpot-ms <ms>', 'goodput SLO on time per output token')
     .option('--slo-e2e-ms <ms>', 'goodput SLO on end-to-end latency')

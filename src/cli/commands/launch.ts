@@ -7,12 +7,13 @@ import { parseDurationMs } from '../../load/config.js';
 import type { ServerProfile } from '../../profiles/types.js';
 import { applyDefinition, inferProfileName, loadUserProfiles, resolveProfile, userProfilesPath } from '../../profiles/user.js';
 import { openHistory, previousStartupOptions, recordStartupOutcome } from '../../ready/history.js';
-import { formatSeconds } from '../../ready/predict.js';
+import { formatSeconds } from '../../util/format.js';
 import { createProgressReporter } from '../../ready/progress.js';
 import { describeReady, failureJson, printLogTail } from '../../ready/report.js';
 import { defaultStorePath } from '../../store/db.js';
 import { UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
+import { DEFAULT_READY_TIMEOUT, DEFAULT_READY_TIMEOUT_MS } from '../../util/defaults.js';
 
 interface LaunchFlags {
   config?: string;
@@ -47,7 +48,7 @@ export function registerLaunch(program: Command): void {
     .option('--log <file>', 'append the server output here (default: <store dir>/logs/<profile>-<time>.log)')
     .option('--host <host>', 'host the server listens on, for {host} and the URL (default 127.0.0.1)')
     .option('--port <n>', 'fixed port (default: a free one substituted for {port}, else the profile\'s usual port)')
-    .option('--timeout <duration>', 'readiness timeout: 90s, 15m, 1h, 500ms (a bare number is seconds; default 30m)')
+    .option('--timeout <duration>', `readiness timeout: 90s, 15m, 1h, 500ms (a bare number is seconds; default ${DEFAULT_READY_TIMEOUT})`)
     .option('--verify', 'check /v1/models and one tiny generation after health (default for OpenAI-compatible profiles)')
     .option('--no-verify', 'only check the health endpoint (skip /v1/models and the one-token generation)')
     .option('--model <name>', 'model for the generation check (default: the first one /v1/models lists)')
@@ -78,7 +79,7 @@ Examples:
       const unsetEnv = [...(config.unsetEnv ?? []), ...flags.unsetEnv];
       const profile = chooseProfile(flags, config, command);
       const timeout = flags.timeout ?? config.timeout;
-      const readyTimeoutMs = timeout === undefined ? 30 * 60_000 : typeof timeout === 'number' ? timeout * 1000 : parseDurationMs(timeout);
+      const readyTimeoutMs = timeout === undefined ? DEFAULT_READY_TIMEOUT_MS : typeof timeout === 'number' ? timeout * 1000 : parseDurationMs(timeout);
       const port = flags.port !== undefined ? parsePort(flags.port) : config.port;
       const storePath = defaultStorePath(flags.store);
       const logPath = resolve(flags.log ?? config.log ?? join(dirname(storePath), 'logs', `${profile.name}-${new Date().toISOString().replace(/[:.]/g, '-')}.log`));

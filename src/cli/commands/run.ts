@@ -12,7 +12,7 @@ import { chooseSchedule, formatDuration } from '../../experiment/schedule.js';
 import { enforceLimits } from './plan.js';
 import { defaultStorePath, openStore, type Db } from '../../store/db.js';
 import { latestUnfinishedRun } from '../../store/queries.js';
-import { runOnSlurm } from '../../exec/slurm.js';
+import { runOnSlurm } from '../../experiment/slurm.js';
 import type { ExecutorConfig } from '../../exec/types.js';
 import { UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';

@@ -104,6 +104,6 @@ function requireRun(db: Db, text: string): RunDetail {
   const id = Number(text);
   if (!Number.isInteger(id) || id < 1) throw new UserError(`run id must be a positive integer, got "${text}"`, 'see run ids with `servelab ls`', ExitCode.usage);
   const run = getRun(db, id);
-  if (!run) throw new UserError(`run ${id} is not in the store`, 'see run ids with `servelab ls` (and check --store)');
+  if (!run) throw new UserError(`run ${id} is not in the store`, 'see run ids with `servelab ls` (and check --store)', ExitCode.usage);
   return run;
 }

@@ -6,6 +6,7 @@ import { openHistory, previousStartupOptions, recordStartupOutcome } from '../..
 import { createProgressReporter } from '../../ready/progress.js';
 import { describeReady, failureJson } from '../../ready/report.js';
 import { normalizeBaseUrl, waitForReady } from '../../ready/wait.js';
+import { DEFAULT_READY_TIMEOUT } from '../../util/defaults.js';
 
 interface WaitFlags {
   profile: string;
@@ -24,7 +25,7 @@ export function registerWait(program: Command): void {
     .argument('<url>', 'server base URL, e.g. http://127.0.0.1:8000 (a trailing /v1 is ignored)')
     .option('--profile <name>', 'server profile: vllm, sglang, tgi, llamacpp, ollama, openai, simulator, or one of yours', 'openai')
     .option('--profiles <file>', 'YAML file of user profiles (default: $SERVELAB_PROFILES or ~/.servelab/profiles.yaml)')
-    .option('--timeout <duration>', 'give up after this long: 90s, 15m, 1h, 500ms (a bare number is seconds)', '20m')
+    .option('--timeout <duration>', 'give up after this long: 90s, 15m, 1h, 500ms (a bare number is seconds)', DEFAULT_READY_TIMEOUT)
     .option('--verify', 'check /v1/models and one tiny generation after health (default for OpenAI-compatible profiles)')
     .option('--no-verify', 'only check the health endpoint (skip /v1/models and the one-token generation)')
     .option('--model <name>', 'model for the generation check (default: the first one /v1/models lists)')

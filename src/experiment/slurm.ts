@@ -3,17 +3,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { finalizeRun, type RunOutcome } from '../experiment/finalize.js';
-import { loadExperiment } from '../experiment/load.js';
-import { serverKeysOf } from '../experiment/plan.js';
-import { createRun, finishedOutcome, loadRun, trialKey } from '../experiment/run-store.js';
-import { servelabGitSha } from '../fingerprint/collect.js';
-import { openStore, type Db } from '../store/db.js';
-import { getRun, listTrials } from '../store/queries.js';
-import { setRunStatus } from '../store/runs.js';
-import { UserError } from '../util/errors.js';
-import { readLastLines } from '../util/log-tail.js';
-import { shellQuote } from './remote-shell.js';
+import { shellQuote } from '../exec/remote-shell.js';
 import {
   SACCT_FORMAT,
   SQUEUE_FORMAT,
@@ -24,8 +14,18 @@ import {
   parseSqueue,
   slurmJobScript,
   type JobStatus,
-} from './slurm-text.js';
-import type { ExecutorConfig } from './types.js';
+} from '../exec/slurm-text.js';
+import type { ExecutorConfig } from '../exec/types.js';
+import { servelabGitSha } from '../fingerprint/collect.js';
+import { openStore, type Db } from '../store/db.js';
+import { getRun, listTrials } from '../store/queries.js';
+import { setRunStatus } from '../store/runs.js';
+import { UserError } from '../util/errors.js';
+import { readLastLines } from '../util/log-tail.js';
+import { finalizeRun, type RunOutcome } from './finalize.js';
+import { loadExperiment } from './load.js';
+import { serverKeysOf } from './plan.js';
+import { createRun, finishedOutcome, loadRun, trialKey } from './run-store.js';
 
 type SlurmConfig = Extract<ExecutorConfig, { kind: 'slurm' }>;
 

@@ -1,4 +1,7 @@
-/** Number formatting shared by the HTML report, the Markdown summary and the UI, so all three agree. */
+/**
+ * The one place numbers and durations become text: reports, the UI, CLI tables and progress lines, drift alarms.
+ * Missing or non-finite values print as '—'.
+ */
 
 /** Three significant figures for small values, whole numbers from 1000 on. */
 export function formatNumber(value: number | null | undefined): string {
@@ -23,6 +26,13 @@ export function formatPValue(value: number | null | undefined): string {
   return value < 0.001 ? '<0.001' : value.toFixed(3);
 }
 
+/** Signed whole percent with a typographic minus, e.g. "−29%", "+4%", "0%" (drift alarms). */
+export function formatWholePercent(pct: number): string {
+  const rounded = Math.round(pct);
+  if (rounded === 0) return '0%';
+  return rounded < 0 ? `\u2212${-rounded}%` : `+${rounded}%`;
+}
+
 /** Signed percent with one decimal, e.g. "+12.5%", "−3.0%". */
 export function formatPercent(value: number | null | undefined): string {
   if (value === null || value === undefined || !Number.isFinite(value)) return '—';
@@ -38,6 +48,18 @@ export function formatDuration(ms: number | null | undefined): string {
   const minutes = Math.floor(seconds / 60);
   if (minutes < 60) return `${minutes} min ${String(seconds % 60).padStart(2, '0')} s`;
   return `${Math.floor(minutes / 60)} h ${String(minutes % 60).padStart(2, '0')} min`;
+}
+
+/** Compact duration for progress lines: 850ms, 4.2s, 42s, 3m05s, 1h02m. */
+export function formatSeconds(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)}ms`;
+  const seconds = ms / 1000;
+  if (seconds < 10) return `${seconds.toFixed(1)}s`;
+  if (seconds < 60) return `${Math.round(seconds)}s`;
+  const totalSeconds = Math.round(seconds);
+  const minutes = Math.floor(totalSeconds / 60);
+  if (minutes < 60) return `${minutes}m${String(totalSeconds % 60).padStart(2, '0')}s`;
+  return `${Math.floor(minutes / 60)}h${String(minutes % 60).padStart(2, '0')}m`;
 }
 
 export function runDurationMs(startedAt: string, finishedAt: string | undefined, now = Date.now()): number {

@@ -1,0 +1,14 @@
+/**
+ * Defaults shared by every command and the experiment file, so `wait`, `launch`, `run` and `bench` agree.
+ */
+
+/**
+ * How long a server may take to become ready. Large models take 10–20 minutes to load weights and capture CUDA
+ * graphs; 30 minutes leaves headroom for a cold cache, while a hung startup still fails within the hour.
+ */
+export const DEFAULT_READY_TIMEOUT = '30m';
+export const DEFAULT_READY_TIMEOUT_MS = 30 * 60_000;
+
+/** A request that has produced nothing for this long is failed as a stall. */
+export const DEFAULT_REQUEST_TIMEOUT = '60s';
+export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
