@@ -4,7 +4,8 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { groupAlive, processAlive } from '../src/launch/process-group.js';
+import { groupAlive } from '../src/launch/process-group.js';
+import { processAlive } from '../src/util/proc-identity.js';
 import { SERVELAB, cli, simCommand, tempDir, writeExperiment } from './support-experiment.js';
 
 /** Poll until `check` returns a value (bounded). */

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { processAlive } from '../src/launch/process-group.js';
+import { processAlive } from '../src/util/proc-identity.js';
 import { SERVELAB, cli, simCommand, tempDir, writeExperiment, type CliResult } from './support-experiment.js';
 
 /** A query on a running runner's store; undefined until the runner has created the schema or the row. */

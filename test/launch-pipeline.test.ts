@@ -13,7 +13,7 @@ import { LocalExecutor } from '../src/exec/local.js';
 import { collectFingerprint } from '../src/fingerprint/collect.js';
 import { launchServer } from '../src/launch/launch.js';
 import { freePort } from '../src/launch/port.js';
-import { processAlive } from '../src/launch/process-group.js';
+import { processAlive } from '../src/util/proc-identity.js';
 import type { ServerSpec } from '../src/launch/types.js';
 import { BUILTIN_PROFILES } from '../src/profiles/builtin.js';
 import { classifyLogLine } from '../src/profiles/classify.js';

@@ -1,4 +1,5 @@
 import { Command, CommanderError } from 'commander';
+import { storeFault } from '../store/fault.js';
 import { reportFailure, ExitCode } from '../util/exit.js';
 import { installHangupHandlers } from './hangup.js';
 import { VERSION } from '../version.js';
@@ -43,6 +44,6 @@ try {
     // Help and version output are successful exits; commander has already printed usage errors.
     process.exitCode = error.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
   } else {
-    process.exitCode = reportFailure(error);
+    process.exitCode = reportFailure(storeFault(error));
   }
 }

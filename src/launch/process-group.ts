@@ -21,15 +21,6 @@ export function groupAlive(pid: number): boolean {
   }
 }
 
-/** Whether the process exists (EPERM: it exists but belongs to someone else). */
-export function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 async function waitGone(pid: number, withinMs: number): Promise<boolean> {
   const until = Date.now() + withinMs;

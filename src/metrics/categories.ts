@@ -1,4 +1,4 @@
-import type { CategoryResult, RequestSample, SpecDecodeStats } from '../load/types.js';
+import type { CategoryResult, RequestSample, SpecDecodeStats } from './types.js';
 import { summarizeLevel, type LevelInput } from './summary.js';
 
 /** The categories present in a level's samples, in first-seen order; empty when none has one. */

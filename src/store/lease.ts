@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { processAlive } from '../launch/process-group.js';
+import { processAlive } from '../util/proc-identity.js';
 import { UserError } from '../util/errors.js';
 import { processIdentity } from '../util/proc-identity.js';
 import type { Db } from './db.js';

@@ -1,4 +1,3 @@
-import { storeFault } from '../store/fault.js';
 import { isUserError, messageOf } from './errors.js';
 
 /** Exit codes shared by all commands, so scripts can tell failures apart. */
@@ -12,8 +11,7 @@ export const ExitCode = {
 } as const;
 
 /** Print a failure as "cause" + "next step" on stderr and pick the exit code; stack traces only with SERVELAB_DEBUG. */
-export function reportFailure(failure: unknown): number {
-  const error = storeFault(failure);
+export function reportFailure(error: unknown): number {
   if (isUserError(error)) {
     process.stderr.write(`servelab: ${error.message}\n  next: ${error.hint}\n`);
     return error.exitCode;

@@ -28,3 +28,13 @@ export function sameProcess(pid: number, expected: ProcessIdentity): boolean {
   const current = processIdentity(pid);
   return current !== undefined && current.start === expected.start && current.cmdline === expected.cmdline;
 }
+
+/** Whether the process exists (EPERM: it exists but belongs to someone else). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
