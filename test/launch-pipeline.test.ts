@@ -10,9 +10,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LocalExecutor } from '../src/exec/local.js';
+import { parseListenerOwner } from '../src/exec/remote-shell.js';
 import { collectFingerprint } from '../src/fingerprint/collect.js';
 import { launchServer } from '../src/launch/launch.js';
 import { freePort } from '../src/launch/port.js';
+import { isPortProxy } from '../src/launch/port-owner.js';
 import { processAlive } from '../src/launch/process-group.js';
 import type { ServerSpec } from '../src/launch/types.js';
 import { BUILTIN_PROFILES } from '../src/profiles/builtin.js';
@@ -130,6 +132,17 @@ describe('launch pipeline', () => {
       });
       assert.ok(Date.now() - started < 5_000, `failed at once, not at the timeout (${Date.now() - started} ms)`);
     }
+  });
+
+  test('listener owners: a container port proxy cannot be judged; the SSH owner reply is parsed', () => {
+    assert.equal(isPortProxy({ pid: 1, cmdline: '/usr/bin/docker-proxy -proto tcp -host-ip 0.0.0.0 -host-port 8000' }), true);
+    assert.equal(isPortProxy({ pid: 1, cmdline: 'rootlessport' }), true);
+    assert.equal(isPortProxy({ pid: 1, cmdline: 'python -m vllm.entrypoints.openai.api_server --port 8000' }), false);
+    assert.equal(isPortProxy({ pid: 1 }), false);
+    assert.deepEqual(parseListenerOwner('other 4242 python -m sglang.launch_server --port 30000 \n'), { pid: 4242, cmdline: 'python -m sglang.launch_server --port 30000' });
+    assert.deepEqual(parseListenerOwner('other 4242\n'), { pid: 4242 });
+    assert.equal(parseListenerOwner('ours\n'), undefined);
+    assert.equal(parseListenerOwner('unknown\n'), undefined);
   });
 
   test('bind failures and NCCL failures are fatal for every profile, built-in or user-defined', () => {

@@ -120,14 +120,22 @@ function bindFails(port: number, host: string): Promise<boolean> {
   });
 }
 
+// Container runtimes publish a container's port through a proxy process of their own, outside the launched group.
+const PORT_PROXY = /^(\S*\/)?(docker-proxy|rootlessport|rootlesskit|slirp4netns|pasta)(\s|$)/;
+
+/** A container runtime's port proxy: it forwards to the launched container, so it cannot tell us whom we reach. */
+export function isPortProxy(owner: SocketOwner): boolean {
+  return owner.cmdline !== undefined && PORT_PROXY.test(owner.cmdline);
+}
+
 /**
  * Whether the server answering on `port` is the one we launched (process group `group`). Only a listener that /proc
- * shows to belong to another process is a mismatch; an unreadable owner (another user's process, a container proxy)
- * or a port not in /proc (NAT, no /proc) cannot be judged and passes.
+ * shows to belong to another process is a mismatch; an unreadable owner (another user's process), a container
+ * runtime's port proxy, or a port not in /proc (NAT, no /proc) cannot be judged and passes.
  */
 export function foreignListener(port: number, group: number): SocketOwner | undefined {
   const listeners = portListeners(port);
   if (!listeners || listeners.length === 0) return undefined;
-  if (listeners.some((owner) => owner.processGroup === group)) return undefined;
+  if (listeners.some((owner) => owner.processGroup === group || isPortProxy(owner))) return undefined;
   return listeners[0];
 }
