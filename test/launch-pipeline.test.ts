@@ -10,9 +10,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LocalExecutor } from '../src/exec/local.js';
+import { parseListenerOwner } from '../src/exec/remote-shell.js';
 import { collectFingerprint } from '../src/fingerprint/collect.js';
 import { launchServer } from '../src/launch/launch.js';
 import { freePort } from '../src/launch/port.js';
+import { isPortProxy, listeningInodes } from '../src/launch/port-owner.js';
 import { processAlive } from '../src/util/proc-identity.js';
 import type { ServerSpec } from '../src/launch/types.js';
 import { BUILTIN_PROFILES } from '../src/profiles/builtin.js';
@@ -130,6 +132,29 @@ describe('launch pipeline', () => {
       });
       assert.ok(Date.now() - started < 5_000, `failed at once, not at the timeout (${Date.now() - started} ms)`);
     }
+  });
+
+  test('listening sockets of a port are read from /proc/net/tcp{,6} text', () => {
+    const table = [
+      '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode',
+      '   0: 0100007F:4774 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 81234 1 0000000000000000 100 0 0 10 0',
+      '   1: 0100007F:4774 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 81240 1 0000000000000000 20 4 30 10 -1',
+      '   0: 00000000000000000000000000000000:4774 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000  0  0 81250 1 0',
+      '   2: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 90000 1 0000000000000000 100 0 0 10 0',
+    ].join('\n');
+    assert.deepEqual([...listeningInodes(table, 0x4774)], ['81234', '81250'], 'LISTEN only, IPv4 and IPv6');
+    assert.deepEqual([...listeningInodes(table, 9999)], []);
+  });
+
+  test('listener owners: a container port proxy cannot be judged; the SSH owner reply is parsed', () => {
+    assert.equal(isPortProxy({ pid: 1, cmdline: '/usr/bin/docker-proxy -proto tcp -host-ip 0.0.0.0 -host-port 8000' }), true);
+    assert.equal(isPortProxy({ pid: 1, cmdline: 'rootlessport' }), true);
+    assert.equal(isPortProxy({ pid: 1, cmdline: 'python -m vllm.entrypoints.openai.api_server --port 8000' }), false);
+    assert.equal(isPortProxy({ pid: 1 }), false);
+    assert.deepEqual(parseListenerOwner('other 4242 python -m sglang.launch_server --port 30000 \n'), { pid: 4242, cmdline: 'python -m sglang.launch_server --port 30000' });
+    assert.deepEqual(parseListenerOwner('other 4242\n'), { pid: 4242 });
+    assert.equal(parseListenerOwner('ours\n'), undefined);
+    assert.equal(parseListenerOwner('unknown\n'), undefined);
   });
 
   test('bind failures and NCCL failures are fatal for every profile, built-in or user-defined', () => {

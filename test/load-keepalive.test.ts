@@ -6,6 +6,7 @@ import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { Pool } from 'undici';
 import { runBenchmark } from '../src/load/run.js';
+import { scrapeVllmSpecCounters } from '../src/load/spec.js';
 import type { BenchOptions } from '../src/load/types.js';
 import { startSimulator } from '../src/simulate/server.js';
 
@@ -28,6 +29,18 @@ describe('connections closed under the client', () => {
     assert.equal(first.headers.connection, 'keep-alive', 'keep-alive is advertised');
     await first.body.text();
     await assert.rejects(send(), (error: NodeJS.ErrnoException) => ['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE'].includes(error.code ?? ''));
+  });
+
+  test('a metrics scrape after streamed responses (spec-decode counters) is sent again instead of lost', async (t) => {
+    const handle = await startSimulator({ startup: { loadMs: 0 }, closeKeptAlive: true, decode: { ttftBaseMs: 2, tpotMs: 1, jitter: 0, spec: { draftTokens: 2 } } });
+    t.after(() => handle.close());
+    await handle.ready;
+    const pool = new Pool(handle.url, { connections: 1 });
+    t.after(() => pool.destroy());
+    const streamed = await pool.request({ path: '/v1/completions', method: 'POST', headers: { 'content-type': 'application/json' }, body: streamedCompletion });
+    await streamed.body.text();
+    const counters = await scrapeVllmSpecCounters(pool, handle.url);
+    assert.ok(counters && counters.draftTokens > 0, `counters: ${JSON.stringify(counters)}`);
   });
 
   test('a benchmark against it loses no request: each one that got nothing is sent again on a fresh connection', async (t) => {

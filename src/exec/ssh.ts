@@ -5,7 +5,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
 import { LogMonitor } from '../launch/log-monitor.js';
 import { choosePort, fillSpec, templatedEnv } from '../launch/placeholders.js';
-import { describeOwner } from '../launch/port-owner.js';
+import { describeOwner, isPortProxy } from '../launch/port-owner.js';
 import { failStart, readyOptionsOf } from '../launch/ready-gate.js';
 import type { ExitInfo, LaunchHooks, RunningServer, ServerSpec } from '../launch/types.js';
 import { runBenchmark } from '../load/run.js';
@@ -281,11 +281,13 @@ export class SshExecutor implements Executor {
 
   /** As for a local launch: the server answering on the port must be of the job's process group. */
   private async listenerMismatch(port: number, pgid: number): Promise<{ message: string; hint: string } | undefined> {
+    // A host that cannot be asked now cannot tell either: the check passes, as where /proc is unreadable.
     const reply = await this.transport
       .execRetrying(listenerOwnerScript(port, pgid), { timeoutMs: 30_000, what: 'checking who listens on the port' })
       .catch(() => undefined);
     const other = reply && parseListenerOwner(reply.stdout.toString('utf8'));
-    return other && {
+    if (!other || isPortProxy(other)) return undefined;
+    return {
       message: `port ${port} on ${this.hostLabel} is served by ${describeOwner(other)}, not by the launched server (process group ${pgid})`,
       hint: `another server took the port: stop it, or choose another port (port:, or {port} in the command for a free one)`,
     };

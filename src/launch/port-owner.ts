@@ -85,7 +85,7 @@ function ownersOf(inodes: Set<string>): SocketOwner[] {
 }
 
 /** Who listens on `port` on this machine: undefined when nobody does (or /proc cannot say), [] when the owner is unreadable. */
-export function portListeners(port: number): SocketOwner[] | undefined {
+function portListeners(port: number): SocketOwner[] | undefined {
   const table = readProcNetTcp();
   if (table === undefined) return undefined;
   const inodes = listeningInodes(table, port);
@@ -101,13 +101,19 @@ export function describeOwner(owner: SocketOwner): string {
  * and measure that server instead. /proc names the holder; elsewhere a trial bind tells whether the port is taken.
  */
 export async function assertPortFree(port: number, host: string): Promise<void> {
-  const listeners = portListeners(port);
-  const inUse = listeners !== undefined || (readProcNetTcp() === undefined && (await bindFails(port, host)));
-  if (!inUse) return;
-  const holder = listeners?.[0];
-  throw new UserError(
+  const table = readProcNetTcp();
+  if (table === undefined) {
+    if (await bindFails(port, host)) throw portInUse(port, undefined);
+    return;
+  }
+  const inodes = listeningInodes(table, port);
+  if (inodes.size > 0) throw portInUse(port, ownersOf(inodes)[0]);
+}
+
+function portInUse(port: number, holder: SocketOwner | undefined): UserError {
+  return new UserError(
     `port ${port} is already in use${holder ? ` by ${describeOwner(holder)}` : ''}`,
-    `stop that server, or choose another port (--port N, or {port} in the command for a free one)`,
+    'stop that server, or choose another port (--port N, or {port} in the command for a free one)',
   );
 }
 
@@ -120,14 +126,22 @@ function bindFails(port: number, host: string): Promise<boolean> {
   });
 }
 
+// Container runtimes publish a container's port through a proxy process of their own, outside the launched group.
+const PORT_PROXY = /^(\S*\/)?(docker-proxy|rootlessport|rootlesskit|slirp4netns|pasta)(\s|$)/;
+
+/** A container runtime's port proxy: it forwards to the launched container, so it cannot tell us whom we reach. */
+export function isPortProxy(owner: SocketOwner): boolean {
+  return owner.cmdline !== undefined && PORT_PROXY.test(owner.cmdline);
+}
+
 /**
  * Whether the server answering on `port` is the one we launched (process group `group`). Only a listener that /proc
- * shows to belong to another process is a mismatch; an unreadable owner (another user's process, a container proxy)
- * or a port not in /proc (NAT, no /proc) cannot be judged and passes.
+ * shows to belong to another process is a mismatch; an unreadable owner (another user's process), a container
+ * runtime's port proxy, or a port not in /proc (NAT, no /proc) cannot be judged and passes.
  */
 export function foreignListener(port: number, group: number): SocketOwner | undefined {
   const listeners = portListeners(port);
   if (!listeners || listeners.length === 0) return undefined;
-  if (listeners.some((owner) => owner.processGroup === group)) return undefined;
+  if (listeners.some((owner) => owner.processGroup === group || isPortProxy(owner))) return undefined;
   return listeners[0];
 }

@@ -169,7 +169,7 @@ export function streamRequest(context: RequestContext, item: PromptItem, index: 
 /** Errors of a connection the server closed (reset, "other side closed", broken pipe), not refusals or timeouts. */
 const CLOSED_CONNECTION_CODES = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
 
-function closedUnderUs(error: unknown): boolean {
+export function closedUnderUs(error: unknown): boolean {
   const code = (error as NodeJS.ErrnoException)?.code ?? (error as { cause?: NodeJS.ErrnoException })?.cause?.code;
   return code !== undefined && CLOSED_CONNECTION_CODES.has(code);
 }

@@ -1,4 +1,5 @@
 import { request, type Dispatcher } from 'undici';
+import { closedUnderUs } from './request.js';
 import { parsePrometheusTotals } from '../metrics/prometheus.js';
 import type { StreamState } from './backends.js';
 import type { SpecDecodeStats } from './types.js';
@@ -21,13 +22,14 @@ export interface SpecCounters {
   acceptedTokens: number;
 }
 
-async function getText(dispatcher: Dispatcher, url: string, timeoutMs: number): Promise<string | undefined> {
+/** A GET, sent once more when the server had closed the kept-alive connection under it (llama-server does). */
+async function getText(dispatcher: Dispatcher, url: string, timeoutMs: number, retried = false): Promise<string | undefined> {
   try {
     const response = await request(url, { dispatcher, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
     const text = await response.body.text();
     return response.statusCode === 200 ? text : undefined;
-  } catch {
-    return undefined;
+  } catch (error) {
+    return !retried && closedUnderUs(error) ? getText(dispatcher, url, timeoutMs, true) : undefined;
   }
 }
 
