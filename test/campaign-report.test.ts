@@ -57,6 +57,12 @@ describe('best-config report', () => {
     const numeric = ticks.filter((text) => /^\d+(\.\d+)?$/.test(text)).map(Number);
     assert.ok(numeric.includes(2) && numeric.includes(6), `ticks: ${ticks.join(' ')}`);
     assert.equal(await page.locator('figure[data-figure="pareto-user"]').count(), 1);
+
+    // Speculative decoding next to throughput: 4 variants × 3 workloads, acceptance only where drafting happens.
+    const spec = await page.$$eval('table.spec tbody tr', (rows) => rows.map((row) => [...row.querySelectorAll('td')].map((cell) => cell.textContent ?? '')));
+    assert.equal(spec.length, 12);
+    assert.deepEqual(spec.map((cells) => cells[0]).filter((name, index, all) => all.indexOf(name) === index), ['baseline', 'eagle3-s2', 'eagle3-s4', 'eagle3-s6']);
+    for (const cells of spec) assert.equal(/^\d/.test(cells[5]!), cells[0] !== 'baseline', cells.join(' | '));
     assert.deepEqual(problems, []);
   });
 });

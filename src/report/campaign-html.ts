@@ -71,6 +71,27 @@ function changeOf(ratio: number | null): string {
   return ratio === null ? '—' : formatPercent((ratio - 1) * 100);
 }
 
+/** Speculative-decoding table: throughput next to TPOT, ITL p99, acceptance and mean accepted length, medians over trials. */
+export function specTableHtml(experiment: ResolvedExperiment, trials: readonly TrialRecord[]): string {
+  const optional = (variant: string, workload: string, pick: (metrics: TrialRecord['metrics']) => number | undefined): number | undefined => {
+    const values = trials.filter((trial) => trial.variant === variant && trial.workload === workload).map((trial) => pick(trial.metrics)).filter((value): value is number => value !== undefined && Number.isFinite(value));
+    return values.length > 0 ? median(values) : undefined;
+  };
+  const rows = orderedVariants(experiment).flatMap((variant) =>
+    experiment.workloads.map((workload) => {
+      const cells = [
+        medianOf(trials, variant.name, workload.label, 'outputTokensPerSecond'),
+        medianOf(trials, variant.name, workload.label, 'tpotMedianMs'),
+        medianOf(trials, variant.name, workload.label, 'itlP99Ms'),
+        optional(variant.name, workload.label, (metrics) => (metrics.acceptanceRate === undefined ? undefined : metrics.acceptanceRate * 100)),
+        optional(variant.name, workload.label, (metrics) => metrics.meanAcceptedLength),
+      ];
+      return `<tr><td><code>${esc(variant.name)}</code></td><td>${esc(workload.label)}</td>${cells.map((value) => `<td class="num">${formatNumber(value)}</td>`).join('')}</tr>`;
+    }),
+  );
+  return `<table class="data spec"><thead><tr><th>variant</th><th>workload</th><th class="num">tok/s</th><th class="num">TPOT ms</th><th class="num">ITL p99 ms</th><th class="num">acceptance %</th><th class="num">mean accepted length</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
+}
+
 /** Medians of a metric per (variant, workload) over a run's trials. */
 function medianOf(trials: readonly TrialRecord[], variant: string, workload: string, metric: MetricName): number | undefined {
   const values = trials.filter((trial) => trial.variant === variant && trial.workload === workload).map((trial) => metricValue(trial.metrics, metric)).filter(Number.isFinite);

@@ -4,10 +4,10 @@ import { join, resolve } from 'node:path';
 import type { Db } from '../store/db.js';
 import { UserError } from '../util/errors.js';
 import { bestConfig } from '../experiment/best.js';
-import { formatBestVerdict } from '../experiment/best-format.js';
+import { formatBestVerdict, formatSpecView, hasSpecFigures } from '../experiment/best-format.js';
 import type { ResolvedExperiment } from '../experiment/types.js';
 import { listRaceEvents } from '../store/campaign.js';
-import { bestConfigHtml, campaignFigures } from './campaign-html.js';
+import { bestConfigHtml, campaignFigures, specTableHtml } from './campaign-html.js';
 import { reportFigures, type Figure } from './figures.js';
 import { redactor } from '../util/redact.js';
 import { renderHtmlReport } from './html.js';
@@ -57,9 +57,11 @@ function campaignOf(db: Db, data: RunData): CampaignParts {
   );
   const best = bestConfig(experiment, data.trials, eliminations);
   return {
-    html: bestConfigHtml(experiment, best),
+    html: bestConfigHtml(experiment, best) + (hasSpecFigures(data.trials) ? `\n<h2>Speculative decoding</h2>${specTableHtml(experiment, data.trials)}` : ''),
     figures: campaignFigures(experiment, best, data.trials),
-    markdown: `\n## Best config\n\n\`\`\`\n${formatBestVerdict(experiment, best)}\n\`\`\`\n`,
+    markdown:
+      `\n## Best config\n\n\`\`\`\n${formatBestVerdict(experiment, best)}\n\`\`\`\n` +
+      (hasSpecFigures(data.trials) ? `\n## Speculative decoding\n\n\`\`\`\n${formatSpecView(experiment, data.trials)}\n\`\`\`\n` : ''),
   };
 }
 
