@@ -79,7 +79,7 @@ export const PAGE_HTML = `<!doctype html>
 `;
 
 export const APP_JS = String.raw`'use strict';
-const state = { runId: null, serverId: null, servers: [], runs: [], runStatus: null };
+const state = { runId: null, serverId: null, servers: [], runs: [], runStatus: null, diffPicked: false };
 const $ = (id) => document.getElementById(id);
 
 function el(tag, props, children) {
@@ -113,18 +113,40 @@ function selectedFromHash() {
   return match ? Number(match[1]) : null;
 }
 
+/** One group per experiment name (a moved or copied file keeps its history), newest run first, newest group first. */
+function groupByName(experiments) {
+  const groups = new Map();
+  for (const experiment of experiments) {
+    const group = groups.get(experiment.name) || { name: experiment.name, filePaths: [], runs: [] };
+    group.filePaths.push(experiment.filePath);
+    group.runs.push(...experiment.runs);
+    groups.set(experiment.name, group);
+  }
+  const newest = (group) => (group.runs.length > 0 ? group.runs[0].id : 0);
+  const list = [...groups.values()];
+  for (const group of list) group.runs.sort((a, b) => b.id - a.id);
+  return list.sort((a, b) => newest(b) - newest(a));
+}
+
+/** The run to open without a #run= in the URL: the live one (newest if several), else the newest. */
+function defaultRun(runs) {
+  const live = runs.filter((run) => run.status === 'running');
+  const pool = live.length > 0 ? live : runs;
+  return pool.reduce((best, run) => (best === null || run.id > best.id ? run : best), null);
+}
+
 async function refreshExperiments() {
-  const experiments = await getJson('/api/experiments');
-  state.runs = experiments.flatMap((experiment) => experiment.runs.map((run) => ({ id: run.id, label: experiment.name + ' · run ' + run.id })));
+  const groups = groupByName(await getJson('/api/experiments'));
+  state.runs = groups.flatMap((group) => group.runs.map((run) => ({ id: run.id, status: run.status, experiment: group.name, label: group.name + ' · run ' + run.id })));
   if (state.runId === null && state.runs.length > 0) {
-    state.runId = state.runs[0].id;
+    state.runId = defaultRun(state.runs).id;
     history.replaceState(null, '', '#run=' + state.runId);
   }
   const container = $('experiments');
   container.replaceChildren();
-  for (const experiment of experiments) {
-    container.appendChild(el('h3', { text: experiment.name, title: experiment.filePath }));
-    for (const run of experiment.runs) {
+  for (const group of groups) {
+    container.appendChild(el('h3', { text: group.name, title: group.filePaths.join('\n') }));
+    for (const run of group.runs) {
       const progress = run.plannedTrials ? run.trialCount + '/' + run.plannedTrials : String(run.trialCount);
       container.appendChild(el('a', { href: '#run=' + run.id, 'data-run': String(run.id), className: run.id === state.runId ? 'selected' : '' }, [
         el('span', { text: 'run ' + run.id + ' · ' + progress + ' trials' }),
@@ -137,14 +159,29 @@ async function refreshExperiments() {
   fillDiffPickers();
 }
 
+/**
+ * Default pair: the previous run of the same experiment → the run shown (or, without one, the newest other run →
+ * it). Once the user picks a pair, it stays.
+ */
+function defaultDiffPair() {
+  const shown = state.runs.find((run) => run.id === state.runId) || state.runs[0];
+  if (!shown) return [undefined, undefined];
+  const older = (run) => run.id < shown.id;
+  const previous = state.runs.filter((run) => run.experiment === shown.experiment && older(run)).sort((a, b) => b.id - a.id)[0]
+    || state.runs.filter((run) => run.id !== shown.id).sort((a, b) => b.id - a.id)[0];
+  return [previous, shown];
+}
+
 function fillDiffPickers() {
-  for (const [id, fallback] of [['diff-a', 1], ['diff-b', 0]]) {
+  const defaults = defaultDiffPair();
+  ['diff-a', 'diff-b'].forEach((id, index) => {
     const select = $(id);
     const previous = select.value;
     select.replaceChildren(...state.runs.map((run) => el('option', { value: String(run.id), text: run.label })));
-    const preferred = state.runs.find((run) => String(run.id) === previous) || state.runs[Math.min(fallback, state.runs.length - 1)];
+    const kept = state.diffPicked ? state.runs.find((run) => String(run.id) === previous) : undefined;
+    const preferred = kept || defaults[index];
     if (preferred) select.value = String(preferred.id);
-  }
+  });
 }
 
 async function refreshRun() {
@@ -269,8 +306,12 @@ window.addEventListener('hashchange', () => {
   state.serverId = null;
   refreshAll().catch(report);
 });
-$('diff-a').addEventListener('change', () => refreshDiff().catch(report));
-$('diff-b').addEventListener('change', () => refreshDiff().catch(report));
+for (const id of ['diff-a', 'diff-b']) {
+  $(id).addEventListener('change', () => {
+    state.diffPicked = true;
+    refreshDiff().catch(report);
+  });
+}
 // Elapsed times and countdowns tick between store updates.
 setInterval(() => { if (state.runStatus === 'running') renderServers(); }, 1000);
 state.runId = selectedFromHash();
