@@ -1,10 +1,12 @@
 /**
  * Dashboard navigation against a real store and headless Chromium: which run it opens on, how experiments are
- * grouped, and which pair of runs the fingerprint diff starts with.
+ * grouped, which pair of runs the fingerprint diff starts with, and which server's log is shown.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { setRunStatus } from '../src/store/runs.js';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { insertServer, setRunStatus, updateServer } from '../src/store/runs.js';
 import { startUi } from '../src/ui/server.js';
 import { buildFixtureRun, createFixtureStore } from './report-fixture.js';
 import { launchBrowser, NO_BROWSER } from './support-browser.js';
@@ -58,4 +60,40 @@ test('ui opens on the live run, else the newest; groups runs by experiment name;
   assert.equal(await page.locator('#diff-a').inputValue(), String(first));
   assert.equal(await page.locator('#diff-b').inputValue(), String(live));
   assert.deepEqual(problems, []);
+});
+
+test('the log pane follows the server in use until the user picks one', { ...needs(NO_BROWSER), timeout: 60_000 }, async (t) => {
+  const store = createFixtureStore();
+  t.after(() => store.cleanup());
+  const runId = buildFixtureRun(store, { trials: 2, status: 'running' });
+  const logOf = (name: string): string => {
+    const path = join(store.dir, `${name}.log`);
+    writeFileSync(path, `INFO ${name} serving\n`);
+    return path;
+  };
+  const server = (name: string): number =>
+    insertServer(store.db, { runId, runnerPid: process.pid, serverKey: name, label: name, host: 'local', logPath: logOf(name) });
+  const first = server('first-server');
+  updateServer(store.db, first, { status: 'ready' });
+
+  const ui = await startUi({ storePath: store.path, host: '127.0.0.1', port: 0, pollMs: 200 });
+  t.after(() => ui.close());
+  const browser = await launchBrowser();
+  t.after(() => browser.close());
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  await page.goto(ui.url);
+  await page.locator('#log', { hasText: 'first-server serving' }).waitFor({ timeout: 15_000 });
+
+  // The runner stops the first config's server and starts the next: the pane moves with it.
+  updateServer(store.db, first, { status: 'stopped' });
+  const second = server('second-server');
+  await page.locator('#log', { hasText: 'second-server serving' }).waitFor({ timeout: 15_000 });
+
+  // A server the user clicked stays in the pane while another one starts.
+  await page.locator(`#servers tr[data-server="${first}"]`).click();
+  await page.locator('#log', { hasText: 'first-server serving' }).waitFor({ timeout: 10_000 });
+  updateServer(store.db, second, { status: 'stopped' });
+  server('third-server');
+  await page.locator('#servers code', { hasText: 'third-server' }).waitFor({ timeout: 15_000 });
+  assert.match((await page.locator('#log').textContent()) ?? '', /first-server serving/);
 });

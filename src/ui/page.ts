@@ -79,7 +79,7 @@ export const PAGE_HTML = `<!doctype html>
 `;
 
 export const APP_JS = String.raw`'use strict';
-const state = { runId: null, serverId: null, servers: [], runs: [], runStatus: null, diffPicked: false };
+const state = { runId: null, serverId: null, serverPicked: false, servers: [], runs: [], runStatus: null, diffPicked: false };
 const $ = (id) => document.getElementById(id);
 
 function el(tag, props, children) {
@@ -202,9 +202,11 @@ async function refreshRun() {
   $('live').classList.toggle('hidden', !live);
   $('live-figures').innerHTML = data.html.live;
   state.servers = data.servers;
-  if (!state.servers.some((server) => server.id === state.serverId)) {
+  // The log pane follows the server in use (the newest starting or ready one) unless the user picked a server.
+  if (!state.serverPicked || !state.servers.some((server) => server.id === state.serverId)) {
     const active = state.servers.filter((server) => server.status === 'starting' || server.status === 'ready');
     state.serverId = (active.at(-1) || state.servers.at(-1) || { id: null }).id;
+    state.serverPicked = false;
   }
   renderServers();
   renderProgress(data.progress, live);
@@ -238,7 +240,7 @@ function renderServers() {
       el('td', { className: 'num elapsed', text: duration(elapsed) }),
       ready,
     ]);
-    row.addEventListener('click', () => { state.serverId = server.id; renderServers(); refreshLog(); });
+    row.addEventListener('click', () => { state.serverId = server.id; state.serverPicked = true; renderServers(); refreshLog(); });
     body.appendChild(row);
   }
 }
@@ -304,6 +306,7 @@ function report(error) {
 window.addEventListener('hashchange', () => {
   state.runId = selectedFromHash();
   state.serverId = null;
+  state.serverPicked = false;
   refreshAll().catch(report);
 });
 for (const id of ['diff-a', 'diff-b']) {
