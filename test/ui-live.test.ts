@@ -64,6 +64,14 @@ test('servelab ui follows a live experiment: server phase to ready, log tail, ch
   page.on('console', (message) => { if (message.type() === 'error') problems.push(message.text()); });
   await page.goto(ui.url);
   await page.locator('#empty', { hasText: 'No runs yet' }).waitFor({ timeout: 10_000 });
+  // Every text the progress line ever shows, to check that warm-up counts never pass as the trial's.
+  await page.locator('#progress-figures').evaluate((node) => {
+    // The test's tsconfig has no DOM globals; the page's window is typed just enough here.
+    type Window = { progressTexts: string[]; MutationObserver: new (callback: () => void) => { observe(target: unknown, options: object): void } };
+    const view = node.ownerDocument.defaultView as unknown as Window;
+    view.progressTexts = [];
+    new view.MutationObserver(() => view.progressTexts.push(node.textContent ?? '')).observe(node, { childList: true, characterData: true, subtree: true });
+  });
 
   const runner = spawn(process.execPath, [SERVELAB, 'run', writeExperiment(dir), '--store', store], { stdio: ['ignore', 'ignore', 'pipe'] });
   let runnerLog = '';
@@ -87,6 +95,10 @@ test('servelab ui follows a live experiment: server phase to ready, log tail, ch
   await page.screenshot({ path: join(artifacts, 'ui-live.png') });
 
   assert.equal(await runnerExit, 0, runnerLog);
+  const progressTexts = await page.locator('#progress-figures').evaluate((node) => (node.ownerDocument.defaultView as unknown as { progressTexts: string[] }).progressTexts);
+  assert.ok(progressTexts.length > 0, 'the progress line was shown');
+  // Each trial measures 6 requests per level after 1 warm-up request: "1/1" would be the warm-up's count.
+  for (const text of progressTexts) assert.match(text, /^(warming up|\d+\/6 requests · \d+\.\d tok\/s)$/);
   await page.locator('#run-status.done').waitFor({ timeout: 20_000 });
   // 2 workloads x (baseline + short), with a CI for the candidate rows.
   await until('the final verdict table', async () => ((await page.locator('#verdicts table.verdicts tbody tr').count()) === 4 ? true : undefined), 10_000);

@@ -8,6 +8,7 @@ import { DEFAULT_ENV_PATTERNS, DEFAULT_REDACT_PATTERNS } from '../fingerprint/en
 import type { Fingerprint } from '../fingerprint/types.js';
 import type { RunningServer } from '../launch/types.js';
 import { BUILTIN_PROFILES } from '../profiles/builtin.js';
+import { WARMUP_LABEL } from '../load/run.js';
 import type { Db } from '../store/db.js';
 import { getFingerprint, listTrials, variantHistory } from '../store/queries.js';
 import { insertServer, insertTrial, setRunStatus, updateServer, upsertProgress } from '../store/runs.js';
@@ -286,7 +287,14 @@ async function runTrial(
       const now = Date.now();
       if (now - lastProgressAt < PROGRESS_INTERVAL_MS && progress.completed < progress.total) return;
       lastProgressAt = now;
-      upsertProgress(db, runId, { trialLabel: `${label} (trial ${position})`, completed: progress.completed, total: progress.total, outputTokensPerSecond: progress.outputTokensPerSecond });
+      // Warm-up requests are not the trial's: show that it is warming up, never their counts as the trial's.
+      const warmingUp = progress.levelLabel === WARMUP_LABEL;
+      upsertProgress(db, runId, {
+        trialLabel: `${label} (trial ${position})${warmingUp ? ', warming up' : ''}`,
+        completed: warmingUp ? 0 : progress.completed,
+        total: warmingUp ? 0 : progress.total,
+        outputTokensPerSecond: warmingUp ? 0 : progress.outputTokensPerSecond,
+      });
     },
   });
   // A trial cut short is not a trial: it is measured again on resume.

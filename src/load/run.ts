@@ -15,6 +15,9 @@ import { ExitCode } from '../util/exit.js';
 const CONNECT_TIMEOUT_MS = 5000;
 
 /** Split a base URL into the dispatcher origin and a path prefix without trailing slash. */
+/** Level label of the warm-up requests' progress updates (not measured, so never a trial's counts). */
+export const WARMUP_LABEL = 'warmup';
+
 export function parseBaseUrl(baseUrl: string): { origin: string; pathPrefix: string; host: string; port: number } {
   let url: URL;
   try {
@@ -130,7 +133,7 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
     };
     let offset = 0;
     if (options.warmupRequests > 0) {
-      const warmupPlan: LevelPlan = { label: 'warmup', requests: options.warmupRequests, concurrency: Math.min(options.warmupRequests, maxInFlight(levels[0]!)) };
+      const warmupPlan: LevelPlan = { label: WARMUP_LABEL, requests: options.warmupRequests, concurrency: Math.min(options.warmupRequests, maxInFlight(levels[0]!)) };
       const warmup = await runMeasuredLevel(context, warmupPlan, prompts.slice(0, options.warmupRequests), options);
       offset = options.warmupRequests;
       // Only set-up mistakes stop the run here (wrong API, path or model, server gone); 5xx, stalls and broken

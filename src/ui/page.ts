@@ -250,7 +250,8 @@ function renderProgress(progress, live) {
   if (!progress) return;
   $('progress-label').textContent = progress.trialLabel;
   $('progress-bar').style.width = (progress.total > 0 ? (100 * progress.completed) / progress.total : 0).toFixed(1) + '%';
-  $('progress-figures').textContent = progress.completed + '/' + progress.total + ' requests · ' + progress.outputTokensPerSecond.toFixed(1) + ' tok/s';
+  // total 0: the runner is sending warm-up requests, whose counts are not the trial's.
+  $('progress-figures').textContent = progress.total > 0 ? progress.completed + '/' + progress.total + ' requests · ' + progress.outputTokensPerSecond.toFixed(1) + ' tok/s' : 'warming up';
 }
 
 async function refreshLog() {
