@@ -7,7 +7,10 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { openStore } from '../src/store/db.js';
+import { listTrials } from '../src/store/queries.js';
+import { liveFigures } from '../src/ui/live.js';
 import { startUi } from '../src/ui/server.js';
+import { buildFixtureRun, createFixtureStore } from './report-fixture.js';
 import { launchBrowser, NO_BROWSER } from './support-browser.js';
 import { needs } from './support-services.js';
 
@@ -64,6 +67,14 @@ test('servelab ui follows a live experiment: server phase to ready, log tail, ch
   page.on('console', (message) => { if (message.type() === 'error') problems.push(message.text()); });
   await page.goto(ui.url);
   await page.locator('#empty', { hasText: 'No runs yet' }).waitFor({ timeout: 10_000 });
+  // Every text the progress line ever shows, to check that warm-up counts never pass as the trial's.
+  await page.locator('#progress-figures').evaluate((node) => {
+    // The test's tsconfig has no DOM globals; the page's window is typed just enough here.
+    type Window = { progressTexts: string[]; MutationObserver: new (callback: () => void) => { observe(target: unknown, options: object): void } };
+    const view = node.ownerDocument.defaultView as unknown as Window;
+    view.progressTexts = [];
+    new view.MutationObserver(() => view.progressTexts.push(node.textContent ?? '')).observe(node, { childList: true, characterData: true, subtree: true });
+  });
 
   const runner = spawn(process.execPath, [SERVELAB, 'run', writeExperiment(dir), '--store', store], { stdio: ['ignore', 'ignore', 'pipe'] });
   let runnerLog = '';
@@ -83,10 +94,18 @@ test('servelab ui follows a live experiment: server phase to ready, log tail, ch
   await page.locator('#servers .pill.ready').waitFor({ timeout: 30_000 });
   assert.match(await page.locator('#log').innerText(), /simulator listening on http:\/\/127\.0\.0\.1/);
   await page.locator('#live-figures figure svg').first().waitFor({ timeout: 30_000 });
+  // One live chart per workload (c=1 and c=4 differ in scale), never one line across both.
+  await page.locator('#live-figures figure[data-figure="live-throughput-1"]').waitFor({ timeout: 30_000 });
+  const liveTitles = await page.locator('#live-figures figure').evaluateAll((nodes) => nodes.map((node) => node.getAttribute('aria-label')));
+  assert.ok(liveTitles.some((title) => /^Throughput per trial: .*c=1/.test(title ?? '')) && liveTitles.some((title) => /^Throughput per trial: .*c=4/.test(title ?? '')), liveTitles.join(' | '));
   await page.locator('#figures figure[data-figure="throughput"] svg').waitFor({ timeout: 30_000 });
   await page.screenshot({ path: join(artifacts, 'ui-live.png') });
 
   assert.equal(await runnerExit, 0, runnerLog);
+  const progressTexts = await page.locator('#progress-figures').evaluate((node) => (node.ownerDocument.defaultView as unknown as { progressTexts: string[] }).progressTexts);
+  assert.ok(progressTexts.length > 0, 'the progress line was shown');
+  // Each trial measures 6 requests per level after 1 warm-up request: "1/1" would be the warm-up's count.
+  for (const text of progressTexts) assert.match(text, /^(warming up|\d+\/6 requests · \d+\.\d tok\/s)$/);
   await page.locator('#run-status.done').waitFor({ timeout: 20_000 });
   // 2 workloads x (baseline + short), with a CI for the candidate rows.
   await until('the final verdict table', async () => ((await page.locator('#verdicts table.verdicts tbody tr').count()) === 4 ? true : undefined), 10_000);
@@ -96,4 +115,31 @@ test('servelab ui follows a live experiment: server phase to ready, log tail, ch
   assert.ok(await page.locator('#live').isHidden(), 'live section is hidden once the run is done');
   await page.screenshot({ path: join(artifacts, 'ui-done.png'), fullPage: true });
   assert.deepEqual(problems, []);
+});
+
+test('live figures: one throughput and TTFT chart per workload; the in-flight line shows the current trial only', () => {
+  const store = createFixtureStore();
+  try {
+    const runId = buildFixtureRun(store, { trials: 12 });
+    const trials = listTrials(store.db, runId);
+    const workloads = [...new Set(trials.map((trial) => trial.workload))];
+    assert.ok(workloads.length >= 2, `fixture has several workloads: ${workloads.join(', ')}`);
+    const startedAt = trials[0]!.startedAt;
+    const at = Date.parse(trials.at(-1)!.finishedAt);
+    const inFlight = [
+      { atMs: at + 100, trialLabel: 'baseline c=1 #3 (trial 13/36)', outputTokensPerSecond: 80 },
+      { atMs: at + 200, trialLabel: 'eagle3-s2 c=32 #3 (trial 14/36), warming up', outputTokensPerSecond: 0 },
+      { atMs: at + 300, trialLabel: 'eagle3-s2 c=32 #3 (trial 14/36)', outputTokensPerSecond: 900 },
+      { atMs: at + 400, trialLabel: 'eagle3-s2 c=32 #3 (trial 14/36)', outputTokensPerSecond: 950 },
+    ];
+    const figures = liveFigures(startedAt, trials, inFlight);
+    const ids = figures.map((figure) => figure.id);
+    assert.deepEqual(ids, [...workloads.flatMap((_, index) => [`live-throughput-${index}`, `live-ttft-${index}`]), 'live-in-flight']);
+    workloads.forEach((workload, index) => assert.ok(figures[2 * index]!.title.endsWith(workload)));
+    const inFlightFigure = figures.at(-1)!;
+    assert.equal(inFlightFigure.title, 'Trial in flight: eagle3-s2 c=32 #3 (trial 14/36)');
+    assert.doesNotMatch(inFlightFigure.svg, /baseline c=1/, 'the previous trial is not on the in-flight chart');
+  } finally {
+    store.cleanup();
+  }
 });

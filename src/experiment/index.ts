@@ -1,4 +1,4 @@
-/** Public API of the experiment runner (see /work/notes/experiment-api.md). */
+/** Public API of the experiment runner, used by the CLI and re-exported by the library API (src/index.ts). */
 export { loadExperiment, resolveExperiment, serverKeyOf, workloadLabel } from './load.js';
 export { planExperiment, serverKeysOf, countRestarts } from './plan.js';
 export { createRun, loadRun, planFor, trialKey } from './run-store.js';

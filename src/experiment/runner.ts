@@ -8,6 +8,7 @@ import { DEFAULT_ENV_PATTERNS } from '../fingerprint/env.js';
 import type { Fingerprint } from '../fingerprint/types.js';
 import type { RunningServer } from '../launch/types.js';
 import { BUILTIN_PROFILES } from '../profiles/builtin.js';
+import { WARMUP_LABEL } from '../load/run.js';
 import type { Db } from '../store/db.js';
 import type { LevelResult } from '../load/types.js';
 import { describeExit, waitUntilAnswering, watchLiveness } from '../load/liveness.js';
@@ -422,7 +423,14 @@ async function runTrial(
         const now = Date.now();
         if (now - lastProgressAt < PROGRESS_INTERVAL_MS && progress.completed < progress.total) return;
         lastProgressAt = now;
-        upsertProgress(db, runId, { trialLabel: `${label} (trial ${position})`, completed: progress.completed, total: progress.total, outputTokensPerSecond: progress.outputTokensPerSecond });
+        // Warm-up requests are not the trial's: show that it is warming up, never their counts as the trial's.
+        const warmingUp = progress.levelLabel === WARMUP_LABEL;
+        upsertProgress(db, runId, {
+          trialLabel: `${label} (trial ${position})${warmingUp ? ', warming up' : ''}`,
+          completed: warmingUp ? 0 : progress.completed,
+          total: warmingUp ? 0 : progress.total,
+          outputTokensPerSecond: warmingUp ? 0 : progress.outputTokensPerSecond,
+        });
       },
     });
     level = result.levels[0];

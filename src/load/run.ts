@@ -17,6 +17,9 @@ import { ExitCode } from '../util/exit.js';
 const CONNECT_TIMEOUT_MS = 5000;
 
 /** Split a base URL into the dispatcher origin and a path prefix without trailing slash. */
+/** Level label of the warm-up requests' progress updates (not measured, so never a trial's counts). */
+export const WARMUP_LABEL = 'warmup';
+
 export function parseBaseUrl(baseUrl: string): { origin: string; pathPrefix: string; host: string; port: number } {
   let url: URL;
   try {
@@ -148,7 +151,7 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
       : { live: true, run: (level, levelPrompts, seed, onDone, onTokenEvent) => runLevel(onTokenEvent ? { ...context, onTokenEvent } : context, level, levelPrompts, seed, onDone) };
     let offset = 0;
     if (warmupRequests > 0) {
-      const warmupPlan: LevelPlan = { label: 'warmup', requests: warmupRequests, concurrency: Math.min(warmupRequests, Math.max(workerCount, maxInFlight(levels[0]!))) };
+      const warmupPlan: LevelPlan = { label: WARMUP_LABEL, requests: warmupRequests, concurrency: Math.min(warmupRequests, Math.max(workerCount, maxInFlight(levels[0]!))) };
       const warmup = await runMeasuredLevel(runner, warmupPlan, prompts.slice(0, warmupRequests), options);
       offset = warmupRequests;
       // Only set-up mistakes stop the run here (wrong API, path or model, server gone); 5xx, stalls and broken

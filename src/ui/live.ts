@@ -1,4 +1,4 @@
-/** Live charts of a running experiment: per-trial figures over time plus the throughput of the trial in flight. */
+/** Live charts of a running experiment: per-trial figures over time, one chart per workload, plus the trial in flight. */
 import { timelineChart, type XYSeries } from '../report/charts.js';
 import type { Figure } from '../report/figures.js';
 import type { TrialRecord } from '../store/types.js';
@@ -6,16 +6,21 @@ import type { TrialRecord } from '../store/types.js';
 /** Throughput of the trial in flight as the UI saw it, sampled whenever the runner updated its progress row. */
 export interface ProgressPoint {
   atMs: number;
+  /** The runner's label of the trial in flight: points of one trial share it. */
+  trialLabel: string;
   outputTokensPerSecond: number;
 }
 
-/** Trials are independent measurements (different workloads interleave), so they are drawn as points, not lines. */
+/**
+ * Workloads differ in scale (one stream vs 32), so each gets its own charts: a tok/s line across workloads would
+ * read as a trend that is none. Trials are independent measurements, drawn as points per variant, not lines.
+ */
 export function liveFigures(runStartedAt: string, trials: TrialRecord[], inFlight: ProgressPoint[]): Figure[] {
   const start = Date.parse(runStartedAt);
   const seconds = (iso: string | number): number => Math.round(((typeof iso === 'number' ? iso : Date.parse(iso)) - start) / 100) / 10;
-  const perVariant = (value: (trial: TrialRecord) => number | undefined): XYSeries[] => {
+  const perVariant = (ofWorkload: TrialRecord[], value: (trial: TrialRecord) => number | undefined): XYSeries[] => {
     const series = new Map<string, XYSeries>();
-    for (const trial of trials) {
+    for (const trial of ofWorkload) {
       const y = value(trial);
       if (y === undefined || !Number.isFinite(y)) continue;
       const line = series.get(trial.variant) ?? { name: trial.variant, points: [], pointsOnly: true };
@@ -24,11 +29,25 @@ export function liveFigures(runStartedAt: string, trials: TrialRecord[], inFligh
     }
     return [...series.values()];
   };
-  const throughput = perVariant((trial) => trial.metrics.outputTokensPerSecond);
-  if (inFlight.length > 0) throughput.push({ name: 'trial in flight', points: inFlight.map((point) => [seconds(point.atMs), point.outputTokensPerSecond]) });
-  const latency = perVariant((trial) => trial.metrics.ttftMedianMs);
+  const workloads = [...new Set(trials.map((trial) => trial.workload))];
   const figures: Figure[] = [];
-  if (throughput.length > 0) figures.push({ id: 'live-throughput', title: 'Throughput per trial', svg: timelineChart('Output tok/s per trial (live)', 'tok/s', throughput) });
-  if (latency.length > 0) figures.push({ id: 'live-ttft', title: 'TTFT per trial', svg: timelineChart('Median TTFT per trial (live)', 'ms', latency) });
+  workloads.forEach((workload, index) => {
+    const ofWorkload = trials.filter((trial) => trial.workload === workload);
+    const throughput = perVariant(ofWorkload, (trial) => trial.metrics.outputTokensPerSecond);
+    const latency = perVariant(ofWorkload, (trial) => trial.metrics.ttftMedianMs);
+    if (throughput.length > 0) {
+      figures.push({ id: `live-throughput-${index}`, title: `Throughput per trial: ${workload}`, svg: timelineChart(`Output tok/s per trial, ${workload} (live)`, 'tok/s', throughput) });
+    }
+    if (latency.length > 0) {
+      figures.push({ id: `live-ttft-${index}`, title: `TTFT per trial: ${workload}`, svg: timelineChart(`Median TTFT per trial, ${workload} (live)`, 'ms', latency) });
+    }
+  });
+  // Only the current trial's points: earlier ones belong to other trials, often of other workloads.
+  const current = inFlight.at(-1)?.trialLabel;
+  const points = inFlight.filter((point) => point.trialLabel === current && point.outputTokensPerSecond > 0);
+  if (current !== undefined && points.length > 0) {
+    const series: XYSeries[] = [{ name: current, points: points.map((point) => [seconds(point.atMs), point.outputTokensPerSecond]) }];
+    figures.push({ id: 'live-in-flight', title: `Trial in flight: ${current}`, svg: timelineChart(`Output tok/s of the trial in flight: ${current}`, 'tok/s', series) });
+  }
   return figures;
 }

@@ -81,7 +81,7 @@ export const PAGE_HTML = `<!doctype html>
 `;
 
 export const APP_JS = String.raw`'use strict';
-const state = { runId: null, serverId: null, servers: [], runs: [], runStatus: null };
+const state = { runId: null, serverId: null, serverPicked: false, servers: [], runs: [], runStatus: null, diffPicked: false };
 const $ = (id) => document.getElementById(id);
 
 function el(tag, props, children) {
@@ -115,18 +115,40 @@ function selectedFromHash() {
   return match ? Number(match[1]) : null;
 }
 
+/** One group per experiment name (a moved or copied file keeps its history), newest run first, newest group first. */
+function groupByName(experiments) {
+  const groups = new Map();
+  for (const experiment of experiments) {
+    const group = groups.get(experiment.name) || { name: experiment.name, filePaths: [], runs: [] };
+    group.filePaths.push(experiment.filePath);
+    group.runs.push(...experiment.runs);
+    groups.set(experiment.name, group);
+  }
+  const newest = (group) => (group.runs.length > 0 ? group.runs[0].id : 0);
+  const list = [...groups.values()];
+  for (const group of list) group.runs.sort((a, b) => b.id - a.id);
+  return list.sort((a, b) => newest(b) - newest(a));
+}
+
+/** The run to open without a #run= in the URL: the live one (newest if several), else the newest. */
+function defaultRun(runs) {
+  const live = runs.filter((run) => run.status === 'running');
+  const pool = live.length > 0 ? live : runs;
+  return pool.reduce((best, run) => (best === null || run.id > best.id ? run : best), null);
+}
+
 async function refreshExperiments() {
-  const experiments = await getJson('/api/experiments');
-  state.runs = experiments.flatMap((experiment) => experiment.runs.map((run) => ({ id: run.id, label: experiment.name + ' · run ' + run.id })));
+  const groups = groupByName(await getJson('/api/experiments'));
+  state.runs = groups.flatMap((group) => group.runs.map((run) => ({ id: run.id, status: run.status, experiment: group.name, label: group.name + ' · run ' + run.id })));
   if (state.runId === null && state.runs.length > 0) {
-    state.runId = state.runs[0].id;
+    state.runId = defaultRun(state.runs).id;
     history.replaceState(null, '', '#run=' + state.runId);
   }
   const container = $('experiments');
   container.replaceChildren();
-  for (const experiment of experiments) {
-    container.appendChild(el('h3', { text: experiment.name, title: experiment.filePath }));
-    for (const run of experiment.runs) {
+  for (const group of groups) {
+    container.appendChild(el('h3', { text: group.name, title: group.filePaths.join('\n') }));
+    for (const run of group.runs) {
       const progress = run.plannedTrials ? run.trialCount + '/' + run.plannedTrials : String(run.trialCount);
       container.appendChild(el('a', { href: '#run=' + run.id, 'data-run': String(run.id), className: run.id === state.runId ? 'selected' : '' }, [
         el('span', { text: 'run ' + run.id + ' · ' + progress + ' trials' }),
@@ -139,14 +161,29 @@ async function refreshExperiments() {
   fillDiffPickers();
 }
 
+/**
+ * Default pair: the previous run of the same experiment → the run shown (or, without one, the newest other run →
+ * it). Once the user picks a pair, it stays.
+ */
+function defaultDiffPair() {
+  const shown = state.runs.find((run) => run.id === state.runId) || state.runs[0];
+  if (!shown) return [undefined, undefined];
+  const older = (run) => run.id < shown.id;
+  const previous = state.runs.filter((run) => run.experiment === shown.experiment && older(run)).sort((a, b) => b.id - a.id)[0]
+    || state.runs.filter((run) => run.id !== shown.id).sort((a, b) => b.id - a.id)[0];
+  return [previous, shown];
+}
+
 function fillDiffPickers() {
-  for (const [id, fallback] of [['diff-a', 1], ['diff-b', 0]]) {
+  const defaults = defaultDiffPair();
+  ['diff-a', 'diff-b'].forEach((id, index) => {
     const select = $(id);
     const previous = select.value;
     select.replaceChildren(...state.runs.map((run) => el('option', { value: String(run.id), text: run.label })));
-    const preferred = state.runs.find((run) => String(run.id) === previous) || state.runs[Math.min(fallback, state.runs.length - 1)];
+    const kept = state.diffPicked ? state.runs.find((run) => String(run.id) === previous) : undefined;
+    const preferred = kept || defaults[index];
     if (preferred) select.value = String(preferred.id);
-  }
+  });
 }
 
 async function refreshRun() {
@@ -168,9 +205,11 @@ async function refreshRun() {
   $('live').classList.toggle('hidden', !live);
   $('live-figures').innerHTML = data.html.live;
   state.servers = data.servers;
-  if (!state.servers.some((server) => server.id === state.serverId)) {
+  // The log pane follows the server in use (the newest starting or ready one) unless the user picked a server.
+  if (!state.serverPicked || !state.servers.some((server) => server.id === state.serverId)) {
     const active = state.servers.filter((server) => server.status === 'starting' || server.status === 'ready');
     state.serverId = (active.at(-1) || state.servers.at(-1) || { id: null }).id;
+    state.serverPicked = false;
   }
   renderServers();
   renderProgress(data.progress, live);
@@ -204,7 +243,7 @@ function renderServers() {
       el('td', { className: 'num elapsed', text: duration(elapsed) }),
       ready,
     ]);
-    row.addEventListener('click', () => { state.serverId = server.id; renderServers(); refreshLog(); });
+    row.addEventListener('click', () => { state.serverId = server.id; state.serverPicked = true; renderServers(); refreshLog(); });
     body.appendChild(row);
   }
 }
@@ -214,7 +253,8 @@ function renderProgress(progress, live) {
   if (!progress) return;
   $('progress-label').textContent = progress.trialLabel;
   $('progress-bar').style.width = (progress.total > 0 ? (100 * progress.completed) / progress.total : 0).toFixed(1) + '%';
-  $('progress-figures').textContent = progress.completed + '/' + progress.total + ' requests · ' + progress.outputTokensPerSecond.toFixed(1) + ' tok/s';
+  // total 0: the runner is sending warm-up requests, whose counts are not the trial's.
+  $('progress-figures').textContent = progress.total > 0 ? progress.completed + '/' + progress.total + ' requests · ' + progress.outputTokensPerSecond.toFixed(1) + ' tok/s' : 'warming up';
 }
 
 async function refreshLog() {
@@ -270,10 +310,15 @@ function report(error) {
 window.addEventListener('hashchange', () => {
   state.runId = selectedFromHash();
   state.serverId = null;
+  state.serverPicked = false;
   refreshAll().catch(report);
 });
-$('diff-a').addEventListener('change', () => refreshDiff().catch(report));
-$('diff-b').addEventListener('change', () => refreshDiff().catch(report));
+for (const id of ['diff-a', 'diff-b']) {
+  $(id).addEventListener('change', () => {
+    state.diffPicked = true;
+    refreshDiff().catch(report);
+  });
+}
 // Elapsed times and countdowns tick between store updates.
 setInterval(() => { if (state.runStatus === 'running') renderServers(); }, 1000);
 state.runId = selectedFromHash();

@@ -203,7 +203,7 @@ class UiState {
     }>;
   }
 
-  /** One point per progress update of each running run: the in-flight throughput over the whole run. */
+  /** One point per progress update of each running run: the throughput of each trial while it runs. */
   private recordProgress(): void {
     const rows = this.db.prepare("SELECT p.run_id FROM progress p JOIN runs r ON r.id = p.run_id WHERE r.status = 'running'").all() as Array<{ run_id: number }>;
     for (const { run_id: runId } of rows) {
@@ -212,7 +212,7 @@ class UiState {
       const atMs = Date.parse(progress.updatedAt);
       const history = this.progress.get(runId) ?? [];
       if (history.at(-1)?.atMs === atMs) continue;
-      history.push({ atMs, outputTokensPerSecond: progress.outputTokensPerSecond });
+      history.push({ atMs, trialLabel: progress.trialLabel, outputTokensPerSecond: progress.outputTokensPerSecond });
       this.progress.set(runId, history.slice(-600));
     }
   }
