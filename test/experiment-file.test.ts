@@ -133,7 +133,7 @@ grid:
     // Relative to the experiment file, not to the current directory.
     writeFileSync(join(dir, 'prompts.jsonl'), '{"prompt": "hi"}\n');
     const loaded = loadExperiment(write('dataset-ok.yaml', `${BASE}client:\n  prompts: { kind: jsonl, path: prompts.jsonl }\n`));
-    assert.deepEqual(loaded.variants[0]!.client.prompts, { kind: 'jsonl', path: join(dir, 'prompts.jsonl') });
+    assert.deepEqual(loaded.variants[0]!.client.prompts, { kind: 'jsonl', path: join(dir, 'prompts.jsonl'), seed: 0 });
   });
 
   test('errors are in the author\'s words: unknown keys at their own line with a did-you-mean, missing keys named, forms listed', (t) => {
