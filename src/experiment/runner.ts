@@ -12,6 +12,7 @@ import type { Db } from '../store/db.js';
 import { getFingerprint, listTrials, variantHistory } from '../store/queries.js';
 import { insertServer, insertTrial, setRunStatus, updateServer, upsertProgress } from '../store/runs.js';
 import { configKey } from '../launch/config.js';
+import { storeFault } from '../store/fault.js';
 import { previousStartupOptions, recordStartupOutcome } from '../ready/history.js';
 import { UserError, messageOf } from '../util/errors.js';
 import { readLastLines } from '../util/log-tail.js';
@@ -92,9 +93,17 @@ export async function runExperiment(options: RunOptions): Promise<RunOutcome> {
     }
   } catch (error) {
     const interrupted = options.signal?.aborted ?? false;
-    const message = interrupted ? 'interrupted; measured trials are kept' : messageOf(error);
-    setRunStatus(db, runId, interrupted ? 'interrupted' : 'failed', message);
+    const fault = storeFault(error);
+    const message = interrupted ? 'interrupted; measured trials are kept' : messageOf(fault);
+    try {
+      setRunStatus(db, runId, interrupted ? 'interrupted' : 'failed', message);
+    } catch {
+      // The store itself is failing (locked, full): the run stays 'running' and a resume picks it up all the same.
+    }
     if (interrupted) return { runId, status: 'interrupted', message };
+    if (fault !== error && fault instanceof UserError) {
+      throw new UserError(fault.message, `${fault.hint}: \`servelab run --resume ${runId}\` (measured trials are kept)`);
+    }
     throw error;
   } finally {
     if (!options.executor) await executor.close();
@@ -176,6 +185,37 @@ async function startServer(
   }
 }
 
+/**
+ * Store writes made from launch callbacks (phase, pid). A throw there would escape as an uncaught exception and
+ * orphan the server, so the first failure (store locked, disk full) is kept and aborts the launch instead, which
+ * stops the server; the caller then reports that failure.
+ */
+class GuardedWrites {
+  private readonly controller = new AbortController();
+  fault: unknown;
+
+  constructor(outer: AbortSignal | undefined) {
+    outer?.addEventListener('abort', () => this.controller.abort(), { once: true });
+    if (outer?.aborted) this.controller.abort();
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  guard<A extends unknown[]>(write: (...args: A) => void): (...args: A) => void {
+    return (...args) => {
+      if (this.fault !== undefined) return;
+      try {
+        write(...args);
+      } catch (error) {
+        this.fault = error;
+        this.controller.abort();
+      }
+    };
+  }
+}
+
 /** A failed launch with the end of its log, which tells a port race from a real failure. */
 class LaunchFailure extends Error {
   constructor(
@@ -214,6 +254,7 @@ async function launchOnce(
   });
   const startedAt = new Date();
   context.log(`starting server for ${label} (log: ${logPath})`);
+  const writes = new GuardedWrites(options.signal);
   try {
     const running = await executor.launch(
       {
@@ -229,14 +270,15 @@ async function launchOnce(
         ...(config.model !== undefined && { model: config.model }),
       },
       {
-        onProgress: (progress) =>
+        onProgress: writes.guard((progress) =>
           updateServer(db, rowId, {
             phase: progress.phase,
             ...(progress.predictedRemainingMs !== undefined && { predictedReadyMs: progress.elapsedMs + progress.predictedRemainingMs }),
           }),
+        ),
         // Recorded at spawn, not at ready: a resumed run must be able to stop a server killed mid-load.
-        onSpawn: (pid) => updateServer(db, rowId, { pid }),
-        ...(options.signal && { signal: options.signal }),
+        onSpawn: writes.guard((pid: number) => updateServer(db, rowId, { pid })),
+        signal: writes.signal,
         ...previous,
       },
     );
@@ -244,12 +286,16 @@ async function launchOnce(
     recordStartupOutcome(db, startupKey, startedAt, running.ready, runId);
     context.log(`server ready in ${(running.ready.elapsedMs / 1000).toFixed(1)} s at ${running.baseUrl}`);
     return { running, rowId };
-  } catch (error) {
+  } catch (launchError) {
+    // A failed store write aborted the launch (which stopped the server): that write is the cause to report.
+    const error = writes.fault ?? launchError;
     const lines = readLastLines(logPath, 15);
     const tail = lines.length > 0 ? lines.map((line) => `  | ${line}`).join('\n') : '  (no log written)';
-    context.log(`server for ${label} failed to start: ${messageOf(error)}\nlast lines of ${logPath}:\n${tail}`);
-    updateServer(db, rowId, { status: 'failed', phase: 'failed', message: messageOf(error) });
-    recordStartupOutcome(db, startupKey, startedAt, error, runId);
+    context.log(`server for ${label} failed to start: ${messageOf(storeFault(error))}\nlast lines of ${logPath}:\n${tail}`);
+    if (writes.fault === undefined) {
+      updateServer(db, rowId, { status: 'failed', phase: 'failed', message: messageOf(error) });
+      recordStartupOutcome(db, startupKey, startedAt, error, runId);
+    }
     throw new LaunchFailure(error, tail);
   }
 }
@@ -286,7 +332,12 @@ async function runTrial(
       const now = Date.now();
       if (now - lastProgressAt < PROGRESS_INTERVAL_MS && progress.completed < progress.total) return;
       lastProgressAt = now;
-      upsertProgress(db, runId, { trialLabel: `${label} (trial ${position})`, completed: progress.completed, total: progress.total, outputTokensPerSecond: progress.outputTokensPerSecond });
+      // Progress is for humans; a store that refuses it (locked, full) fails the trial's own write right after.
+      try {
+        upsertProgress(db, runId, { trialLabel: `${label} (trial ${position})`, completed: progress.completed, total: progress.total, outputTokensPerSecond: progress.outputTokensPerSecond });
+      } catch {
+        // reported by insertTrial
+      }
     },
   });
   // A trial cut short is not a trial: it is measured again on resume.
