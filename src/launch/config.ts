@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { loadConfigFile } from '../config/load.js';
 import { profileDefinitionSchema } from '../profiles/user.js';
+import { MASKING } from '../util/redact.js';
 
 /** `servelab launch --config server.yaml`: the same settings as the flags; flags given on the command line win. */
 export const serverConfigSchema = z
@@ -33,8 +34,9 @@ export function loadServerConfig(path: string): ServerConfig {
  */
 export function configKey(parts: { command: string[]; env: Record<string, string>; unsetEnv?: string[]; profile: string }): string {
   const canonical = JSON.stringify({
-    command: parts.command,
-    env: Object.entries(parts.env).sort(([a], [b]) => a.localeCompare(b)),
+    // Masked: the key is stored and unsalted, so a hash over a secret would let a weak one be guessed back.
+    command: MASKING.args(parts.command),
+    env: Object.entries(MASKING.env(parts.env)).sort(([a], [b]) => a.localeCompare(b)),
     unsetEnv: [...(parts.unsetEnv ?? [])].sort(),
     profile: parts.profile,
   });
