@@ -94,7 +94,7 @@ test('a corrupt store and a read-only store: one-line errors for writers; ls/sho
   const bad = join(dir, 'bad.db');
   writeFileSync(bad, Buffer.alloc(8192, 7));
   const file = writeExperiment(dir, 'exp.yaml', {});
-  for (const args of [['ls'], ['show', '1'], ['report', '--out', join(dir, 'r')], ['run', file]]) {
+  for (const args of [['ls'], ['show', '1'], ['report', '--out', join(dir, 'r')], ['ui', '--port', '0'], ['run', file]]) {
     const result = await cli(args, { store: bad });
     assert.equal(result.code, 1, args.join(' '));
     assertOneLineStoreError(result.stderr, bad, /not a valid servelab store/);

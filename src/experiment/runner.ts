@@ -13,6 +13,7 @@ import { getFingerprint, listTrials, variantHistory } from '../store/queries.js'
 import { insertServer, insertTrial, setRunStatus, updateServer, upsertProgress } from '../store/runs.js';
 import { configKey } from '../launch/config.js';
 import { storeFault } from '../store/fault.js';
+import { redactor } from '../util/redact.js';
 import { previousStartupOptions, recordStartupOutcome } from '../ready/history.js';
 import { UserError, messageOf } from '../util/errors.js';
 import { readLastLines } from '../util/log-tail.js';
@@ -290,7 +291,7 @@ async function launchOnce(
     // A failed store write aborted the launch (which stopped the server): that write is the cause to report.
     const error = writes.fault ?? launchError;
     const lines = readLastLines(logPath, 15);
-    const tail = lines.length > 0 ? lines.map((line) => `  | ${line}`).join('\n') : '  (no log written)';
+    const tail = lines.length > 0 ? redactor().args(lines).map((line) => `  | ${line}`).join('\n') : '  (no log written)';
     context.log(`server for ${label} failed to start: ${messageOf(storeFault(error))}\nlast lines of ${logPath}:\n${tail}`);
     if (writes.fault === undefined) {
       updateServer(db, rowId, { status: 'failed', phase: 'failed', message: messageOf(error) });
