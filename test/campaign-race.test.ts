@@ -2,7 +2,8 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { chromium } from 'playwright-core';
+import { launchBrowser, NO_BROWSER } from './support-browser.js';
+import { needs } from './support-services.js';
 import { bestConfig } from '../src/experiment/best.js';
 import { holmAdjust } from '../src/experiment/holm.js';
 import type { ResolvedExperiment } from '../src/experiment/types.js';
@@ -11,7 +12,6 @@ import type { TrialMetrics, TrialRecord } from '../src/store/types.js';
 import { writeReports } from '../src/report/write.js';
 import { cli, simCommand, tempDir, writeExperiment } from './support-experiment.js';
 
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
 describe('Holm correction', () => {
   test('step-down adjusted p-values, monotone, in input order', () => {
@@ -74,7 +74,7 @@ describe('racing on simulator servers', () => {
     grid: [{ name: 't{t}', params: { t: [3, 5] }, args: ['--tpot-ms', '{t}'] }],
   };
 
-  test('eliminates the worse configs with their reason, keeps their trials, names the winner; the report matrix shows it', async (t) => {
+  test('eliminates the worse configs with their reason, keeps their trials, names the winner; the report matrix shows it', needs(NO_BROWSER), async (t) => {
     const dir = tempDir(t, 'race');
     const store = join(dir, 'servelab.db');
     const file = writeExperiment(dir, 'race.yaml', { name: 'race', ...race });
@@ -101,7 +101,7 @@ describe('racing on simulator servers', () => {
     const writer = openStore(store);
     t.after(() => writer.close());
     const [written] = writeReports(writer, [1], join(dir, 'out'));
-    const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS, timeout: 30_000 });
+    const browser = await launchBrowser();
     t.after(() => browser.close());
     const page = await browser.newPage();
     await page.goto(`file://${written!.html}`);

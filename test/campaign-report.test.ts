@@ -1,17 +1,17 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
+import { launchBrowser, NO_BROWSER } from './support-browser.js';
+import { needs } from './support-services.js';
 import { bestConfig } from '../src/experiment/best.js';
 import { loadRun } from '../src/experiment/run-store.js';
 import { listTrials } from '../src/store/queries.js';
 import { writeReports } from '../src/report/write.js';
 import { buildFixtureRun, createFixtureStore } from './report-fixture.js';
 
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
 describe('best-config report', () => {
-  test('the pairwise matrix, ranking and numeric parameter chart render in Chromium', async (t) => {
+  test('the pairwise matrix, ranking and numeric parameter chart render in Chromium', needs(NO_BROWSER), async (t) => {
     const store = createFixtureStore();
     t.after(() => store.cleanup());
     const runId = buildFixtureRun(store);
@@ -19,7 +19,7 @@ describe('best-config report', () => {
     const best = bestConfig(loadRun(store.db, runId).experiment, listTrials(store.db, runId));
     assert.ok(best.winner);
 
-    const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS, timeout: 30_000 });
+    const browser = await launchBrowser();
     t.after(() => browser.close());
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     const problems: string[] = [];

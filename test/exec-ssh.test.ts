@@ -277,6 +277,19 @@ describe('ssh executor against a real sshd', { timeout: 300_000 }, () => {
     assert.deepEqual(processesWith(model), []);
   });
 
+  test('the local log header of a remote launch holds no secret; the server still gets the real one', needs(ci.skip), async (t) => {
+    const { executor, dir, model } = setup(t);
+    const secret = 'sk-SECRETssh0123456789abcdef';
+    const spec = simulatorSpec(dir, model, ['--load-ms', '300']);
+    // A wrapper that refuses to start without the real key, so a redacted launch would fail.
+    const command = ['sh', '-c', '[ "$1" = "--api-key" ] && [ "$2" = "$EXPECTED_KEY" ] || exit 7; shift 2; exec "$@"', 'sim', '--api-key', secret, ...spec.command];
+    const server = await executor.launch({ ...spec, command, env: { ...spec.env, EXPECTED_KEY: secret } }, {});
+    const log = readFileSync(server.logPath, 'utf8');
+    assert.match(log, /--- servelab launch on .*--api-key <redacted:[0-9a-f]{12}>/);
+    assert.ok(!log.includes('SECRET'), log);
+    await server.stop();
+  });
+
   test('client: remote runs servelab bench on the host against the server port', needs(ci.skip), async (t) => {
     const { executor, dir, model } = setup(t, 'remote');
     const server = await executor.launch(simulatorSpec(dir, model, ['--load-ms', '300']), {});

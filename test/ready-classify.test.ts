@@ -73,6 +73,8 @@ describe('classifyModels', () => {
 describe('classifyGeneration', () => {
   test('choices mean ready; 503 not ready; 400 or a body without choices wrong', () => {
     assert.equal(classifyGeneration(answer(200, '{"choices":[{"text":" a"}]}'), '/v1/completions').state, 'ready');
+    assert.equal(classifyGeneration(answer(200, '{"choices":[{"text":"","finish_reason":"error"}]}'), '/v1/completions').state, 'not-ready');
+    assert.equal(classifyGeneration(answer(200, '{"choices":[{"text":""}],"error":{"message":"CUDA error"}}'), '/v1/completions').state, 'not-ready');
     assert.equal(classifyGeneration(answer(503, '{"error":{"message":"still loading"}}'), '/v1/completions').state, 'not-ready');
     assert.equal(classifyGeneration(answer(400, '{"error":{"message":"model x does not exist"}}'), '/v1/completions').state, 'wrong');
     assert.equal(classifyGeneration(answer(200, '{"result":"hi"}'), '/v1/completions').state, 'wrong');

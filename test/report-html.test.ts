@@ -55,6 +55,23 @@ describe('servelab report', () => {
     assert.deepEqual(problems, []);
   });
 
+  test('Markdown summary carries no live markup: read as raw HTML in Chromium (what renderers pass through), nothing runs', needs(NO_BROWSER), async (t) => {
+    const store = createFixtureStore();
+    t.after(() => store.cleanup());
+    const hostile = '<img src=x onerror="window.__pwned = 1"><script>window.__pwned = 2</script> **bold** [link](javascript:alert(1))';
+    const run = buildFixtureRun(store, { status: 'failed', message: hostile });
+    const [written] = writeReports(store.db, [run], join(store.dir, 'out'));
+    const markdown = readFileSync(written!.markdown, 'utf8');
+    assert.ok(!markdown.includes('<img') && !markdown.includes('<script'), markdown);
+    const browser = await launchBrowser();
+    t.after(() => browser.close());
+    const page = await browser.newPage();
+    await page.setContent(markdown);
+    assert.equal(await page.locator('img, script').count(), 0);
+    assert.equal(await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned), undefined);
+    assert.match(await page.innerText('body'), /<img src=x onerror=/);
+  });
+
   test('Markdown summary has the verdict table, fingerprint summary and drift notes', (t) => {
     const store = createFixtureStore();
     t.after(() => store.cleanup());

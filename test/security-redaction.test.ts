@@ -101,6 +101,15 @@ test('no secret of env, args, URLs or JSON args is stored, logged, printed, repo
   }
   assert.ok(bodies.some((body) => body.includes('<redacted:')), 'the log endpoint shows markers');
 
+  // Another token in a second run: diff still tells that it changed, without showing either.
+  const otherToken = 'hf_SECRETsecond0123456789abc';
+  writeFileSync(expectedFile, `${otherToken}|${SECRETS.password}|${SECRETS.apiKey}`);
+  const second = await cli(['run', writeExperiment(dir, 'exp2.yaml', experiment(otherToken))], { store });
+  assert.equal(second.code, 0, second.stderr);
+  const changes = await cli(['diff', '1', '2'], { store });
+  assert.match(changes.stdout, /HF_TOKEN/);
+  assertNoLeak('diff of two tokens', changes.stdout);
+
   for (const path of [...filesUnder(join(dir, 'store')), ...filesUnder(join(dir, 'report'))]) {
     if (path === logs.at(-1)) continue; // the line appended above, on purpose
     assertNoLeak(path, readFileSync(path).toString('latin1'));

@@ -1,6 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { containsMarker, Redactor } from '../src/util/redact.js';
+import { configKey } from '../src/launch/config.js';
+import { containsMarker, MASKING, Redactor } from '../src/util/redact.js';
 
 const secrets = new Redactor('test-salt');
 const marker = (value: string): string => secrets.value(value);
@@ -45,6 +46,8 @@ describe('Redactor.text and deep', () => {
     const out = secrets.text(line);
     for (const secret of ['hf_zzzz', 'sk-abcdefgh', ' kk ', 'tok.en-123', 'dictsecret']) assert.ok(!out.includes(secret), `${secret} in ${out}`);
     assert.ok(out.includes('--port 8000'));
+    assert.ok(!secrets.text('authorization: Basic dXNlcjpwYXNz').includes('dXNlcjpwYXNz'));
+    assert.equal(secrets.text('Token throughput and Basic setup'), 'Token throughput and Basic setup');
     assert.equal(secrets.text('MAX_NUM_BATCHED_TOKENS=8192 TOKENIZERS_PARALLELISM=false AUTHOR=me'), 'MAX_NUM_BATCHED_TOKENS=8192 TOKENIZERS_PARALLELISM=false AUTHOR=me');
   });
 
@@ -59,5 +62,14 @@ describe('Redactor.text and deep', () => {
 
   test('extra patterns (an experiment\'s fingerprint.redact) add to the defaults', () => {
     assert.deepEqual(secrets.withPatterns(['MY_*']).env({ MY_THING: 'x', HF_TOKEN: 'y', OTHER: 'z' }), { MY_THING: marker('x'), HF_TOKEN: marker('y'), OTHER: 'z' });
+  });
+});
+
+describe('startup-history keys', () => {
+  test('hash no secret: the same config with another token has the same key, other changes a new one', () => {
+    const key = (token: string, proto = 'LL') => configKey({ command: ['srv', '--api-key', token], env: { HF_TOKEN: token, NCCL_PROTO: proto }, profile: 'vllm' });
+    assert.equal(MASKING.value('a'), '<redacted>');
+    assert.equal(key('sk-one'), key('sk-two'));
+    assert.notEqual(key('sk-one'), key('sk-one', 'Simple'));
   });
 });

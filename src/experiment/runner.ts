@@ -18,6 +18,8 @@ import { insertInvalidTrial, insertServer, insertTrial, setRunStatus, updateServ
 import { processIdentity } from '../util/proc-identity.js';
 import { configKey } from '../launch/config.js';
 import { resetCache, trialCache } from './cache.js';
+import { storeFault } from '../store/fault.js';
+import { redactor } from '../util/redact.js';
 import { previousStartupOptions, recordStartupOutcome } from '../ready/history.js';
 import { UserError, messageOf } from '../util/errors.js';
 import { readLastLines } from '../util/log-tail.js';
@@ -129,9 +131,17 @@ async function runLeased(options: RunOptions, runId: number, log: (line: string)
     }
   } catch (error) {
     const interrupted = options.signal?.aborted ?? false;
-    const message = interrupted ? 'interrupted; measured trials are kept' : messageOf(error);
-    setRunStatus(db, runId, interrupted ? 'interrupted' : 'failed', message);
+    const fault = storeFault(error);
+    const message = interrupted ? 'interrupted; measured trials are kept' : messageOf(fault);
+    try {
+      setRunStatus(db, runId, interrupted ? 'interrupted' : 'failed', message);
+    } catch {
+      // The store itself is failing (locked, full): the run stays 'running' and a resume picks it up all the same.
+    }
     if (interrupted) return { runId, status: 'interrupted', message };
+    if (fault !== error && fault instanceof UserError) {
+      throw new UserError(fault.message, `${fault.hint}: \`servelab run --resume ${runId}\` (measured trials are kept)`);
+    }
     throw error;
   } finally {
     if (!options.executor) await executor.close();
@@ -285,6 +295,37 @@ async function startServer(
   }
 }
 
+/**
+ * Store writes made from launch callbacks (phase, pid). A throw there would escape as an uncaught exception and
+ * orphan the server, so the first failure (store locked, disk full) is kept and aborts the launch instead, which
+ * stops the server; the caller then reports that failure.
+ */
+class GuardedWrites {
+  private readonly controller = new AbortController();
+  fault: unknown;
+
+  constructor(outer: AbortSignal | undefined) {
+    outer?.addEventListener('abort', () => this.controller.abort(), { once: true });
+    if (outer?.aborted) this.controller.abort();
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  guard<A extends unknown[]>(write: (...args: A) => void): (...args: A) => void {
+    return (...args) => {
+      if (this.fault !== undefined) return;
+      try {
+        write(...args);
+      } catch (error) {
+        this.fault = error;
+        this.controller.abort();
+      }
+    };
+  }
+}
+
 /** A failed launch with the end of its log, which tells a port race from a real failure. */
 class LaunchFailure extends Error {
   constructor(
@@ -325,6 +366,7 @@ async function launchOnce(
   });
   const startedAt = new Date();
   context.log(`starting server for ${label} (log: ${logPath})`);
+  const writes = new GuardedWrites(options.signal);
   try {
     const running = await executor.launch(
       {
@@ -340,18 +382,19 @@ async function launchOnce(
         ...(config.model !== undefined && { model: config.model }),
       },
       {
-        onProgress: (progress) =>
+        onProgress: writes.guard((progress) =>
           updateServer(db, rowId, {
             phase: progress.phase,
             ...(progress.predictedRemainingMs !== undefined && { predictedReadyMs: progress.elapsedMs + progress.predictedRemainingMs }),
           }),
+        ),
         // Recorded at spawn, not at ready: a resumed run must be able to stop a server killed mid-load.
         // With its start time and command line, so a resume never signals a process that merely reuses the pid.
-        onSpawn: (pid) => {
+        onSpawn: writes.guard((pid: number) => {
           const identity = processIdentity(pid);
           updateServer(db, rowId, { pid, ...(identity && { pidStart: identity.start, pidCmdline: identity.cmdline }) });
-        },
-        ...(options.signal && { signal: options.signal }),
+        }),
+        signal: writes.signal,
         ...previous,
       },
     );
@@ -361,12 +404,16 @@ async function launchOnce(
     const handle: ServerHandle = { running, rowId };
     void running.exited.then((info) => (handle.exit = describeExit(info)));
     return handle;
-  } catch (error) {
+  } catch (launchError) {
+    // A failed store write aborted the launch (which stopped the server): that write is the cause to report.
+    const error = writes.fault ?? launchError;
     const lines = readLastLines(logPath, 15);
-    const tail = lines.length > 0 ? lines.map((line) => `  | ${line}`).join('\n') : '  (no log written)';
-    context.log(`server for ${label} failed to start: ${messageOf(error)}\nlast lines of ${logPath}:\n${tail}`);
-    updateServer(db, rowId, { status: 'failed', phase: 'failed', message: messageOf(error) });
-    recordStartupOutcome(db, startupKey, startedAt, error, runId);
+    const tail = lines.length > 0 ? redactor().args(lines).map((line) => `  | ${line}`).join('\n') : '  (no log written)';
+    context.log(`server for ${label} failed to start: ${messageOf(storeFault(error))}\nlast lines of ${logPath}:\n${tail}`);
+    if (writes.fault === undefined) {
+      updateServer(db, rowId, { status: 'failed', phase: 'failed', message: messageOf(error) });
+      recordStartupOutcome(db, startupKey, startedAt, error, runId);
+    }
     throw new LaunchFailure(error, tail);
   }
 }
@@ -425,12 +472,17 @@ async function runTrial(
         lastProgressAt = now;
         // Warm-up requests are not the trial's: show that it is warming up, never their counts as the trial's.
         const warmingUp = progress.levelLabel === WARMUP_LABEL;
-        upsertProgress(db, runId, {
-          trialLabel: `${label} (trial ${position})${warmingUp ? ', warming up' : ''}`,
-          completed: warmingUp ? 0 : progress.completed,
-          total: warmingUp ? 0 : progress.total,
-          outputTokensPerSecond: warmingUp ? 0 : progress.outputTokensPerSecond,
-        });
+        // Progress is for humans; a store that refuses it (locked, full) fails the trial's own write right after.
+        try {
+          upsertProgress(db, runId, {
+            trialLabel: `${label} (trial ${position})${warmingUp ? ', warming up' : ''}`,
+            completed: warmingUp ? 0 : progress.completed,
+            total: warmingUp ? 0 : progress.total,
+            outputTokensPerSecond: warmingUp ? 0 : progress.outputTokensPerSecond,
+          });
+        } catch {
+          // reported by insertTrial
+        }
       },
     });
     level = result.levels[0];

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { MASKING } from '../util/redact.js';
 
 /** Everything that makes two server startups the same configuration. */
 export interface ServerIdentityParts {
@@ -18,8 +19,9 @@ export interface ServerIdentityParts {
 export function serverIdentity(parts: ServerIdentityParts): string {
   const canonical = JSON.stringify([
     parts.profile,
-    parts.command,
-    Object.entries(parts.env).sort(([a], [b]) => a.localeCompare(b)),
+    // Masked: keys are stored unsalted, so a hash over a secret would let a weak one be guessed back.
+    MASKING.args([...parts.command]),
+    Object.entries(MASKING.env({ ...parts.env })).sort(([a], [b]) => a.localeCompare(b)),
     [...(parts.unsetEnv ?? [])].sort(),
     parts.cwd ?? null,
     parts.model ?? null,

@@ -113,5 +113,9 @@ export function classifyGeneration(answer: HttpAnswer, what: string): Verdict {
   if (typeof json !== 'object' || json === null || !Array.isArray(json.choices) || json.choices.length === 0) {
     return { state: 'wrong', detail: `${what} answered ${excerpt(answer.body) || 'an empty body'}, not a completion with choices` };
   }
+  // Some servers answer 200 and report the failure inside: that is no generated token.
+  const error = errorMessage(json);
+  const failed = json.choices.some((choice) => (choice as { finish_reason?: unknown } | null)?.finish_reason === 'error');
+  if (error !== undefined || failed) return { state: 'not-ready', detail: `${what} answered 200 with an error: ${excerpt(error ?? answer.body)}` };
   return { state: 'ready', detail: 'generated 1 token' };
 }

@@ -1,3 +1,4 @@
+import { redactor } from '../util/redact.js';
 import { NotReadyError } from './errors.js';
 import { formatSeconds } from '../util/format.js';
 import type { ReadyResult } from './types.js';
@@ -30,6 +31,6 @@ export function failureJson(error: unknown): Record<string, unknown> {
 export function printLogTail(error: unknown, logPath?: string): void {
   if (!(error instanceof NotReadyError) || !error.logTail?.length) return;
   process.stderr.write(`--- last ${error.logTail.length} lines of the server log${logPath ? ` (${logPath})` : ''} ---\n`);
-  for (const line of error.logTail) process.stderr.write(`  ${line}\n`);
+  for (const line of redactor().args(error.logTail)) process.stderr.write(`  ${line}\n`);
   process.stderr.write('---\n');
 }

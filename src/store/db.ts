@@ -1,8 +1,8 @@
 import Database from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import { basename, dirname, join, resolve } from 'node:path';
 import { UserError, messageOf } from '../util/errors.js';
 import { useRedactionSalt } from '../util/redact.js';
 import { noteStorePath, storeFault } from './fault.js';
@@ -20,22 +20,53 @@ export function defaultStorePath(explicit?: string): string {
  * share it. Opening also selects the store's redaction salt for the whole process.
  */
 export function openStore(path: string, options: { readonly?: boolean } = {}): Db {
+  if (options.readonly) {
+    try {
+      return openStoreAt(path, path, true);
+    } catch (error) {
+      if (!cannotWrite(error)) throw error;
+      return openStoreAt(path, readableCopy(path), true);
+    }
+  }
+  return openStoreAt(path, path, false);
+}
+
+/** Whether opening failed because the store's folder or files cannot be written (a read-only file system or file). */
+function cannotWrite(error: unknown): boolean {
+  const code = error instanceof UserError ? (error.cause as { code?: string } | undefined)?.code : (error as { code?: string }).code;
+  return typeof code === 'string' && /^SQLITE_(CANTOPEN|READONLY|PERM)/.test(code);
+}
+
+/**
+ * A WAL store needs its -shm file even to be read, and a read-only folder cannot hold one: readers then work on a
+ * private copy in the temp folder (nobody can be writing a store that cannot be written), removed at exit.
+ */
+function readableCopy(path: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'servelab-readonly-'));
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  const copy = join(dir, basename(path));
+  copyFileSync(path, copy);
+  if (existsSync(`${path}-wal`)) copyFileSync(`${path}-wal`, `${copy}-wal`);
+  return copy;
+}
+
+function openStoreAt(path: string, file: string, readonly: boolean): Db {
   let db: Db;
   try {
-    if (!options.readonly) mkdirSync(dirname(path), { recursive: true });
-    db = new Database(path, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
+    if (!readonly) mkdirSync(dirname(path), { recursive: true });
+    db = new Database(file, { readonly, fileMustExist: readonly });
   } catch (error) {
     throw new UserError(`cannot open store ${path}: ${messageOf(error)}`, 'check the path and its permissions, or pass --store PATH');
   }
   noteStorePath(path);
   try {
     db.pragma('busy_timeout = 10000');
-    if (!options.readonly) {
+    if (!readonly) {
       db.pragma('journal_mode = WAL');
       db.pragma('foreign_keys = ON');
       migrate(db, path);
     }
-    useRedactionSalt(redactionSalt(db, options.readonly ?? false));
+    useRedactionSalt(redactionSalt(db, readonly));
   } catch (error) {
     db.close();
     throw storeFault(error, path);

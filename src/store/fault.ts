@@ -20,8 +20,12 @@ export function storeFault(error: unknown, path = openedPath): unknown {
   const code = (error as { code?: unknown } | undefined)?.code;
   if (typeof code !== 'string' || !code.startsWith('SQLITE_') || error instanceof UserError) return error;
   const where = `store ${path ?? '(unknown path)'}`;
-  const fault = (cause: string, hint: string): UserError => new UserError(`${where}: ${cause} (${code})`, hint);
-  if (code.startsWith('SQLITE_FULL')) return fault('the disk is full', 'free space on its file system (measured trials are kept), then resume the run');
+  const fault = (cause: string, hint: string): UserError => {
+    const user = new UserError(`${where}: ${cause} (${code})`, hint);
+    user.cause = error;
+    return user;
+  };
+  if (code.startsWith('SQLITE_FULL')) return fault('the disk is full', 'free space on its file system, then resume the run');
   if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
     return fault('locked by another process for more than 10 s', 'find the process holding it (`fuser` on the file) and let it finish, then resume the run');
   }

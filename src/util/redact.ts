@@ -36,11 +36,13 @@ export const DEFAULT_REDACT_PATTERNS: readonly string[] = [
 /** Short flags that take a secret value (`-k KEY`, as in llama.cpp-style servers and many API clients). */
 const SECRET_SHORT_FLAGS = new Set(['k']);
 
-const MARKER = /^<redacted:[0-9a-f]{12}>$/;
+const MARKER = /^<redacted(:[0-9a-f]{12})?>$/;
 /** Values that look like secrets whatever they are called: Hugging Face and OpenAI-style keys. */
 const SHAPED_SECRET = /\b(?:hf_[A-Za-z0-9]{16,}|sk-[A-Za-z0-9_-]{16,})\b/g;
 const URL_CREDENTIALS = /\b([a-z][a-z0-9+.-]*:\/\/)([^\s/@:'"]+):([^\s/@'"]+)@/gi;
-const BEARER = /\b(Bearer|Basic|Token)(\s+)([A-Za-z0-9._~+/=-]{4,})/g;
+const BEARER = /\b(Bearer)(\s+)([A-Za-z0-9._~+/=-]{4,})/g;
+/** `Authorization: Basic …` / `Token …` / a bare value; "Basic" or "Token" in prose stays readable. */
+const AUTHORIZATION = /\b((?:Proxy-)?Authorization["']?\s*[:=]\s*["']?(?:(?:Basic|Token|Bearer)\s+)?)([^\s"',;]+)/gi;
 const JSON_PAIR = /(["'])([A-Za-z0-9_.-]+)\1(\s*:\s*)(["'])((?:\\.|(?!\4).)*)\4/g;
 const ASSIGNMENT = /(^|[\s;'"])([A-Za-z_][A-Za-z0-9_]*)=([^\s'";]+)/g;
 const INLINE_FLAG = /(^|\s)(--?)([A-Za-z][A-Za-z0-9_.-]*)(=|\s+)(?!-)(['"]?)([^\s'"]+)\5/g;
@@ -62,8 +64,9 @@ function envStyle(name: string): string {
 export class Redactor {
   private readonly secretName: (name: string) => boolean;
 
+  /** `salt` null: every secret becomes the same `<redacted>`, for hashes that must not depend on any secret. */
   constructor(
-    private readonly salt: string,
+    private readonly salt: string | null,
     readonly patterns: readonly string[] = DEFAULT_REDACT_PATTERNS,
   ) {
     const regexps = patterns.map((pattern) => globToRegExp(pattern, 'i'));
@@ -82,6 +85,7 @@ export class Redactor {
   /** The marker for one secret value; a marker stays as it is, so redacting twice changes nothing. */
   value(secret: string): string {
     if (MARKER.test(secret)) return secret;
+    if (this.salt === null) return '<redacted>';
     return `<redacted:${createHmac('sha256', this.salt).update(secret).digest('hex').slice(0, 12)}>`;
   }
 
@@ -90,6 +94,7 @@ export class Redactor {
     return text
       .replace(URL_CREDENTIALS, (_m, scheme: string, user: string, password: string) => `${scheme}${user}:${this.value(password)}@`)
       .replace(BEARER, (_m, scheme: string, space: string, secret: string) => `${scheme}${space}${this.value(secret)}`)
+      .replace(AUTHORIZATION, (_m, lead: string, secret: string) => `${lead}${this.value(secret)}`)
       .replace(JSON_PAIR, (match, q: string, key: string, colon: string, vq: string, value: string) =>
         this.secretName(key) ? `${q}${key}${q}${colon}${vq}${this.value(value)}${vq}` : match,
       )
@@ -169,6 +174,9 @@ export class Redactor {
 export function containsMarker(value: unknown): boolean {
   return /<redacted:[0-9a-f]{12}>/.test(JSON.stringify(value));
 }
+
+/** Secrets masked alike: for identities (a config's startup-history key) that must neither hold nor hash a secret. */
+export const MASKING = new Redactor(null);
 
 /**
  * The process's redactor. It starts with a random salt (markers in logs of a storeless `servelab launch` are

@@ -14,6 +14,7 @@ import { defaultStorePath } from '../../store/db.js';
 import { UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
 import { DEFAULT_READY_TIMEOUT, DEFAULT_READY_TIMEOUT_MS } from '../../util/defaults.js';
+import { redactor } from '../../util/redact.js';
 
 interface LaunchFlags {
   config?: string;
@@ -131,7 +132,7 @@ Examples:
           throw error;
         }
         progress.finish();
-        const summary = { ok: true, ...server.ready, pid: server.pid, logPath, command: server.command, configKey: key };
+        const summary = { ok: true, ...server.ready, pid: server.pid, logPath, command: redactor().args(server.command), configKey: key };
         process.stdout.write(flags.json ? `${JSON.stringify(summary)}\n` : `${describeReady(server.ready)}\n`);
         if (db) recordStartupOutcome(db, key, startedAt, server.ready);
 
@@ -151,7 +152,7 @@ Examples:
           return;
         }
         const tail = await server.logTail(30);
-        process.stderr.write(`--- last ${tail.length} lines of the server log (${logPath}) ---\n${tail.map((line) => `  ${line}\n`).join('')}---\n`);
+        process.stderr.write(`--- last ${tail.length} lines of the server log (${logPath}) ---\n${redactor().args(tail).map((line) => `  ${line}\n`).join('')}---\n`);
         await server.stop();
         const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
         throw new UserError(`server ${how} after ${formatSeconds(Date.now() - startedAt.getTime())} (it had been ready)`, 'read the log tail above', ExitCode.serverDied);
