@@ -15,9 +15,10 @@ describe('drift alarm', () => {
       // Time per output token: the figure the env speedup changes, and steady even on a busy test machine.
       metric: 'tpotMedianMs',
       client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens: 64, seed: 3 }, warmupRequests: 1 },
-      workloads: [{ kind: 'single-stream', requests: 3 }],
+      workloads: [{ kind: 'single-stream', requests: 5 }],
     };
-    const tuned = writeExperiment(dir, 'tuned.yaml', { ...common, trials: 3, server: { command, env: { NCCL_PROTO: 'LL' }, readyTimeout: '5m' } });
+    // Eight trials of history: with three, the small-sample band is (rightly) too wide to guard anything.
+    const tuned = writeExperiment(dir, 'tuned.yaml', { ...common, trials: 8, server: { command, env: { NCCL_PROTO: 'LL' }, readyTimeout: '5m' } });
     const untuned = writeExperiment(dir, 'untuned.yaml', { ...common, trials: 3, server: { command, readyTimeout: '5m' } });
 
     const first = await cli(['run', tuned], { store });

@@ -188,8 +188,10 @@ async function runStretch(context: TrialContext, executor: Executor, trials: Pla
     }
     return undefined;
   } finally {
+    // Read before stop(): our own stop ends the process too, and that is no death.
+    const died = server.exit;
     await server.running.stop();
-    updateServer(context.db, server.rowId, { status: 'stopped', phase: 'stopped' });
+    updateServer(context.db, server.rowId, died === undefined ? { status: 'stopped', phase: 'stopped' } : { status: 'failed', phase: 'failed', message: `${died} during a trial` });
   }
 }
 
