@@ -11,7 +11,7 @@ import { BUILTIN_PROFILES } from '../profiles/builtin.js';
 import type { Db } from '../store/db.js';
 import type { LevelResult } from '../load/types.js';
 import { describeExit, waitUntilAnswering, watchLiveness } from '../load/liveness.js';
-import { acquireRunLease } from '../store/lease.js';
+import { acquireRunLease, LEASE_STALE_MS } from '../store/lease.js';
 import { getFingerprint, listTrials, variantHistory } from '../store/queries.js';
 import { insertInvalidTrial, insertServer, insertTrial, setRunStatus, updateServer, upsertProgress } from '../store/runs.js';
 import { processIdentity } from '../util/proc-identity.js';
@@ -69,7 +69,8 @@ export async function runExperiment(options: RunOptions): Promise<RunOutcome> {
   const finished = finishedOutcome(run, options.acceptDrift ?? false);
   if (finished) return finished;
   // One runner per run: a second `--resume` of the same run refuses here instead of measuring the same trials.
-  const lease = acquireRunLease(db, runId, options.serverKey ?? '*', log);
+  // A Slurm job may be the resubmission of one killed a moment ago: it waits for that lease to go stale.
+  const lease = await acquireRunLease(db, runId, options.serverKey ?? '*', { log, ...(options.serverKey !== undefined && { waitMs: LEASE_STALE_MS + 5_000 }) });
   try {
     return await runLeased(options, runId, log);
   } finally {
