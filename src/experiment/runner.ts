@@ -406,8 +406,11 @@ async function runTrial(
     });
     level = result.levels[0];
   } catch (error) {
-    // A load client that failed because the server went away (e.g. unreachable at the start) measured an invalid trial.
-    if (liveness.cause() === undefined || options.signal?.aborted) throw error;
+    // A load client that failed because the server went away (e.g. unreachable at the start) measured an invalid
+    // trial; check at once rather than waiting for the next probe.
+    if (options.signal?.aborted) throw error;
+    await liveness.verify();
+    if (liveness.cause() === undefined) throw error;
   } finally {
     liveness.stop();
   }
