@@ -19,12 +19,12 @@ describe('checkDrift', () => {
   });
 
   test('a noisy history widens the band: beyond 20% it is reported as unguarded instead of passing silently', () => {
-    // median 90, MAD 10, n = 5: t(4) quantile · 1.4826 · 10 · √(1 + 1/5) / 90 ≫ 20%
+    // median 90, sample SD √250 (below 10 history trials the SD, not the MAD), n = 5: t(4) · SD · √(1 + 1/5) / 90 ≫ 20%
     const result = checkDrift([70], [80, 100, 90, 110, 70]);
     assert.equal(result.drifted, false);
     assert.equal(result.unguarded, 'history too noisy');
     assert.ok(result.band > 20);
-    const expected = (studentQuantile(0.99865, 4) * 1.4826 * 10 * Math.sqrt(1 + 1 / 5) * 100) / 90;
+    const expected = (studentQuantile(0.99865, 4) * Math.sqrt(250) * Math.sqrt(1 + 1 / 5) * 100) / 90;
     assert.ok(Math.abs(result.band - expected) / expected < 0.01, `${result.band} vs ${expected}`);
   });
 

@@ -92,6 +92,35 @@ describe('trial validity', { timeout: 240_000 }, () => {
     assert.match(show.stdout, /server was killed by SIGKILL during the trial/);
   });
 
+  test('a server that stops answering mid-trial (SIGSTOP): trial invalid after 3 s, re-run on the same server once it answers again', async (t) => {
+    const dir = tempDir(t, 'validity-hang');
+    const store = join(dir, 'servelab.db');
+    const file = writeExperiment(dir, 'hang.yaml', { name: 'hang', trials: 1, ...slowTrials });
+    const runner = await startRunner(t, [file], store);
+    const pid = await waitFor(
+      'a trial in flight',
+      () => query<{ pid: number }>(runner.db, "SELECT s.pid FROM servers s JOIN progress p ON p.run_id = s.run_id WHERE s.status = 'ready' AND p.completed >= 1 ORDER BY s.id LIMIT 1")?.pid,
+      60_000,
+    );
+    process.kill(pid, 'SIGSTOP');
+    t.after(() => {
+      try {
+        process.kill(pid, 'SIGCONT');
+      } catch {
+        // gone
+      }
+    });
+    await waitFor('the invalid trial', () => query<{ reason: string }>(runner.db, 'SELECT reason FROM invalid_trials'), 30_000);
+    process.kill(pid, 'SIGCONT');
+
+    const result = await runner.done;
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stderr, /INVALID .*server answered nothing for 3 s during the trial/);
+    assert.match(result.stderr, /server is up and answering; measuring the trial again/);
+    assert.equal((runner.db.prepare('SELECT COUNT(*) AS n FROM servers').get() as { n: number }).n, 1, 'no restart: the same server was measured again');
+    assert.equal((runner.db.prepare('SELECT COUNT(*) AS n FROM trials').get() as { n: number }).n, 1);
+  });
+
   test('requests failing beyond maxFailedFraction: re-run up to trialRetries, then the run fails with cause, log tail and resume hint', async (t) => {
     const dir = tempDir(t, 'validity-fail');
     const store = join(dir, 'servelab.db');

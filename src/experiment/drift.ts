@@ -19,8 +19,11 @@ export interface DriftCheck {
 
 /** 1.4826 · MAD estimates the standard deviation of normal data while ignoring outliers in the history. */
 const MAD_TO_SIGMA = 1.4826;
-/** From this many history values on, the robust MAD spread is stable enough; below, the sample SD is used. */
-const ROBUST_FROM = 5;
+/**
+ * From this many history values on, the robust MAD spread is stable enough; below, the sample SD is used (a MAD of
+ * five values is often tiny by chance, and a busy host's outliers then alarm — measured with bench/drift-specificity).
+ */
+const ROBUST_FROM = 10;
 /** Fewer history values than this give no usable noise estimate at all. */
 const MIN_HISTORY = 3;
 /** A band wider than this guards against nothing a tuning decision cares about. */
@@ -91,8 +94,8 @@ export type DriftDecision =
 /**
  * The drift rule on a pair's first trials of a run (`own`, in order) against its history. The first trial beyond
  * the band of a two-trial mean only raises a suspicion — that band is narrow, so the first look is sensitive — and
- * the alarm needs the mean of the first two trials beyond it in the same direction: one noisy trial never stops a
- * run. A pair planned with a single trial (`confirmable` false) is judged on that trial with the one-trial band.
+ * the alarm needs the second trial beyond it on the same side too (and so their mean): one noisy trial never
+ * stops a run. A pair planned with a single trial (`confirmable` false) is judged on that trial with the one-trial band.
  * Undefined once the pair has more than two trials (decided already).
  */
 export function driftDecision(
@@ -108,8 +111,10 @@ export function driftDecision(
     return { kind: confirmable ? 'suspect' : 'alarm', check: first };
   }
   if (!first.drifted) return undefined;
+  // Both trials must be beyond the band on the same side: one outlier trial (a busy moment) cannot carry the mean.
+  const second = checkDrift([own[1]!], [...history], { ...band, trialsInMean: 2 });
   const both = checkDrift([...own], [...history], band);
-  const confirmed = both.drifted && Math.sign(both.changePct) === Math.sign(first.changePct);
+  const confirmed = both.drifted && second.drifted && Math.sign(second.changePct) === Math.sign(first.changePct);
   return { kind: confirmed ? 'alarm' : 'not-confirmed', check: both };
 }
 

@@ -12,7 +12,7 @@ import { WARMUP_LABEL } from '../load/run.js';
 import type { Db } from '../store/db.js';
 import type { LevelResult } from '../load/types.js';
 import { describeExit, waitUntilAnswering, watchLiveness } from '../load/liveness.js';
-import { acquireRunLease } from '../store/lease.js';
+import { acquireRunLease, LEASE_STALE_MS } from '../store/lease.js';
 import { getFingerprint, listTrials, variantHistory } from '../store/queries.js';
 import { insertInvalidTrial, insertServer, insertTrial, setRunStatus, updateServer, upsertProgress } from '../store/runs.js';
 import { processIdentity } from '../util/proc-identity.js';
@@ -79,7 +79,8 @@ export async function runExperiment(options: RunOptions): Promise<RunOutcome> {
   const finished = finishedOutcome(run, options.acceptDrift ?? false);
   if (finished) return finished;
   // One runner per run: a second `--resume` of the same run refuses here instead of measuring the same trials.
-  const lease = acquireRunLease(db, runId, options.serverKey ?? '*', log);
+  // A Slurm job may be the resubmission of one killed a moment ago: it waits for that lease to go stale.
+  const lease = await acquireRunLease(db, runId, options.serverKey ?? '*', { log, ...(options.serverKey !== undefined && { waitMs: LEASE_STALE_MS + 5_000 }) });
   try {
     return await runLeased(options, runId, log);
   } finally {
@@ -215,8 +216,10 @@ async function runStretch(context: TrialContext, executor: Executor, trials: Pla
     }
     return undefined;
   } finally {
+    // Read before stop(): our own stop ends the process too, and that is no death.
+    const died = server.exit;
     await server.running.stop();
-    updateServer(context.db, server.rowId, { status: 'stopped', phase: 'stopped' });
+    updateServer(context.db, server.rowId, died === undefined ? { status: 'stopped', phase: 'stopped' } : { status: 'failed', phase: 'failed', message: `${died} during a trial` });
   }
 }
 
@@ -487,8 +490,11 @@ async function runTrial(
     });
     level = result.levels[0];
   } catch (error) {
-    // A load client that failed because the server went away (e.g. unreachable at the start) measured an invalid trial.
-    if (liveness.cause() === undefined || options.signal?.aborted) throw error;
+    // A load client that failed because the server went away (e.g. unreachable at the start) measured an invalid
+    // trial; check at once rather than waiting for the next probe.
+    if (options.signal?.aborted) throw error;
+    await liveness.verify();
+    if (liveness.cause() === undefined) throw error;
   } finally {
     liveness.stop();
     // Also when the load client threw: the sampler is a child process. stop() is idempotent.

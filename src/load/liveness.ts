@@ -8,6 +8,10 @@ const REFUSALS_TO_DEAD = 2;
 /** A server that answers nothing at all for this long is hung (or its forward is). */
 const UNANSWERED_MS = 3_000;
 const PROBE_TIMEOUT_MS = 1_000;
+/** How long a refusal waits for the process exit that usually explains it. */
+const EXIT_GRACE_MS = 200;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export interface LivenessOptions {
   baseUrl: string;
@@ -44,6 +48,12 @@ export function watchLiveness(options: LivenessOptions): LivenessWatch {
     options.onDead?.(why);
   };
   void options.exited?.then(declare);
+  // A refused connection often comes a moment before the exit event: wait briefly for it, so the cause can say
+  // "killed by SIGKILL" rather than only "stopped accepting connections".
+  const declareRefused = async (outcome: string): Promise<void> => {
+    const exit = options.exited && (await Promise.race([options.exited, sleep(EXIT_GRACE_MS).then(() => undefined)]));
+    declare(exit ?? `server stopped accepting connections (${outcome})`);
+  };
 
   const url = `${options.baseUrl.replace(/\/+$/, '')}${options.path}`;
   let refusals = 0;
@@ -57,7 +67,7 @@ export function watchLiveness(options: LivenessOptions): LivenessWatch {
         lastAnswerAt = Date.now();
       } else if (outcome !== 'timeout') {
         refusals += 1;
-        if (refusals >= REFUSALS_TO_DEAD) declare(`server stopped accepting connections (${outcome})`);
+        if (refusals >= REFUSALS_TO_DEAD) await declareRefused(outcome);
       }
       if (Date.now() - lastAnswerAt >= UNANSWERED_MS) declare(`server answered nothing for ${UNANSWERED_MS / 1000} s`);
       await new Promise((resolve) => setTimeout(resolve, PROBE_INTERVAL_MS).unref());
@@ -70,7 +80,7 @@ export function watchLiveness(options: LivenessOptions): LivenessWatch {
     verify: async () => {
       if (cause !== undefined || stopped) return;
       const outcome = await probeOnce(url);
-      if (outcome !== 'answered' && outcome !== 'timeout') declare(`server stopped accepting connections (${outcome})`);
+      if (outcome !== 'answered' && outcome !== 'timeout') await declareRefused(outcome);
     },
     stop: () => {
       stopped = true;
@@ -95,7 +105,8 @@ export async function waitUntilAnswering(options: {
   const until = Date.now() + options.timeoutMs;
   while (!ended && !options.signal?.aborted && Date.now() < until) {
     if ((await probeOnce(url)) === 'answered') return !ended;
-    await new Promise((resolve) => setTimeout(resolve, 2 * PROBE_INTERVAL_MS).unref());
+    // Not unref'd: this wait may be the only thing the process is doing.
+    await sleep(2 * PROBE_INTERVAL_MS);
   }
   return false;
 }

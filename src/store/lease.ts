@@ -43,20 +43,53 @@ export interface Lease {
   release(): void;
 }
 
+/** Another live runner holds the lease. */
+class LeaseHeld extends UserError {}
+
 /**
  * Take the run for this process, atomically (one IMMEDIATE transaction: two runners racing on the same store file
  * cannot both win). `scope` is the part of the run: '*' for a whole run, a server key for one Slurm job's share.
- * Throws a UserError naming the holder when another live runner has it; takes over a stale lease.
+ * Takes over a stale lease. When another live runner has it: waits up to `waitMs` for its lease to go stale (a
+ * resubmitted Slurm job whose predecessor was killed a moment ago), then throws a UserError naming the holder.
  */
-export function acquireRunLease(db: Db, runId: number, scope: string, log: (line: string) => void): Lease {
+export async function acquireRunLease(
+  db: Db,
+  runId: number,
+  scope: string,
+  options: { log: (line: string) => void; waitMs?: number },
+): Promise<Lease> {
   const me = currentRunner();
   const key = scope === '*' ? `${runId}` : `${runId}:${scope}`;
+  const deadline = Date.now() + (options.waitMs ?? 0);
+  for (;;) {
+    try {
+      takeLease(db, runId, key, me, options.log);
+      break;
+    } catch (error) {
+      if (!(error instanceof LeaseHeld) || Date.now() >= deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+    }
+  }
+  const owned = 'lease_key = ? AND host = ? AND pid = ? AND process_start = ?';
+  const timer = setInterval(() => {
+    db.prepare(`UPDATE run_leases SET heartbeat_at = ? WHERE ${owned}`).run(new Date().toISOString(), key, me.host, me.pid, me.processStart);
+  }, HEARTBEAT_MS);
+  timer.unref();
+  return {
+    release() {
+      clearInterval(timer);
+      db.prepare(`DELETE FROM run_leases WHERE ${owned}`).run(key, me.host, me.pid, me.processStart);
+    },
+  };
+}
+
+function takeLease(db: Db, runId: number, key: string, me: LeaseHolder, log: (line: string) => void): void {
   db.transaction(() => {
     const row = db.prepare('SELECT host, pid, process_start, heartbeat_at FROM run_leases WHERE lease_key = ?').get(key) as LeaseRow | undefined;
     const mine = row !== undefined && row.host === me.host && row.pid === me.pid && row.process_start === me.processStart;
     if (row && !mine) {
       if (!isStale(row, Date.now())) {
-        throw new UserError(
+        throw new LeaseHeld(
           `run ${runId} is being run by pid ${row.pid} on ${row.host} (last heartbeat ${row.heartbeat_at})`,
           'wait for it to finish, or stop that runner, then resume',
         );
@@ -70,16 +103,4 @@ export function acquireRunLease(db: Db, runId: number, scope: string, log: (line
          acquired_at = excluded.acquired_at, heartbeat_at = excluded.heartbeat_at`,
     ).run(key, runId, me.host, me.pid, me.processStart, at, at);
   }).immediate();
-
-  const owned = 'lease_key = ? AND host = ? AND pid = ? AND process_start = ?';
-  const timer = setInterval(() => {
-    db.prepare(`UPDATE run_leases SET heartbeat_at = ? WHERE ${owned}`).run(new Date().toISOString(), key, me.host, me.pid, me.processStart);
-  }, HEARTBEAT_MS);
-  timer.unref();
-  return {
-    release() {
-      clearInterval(timer);
-      db.prepare(`DELETE FROM run_leases WHERE ${owned}`).run(key, me.host, me.pid, me.processStart);
-    },
-  };
 }
