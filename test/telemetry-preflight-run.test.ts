@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { NVIDIA_SMI_FIELDS } from '../src/fingerprint/parse.js';
 import { parseQueryCsv, PREFLIGHT_FIELDS, SAMPLE_FIELDS } from '../src/telemetry/nvidia-smi.js';
+import { STREAM_FIELDS } from '../src/telemetry/stream.js';
 import { cli, tempDir, writeExperiment } from './support-experiment.js';
 
 const fixture = (name: string): string => readFileSync(new URL(`../../test/fixtures/nvidia-smi/${name}`, import.meta.url), 'utf8');
@@ -15,7 +16,7 @@ const CAPTURE_FIELDS = (
 
 /**
  * A directory with an nvidia-smi that replays the last row of the busy H200 capture (foreign 31 GiB, SW power cap)
- * for whatever fields servelab asks, so the runner's preflight and telemetry wiring can be run on a CPU machine.
+ * for whatever fields servelab asks (once, also when asked to loop with -lms), so the runner's preflight and telemetry wiring can be run on a CPU machine.
  * The parsing itself is tested on the captures directly (telemetry-parse.test.ts).
  */
 function replayingNvidiaSmi(dir: string): void {
@@ -25,7 +26,7 @@ function replayingNvidiaSmi(dir: string): void {
   const script = [
     '#!/bin/sh',
     'case "$1" in',
-    ...[SAMPLE_FIELDS, PREFLIGHT_FIELDS, NVIDIA_SMI_FIELDS].map((fields) => `  --query-gpu=${fields.join(',')}) echo "${row(fields)}" ;;`),
+    ...[SAMPLE_FIELDS, STREAM_FIELDS, PREFLIGHT_FIELDS, NVIDIA_SMI_FIELDS].map((fields) => `  --query-gpu=${fields.join(',')}) echo "${row(fields)}" ;;`),
     '  --query-compute-apps=*) ;;',
     '  *) exit 2 ;;',
     'esac',

@@ -27,6 +27,15 @@ describe('sampler on a host without nvidia-smi', () => {
     assert.ok((series.cpus ?? 0) >= 1);
   });
 
+  test('the local -lms stream reports the missing nvidia-smi the same way', async (t) => {
+    if (await hasNvidiaSmi()) return t.skip('nvidia-smi present');
+    const sampler = startSampler(new LocalExecutor(), { intervalMs: 50, local: true });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const series = await sampler.stop();
+    assert.equal(series.gpuUnavailable, 'nvidia-smi not found');
+    assert.ok(series.host.length >= 1);
+  });
+
   test('preflight: GPUs not checked (reason given), host checks still run', async (t) => {
     if (await hasNvidiaSmi()) return t.skip('nvidia-smi present');
     const report = await runPreflight(new LocalExecutor());
