@@ -17,6 +17,7 @@ import {
   SAMPLE_FIELDS,
 } from '../src/telemetry/nvidia-smi.js';
 import { evaluatePreflight, visibleGpus } from '../src/telemetry/preflight.js';
+import { parseLocalTimestamp } from '../src/telemetry/stream.js';
 import { summarizeTelemetry } from '../src/telemetry/summary.js';
 import type { GpuSample } from '../src/telemetry/types.js';
 
@@ -100,6 +101,12 @@ describe('nvidia-smi --query-gpu on captured H200 output', () => {
 });
 
 describe('other nvidia-smi outputs', () => {
+  test('the -lms stream’s timestamp is local time with milliseconds', () => {
+    assert.equal(parseLocalTimestamp('2026/12/03 06:42:21.776'), new Date(2026, 11, 3, 6, 42, 21, 776).getTime());
+    assert.equal(parseLocalTimestamp('2026/12/03 06:42:21'), new Date(2026, 11, 3, 6, 42, 21, 0).getTime());
+    assert.equal(parseLocalTimestamp('[N/A]'), undefined);
+  });
+
   test('compute apps: empty in the container even while a foreign process held 30 GiB; a documented row parses', () => {
     assert.deepEqual(parseComputeApps(fixture('compute-apps-busy.csv')), []);
     assert.deepEqual(parseComputeApps(fixture('compute-apps-idle.csv')), []);

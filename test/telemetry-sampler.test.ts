@@ -1,9 +1,10 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { LocalExecutor } from '../src/exec/local.js';
+import { SshExecutor } from '../src/exec/ssh.js';
 import { spawnSimulator } from '../src/simulate/child.js';
 import { runPreflight } from '../src/telemetry/preflight.js';
 import { startSampler } from '../src/telemetry/sampler.js';
@@ -26,11 +27,43 @@ describe('sampler on a host without nvidia-smi', () => {
     assert.ok((series.cpus ?? 0) >= 1);
   });
 
+  test('the local -lms stream reports the missing nvidia-smi the same way', async (t) => {
+    if (await hasNvidiaSmi()) return t.skip('nvidia-smi present');
+    const sampler = startSampler(new LocalExecutor(), { intervalMs: 50, local: true });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const series = await sampler.stop();
+    assert.equal(series.gpuUnavailable, 'nvidia-smi not found');
+    assert.ok(series.host.length >= 1);
+  });
+
   test('preflight: GPUs not checked (reason given), host checks still run', async (t) => {
     if (await hasNvidiaSmi()) return t.skip('nvidia-smi present');
     const report = await runPreflight(new LocalExecutor());
     assert.equal(report.gpuUnavailable, 'nvidia-smi not found');
     assert.ok(report.findings.every((finding) => finding.key.startsWith('host.')));
+  });
+});
+
+describe('sampler through an SSH executor (the CI sshd on 127.0.0.1)', () => {
+  test('host readings over SSH; the host’s missing nvidia-smi is reported, not fatal', async (t) => {
+    const readyFile = join(process.env.SERVELAB_CI_DIR ?? '/tmp/servelab-ci', 'ssh', 'ready');
+    if (!existsSync(readyFile)) return t.skip(`test sshd not running (${readyFile} missing): run ci/start-sshd.sh`);
+    if (await hasNvidiaSmi()) return t.skip('nvidia-smi present');
+    const sshd = JSON.parse(readFileSync(readyFile, 'utf8')) as { host: string; port: number; identityFile: string; knownHosts: string };
+    const dir = tempDir(t, 'telemetry-ssh');
+    const executor = new SshExecutor(
+      { kind: 'ssh', host: sshd.host, port: sshd.port, identityFile: sshd.identityFile, sshOptions: [`UserKnownHostsFile=${sshd.knownHosts}`, 'StrictHostKeyChecking=yes'], remoteDir: join(dir, 'remote'), client: 'local' },
+      { workDir: dir, log: () => {} },
+    );
+    t.after(() => executor.close());
+    const sampler = startSampler(executor, { intervalMs: 100 });
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const series = await sampler.stop();
+    assert.equal(series.gpuUnavailable, 'nvidia-smi not found');
+    assert.ok(series.host.length >= 2, `${series.host.length} host samples`);
+    assert.ok((series.cpus ?? 0) >= 1);
+    const report = await runPreflight(executor);
+    assert.equal(report.gpuUnavailable, 'nvidia-smi not found');
   });
 });
 

@@ -1,6 +1,7 @@
 import type { CommandRunner } from '../fingerprint/types.js';
 import { HOST_PROBE, parseHostProbe } from './host.js';
 import { gpuSampleOf, parseComputeApps, parseQueryCsv, queryComputeAppsArgv, queryGpuArgv, SAMPLE_FIELDS } from './nvidia-smi.js';
+import { streamGpuSamples, type GpuStream } from './stream.js';
 import type { GpuProcess, TelemetrySeries } from './types.js';
 
 export interface SamplerOptions {
@@ -10,6 +11,11 @@ export interface SamplerOptions {
   processEvery?: number;
   /** Per command; a hung nvidia-smi (a GPU falling off the bus) must not hang the trial. */
   commandTimeoutMs?: number;
+  /**
+   * The runner runs commands on this machine: read the GPUs from one long-lived `nvidia-smi -lms` child instead of
+   * one nvidia-smi per reading (over SSH every reading is a round trip anyway).
+   */
+  local?: boolean;
 }
 
 export interface Sampler {
@@ -18,9 +24,8 @@ export interface Sampler {
 }
 
 /**
- * Record GPU state (nvidia-smi), host load and CPU governors until stopped. Each reading is one short nvidia-smi
- * child process run through the runner, so it works the same on this machine and on an SSH host, and costs the
- * GPU host nothing between readings. Without nvidia-smi (a CPU-only host, a simulator run) the GPU part stays empty
+ * Record GPU state (nvidia-smi), host load and CPU governors until stopped. On this machine the GPUs are read by
+ * one `nvidia-smi -lms` child; on another host each reading is one short nvidia-smi run through the runner. Without nvidia-smi (a CPU-only host, a simulator run) the GPU part stays empty
  * with the reason, and host sampling goes on: telemetry never fails a trial.
  */
 export function startSampler(runner: CommandRunner, options: SamplerOptions): Sampler {
@@ -32,6 +37,7 @@ export function startSampler(runner: CommandRunner, options: SamplerOptions): Sa
   let readings = 0;
   let timer: NodeJS.Timeout | undefined;
   let inFlight: Promise<void> = Promise.resolve();
+  const stream: GpuStream | undefined = options.local ? streamGpuSamples(options.intervalMs, (sample) => series.gpu.push(sample)) : undefined;
 
   const readGpu = async (): Promise<void> => {
     if (series.gpuUnavailable !== undefined) return;
@@ -64,7 +70,7 @@ export function startSampler(runner: CommandRunner, options: SamplerOptions): Sa
     series.governors = [...new Set([...series.governors, ...host.governors])].sort();
   };
   const reading = async (): Promise<void> => {
-    const jobs = [readGpu(), readHost()];
+    const jobs = [stream ? Promise.resolve() : readGpu(), readHost()];
     if (readings === 0) jobs.push(readCpuCount());
     if (readings % processEvery === 0) jobs.push(readProcesses());
     readings += 1;
@@ -87,6 +93,8 @@ export function startSampler(runner: CommandRunner, options: SamplerOptions): Sa
       stopped = true;
       if (timer) clearTimeout(timer);
       await inFlight;
+      const streamFailure = await stream?.stop();
+      if (streamFailure !== undefined && series.gpu.length === 0) series.gpuUnavailable = streamFailure;
       // One last process reading: a process that appeared since the last one is not missed.
       await readProcesses().catch(() => undefined);
       series.processes = [...processes.values()];

@@ -22,10 +22,14 @@ export interface TrialRecorder {
  * Record the machine (GPU/host, on the executor's host) and the server's /metrics while a trial runs. Started just
  * before the load and stopped just after it, so the series cover exactly the measured window.
  */
-export function startTrialRecorder(runner: CommandRunner, baseUrl: string, config: TelemetryConfig = DEFAULT_TELEMETRY): TrialRecorder {
+export function startTrialRecorder(
+  runner: CommandRunner & { readonly kind?: string },
+  baseUrl: string,
+  config: TelemetryConfig = DEFAULT_TELEMETRY,
+): TrialRecorder {
   if (!config.enabled) return { stop: () => Promise.resolve(undefined) };
   const startedAt = Date.now();
-  const sampler = startSampler(runner, { intervalMs: config.intervalMs });
+  const sampler = startSampler(runner, { intervalMs: config.intervalMs, local: runner.kind === 'local' });
   const scraper = config.serverMetrics ? startScraper(baseUrl, { intervalMs: config.intervalMs }) : undefined;
   let stopped: Promise<TrialTelemetry> | undefined;
   return {
