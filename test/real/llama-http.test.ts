@@ -1,6 +1,6 @@
 /**
  * Opt-in, against a real llama.cpp llama-server (see ../shared/real-engine/README.md to build one and make a model):
- *   SERVELAB_LLAMA_SERVER=/path/to/llama-server SERVELAB_LLAMA_MODEL=/path/to/target.gguf node --test dist/test/real-llama-http.test.js
+ *   SERVELAB_LLAMA_SERVER=/path/to/llama-server SERVELAB_LLAMA_MODEL=/path/to/target.gguf node --test dist/test/real/llama-http.test.js
  * llama-server closes its connection after each streamed response while advertising keep-alive, and keeps each
  * slot's prompt cached: no request may fail for the first, and a prompt salt must defeat the second.
  */
@@ -9,10 +9,10 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { launchServer } from '../src/launch/launch.js';
-import { runBenchmark } from '../src/load/run.js';
-import type { BenchOptions } from '../src/load/types.js';
-import { BUILTIN_PROFILES } from '../src/profiles/builtin.js';
+import { launchServer } from '../../src/launch/launch.js';
+import { runBenchmark } from '../../src/load/run.js';
+import type { BenchOptions } from '../../src/load/types.js';
+import { BUILTIN_PROFILES } from '../../src/profiles/builtin.js';
 
 const BINARY = process.env.SERVELAB_LLAMA_SERVER;
 const MODEL = process.env.SERVELAB_LLAMA_MODEL;
