@@ -1,10 +1,11 @@
 import { readFileSync } from 'node:fs';
+import { redactor } from './redact.js';
 
 /** What tells one process from a later one that reuses its pid: start time and command line. */
 export interface ProcessIdentity {
   /** Start time in clock ticks since boot (/proc/PID/stat field 22). */
   start: string;
-  /** argv joined by spaces. */
+  /** argv joined by spaces, secrets redacted (it is stored; equal secrets give equal markers). */
   cmdline: string;
 }
 
@@ -16,7 +17,8 @@ export function processIdentity(pid: number): ProcessIdentity | undefined {
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     const start = fields[19];
     if (start === undefined) return undefined;
-    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0+$/, '').split('\0').join(' ');
+    const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0+$/, '').split('\0');
+    const cmdline = redactor().args(argv).join(' ');
     return { start, cmdline };
   } catch {
     return undefined;
