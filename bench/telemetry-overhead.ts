@@ -64,7 +64,16 @@ function startSim(): Promise<string> {
 function installFakeNvidiaSmi(): string {
   const dir = mkdtempSync(join(tmpdir(), 'servelab-fake-nvidia-smi-'));
   const row = '0, 1515, 3201, 1980, 689.83, 700.00, 58, 100, 31731, 143771, 0x0000000000000004';
-  writeFileSync(join(dir, 'nvidia-smi'), `#!/bin/sh\ncase "$1" in\n  --query-gpu=*) echo "${row}" ;;\n  *) ;;\nesac\n`);
+  // The -lms stream asks for a timestamp first and repeats every interval until killed.
+  const script = [
+    '#!/bin/sh',
+    'case "$1" in',
+    `  --query-gpu=timestamp,*) while :; do echo "$(date '+%Y/%m/%d %H:%M:%S.000'), ${row}"; sleep ${INTERVAL_MS / 1000}; done ;;`,
+    `  --query-gpu=*) echo "${row}" ;;`,
+    'esac',
+    '',
+  ].join('\n');
+  writeFileSync(join(dir, 'nvidia-smi'), script);
   chmodSync(join(dir, 'nvidia-smi'), 0o755);
   process.env.PATH = `${dir}:${process.env.PATH ?? ''}`;
   process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
