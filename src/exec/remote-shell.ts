@@ -205,6 +205,7 @@ export function listenerOwnerScript(port: number, pgid: number): string {
     'other=',
     'for inode in $inodes; do',
     '  for fd in $(find /proc/[0-9]*/fd -lname "socket:\\[$inode\\]" 2>/dev/null); do',
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion, not a JS template
     '    pid=${fd#/proc/}; pid=${pid%%/*}',
     "    pgrp=$(sed 's/.*) //' /proc/$pid/stat 2>/dev/null | cut -d' ' -f3)",
     `    if [ "$pgrp" = ${pgid} ]; then echo ours; exit 0; fi`,

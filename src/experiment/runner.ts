@@ -559,15 +559,15 @@ function firstError(level: LevelResult): string {
 /** Apply the drift rule (drift.ts: driftDecision) to a pair's trials of this run; the alarm message when the run must stop. */
 function driftAlarm(context: TrialContext, trial: PlannedTrial, fingerprint: Fingerprint, machine?: TelemetrySummary): string | undefined {
   const { db, runId, experiment, log } = context;
-  const valueOf = (metrics: TrialRecord['metrics']) => metricValue(metrics, experiment.metric);
+  const metricOf = (metrics: TrialRecord['metrics']) => metricValue(metrics, experiment.metric);
   const own = listTrials(db, runId)
     .filter((stored) => pairKey(stored) === pairKey(trial))
-    .map((stored) => valueOf(stored.metrics))
+    .map((stored) => metricOf(stored.metrics))
     .filter((value) => Number.isFinite(value));
   if (own.length === 0 || own.length > 2) return undefined;
   // Valid trials of finished runs only: never this run, a concurrent one, or a failed one.
   const history = variantHistory(db, { experimentName: experiment.name, variant: trial.variant, workload: trial.workload, excludeRunId: runId });
-  const values = history.map((past) => valueOf(past.metrics)).filter((past) => Number.isFinite(past));
+  const values = history.map((past) => metricOf(past.metrics)).filter((past) => Number.isFinite(past));
   if (values.length === 0) return undefined;
   const decision = driftDecision(own, values, { ...experiment.drift, confirmable: (context.pairTrials.get(pairKey(trial)) ?? 1) >= 2 });
   if (!decision) return undefined;

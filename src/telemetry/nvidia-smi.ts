@@ -136,6 +136,7 @@ export function parseComputeApps(text: string): GpuProcess[] {
  * removed. NIC rows and the legend are ignored.
  */
 export function parseTopology(text: string): { links: Record<string, string>; affinity: Record<string, string> } {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: nvidia-smi colours the header with ANSI escapes
   const lines = text.replace(/\x1b\[[0-9;]*m/g, '').split('\n');
   const links: Record<string, string> = {};
   const affinity: Record<string, string> = {};
