@@ -7,17 +7,8 @@ import Database from 'better-sqlite3';
 import { groupAlive } from '../src/launch/process-group.js';
 import { processAlive } from '../src/util/proc-identity.js';
 import { SERVELAB, cli, simCommand, tempDir, writeExperiment } from './support-experiment.js';
+import { pollFor } from './support-wait.js';
 
-/** Poll until `check` returns a value (bounded). */
-async function waitFor<T>(what: string, check: () => T | undefined, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 /** A query on a running runner's store; `fallback` until the runner has created the schema. */
 function unlessNoSchema<T>(query: () => T, fallback: T): T {
@@ -43,7 +34,7 @@ async function startRunner(t: TestContext, file: string, store: string): Promise
   const runner = spawn(process.execPath, [SERVELAB, 'run', file], { env: { ...process.env, SERVELAB_STORE: store }, stdio: 'ignore' });
   const exited = new Promise((resolve) => runner.on('exit', resolve));
   t.after(() => runner.kill('SIGKILL'));
-  await waitFor('the store', () => (existsSync(store) ? true : undefined), 30_000);
+  await pollFor('the store', () => (existsSync(store) ? true : undefined), 30_000);
   const db = new Database(store, { readonly: true, fileMustExist: true });
   db.pragma('busy_timeout = 5000');
   t.after(() => db.close());
@@ -83,7 +74,7 @@ describe('resume', () => {
     });
     const count = (): number => unlessNoSchema(() => (db.prepare('SELECT COUNT(*) AS n FROM trials').get() as { n: number }).n, 0);
     // Kill while the third trial is in flight: two stored, the third has answered at least one request.
-    await waitFor(
+    await pollFor(
       'the third trial in flight',
       () => {
         for (const pid of serverPids(db)) orphans.add(pid);
@@ -133,7 +124,7 @@ describe('resume', () => {
     type ServerRow = { pid: number | null; status: string; phase: string };
     const serverRow = (): ServerRow | undefined =>
       unlessNoSchema(() => db.prepare('SELECT pid, status, phase FROM servers ORDER BY id LIMIT 1').get() as ServerRow | undefined, undefined);
-    const pid = await waitFor('the server pid', () => serverRow()?.pid ?? undefined, 30_000);
+    const pid = await pollFor('the server pid', () => serverRow()?.pid ?? undefined, 30_000);
     t.after(() => {
       if (groupAlive(pid)) process.kill(-pid, 'SIGKILL');
     });

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { processAlive } from '../src/util/proc-identity.js';
 import { SERVELAB, cli, simCommand, tempDir, writeExperiment, type CliResult } from './support-experiment.js';
+import { pollFor } from './support-wait.js';
 
 /** A query on a running runner's store; undefined until the runner has created the schema or the row. */
 function query<T>(db: Database.Database, sql: string, ...params: unknown[]): T | undefined {
@@ -21,15 +22,6 @@ function query<T>(db: Database.Database, sql: string, ...params: unknown[]): T |
   }
 }
 
-async function waitFor<T>(what: string, check: () => T | undefined, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
 
 /** `servelab run ARGS` in the background with a read-only view of its store. */
 async function startRunner(t: TestContext, args: string[], store: string) {
@@ -40,7 +32,7 @@ async function startRunner(t: TestContext, args: string[], store: string) {
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   const done = new Promise<CliResult>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
-  await waitFor('the store', () => (existsSync(store) ? true : undefined), 30_000);
+  await pollFor('the store', () => (existsSync(store) ? true : undefined), 30_000);
   const db = new Database(store, { readonly: true, fileMustExist: true });
   db.pragma('busy_timeout = 5000');
   t.after(() => db.close());
@@ -61,7 +53,7 @@ describe('trial validity', { timeout: 240_000 }, () => {
     const file = writeExperiment(dir, 'kill.yaml', { name: 'kill9', trials: 2, ...slowTrials });
     const runner = await startRunner(t, [file], store);
     // The first server, once its first trial has measured a request.
-    const pid = await waitFor(
+    const pid = await pollFor(
       'a trial in flight',
       () => query<{ pid: number }>(runner.db, "SELECT s.pid FROM servers s JOIN progress p ON p.run_id = s.run_id WHERE s.status = 'ready' AND p.completed >= 1 ORDER BY s.id LIMIT 1")?.pid,
       60_000,
@@ -97,7 +89,7 @@ describe('trial validity', { timeout: 240_000 }, () => {
     const store = join(dir, 'servelab.db');
     const file = writeExperiment(dir, 'hang.yaml', { name: 'hang', trials: 1, ...slowTrials });
     const runner = await startRunner(t, [file], store);
-    const pid = await waitFor(
+    const pid = await pollFor(
       'a trial in flight',
       () => query<{ pid: number }>(runner.db, "SELECT s.pid FROM servers s JOIN progress p ON p.run_id = s.run_id WHERE s.status = 'ready' AND p.completed >= 1 ORDER BY s.id LIMIT 1")?.pid,
       60_000,
@@ -110,7 +102,7 @@ describe('trial validity', { timeout: 240_000 }, () => {
         // gone
       }
     });
-    await waitFor('the invalid trial', () => query<{ reason: string }>(runner.db, 'SELECT reason FROM invalid_trials'), 30_000);
+    await pollFor('the invalid trial', () => query<{ reason: string }>(runner.db, 'SELECT reason FROM invalid_trials'), 30_000);
     process.kill(pid, 'SIGCONT');
 
     const result = await runner.done;
@@ -160,14 +152,14 @@ describe('trial validity', { timeout: 240_000 }, () => {
     const store = join(dir, 'servelab.db');
     const file = writeExperiment(dir, 'lease.yaml', { name: 'lease', trials: 3, ...slowTrials });
     const first = await startRunner(t, [file], store);
-    await waitFor('the lease', () => query<{ pid: number }>(first.db, 'SELECT pid FROM run_leases WHERE run_id = 1'), 60_000);
+    await pollFor('the lease', () => query<{ pid: number }>(first.db, 'SELECT pid FROM run_leases WHERE run_id = 1'), 60_000);
 
     const second = await cli(['run', file, '--resume', '1'], { store });
     assert.equal(second.code, 1, second.stderr);
     assert.match(second.stderr, new RegExp(`run 1 is being run by pid ${first.child.pid} on \\S+ \\(last heartbeat `));
 
     // Kill the holder mid-trial: its lease is stale (dead pid), its server is a leftover with a recorded identity.
-    const serverPid = await waitFor('a ready server', () => query<{ pid: number }>(first.db, "SELECT pid FROM servers WHERE status = 'ready'")?.pid, 60_000);
+    const serverPid = await pollFor('a ready server', () => query<{ pid: number }>(first.db, "SELECT pid FROM servers WHERE status = 'ready'")?.pid, 60_000);
     first.child.kill('SIGKILL');
     await first.done;
     const resumed = await cli(['run', file, '--resume', '1'], { store });

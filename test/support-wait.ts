@@ -9,3 +9,14 @@ export async function waitFor(condition: () => boolean, timeoutMs: number): Prom
   }
   return condition();
 }
+
+/** Poll `check` every 25 ms until it returns a value; throws naming `what` after `timeoutMs`. */
+export async function pollFor<T>(what: string, check: () => T | undefined, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await delay(25);
+  }
+}

@@ -11,25 +11,12 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { SERVELAB, tempDir, writeExperiment, type CliResult } from '../support-experiment.js';
+import { pollFor } from '../support-wait.js';
 
 const BINARY = process.env.SERVELAB_LLAMA_SERVER;
 const MODEL = process.env.SERVELAB_LLAMA_MODEL;
 const skip = BINARY && MODEL ? false : 'set SERVELAB_LLAMA_SERVER (llama-server binary) and SERVELAB_LLAMA_MODEL (a .gguf) to run it';
 
-async function waitFor<T>(what: string, check: () => T | undefined, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      const value = check();
-      if (value !== undefined) return value;
-    } catch (error) {
-      // The runner has not created the schema yet.
-      if (!/no such table/.test(String(error))) throw error;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
 
 describe('real llama-server: trial validity', { timeout: 300_000 }, () => {
   test('a llama-server killed mid-trial: the trial is invalid with its cause, re-run on a restarted server', { skip }, async (t) => {
@@ -48,12 +35,20 @@ describe('real llama-server: trial validity', { timeout: 300_000 }, () => {
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     const done = new Promise<CliResult>((resolve) => child.on('close', (code) => resolve({ code, stdout: '', stderr })));
-    await waitFor('the store', () => (existsSync(store) ? true : undefined), 60_000);
+    await pollFor('the store', () => (existsSync(store) ? true : undefined), 60_000);
     const db = new Database(store, { readonly: true, fileMustExist: true });
     db.pragma('busy_timeout = 5000');
     t.after(() => db.close());
-    const row = (sql: string) => db.prepare(sql).get() as { pid: number } | undefined;
-    const pid = await waitFor(
+    // undefined until the runner has created the tables.
+    const row = (sql: string) => {
+      try {
+        return db.prepare(sql).get() as { pid: number } | undefined;
+      } catch (error) {
+        if (/no such table/.test(String(error))) return undefined;
+        throw error;
+      }
+    };
+    const pid = await pollFor(
       'a trial in flight',
       () => row("SELECT s.pid FROM servers s JOIN progress p ON p.run_id = s.run_id WHERE s.status = 'ready' AND p.completed >= 1 ORDER BY s.id LIMIT 1")?.pid,
       240_000,
