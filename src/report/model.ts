@@ -13,7 +13,7 @@ import type { MetricName, ResolvedExperiment, VariantVerdict } from '../experime
 import type { RunDetail, TrialHealth } from '../store/queries.js';
 import type { FingerprintRecord, RunStatus, TrialRecord } from '../store/types.js';
 import type { CdfSeries, SpeedupBar, XYSeries } from './charts.js';
-import type { TrialLatencies } from './queries.js';
+import type { TrialLatencies } from '../store/reads.js';
 import type { TrialTelemetry } from '../telemetry/types.js';
 import { machineTrials, type MachineTrial } from './machine.js';
 

@@ -13,7 +13,8 @@ import { redactor } from '../util/redact.js';
 import { renderHtmlReport } from './html.js';
 import { renderMarkdown } from './markdown.js';
 import { buildRunReport, compareRuns, type RunData } from './model.js';
-import { latestRunId, loadRunData } from './queries.js';
+import { loadRunData } from './queries.js';
+import { latestRunId } from '../store/reads.js';
 import { ExitCode } from '../util/exit.js';
 
 export interface WrittenReport {
