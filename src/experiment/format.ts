@@ -5,7 +5,8 @@ import type { InvalidTrialRow, RunDetail } from '../store/queries.js';
 import type { TrialRecord } from '../store/types.js';
 import { categoryRows, type CategoryRow } from './categories.js';
 import { metricUnit, metricValue } from './metrics.js';
-import type { MetricName, Plan, ResolvedExperiment, VariantVerdict } from './types.js';
+import type { MetricName, ResolvedExperiment, VariantVerdict } from './types.js';
+import { storedExperimentOf, storedVerdictsOf } from './stored.js';
 import { formatNumber, formatPercent } from '../util/format.js';
 
 /** Plain-text tables for `servelab run`, `ls`, `show` and `diff`. Pure: data in, lines out. */
@@ -48,7 +49,7 @@ function pairOf(counts: { baseline: number; candidate: number } | undefined): st
 export function formatRunList(runs: readonly RunDetail[]): string {
   if (runs.length === 0) return 'no runs in this store yet (start one with `servelab run FILE`)';
   const rows = runs.map((run) => {
-    const plan = run.plan as Plan;
+    const plan = run.plan;
     return [
       String(run.id),
       run.experimentName,
@@ -70,7 +71,7 @@ function summarizeVerdicts(run: RunDetail): string {
 
 function verdictSummary(run: RunDetail): string {
   if (run.status !== 'done') return run.message ?? '';
-  const verdicts = (run.verdicts ?? []) as VariantVerdict[];
+  const verdicts = storedVerdictsOf(run) ?? [];
   const notable = verdicts.filter((verdict) => verdict.significant);
   if (notable.length === 0) return verdicts.length === 0 ? '' : 'no significant difference';
   return notable.map((verdict) => `${verdict.variant}@${verdict.workload} ${verdict.label} ${percent(verdict.ratio)}`).join('; ');
@@ -104,8 +105,8 @@ export function formatInvalidTrials(invalid: readonly InvalidTrialRow[]): string
 }
 
 export function formatRunShow(run: RunDetail, trials: readonly TrialRecord[], invalid: readonly InvalidTrialRow[] = [], unplannedRestarts = 0): string {
-  const experiment = run.config as ResolvedExperiment;
-  const plan = run.plan as Plan;
+  const experiment = storedExperimentOf(run);
+  const plan = run.plan;
   const serverCount = new Set(plan.trials.map((trial) => trial.serverKey)).size;
   const unit = metricUnit(experiment.metric);
   const lines = [
@@ -143,7 +144,7 @@ export function formatRunShow(run: RunDetail, trials: readonly TrialRecord[], in
   ];
   const categories = categoryRows(trials);
   if (categories.length > 0) lines.push('', 'per category (medians over trials):', formatCategoryRows(categories));
-  if (run.verdicts !== undefined) lines.push('', 'verdicts vs baseline:', formatVerdicts(run.verdicts as VariantVerdict[], experiment.metric, experiment.baseline));
+  if (run.verdicts !== undefined) lines.push('', 'verdicts vs baseline:', formatVerdicts(storedVerdictsOf(run)!, experiment.metric, experiment.baseline));
   return lines.join('\n');
 }
 

@@ -10,6 +10,7 @@ import { categoryRows, type CategoryRow } from '../experiment/categories.js';
 import { computeVerdicts } from '../experiment/finalize.js';
 import { metricUnit, metricValue } from '../experiment/metrics.js';
 import type { MetricName, ResolvedExperiment, VariantVerdict } from '../experiment/types.js';
+import { storedExperimentOf, storedVerdictsOf } from '../experiment/stored.js';
 import type { RunDetail, TrialHealth } from '../store/queries.js';
 import type { FingerprintRecord, RunStatus, TrialRecord } from '../store/types.js';
 import type { CdfSeries, SpeedupBar, XYSeries } from './charts.js';
@@ -116,8 +117,8 @@ export function buildRunReport(data: RunData): RunReport {
   const variants = orderedVariants(experiment, trials);
   const workloads = orderedWorkloads(experiment, trials);
   const baseline = experiment?.baseline ?? variants[0] ?? '';
-  const planned = (run.plan as { trials?: unknown[] } | undefined)?.trials?.length;
-  const stored = Array.isArray(run.verdicts) ? (run.verdicts as VariantVerdict[]) : undefined;
+  const planned = run.plan.trials.length;
+  const stored = storedVerdictsOf(run);
   const verdicts = stored ?? (experiment && trials.length > 0 ? computeVerdicts(experiment, trials, data.health) : []);
   const rows = verdictRows(workloads, variants, baseline, trials, metric, verdicts, data.health ?? []);
 
@@ -196,11 +197,9 @@ export function compareRuns(a: RunData, b: RunData): RunComparison {
 }
 
 function experimentOf(run: RunDetail): ResolvedExperiment | undefined {
-  const config = run.config as Partial<ResolvedExperiment> | undefined;
-  // Only a config with the fields verdicts need is used; anything else is treated as unknown.
-  return config && Array.isArray(config.variants) && Array.isArray(config.workloads) && typeof config.baseline === 'string' && config.verdict
-    ? (config as ResolvedExperiment)
-    : undefined;
+  const config = storedExperimentOf(run);
+  // The store checked names, variants and workloads; verdicts also need the verdict settings.
+  return config.verdict ? config : undefined;
 }
 
 function orderedVariants(experiment: ResolvedExperiment | undefined, trials: TrialRecord[]): string[] {

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { diffRuns, formatRunDiff, formatRunList, formatRunShow } from '../../experiment/format.js';
 import { campaignSummary } from '../../experiment/campaign-report.js';
-import type { ResolvedExperiment } from '../../experiment/types.js';
+import { storedExperimentOf } from '../../experiment/stored.js';
 import { defaultStorePath, openStore, type Db } from '../../store/db.js';
 import { getFingerprint, getRun, listInvalidTrials, listRuns, listTrials, unplannedRestarts, type RunDetail } from '../../store/queries.js';
 import { runTelemetry } from '../../store/telemetry.js';
@@ -66,12 +66,12 @@ export function registerStoreViews(program: Command): void {
       withStore(flags, (db) => {
         const [a, b] = [requireRun(db, aArg), requireRun(db, bArg)];
         const side = (run: RunDetail) => ({
-          experiment: run.config as ResolvedExperiment,
+          experiment: storedExperimentOf(run),
           trials: listTrials(db, run.id),
           fingerprint: (id: number) => getFingerprint(db, id),
         });
         const diff = diffRuns(side(a), side(b));
-        return flags.json ? JSON.stringify(diff, null, 2) : formatRunDiff(a.id, b.id, (a.config as ResolvedExperiment).metric, diff);
+        return flags.json ? JSON.stringify(diff, null, 2) : formatRunDiff(a.id, b.id, storedExperimentOf(a).metric, diff);
       }),
     );
 }
