@@ -9,7 +9,7 @@ import { ensureExperiment, insertRun } from '../src/store/runs.js';
 import { RUN_JSON_VERSION } from '../src/store/run-json.js';
 import { UserError } from '../src/util/errors.js';
 
-const experiment = { name: 'e', filePath: '/x/e.yaml', baseline: 'a', metric: 'outputTokensPerSecond', trials: 1, variants: [{ name: 'a' }], workloads: [{ name: 'w' }], verdict: { alpha: 0.05, minEffect: 0.02 } };
+const experiment = { name: 'e', filePath: '/x/e.yaml', baseline: 'a', metric: 'outputTokensPerSecond', trials: 1, variants: [{ name: 'a', serverKey: 'a' }], workloads: [{ label: 'w' }], verdict: { alpha: 0.05, minEffect: 0.02 } };
 const plan = { seed: 1, blocks: 1, restarts: 0, trials: [{ index: 0, block: 0, repetition: 0, variant: 'a', serverKey: 'a', workload: 'w' }] };
 
 function freshStore() {

@@ -11,7 +11,6 @@ import { UserError } from '../util/errors.js';
 export const RUN_JSON_VERSION = 1;
 
 const version = z.number().int().min(0).max(RUN_JSON_VERSION).optional();
-const named = z.object({ name: z.string() }).passthrough();
 
 /** The fields every reader of a stored experiment relies on; the rest is kept as stored. */
 const storedExperimentSchema = z
@@ -22,8 +21,8 @@ const storedExperimentSchema = z
     baseline: z.string(),
     metric: z.string(),
     trials: z.number(),
-    variants: z.array(named),
-    workloads: z.array(named),
+    variants: z.array(z.object({ name: z.string(), serverKey: z.string() }).passthrough()),
+    workloads: z.array(z.object({ label: z.string() }).passthrough()),
   })
   .passthrough();
 
@@ -94,7 +93,9 @@ function decode<T>(runId: number, what: string, schema: z.ZodType<T>, text: stri
     const issue = result.error.issues[0]!;
     throw unreadable(runId, what, `${issue.path.join('.') || 'value'}: ${issue.message}`);
   }
-  return result.data;
+  // The value as stored, not zod's copy: that one reorders keys, and a resume compares the stored experiment
+  // with the file's by its JSON text. The schemas have no transforms, so nothing else differs.
+  return value as T;
 }
 
 function unreadable(runId: number, what: string, cause: string): UserError {
