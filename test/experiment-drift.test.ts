@@ -41,6 +41,14 @@ describe('drift alarm', () => {
     assert.equal(diff.code, 0, diff.stderr);
     assert.match(diff.stdout, /baseline: .*NCCL_PROTO LL → \(unset\)/);
     assert.match(diff.stdout, /baseline\s+single-stream\s+[\d.]+\s+[\d.]+\s+\+\d+\.\d%/);
+    // The same comparison the UI shows, machine-readable: the drift the runner stopped on is in it.
+    const json = await cli(['diff', '1', '2', '--json'], { store });
+    assert.equal(json.code, 0, json.stderr);
+    const comparison = JSON.parse(json.stdout) as { drifted: boolean; environmentVariant: string; rows: Array<{ variant: string; workload: string; alarm?: string }> };
+    assert.equal(comparison.environmentVariant, 'baseline');
+    assert.equal(comparison.drifted, true);
+    assert.match(comparison.rows.find((row) => row.variant === 'baseline' && row.workload === 'single-stream')?.alarm ?? '', /NCCL_PROTO/);
+    assert.match(diff.stdout, /drift alarms:/);
 
     // Accepting the drift finishes and records the run.
     const accepted = await cli(['run', untuned, '--resume', '--accept-drift'], { store });

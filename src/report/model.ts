@@ -102,9 +102,11 @@ export interface DriftRow {
 export interface RunComparison {
   runA: number;
   runB: number;
-  metric: string;
+  metric: MetricName;
   /** Baseline variant of run B: its alarms are the ones the runner acts on. */
   baseline: string;
+  /** The variant whose fingerprints `changes` compares (absent when the runs share none). */
+  environmentVariant?: string;
   changes: FingerprintChange[];
   rows: DriftRow[];
   drifted: boolean;
@@ -177,23 +179,32 @@ export function compareRuns(a: RunData, b: RunData): RunComparison {
   const changes = fingerprintA && fingerprintB ? diffFingerprints(fingerprintA, fingerprintB) : [];
   const rows: DriftRow[] = [];
   for (const workload of orderedWorkloads(experiment, b.trials)) {
-    for (const variant of orderedVariants(experiment, b.trials)) {
-      const history = metricValues(a.trials, variant, workload, metric);
-      const current = metricValues(b.trials, variant, workload, metric);
+    for (const name of orderedVariants(experiment, b.trials)) {
+      const history = metricValues(a.trials, name, workload, metric);
+      const current = metricValues(b.trials, name, workload, metric);
       if (history.length === 0 || current.length === 0) continue;
       const check = checkDrift(current, history, band);
       rows.push({
-        variant,
+        variant: name,
         workload,
         check,
         ...(check.drifted && {
-          alarm: formatDriftAlarm({ variant, metricLabel: metricUnit(metric), current: check.current, reference: check.reference, changePct: check.changePct, changes }),
+          alarm: formatDriftAlarm({ variant: name, metricLabel: metricUnit(metric), current: check.current, reference: check.reference, changePct: check.changePct, changes }),
         }),
       });
     }
   }
   const baseline = experiment?.baseline ?? b.trials[0]?.variant ?? '';
-  return { runA: a.run.id, runB: b.run.id, metric, baseline, changes, rows, drifted: rows.some((row) => row.check.drifted) };
+  return {
+    runA: a.run.id,
+    runB: b.run.id,
+    metric,
+    baseline,
+    ...(variant !== undefined && { environmentVariant: variant }),
+    changes,
+    rows,
+    drifted: rows.some((row) => row.check.drifted),
+  };
 }
 
 function experimentOf(run: RunDetail): ResolvedExperiment | undefined {

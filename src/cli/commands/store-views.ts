@@ -1,9 +1,11 @@
 import type { Command } from 'commander';
-import { diffRuns, formatRunDiff, formatRunList, formatRunShow } from '../../experiment/format.js';
+import { formatRunList, formatRunShow } from '../../experiment/format.js';
+import { comparisonText } from '../../report/compare-text.js';
+import { compareRuns } from '../../report/model.js';
+import { loadRunData } from '../../report/queries.js';
 import { campaignSummary } from '../../experiment/campaign-report.js';
-import { storedExperimentOf } from '../../experiment/stored.js';
 import { defaultStorePath, openStore, type Db } from '../../store/db.js';
-import { getFingerprint, getRun, listInvalidTrials, listRuns, listTrials, unplannedRestarts, type RunDetail } from '../../store/queries.js';
+import { getRun, listInvalidTrials, listRuns, listTrials, unplannedRestarts, type RunDetail } from '../../store/queries.js';
 import { runTelemetry } from '../../store/telemetry.js';
 import { formatTelemetrySummary } from '../../telemetry/summary.js';
 import type { TrialRecord } from '../../store/types.js';
@@ -65,13 +67,9 @@ export function registerStoreViews(program: Command): void {
     .action((aArg: string, bArg: string, flags: ViewFlags) =>
       withStore(flags, (db) => {
         const [a, b] = [requireRun(db, aArg), requireRun(db, bArg)];
-        const side = (run: RunDetail) => ({
-          experiment: storedExperimentOf(run),
-          trials: listTrials(db, run.id),
-          fingerprint: (id: number) => getFingerprint(db, id),
-        });
-        const diff = diffRuns(side(a), side(b));
-        return flags.json ? JSON.stringify(diff, null, 2) : formatRunDiff(a.id, b.id, storedExperimentOf(a).metric, diff);
+        // The comparison the UI and report show: B against A as the drift alarm judges it.
+        const comparison = compareRuns(loadRunData(db, a.id, { latencies: false })!, loadRunData(db, b.id, { latencies: false })!);
+        return flags.json ? JSON.stringify(comparison, null, 2) : comparisonText(comparison);
       }),
     );
 }
