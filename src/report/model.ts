@@ -2,6 +2,7 @@
  * What a run report says, computed from stored rows: verdict table, chart data, environment summary, drift notes.
  * Pure (no I/O): the HTML report, the Markdown summary and `servelab ui` all render this one model.
  */
+import type { DriftAlarmRecord } from '../store/drift-alarms.js';
 import { median } from 'simple-statistics';
 import { diffFingerprints, flattenFingerprint, formatChanges } from '../fingerprint/diff.js';
 import type { Fingerprint, FingerprintChange } from '../fingerprint/types.js';
@@ -28,6 +29,8 @@ export interface RunData {
   health?: TrialHealth[];
   /** Per-trial machine telemetry; absent or empty for runs recorded without it. */
   telemetry?: Map<number, TrialTelemetry>;
+  /** The drift alarms the runner raised, as stored rows; absent: none known. */
+  driftAlarms?: DriftAlarmRecord[];
 }
 
 export interface VerdictRow {
@@ -354,6 +357,8 @@ function driftNotes(data: RunData, planned: number | undefined, verdictsFinal: b
   const { run, trials } = data;
   const notes: string[] = [];
   if (run.status === 'drift') notes.push(`Drift alarm stopped this run: ${run.message ?? 'no detail recorded'}`);
+  // Alarms accepted with --accept-drift leave no trace in the status: the stored rows say the numbers moved.
+  for (const alarm of data.driftAlarms ?? []) if (alarm.accepted) notes.push(`Drift alarm accepted with --accept-drift: ${alarm.message}`);
   else if (run.status === 'failed' || run.status === 'interrupted') notes.push(`Run ${run.status}${run.message ? `: ${run.message}` : ''}`);
   if (!verdictsFinal && trials.length > 0) {
     notes.push(
