@@ -37,11 +37,35 @@ describe('drift alarm', () => {
     assert.deepEqual(runs.map((run) => run.status), ['done', 'drift']);
     const trialsOf = (runId: number) => (db.prepare('SELECT COUNT(*) AS n FROM trials WHERE run_id = ?').get(runId) as { n: number }).n;
     assert.equal(trialsOf(2), 2);
+    // The alarm is a row: what moved, by how much against which band, and what differed.
+    const alarms = db.prepare('SELECT variant, workload, metric, change_pct, band_pct, changes_json, accepted FROM drift_alarms WHERE run_id = 2').all() as Array<{
+      variant: string;
+      workload: string;
+      metric: string;
+      change_pct: number;
+      band_pct: number;
+      changes_json: string;
+      accepted: number;
+    }>;
+    assert.equal(alarms.length, 1);
+    assert.deepEqual([alarms[0]!.variant, alarms[0]!.workload, alarms[0]!.accepted], ['baseline', 'single-stream', 0]);
+    assert.ok(Math.abs(alarms[0]!.change_pct) > alarms[0]!.band_pct, JSON.stringify(alarms[0]));
+    assert.match(alarms[0]!.changes_json, /NCCL_PROTO/);
+    const shown = await cli(['show', '2'], { store });
+    assert.match(shown.stdout, /drift alarms:\n {2}drift alarm \(single-stream, noise band/);
 
     const diff = await cli(['diff', '1', '2'], { store });
     assert.equal(diff.code, 0, diff.stderr);
     assert.match(diff.stdout, /baseline: .*NCCL_PROTO LL → \(unset\)/);
     assert.match(diff.stdout, /baseline\s+single-stream\s+[\d.]+\s+[\d.]+\s+\+\d+\.\d%/);
+    // The same comparison the UI shows, machine-readable: the drift the runner stopped on is in it.
+    const json = await cli(['diff', '1', '2', '--json'], { store });
+    assert.equal(json.code, 0, json.stderr);
+    const comparison = JSON.parse(json.stdout) as { drifted: boolean; environmentVariant: string; rows: Array<{ variant: string; workload: string; alarm?: string }> };
+    assert.equal(comparison.environmentVariant, 'baseline');
+    assert.equal(comparison.drifted, true);
+    assert.match(comparison.rows.find((row) => row.variant === 'baseline' && row.workload === 'single-stream')?.alarm ?? '', /NCCL_PROTO/);
+    assert.match(diff.stdout, /drift alarms:/);
 
     // Accepting the drift finishes and records the run.
     const accepted = await cli(['run', untuned, '--resume', '--accept-drift'], { store });

@@ -1,6 +1,6 @@
 import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -57,6 +57,14 @@ function reapGroup(t: TestContext, pid: () => number | undefined): void {
 }
 
 describe('servelab launch (CLI)', () => {
+  test('--port is checked by the server file\'s port rule: one line, exit 2', () => {
+    for (const port of ['70000', 'abc', '1.5']) {
+      const run = spawnSync(process.execPath, [BIN, 'launch', '--port', port, '--', 'true'], { encoding: 'utf8' });
+      assert.equal(run.status, 2, run.stderr);
+      assert.match(run.stderr, new RegExp(`^servelab: --port "${port.replace('.', '\\.')}" is not a port number\n {2}next: give an integer 1-65535\n$`));
+    }
+  });
+
   test('SIGTERM after ready stops the server group: no orphan is left', async (t) => {
     const dir = tempDir(t);
     const launcher = startLauncher(t, ['--json', '--store', join(dir, 'store.db')], [...SIM, '--load-ms', '300']);

@@ -81,6 +81,15 @@ describe('servelab bench CLI', () => {
     const flags = await servelab(t, ['bench', server.url, '--rate', '2', '--concurrency', '4']);
     assert.equal(flags.code, 2);
     assert.match(flags.stderr, /alternatives/);
+    // Bounds come from the experiment file's schema: the same words a `workloads:` entry gets, one line, exit 2.
+    for (const [args, expected] of [
+      [['--concurrency', '200000'], /^servelab: --concurrency: expected at most 100000, got 200000\n {2}next: /],
+      [['--rate', '0.0001'], /^servelab: --rate: expected at least 0\.001, got 0\.0001\n {2}next: /],
+    ] as const) {
+      const bounded = await servelab(t, ['bench', server.url, ...args]);
+      assert.equal(bounded.code, 2, bounded.stderr);
+      assert.match(bounded.stderr, expected);
+    }
   });
 
   test('every request failing: result still printed, exit 1', async (t) => {

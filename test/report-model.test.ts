@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { cdfPoints } from '../src/report/charts.js';
 import { buildRunReport, compareRuns } from '../src/report/model.js';
 import { loadRunData } from '../src/report/queries.js';
+import { insertDriftAlarm } from '../src/store/drift-alarms.js';
 import { buildFixtureRun, createFixtureStore } from './report-fixture.js';
 
 describe('report model', () => {
@@ -39,6 +40,18 @@ describe('report model', () => {
     assert.equal(report.trialCount, 20);
     assert.equal(report.plannedTrials, 48);
     assert.match(report.driftNotes[0]!, /provisional: computed from 20 of 48 planned trials/);
+  });
+
+  test('a drift alarm accepted with --accept-drift is a note, read from its stored row', (t) => {
+    const store = createFixtureStore();
+    t.after(() => store.cleanup());
+    const runId = buildFixtureRun(store);
+    const alarm = { variant: 'baseline', workload: 'c=8', metric: 'outputTokensPerSecond', current: 70, reference: 100, changePct: -30, bandPct: 5, machine: [] };
+    insertDriftAlarm(store.db, runId, { ...alarm, changes: [{ key: 'env.NCCL_PROTO', before: 'LL' }], accepted: true, message: 'drift alarm (c=8, noise band ±5%): baseline 70 tok/s vs 100 recorded (−30%)' });
+    insertDriftAlarm(store.db, runId, { ...alarm, changes: [], accepted: false, message: 'not accepted: the status says it' });
+    const data = loadRunData(store.db, runId)!;
+    assert.deepEqual(data.driftAlarms?.map((row) => [row.accepted, row.changes]), [[true, [{ key: 'env.NCCL_PROTO', before: 'LL' }]], [false, []]]);
+    assert.deepEqual(buildRunReport(data).driftNotes, ['Drift alarm accepted with --accept-drift: drift alarm (c=8, noise band ±5%): baseline 70 tok/s vs 100 recorded (−30%)']);
   });
 
   test('comparing two runs flags the slowed-down one as drift and names the environment change', (t) => {

@@ -72,7 +72,7 @@ test('bad numbers and a directory as --log are one-line usage errors before anyt
   const dir = tempDir(t, 'bounds');
   const store = join(dir, 'servelab.db');
   const cases: Array<[string[], RegExp]> = [
-    [['bench', 'http://127.0.0.1:9', '--rate', '1e-9'], /--rate must be between 0\.001 and 100000/],
+    [['bench', 'http://127.0.0.1:9', '--rate', '1e-9'], /--rate: expected at least 0\.001, got 1e-9/],
     [['bench', 'http://127.0.0.1:9', '--warmup', '-1'], /--warmup must be a positive integer/],
     [['bench', 'http://127.0.0.1:9', '--input-len', '1000000000000'], /at most 10000000 tokens/],
     [['launch', '--log', dir, '--', process.execPath, SERVELAB, 'simulate', '--port', '{port}'], /cannot write the server log .*EISDIR/],

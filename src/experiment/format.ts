@@ -1,11 +1,10 @@
 import { median } from 'simple-statistics';
-import { diffFingerprints, formatChanges } from '../fingerprint/diff.js';
-import type { Fingerprint } from '../fingerprint/types.js';
 import type { InvalidTrialRow, RunDetail } from '../store/queries.js';
 import type { TrialRecord } from '../store/types.js';
 import { categoryRows, type CategoryRow } from './categories.js';
 import { metricUnit, metricValue } from './metrics.js';
-import type { MetricName, Plan, ResolvedExperiment, VariantVerdict } from './types.js';
+import type { MetricName, ResolvedExperiment, VariantVerdict } from './types.js';
+import { storedExperimentOf, storedVerdictsOf } from './stored.js';
 import { formatNumber, formatPercent } from '../util/format.js';
 
 /** Plain-text tables for `servelab run`, `ls`, `show` and `diff`. Pure: data in, lines out. */
@@ -48,7 +47,7 @@ function pairOf(counts: { baseline: number; candidate: number } | undefined): st
 export function formatRunList(runs: readonly RunDetail[]): string {
   if (runs.length === 0) return 'no runs in this store yet (start one with `servelab run FILE`)';
   const rows = runs.map((run) => {
-    const plan = run.plan as Plan;
+    const plan = run.plan;
     return [
       String(run.id),
       run.experimentName,
@@ -70,7 +69,7 @@ function summarizeVerdicts(run: RunDetail): string {
 
 function verdictSummary(run: RunDetail): string {
   if (run.status !== 'done') return run.message ?? '';
-  const verdicts = (run.verdicts ?? []) as VariantVerdict[];
+  const verdicts = storedVerdictsOf(run) ?? [];
   const notable = verdicts.filter((verdict) => verdict.significant);
   if (notable.length === 0) return verdicts.length === 0 ? '' : 'no significant difference';
   return notable.map((verdict) => `${verdict.variant}@${verdict.workload} ${verdict.label} ${percent(verdict.ratio)}`).join('; ');
@@ -104,8 +103,8 @@ export function formatInvalidTrials(invalid: readonly InvalidTrialRow[]): string
 }
 
 export function formatRunShow(run: RunDetail, trials: readonly TrialRecord[], invalid: readonly InvalidTrialRow[] = [], unplannedRestarts = 0): string {
-  const experiment = run.config as ResolvedExperiment;
-  const plan = run.plan as Plan;
+  const experiment = storedExperimentOf(run);
+  const plan = run.plan;
   const serverCount = new Set(plan.trials.map((trial) => trial.serverKey)).size;
   const unit = metricUnit(experiment.metric);
   const lines = [
@@ -143,7 +142,7 @@ export function formatRunShow(run: RunDetail, trials: readonly TrialRecord[], in
   ];
   const categories = categoryRows(trials);
   if (categories.length > 0) lines.push('', 'per category (medians over trials):', formatCategoryRows(categories));
-  if (run.verdicts !== undefined) lines.push('', 'verdicts vs baseline:', formatVerdicts(run.verdicts as VariantVerdict[], experiment.metric, experiment.baseline));
+  if (run.verdicts !== undefined) lines.push('', 'verdicts vs baseline:', formatVerdicts(storedVerdictsOf(run)!, experiment.metric, experiment.baseline));
   return lines.join('\n');
 }
 
@@ -170,56 +169,3 @@ export function formatCategoryRows(rows: readonly CategoryRow[]): string {
   );
 }
 
-export interface RunDiff {
-  /** Environment changes per variant present in both runs (diffFingerprints(A, B) of each run's first trial). */
-  environment: Array<{ variant: string; changes: ReturnType<typeof diffFingerprints> }>;
-  metrics: Array<{ variant: string; workload: string; a: number | null; b: number | null; ratio: number | null }>;
-}
-
-export function diffRuns(
-  a: { experiment: ResolvedExperiment; trials: readonly TrialRecord[]; fingerprint: (id: number) => Fingerprint | undefined },
-  b: { experiment: ResolvedExperiment; trials: readonly TrialRecord[]; fingerprint: (id: number) => Fingerprint | undefined },
-): RunDiff {
-  const metric = a.experiment.metric;
-  const variants = [...new Set([...a.trials, ...b.trials].map((trial) => trial.variant))];
-  const environment: RunDiff['environment'] = [];
-  const metrics: RunDiff['metrics'] = [];
-  for (const variant of variants) {
-    const firstA = a.trials.find((trial) => trial.variant === variant);
-    const firstB = b.trials.find((trial) => trial.variant === variant);
-    const fpA = firstA && a.fingerprint(firstA.fingerprintId);
-    const fpB = firstB && b.fingerprint(firstB.fingerprintId);
-    if (fpA && fpB) environment.push({ variant, changes: diffFingerprints(fpA, fpB) });
-    const workloads = [...new Set([...a.trials, ...b.trials].filter((trial) => trial.variant === variant).map((trial) => trial.workload))];
-    for (const workload of workloads) {
-      const medianOf = (trials: readonly TrialRecord[]): number | null => {
-        const values = trials
-          .filter((trial) => trial.variant === variant && trial.workload === workload)
-          .map((trial) => metricValue(trial.metrics, metric))
-          .filter((value) => Number.isFinite(value));
-        return values.length === 0 ? null : median(values);
-      };
-      const valueA = medianOf(a.trials);
-      const valueB = medianOf(b.trials);
-      metrics.push({ variant, workload, a: valueA, b: valueB, ratio: valueA !== null && valueB !== null && valueA !== 0 ? valueB / valueA : null });
-    }
-  }
-  return { environment, metrics };
-}
-
-export function formatRunDiff(runA: number, runB: number, metric: MetricName, diff: RunDiff): string {
-  const lines = [`run ${runA} → run ${runB}`, '', 'environment:'];
-  if (diff.environment.length === 0) lines.push('  (no variant in common)');
-  for (const { variant, changes } of diff.environment) {
-    lines.push(`  ${variant}: ${changes.length === 0 ? 'identical' : formatChanges(changes)}`);
-  }
-  lines.push(
-    '',
-    `median ${metric} (${metricUnit(metric)}):`,
-    table(
-      ['variant', 'workload', `run ${runA}`, `run ${runB}`, 'change'],
-      diff.metrics.map((row) => [row.variant, row.workload, formatNumber(row.a), formatNumber(row.b), percent(row.ratio)]),
-    ),
-  );
-  return lines.join('\n');
-}

@@ -11,6 +11,7 @@ import { loadExperiment } from './load.js';
 import { planExperiment } from './plan.js';
 import type { RunOutcome } from './finalize.js';
 import type { Plan, ResolvedExperiment } from './types.js';
+import { storedExperimentOf, storedVerdictsOf } from './stored.js';
 import { ExitCode } from '../util/exit.js';
 
 /**
@@ -43,7 +44,7 @@ export interface StoredRun {
 export function loadRun(db: Db, runId: number): StoredRun {
   const run = getRun(db, runId);
   if (!run) throw new UserError(`run ${runId} is not in the store`, 'list runs with `servelab ls` (and check --store)', ExitCode.usage);
-  return { run, experiment: run.config as ResolvedExperiment, plan: run.plan as Plan };
+  return { run, experiment: storedExperimentOf(run), plan: run.plan };
 }
 
 /**
@@ -84,7 +85,7 @@ export function finishedOutcome(run: RunDetail, acceptDrift: boolean): RunOutcom
     throw new UserError(`run ${run.id} stopped on a drift alarm: ${run.message ?? ''}`, 'fix the environment and start a new run, or resume with --accept-drift');
   }
   if (run.status !== 'done') return undefined;
-  return { runId: run.id, status: 'done', ...(run.verdicts !== undefined && { verdicts: run.verdicts as RunOutcome['verdicts'] }) };
+  return { runId: run.id, status: 'done', ...(run.verdicts !== undefined && { verdicts: storedVerdictsOf(run) }) };
 }
 
 /** Key of a planned trial, matching the store's UNIQUE (run, variant, workload, block, repetition). */

@@ -1,3 +1,4 @@
+import { insertDriftAlarm } from '../store/drift-alarms.js';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createExecutor } from '../exec/create.js';
@@ -598,17 +599,32 @@ function alarmMessage(
 ): string | undefined {
   const { db, experiment, options, log } = context;
   const recorded = getFingerprint(db, history[0]!.fingerprintId);
+  const changes = recorded ? diffFingerprints(recorded, fingerprint) : [];
+  const machineChanges = attributeDrift(db, history.map((past) => past.id), machine);
   const alarm = formatDriftAlarm({
     variant: trial.variant,
     metricLabel: metricUnit(experiment.metric),
     current: check.current,
     reference: check.reference,
     changePct: check.changePct,
-    changes: recorded ? diffFingerprints(recorded, fingerprint) : [],
-    machine: attributeDrift(db, history.map((past) => past.id), machine),
+    changes,
+    machine: machineChanges,
   });
   const message = `drift alarm (${trial.workload}, noise band ±${check.band.toFixed(0)}%): ${alarm}`;
   log(message);
+  insertDriftAlarm(db, context.runId, {
+    variant: trial.variant,
+    workload: trial.workload,
+    metric: experiment.metric,
+    current: check.current,
+    reference: check.reference,
+    changePct: check.changePct,
+    bandPct: check.band,
+    changes,
+    machine: machineChanges,
+    accepted: options.acceptDrift === true,
+    message,
+  });
   if (options.acceptDrift) {
     log('continuing (--accept-drift)');
     return undefined;

@@ -2,6 +2,7 @@
  * What a run report says, computed from stored rows: verdict table, chart data, environment summary, drift notes.
  * Pure (no I/O): the HTML report, the Markdown summary and `servelab ui` all render this one model.
  */
+import type { DriftAlarmRecord } from '../store/drift-alarms.js';
 import { median } from 'simple-statistics';
 import { diffFingerprints, flattenFingerprint, formatChanges } from '../fingerprint/diff.js';
 import type { Fingerprint, FingerprintChange } from '../fingerprint/types.js';
@@ -10,10 +11,11 @@ import { categoryRows, type CategoryRow } from '../experiment/categories.js';
 import { computeVerdicts } from '../experiment/finalize.js';
 import { metricUnit, metricValue } from '../experiment/metrics.js';
 import type { MetricName, ResolvedExperiment, VariantVerdict } from '../experiment/types.js';
+import { storedExperimentOf, storedVerdictsOf } from '../experiment/stored.js';
 import type { RunDetail, TrialHealth } from '../store/queries.js';
 import type { FingerprintRecord, RunStatus, TrialRecord } from '../store/types.js';
 import type { CdfSeries, SpeedupBar, XYSeries } from './charts.js';
-import type { TrialLatencies } from './queries.js';
+import type { TrialLatencies } from '../store/reads.js';
 import type { TrialTelemetry } from '../telemetry/types.js';
 import { machineTrials, type MachineTrial } from './machine.js';
 
@@ -27,6 +29,8 @@ export interface RunData {
   health?: TrialHealth[];
   /** Per-trial machine telemetry; absent or empty for runs recorded without it. */
   telemetry?: Map<number, TrialTelemetry>;
+  /** The drift alarms the runner raised, as stored rows; absent: none known. */
+  driftAlarms?: DriftAlarmRecord[];
 }
 
 export interface VerdictRow {
@@ -101,9 +105,11 @@ export interface DriftRow {
 export interface RunComparison {
   runA: number;
   runB: number;
-  metric: string;
+  metric: MetricName;
   /** Baseline variant of run B: its alarms are the ones the runner acts on. */
   baseline: string;
+  /** The variant whose fingerprints `changes` compares (absent when the runs share none). */
+  environmentVariant?: string;
   changes: FingerprintChange[];
   rows: DriftRow[];
   drifted: boolean;
@@ -116,8 +122,8 @@ export function buildRunReport(data: RunData): RunReport {
   const variants = orderedVariants(experiment, trials);
   const workloads = orderedWorkloads(experiment, trials);
   const baseline = experiment?.baseline ?? variants[0] ?? '';
-  const planned = (run.plan as { trials?: unknown[] } | undefined)?.trials?.length;
-  const stored = Array.isArray(run.verdicts) ? (run.verdicts as VariantVerdict[]) : undefined;
+  const planned = run.plan.trials.length;
+  const stored = storedVerdictsOf(run);
   const verdicts = stored ?? (experiment && trials.length > 0 ? computeVerdicts(experiment, trials, data.health) : []);
   const rows = verdictRows(workloads, variants, baseline, trials, metric, verdicts, data.health ?? []);
 
@@ -176,31 +182,38 @@ export function compareRuns(a: RunData, b: RunData): RunComparison {
   const changes = fingerprintA && fingerprintB ? diffFingerprints(fingerprintA, fingerprintB) : [];
   const rows: DriftRow[] = [];
   for (const workload of orderedWorkloads(experiment, b.trials)) {
-    for (const variant of orderedVariants(experiment, b.trials)) {
-      const history = metricValues(a.trials, variant, workload, metric);
-      const current = metricValues(b.trials, variant, workload, metric);
+    for (const name of orderedVariants(experiment, b.trials)) {
+      const history = metricValues(a.trials, name, workload, metric);
+      const current = metricValues(b.trials, name, workload, metric);
       if (history.length === 0 || current.length === 0) continue;
       const check = checkDrift(current, history, band);
       rows.push({
-        variant,
+        variant: name,
         workload,
         check,
         ...(check.drifted && {
-          alarm: formatDriftAlarm({ variant, metricLabel: metricUnit(metric), current: check.current, reference: check.reference, changePct: check.changePct, changes }),
+          alarm: formatDriftAlarm({ variant: name, metricLabel: metricUnit(metric), current: check.current, reference: check.reference, changePct: check.changePct, changes }),
         }),
       });
     }
   }
   const baseline = experiment?.baseline ?? b.trials[0]?.variant ?? '';
-  return { runA: a.run.id, runB: b.run.id, metric, baseline, changes, rows, drifted: rows.some((row) => row.check.drifted) };
+  return {
+    runA: a.run.id,
+    runB: b.run.id,
+    metric,
+    baseline,
+    ...(variant !== undefined && { environmentVariant: variant }),
+    changes,
+    rows,
+    drifted: rows.some((row) => row.check.drifted),
+  };
 }
 
 function experimentOf(run: RunDetail): ResolvedExperiment | undefined {
-  const config = run.config as Partial<ResolvedExperiment> | undefined;
-  // Only a config with the fields verdicts need is used; anything else is treated as unknown.
-  return config && Array.isArray(config.variants) && Array.isArray(config.workloads) && typeof config.baseline === 'string' && config.verdict
-    ? (config as ResolvedExperiment)
-    : undefined;
+  const config = storedExperimentOf(run);
+  // The store checked names, variants and workloads; verdicts also need the verdict settings.
+  return config.verdict ? config : undefined;
 }
 
 function orderedVariants(experiment: ResolvedExperiment | undefined, trials: TrialRecord[]): string[] {
@@ -344,6 +357,8 @@ function driftNotes(data: RunData, planned: number | undefined, verdictsFinal: b
   const { run, trials } = data;
   const notes: string[] = [];
   if (run.status === 'drift') notes.push(`Drift alarm stopped this run: ${run.message ?? 'no detail recorded'}`);
+  // Alarms accepted with --accept-drift leave no trace in the status: the stored rows say the numbers moved.
+  for (const alarm of data.driftAlarms ?? []) if (alarm.accepted) notes.push(`Drift alarm accepted with --accept-drift: ${alarm.message}`);
   else if (run.status === 'failed' || run.status === 'interrupted') notes.push(`Run ${run.status}${run.message ? `: ${run.message}` : ''}`);
   if (!verdictsFinal && trials.length > 0) {
     notes.push(

@@ -5,7 +5,7 @@ import type { Db } from '../store/db.js';
 import { UserError } from '../util/errors.js';
 import { bestConfig } from '../experiment/best.js';
 import { formatBestVerdict, formatSpecView, hasSpecFigures } from '../experiment/best-format.js';
-import type { ResolvedExperiment } from '../experiment/types.js';
+import { storedExperimentOf } from '../experiment/stored.js';
 import { listRaceEvents } from '../store/campaign.js';
 import { bestConfigHtml, campaignFigures, specTableHtml } from './campaign-html.js';
 import { reportFigures, type Figure } from './figures.js';
@@ -13,7 +13,8 @@ import { redactor } from '../util/redact.js';
 import { renderHtmlReport } from './html.js';
 import { renderMarkdown } from './markdown.js';
 import { buildRunReport, compareRuns, type RunData } from './model.js';
-import { latestRunId, loadRunData } from './queries.js';
+import { loadRunData } from './queries.js';
+import { latestRunId } from '../store/reads.js';
 import { ExitCode } from '../util/exit.js';
 
 export interface WrittenReport {
@@ -50,7 +51,7 @@ interface CampaignParts {
 
 /** Best-config verdict and campaign charts; a single-variant run has no best config to name. */
 function campaignOf(db: Db, data: RunData): CampaignParts {
-  const experiment = data.run.config as ResolvedExperiment;
+  const experiment = storedExperimentOf(data.run);
   if (experiment.variants.length < 2) return { figures: [], markdown: '' };
   const eliminations = listRaceEvents(db, data.run.id).flatMap((event) =>
     event.kind === 'eliminated' && event.variant !== undefined ? [{ variant: event.variant, afterPass: event.afterPass, reason: event.reason }] : [],

@@ -221,4 +221,29 @@ export const migrations: ReadonlyArray<{ version: number; description: string; s
       );
     `,
   },
+  {
+    version: 9,
+    description: 'drift alarms as rows',
+    sql: `
+      -- One row per drift alarm the runner raised (also when --accept-drift let the run go on): what moved, by how
+      -- much, against which band, and what differed; runs.message keeps the one-line text.
+      CREATE TABLE drift_alarms (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs (id),
+        variant TEXT NOT NULL,
+        workload TEXT NOT NULL,
+        metric TEXT NOT NULL,
+        current REAL NOT NULL,
+        reference REAL NOT NULL,
+        change_pct REAL NOT NULL,
+        band_pct REAL NOT NULL,
+        changes_json TEXT NOT NULL,
+        machine_json TEXT NOT NULL,
+        accepted INTEGER NOT NULL,
+        message TEXT NOT NULL,
+        raised_at TEXT NOT NULL
+      );
+      CREATE INDEX drift_alarms_run ON drift_alarms (run_id);
+    `,
+  },
 ];

@@ -1,6 +1,7 @@
 import type { Fingerprint } from '../fingerprint/types.js';
 import type { RequestSample } from '../metrics/types.js';
 import type { Db } from './db.js';
+import { decodeExperiment, decodePlan, decodeVerdicts, type StoredExperiment, type StoredPlan, type StoredVerdicts } from './run-json.js';
 import type { RunRecord, RunStatus, TrialMetrics, TrialRecord } from './types.js';
 
 /** Reads of runs, trials and fingerprints for the runner (resume, drift history) and the terminal views. */
@@ -24,10 +25,10 @@ interface RunRow {
 
 export interface RunDetail extends RunRecord {
   filePath: string;
-  /** ResolvedExperiment as stored (parse with the experiment module's types). */
-  config: unknown;
-  plan: unknown;
-  verdicts?: unknown;
+  /** The ResolvedExperiment, Plan and verdicts as stored, checked by ./run-json.ts. */
+  config: StoredExperiment;
+  plan: StoredPlan;
+  verdicts?: StoredVerdicts;
   trialCount: number;
 }
 
@@ -47,9 +48,9 @@ function runFromRow(row: RunRow): RunDetail {
     ...(row.message !== null && { message: row.message }),
     servelabVersion: row.servelab_version,
     ...(row.git_sha !== null && { gitSha: row.git_sha }),
-    config: JSON.parse(row.config_json) as unknown,
-    plan: JSON.parse(row.plan_json) as unknown,
-    ...(row.verdict_json ? { verdicts: JSON.parse(row.verdict_json) as unknown } : {}),
+    config: decodeExperiment(row.id, row.config_json),
+    plan: decodePlan(row.id, row.plan_json),
+    ...(row.verdict_json ? { verdicts: decodeVerdicts(row.id, row.verdict_json) } : {}),
     trialCount: row.trial_count,
   };
 }

@@ -4,6 +4,7 @@ import type { RequestSample } from '../metrics/types.js';
 import type { TrialTelemetry } from '../telemetry/types.js';
 import { redactor } from '../util/redact.js';
 import type { Db } from './db.js';
+import { encodeVersioned } from './run-json.js';
 import type { RunStatus, TrialRecord } from './types.js';
 
 /**
@@ -26,8 +27,8 @@ export interface NewRun {
   experimentId: number;
   servelabVersion: string;
   gitSha?: string;
-  config: unknown;
-  plan: unknown;
+  config: object;
+  plan: object;
 }
 
 export function insertRun(db: Db, run: NewRun): number {
@@ -36,7 +37,7 @@ export function insertRun(db: Db, run: NewRun): number {
       `INSERT INTO runs (experiment_id, started_at, status, servelab_version, git_sha, config_json, plan_json)
        VALUES (?, ?, 'running', ?, ?, ?, ?)`,
     )
-    .run(run.experimentId, now(), run.servelabVersion, run.gitSha ?? null, cleanJson(run.config), cleanJson(run.plan));
+    .run(run.experimentId, now(), run.servelabVersion, run.gitSha ?? null, encodeVersioned(redactor().deep(run.config)), encodeVersioned(redactor().deep(run.plan)));
   return Number(result.lastInsertRowid);
 }
 

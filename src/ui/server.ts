@@ -13,7 +13,8 @@ import { reportFigures } from '../report/figures.js';
 import { comparisonHtml, driftNotesHtml, environmentHtml, figuresHtml, runFactsHtml, verdictTableHtml } from '../report/html.js';
 import { machineStateHtml } from '../report/machine.js';
 import { buildRunReport, compareRuns } from '../report/model.js';
-import { getServer, listExperiments, loadRunData, openStoreForReading, runContentKey, runProgress, runServers, storeVersion } from '../report/queries.js';
+import { loadRunData } from '../report/queries.js';
+import { getServer, listExperiments, liveServerLogs, openStoreForReading, runContentKey, runningRunsWithProgress, runProgress, runServers, storeVersion } from '../store/reads.js';
 import type { TrialRecord } from '../store/types.js';
 import { readLogTail } from '../util/log-tail.js';
 import { redactor } from '../util/redact.js';
@@ -141,7 +142,7 @@ class UiState {
       events.push({ name: 'change', data: JSON.stringify({ version }) });
     }
     const grown: number[] = [];
-    for (const server of this.liveServers()) {
+    for (const server of liveServerLogs(this.db)) {
       const size = await stat(server.logPath).then((info) => info.size, () => 0);
       if (size !== (this.logSizes.get(server.id) ?? 0)) grown.push(server.id);
       this.logSizes.set(server.id, size);
@@ -196,17 +197,9 @@ class UiState {
     return this.progress.get(runId) ?? [];
   }
 
-  private liveServers(): Array<{ id: number; logPath: string }> {
-    return this.db.prepare("SELECT s.id, s.log_path AS logPath FROM servers s JOIN runs r ON r.id = s.run_id WHERE r.status = 'running'").all() as Array<{
-      id: number;
-      logPath: string;
-    }>;
-  }
-
   /** One point per progress update of each running run: the throughput of each trial while it runs. */
   private recordProgress(): void {
-    const rows = this.db.prepare("SELECT p.run_id FROM progress p JOIN runs r ON r.id = p.run_id WHERE r.status = 'running'").all() as Array<{ run_id: number }>;
-    for (const { run_id: runId } of rows) {
+    for (const runId of runningRunsWithProgress(this.db)) {
       const progress = runProgress(this.db, runId);
       if (!progress) continue;
       const atMs = Date.parse(progress.updatedAt);

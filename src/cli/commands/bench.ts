@@ -2,7 +2,9 @@ import { writeFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import { BACKEND_KINDS } from '../../load/backends.js';
 import { DATASET_FORMATS, type DatasetFields, type DatasetFormat } from '../../load/datasets/types.js';
-import { LIMITS, parseDurationMs, parseLengthSpec } from '../../load/config.js';
+import type { z } from 'zod';
+import { describeIssues } from '../../config/issues.js';
+import { LIMITS, parseDurationMs, parseLengthSpec, promptSourceSchema, sloSchema, workloadSchema } from '../../load/config.js';
 import { watchLiveness } from '../../load/liveness.js';
 import { runBenchmark } from '../../load/run.js';
 import type { BenchOptions, BenchProgress, BenchResult, PromptSource, Slo, Workload } from '../../load/types.js';
@@ -84,15 +86,13 @@ export function workloadFromFlags(flags: Pick<BenchFlags, 'singleStream' | 'conc
   const chosen = [flags.singleStream, flags.concurrency, flags.rate].filter((value) => value !== undefined).length;
   if (chosen > 1) throw usageError('--single-stream, --concurrency and --rate are alternatives', 'pick one workload per run');
   if (flags.rate !== undefined) {
+    // Its bounds are the file's (load/config.ts), checked when the workload goes through the schema.
     const requestsPerSecond = positiveNumber('--rate', flags.rate);
-    if (requestsPerSecond < LIMITS.minRate || requestsPerSecond > LIMITS.maxRate) {
-      throw usageError(`--rate must be between ${LIMITS.minRate} and ${LIMITS.maxRate} requests per second, got "${flags.rate}"`, 'e.g. --rate 4');
-    }
     const requests = flags.requests ? positiveInt('--requests', flags.requests) : Math.max(32, Math.ceil(requestsPerSecond * 10));
-    return { kind: 'rate', requestsPerSecond, arrival: flags.arrival, maxInFlight: positiveInt('--max-in-flight', flags.maxInFlight, LIMITS.concurrency), requests };
+    return { kind: 'rate', requestsPerSecond, arrival: flags.arrival, maxInFlight: positiveInt('--max-in-flight', flags.maxInFlight), requests };
   }
   if (flags.concurrency !== undefined) {
-    const concurrencies = flags.concurrency.split(',').map((part) => positiveInt('--concurrency', part.trim(), LIMITS.concurrency));
+    const concurrencies = flags.concurrency.split(',').map((part) => positiveInt('--concurrency', part.trim()));
     const requests = flags.requests ? positiveInt('--requests', flags.requests) : Math.max(32, 4 * Math.max(...concurrencies));
     return concurrencies.length === 1
       ? { kind: 'concurrency', concurrency: concurrencies[0]!, requests }
@@ -137,7 +137,38 @@ function sloFromFlags(flags: BenchFlags): Slo | undefined {
   if (flags.sloTtftMs) slo.ttftMs = positiveNumber('--slo-ttft-ms', flags.sloTtftMs);
   if (flags.sloTpotMs) slo.tpotMs = positiveNumber('--slo-tpot-ms', flags.sloTpotMs);
   if (flags.sloE2eMs) slo.e2eMs = positiveNumber('--slo-e2e-ms', flags.sloE2eMs);
-  return Object.keys(slo).length > 0 ? slo : undefined;
+  return Object.keys(slo).length > 0 ? validatedAsInFile(sloSchema, slo) : undefined;
+}
+
+/** The flag that sets each field of the workload, prompts and SLO objects. */
+const FLAG_OF: Record<string, string> = {
+  requests: '--requests',
+  requestsPerLevel: '--requests',
+  concurrency: '--concurrency',
+  concurrencies: '--concurrency',
+  requestsPerSecond: '--rate',
+  maxInFlight: '--max-in-flight',
+  inputTokens: '--input-len',
+  outputTokens: '--output-len',
+  maxOutputTokens: '--max-output-len',
+  seed: '--seed',
+  path: '--dataset',
+  fields: '--dataset-field',
+  ttftMs: '--slo-ttft-ms',
+  tpotMs: '--slo-tpot-ms',
+  e2eMs: '--slo-e2e-ms',
+};
+
+/**
+ * The flags' value through the experiment file's own schema (load/config.ts), so `bench` accepts exactly what a
+ * `workloads:` entry accepts: the flag parsers above read the text, the schema has the last word on the value.
+ */
+function validatedAsInFile<T>(schema: z.ZodType<T>, value: T): T {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const problem = describeIssues(schema, value, result.error.issues);
+  const flag = FLAG_OF[String(problem.path[0])] ?? 'flags';
+  throw usageError(`${flag}: ${problem.message}`, 'see `servelab bench --help` for the accepted values');
 }
 
 /** Live progress on stderr: redrawn in place on a terminal, one line per finished level otherwise. */
@@ -194,8 +225,8 @@ async function bench(url: string, flags: BenchFlags): Promise<void> {
     baseUrl: url,
     backend: flags.backend,
     model: flags.model,
-    workload: workloadFromFlags(flags),
-    prompts: promptsFromFlags(flags),
+    workload: validatedAsInFile(workloadSchema, workloadFromFlags(flags)),
+    prompts: validatedAsInFile(promptSourceSchema, promptsFromFlags(flags)),
     ...(flags.promptSalt !== undefined && { promptSalt: promptSaltFlag(flags.promptSalt) }),
     ...(!flags.cachePrompt && { cachePrompt: false as const }),
     warmupRequests: flags.warmup === '0' ? 0 : positiveInt('--warmup', flags.warmup),

@@ -1,6 +1,6 @@
 import { dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { configKey, loadServerConfig, type ServerConfig } from '../../launch/config.js';
+import { configKey, loadServerConfig, serverConfigSchema, type ServerConfig } from '../../launch/config.js';
 import { launchServer } from '../../launch/launch.js';
 import type { RunningServer } from '../../launch/types.js';
 import { parseDurationMs } from '../../load/config.js';
@@ -181,8 +181,9 @@ function parseEnvFlags(pairs: string[]): Record<string, string> {
   return env;
 }
 
+/** --port by the server file's own `port:` rule (launch/config.ts), so flag and file accept the same ports. */
 function parsePort(text: string): number {
-  const port = Number(text);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UserError(`--port "${text}" is not a port number`, 'give an integer 1-65535', ExitCode.usage);
-  return port;
+  const port = serverConfigSchema.shape.port.safeParse(text.trim() === '' ? Number.NaN : Number(text));
+  if (!port.success || port.data === undefined) throw new UserError(`--port "${text}" is not a port number`, 'give an integer 1-65535', ExitCode.usage);
+  return port.data;
 }

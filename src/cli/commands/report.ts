@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { openStoreForReading } from '../../report/queries.js';
+import { openStoreForReading } from '../../store/reads.js';
 import { writeReports } from '../../report/write.js';
 import { defaultStorePath } from '../../store/db.js';
 import { UserError } from '../../util/errors.js';

@@ -1,9 +1,12 @@
 import type { Command } from 'commander';
-import { diffRuns, formatRunDiff, formatRunList, formatRunShow } from '../../experiment/format.js';
+import { formatRunList, formatRunShow } from '../../experiment/format.js';
+import { comparisonText } from '../../report/compare-text.js';
+import { compareRuns } from '../../report/model.js';
+import { loadRunData } from '../../report/queries.js';
 import { campaignSummary } from '../../experiment/campaign-report.js';
-import type { ResolvedExperiment } from '../../experiment/types.js';
 import { defaultStorePath, openStore, type Db } from '../../store/db.js';
-import { getFingerprint, getRun, listInvalidTrials, listRuns, listTrials, unplannedRestarts, type RunDetail } from '../../store/queries.js';
+import { getRun, listInvalidTrials, listRuns, listTrials, unplannedRestarts, type RunDetail } from '../../store/queries.js';
+import { listDriftAlarms, type DriftAlarmRecord } from '../../store/drift-alarms.js';
 import { runTelemetry } from '../../store/telemetry.js';
 import { formatTelemetrySummary } from '../../telemetry/summary.js';
 import type { TrialRecord } from '../../store/types.js';
@@ -47,11 +50,12 @@ export function registerStoreViews(program: Command): void {
         const restarts = unplannedRestarts(db, run.id);
         const telemetry = runTelemetry(db, run.id);
         const campaign = campaignSummary(db, run.id);
+        const driftAlarms = listDriftAlarms(db, run.id);
         if (flags.json) {
           const machine = Object.fromEntries([...telemetry].map(([id, recorded]) => [id, { summary: recorded.summary, serverMetricsUnavailable: recorded.serverMetrics.unavailable }]));
-          return JSON.stringify({ run, trials, invalidTrials, unplannedRestarts: restarts, telemetry: machine, best: campaign.best }, null, 2);
+          return JSON.stringify({ run, trials, invalidTrials, unplannedRestarts: restarts, driftAlarms, telemetry: machine, best: campaign.best }, null, 2);
         }
-        return [formatRunShow(run, trials, invalidTrials, restarts), ...formatMachineState(trials, telemetry), '', campaign.text].join('\n');
+        return [formatRunShow(run, trials, invalidTrials, restarts), ...formatDriftAlarms(driftAlarms), ...formatMachineState(trials, telemetry), '', campaign.text].join('\n');
       }),
     );
 
@@ -65,13 +69,9 @@ export function registerStoreViews(program: Command): void {
     .action((aArg: string, bArg: string, flags: ViewFlags) =>
       withStore(flags, (db) => {
         const [a, b] = [requireRun(db, aArg), requireRun(db, bArg)];
-        const side = (run: RunDetail) => ({
-          experiment: run.config as ResolvedExperiment,
-          trials: listTrials(db, run.id),
-          fingerprint: (id: number) => getFingerprint(db, id),
-        });
-        const diff = diffRuns(side(a), side(b));
-        return flags.json ? JSON.stringify(diff, null, 2) : formatRunDiff(a.id, b.id, (a.config as ResolvedExperiment).metric, diff);
+        // The comparison the UI and report show: B against A as the drift alarm judges it.
+        const comparison = compareRuns(loadRunData(db, a.id, { latencies: false })!, loadRunData(db, b.id, { latencies: false })!);
+        return flags.json ? JSON.stringify(comparison, null, 2) : comparisonText(comparison);
       }),
     );
 }
@@ -87,6 +87,12 @@ function formatMachineState(trials: TrialRecord[], telemetry: Map<number, TrialT
     for (const line of formatTelemetrySummary(recorded.summary)) lines.push(`    ${line}`);
   }
   return lines.length > 0 ? ['', 'machine state per trial:', ...lines] : [];
+}
+
+/** One line per alarm the runner raised, from the stored rows. */
+function formatDriftAlarms(alarms: readonly DriftAlarmRecord[]): string[] {
+  if (alarms.length === 0) return [];
+  return ['', 'drift alarms:', ...alarms.map((alarm) => `  ${alarm.message}${alarm.accepted ? ' (accepted with --accept-drift)' : ''}`)];
 }
 
 function withStore(flags: ViewFlags, render: (db: Db) => string): void {

@@ -1,0 +1,33 @@
+/** `servelab diff` in the terminal: the same RunComparison the UI and report render as HTML. */
+import { formatChanges } from '../fingerprint/diff.js';
+import { table } from '../experiment/format.js';
+import { metricUnit } from '../experiment/metrics.js';
+import { formatNumber, formatPercent } from '../util/format.js';
+import type { RunComparison } from './model.js';
+
+export function comparisonText(comparison: RunComparison): string {
+  const { runA, runB } = comparison;
+  const lines = [`run ${runA} → run ${runB}`, '', 'environment:'];
+  if (comparison.environmentVariant === undefined) lines.push('  (no variant in common)');
+  else lines.push(`  ${comparison.environmentVariant}: ${comparison.changes.length === 0 ? 'identical' : formatChanges(comparison.changes)}`);
+  lines.push('', `${comparison.metric} (${metricUnit(comparison.metric)}): run ${runB}'s mean against run ${runA}'s median, as the drift alarm compares`);
+  lines.push(
+    comparison.rows.length === 0
+      ? '  (no variant and workload in common)'
+      : table(
+          ['variant', 'workload', `run ${runA}`, `run ${runB}`, 'change', 'noise band', 'status'],
+          comparison.rows.map((row) => [
+            row.variant,
+            row.workload,
+            formatNumber(row.check.reference),
+            formatNumber(row.check.current),
+            formatPercent(row.check.changePct),
+            `±${row.check.band.toFixed(1)}%`,
+            row.check.drifted ? 'DRIFT' : (row.check.unguarded ?? 'within noise'),
+          ]),
+        ),
+  );
+  const alarms = comparison.rows.flatMap((row) => (row.alarm === undefined ? [] : [`  ${row.workload}: ${row.alarm}`]));
+  if (alarms.length > 0) lines.push('', 'drift alarms:', ...alarms);
+  return lines.join('\n');
+}
