@@ -50,7 +50,7 @@ describe('best-config report', () => {
     assert.match(await page.locator('table.pairwise td[data-row]').first().getAttribute('title') ?? '', /Holm-adjusted p \d/);
     assert.match(await page.locator('div.best').innerText(), /ranks first, but is not significantly better than/);
     assert.match(await page.locator('table.ranking tbody tr').first().innerText(), new RegExp(`${best.winner}[\\s\\S]*winner`));
-    assert.match(await page.locator('div.best').innerText(), /vs baseline baseline: \+\d/);
+    assert.match(await page.locator('div.best').innerText(), /vs the baseline \(baseline\): \+\d/);
 
     // The grid parameter is drawn on a value axis: its tick labels are numbers in order.
     const ticks = await page.$$eval('figure[data-figure="param-steps"] text', (nodes) => nodes.map((node) => node.textContent ?? ''));

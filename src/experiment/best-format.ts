@@ -16,8 +16,8 @@ export function formatBestVerdict(experiment: ResolvedExperiment, best: BestVerd
     `best config: ${objective.direction} ${objective.metric} (${unit}) on ${objective.workload}${constraints ? `, subject to ${constraints}` : ''}`,
     best.conclusion,
   ];
-  if (best.winner && best.vsBaseline) lines.push(`  vs baseline ${experiment.baseline}: ${effect(best.vsBaseline)}`);
-  if (best.winner && best.vsRunnerUp) lines.push(`  vs runner-up ${best.runnerUp}: ${effect(best.vsRunnerUp)}`);
+  if (best.winner && best.vsBaseline) lines.push(`  vs the baseline (${experiment.baseline}): ${effect(best.vsBaseline)}`);
+  if (best.winner && best.vsRunnerUp) lines.push(`  vs the runner-up (${best.runnerUp}): ${effect(best.vsRunnerUp)}`);
   const top = best.ranking[0]?.median ?? null;
   lines.push(
     '',

@@ -26,8 +26,8 @@ export function bestConfigHtml(experiment: ResolvedExperiment, best: BestVerdict
   const unit = metricUnit(objective.metric) || objective.metric;
   const constraints = objective.constraints.map((constraint) => `${constraint.metric} ${constraint.op} ${constraint.value}`).join(', ');
   const effects = [
-    best.vsBaseline && `<li>vs baseline <code>${esc(experiment.baseline)}</code>: ${effectHtml(best.vsBaseline)}</li>`,
-    best.vsRunnerUp && `<li>vs runner-up <code>${esc(best.runnerUp)}</code>: ${effectHtml(best.vsRunnerUp)}</li>`,
+    best.vsBaseline && `<li>vs the baseline (<code>${esc(experiment.baseline)}</code>): ${effectHtml(best.vsBaseline)}</li>`,
+    best.vsRunnerUp && `<li>vs the runner-up (<code>${esc(best.runnerUp)}</code>): ${effectHtml(best.vsRunnerUp)}</li>`,
   ].filter(Boolean);
   const ranking = `<table class="data ranking"><thead><tr><th class="num">rank</th><th>config</th><th class="num">median ${esc(unit)}</th><th class="num">trials</th><th>status</th></tr></thead><tbody>${best.ranking
     .map(
