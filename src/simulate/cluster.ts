@@ -112,7 +112,7 @@ export async function startSimulatorCluster(config: SimConfig, workers: number, 
 
   // Log lines and state changes keep their order: a line printed after `ready` means every worker is ready.
   let sequence = Promise.resolve();
-  const inOrder = (step: () => void | Promise<unknown>): void => {
+  const inOrder = (step: () => unknown): void => {
     sequence = sequence.then(step).then(() => {});
   };
   const setState = (state: ServerState): void =>
