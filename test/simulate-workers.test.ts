@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { describe, test, type TestContext } from 'node:test';
 import { Agent, request } from 'undici';
 import { scrapeVllmSpecCounters, specFromCounterDelta } from '../src/load/spec.js';
@@ -106,5 +107,23 @@ describe('servelab simulate --workers', () => {
     });
     assert.equal(usage.code, 2);
     assert.match(usage.stderr, /--prefix-cache cannot be combined with --workers/);
+  });
+
+  test('SIGTERM to the whole process group (as a launcher sends it) is a clean shutdown: exit 0, no worker left', async () => {
+    const child = spawn(process.execPath, [SERVELAB_BIN, 'simulate', '--workers', '2', '--load-ms', '100'], { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+    for (let waited = 0; !UVICORN.test(output) && waited < 15_000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.match(output, UVICORN);
+    process.kill(-child.pid!, 'SIGTERM');
+    const [code] = await exited;
+    assert.equal(code, 0, output);
+    assert.match(output, /Finished server process/);
+    assert.doesNotMatch(output, /worker \d exited/);
+    // Nothing of the group survives its primary.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.throws(() => process.kill(-child.pid!, 0), /ESRCH/);
   });
 });

@@ -15,8 +15,12 @@ import { messageOf, UserError } from '../util/errors.js';
 
 const CONFIG_ENV = 'SERVELAB_SIM_REPLICA_CONFIG';
 const INDEX_ENV = 'SERVELAB_SIM_REPLICA_INDEX';
+const STOP_GRACE_MS = 3000;
 
-type ToWorker = { type: 'state'; id: number; state: ServerState } | { type: 'counters?'; id: number } | { type: 'workers'; id: number; workers: SimCounters[] };
+type ToWorker =
+  | { type: 'stop' }
+  | { type: 'state'; id: number; state: ServerState }
+  | { type: 'counters?'; id: number } | { type: 'workers'; id: number; workers: SimCounters[] };
 type ToPrimary =
   | { type: 'listening'; port: number }
   | { type: 'failed'; message: string; hint: string; exitCode: number }
@@ -132,8 +136,9 @@ export async function startSimulatorCluster(config: SimConfig, workers: number, 
       forked.map((worker) => {
         if (worker.isDead()) return undefined;
         const exited = new Promise((resolve) => worker.once('exit', resolve));
-        worker.process.kill('SIGTERM');
-        return exited;
+        worker.send({ type: 'stop' } satisfies ToWorker);
+        const killer = setTimeout(() => worker.process.kill('SIGKILL'), STOP_GRACE_MS);
+        return exited.finally(() => clearTimeout(killer));
       }),
     );
   };
@@ -163,8 +168,11 @@ export async function runSimulatorReplica(): Promise<void> {
     return;
   }
   const sim = simulator;
+  const stop = (): void => void sim.close().then(() => process.exit(0));
   process.on('message', (message: ToWorker) => {
     switch (message.type) {
+      case 'stop':
+        return stop();
       case 'state':
         sim.setState(message.state);
         return send({ type: 'state-ack', id: message.id });
@@ -176,9 +184,10 @@ export async function runSimulatorReplica(): Promise<void> {
         return undefined;
     }
   });
-  const stop = (): void => void sim.close().then(() => process.exit(0));
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  // A signal to the process group reaches the primary too, which stops each worker in turn: a worker quitting on
+  // its own first would look like a dead replica to the primary.
+  process.on('SIGTERM', () => {});
+  process.on('SIGINT', () => {});
   // Without its primary the replica has no lifecycle and no totals: go too.
   process.once('disconnect', stop);
   send({ type: 'listening', port: sim.port });
