@@ -5,17 +5,17 @@
  * with this process). The same figures for a reference client — a minimal raw undici loop that only reads the
  * stream and counts events — are measured in the same run, and servelab is reported as a ratio of it.
  *
- *   npx tsc -p . && node dist/bench/client-overhead.js [--streams 256] [--output-len 256] [--requests 1024] [--paced-tpot-ms 10] [--workers 1]
+ *   npx tsc -p . && node dist/bench/client-overhead.js [--streams 256] [--output-len 256] [--requests 1024] [--paced-tpot-ms 10] [--workers 1] [--sim-workers 1]
  *
  * --workers N (or auto) runs servelab's throughput figures with N load-generation threads (CPU per token then sums
- * every thread); the raw loop and the timing-error figures stay on one thread. One simulator process serves all
- * streams, so with many workers its own ceiling may be the figure measured.
+ * every thread); the raw loop and the timing-error figures stay on one thread. --sim-workers N (or auto) serves
+ * the streams from `servelab simulate --workers N` (N processes behind one port), so that with many client
+ * threads the client's limit is measured rather than one simulator process's (about 85k tok/s); the output says
+ * which simulator served.
  *
  * Timing error: TTFT error = arrival of the first token event − its sent_ns (delivery delay the client adds on top
  * of the server); ITL error = |client gap − server gap| between consecutive token events of one request.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Pool, request } from 'undici';
 import { quantile } from 'simple-statistics';
@@ -24,6 +24,7 @@ import { runLevel } from '../src/load/level.js';
 import { loadPrompts, type PromptItem } from '../src/load/prompts.js';
 import { nowMs, type RequestContext } from '../src/load/request.js';
 import { runBenchmark } from '../src/load/run.js';
+import { spawnSimulator, type SimulatorProcess } from '../src/simulate/child.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -32,6 +33,7 @@ const { values: args } = parseArgs({
     requests: { type: 'string', default: '1024' },
     'paced-tpot-ms': { type: 'string', default: '10' },
     workers: { type: 'string', default: '1' },
+    'sim-workers': { type: 'string', default: '1' },
   },
 });
 const STREAMS = Number(args.streams);
@@ -39,30 +41,21 @@ const OUTPUT_LEN = Number(args['output-len']);
 const REQUESTS = Number(args.requests);
 const PACED_TPOT_MS = Number(args['paced-tpot-ms']);
 const WORKERS: number | 'auto' = args.workers === 'auto' ? 'auto' : Number(args.workers);
+const SIM_WORKERS = args['sim-workers'];
 const SHORT_OUTPUT_LEN = 4;
 const SHORT_REQUESTS = 4 * REQUESTS;
 const INPUT_LEN = 32;
 
-const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
-const children: ChildProcess[] = [];
-process.on('exit', () => children.forEach((child) => child.kill('SIGKILL')));
+const simulators: SimulatorProcess[] = [];
+process.on('exit', () => simulators.forEach((sim) => sim.child.kill('SIGKILL')));
 
-/** Start the simulator in its own process (own event loop, own core) and wait until it serves. */
-function startSim(decode: Record<string, number>): Promise<string> {
-  const config = { startup: { loadMs: 0 }, decode: { ttftBaseMs: 0, prefillMsPerToken: 0, jitter: 0, concurrencySlowdown: 0, maxBatch: 4096, ...decode } };
-  const script = `import { startSimulator } from ${JSON.stringify(`${repoRoot}dist/src/simulate/server.js`)};
-    const sim = await startSimulator(${JSON.stringify(config)}); await sim.ready; console.log('READY ' + sim.url);`;
-  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    let log = '';
-    child.stdout!.on('data', (chunk) => {
-      log += chunk;
-      const ready = /READY (http:\/\/\S+)/.exec(log);
-      if (ready) resolve(ready[1]!);
-    });
-    child.once('exit', (code) => reject(new Error(`simulator exited (${code}) before ready:\n${log}`)));
-  });
+/** Start `servelab simulate` (its own processes and cores) with zero-cost timing apart from tpot; wait until it serves. */
+async function startSim(tpotMs: number): Promise<string> {
+  const flags = ['--load-ms', '0', '--ttft-ms', '0', '--prefill-ms-per-token', '0', '--jitter', '0', '--concurrency-slowdown', '0', '--max-batch', '4096'];
+  const sim = await spawnSimulator([...flags, '--stats-interval-ms', '0', '--tpot-ms', String(tpotMs), '--workers', SIM_WORKERS]);
+  simulators.push(sim);
+  await sim.waitForLine(/Uvicorn running on/, 60_000);
+  return sim.url;
 }
 
 function prompts(count: number, outputLen: number): Promise<PromptItem[]> {
@@ -200,12 +193,13 @@ function best(runs: Figures[]): Figures {
 }
 
 async function main() {
-  const fastUrl = await startSim({ tpotMs: 0 });
-  const pacedUrl = await startSim({ tpotMs: PACED_TPOT_MS });
+  const fastUrl = await startSim(0);
+  const pacedUrl = await startSim(PACED_TPOT_MS);
   const longItems = await prompts(REQUESTS, OUTPUT_LEN);
   const shortItems = await prompts(SHORT_REQUESTS, SHORT_OUTPUT_LEN);
   const pacedItems = await prompts(2 * STREAMS, 64);
   process.stderr.write(`client overhead: ${STREAMS} streams, simulator in child processes (zero latency; paced tpot ${PACED_TPOT_MS} ms)\n`);
+  const simulatorLine = `simulator: servelab simulate --workers ${SIM_WORKERS} (${SIM_WORKERS === '1' ? 'one process: with many client threads its ceiling may be what is measured' : 'processes behind one port'})`;
 
   // Warm both paths (JIT, connections), then interleave repetitions so drift hits both clients alike.
   await servelabThroughput(fastUrl, STREAMS, 16);
@@ -250,6 +244,7 @@ async function main() {
     `${[
       `streams=${STREAMS} output=${OUTPUT_LEN} tokens x ${REQUESTS} requests (tok/s); ${SHORT_OUTPUT_LEN} tokens x ${SHORT_REQUESTS} requests (req/s); errors in ms`,
       `servelab tok/s, req/s and cpu us/tok with workers=${WORKERS} (all threads' CPU); timing errors and the reference on one thread`,
+      simulatorLine,
       header.join('  '),
       ours.cells.join('  '),
       reference.cells.join('  '),

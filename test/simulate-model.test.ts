@@ -16,7 +16,7 @@ import {
 } from '../src/simulate/model.js';
 import { deriveSeed, mulberry32 } from '../src/util/random.js';
 import { BatchScheduler } from '../src/simulate/scheduler.js';
-import { SimMetrics, statsLines } from '../src/simulate/metrics.js';
+import { renderMetrics, SimMetrics, statsLines, sumCounters } from '../src/simulate/metrics.js';
 import { countTokens } from '../src/simulate/text.js';
 import { isUserError } from '../src/util/errors.js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -178,19 +178,31 @@ describe('batch scheduler', () => {
 describe('metrics', () => {
   test('Prometheus text and stats lines report spec-decoding counters in vLLM format', () => {
     const metrics = new SimMetrics();
-    const before = metrics.snapshot();
+    const before = { ...metrics.counters(0, 0), at: 1000 };
     metrics.recordStep(4, 3);
     metrics.recordStep(4, 1);
     metrics.recordStep(0, 0);
     metrics.generationTokens = 6;
-    const text = metrics.render('m"1', 2, 1);
+    const text = renderMetrics('m"1', metrics.counters(2, 1));
     assert.match(text, /^# TYPE vllm:spec_decode_num_drafts_total counter$/m);
     assert.match(text, /^vllm:spec_decode_num_drafts_total\{model_name="m\\"1"\} 2\.0$/m);
     assert.match(text, /^vllm:spec_decode_num_draft_tokens_total\{model_name="m\\"1"\} 8\.0$/m);
     assert.match(text, /^vllm:spec_decode_num_accepted_tokens_total\{model_name="m\\"1"\} 4\.0$/m);
     assert.match(text, /^vllm:num_requests_running\{model_name="m\\"1"\} 2\.0$/m);
-    const lines = statsLines(before, { ...metrics.snapshot(), at: before.at + 2000 }, 2, 1);
+    const lines = statsLines(before, { ...metrics.counters(2, 1), at: before.at + 2000 });
     assert.match(lines[0]!, /Avg generation throughput: 3\.0 tokens\/s, Running: 2 reqs, Waiting: 1 reqs/);
     assert.match(lines[1]!, /Draft acceptance rate: 50\.0%, Mean acceptance length: 3\.00/);
+  });
+
+  test('a multi-worker total sums every counter and gauge of its workers', () => {
+    const one = new SimMetrics();
+    one.recordStep(4, 3);
+    one.generationTokens = 5;
+    const two = new SimMetrics();
+    two.recordStep(4, 1);
+    two.generationTokens = 2;
+    two.requestsFinished = 1;
+    const total = sumCounters([one.counters(2, 0), two.counters(1, 3)]);
+    assert.deepEqual(total, { promptTokens: 0, generationTokens: 7, requestsFinished: 1, specDrafts: 2, specDraftTokens: 8, specAcceptedTokens: 4, running: 3, waiting: 3 });
   });
 });

@@ -1,6 +1,6 @@
 import { nowMs, sleepUntil, yieldToEventLoop } from './clock.js';
 import type { SimConfig } from './config.js';
-import { SimMetrics } from './metrics.js';
+import { SimMetrics, type SimCounters } from './metrics.js';
 import { envSpeedup, sampleAcceptedDrafts, sampleStepMs, sampleTtftMs, type EnvLookup } from './model.js';
 import { deriveSeed, mulberry32, type Random } from '../util/random.js';
 import { BatchScheduler } from './scheduler.js';
@@ -54,16 +54,24 @@ export class SimEngine {
   /** Decode speed multiplier from envSpeedups, fixed at start like a real server's environment. */
   readonly speedup: number;
   private requestCount = 0;
+  private readonly seed: number;
 
-  constructor(readonly config: SimConfig, env: EnvLookup) {
+  /** `replica` > 0 (a worker of a multi-worker simulator) salts the seed, so no two workers replay one stream. */
+  constructor(readonly config: SimConfig, env: EnvLookup, replica = 0) {
     this.scheduler = new BatchScheduler(config.decode.maxBatch);
     this.speedup = envSpeedup(config, env);
+    this.seed = replica === 0 ? config.decode.seed : deriveSeed(config.decode.seed, -replica);
   }
 
   /** A reproducible random stream for the next request (timings, text, EOS, faults). */
   nextRequestRng(): Random {
     this.requestCount += 1;
-    return mulberry32(deriveSeed(this.config.decode.seed, this.requestCount));
+    return mulberry32(deriveSeed(this.seed, this.requestCount));
+  }
+
+  /** Counters plus the scheduler's gauges, as of now. */
+  counters(): SimCounters {
+    return this.metrics.counters(this.scheduler.running, this.scheduler.queued);
   }
 
   /** Runs one request through queue, prefill and decode; undefined when `signal` aborted it. */

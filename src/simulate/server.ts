@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import { parseSimConfig, type FaultConfig, type SimConfig, type SimConfigInput } from './config.js';
 import { SimEngine, type EngineStep, type GenerationOutcome } from './engine.js';
 import { errorBody, HttpError, readJsonBody, sendJson, sendText, SseWriter } from './http.js';
@@ -9,7 +10,7 @@ import type { EnvLookup } from './model.js';
 import { chatJob, completionJob } from './openai.js';
 import type { Random } from '../util/random.js';
 import { sglangJob } from './sglang.js';
-import { statsLines } from './metrics.js';
+import { renderMetrics, statsLines, sumCounters, type CounterSnapshot, type SimCounters } from './metrics.js';
 import { PrefixCache } from './prefix-cache.js';
 import { runStartup, vllmLogLine, type ServerState } from './startup.js';
 import { isTgiBody, tgiJob } from './tgi.js';
@@ -24,6 +25,15 @@ export interface SimulatorOptions {
   env?: EnvLookup;
   /** A simulated crash calls this (the CLI exits 1); default: the server closes. */
   onCrash?: () => void;
+  /** Set when this server is one worker of `simulate --workers N`: the primary then plays startup and logs stats. */
+  replica?: ReplicaLink;
+}
+
+export interface ReplicaLink {
+  /** 1-based worker number; salts the request seeds. */
+  index: number;
+  /** Every worker's counters and gauges (asked of the primary): summed, scrapers see the whole server. */
+  workers(): Promise<SimCounters[]>;
 }
 
 export interface SimulatorHandle {
@@ -32,6 +42,10 @@ export interface SimulatorHandle {
   config: SimConfig;
   /** Current lifecycle state. */
   state(): ServerState;
+  /** Moves the lifecycle on; only a replica's primary calls it (a standalone server plays its own startup). */
+  setState(next: ServerState): void;
+  /** This server's own counters and gauges (a replica's share of the whole). */
+  counters(): SimCounters;
   /** Resolves when startup finished (ready or not-serving); rejects if a crash, OOM or hang strikes first. */
   ready: Promise<void>;
   /** Stops listening and drops every open connection. */
@@ -42,7 +56,8 @@ export interface SimulatorHandle {
 export async function startSimulator(input: SimConfigInput = {}, options: SimulatorOptions = {}): Promise<SimulatorHandle> {
   const config = parseSimConfig(input);
   const log = options.log ?? (() => {});
-  const engine = new SimEngine(config, options.env ?? process.env);
+  const { replica } = options;
+  const engine = new SimEngine(config, options.env ?? process.env, replica?.index);
   let state: ServerState = 'loading';
   let wasReady = false;
   /** Cancels each in-flight generation, so a hang or OOM after ready can halt them all. */
@@ -69,11 +84,14 @@ export async function startSimulator(input: SimConfigInput = {}, options: Simula
     if (method === 'GET') {
       if (path === '/health') return health(res);
       if (path === '/v1/models') return models(res);
-      if (path === '/metrics') return sendText(res, 200, 'text/plain; version=0.0.4; charset=utf-8', engine.metrics.render(config.model, engine.scheduler.running, engine.scheduler.queued));
+      if (path === '/metrics') return sendText(res, 200, 'text/plain; version=0.0.4; charset=utf-8', renderMetrics(config.model, await serverCounters()));
       if (path === '/sim/config') return sendJson(res, 200, config);
       if (path === '/sim/state') {
+        const workers = replica && (await replica.workers());
+        const { running, waiting } = workers ? sumCounters(workers) : engine.counters();
         const cache = prefixCache && { queryTokens: prefixCache.queryTokens, hitTokens: prefixCache.hitTokens };
-        return sendJson(res, 200, { state, speedup: engine.speedup, running: engine.scheduler.running, waiting: engine.scheduler.queued, ...(cache && { prefixCache: cache }) });
+        const perWorker = workers?.map((counters) => ({ running: counters.running, requestsFinished: counters.requestsFinished }));
+        return sendJson(res, 200, { state, speedup: engine.speedup, running, waiting, ...(cache && { prefixCache: cache }), ...(perWorker && { workers: perWorker }) });
       }
     } else if (method === 'POST') {
       if (path === '/reset_prefix_cache' || path === '/flush_cache') {
@@ -103,6 +121,11 @@ export async function startSimulator(input: SimConfigInput = {}, options: Simula
       default:
         return undefined;
     }
+  }
+
+  /** The whole server's counters: this engine's, or every worker's summed. */
+  async function serverCounters(): Promise<SimCounters> {
+    return replica ? sumCounters(await replica.workers()) : engine.counters();
   }
 
   function health(res: ServerResponse): void {
@@ -214,8 +237,8 @@ export async function startSimulator(input: SimConfigInput = {}, options: Simula
   });
   const port = (server.address() as AddressInfo).port;
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
-  const cancelStartup = runStartup(config, url, process.pid, { log, setState });
-  const stopStats = logStatsPeriodically(engine, config.statsIntervalMs, log);
+  const cancelStartup = replica ? () => {} : runStartup(config, url, process.pid, { log, setState });
+  const stopStats = replica ? () => {} : logStatsPeriodically(() => engine.counters(), config.statsIntervalMs, log);
 
   let closing: Promise<void> | undefined;
   function close(): Promise<void> {
@@ -229,20 +252,34 @@ export async function startSimulator(input: SimConfigInput = {}, options: Simula
     return closing;
   }
 
-  return { url, port, config, state: () => state, ready, close };
+  return { url, port, config, state: () => state, setState, counters: () => engine.counters(), ready, close };
 }
 
-/** Like vLLM's engine stats logger: a line per interval, skipped while idle. */
-function logStatsPeriodically(engine: SimEngine, intervalMs: number, log: (line: string) => void): () => void {
+/**
+ * Like vLLM's engine stats logger: a line per interval, skipped while idle. `read` may be asynchronous (a
+ * multi-worker primary sums its workers' counters); a read still pending when the next interval is due skips it.
+ */
+export function logStatsPeriodically(read: () => SimCounters | Promise<SimCounters>, intervalMs: number, log: (line: string) => void): () => void {
   if (intervalMs <= 0) return () => {};
-  let previous = engine.metrics.snapshot();
+  const snapshot = async (): Promise<CounterSnapshot> => ({ ...(await read()), at: performance.now() });
+  let previous: Promise<CounterSnapshot> | undefined = snapshot();
+  let pending = false;
   const timer = setInterval(() => {
-    const current = engine.metrics.snapshot();
-    const { running, queued } = engine.scheduler;
-    if (running > 0 || queued > 0 || current.generationTokens !== previous.generationTokens) {
-      for (const line of statsLines(previous, current, running, queued)) log(vllmLogLine('INFO', 'loggers.py:118', line));
-    }
-    previous = current;
+    if (pending || !previous) return;
+    pending = true;
+    void Promise.all([previous, snapshot()])
+      .then(([before, current]) => {
+        if (current.running > 0 || current.waiting > 0 || current.generationTokens !== before.generationTokens) {
+          for (const line of statsLines(before, current)) log(vllmLogLine('INFO', 'loggers.py:118', line));
+        }
+        previous = Promise.resolve(current);
+      })
+      .catch(() => {
+        previous = undefined; // the workers are gone: the server is shutting down
+      })
+      .finally(() => {
+        pending = false;
+      });
   }, intervalMs);
   timer.unref();
   return () => clearInterval(timer);

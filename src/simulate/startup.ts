@@ -83,8 +83,9 @@ export function runStartup(config: SimConfig, url: string, pid: number, hooks: S
     offset += duration;
   }
   at(loadMs, () => {
-    for (const line of readyLines(url, pid)) hooks.log(line);
+    // State first: whoever acts on the Uvicorn line must find the server serving.
     hooks.setState(failure.kind === 'not-serving' ? 'not-serving' : 'ready');
+    for (const line of readyLines(url, pid)) hooks.log(line);
   });
   return cancel;
 }

@@ -293,7 +293,7 @@ export function registerBench(program: Command): void {
     .option('--slo-ttft-ms <ms>', 'goodput SLO on time to first token')
     .option('--slo-tpot-ms <ms>', 'goodput SLO on time per output token')
     .option('--slo-e2e-ms <ms>', 'goodput SLO on end-to-end latency')
-    .option('--tokenizer <path>', "the model's tokenizer.json or model directory: exact synthetic lengths, chat template, token counts when the server reports no usage")
+    .option('--tokenizer <path>', "the model's tokenizer.json, model directory or NAME-<encoding>.tiktoken vocabulary: exact synthetic lengths, chat template, token counts when the server reports no usage")
     .option('--workers <n|auto>', 'load-generation threads, each with its own event loop and connections (auto = one per core)', '1')
     .option('--no-spec-metrics', 'do not scrape speculative-decoding statistics')
     .option('--json', 'print the result JSON on stdout instead of the table')

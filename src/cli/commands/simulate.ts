@@ -1,6 +1,9 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { FailureKinds, FaultKinds, resolveSimConfig, type FailureKind, type FaultConfig, type SimConfigInput, type EnvSpeedup } from '../../simulate/config.js';
+import { availableParallelism } from 'node:os';
+import { isSimulatorReplica, runSimulatorReplica, startSimulatorCluster } from '../../simulate/cluster.js';
 import { startSimulator } from '../../simulate/server.js';
+import { UserError } from '../../util/errors.js';
 
 interface SimulateFlags {
   config?: string;
@@ -29,6 +32,7 @@ interface SimulateFlags {
   prefixCache?: boolean;
   envSpeedup: EnvSpeedup[];
   fault: FaultConfig[];
+  workers?: number;
 }
 
 function number(value: string): number {
@@ -40,6 +44,14 @@ function number(value: string): number {
 function integer(value: string): number {
   const parsed = number(value);
   if (!Number.isInteger(parsed)) throw new InvalidArgumentError('expected an integer');
+  return parsed;
+}
+
+/** N or `auto` (one per CPU core). */
+function workerCount(value: string): number {
+  if (value === 'auto') return availableParallelism();
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 1) throw new InvalidArgumentError('expected a positive integer or auto');
   return parsed;
 }
 
@@ -152,18 +164,22 @@ export function registerSimulate(program: Command): void {
     .option('--prefix-cache', 'cache prompt prefixes: a repeated prefix costs no prefill (POST /reset_prefix_cache or /flush_cache clears it)')
     .option('--env-speedup <NAME=VALUE:FACTOR>', 'decode speed x FACTOR when env NAME equals VALUE (repeatable)', envSpeedup, [])
     .option('--fault <KIND:RATE[:AFTER_TOKENS]>', `inject client-visible faults: ${FaultKinds.join('|')} (repeatable)`, fault, [])
+    .option('--workers <n|auto>', 'simulator processes behind the one port, each a data-parallel replica with its own --max-batch; /metrics sums them (default 1)', workerCount)
     .action(async (flags: SimulateFlags) => {
+      if (isSimulatorReplica()) return runSimulatorReplica();
       const config = resolveSimConfig(flags.config, overridesFrom(flags), flagOf);
       if (flags.printConfig) {
         process.stdout.write(`${JSON.stringify(config, null, 2)}\n`);
         return;
       }
       const log = (line: string): void => void process.stdout.write(`${line}\n`);
-      const simulator = await startSimulator(config, {
-        log,
-        // A real engine crash ends the process; flush the traceback first.
-        onCrash: () => void process.stdout.write('', () => process.exit(1)),
-      });
+      // A real engine crash ends the process; flush the traceback first.
+      const onCrash = (): void => void process.stdout.write('', () => process.exit(1));
+      const workers = flags.workers ?? 1;
+      if (workers > 1 && config.prefixCache.enabled) {
+        throw new UserError('--prefix-cache cannot be combined with --workers: each worker would cache only the prompts it served', 'drop one of the two flags', 2);
+      }
+      const simulator = workers > 1 ? await startSimulatorCluster(config, workers, { log, onCrash }) : await startSimulator(config, { log, onCrash });
       const shutdown = (signal: NodeJS.Signals): void => {
         log(`INFO:     Shutting down (${signal})`);
         void simulator.close().then(() => {

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
 import { Template } from '@huggingface/jinja';
 import { UserError, messageOf } from '../../util/errors.js';
+import { isTiktokenFile, loadTiktoken } from './tiktoken.js';
 
 /** Counts tokens of text locally, for servers that report no usage. */
 export interface TokenCounter {
@@ -78,9 +79,11 @@ function locate(path: string): { tokenizerPath: string; configPath?: string } {
 
 /**
  * Load a Hugging Face tokenizer (BPE, Unigram, WordPiece, WordLevel: whatever @huggingface/tokenizers runs) from a
- * tokenizer.json or a model directory; the chat template comes from tokenizer_config.json next to it.
+ * tokenizer.json or a model directory; the chat template comes from tokenizer_config.json next to it. A `.tiktoken`
+ * vocabulary goes to js-tiktoken instead.
  */
 export function loadTokenizer(path: string): ModelTokenizer {
+  if (isTiktokenFile(path)) return loadTiktoken(path);
   const { tokenizerPath, configPath } = locate(path);
   const json = readJson(tokenizerPath, 'tokenizer');
   const config = (configPath ? readJson(configPath, 'tokenizer config') : {}) as TokenizerConfig;
