@@ -3,6 +3,7 @@ import { describe, test } from 'node:test';
 import { parseSimConfig, resolveSimConfig } from '../src/simulate/config.js';
 import {
   batchFactor,
+  driftFactor,
   envSpeedup,
   expectedAcceptanceRate,
   expectedE2eMs,
@@ -87,6 +88,14 @@ describe('timing model', () => {
     assert.equal(envSpeedup(config, { NCCL_PROTO: 'LL', OTHER: '1' }), 2.5);
     assert.equal(expectedStepMs(config, 1, { NCCL_PROTO: 'LL' }), 8);
     assert.equal(expectedE2eMs(config, 100, 11, 1, { NCCL_PROTO: 'LL' }), 70 + 10 * 8);
+  });
+
+  test('machine drift lengthens steps linearly in wall-clock minutes since its origin, never below 0.1×', () => {
+    const drifting = (pctPerMin: number) => parseSimConfig({ decode: { drift: { pctPerMin } } });
+    assert.equal(driftFactor(parseSimConfig({}), 600_000), 1);
+    assert.ok(Math.abs(driftFactor(drifting(2), 90_000) - 1.03) < 1e-12);
+    assert.ok(Math.abs(driftFactor(drifting(-10), 60_000) - 0.9) < 1e-12);
+    assert.equal(driftFactor(drifting(-100), 120_000), 0.1);
   });
 
   test('jitter multiplies by a mean-1 factor whose spread matches the jitter fraction', () => {
