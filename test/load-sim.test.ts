@@ -168,6 +168,9 @@ describe('runBenchmark against the simulator', () => {
     assert.match(vllm.source, /prometheus/);
     assert.ok(Math.abs(vllm.acceptanceRate! - rate) < 0.08, `acceptance ${vllm.acceptanceRate} vs ${rate}`);
     assert.ok(Math.abs(vllm.meanAcceptedLength! - length) < 0.25, `accepted length ${vllm.meanAcceptedLength} vs ${length}`);
+    // Drafts are accepted as a leading run: position i is accepted with probability p^(i+1).
+    assert.equal(vllm.acceptanceByPosition?.length, 3);
+    vllm.acceptanceByPosition!.forEach((share, position) => assert.ok(Math.abs(share - 0.6 ** (position + 1)) < 0.1, `position ${position}: ${share}`));
 
     const llama = only(await runBenchmark(options(server.url, { backend: 'llamacpp', workload, prompts }))).spec!;
     assert.match(llama.source, /llama\.cpp/);

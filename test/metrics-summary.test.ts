@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { meetsSlo, summarize, summarizeLevel } from '../src/metrics/summary.js';
-import { parsePrometheusTotals } from '../src/metrics/prometheus.js';
+import { parsePrometheusByLabel, parsePrometheusTotals } from '../src/metrics/prometheus.js';
 import { formatBenchTable, formatProgress } from '../src/metrics/table.js';
 import { specFromCounterDelta, specFromResponses } from '../src/load/spec.js';
 import { newStreamState } from '../src/load/backends.js';
@@ -73,6 +73,21 @@ describe('speculative decoding stats', () => {
     const stats = specFromCounterDelta({ drafts: 10, draftTokens: 40, acceptedTokens: 20 }, { drafts: 30, draftTokens: 120, acceptedTokens: 80 }, 'test');
     assert.deepEqual(stats, { source: 'test', acceptanceRate: 0.75, draftTokens: 80, acceptedTokens: 60, meanAcceptedLength: 4 });
     assert.equal(specFromCounterDelta({ drafts: 1, draftTokens: 4, acceptedTokens: 1 }, { drafts: 1, draftTokens: 4, acceptedTokens: 1 }, 'x'), undefined);
+  });
+
+  test('per-position counter: series summed per label value, the delta divided by drafts', () => {
+    const text =
+      'vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",position="0"} 8\n' +
+      'vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="1",position="0"} 2\n' +
+      'vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name="a,position=\\"9\\"",position="1"} 4\n' +
+      'vllm:spec_decode_num_accepted_tokens_total{position="0"} 99\n';
+    assert.deepEqual([...parsePrometheusByLabel(text, 'vllm:spec_decode_num_accepted_tokens_per_pos_total', 'position')], [['0', 10], ['1', 4]]);
+    const stats = specFromCounterDelta(
+      { drafts: 10, draftTokens: 20, acceptedTokens: 10, acceptedPerPosition: [6, 4] },
+      { drafts: 20, draftTokens: 40, acceptedTokens: 22, acceptedPerPosition: [14, 8] },
+      'test',
+    );
+    assert.deepEqual(stats?.acceptanceByPosition, [0.8, 0.4]);
   });
 
   test('per-response counters: llama.cpp draft counts, SGLang verify steps', () => {

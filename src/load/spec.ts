@@ -1,25 +1,36 @@
 import { request, type Dispatcher } from 'undici';
 import { closedUnderUs } from './request.js';
-import { parsePrometheusTotals } from '../metrics/prometheus.js';
+import { parsePrometheusByLabel, parsePrometheusTotals } from '../metrics/prometheus.js';
 import type { StreamState } from './backends.js';
 import type { SpecDecodeStats } from './types.js';
 
 /**
  * Speculative-decoding statistics of one level, from the best source available:
  * 1. per-request counters in the responses (llama.cpp `timings.draft_n[_accepted]`, SGLang `meta_info.spec_verify_ct`);
- * 2. vLLM Prometheus counters (`vllm:spec_decode_num_{drafts,draft_tokens,accepted_tokens}_total`; the simulator
- *    exposes the same), as the delta between a scrape before and after the level;
+ * 2. vLLM Prometheus counters (`vllm:spec_decode_num_{drafts,draft_tokens,accepted_tokens}_total`, and
+ *    `…_accepted_tokens_per_pos_total{position}` where the engine has it; the simulator exposes the same), as the
+ *    delta between a scrape before and after the level;
  * 3. SGLang `/get_server_info` `avg_spec_accept_length` (a server-wide running mean, not per level).
  */
 
 const VLLM_DRAFTS = 'vllm:spec_decode_num_drafts_total';
 const VLLM_DRAFT_TOKENS = 'vllm:spec_decode_num_draft_tokens_total';
 const VLLM_ACCEPTED = 'vllm:spec_decode_num_accepted_tokens_total';
+const VLLM_ACCEPTED_PER_POSITION = 'vllm:spec_decode_num_accepted_tokens_per_pos_total';
 
 export interface SpecCounters {
   drafts: number;
   draftTokens: number;
   acceptedTokens: number;
+  /** Accepted tokens by draft position (0 = first), when the engine exports them. */
+  acceptedPerPosition?: number[];
+}
+
+/** The per-position counter as an array indexed by position, or undefined when absent or with gaps. */
+function acceptedPerPosition(text: string): number[] | undefined {
+  const byLabel = parsePrometheusByLabel(text, VLLM_ACCEPTED_PER_POSITION, 'position');
+  const values = Array.from({ length: byLabel.size }, (_, position) => byLabel.get(String(position)));
+  return values.length > 0 && values.every((value) => value !== undefined) ? (values as number[]) : undefined;
 }
 
 /** A GET, sent once more when the server had closed the kept-alive connection under it (llama-server does). */
@@ -41,10 +52,14 @@ export async function scrapeVllmSpecCounters(dispatcher: Dispatcher, baseUrl: st
   const draftTokens = totals.get(VLLM_DRAFT_TOKENS);
   const acceptedTokens = totals.get(VLLM_ACCEPTED);
   if (draftTokens === undefined || acceptedTokens === undefined) return undefined;
-  return { drafts: totals.get(VLLM_DRAFTS) ?? 0, draftTokens, acceptedTokens };
+  const perPosition = acceptedPerPosition(text);
+  return { drafts: totals.get(VLLM_DRAFTS) ?? 0, draftTokens, acceptedTokens, ...(perPosition && { acceptedPerPosition: perPosition }) };
 }
 
-/** Stats from the counter delta of a level; mean accepted length = 1 + accepted / drafts (bonus token included). */
+/**
+ * Stats from the counter delta of a level; mean accepted length = 1 + accepted / drafts (bonus token included);
+ * acceptance at position i = drafts whose i-th token was accepted / drafts.
+ */
 export function specFromCounterDelta(before: SpecCounters, after: SpecCounters, source: string): SpecDecodeStats | undefined {
   const draftTokens = after.draftTokens - before.draftTokens;
   const acceptedTokens = after.acceptedTokens - before.acceptedTokens;
@@ -52,6 +67,8 @@ export function specFromCounterDelta(before: SpecCounters, after: SpecCounters, 
   if (draftTokens <= 0) return undefined;
   const stats: SpecDecodeStats = { source, acceptanceRate: acceptedTokens / draftTokens, draftTokens, acceptedTokens };
   if (drafts > 0) stats.meanAcceptedLength = 1 + acceptedTokens / drafts;
+  const [first, last] = [before.acceptedPerPosition, after.acceptedPerPosition];
+  if (drafts > 0 && last) stats.acceptanceByPosition = last.map((value, position) => (value - (first?.[position] ?? 0)) / drafts);
   return stats;
 }
 

@@ -40,6 +40,8 @@ export class SimMetrics {
   specDrafts = 0;
   specDraftTokens = 0;
   specAcceptedTokens = 0;
+  /** Accepted drafts by position in the draft (index 0 = first draft token), as vLLM's per-position counter. */
+  specAcceptedPerPosition: number[] = [];
 
   snapshot(): CounterSnapshot {
     return { at: performance.now(), promptTokens: this.promptTokens, generationTokens: this.generationTokens, specDrafts: this.specDrafts, specDraftTokens: this.specDraftTokens, specAcceptedTokens: this.specAcceptedTokens };
@@ -50,6 +52,9 @@ export class SimMetrics {
     this.specDrafts += 1;
     this.specDraftTokens += draftTokens;
     this.specAcceptedTokens += acceptedTokens;
+    while (this.specAcceptedPerPosition.length < draftTokens) this.specAcceptedPerPosition.push(0);
+    // Drafts are accepted as a leading run, so the first `acceptedTokens` positions each count one.
+    for (let position = 0; position < acceptedTokens; position += 1) this.specAcceptedPerPosition[position]! += 1;
   }
 
   /** Prometheus text exposition, with the gauges passed in because the scheduler owns them. */
@@ -68,6 +73,11 @@ export class SimMetrics {
     add('vllm:spec_decode_num_drafts', 'counter', 'Number of spec decoding drafts.', this.specDrafts);
     add('vllm:spec_decode_num_draft_tokens', 'counter', 'Number of draft tokens.', this.specDraftTokens);
     add('vllm:spec_decode_num_accepted_tokens', 'counter', 'Number of accepted tokens.', this.specAcceptedTokens);
+    if (this.specAcceptedPerPosition.length > 0) {
+      const sample = 'vllm:spec_decode_num_accepted_tokens_per_pos_total';
+      lines.push(`# HELP ${sample} Accepted tokens per draft position.`, `# TYPE ${sample} counter`);
+      this.specAcceptedPerPosition.forEach((value, position) => lines.push(`${sample}${labels.slice(0, -1)},position="${position}"} ${value.toFixed(1)}`));
+    }
     return `${lines.join('\n')}\n`;
   }
 }
