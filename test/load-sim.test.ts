@@ -175,6 +175,10 @@ describe('runBenchmark against the simulator', () => {
     const llama = only(await runBenchmark(options(server.url, { backend: 'llamacpp', workload, prompts }))).spec!;
     assert.match(llama.source, /llama\.cpp/);
     assert.ok(Math.abs(llama.acceptanceRate! - rate) < 0.08, `llama.cpp acceptance ${llama.acceptanceRate} vs ${rate}`);
+    // timings carry no accepted length or positions: the counters add them.
+    assert.match(llama.source, /\+ vllm prometheus/);
+    assert.ok(Math.abs(llama.meanAcceptedLength! - length) < 0.25, `llama.cpp accepted length ${llama.meanAcceptedLength} vs ${length}`);
+    assert.equal(llama.acceptanceByPosition?.length, 3);
 
     const sglang = only(await runBenchmark(options(server.url, { backend: 'sglang', workload, prompts })));
     assert.match(sglang.spec!.source, /sglang/);
