@@ -8,9 +8,9 @@
  * seven others are equal. What makes real sweeps wrong is modelled: every delay has `--jitter` noise, every server
  * start draws a fresh simulator seed (the shell's pid), and the machine drifts slowly: decode steps get
  * `--drift-pct-per-min` % slower per minute of this bench's wall clock, across restarts (the simulator's
- * --drift-pct-per-min/--drift-since). The default 30 %/min gives ~10% over a sequential run (~20 s here) and ~27%
- * over the full grid (~55 s): what 1 %/min (a few percent over minutes) gives a real 20 s-startup campaign, whose
- * sequential sweep takes ~9 min and full grid ~28 min. The whole campaign runs `--scale` times faster than the issue's: its 20 s
+ * --drift-pct-per-min/--drift-since). The default 30 %/min gives ~6% over a sequential run (~13 s here) and ~20%
+ * over the full grid (~40 s): the order of what 1 %/min (a few percent over minutes) does to a real 20 s-startup
+ * campaign, whose sequential sweep takes ~9 min and full grid ~28 min. The whole campaign runs `--scale` times faster than the issue's: its 20 s
  * startup is 20000/scale ms and a trial (1 warm-up + 2 requests at 4 ms/token) has 640/scale tokens a request, so
  * the startup/trial ratio of the previous 1/20 bench (1 s start, 32 tokens, ~0.3 s trial) is kept. Node's
  * own process start (~0.2–0.5 s on a busy host) is not scaled and adds to every restart, so at large scales a
