@@ -2,7 +2,7 @@
  * Campaign cost: wall time and correct-winner rate of three ways to find the best of 8 server configs.
  *
  *   node dist/bench/campaign-cost.js [--seeds 20] [--trials 8] [--scale 100] [--drift-pct-per-min 30] [--jitter 0.05]
- *                                      [--grid-seeds N]
+ *                                      [--grid-seeds N] [--first-seed 1]
  *
  * Eight simulator configs differ only in decode speed: `best` decodes 5% faster (tpot 0.95× the others'), the
  * seven others are equal. What makes real sweeps wrong is modelled: every delay has `--jitter` noise, every server
@@ -40,6 +40,8 @@ import { listTrials } from '../src/store/queries.js';
 const { values } = parseArgs({
   options: {
     seeds: { type: 'string', default: '20' },
+    // Resume a bench cut short: seeds first-seed..seeds (the grid still runs on seeds ≤ grid-seeds only).
+    'first-seed': { type: 'string', default: '1' },
     trials: { type: 'string', default: '8' },
     scale: { type: 'string', default: '100' },
     'drift-pct-per-min': { type: 'string', default: '30' },
@@ -99,7 +101,7 @@ function experimentFile(seed: number, settings: Record<string, unknown>, driftSi
 }
 
 const results = new Map<Strategy, Array<{ wallMs: number; correct: boolean; trials: number }>>();
-for (let seed = 1; seed <= seeds; seed += 1) {
+for (let seed = Number(values['first-seed']); seed <= seeds; seed += 1) {
   for (const strategy of STRATEGIES) {
     if (strategy.name === 'interleaved grid' && seed > gridSeeds) continue;
     const started = Date.now();
@@ -117,13 +119,15 @@ for (let seed = 1; seed <= seeds; seed += 1) {
 }
 
 const mean = (list: number[]): number => list.reduce((sum, value) => sum + value, 0) / list.length;
-const reference = mean(results.get('interleaved grid')!.map((run) => run.wallMs));
+const gridRuns = results.get('interleaved grid') ?? [];
+const reference = gridRuns.length > 0 ? mean(gridRuns.map((run) => run.wallMs)) : Number.NaN;
 console.log(
-  `\ncampaign cost: 8 configs, one 5% faster; ${trials} trials cap; time scaled 1/${scale} (startup ${startupMs} ms for the issue's 20 s, ${outputTokens} tokens a request at ${tpotMs} ms); jitter ${jitter}; drift ${driftPerBenchMinute}%/bench-minute; ${seeds} seeds (full grid: first ${Math.min(gridSeeds, seeds)})`,
+  `\ncampaign cost: 8 configs, one 5% faster; ${trials} trials cap; time scaled 1/${scale} (startup ${startupMs} ms for the issue's 20 s, ${outputTokens} tokens a request at ${tpotMs} ms); jitter ${jitter}; drift ${driftPerBenchMinute}%/bench-minute; seeds ${values['first-seed']}..${seeds} (full grid on seeds ≤ ${gridSeeds})`,
 );
 console.log('strategy           mean wall  vs (a)   mean trials  correct winner');
 for (const strategy of STRATEGIES) {
-  const runs = results.get(strategy.name)!;
+  const runs = results.get(strategy.name) ?? [];
+  if (runs.length === 0) continue;
   const wall = mean(runs.map((run) => run.wallMs));
   console.log(
     `${strategy.name.padEnd(17)}  ${`${(wall / 1000).toFixed(1)} s`.padStart(9)}  ${`${(reference / wall).toFixed(2)}×`.padStart(6)}  ${mean(runs.map((run) => run.trials)).toFixed(1).padStart(11)}  ${`${runs.filter((run) => run.correct).length}/${runs.length}`.padStart(14)}`,
