@@ -1,22 +1,29 @@
 /**
  * Campaign cost: wall time and correct-winner rate of three ways to find the best of 8 server configs.
  *
- *   node dist/bench/campaign-cost.js [--seeds 20] [--trials 8] [--startup-ms 1000] [--scale-note]
+ *   node dist/bench/campaign-cost.js [--seeds 20] [--trials 8] [--scale 100] [--drift-pct-per-min 30] [--jitter 0.05]
+ *                                      [--grid-seeds N] [--first-seed 1]
  *
- * Eight simulator configs differ only in decode speed: `best` decodes 5% faster (tpot 3.8 ms vs 4.0 ms), the
- * seven others are equal; every delay has 5% jitter and every server start draws a fresh simulator seed (the
- * shell's pid), so repeated starts of a config do not replay identical numbers. Times are scaled down 20×: the
- * issue's 20 s startup is --startup-ms 1000 here, and trials are ~0.3 s, keeping the startup/trial ratio of a
- * campaign where a start costs several trials.
+ * Eight simulator configs differ only in decode speed: `best` decodes 5% faster (tpot 0.95× the others'), the
+ * seven others are equal. What makes real sweeps wrong is modelled: every delay has `--jitter` noise, every server
+ * start draws a fresh simulator seed (the shell's pid), and the machine drifts slowly: decode steps get
+ * `--drift-pct-per-min` % slower per minute of this bench's wall clock, across restarts (the simulator's
+ * --drift-pct-per-min/--drift-since). The default 30 %/min gives ~6% over a sequential run (~13 s here) and ~20%
+ * over the full grid (~40 s): the order of what 1 %/min (a few percent over minutes) does to a real 20 s-startup
+ * campaign, whose sequential sweep takes ~9 min and full grid ~28 min. The whole campaign runs `--scale` times faster than the issue's: its 20 s
+ * startup is 20000/scale ms and a trial (1 warm-up + 2 requests at 4 ms/token) has 640/scale tokens a request, so
+ * the startup/trial ratio of the previous 1/20 bench (1 s start, 32 tokens, ~0.3 s trial) is kept. Node's
+ * own process start (~0.2–0.5 s on a busy host) is not scaled and adds to every restart, so at large scales a
+ * start costs more trials than intended — against restart-heavy strategies, i.e. (a).
  *
  *   (a) full interleaved grid: schedule interleaved, every config × trials (one start per config per block)
  *   (b) sequential, like a vLLM sweep script: schedule blocked with 1 pass (one start per config, N runs each)
  *   (c) racing with auto: stopping race, schedule auto (costed from the store's history of earlier runs)
  *
  * Each strategy runs the real runner (servers are real child processes, trials real HTTP) into one shared store,
- * so `auto` sees measured startup and trial times after the first runs. Winner = rank 1 of the best-config
- * verdict. The table prints wall time per run, its ratio against (a) measured in the same bench, and the share
- * of seeds that named `best`.
+ * so `auto` sees measured startup and trial times after the first runs. Each run's drift starts at its own start.
+ * Winner = rank 1 of the best-config verdict. The table prints wall time per run, its ratio against (a) measured in
+ * the same bench, and the share of seeds that named `best`.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -33,13 +40,28 @@ import { listTrials } from '../src/store/queries.js';
 const { values } = parseArgs({
   options: {
     seeds: { type: 'string', default: '20' },
+    // Resume a bench cut short: seeds first-seed..seeds (the grid still runs on seeds ≤ grid-seeds only).
+    'first-seed': { type: 'string', default: '1' },
     trials: { type: 'string', default: '8' },
-    'startup-ms': { type: 'string', default: '1000' },
+    scale: { type: 'string', default: '100' },
+    'drift-pct-per-min': { type: 'string', default: '30' },
+    jitter: { type: 'string', default: '0.05' },
+    // The full grid costs ~4× the other two together: it may run on the first seeds only (its rate says of how many).
+    'grid-seeds': { type: 'string' },
   },
 });
 const seeds = Number(values.seeds);
 const trials = Number(values.trials);
-const startupMs = Number(values['startup-ms']);
+const scale = Number(values.scale);
+const startupMs = 20_000 / scale;
+// Decode steps stay 4 ms (a busy host's timer noise would swamp a 5% difference of sub-ms steps); the trial is
+// scaled through its length instead: 32 tokens a request at scale 20, as before.
+const tpotMs = 4;
+const ttftMs = 5;
+const outputTokens = Math.max(4, Math.round(640 / scale));
+const driftPerBenchMinute = Number(values['drift-pct-per-min']);
+const jitter = Number(values.jitter);
+const gridSeeds = Number(values['grid-seeds'] ?? seeds);
 
 type Strategy = 'interleaved grid' | 'sequential' | 'race + auto';
 const STRATEGIES: Array<{ name: Strategy; settings: Record<string, unknown> }> = [
@@ -52,26 +74,26 @@ const dir = mkdtempSync(join(tmpdir(), 'servelab-campaign-cost-'));
 const db = openStore(join(dir, 'servelab.db'));
 
 /** The experiment file of one (seed, strategy): configs differ by env only, `best` by a 5% smaller tpot. */
-function experimentFile(seed: number, settings: Record<string, unknown>): string {
+function experimentFile(seed: number, settings: Record<string, unknown>, driftSince: number): string {
   const names = ['c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7'];
   // The best config's position among the others changes with the seed.
   names.splice(seed % 8, 0, 'best');
   const file = join(dir, `seed-${seed}-${String(settings.schedule)}-${String(settings.stopping)}.yaml`);
-  const command = `exec node {servelab} simulate --port {port} --load-ms ${startupMs} --tpot-ms "$TPOT_MS" --ttft-ms 5 --jitter 0.05 --stats-interval-ms 0 --seed $$`;
+  const command = `exec node {servelab} simulate --port {port} --load-ms ${startupMs} --tpot-ms "$TPOT_MS" --ttft-ms ${ttftMs} --jitter ${jitter} --drift-pct-per-min ${driftPerBenchMinute} --drift-since ${driftSince} --stats-interval-ms 0 --seed $$`;
   writeFileSync(
     file,
     stringify({
       name: 'campaign-cost',
       profile: 'simulator',
-      server: { command: ['sh', '-c', command], env: { TPOT_MS: '4' }, readyTimeout: '5m' },
-      client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens: 32, seed }, warmupRequests: 1 },
+      server: { command: ['sh', '-c', command], env: { TPOT_MS: String(tpotMs) }, readyTimeout: '5m' },
+      client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens, seed }, warmupRequests: 1 },
       workloads: [{ kind: 'single-stream', requests: 2 }],
       trials,
       seed,
       // Configs are meant to differ; runs of one config across seeds are not a drift.
       drift: { relativeBand: 1, sigmas: 100 },
       baseline: names[0],
-      variants: Object.fromEntries(names.map((name) => [name, { env: name === 'best' ? { TPOT_MS: '3.8' } : { CONFIG: name } }])),
+      variants: Object.fromEntries(names.map((name) => [name, { env: name === 'best' ? { TPOT_MS: String(tpotMs * 0.95) } : { CONFIG: name } }])),
       ...settings,
     }),
   );
@@ -79,10 +101,11 @@ function experimentFile(seed: number, settings: Record<string, unknown>): string
 }
 
 const results = new Map<Strategy, Array<{ wallMs: number; correct: boolean; trials: number }>>();
-for (let seed = 1; seed <= seeds; seed += 1) {
+for (let seed = Number(values['first-seed']); seed <= seeds; seed += 1) {
   for (const strategy of STRATEGIES) {
-    const experiment = loadExperiment(experimentFile(seed, strategy.settings));
+    if (strategy.name === 'interleaved grid' && seed > gridSeeds) continue;
     const started = Date.now();
+    const experiment = loadExperiment(experimentFile(seed, strategy.settings, started));
     const outcome = await runExperiment({ db, experiment, workDir: join(dir, 'logs') });
     const wallMs = Date.now() - started;
     const eliminations = listRaceEvents(db, outcome.runId).flatMap((event) =>
@@ -96,14 +119,18 @@ for (let seed = 1; seed <= seeds; seed += 1) {
 }
 
 const mean = (list: number[]): number => list.reduce((sum, value) => sum + value, 0) / list.length;
-const reference = mean(results.get('interleaved grid')!.map((run) => run.wallMs));
-console.log(`\ncampaign cost: 8 configs, one 5% faster; ${trials} trials cap; startup ${startupMs} ms (the issue's 20 s scaled 1/${(20_000 / startupMs).toFixed(0)}); ${seeds} seeds`);
+const gridRuns = results.get('interleaved grid') ?? [];
+const reference = gridRuns.length > 0 ? mean(gridRuns.map((run) => run.wallMs)) : Number.NaN;
+console.log(
+  `\ncampaign cost: 8 configs, one 5% faster; ${trials} trials cap; time scaled 1/${scale} (startup ${startupMs} ms for the issue's 20 s, ${outputTokens} tokens a request at ${tpotMs} ms); jitter ${jitter}; drift ${driftPerBenchMinute}%/bench-minute; seeds ${values['first-seed']}..${seeds} (full grid on seeds ≤ ${gridSeeds})`,
+);
 console.log('strategy           mean wall  vs (a)   mean trials  correct winner');
 for (const strategy of STRATEGIES) {
-  const runs = results.get(strategy.name)!;
+  const runs = results.get(strategy.name) ?? [];
+  if (runs.length === 0) continue;
   const wall = mean(runs.map((run) => run.wallMs));
   console.log(
-    `${strategy.name.padEnd(17)}  ${`${(wall / 1000).toFixed(1)} s`.padStart(9)}  ${`${(reference / wall).toFixed(2)}×`.padStart(6)}  ${mean(runs.map((run) => run.trials)).toFixed(1).padStart(11)}  ${`${runs.filter((run) => run.correct).length}/${runs.length}`.padStart(14)}`,
+    `${strategy.name.padEnd(17)}  ${`${(wall / 1000).toFixed(1)} s`.padStart(9)}  ${(Number.isNaN(reference) ? '-' : `${(reference / wall).toFixed(2)}×`).padStart(6)}  ${mean(runs.map((run) => run.trials)).toFixed(1).padStart(11)}  ${`${runs.filter((run) => run.correct).length}/${runs.length}`.padStart(14)}`,
   );
 }
 db.close();

@@ -5,6 +5,7 @@ import Database from 'better-sqlite3';
 import { launchBrowser, NO_BROWSER } from './support-browser.js';
 import { needs } from './support-services.js';
 import { bestConfig } from '../src/experiment/best.js';
+import { formatSpecView } from '../src/experiment/best-format.js';
 import { holmAdjust } from '../src/experiment/holm.js';
 import type { ResolvedExperiment } from '../src/experiment/types.js';
 import { openStore } from '../src/store/db.js';
@@ -58,6 +59,16 @@ describe('best-config verdict', () => {
     assert.ok(Math.abs(a.ratio! * b.ratio! - 1) < 1e-12);
     assert.equal(a.pAdjusted, b.pAdjusted);
     assert.ok(a.better && b.worse);
+  });
+
+  test('the spec-decoding view shows median acceptance per draft position where trials report it', () => {
+    const withPositions = trials.map((record) =>
+      record.variant === 'fast' ? { ...record, metrics: { ...record.metrics, acceptanceRate: 0.5, acceptanceByPosition: record.repetition % 2 === 0 ? [0.8, 0.4] : [0.9, 0.5] } } : record,
+    );
+    const view = formatSpecView(experiment, withPositions);
+    assert.match(view, /accept % by pos/);
+    assert.match(view.split('\n').find((line) => line.startsWith('fast'))!, /\b85\/45\b/);
+    assert.match(view.split('\n').find((line) => line.startsWith('base'))!, /-\s+6\s*$/);
   });
 });
 

@@ -6,7 +6,7 @@ import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { Pool } from 'undici';
 import { runBenchmark } from '../src/load/run.js';
-import { scrapeVllmSpecCounters } from '../src/load/spec.js';
+import { scrapeSpecCounters } from '../src/load/spec.js';
 import type { BenchOptions } from '../src/load/types.js';
 import { startSimulator } from '../src/simulate/server.js';
 
@@ -39,7 +39,7 @@ describe('connections closed under the client', () => {
     t.after(() => pool.destroy());
     const streamed = await pool.request({ path: '/v1/completions', method: 'POST', headers: { 'content-type': 'application/json' }, body: streamedCompletion });
     await streamed.body.text();
-    const counters = await scrapeVllmSpecCounters(pool, handle.url);
+    const counters = await scrapeSpecCounters(pool, handle.url);
     assert.ok(counters && counters.draftTokens > 0, `counters: ${JSON.stringify(counters)}`);
   });
 

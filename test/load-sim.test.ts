@@ -168,10 +168,17 @@ describe('runBenchmark against the simulator', () => {
     assert.match(vllm.source, /prometheus/);
     assert.ok(Math.abs(vllm.acceptanceRate! - rate) < 0.08, `acceptance ${vllm.acceptanceRate} vs ${rate}`);
     assert.ok(Math.abs(vllm.meanAcceptedLength! - length) < 0.25, `accepted length ${vllm.meanAcceptedLength} vs ${length}`);
+    // Drafts are accepted as a leading run: position i is accepted with probability p^(i+1).
+    assert.equal(vllm.acceptanceByPosition?.length, 3);
+    vllm.acceptanceByPosition!.forEach((share, position) => assert.ok(Math.abs(share - 0.6 ** (position + 1)) < 0.1, `position ${position}: ${share}`));
 
     const llama = only(await runBenchmark(options(server.url, { backend: 'llamacpp', workload, prompts }))).spec!;
     assert.match(llama.source, /llama\.cpp/);
     assert.ok(Math.abs(llama.acceptanceRate! - rate) < 0.08, `llama.cpp acceptance ${llama.acceptanceRate} vs ${rate}`);
+    // timings carry no accepted length or positions: the counters add them.
+    assert.match(llama.source, /\+ vllm prometheus/);
+    assert.ok(Math.abs(llama.meanAcceptedLength! - length) < 0.25, `llama.cpp accepted length ${llama.meanAcceptedLength} vs ${length}`);
+    assert.equal(llama.acceptanceByPosition?.length, 3);
 
     const sglang = only(await runBenchmark(options(server.url, { backend: 'sglang', workload, prompts })));
     assert.match(sglang.spec!.source, /sglang/);

@@ -1,9 +1,9 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { meetsSlo, summarize, summarizeLevel } from '../src/metrics/summary.js';
-import { parsePrometheusTotals } from '../src/metrics/prometheus.js';
+import { parsePrometheusByLabel, parsePrometheusTotals } from '../src/metrics/prometheus.js';
 import { formatBenchTable, formatProgress } from '../src/metrics/table.js';
-import { specFromCounterDelta, specFromResponses } from '../src/load/spec.js';
+import { specCountersFromMetrics, specFromCounterDelta, specFromResponses } from '../src/load/spec.js';
 import { newStreamState } from '../src/load/backends.js';
 import type { BenchResult, RequestSample } from '../src/load/types.js';
 
@@ -70,9 +70,35 @@ describe('speculative decoding stats', () => {
   });
 
   test('counter delta: acceptance rate and mean accepted length (1 + accepted/drafts)', () => {
-    const stats = specFromCounterDelta({ drafts: 10, draftTokens: 40, acceptedTokens: 20 }, { drafts: 30, draftTokens: 120, acceptedTokens: 80 }, 'test');
+    const stats = specFromCounterDelta({ engine: 'vllm', drafts: 10, draftTokens: 40, acceptedTokens: 20 }, { engine: 'vllm', drafts: 30, draftTokens: 120, acceptedTokens: 80 }, 'test');
     assert.deepEqual(stats, { source: 'test', acceptanceRate: 0.75, draftTokens: 80, acceptedTokens: 60, meanAcceptedLength: 4 });
-    assert.equal(specFromCounterDelta({ drafts: 1, draftTokens: 4, acceptedTokens: 1 }, { drafts: 1, draftTokens: 4, acceptedTokens: 1 }, 'x'), undefined);
+    assert.equal(specFromCounterDelta({ engine: 'vllm', drafts: 1, draftTokens: 4, acceptedTokens: 1 }, { engine: 'vllm', drafts: 1, draftTokens: 4, acceptedTokens: 1 }, 'x'), undefined);
+  });
+
+  test('per-position counter: series summed per label value, the delta divided by drafts', () => {
+    const text =
+      'vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",position="0"} 8\n' +
+      'vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="1",position="0"} 2\n' +
+      'vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name="a,position=\\"9\\"",position="1"} 4\n' +
+      'vllm:spec_decode_num_accepted_tokens_total{position="0"} 99\n';
+    assert.deepEqual([...parsePrometheusByLabel(text, 'vllm:spec_decode_num_accepted_tokens_per_pos_total', 'position')], [['0', 10], ['1', 4]]);
+    const stats = specFromCounterDelta(
+      { engine: 'vllm', drafts: 10, draftTokens: 20, acceptedTokens: 10, acceptedPerPosition: [6, 4] },
+      { engine: 'vllm', drafts: 20, draftTokens: 40, acceptedTokens: 22, acceptedPerPosition: [14, 8] },
+      'test',
+    );
+    assert.deepEqual(stats?.acceptanceByPosition, [0.8, 0.4]);
+  });
+
+  test('llama-server counters under llamacpp: (no _total suffix) are read like vLLM\'s', () => {
+    const text =
+      '# TYPE llamacpp:spec_decode_num_draft_tokens counter\nllamacpp:spec_decode_num_draft_tokens 40\nllamacpp:spec_decode_num_accepted_tokens 30\n' +
+      'llamacpp:spec_decode_num_drafts 10\nllamacpp:spec_decode_num_accepted_tokens_per_pos{position="1"} 12\nllamacpp:spec_decode_num_accepted_tokens_per_pos{position="0"} 18\n' +
+      'llamacpp:prompt_tokens_total 100\n';
+    assert.deepEqual(specCountersFromMetrics(text), { engine: 'llamacpp', drafts: 10, draftTokens: 40, acceptedTokens: 30, acceptedPerPosition: [18, 12] });
+    assert.equal(specCountersFromMetrics('llamacpp:prompt_tokens_total 100\n'), undefined);
+    // A gap in the positions is not a per-position figure.
+    assert.equal(specCountersFromMetrics('vllm:spec_decode_num_draft_tokens_total 4\nvllm:spec_decode_num_accepted_tokens_total 2\nvllm:spec_decode_num_accepted_tokens_per_pos_total{position="1"} 2\n')?.acceptedPerPosition, undefined);
   });
 
   test('per-response counters: llama.cpp draft counts, SGLang verify steps', () => {

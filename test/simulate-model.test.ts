@@ -3,6 +3,7 @@ import { describe, test } from 'node:test';
 import { parseSimConfig, resolveSimConfig } from '../src/simulate/config.js';
 import {
   batchFactor,
+  driftFactor,
   envSpeedup,
   expectedAcceptanceRate,
   expectedE2eMs,
@@ -87,6 +88,14 @@ describe('timing model', () => {
     assert.equal(envSpeedup(config, { NCCL_PROTO: 'LL', OTHER: '1' }), 2.5);
     assert.equal(expectedStepMs(config, 1, { NCCL_PROTO: 'LL' }), 8);
     assert.equal(expectedE2eMs(config, 100, 11, 1, { NCCL_PROTO: 'LL' }), 70 + 10 * 8);
+  });
+
+  test('machine drift lengthens steps linearly in wall-clock minutes since its origin, never below 0.1×', () => {
+    const drifting = (pctPerMin: number) => parseSimConfig({ decode: { drift: { pctPerMin } } });
+    assert.equal(driftFactor(parseSimConfig({}), 600_000), 1);
+    assert.ok(Math.abs(driftFactor(drifting(2), 90_000) - 1.03) < 1e-12);
+    assert.ok(Math.abs(driftFactor(drifting(-10), 60_000) - 0.9) < 1e-12);
+    assert.equal(driftFactor(drifting(-100), 120_000), 0.1);
   });
 
   test('jitter multiplies by a mean-1 factor whose spread matches the jitter fraction', () => {
@@ -203,6 +212,6 @@ describe('metrics', () => {
     two.generationTokens = 2;
     two.requestsFinished = 1;
     const total = sumCounters([one.counters(2, 0), two.counters(1, 3)]);
-    assert.deepEqual(total, { promptTokens: 0, generationTokens: 7, requestsFinished: 1, specDrafts: 2, specDraftTokens: 8, specAcceptedTokens: 4, running: 3, waiting: 3 });
+    assert.deepEqual(total, { promptTokens: 0, generationTokens: 7, requestsFinished: 1, specDrafts: 2, specDraftTokens: 8, specAcceptedTokens: 4, specAcceptedPerPosition: [2, 1, 1, 0], running: 3, waiting: 3 });
   });
 });

@@ -3,7 +3,7 @@ import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { describe, test, type TestContext } from 'node:test';
 import { Agent, request } from 'undici';
-import { scrapeVllmSpecCounters, specFromCounterDelta } from '../src/load/spec.js';
+import { scrapeSpecCounters, specFromCounterDelta } from '../src/load/spec.js';
 import { parsePrometheusTotals } from '../src/metrics/prometheus.js';
 import { SERVELAB_BIN, spawnSimulator, type SimulatorProcess } from '../src/simulate/child.js';
 
@@ -53,7 +53,7 @@ describe('servelab simulate --workers', () => {
 
     const agent = new Agent();
     t.after(() => agent.close());
-    const before = await scrapeVllmSpecCounters(agent, sim.url);
+    const before = await scrapeSpecCounters(agent, sim.url);
     assert.ok(before);
     const requests = 24;
     const answers = await Promise.all(
@@ -62,7 +62,7 @@ describe('servelab simulate --workers', () => {
       ),
     );
     for (const answer of answers) assert.equal(answer.status, 200);
-    const after = await scrapeVllmSpecCounters(agent, sim.url);
+    const after = await scrapeSpecCounters(agent, sim.url);
     assert.ok(after);
 
     const state = await freshConnection<{ workers: { requestsFinished: number }[] }>(`${sim.url}/sim/state`);

@@ -85,11 +85,23 @@ export function formatSpecView(experiment: ResolvedExperiment, trials: readonly 
         ...SPEC_COLUMNS.map((column) => med((trial) => metricValue(trial.metrics, column.metric))),
         med((trial) => (trial.metrics.acceptanceRate === undefined ? undefined : trial.metrics.acceptanceRate * 100)),
         med((trial) => trial.metrics.meanAcceptedLength),
+        positionCell(own),
         String(own.length),
       ];
     }),
   );
-  return table(['variant', 'workload', ...SPEC_COLUMNS.map((column) => column.header), 'accept %', 'accepted len', 'n'], rows);
+  return table(['variant', 'workload', ...SPEC_COLUMNS.map((column) => column.header), 'accept %', 'accepted len', 'accept % by pos', 'n'], rows);
+}
+
+/** Median acceptance per draft position over the trials that report it, e.g. `91/78/60`; `-` when none does. */
+function positionCell(trials: readonly TrialRecord[]): string {
+  const reported = trials.flatMap((trial) => (trial.metrics.acceptanceByPosition ? [trial.metrics.acceptanceByPosition] : []));
+  const positions = Math.max(0, ...reported.map((list) => list.length));
+  if (positions === 0) return '-';
+  return Array.from({ length: positions }, (_, position) => {
+    const values = reported.flatMap((list) => (list[position] === undefined ? [] : [list[position]!]));
+    return (median(values) * 100).toFixed(0);
+  }).join('/');
 }
 
 /** Hand-written variants first, then grid variants sorted by their parameters (numerically where numeric). */

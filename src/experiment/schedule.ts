@@ -61,16 +61,18 @@ export interface ScheduleChoice extends ScheduleOption {
 
 /**
  * Repetitions per pass of a blocked schedule. Fixed runs: 2 passes (one forward, one reversed) unless the file
- * says. Races: the first pass is just long enough for a Holm-corrected rank-sum test against the best to be able
- * to eliminate anything, then passes of 2 repetitions, so each pass after it can drop configs.
+ * says. Races: the repetitions a Holm-corrected rank-sum test against the best needs before it can eliminate
+ * anything, split over a forward and a reversed pass (no test can decide after the first half anyway), so a slow
+ * drift of the machine falls on every config alike before the first elimination; then passes of 2 repetitions,
+ * so each pass after it can drop configs.
  */
 export function blockedPassSizes(experiment: ResolvedExperiment): number[] {
   if (experiment.passes !== undefined) return passSizes(experiment.trials, experiment.passes);
   if (experiment.stopping !== 'race') return passSizes(experiment.trials, 2);
   const comparisons = Math.max(1, new Set(experiment.variants.map((variant) => variant.name)).size - 1);
-  const first = Math.min(experiment.trials, smallestDecisiveN(comparisons, experiment.verdict.alpha));
-  const sizes = [first];
-  for (let left = experiment.trials - first; left > 0; left -= 2) sizes.push(Math.min(2, left));
+  const decisive = Math.min(experiment.trials, smallestDecisiveN(comparisons, experiment.verdict.alpha));
+  const sizes = passSizes(decisive, 2);
+  for (let left = experiment.trials - decisive; left > 0; left -= 2) sizes.push(Math.min(2, left));
   return sizes;
 }
 

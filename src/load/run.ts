@@ -8,7 +8,7 @@ import { BACKENDS } from './backends.js';
 import { maxInFlight, planLevels, runLevel, type LevelPlan, type LevelRun } from './level.js';
 import { loadPrompts, saltPrompts, type PromptItem } from './prompts.js';
 import type { RequestContext, RequestOutcome } from './request.js';
-import { scrapeSglangServerInfo, scrapeVllmSpecCounters, specFromCounterDelta, specFromResponses } from './spec.js';
+import { scrapeSglangServerInfo, scrapeSpecCounters, specFromCounterDelta, specFromResponses } from './spec.js';
 import { loadTokenizer, type ModelTokenizer } from './tokenizers/model.js';
 import { LoadWorkers, resolveWorkerCount } from './workers/pool.js';
 import type { BenchOptions, BenchResult, LevelResult, RequestSample, SpecDecodeStats, TokenCountMethod } from './types.js';
@@ -79,22 +79,29 @@ interface SpecProbe {
   after: (outcomes: readonly RequestOutcome[]) => Promise<SpecDecodeStats | undefined>;
 }
 
+/** Per-request figures, plus what only the counters have (accepted length, per-position acceptance). */
+function withCounterExtras(fromResponses: SpecDecodeStats, fromCounters: SpecDecodeStats): SpecDecodeStats {
+  const extras = {
+    ...(fromResponses.meanAcceptedLength === undefined && fromCounters.meanAcceptedLength !== undefined && { meanAcceptedLength: fromCounters.meanAcceptedLength }),
+    ...(fromCounters.acceptanceByPosition && { acceptanceByPosition: fromCounters.acceptanceByPosition }),
+  };
+  return Object.keys(extras).length === 0 ? fromResponses : { ...fromResponses, ...extras, source: `${fromResponses.source} + ${fromCounters.source}` };
+}
+
 function specProbe(options: BenchOptions, dispatcher: Dispatcher, baseUrl: string): SpecProbe {
-  let before: Awaited<ReturnType<typeof scrapeVllmSpecCounters>>;
+  let before: Awaited<ReturnType<typeof scrapeSpecCounters>>;
   return {
     async before() {
       if (options.specMetrics === 'none') return;
-      before = await scrapeVllmSpecCounters(dispatcher, baseUrl);
+      before = await scrapeSpecCounters(dispatcher, baseUrl);
     },
     async after(outcomes) {
       if (options.specMetrics === 'none') return undefined;
       const fromResponses = specFromResponses(outcomes.filter((outcome) => !outcome.sample.error).map((outcome) => outcome.state));
-      if (fromResponses) return fromResponses;
-      if (before) {
-        const after = await scrapeVllmSpecCounters(dispatcher, baseUrl);
-        const stats = after && specFromCounterDelta(before, after, 'vllm prometheus spec_decode counters (delta over the level)');
-        if (stats) return stats;
-      }
+      const after = before && (await scrapeSpecCounters(dispatcher, baseUrl));
+      const fromCounters = before && after && after.engine === before.engine ? specFromCounterDelta(before, after, `${after.engine} prometheus spec_decode counters (delta over the level)`) : undefined;
+      if (fromResponses) return fromCounters ? withCounterExtras(fromResponses, fromCounters) : fromResponses;
+      if (fromCounters) return fromCounters;
       return options.backend === 'sglang' ? scrapeSglangServerInfo(dispatcher, baseUrl) : undefined;
     },
   };

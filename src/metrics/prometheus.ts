@@ -18,6 +18,25 @@ export function parsePrometheusTotals(text: string): Map<string, number> {
   return totals;
 }
 
+/**
+ * Sum of the series of metric `name` per value of its label `label` (e.g. vLLM's per-position counter by
+ * `position`); series without that label are skipped.
+ */
+export function parsePrometheusByLabel(text: string, name: string, label: string): Map<string, number> {
+  const sums = new Map<string, number>();
+  const labelPattern = new RegExp(`(?:^|,)\\s*${label}\\s*=\\s*"((?:[^"\\\\]|\\\\.)*)"`);
+  for (const rawLine of text.split('\n')) {
+    const line = rawLine.trim();
+    if (!line.startsWith(`${name}{`)) continue;
+    const close = labelsEnd(line, name.length);
+    const value = Number(line.slice(close + 1).trim().split(/\s+/)[0]);
+    const match = labelPattern.exec(line.slice(name.length + 1, close));
+    if (!match || !Number.isFinite(value)) continue;
+    sums.set(match[1]!, (sums.get(match[1]!) ?? 0) + value);
+  }
+  return sums;
+}
+
 /** Index of the `}` closing the label set that opens at `open`, skipping quoted label values (which may hold `}`). */
 function labelsEnd(line: string, open: number): number {
   let quoted = false;

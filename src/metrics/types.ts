@@ -55,6 +55,8 @@ export interface SpecDecodeStats {
   acceptanceRate?: number;
   /** Mean tokens produced per verification step (accepted + 1 bonus), as SGLang reports `spec_accept_length`. */
   meanAcceptedLength?: number;
+  /** Share of drafts whose token at position i (0 = first) was accepted, where the engine counts it per position. */
+  acceptanceByPosition?: number[];
   draftTokens?: number;
   acceptedTokens?: number;
 }

@@ -53,6 +53,13 @@ const DecodeSchema = z.strictObject({
   /** Multiplicative timing noise (≈ coefficient of variation of each delay). */
   jitter: z.number().min(0).max(2).default(0.05),
   seed: z.number().int().default(1),
+  /**
+   * Slow drift of the machine: every decode step takes pctPerMin % longer per minute elapsed since sinceEpochMs
+   * (wall clock, so restarted servers of one campaign share it; default: this process's start). Negative = faster.
+   */
+  drift: z
+    .strictObject({ pctPerMin: z.number().min(-100).default(0), sinceEpochMs: z.number().min(0).optional() })
+    .prefault({}),
   /** Chance that a token is EOS, only for requests that do not set ignore_eos. */
   eosProbability: z.number().min(0).max(1).default(0),
   /** max_tokens when the request gives none (OpenAI's completions default). */

@@ -1,7 +1,7 @@
 import { nowMs, sleepUntil, yieldToEventLoop } from './clock.js';
 import type { SimConfig } from './config.js';
 import { SimMetrics, type SimCounters } from './metrics.js';
-import { envSpeedup, sampleAcceptedDrafts, sampleStepMs, sampleTtftMs, type EnvLookup } from './model.js';
+import { driftFactor, envSpeedup, sampleAcceptedDrafts, sampleStepMs, sampleTtftMs, type EnvLookup } from './model.js';
 import { deriveSeed, mulberry32, type Random } from '../util/random.js';
 import { BatchScheduler } from './scheduler.js';
 import { sampleToken, type SimToken } from './text.js';
@@ -55,12 +55,15 @@ export class SimEngine {
   readonly speedup: number;
   private requestCount = 0;
   private readonly seed: number;
+  /** Wall-clock origin of the machine drift. */
+  private readonly driftOrigin: number;
 
   /** `replica` > 0 (a worker of a multi-worker simulator) salts the seed, so no two workers replay one stream. */
   constructor(readonly config: SimConfig, env: EnvLookup, replica = 0) {
     this.scheduler = new BatchScheduler(config.decode.maxBatch);
     this.speedup = envSpeedup(config, env);
     this.seed = replica === 0 ? config.decode.seed : deriveSeed(config.decode.seed, -replica);
+    this.driftOrigin = config.decode.drift.sinceEpochMs ?? Date.now();
   }
 
   /** A reproducible random stream for the next request (timings, text, EOS, faults). */
@@ -107,7 +110,7 @@ export class SimEngine {
     let stepsSinceYield = 0;
     for (let index = 0; ; index += 1) {
       if (index > 0) {
-        const stepMs = sampleStepMs(config, this.scheduler.running, this.speedup, rng);
+        const stepMs = sampleStepMs(config, this.scheduler.running, this.speedup / driftFactor(config, Date.now() - this.driftOrigin), rng);
         // Absolute deadlines keep timer lateness from accumulating; but a server that fell more than a step
         // behind (overloaded host) restarts its schedule rather than bursting to catch up.
         deadline = Math.max(deadline + stepMs, nowMs() - stepMs);

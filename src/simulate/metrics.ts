@@ -6,6 +6,8 @@ export interface SimCounters {
   specDrafts: number;
   specDraftTokens: number;
   specAcceptedTokens: number;
+  /** Accepted drafts by position in the draft (index 0 = first draft token), as vLLM's per-position counter. */
+  specAcceptedPerPosition: number[];
   running: number;
   waiting: number;
 }
@@ -14,11 +16,14 @@ export interface CounterSnapshot extends SimCounters {
   at: number;
 }
 
-/** Totals over the replicas of a multi-worker simulator: every counter and gauge is a plain sum. */
+const SCALAR_COUNTERS = ['promptTokens', 'generationTokens', 'requestsFinished', 'specDrafts', 'specDraftTokens', 'specAcceptedTokens', 'running', 'waiting'] as const;
+
+/** Totals over the replicas of a multi-worker simulator: every counter and gauge is a plain sum (per position, too). */
 export function sumCounters(parts: readonly SimCounters[]): SimCounters {
-  const total: SimCounters = { promptTokens: 0, generationTokens: 0, requestsFinished: 0, specDrafts: 0, specDraftTokens: 0, specAcceptedTokens: 0, running: 0, waiting: 0 };
+  const total: SimCounters = { promptTokens: 0, generationTokens: 0, requestsFinished: 0, specDrafts: 0, specDraftTokens: 0, specAcceptedTokens: 0, specAcceptedPerPosition: [], running: 0, waiting: 0 };
   for (const part of parts) {
-    for (const key of Object.keys(total) as (keyof SimCounters)[]) total[key] += part[key];
+    for (const key of SCALAR_COUNTERS) total[key] += part[key];
+    part.specAcceptedPerPosition.forEach((value, position) => (total.specAcceptedPerPosition[position] = (total.specAcceptedPerPosition[position] ?? 0) + value));
   }
   return total;
 }
@@ -39,6 +44,11 @@ export function renderMetrics(model: string, counters: SimCounters): string {
   add('vllm:spec_decode_num_drafts', 'counter', 'Number of spec decoding drafts.', counters.specDrafts);
   add('vllm:spec_decode_num_draft_tokens', 'counter', 'Number of draft tokens.', counters.specDraftTokens);
   add('vllm:spec_decode_num_accepted_tokens', 'counter', 'Number of accepted tokens.', counters.specAcceptedTokens);
+  if (counters.specAcceptedPerPosition.length > 0) {
+    const sample = 'vllm:spec_decode_num_accepted_tokens_per_pos_total';
+    lines.push(`# HELP ${sample} Accepted tokens per draft position.`, `# TYPE ${sample} counter`);
+    counters.specAcceptedPerPosition.forEach((value, position) => lines.push(`${sample}${labels.slice(0, -1)},position="${position}"} ${value.toFixed(1)}`));
+  }
   return `${lines.join('\n')}\n`;
 }
 
@@ -74,10 +84,12 @@ export class SimMetrics {
   specDrafts = 0;
   specDraftTokens = 0;
   specAcceptedTokens = 0;
+  /** Accepted drafts by position in the draft (index 0 = first draft token), as vLLM's per-position counter. */
+  specAcceptedPerPosition: number[] = [];
 
   counters(running: number, waiting: number): SimCounters {
     const { promptTokens, generationTokens, requestsFinished, specDrafts, specDraftTokens, specAcceptedTokens } = this;
-    return { promptTokens, generationTokens, requestsFinished, specDrafts, specDraftTokens, specAcceptedTokens, running, waiting };
+    return { promptTokens, generationTokens, requestsFinished, specDrafts, specDraftTokens, specAcceptedTokens, specAcceptedPerPosition: [...this.specAcceptedPerPosition], running, waiting };
   }
 
   recordStep(draftTokens: number, acceptedTokens: number): void {
@@ -85,5 +97,8 @@ export class SimMetrics {
     this.specDrafts += 1;
     this.specDraftTokens += draftTokens;
     this.specAcceptedTokens += acceptedTokens;
+    while (this.specAcceptedPerPosition.length < draftTokens) this.specAcceptedPerPosition.push(0);
+    // Drafts are accepted as a leading run, so the first `acceptedTokens` positions each count one.
+    for (let position = 0; position < acceptedTokens; position += 1) this.specAcceptedPerPosition[position]! += 1;
   }
 }

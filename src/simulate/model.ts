@@ -56,6 +56,11 @@ export function expectedE2eMs(config: SimConfig, inputTokens: number, outputToke
   return expectedTtftMs(config, inputTokens, active) + Math.max(0, outputTokens - 1) * expectedTpotMs(config, active, env);
 }
 
+/** Step-time multiplier of the machine drift `elapsedMs` after its origin (never below 0.1: a drift, not a stop). */
+export function driftFactor(config: SimConfig, elapsedMs: number): number {
+  return Math.max(0.1, 1 + (config.decode.drift.pctPerMin / 100) * (elapsedMs / 60_000));
+}
+
 /** Mean-1 lognormal multiplier whose coefficient of variation is `jitter`. */
 export function sampleJitter(jitter: number, rng: Random): number {
   if (jitter === 0) return 1;

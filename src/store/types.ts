@@ -23,6 +23,8 @@ export interface TrialMetrics {
   failed: number;
   acceptanceRate?: number;
   meanAcceptedLength?: number;
+  /** Share of drafts accepted at each draft position (0 = first), where the engine reports it. */
+  acceptanceByPosition?: number[];
   /** Per dataset category, when the workload's prompts have categories. */
   byCategory?: Record<string, CategoryMetrics>;
 }

@@ -21,6 +21,8 @@ interface SimulateFlags {
   maxBatch?: number;
   jitter?: number;
   seed?: number;
+  driftPctPerMin?: number;
+  driftSince?: number;
   eosProbability?: number;
   defaultMaxTokens?: number;
   maxModelLen?: number;
@@ -89,6 +91,8 @@ const FLAG_OF_KEY: Record<string, string> = {
   'decode.maxBatch': '--max-batch',
   'decode.jitter': '--jitter',
   'decode.seed': '--seed',
+  'decode.drift.pctPerMin': '--drift-pct-per-min',
+  'decode.drift.sinceEpochMs': '--drift-since',
   'decode.eosProbability': '--eos-probability',
   'decode.defaultMaxTokens': '--default-max-tokens',
   'decode.maxModelLen': '--max-model-len',
@@ -121,6 +125,7 @@ function overridesFrom(flags: SimulateFlags): SimConfigInput {
       maxBatch: flags.maxBatch,
       jitter: flags.jitter,
       seed: flags.seed,
+      drift: { pctPerMin: flags.driftPctPerMin, sinceEpochMs: flags.driftSince },
       eosProbability: flags.eosProbability,
       defaultMaxTokens: flags.defaultMaxTokens,
       maxModelLen: flags.maxModelLen,
@@ -153,6 +158,8 @@ export function registerSimulate(program: Command): void {
     .option('--max-batch <n>', 'running requests at most; the rest queue FIFO (default 256)', integer)
     .option('--jitter <fraction>', 'coefficient of variation of every delay (default 0.05)', number)
     .option('--seed <n>', 'random seed (default 1)', integer)
+    .option('--drift-pct-per-min <pct>', 'slow machine drift: decode steps take this % longer per minute (default 0)', number)
+    .option('--drift-since <epoch-ms>', 'wall-clock origin of the drift, shared by restarts (default: process start)', number)
     .option('--eos-probability <p>', 'per-token EOS chance for requests without ignore_eos (default 0)', number)
     .option('--default-max-tokens <n>', 'max_tokens when a request gives none (default 16)', integer)
     .option('--max-model-len <n>', 'context length; longer requests get a 400 (default 32768)', integer)
