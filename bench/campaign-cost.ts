@@ -130,7 +130,11 @@ for (const strategy of STRATEGIES) {
   if (runs.length === 0) continue;
   const wall = mean(runs.map((run) => run.wallMs));
   console.log(
-    `${strategy.name.padEnd(17)}  ${`${(wall / 1000).toFixed(1)} s`.padStart(9)}  ${(Number.isNaN(reference) ? '-' : `${(reference / wall).toFixed(2)}×`).padStart(6)}  ${mean(runs.map((run) => run.trials)).toFixed(1).padStart(11)}  ${`${runs.filter((run) => run.correct).length}/${runs.length}`.padStart(14)}`,
+    `${strategy.name.padEnd(17)}  ${`${(wall / 1000).toFixed(1)} s`.padStart(9)}  ${(Number.isNaN(reference) ? '-' : `${(reference / wall).toFixed(2)}×`).padStart(6)}  ${mean(
+      runs.map((run) => run.trials),
+    )
+      .toFixed(1)
+      .padStart(11)}  ${`${runs.filter((run) => run.correct).length}/${runs.length}`.padStart(14)}`,
   );
 }
 db.close();

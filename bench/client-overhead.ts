@@ -17,14 +17,14 @@
  * of the server); ITL error = |client gap − server gap| between consecutive token events of one request.
  */
 import { parseArgs } from 'node:util';
-import { Pool, request } from 'undici';
 import { quantile } from 'simple-statistics';
+import { Pool, request } from 'undici';
 import { BACKENDS } from '../src/load/backends.js';
 import { runLevel } from '../src/load/level.js';
 import { loadPrompts, type PromptItem } from '../src/load/prompts.js';
 import { nowMs, type RequestContext } from '../src/load/request.js';
 import { runBenchmark } from '../src/load/run.js';
-import { spawnSimulator, type SimulatorProcess } from '../src/simulate/child.js';
+import { type SimulatorProcess, spawnSimulator } from '../src/simulate/child.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -59,7 +59,10 @@ async function startSim(tpotMs: number): Promise<string> {
 }
 
 function prompts(count: number, outputLen: number): Promise<PromptItem[]> {
-  return loadPrompts({ kind: 'synthetic', inputTokens: { kind: 'fixed', value: INPUT_LEN }, outputTokens: { kind: 'fixed', value: outputLen }, seed: 1 }, count);
+  return loadPrompts(
+    { kind: 'synthetic', inputTokens: { kind: 'fixed', value: INPUT_LEN }, outputTokens: { kind: 'fixed', value: outputLen }, seed: 1 },
+    count,
+  );
 }
 
 interface Figures {
@@ -238,7 +241,16 @@ async function main() {
       ],
     };
   });
-  const header = ['client'.padEnd(10), 'tok/s'.padStart(10), 'cpu us/tok'.padStart(10), 'req/s'.padStart(8), 'sat TTFT err p50/p99'.padStart(20), 'sat ITL err p50/99'.padStart(18), 'paced TTFT p50/p99'.padStart(18), 'paced ITL p50/p99'.padStart(18)];
+  const header = [
+    'client'.padEnd(10),
+    'tok/s'.padStart(10),
+    'cpu us/tok'.padStart(10),
+    'req/s'.padStart(8),
+    'sat TTFT err p50/p99'.padStart(20),
+    'sat ITL err p50/99'.padStart(18),
+    'paced TTFT p50/p99'.padStart(18),
+    'paced ITL p50/p99'.padStart(18),
+  ];
   const [ours, reference] = rows as [(typeof rows)[0], (typeof rows)[0]];
   process.stdout.write(
     `${[

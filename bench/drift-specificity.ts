@@ -113,14 +113,24 @@ async function main(): Promise<void> {
     if (look?.check.unguarded) unguarded += 1;
     bands.push(look?.check.band ?? Number.NaN);
     if (alarms(own, history)) falseAlarms += 1;
-    if (alarms(own.map((value) => value * (1 - SHIFT)), history)) detected += 1;
+    if (
+      alarms(
+        own.map((value) => value * (1 - SHIFT)),
+        history,
+      )
+    )
+      detected += 1;
   }
   bands.sort((a, b) => a - b);
   const pct = (count: number) => `${((count / RERUNS) * 100).toFixed(2)}%`;
   const falseRate = falseAlarms / RERUNS;
   const detectRate = detected / RERUNS;
-  console.log(`pool: ${POOL} real trials in ${((Date.now() - startedAt) / 1000).toFixed(1)} s; mean ${mean(pool).toFixed(1)} tok/s, CV ${(cv * 100).toFixed(2)}% (load average ${loadavg()[0]!.toFixed(2)})`);
-  console.log(`reruns: ${RERUNS} resampled, history ${HISTORY} trials; median band ±${bands[Math.floor(bands.length / 2)]!.toFixed(1)}%; unguarded (band > 20%): ${pct(unguarded)}`);
+  console.log(
+    `pool: ${POOL} real trials in ${((Date.now() - startedAt) / 1000).toFixed(1)} s; mean ${mean(pool).toFixed(1)} tok/s, CV ${(cv * 100).toFixed(2)}% (load average ${loadavg()[0]!.toFixed(2)})`,
+  );
+  console.log(
+    `reruns: ${RERUNS} resampled, history ${HISTORY} trials; median band ±${bands[Math.floor(bands.length / 2)]!.toFixed(1)}%; unguarded (band > 20%): ${pct(unguarded)}`,
+  );
   console.log(`false-alarm rate on unchanged reruns: ${pct(falseAlarms)} (target < 1%: ${falseRate < 0.01 ? 'met' : 'NOT met'})`);
   console.log(`detection of a ${(SHIFT * 100).toFixed(0)}% slowdown within 2 trials: ${pct(detected)}`);
   console.log(`ratio detection / false alarms: ${falseAlarms === 0 ? '∞ (no false alarm)' : (detectRate / falseRate).toFixed(1)}`);

@@ -38,7 +38,11 @@ function simArgs(loadMs: number): string[] {
 }
 
 /** Spawn a command; `onLine` sees each stdout line with its arrival time, `onErrLine` each stderr line. */
-function run(argv: string[], onLine: (line: string, at: number) => void, onErrLine?: (line: string) => void): { done: Promise<number | null>; kill: () => void } {
+function run(
+  argv: string[],
+  onLine: (line: string, at: number) => void,
+  onErrLine?: (line: string) => void,
+): { done: Promise<number | null>; kill: () => void } {
   const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', onErrLine ? 'pipe' : 'ignore'] });
   createInterface({ input: child.stdout! }).on('line', (line) => onLine(line, now()));
   if (onErrLine) createInterface({ input: child.stderr! }).on('line', onErrLine);
@@ -88,8 +92,26 @@ async function trialLaunch(dir: string, store: string, loadMs: number, index: nu
   const mark = join(dir, `ready-${index}.txt`);
   let reportedAt = NaN;
   const launcher = run(
-    [process.execPath, BIN, 'launch', '--json', '--exit-when-ready', '--profile', 'simulator', '--store', store, '--log', join(dir, `launch-${index}.log`),
-      '--', process.execPath, SELF, '--wrap-sim', String(loadMs), mark, '{port}'],
+    [
+      process.execPath,
+      BIN,
+      'launch',
+      '--json',
+      '--exit-when-ready',
+      '--profile',
+      'simulator',
+      '--store',
+      store,
+      '--log',
+      join(dir, `launch-${index}.log`),
+      '--',
+      process.execPath,
+      SELF,
+      '--wrap-sim',
+      String(loadMs),
+      mark,
+      '{port}',
+    ],
     (line, at) => {
       if (line.startsWith('{')) reportedAt = at;
     },
@@ -159,13 +181,17 @@ async function main(): Promise<void> {
       launch.push(await trialLaunch(dir, store, loadMs, index));
       wait.push(await trialWait(store, loadMs));
       shell.push(await trialShell(loadMs, sleepS));
-      process.stderr.write(`trial ${index + 1}/${trials}: launch ${launch.at(-1)!.toFixed(1)} ms, wait ${wait.at(-1)!.toFixed(1)} ms, shell(sleep ${sleepS}) ${shell.at(-1)!.toFixed(0)} ms\n`);
+      process.stderr.write(
+        `trial ${index + 1}/${trials}: launch ${launch.at(-1)!.toFixed(1)} ms, wait ${wait.at(-1)!.toFixed(1)} ms, shell(sleep ${sleepS}) ${shell.at(-1)!.toFixed(0)} ms\n`,
+      );
     }
     const shellScaled = median(shell) * (10 / sleepS);
     process.stdout.write(
       `${[
         'ready latency = time from the server being able to serve to the ready report',
-        `host: ${availableParallelism()} cores, load average ${loadavg().map((value) => value.toFixed(1)).join(' ')} (other work inflates every figure)`,
+        `host: ${availableParallelism()} cores, load average ${loadavg()
+          .map((value) => value.toFixed(1))
+          .join(' ')} (other work inflates every figure)`,
         `servelab wait   (health+models+generation): ${summary(wait)}`,
         `servelab launch (polling + log phases):     ${summary(launch)}`,
         `shell loop, sleep ${sleepS}:                     ${summary(shell)}`,

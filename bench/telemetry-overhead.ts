@@ -11,7 +11,7 @@
  * PATH that replays a row captured on an H200: it measures the sampler's cost on this host's CPU, NOT the cost of
  * querying a real GPU driver; the output says so. Run without it on a GPU machine for the real figure.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

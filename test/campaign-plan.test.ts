@@ -1,7 +1,7 @@
-import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { blockedPlan, passSizes } from '../src/experiment/schedule.js';
 import { cli, simCommand, tempDir, writeExperiment } from './support-experiment.js';
@@ -101,6 +101,6 @@ describe('plan and budget on simulator servers', () => {
     const planned = await cli(['plan', file], { store });
     assert.equal(planned.code, 0, planned.stderr);
     assert.match(planned.stdout, /schedule: blocked, 2 passes, 3 server configs, 4 restarts — auto: a start costs 5\.0× a trial/);
-    assert.match(planned.stdout, /interleaved  4 +8 +45\.0 min/);
+    assert.match(planned.stdout, /interleaved {2}4 +8 +45\.0 min/);
   });
 });

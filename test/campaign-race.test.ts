@@ -1,18 +1,17 @@
-import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
+import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
-import { launchBrowser, NO_BROWSER } from './support-browser.js';
-import { needs } from './support-services.js';
 import { bestConfig } from '../src/experiment/best.js';
 import { formatSpecView } from '../src/experiment/best-format.js';
 import { holmAdjust } from '../src/experiment/holm.js';
 import type { ResolvedExperiment } from '../src/experiment/types.js';
+import { writeReports } from '../src/report/write.js';
 import { openStore } from '../src/store/db.js';
 import type { TrialMetrics, TrialRecord } from '../src/store/types.js';
-import { writeReports } from '../src/report/write.js';
+import { launchBrowser, NO_BROWSER } from './support-browser.js';
 import { cli, simCommand, tempDir, writeExperiment } from './support-experiment.js';
-
+import { needs } from './support-services.js';
 
 describe('Holm correction', () => {
   test('step-down adjusted p-values, monotone, in input order', () => {
@@ -36,7 +35,20 @@ describe('best-config verdict', () => {
     objective: { metric: 'outputTokensPerSecond', direction: 'maximize', workload: 'c=8', constraints: [{ metric: 'ttftP99Ms', op: '<', value: 500 }] },
   } as unknown as ResolvedExperiment;
   const trial = (variant: string, tokPerS: number, ttftP99Ms: number, index: number): TrialRecord =>
-    ({ id: index, runId: 1, variant, serverKey: variant, workload: 'c=8', params: {}, block: index, repetition: index, startedAt: '', finishedAt: '', fingerprintId: 1, metrics: { outputTokensPerSecond: tokPerS, ttftP99Ms } as TrialMetrics }) as TrialRecord;
+    ({
+      id: index,
+      runId: 1,
+      variant,
+      serverKey: variant,
+      workload: 'c=8',
+      params: {},
+      block: index,
+      repetition: index,
+      startedAt: '',
+      finishedAt: '',
+      fingerprintId: 1,
+      metrics: { outputTokensPerSecond: tokPerS, ttftP99Ms } as TrialMetrics,
+    }) as TrialRecord;
   const trials = [0, 1, 2, 3, 4, 5].flatMap((i) => [
     trial('base', 100 + i, 200, i),
     trial('fast', 130 + i, 250, i),
@@ -48,7 +60,10 @@ describe('best-config verdict', () => {
     const best = bestConfig(experiment, trials);
     assert.equal(best.winner, 'fast');
     assert.equal(best.runnerUp, 'mid');
-    assert.deepEqual(best.ranking.map((row) => row.variant), ['fast', 'mid', 'base', 'faster-but-slow-ttft']);
+    assert.deepEqual(
+      best.ranking.map((row) => row.variant),
+      ['fast', 'mid', 'base', 'faster-but-slow-ttft'],
+    );
     assert.deepEqual(best.ranking[3]!.violations, ['ttftP99Ms 700 (needs < 500)']);
     assert.ok(best.vsBaseline!.significant && best.vsBaseline!.ratio! > 1.25);
     assert.ok(best.vsRunnerUp!.significant);
@@ -63,7 +78,9 @@ describe('best-config verdict', () => {
 
   test('the spec-decoding view shows median acceptance per draft position where trials report it', () => {
     const withPositions = trials.map((record) =>
-      record.variant === 'fast' ? { ...record, metrics: { ...record.metrics, acceptanceRate: 0.5, acceptanceByPosition: record.repetition % 2 === 0 ? [0.8, 0.4] : [0.9, 0.5] } } : record,
+      record.variant === 'fast'
+        ? { ...record, metrics: { ...record.metrics, acceptanceRate: 0.5, acceptanceByPosition: record.repetition % 2 === 0 ? [0.8, 0.4] : [0.9, 0.5] } }
+        : record,
     );
     const view = formatSpecView(experiment, withPositions);
     assert.match(view, /accept % by pos/);
@@ -97,13 +114,28 @@ describe('racing on simulator servers', () => {
 
     const db = new Database(store, { readonly: true });
     t.after(() => db.close());
-    const events = db.prepare('SELECT kind, variant, after_pass, reason FROM race_events ORDER BY id').all() as Array<{ kind: string; variant: string | null; after_pass: number; reason: string }>;
-    assert.deepEqual(events.filter((event) => event.kind === 'eliminated').map((event) => event.variant).sort(), ['baseline', 't5']);
-    for (const event of events.filter((candidate) => candidate.kind === 'eliminated')) assert.match(event.reason, /−\d+\.\d% vs best t3 \(Holm-adjusted p 0\.\d+, n \d+\/\d+\)/);
+    const events = db.prepare('SELECT kind, variant, after_pass, reason FROM race_events ORDER BY id').all() as Array<{
+      kind: string;
+      variant: string | null;
+      after_pass: number;
+      reason: string;
+    }>;
+    assert.deepEqual(
+      events
+        .filter((event) => event.kind === 'eliminated')
+        .map((event) => event.variant)
+        .sort(),
+      ['baseline', 't5'],
+    );
+    for (const event of events.filter((candidate) => candidate.kind === 'eliminated'))
+      assert.match(event.reason, /−\d+\.\d% vs best t3 \(Holm-adjusted p 0\.\d+, n \d+\/\d+\)/);
     const counts = db.prepare('SELECT variant, COUNT(*) AS n FROM trials GROUP BY variant').all() as Array<{ variant: string; n: number }>;
     const total = counts.reduce((sum, row) => sum + row.n, 0);
     assert.ok(total < 24, `ran ${total} of 24 trials`);
-    assert.ok(counts.every((row) => row.n >= 4), 'eliminated configs keep their trials');
+    assert.ok(
+      counts.every((row) => row.n >= 4),
+      'eliminated configs keep their trials',
+    );
     assert.equal((db.prepare('SELECT status FROM runs').get() as { status: string }).status, 'done');
 
     const show = await cli(['show', '1'], { store });
@@ -118,7 +150,10 @@ describe('racing on simulator servers', () => {
     await page.goto(`file://${written!.html}`);
     const winnerRow = await page.$$eval('table.pairwise tbody tr:first-child td', (cells) => cells.map((cell) => cell.className));
     assert.equal(await page.locator('table.pairwise tbody tr:first-child th').textContent(), 't3');
-    assert.deepEqual(winnerRow.map((name) => (name.includes('better') ? 'better' : name.includes('self') ? 'self' : 'other')), ['self', 'better', 'better']);
+    assert.deepEqual(
+      winnerRow.map((name) => (name.includes('better') ? 'better' : name.includes('self') ? 'self' : 'other')),
+      ['self', 'better', 'better'],
+    );
     assert.match(await page.locator('table.ranking').innerText(), /eliminated after pass [123]/);
   });
 

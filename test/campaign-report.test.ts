@@ -1,14 +1,13 @@
-import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { launchBrowser, NO_BROWSER } from './support-browser.js';
-import { needs } from './support-services.js';
+import { describe, test } from 'node:test';
 import { bestConfig } from '../src/experiment/best.js';
 import { loadRun } from '../src/experiment/run-store.js';
-import { listTrials } from '../src/store/queries.js';
 import { writeReports } from '../src/report/write.js';
+import { listTrials } from '../src/store/queries.js';
 import { buildFixtureRun, createFixtureStore } from './report-fixture.js';
-
+import { launchBrowser, NO_BROWSER } from './support-browser.js';
+import { needs } from './support-services.js';
 
 describe('best-config report', () => {
   test('the pairwise matrix, ranking and numeric parameter chart render in Chromium', needs(NO_BROWSER), async (t) => {
@@ -28,7 +27,13 @@ describe('best-config report', () => {
 
     // 4 configs: a 4×4 matrix, '·' on the diagonal, each cell the inverse change of its mirror.
     const matrix = await page.$$eval('table.pairwise tbody tr', (rows) =>
-      rows.map((row) => [...row.querySelectorAll('td')].map((cell) => ({ text: cell.textContent ?? '', className: cell.className, visible: cell.getBoundingClientRect().width > 0 }))),
+      rows.map((row) =>
+        [...row.querySelectorAll('td')].map((cell) => ({
+          text: cell.textContent ?? '',
+          className: cell.className,
+          visible: cell.getBoundingClientRect().width > 0,
+        })),
+      ),
     );
     assert.equal(matrix.length, 4);
     matrix.forEach((cells, i) => {
@@ -37,7 +42,10 @@ describe('best-config report', () => {
       assert.ok(cells.every((cell) => cell.visible));
     });
     const rowNames = await page.$$eval('table.pairwise tbody th', (cells) => cells.map((cell) => cell.textContent));
-    assert.deepEqual(rowNames, best.ranking.map((row) => row.variant));
+    assert.deepEqual(
+      rowNames,
+      best.ranking.map((row) => row.variant),
+    );
     // The winner's row: significantly better (green) wherever the verdict says so, and never worse.
     best.matrix[0]!.forEach((cell, j) => {
       if (j === 0) return;
@@ -47,7 +55,7 @@ describe('best-config report', () => {
     });
     // 4 vs 4 trials over 6 Holm-corrected pairs cannot reach significance: the matrix must not claim it either.
     assert.ok(best.matrix.flat().every((cell) => !cell.better && !cell.worse));
-    assert.match(await page.locator('table.pairwise td[data-row]').first().getAttribute('title') ?? '', /Holm-adjusted p \d/);
+    assert.match((await page.locator('table.pairwise td[data-row]').first().getAttribute('title')) ?? '', /Holm-adjusted p \d/);
     assert.match(await page.locator('div.best').innerText(), /ranks first, but is not significantly better than/);
     assert.match(await page.locator('table.ranking tbody tr').first().innerText(), new RegExp(`${best.winner}[\\s\\S]*winner`));
     assert.match(await page.locator('div.best').innerText(), /vs the baseline \(baseline\): \+\d/);
@@ -61,7 +69,10 @@ describe('best-config report', () => {
     // Speculative decoding next to throughput: 4 variants × 3 workloads, acceptance only where drafting happens.
     const spec = await page.$$eval('table.spec tbody tr', (rows) => rows.map((row) => [...row.querySelectorAll('td')].map((cell) => cell.textContent ?? '')));
     assert.equal(spec.length, 12);
-    assert.deepEqual(spec.map((cells) => cells[0]).filter((name, index, all) => all.indexOf(name) === index), ['baseline', 'eagle3-s2', 'eagle3-s4', 'eagle3-s6']);
+    assert.deepEqual(
+      spec.map((cells) => cells[0]).filter((name, index, all) => all.indexOf(name) === index),
+      ['baseline', 'eagle3-s2', 'eagle3-s4', 'eagle3-s6'],
+    );
     for (const cells of spec) assert.equal(/^\d/.test(cells[5]!), cells[0] !== 'baseline', cells.join(' | '));
     assert.deepEqual(problems, []);
   });

@@ -1,5 +1,5 @@
-import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
 import { checkDrift, formatDriftAlarm, studentQuantile } from '../src/experiment/drift.js';
 
 describe('checkDrift', () => {
@@ -31,7 +31,11 @@ describe('checkDrift', () => {
   test('small histories get the Student band, large ones approach the normal one', () => {
     // Same spread (SD 1 on 100); the 3-trial history must tolerate far more than the 30-trial one.
     const small = checkDrift([100], [99, 100, 101], { relativeBand: 0 });
-    const large = checkDrift([100], Array.from({ length: 30 }, (_, i) => 100 + ((i % 3) - 1) * 1.2247), { relativeBand: 0 });
+    const large = checkDrift(
+      [100],
+      Array.from({ length: 30 }, (_, i) => 100 + ((i % 3) - 1) * 1.2247),
+      { relativeBand: 0 },
+    );
     assert.ok(small.band > 3 * large.band, `${small.band} vs ${large.band}`);
     assert.ok(Math.abs(studentQuantile(0.975, 1000) - 1.96) < 0.01);
     assert.ok(Math.abs(studentQuantile(0.975, 2) - 4.303) < 0.01);

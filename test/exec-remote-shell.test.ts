@@ -1,10 +1,11 @@
-import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
+import { benchArgv, lengthSpec, parseBenchResult, remoteBaseUrl } from '../src/exec/remote-bench.js';
 import {
   parseEnviron,
   parseListeningPorts,
@@ -18,7 +19,6 @@ import {
   startDetachedScript,
   stopScript,
 } from '../src/exec/remote-shell.js';
-import { benchArgv, lengthSpec, parseBenchResult, remoteBaseUrl } from '../src/exec/remote-bench.js';
 import { reconnectDelayMs, sshArgs } from '../src/exec/ssh-transport.js';
 import { groupAlive } from '../src/launch/process-group.js';
 import { parseLengthSpec } from '../src/load/config.js';
@@ -53,14 +53,16 @@ describe('detached job scripts (run with the local sh)', () => {
   test('start, poll log increments, exit status, and environment', async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'servelab-job-'));
     t.after(() => rmSync(dir, { recursive: true, force: true }));
-    const started = sh(startDetachedScript({
-      dir: join(dir, 'job'),
-      // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a template.
-      command: ['sh', '-c', 'echo "one $GREETING"; echo "unset=${DROPPED:-none}"; sleep 0.3; echo two; exit 7'],
-      env: { GREETING: "hello 'world'" },
-      unsetEnv: ['DROPPED'],
-      heartbeatTimeoutMinutes: 5,
-    }));
+    const started = sh(
+      startDetachedScript({
+        dir: join(dir, 'job'),
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a template.
+        command: ['sh', '-c', 'echo "one $GREETING"; echo "unset=${DROPPED:-none}"; sleep 0.3; echo two; exit 7'],
+        env: { GREETING: "hello 'world'" },
+        unsetEnv: ['DROPPED'],
+        heartbeatTimeoutMinutes: 5,
+      }),
+    );
     assert.equal(started.code, 0, started.stderr);
     const ids = parseStarted(started.stdout.toString());
     assert.ok(ids, started.stdout.toString());
@@ -87,12 +89,14 @@ describe('detached job scripts (run with the local sh)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'servelab-job-'));
     t.after(() => rmSync(dir, { recursive: true, force: true }));
     const hostile = ['x\nSERVELAB_RUN_EOF\ntouch pwned-run\n', "'\nSERVELAB_SUPERVISE_EOF\ntouch pwned-sup", '$(touch pwned-subst)', '`touch pwned-tick`'];
-    const started = sh(startDetachedScript({
-      dir: join(dir, 'job'),
-      command: ['sh', '-c', 'printf "%s|" "$@"; printf "%s|" "$V"', 'sh', ...hostile],
-      env: { V: 'v\nSERVELAB_RUN_EOF\ntouch pwned-env' },
-      heartbeatTimeoutMinutes: 5,
-    }));
+    const started = sh(
+      startDetachedScript({
+        dir: join(dir, 'job'),
+        command: ['sh', '-c', 'printf "%s|" "$@"; printf "%s|" "$V"', 'sh', ...hostile],
+        env: { V: 'v\nSERVELAB_RUN_EOF\ntouch pwned-env' },
+        heartbeatTimeoutMinutes: 5,
+      }),
+    );
     assert.equal(started.code, 0, started.stderr);
     let reply;
     for (let i = 0; i < 200; i++) {
@@ -110,12 +114,14 @@ describe('detached job scripts (run with the local sh)', () => {
     t.after(() => rmSync(dir, { recursive: true, force: true }));
     const jobDir = join(dir, 'job');
     // A server that ignores SIGTERM and has a child: only the group KILL after the grace period ends both.
-    const started = sh(startDetachedScript({
-      dir: jobDir,
-      command: ['sh', '-c', "trap '' TERM; sleep 300 & echo child $!; while :; do sleep 1; done"],
-      env: {},
-      heartbeatTimeoutMinutes: 5,
-    }));
+    const started = sh(
+      startDetachedScript({
+        dir: jobDir,
+        command: ['sh', '-c', "trap '' TERM; sleep 300 & echo child $!; while :; do sleep 1; done"],
+        env: {},
+        heartbeatTimeoutMinutes: 5,
+      }),
+    );
     const ids = parseStarted(started.stdout.toString());
     assert.ok(ids);
     t.after(() => {
@@ -189,8 +195,14 @@ describe('parsers', () => {
       '   0: 00000000000000000000000001000000:4E20 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000 0 0 3',
     ].join('\n');
     const ports = parseListeningPorts(text);
-    assert.deepEqual([...ports].sort((a, b) => a - b), [8080, 20000]);
-    assert.equal(pickFreePort(ports, () => 0), 20001);
+    assert.deepEqual(
+      [...ports].sort((a, b) => a - b),
+      [8080, 20000],
+    );
+    assert.equal(
+      pickFreePort(ports, () => 0),
+      20001,
+    );
   });
 
   test('environ', () => {
@@ -254,8 +266,15 @@ describe('remote load client arguments', () => {
   });
 
   test('rate and dataset workloads', () => {
-    const argv = benchArgv({ ...base, workload: { kind: 'rate', requestsPerSecond: 2.5, arrival: 'constant', maxInFlight: 8, requests: 40 },
-      prompts: { kind: 'jsonl', path: '/data/p.jsonl', maxOutputTokens: 64 } }, 'http://h:1', 'r.json');
+    const argv = benchArgv(
+      {
+        ...base,
+        workload: { kind: 'rate', requestsPerSecond: 2.5, arrival: 'constant', maxInFlight: 8, requests: 40 },
+        prompts: { kind: 'jsonl', path: '/data/p.jsonl', maxOutputTokens: 64 },
+      },
+      'http://h:1',
+      'r.json',
+    );
     assert.ok(argv.join(' ').includes('--rate 2.5 --arrival constant --max-in-flight 8 --requests 40'));
     assert.ok(argv.join(' ').includes('--dataset /data/p.jsonl --dataset-format jsonl --max-output-len 64'));
   });

@@ -1,6 +1,6 @@
-import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { describe, test } from 'node:test';
 import { executorConfigSchema } from '../src/exec/config.js';
 import {
   classifyState,
@@ -37,7 +37,12 @@ describe('executor config schema', () => {
   });
 
   test('slurm: scalar fields that become script lines refuse line breaks and spaces', () => {
-    for (const bad of [{ partition: 'gpu\nrm -rf ~' }, { partition: 'gpu --exclusive' }, { sbatchArgs: ['--account=a\n#SBATCH --x'] }, { remoteServelab: 'servelab\nid' }]) {
+    for (const bad of [
+      { partition: 'gpu\nrm -rf ~' },
+      { partition: 'gpu --exclusive' },
+      { sbatchArgs: ['--account=a\n#SBATCH --x'] },
+      { remoteServelab: 'servelab\nid' },
+    ]) {
       const result = executorConfigSchema.safeParse({ kind: 'slurm', ...bad });
       assert.equal(result.success, false, JSON.stringify(bad));
       assert.match(result.error!.issues[0]!.message, /one (word|line)/);
@@ -60,7 +65,10 @@ describe('job script', () => {
 
   test('carries the resources and runs exactly one server config of the run', () => {
     const script = slurmJobScript(input);
-    const directives = script.split('\n').filter((line) => line.startsWith('#SBATCH ')).map((line) => line.slice(8));
+    const directives = script
+      .split('\n')
+      .filter((line) => line.startsWith('#SBATCH '))
+      .map((line) => line.slice(8));
     assert.deepEqual(directives, [
       '--job-name=servelab-spec-decode-eagle-01234567',
       '--nodes=1',
@@ -72,7 +80,10 @@ describe('job script', () => {
       '--exclusive',
     ]);
     assert.ok(script.startsWith('#!/bin/bash\n'));
-    assert.match(script, /^exec '\/usr\/bin\/node' '\/opt\/servelab\/bin\/servelab.js' run '\/shared\/exp'\\''s.yaml' --run-id 7 --server-key 0123456789abcdef --store \/shared\/servelab.db$/m);
+    assert.match(
+      script,
+      /^exec '\/usr\/bin\/node' '\/opt\/servelab\/bin\/servelab.js' run '\/shared\/exp'\\''s.yaml' --run-id 7 --server-key 0123456789abcdef --store \/shared\/servelab.db$/m,
+    );
   });
 
   test('is valid bash', () => {
@@ -123,7 +134,8 @@ describe('Slurm output parsers', () => {
   });
 
   test('scontrol show job -o', () => {
-    const line = 'JobId=2 JobName=wrap UserId=root(0) JobState=FAILED Reason=NonZeroExitCode Dependency=(null) ExitCode=3:0 RunTime=00:00:00 NodeList=localhost BatchHost=localhost';
+    const line =
+      'JobId=2 JobName=wrap UserId=root(0) JobState=FAILED Reason=NonZeroExitCode Dependency=(null) ExitCode=3:0 RunTime=00:00:00 NodeList=localhost BatchHost=localhost';
     assert.deepEqual(parseScontrolJob(line), { state: 'FAILED', reason: 'NonZeroExitCode', exitCode: '3:0', node: 'localhost' });
     assert.equal(parseScontrolJob('slurm_load_jobs error: Invalid job id specified'), undefined);
   });

@@ -2,14 +2,15 @@
  * runOnSlurm against a real single-node Slurm cluster (ci/start-slurm.sh), each job running `servelab run` with the
  * simulator as server. Skipped, saying why, where that cluster is not running.
  */
-import { describe, test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { runOnSlurm } from '../src/experiment/slurm.js';
 import { parseSqueue, SQUEUE_FORMAT } from '../src/exec/slurm-text.js';
+import { runOnSlurm } from '../src/experiment/slurm.js';
 import { openStore } from '../src/store/db.js';
 import { getRun, listTrials } from '../src/store/queries.js';
 import { cli, tempDir, writeExperiment } from './support-experiment.js';
@@ -59,7 +60,10 @@ describe('Slurm dispatch against a real cluster', { timeout: 600_000 }, () => {
     });
     assert.equal(result.outcome.status, 'done', `${result.outcome.message}\n${lines.join('\n')}`);
     assert.equal(result.jobs.length, 2);
-    assert.ok(result.jobs.every((job) => job.state === 'COMPLETED' && job.jobIds.length === 1), JSON.stringify(result.jobs));
+    assert.ok(
+      result.jobs.every((job) => job.state === 'COMPLETED' && job.jobIds.length === 1),
+      JSON.stringify(result.jobs),
+    );
     assert.notEqual(result.jobs[0]!.jobIds[0], result.jobs[1]!.jobIds[0]);
 
     const db = openStore(storePath, { readonly: true });
@@ -68,7 +72,10 @@ describe('Slurm dispatch against a real cluster', { timeout: 600_000 }, () => {
     assert.equal(trials.filter((trial) => trial.variant === 'fast').length, 2);
     assert.equal(trials.filter((trial) => trial.variant === 'slow').length, 2);
     assert.equal(getRun(db, result.runId)?.status, 'done');
-    assert.ok(lines.some((line) => /RUNNING on localhost/.test(line)), lines.join('\n'));
+    assert.ok(
+      lines.some((line) => /RUNNING on localhost/.test(line)),
+      lines.join('\n'),
+    );
   });
 
   test('a failing config is reported with its log tail and resubmitted as asked; the other config still completes', needs(NO_SLURM), async (t) => {
@@ -88,7 +95,10 @@ describe('Slurm dispatch against a real cluster', { timeout: 600_000 }, () => {
     assert.ok(failed && completed, JSON.stringify(result.jobs));
     assert.equal(failed.state, 'FAILED');
     assert.equal(failed.jobIds.length, 2, 'resubmitted once (retries: 1)');
-    assert.ok(failed.logTail?.some((line) => /exited|crash|error/i.test(line)), failed.logTail?.join('\n'));
+    assert.ok(
+      failed.logTail?.some((line) => /exited|crash|error/i.test(line)),
+      failed.logTail?.join('\n'),
+    );
     assert.ok(lines.some((line) => /ended FAILED/.test(line)) && lines.some((line) => /resubmitting/.test(line)), lines.join('\n'));
     assert.match(result.outcome.message ?? '', /FAILED/);
 

@@ -2,29 +2,30 @@
  * SshExecutor against a real OpenSSH server on 127.0.0.1 (ci/start-sshd.sh), running the real simulator as the
  * "remote" server. Skipped, saying why, where that sshd is not running.
  */
-import { describe, test, type TestContext } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { describe, type TestContext, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { SshExecutor } from '../src/exec/ssh.js';
 import type { ExecutorConfig } from '../src/exec/types.js';
 import { groupAlive } from '../src/launch/process-group.js';
-import { processAlive } from '../src/util/proc-identity.js';
 import type { ServerSpec } from '../src/launch/types.js';
 import type { BenchOptions } from '../src/load/types.js';
 import { BUILTIN_PROFILES } from '../src/profiles/builtin.js';
 import { NotReadyError } from '../src/ready/errors.js';
 import { openStore } from '../src/store/db.js';
 import { listInvalidTrials, listRuns, listTrials } from '../src/store/queries.js';
+import { processAlive } from '../src/util/proc-identity.js';
 import { writeExperiment } from './support-experiment.js';
-import { waitFor } from './support-wait.js';
 import { needs } from './support-services.js';
+import { waitFor } from './support-wait.js';
 
 const BIN = fileURLToPath(new URL('../../bin/servelab.js', import.meta.url));
 const CI_DIR = process.env.SERVELAB_CI_DIR ?? '/tmp/servelab-ci';
@@ -42,8 +43,26 @@ function ciSshd(): { sshd?: CiSshd; skip?: string } {
   const howTo = 'run `sudo bash ci/start-sshd.sh` to enable these tests (CI does)';
   if (!existsSync(READY_FILE)) return { skip: `test sshd not running (${READY_FILE} missing): ${howTo}` };
   const sshd = JSON.parse(readFileSync(READY_FILE, 'utf8')) as CiSshd;
-  const login = spawnSync('ssh', ['-F', '/dev/null', '-p', String(sshd.port), '-i', sshd.identityFile, '-o', 'BatchMode=yes',
-    '-o', `UserKnownHostsFile=${sshd.knownHosts}`, '-o', 'ConnectTimeout=5', sshd.host, 'true'], { timeout: 15_000, encoding: 'utf8' });
+  const login = spawnSync(
+    'ssh',
+    [
+      '-F',
+      '/dev/null',
+      '-p',
+      String(sshd.port),
+      '-i',
+      sshd.identityFile,
+      '-o',
+      'BatchMode=yes',
+      '-o',
+      `UserKnownHostsFile=${sshd.knownHosts}`,
+      '-o',
+      'ConnectTimeout=5',
+      sshd.host,
+      'true',
+    ],
+    { timeout: 15_000, encoding: 'utf8' },
+  );
   if (login.status !== 0) return { skip: `test sshd on 127.0.0.1:${sshd.port} refuses the CI key (${(login.stderr ?? '').trim()}): ${howTo}` };
   return { sshd };
 }
@@ -102,7 +121,9 @@ function processTable(): Array<{ pid: number; ppid: number; cmdline: string }> {
 
 /** Pids of processes whose command line contains `token`. */
 function processesWith(token: string): number[] {
-  return processTable().filter((entry) => entry.cmdline.includes(token) && entry.pid !== process.pid).map((entry) => entry.pid);
+  return processTable()
+    .filter((entry) => entry.cmdline.includes(token) && entry.pid !== process.pid)
+    .map((entry) => entry.pid);
 }
 
 function simulatorSpec(dir: string, model: string, args: string[], readyTimeoutMs = 120_000): ServerSpec {
@@ -142,7 +163,9 @@ function jobGroups(dir: string): number[] {
 /** Drop every connection to the test sshd: kill its per-connection processes (children of the listener). */
 function killSshdSessions(): number {
   const listener = readFileSync(join(CI_DIR, 'ssh', 'sshd.pid'), 'utf8').trim();
-  const children = processTable().filter((entry) => entry.ppid === Number(listener)).map((entry) => entry.pid);
+  const children = processTable()
+    .filter((entry) => entry.ppid === Number(listener))
+    .map((entry) => entry.pid);
   for (const pid of children) {
     try {
       process.kill(pid, 'SIGKILL');
@@ -162,7 +185,10 @@ describe('ssh executor against a real sshd', { timeout: 300_000 }, () => {
     assert.notEqual(new URL(server.baseUrl).port, String(remotePort), 'reached through a forward, not the server port');
     assert.equal(server.env.SERVELAB_TEST_MARK, 'from ssh test', 'env read back from the running process');
     assert.ok(server.ready.checks.includes('generation'));
-    assert.ok(server.ready.phases.some((phase) => phase.phase === 'loading weights'), 'log phases seen through the mirrored log');
+    assert.ok(
+      server.ready.phases.some((phase) => phase.phase === 'loading weights'),
+      'log phases seen through the mirrored log',
+    );
 
     const result = await executor.bench(benchOptions(server.baseUrl));
     assert.equal(result.levels[0]?.completed, 6);
@@ -198,9 +224,15 @@ describe('ssh executor against a real sshd', { timeout: 300_000 }, () => {
     });
     const server = await launching;
     assert.ok(dropped, 'the connection was dropped during the wait');
-    assert.ok(lines.some((line) => /lost; reconnecting/.test(line)), lines.join('\n'));
+    assert.ok(
+      lines.some((line) => /lost; reconnecting/.test(line)),
+      lines.join('\n'),
+    );
     assert.ok(await executor.connection.waitConnected(30_000), 'master re-established');
-    assert.ok(lines.some((line) => /re-established/.test(line)), lines.join('\n'));
+    assert.ok(
+      lines.some((line) => /re-established/.test(line)),
+      lines.join('\n'),
+    );
     assert.equal(jobGroups(dir).length, 1, 'one server started, not a second one');
 
     // The forward is back on the same local port: the URL handed out still works.
@@ -236,7 +268,10 @@ describe('ssh executor against a real sshd', { timeout: 300_000 }, () => {
       assert.equal(error.kind, 'fatal-log');
       assert.match(error.message, /CUDA out of memory: torch\.OutOfMemoryError/);
       assert.match(error.hint, /gpu-memory-utilization/);
-      assert.ok(error.logTail?.some((line) => /Traceback/.test(line)), 'the Traceback came first');
+      assert.ok(
+        error.logTail?.some((line) => /Traceback/.test(line)),
+        'the Traceback came first',
+      );
       return true;
     });
     assert.deepEqual(processesWith(model), []);
@@ -282,7 +317,15 @@ describe('ssh executor against a real sshd', { timeout: 300_000 }, () => {
     const secret = 'sk-SECRETssh0123456789abcdef';
     const spec = simulatorSpec(dir, model, ['--load-ms', '300']);
     // A wrapper that refuses to start without the real key, so a redacted launch would fail.
-    const command = ['sh', '-c', '[ "$1" = "--api-key" ] && [ "$2" = "$EXPECTED_KEY" ] || exit 7; shift 2; exec "$@"', 'sim', '--api-key', secret, ...spec.command];
+    const command = [
+      'sh',
+      '-c',
+      '[ "$1" = "--api-key" ] && [ "$2" = "$EXPECTED_KEY" ] || exit 7; shift 2; exec "$@"',
+      'sim',
+      '--api-key',
+      secret,
+      ...spec.command,
+    ];
     const server = await executor.launch({ ...spec, command, env: { ...spec.env, EXPECTED_KEY: secret } }, {});
     const log = readFileSync(server.logPath, 'utf8');
     assert.match(log, /--- servelab launch on .*--api-key <redacted:[0-9a-f]{12}>/);
@@ -311,7 +354,23 @@ describe('servelab run with an ssh executor against a real sshd', { timeout: 300
       for (const pid of processesWith(model)) process.kill(pid, 'SIGKILL');
       rmSync(dir, { recursive: true, force: true });
     });
-    const command = [process.execPath, BIN, 'simulate', '--port', '{port}', '--model', model, '--load-ms', '5000', '--jitter', '0', '--ttft-ms', '1', '--tpot-ms', '1'];
+    const command = [
+      process.execPath,
+      BIN,
+      'simulate',
+      '--port',
+      '{port}',
+      '--model',
+      model,
+      '--load-ms',
+      '5000',
+      '--jitter',
+      '0',
+      '--ttft-ms',
+      '1',
+      '--tpot-ms',
+      '1',
+    ];
     const experiment = writeExperiment(dir, 'exp.yaml', {
       name: 'ssh-drop',
       server: { command, readyTimeout: '120s' },
@@ -328,8 +387,7 @@ describe('servelab run with an ssh executor against a real sshd', { timeout: 300
       trials: 2,
       variants: { base: {} },
     });
-    const child = spawn(process.execPath, [BIN, 'run', experiment, '--store', join(dir, 'store.db'), '--json'],
-      { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, 'run', experiment, '--store', join(dir, 'store.db'), '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
     t.after(() => child.kill('SIGKILL'));
     let stderr = '';
     let stdout = '';
@@ -354,7 +412,10 @@ describe('servelab run with an ssh executor against a real sshd', { timeout: 300
     t.after(() => db.close());
     const run = listRuns(db)[0]!;
     assert.equal(listTrials(db, run.id).length, 2);
-    assert.ok(serverPids.every((pid) => !processAlive(pid)), 'the server that survived the drops was stopped at the end');
+    assert.ok(
+      serverPids.every((pid) => !processAlive(pid)),
+      'the server that survived the drops was stopped at the end',
+    );
     assert.deepEqual(processesWith(model), []);
   });
 });
@@ -363,8 +424,10 @@ test('ssh executor: a host that refuses us is a clear UserError', { ...needs(NO_
   const dir = mkdtempSync(join(tmpdir(), 'servelab-ssh-test-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   // Port 1 on loopback: nothing listens there, so ssh fails fast without any network.
-  const executor = new SshExecutor({ kind: 'ssh', host: '127.0.0.1', port: 1, client: 'local', sshOptions: ['ConnectTimeout=5'] },
-    { workDir: dir, log: () => {} });
+  const executor = new SshExecutor(
+    { kind: 'ssh', host: '127.0.0.1', port: 1, client: 'local', sshOptions: ['ConnectTimeout=5'] },
+    { workDir: dir, log: () => {} },
+  );
   t.after(() => executor.close());
   await assert.rejects(executor.run(['true']), /cannot connect to 127\.0\.0\.1 over ssh: .*refused/i);
 });
@@ -379,13 +442,34 @@ async function startSshRun(t: TestContext, name: string, trials: number) {
     rmSync(dir, { recursive: true, force: true });
   });
   // Trials of ~2 s (6 requests × 40 tokens × 8 ms): long enough to break one in the middle.
-  const command = [process.execPath, BIN, 'simulate', '--port', '{port}', '--model', model, '--load-ms', '200', '--jitter', '0', '--ttft-ms', '1', '--tpot-ms', '8'];
+  const command = [
+    process.execPath,
+    BIN,
+    'simulate',
+    '--port',
+    '{port}',
+    '--model',
+    model,
+    '--load-ms',
+    '200',
+    '--jitter',
+    '0',
+    '--ttft-ms',
+    '1',
+    '--tpot-ms',
+    '8',
+  ];
   const experiment = writeExperiment(dir, 'exp.yaml', {
     name,
     server: { command, readyTimeout: '120s' },
     executor: {
-      kind: 'ssh', host: sshd.host, port: sshd.port, identityFile: sshd.identityFile,
-      sshOptions: [`UserKnownHostsFile=${sshd.knownHosts}`], remoteDir: join(dir, 'remote'), client: 'local',
+      kind: 'ssh',
+      host: sshd.host,
+      port: sshd.port,
+      identityFile: sshd.identityFile,
+      sshOptions: [`UserKnownHostsFile=${sshd.knownHosts}`],
+      remoteDir: join(dir, 'remote'),
+      client: 'local',
     },
     client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens: 40, seed: 1 }, warmupRequests: 1 },
     workloads: [{ kind: 'single-stream', requests: 6 }],
@@ -450,9 +534,14 @@ describe('trial validity over a real sshd', { skip: ci.skip ?? false, timeout: 3
     const runId = listRuns(run.db)[0]!.id;
     const trials = listTrials(run.db, runId);
     assert.equal(trials.length, 2);
-    assert.ok(trials.every((trial) => trial.metrics.failed === 0), 'no request failed during the reconnect in a counted trial');
+    assert.ok(
+      trials.every((trial) => trial.metrics.failed === 0),
+      'no request failed during the reconnect in a counted trial',
+    );
     assert.ok(listInvalidTrials(run.db, runId).length >= 1);
-    assert.ok(serverPids.every((pid) => !processAlive(pid)), 'the server that survived the drop was stopped at the end');
+    assert.ok(
+      serverPids.every((pid) => !processAlive(pid)),
+      'the server that survived the drop was stopped at the end',
+    );
   });
 });
-

@@ -2,9 +2,10 @@
  * Cache control against the simulator's prefix cache (a repeated prefix skips its prefill, as in vLLM/SGLang):
  * cold trials (the default) see no cache hit from another trial; warm ones do, and each trial records which it was.
  */
-import { describe, test, type TestContext } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
+import { describe, type TestContext, test } from 'node:test';
 import { loadExperiment } from '../src/experiment/load.js';
 import { runBenchmark } from '../src/load/run.js';
 import type { BenchOptions } from '../src/load/types.js';
@@ -91,7 +92,10 @@ describe('prompt cache control', () => {
       // Two variants of one server config (an A/A pair), so every trial runs on the same server and its cache.
       const file = writeExperiment(dir, 'cache.yaml', {
         name: `cache-${cache}`,
-        server: { command: simCommand({ tpotMs: 1, extra: ['--prefix-cache', '--prefill-ms-per-token', String(PREFILL_MS_PER_TOKEN), '--jitter', '0'] }), readyTimeout: '5m' },
+        server: {
+          command: simCommand({ tpotMs: 1, extra: ['--prefix-cache', '--prefill-ms-per-token', String(PREFILL_MS_PER_TOKEN), '--jitter', '0'] }),
+          readyTimeout: '5m',
+        },
         client: { prompts: { kind: 'synthetic', inputTokens: PROMPT_TOKENS, outputTokens: 4, seed: 3 }, warmupRequests: 0, cache },
         workloads: [{ kind: 'single-stream', requests: 3 }],
         trials: 3,
@@ -101,11 +105,22 @@ describe('prompt cache control', () => {
       assert.equal(result.code, 0, result.stderr);
       const db = openStore(store, { readonly: true });
       t.after(() => db.close());
-      const trials = (db.prepare('SELECT variant, block, cache, metrics_json FROM trials ORDER BY id').all() as Array<{ variant: string; block: number; cache: string; metrics_json: string }>)
-        .map((row) => ({ ...row, ttft: (JSON.parse(row.metrics_json) as { ttftMedianMs: number }).ttftMedianMs }));
+      const trials = (
+        db.prepare('SELECT variant, block, cache, metrics_json FROM trials ORDER BY id').all() as Array<{
+          variant: string;
+          block: number;
+          cache: string;
+          metrics_json: string;
+        }>
+      ).map((row) => ({ ...row, ttft: (JSON.parse(row.metrics_json) as { ttftMedianMs: number }).ttftMedianMs }));
       assert.equal(trials.length, 6);
       const show = await cli(['show', '1'], { store });
-      assert.match(show.stdout, { cold: /prefix cache: cold \(a prompt salt per trial\)/, warm: /prefix cache: warm/, reset: /prefix cache: reset \(POST \/reset_prefix_cache\)/ }[cache]);
+      assert.match(
+        show.stdout,
+        { cold: /prefix cache: cold \(a prompt salt per trial\)/, warm: /prefix cache: warm/, reset: /prefix cache: reset \(POST \/reset_prefix_cache\)/ }[
+          cache
+        ],
+      );
       const prefillMs = PROMPT_TOKENS * PREFILL_MS_PER_TOKEN;
       if (cache === 'warm') {
         assert.ok(trials.every((trial) => trial.cache === 'warm'));

@@ -1,6 +1,6 @@
-import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
+import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { cli, simCommand, tempDir, writeExperiment } from './support-experiment.js';
 
@@ -26,7 +26,10 @@ describe('drift alarm', () => {
 
     const second = await cli(['run', untuned], { store });
     assert.notEqual(second.code, 0, `a drift alarm is a failure; runs:\n${first.stderr}\n${second.stderr}`);
-    assert.match(second.stderr, /drift alarm \(single-stream, noise band ±\d+%\): baseline [\d.]+ ms vs [\d.]+ recorded \(\+\d+%\); environment differs: .*NCCL_PROTO LL → \(unset\)/);
+    assert.match(
+      second.stderr,
+      /drift alarm \(single-stream, noise band ±\d+%\): baseline [\d.]+ ms vs [\d.]+ recorded \(\+\d+%\); environment differs: .*NCCL_PROTO LL → \(unset\)/,
+    );
     assert.match(second.stderr, /--accept-drift/);
 
     // The first trial raised the suspicion, the second confirmed it; the rest of the run was not spent.
@@ -34,11 +37,16 @@ describe('drift alarm', () => {
     const db = new Database(store, { readonly: true });
     t.after(() => db.close());
     const runs = db.prepare('SELECT id, status FROM runs ORDER BY id').all() as Array<{ id: number; status: string }>;
-    assert.deepEqual(runs.map((run) => run.status), ['done', 'drift']);
+    assert.deepEqual(
+      runs.map((run) => run.status),
+      ['done', 'drift'],
+    );
     const trialsOf = (runId: number) => (db.prepare('SELECT COUNT(*) AS n FROM trials WHERE run_id = ?').get(runId) as { n: number }).n;
     assert.equal(trialsOf(2), 2);
     // The alarm is a row: what moved, by how much against which band, and what differed.
-    const alarms = db.prepare('SELECT variant, workload, metric, change_pct, band_pct, changes_json, accepted FROM drift_alarms WHERE run_id = 2').all() as Array<{
+    const alarms = db
+      .prepare('SELECT variant, workload, metric, change_pct, band_pct, changes_json, accepted FROM drift_alarms WHERE run_id = 2')
+      .all() as Array<{
       variant: string;
       workload: string;
       metric: string;
@@ -61,7 +69,11 @@ describe('drift alarm', () => {
     // The same comparison the UI shows, machine-readable: the drift the runner stopped on is in it.
     const json = await cli(['diff', '1', '2', '--json'], { store });
     assert.equal(json.code, 0, json.stderr);
-    const comparison = JSON.parse(json.stdout) as { drifted: boolean; environmentVariant: string; rows: Array<{ variant: string; workload: string; alarm?: string }> };
+    const comparison = JSON.parse(json.stdout) as {
+      drifted: boolean;
+      environmentVariant: string;
+      rows: Array<{ variant: string; workload: string; alarm?: string }>;
+    };
     assert.equal(comparison.environmentVariant, 'baseline');
     assert.equal(comparison.drifted, true);
     assert.match(comparison.rows.find((row) => row.variant === 'baseline' && row.workload === 'single-stream')?.alarm ?? '', /NCCL_PROTO/);

@@ -1,7 +1,7 @@
-import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { describe, test } from 'node:test';
 import { cli, tempDir, writeExperiment } from './support-experiment.js';
 
 describe('a server that cannot start', () => {

@@ -1,7 +1,7 @@
-import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { describe, test } from 'node:test';
 import { loadExperiment } from '../src/experiment/load.js';
 import { UserError } from '../src/util/errors.js';
 import { cli, tempDir } from './support-experiment.js';
@@ -57,7 +57,12 @@ variants:
     assert.equal(byName['long-prompts']!.serverKey, byName.baseline!.serverKey);
     assert.notEqual(byName['eagle3-steps2']!.serverKey, byName.baseline!.serverKey);
     assert.notEqual(byName['no-nccl-tuning']!.serverKey, byName.baseline!.serverKey);
-    assert.deepEqual(byName['long-prompts']!.client.prompts, { kind: 'synthetic', inputTokens: { kind: 'fixed', value: 2048 }, outputTokens: { kind: 'fixed', value: 128 }, seed: 0 });
+    assert.deepEqual(byName['long-prompts']!.client.prompts, {
+      kind: 'synthetic',
+      inputTokens: { kind: 'fixed', value: 2048 },
+      outputTokens: { kind: 'fixed', value: 128 },
+      seed: 0,
+    });
   });
 
   test('trial validity: maxFailedFraction defaults to 0 and trialRetries to 2; both are checked', (t) => {
@@ -88,12 +93,18 @@ grid:
 `,
     );
     const experiment = loadExperiment(path);
-    assert.deepEqual(experiment.variants.map((variant) => variant.name), ['baseline', 'eagle3-s2-d4', 'eagle3-s2-d8', 'eagle3-s3-d4', 'eagle3-s3-d8']);
+    assert.deepEqual(
+      experiment.variants.map((variant) => variant.name),
+      ['baseline', 'eagle3-s2-d4', 'eagle3-s2-d8', 'eagle3-s3-d4', 'eagle3-s3-d8'],
+    );
     const point = experiment.variants.find((variant) => variant.name === 'eagle3-s3-d8')!;
     assert.deepEqual(point.params, { steps: 3, draft: 8 });
     assert.equal(point.server.command.at(-1), '{"num_speculative_tokens":8,"steps":3}');
     assert.equal(point.server.command.includes('{port}'), true, '{port} is left for the launcher');
-    assert.deepEqual(experiment.workloads.map((workload) => workload.label), ['c=1', 'c=8', 'c=32']);
+    assert.deepEqual(
+      experiment.workloads.map((workload) => workload.label),
+      ['c=1', 'c=8', 'c=32'],
+    );
     assert.deepEqual(experiment.workloads[1]!.workload, { kind: 'concurrency', concurrency: 8, requests: 16 });
   });
 
@@ -106,13 +117,22 @@ grid:
     };
     expectError(write('profile.yaml', BASE.replace('profile: vllm', 'profile: vlm')), /profile\.yaml:3: profile: expected a built-in profile/);
     expectError(write('env.yaml', `${BASE}variants:\n  fast:\n    env: { NCCL_PROTO: [LL] }\n`), /env\.yaml:\d+: variants\.fast\.env\.NCCL_PROTO:/);
-    expectError(write('unset.yaml', `${BASE}variants:\n  fast:\n    unsetEnv: ["NCCL PROTO"]\n`), /variants\.fast\.unsetEnv\[0\]: expected an environment variable name/);
-    expectError(write('typo.yaml', `${BASE}variants:\n  fast:\n    arg: [--x]\n`), /typo\.yaml:11: variants\.fast\.arg: unknown key "arg" \(did you mean "args"\?\)/);
+    expectError(
+      write('unset.yaml', `${BASE}variants:\n  fast:\n    unsetEnv: ["NCCL PROTO"]\n`),
+      /variants\.fast\.unsetEnv\[0\]: expected an environment variable name/,
+    );
+    expectError(
+      write('typo.yaml', `${BASE}variants:\n  fast:\n    arg: [--x]\n`),
+      /typo\.yaml:11: variants\.fast\.arg: unknown key "arg" \(did you mean "args"\?\)/,
+    );
     expectError(write('baseline.yaml', `${BASE}baseline: base\nvariants:\n  baseline: {}\n`), /baseline: unknown variant "base"/);
     expectError(write('grid.yaml', `${BASE}grid:\n  - name: spec\n    params: { steps: [2, 3] }\n`), /grid\[0\]\.name: must contain \{steps\}/);
     expectError(write('trials.yaml', `${BASE}trials: 0\n`), /trials\.yaml:\d+: trials:/);
     expectError(write('workloads.yaml', BASE.replace('  - { kind: single-stream, requests: 8 }', '  []').replace('workloads:\n', 'workloads:')), /workloads/);
-    expectError(write('kind.yaml', BASE.replace('kind: single-stream', 'kind: singlestream')), /kind\.yaml:\d+: workloads\[0\]\.kind: expected kind: single-stream, concurrency/);
+    expectError(
+      write('kind.yaml', BASE.replace('kind: single-stream', 'kind: singlestream')),
+      /kind\.yaml:\d+: workloads\[0\]\.kind: expected kind: single-stream, concurrency/,
+    );
     expectError(write('duration.yaml', BASE.replace('  env:', '  readyTimeout: soon\n  env:')), /server\.readyTimeout: invalid duration "soon"/);
   });
 
@@ -127,16 +147,25 @@ grid:
     expectError(write('grid-html.yaml', grid('g-<img src=x onerror=alert(1)>{k}')), /grid\[0\]\.name: expected a variant name .*got "g-<img/);
     expectError(write('grid-path.yaml', grid('g-../../x{k}')), /grid\[0\]\.name: expected a variant name/);
     expectError(write('env-eq.yaml', BASE.replace('NCCL_PROTO: LL', '"A=B": LL')), /server\.env\.A=B: expected an environment variable name/);
-    expectError(write('tokens.yaml', `${BASE}client:\n  prompts: { kind: synthetic, inputTokens: 1000000000000, outputTokens: 8 }\n`), /client\.prompts.*at most 10000000 tokens/);
-    expectError(write('rate.yaml', BASE.replace('{ kind: single-stream, requests: 8 }', '{ kind: rate, requestsPerSecond: 1.0e-9, maxInFlight: 4, requests: 8 }')), /requestsPerSecond: expected at least 0\.001/);
-    expectError(write('dataset.yaml', `${BASE}client:\n  prompts: { kind: jsonl, path: prompts.jsonl }\n`), new RegExp(`client\\.prompts\\.path: no such file: ${join(dir, 'prompts.jsonl').replace(/[.\\/]/g, '\\$&')}`));
+    expectError(
+      write('tokens.yaml', `${BASE}client:\n  prompts: { kind: synthetic, inputTokens: 1000000000000, outputTokens: 8 }\n`),
+      /client\.prompts.*at most 10000000 tokens/,
+    );
+    expectError(
+      write('rate.yaml', BASE.replace('{ kind: single-stream, requests: 8 }', '{ kind: rate, requestsPerSecond: 1.0e-9, maxInFlight: 4, requests: 8 }')),
+      /requestsPerSecond: expected at least 0\.001/,
+    );
+    expectError(
+      write('dataset.yaml', `${BASE}client:\n  prompts: { kind: jsonl, path: prompts.jsonl }\n`),
+      new RegExp(`client\\.prompts\\.path: no such file: ${join(dir, 'prompts.jsonl').replace(/[.\\/]/g, '\\$&')}`),
+    );
     // Relative to the experiment file, not to the current directory.
     writeFileSync(join(dir, 'prompts.jsonl'), '{"prompt": "hi"}\n');
     const loaded = loadExperiment(write('dataset-ok.yaml', `${BASE}client:\n  prompts: { kind: jsonl, path: prompts.jsonl }\n`));
     assert.deepEqual(loaded.variants[0]!.client.prompts, { kind: 'jsonl', path: join(dir, 'prompts.jsonl'), seed: 0 });
   });
 
-  test('errors are in the author\'s words: unknown keys at their own line with a did-you-mean, missing keys named, forms listed', (t) => {
+  test("errors are in the author's words: unknown keys at their own line with a did-you-mean, missing keys named, forms listed", (t) => {
     const dir = tempDir(t, 'expfile');
     const write = (name: string, text: string): string => {
       const path = join(dir, name);
@@ -148,7 +177,10 @@ grid:
       write('trails.yaml', `${BASE}trails: 3\n`),
       /trails\.yaml:9: trails: unknown key "trails" \(did you mean "trials"\?\); keys allowed here: name, description, profile, server/,
     );
-    expectError(write('alpha.yaml', `${BASE}verdict:\n  minEffect: 0.02\n  alpah: 0.1\n`), /alpha\.yaml:11: verdict\.alpah: unknown key "alpah" \(did you mean "alpha"\?\)/);
+    expectError(
+      write('alpha.yaml', `${BASE}verdict:\n  minEffect: 0.02\n  alpah: 0.1\n`),
+      /alpha\.yaml:11: verdict\.alpah: unknown key "alpah" \(did you mean "alpha"\?\)/,
+    );
     expectError(
       write('prompts.yaml', `${BASE}client:\n  prompts:\n    kind: synthetic\n    inputTokens: 16\n    outputTokns: 8\n`),
       /prompts\.yaml:13: client\.prompts\.outputTokns: unknown key "outputTokns" \(did you mean "outputTokens"\?\)/,

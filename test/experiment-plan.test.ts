@@ -1,5 +1,5 @@
-import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
 import { countRestarts, planExperiment, serverKeysOf } from '../src/experiment/plan.js';
 import type { Plan } from '../src/experiment/types.js';
 
@@ -28,7 +28,10 @@ describe('planExperiment', () => {
     assert.equal(plan.trials.length, 4 * 2 * 5);
     const expected = input.variants.flatMap((v) => input.workloads.map((w) => `${v.name}|${w}`)).sort();
     for (let block = 0; block < 5; block += 1) assert.deepEqual(pairsOf(plan, block), expected);
-    assert.deepEqual(plan.trials.map((trial) => trial.index), plan.trials.map((_, index) => index));
+    assert.deepEqual(
+      plan.trials.map((trial) => trial.index),
+      plan.trials.map((_, index) => index),
+    );
     for (const trial of plan.trials) assert.equal(trial.repetition, trial.block);
   });
 
@@ -49,12 +52,26 @@ describe('planExperiment', () => {
     const plan = planExperiment(input);
     assert.equal(plan.restarts, 5 * (3 - 1));
     assert.equal(plan.restarts, countRestarts(plan.trials));
-    const oneServer = planExperiment({ ...input, variants: [{ name: 'a', serverKey: 'S' }, { name: 'b', serverKey: 'S' }] });
+    const oneServer = planExperiment({
+      ...input,
+      variants: [
+        { name: 'a', serverKey: 'S' },
+        { name: 'b', serverKey: 'S' },
+      ],
+    });
     assert.equal(oneServer.restarts, 0);
   });
 
   test('variants are interleaved: no variant has all its trials before another starts', () => {
-    const plan = planExperiment({ ...input, variants: [{ name: 'a', serverKey: 'S' }, { name: 'b', serverKey: 'S' }], workloads: ['w'], repetitions: 6 });
+    const plan = planExperiment({
+      ...input,
+      variants: [
+        { name: 'a', serverKey: 'S' },
+        { name: 'b', serverKey: 'S' },
+      ],
+      workloads: ['w'],
+      repetitions: 6,
+    });
     const order = plan.trials.map((trial) => trial.variant);
     assert.ok(order.lastIndexOf('a') > order.indexOf('b') && order.lastIndexOf('b') > order.indexOf('a'), order.join(','));
     // Randomized within blocks: over 6 blocks the first trial is not always the same variant.
@@ -65,7 +82,10 @@ describe('planExperiment', () => {
   test('the same seed gives the same plan, another seed another order', () => {
     assert.deepEqual(planExperiment(input), planExperiment(input));
     const other = planExperiment({ ...input, seed: 43 });
-    assert.notDeepEqual(other.trials.map((trial) => trial.variant + trial.workload), planExperiment(input).trials.map((trial) => trial.variant + trial.workload));
+    assert.notDeepEqual(
+      other.trials.map((trial) => trial.variant + trial.workload),
+      planExperiment(input).trials.map((trial) => trial.variant + trial.workload),
+    );
     assert.equal(other.restarts, planExperiment(input).restarts);
   });
 

@@ -1,14 +1,13 @@
-import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { describe, type TestContext, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { groupAlive } from '../src/launch/process-group.js';
 import { processAlive } from '../src/util/proc-identity.js';
-import { SERVELAB, cli, simCommand, tempDir, writeExperiment } from './support-experiment.js';
+import { cli, SERVELAB, simCommand, tempDir, writeExperiment } from './support-experiment.js';
 import { pollFor } from './support-wait.js';
-
 
 /** A query on a running runner's store; `fallback` until the runner has created the schema. */
 function unlessNoSchema<T>(query: () => T, fallback: T): T {

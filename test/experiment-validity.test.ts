@@ -2,14 +2,15 @@
  * Trial validity end to end on real processes: a server killed with SIGKILL mid-trial, requests failing beyond
  * maxFailedFraction, and two runners of the same run.
  */
-import { describe, test, type TestContext } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { describe, type TestContext, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { processAlive } from '../src/util/proc-identity.js';
-import { SERVELAB, cli, simCommand, tempDir, writeExperiment, type CliResult } from './support-experiment.js';
+import { type CliResult, cli, SERVELAB, simCommand, tempDir, writeExperiment } from './support-experiment.js';
 import { pollFor } from './support-wait.js';
 
 /** A query on a running runner's store; undefined until the runner has created the schema or the row. */
@@ -21,7 +22,6 @@ function query<T>(db: Database.Database, sql: string, ...params: unknown[]): T |
     throw error;
   }
 }
-
 
 /** `servelab run ARGS` in the background with a read-only view of its store. */
 async function startRunner(t: TestContext, args: string[], store: string) {
@@ -55,7 +55,11 @@ describe('trial validity', { timeout: 240_000 }, () => {
     // The first server, once its first trial has measured a request.
     const pid = await pollFor(
       'a trial in flight',
-      () => query<{ pid: number }>(runner.db, "SELECT s.pid FROM servers s JOIN progress p ON p.run_id = s.run_id WHERE s.status = 'ready' AND p.completed >= 1 ORDER BY s.id LIMIT 1")?.pid,
+      () =>
+        query<{ pid: number }>(
+          runner.db,
+          "SELECT s.pid FROM servers s JOIN progress p ON p.run_id = s.run_id WHERE s.status = 'ready' AND p.completed >= 1 ORDER BY s.id LIMIT 1",
+        )?.pid,
       60_000,
     );
     const killedAt = Date.now();
@@ -69,12 +73,21 @@ describe('trial validity', { timeout: 240_000 }, () => {
     assert.equal(invalid.length, 1);
     assert.equal(invalid[0]!.reason, 'server was killed by SIGKILL during the trial');
     // Detection within 1 s, plus slack for a loaded 2-core test machine.
-    assert.ok(Date.parse(invalid[0]!.finished_at) - killedAt < 1_500, `invalid trial recorded ${Date.parse(invalid[0]!.finished_at) - killedAt} ms after the kill`);
+    assert.ok(
+      Date.parse(invalid[0]!.finished_at) - killedAt < 1_500,
+      `invalid trial recorded ${Date.parse(invalid[0]!.finished_at) - killedAt} ms after the kill`,
+    );
     const trials = runner.db.prepare('SELECT metrics_json FROM trials').all() as Array<{ metrics_json: string }>;
     assert.equal(trials.length, 2, 'both planned trials measured, the killed one again');
-    assert.ok(trials.every((row) => (JSON.parse(row.metrics_json) as { failed: number }).failed === 0), 'no failed request in a counted trial');
+    assert.ok(
+      trials.every((row) => (JSON.parse(row.metrics_json) as { failed: number }).failed === 0),
+      'no failed request in a counted trial',
+    );
     const servers = runner.db.prepare('SELECT status FROM servers ORDER BY id').all() as Array<{ status: string }>;
-    assert.deepEqual(servers.map((row) => row.status), ['failed', 'stopped']);
+    assert.deepEqual(
+      servers.map((row) => row.status),
+      ['failed', 'stopped'],
+    );
     assert.equal(processAlive(pid), false);
 
     // Every view shows it: `show` lists the invalid trial and its cause.
@@ -91,7 +104,11 @@ describe('trial validity', { timeout: 240_000 }, () => {
     const runner = await startRunner(t, [file], store);
     const pid = await pollFor(
       'a trial in flight',
-      () => query<{ pid: number }>(runner.db, "SELECT s.pid FROM servers s JOIN progress p ON p.run_id = s.run_id WHERE s.status = 'ready' AND p.completed >= 1 ORDER BY s.id LIMIT 1")?.pid,
+      () =>
+        query<{ pid: number }>(
+          runner.db,
+          "SELECT s.pid FROM servers s JOIN progress p ON p.run_id = s.run_id WHERE s.status = 'ready' AND p.completed >= 1 ORDER BY s.id LIMIT 1",
+        )?.pid,
       60_000,
     );
     process.kill(pid, 'SIGSTOP');
@@ -125,7 +142,10 @@ describe('trial validity', { timeout: 240_000 }, () => {
     });
     const result = await cli(['run', file], { store });
     assert.equal(result.code, 1, result.stderr);
-    assert.match(result.stderr, /trial baseline single-stream #1 was invalid 2 times; last: \d+ of 12 requests failed \(maxFailedFraction 0\); first: http-5xx/);
+    assert.match(
+      result.stderr,
+      /trial baseline single-stream #1 was invalid 2 times; last: \d+ of 12 requests failed \(maxFailedFraction 0\); first: http-5xx/,
+    );
     assert.match(result.stderr, /last lines of .*\.log:\n {2}\| /);
     assert.match(result.stderr, new RegExp(`servelab run ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} --resume 1`));
     const db = new Database(store, { readonly: true });

@@ -1,6 +1,6 @@
-import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
+import { describe, test } from 'node:test';
 import type { RunOutcome } from '../src/experiment/finalize.js';
 import { cli, tempDir, writeExperiment } from './support-experiment.js';
 

@@ -1,15 +1,16 @@
-import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname, release, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { collectFingerprint, servelabGitSha } from '../src/fingerprint/collect.js';
 import { diffFingerprints } from '../src/fingerprint/diff.js';
 import { redactor } from '../src/util/redact.js';
 
 const redactValue = (value: string): string => redactor().value(value);
+
 import type { CommandResult, CommandRunner } from '../src/fingerprint/types.js';
 
 /** A command runner that really spawns processes on this machine, with an optional PATH override. */
@@ -110,10 +111,13 @@ describe('collectFingerprint on this machine (real processes)', () => {
     };
     t.after(() => delete process.env.NVLINK_FIXTURE);
     const tuned = await collect('synthetic-nvlink-s-2gpu.txt', { NCCL_PROTO: 'LL', NCCL_ALGO: 'Ring', NCCL_P2P_LEVEL: 'SYS' });
-    assert.deepEqual(tuned.gpus.map((gpu) => [gpu.index, gpu.name, gpu.driver, gpu.memoryMiB, gpu.smClockMHz, gpu.busId, gpu.persistenceMode, gpu.maxMemClockMHz]), [
-      [0, 'NVIDIA H200', '580.159.04', 143771, 1980, '00000000:00:06.0', 'Enabled', 3201],
-      [1, 'NVIDIA H200', '580.159.04', 143771, 345, '00000000:00:07.0', 'Enabled', 3201],
-    ]);
+    assert.deepEqual(
+      tuned.gpus.map((gpu) => [gpu.index, gpu.name, gpu.driver, gpu.memoryMiB, gpu.smClockMHz, gpu.busId, gpu.persistenceMode, gpu.maxMemClockMHz]),
+      [
+        [0, 'NVIDIA H200', '580.159.04', 143771, 1980, '00000000:00:06.0', 'Enabled', 3201],
+        [1, 'NVIDIA H200', '580.159.04', 143771, 345, '00000000:00:07.0', 'Enabled', 3201],
+      ],
+    );
     assert.deepEqual(tuned.packages, { vllm: '0.11.0', 'vllm.commit': '0123456789abcdef0123456789abcdef01234567', torch: '2.11.0+cu130' });
     assert.equal(tuned.model, 'given-model');
     const { 'cuda.nvcc': _nvcc, 'nccl.system': _nccl, ...system } = tuned.system ?? {};

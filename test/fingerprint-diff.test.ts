@@ -1,5 +1,5 @@
-import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
 import { canonicalJson, diffFingerprints, fingerprintHash, flattenFingerprint, formatChanges } from '../src/fingerprint/diff.js';
 import type { Fingerprint } from '../src/fingerprint/types.js';
 
@@ -68,7 +68,17 @@ describe('diffFingerprints / formatChanges', () => {
 describe('fingerprintHash', () => {
   test('stable: key order does not matter; sha256 hex', () => {
     const a = sample();
-    const b: Fingerprint = { model: a.model, packages: a.packages, env: { NCCL_ALGO: 'Ring', NCCL_PROTO: 'LL' }, command: a.command, gpus: a.gpus, host: a.host, executor: a.executor, servelabGitSha: a.servelabGitSha, servelabVersion: a.servelabVersion };
+    const b: Fingerprint = {
+      model: a.model,
+      packages: a.packages,
+      env: { NCCL_ALGO: 'Ring', NCCL_PROTO: 'LL' },
+      command: a.command,
+      gpus: a.gpus,
+      host: a.host,
+      executor: a.executor,
+      servelabGitSha: a.servelabGitSha,
+      servelabVersion: a.servelabVersion,
+    };
     assert.match(fingerprintHash(a), /^[0-9a-f]{64}$/);
     assert.equal(fingerprintHash(a), fingerprintHash(b));
   });

@@ -1,5 +1,5 @@
-import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
 import { captureEnv, globToRegExp } from '../src/fingerprint/env.js';
 import { Redactor, redactor } from '../src/util/redact.js';
 

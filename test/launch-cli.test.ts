@@ -1,10 +1,10 @@
-import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { describe, type TestContext, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { groupAlive } from '../src/launch/process-group.js';
@@ -57,7 +57,7 @@ function reapGroup(t: TestContext, pid: () => number | undefined): void {
 }
 
 describe('servelab launch (CLI)', () => {
-  test('--port is checked by the server file\'s port rule: one line, exit 2', () => {
+  test("--port is checked by the server file's port rule: one line, exit 2", () => {
     for (const port of ['70000', 'abc', '1.5']) {
       const run = spawnSync(process.execPath, [BIN, 'launch', '--port', port, '--', 'true'], { encoding: 'utf8' });
       assert.equal(run.status, 2, run.stderr);
@@ -102,9 +102,16 @@ describe('servelab launch (CLI)', () => {
   test('a crash exits 4 with the log tail; --exit-when-ready records the startup for the next prediction', async (t) => {
     const dir = tempDir(t);
     const store = join(dir, 'store.db');
-    const crashed = startLauncher(t, ['--store', store, '--log', join(dir, 'crash.log')], [...SIM, '--load-ms', '1000', '--fail', 'crash', '--fail-at-ms', '100']);
+    const crashed = startLauncher(
+      t,
+      ['--store', store, '--log', join(dir, 'crash.log')],
+      [...SIM, '--load-ms', '1000', '--fail', 'crash', '--fail-at-ms', '100'],
+    );
     assert.equal(await crashed.exit, 4);
-    assert.match(crashed.stderr(), /last \d+ lines of the server log[\s\S]*RuntimeError: Engine core initialization failed[\s\S]*servelab: server (exited with code 1|log shows engine failed to start)/);
+    assert.match(
+      crashed.stderr(),
+      /last \d+ lines of the server log[\s\S]*RuntimeError: Engine core initialization failed[\s\S]*servelab: server (exited with code 1|log shows engine failed to start)/,
+    );
 
     const first = startLauncher(t, ['--store', store, '--exit-when-ready'], [...SIM, '--load-ms', '200']);
     assert.equal(await first.exit, 0, first.stderr());
@@ -132,18 +139,28 @@ describe('servelab launch (CLI)', () => {
   test('--config: command, env and an inline profile come from YAML; flags win', async (t) => {
     const dir = tempDir(t);
     const config = join(dir, 'server.yaml');
-    writeFileSync(config, [
-      `command: [${[...SIM, '--load-ms', '100'].map((part) => JSON.stringify(part)).join(', ')}]`,
-      'env: { SERVELAB_TEST_VAR: 42 }',
-      'profile:',
-      '  extends: simulator',
-      '  phasePatterns: [{ name: "sim booting", pattern: "servelab simulator listening" }]',
-      'timeout: 30s',
-    ].join('\n'));
-    const launcher = startLauncher(t, ['--config', config, '--json', '--exit-when-ready', '--store', join(dir, 'store.db'), '--env', 'SERVELAB_TEST_FLAG=1'], []);
+    writeFileSync(
+      config,
+      [
+        `command: [${[...SIM, '--load-ms', '100'].map((part) => JSON.stringify(part)).join(', ')}]`,
+        'env: { SERVELAB_TEST_VAR: 42 }',
+        'profile:',
+        '  extends: simulator',
+        '  phasePatterns: [{ name: "sim booting", pattern: "servelab simulator listening" }]',
+        'timeout: 30s',
+      ].join('\n'),
+    );
+    const launcher = startLauncher(
+      t,
+      ['--config', config, '--json', '--exit-when-ready', '--store', join(dir, 'store.db'), '--env', 'SERVELAB_TEST_FLAG=1'],
+      [],
+    );
     assert.equal(await launcher.exit, 0, launcher.stderr());
     const ready = JSON.parse(launcher.stdout());
-    assert.ok(ready.phases.some((phase: { phase: string }) => phase.phase === 'sim booting'), JSON.stringify(ready.phases));
+    assert.ok(
+      ready.phases.some((phase: { phase: string }) => phase.phase === 'sim booting'),
+      JSON.stringify(ready.phases),
+    );
 
     writeFileSync(config, 'command: [x]\nport: "eighty"\n');
     const bad = startLauncher(t, ['--config', config], []);

@@ -2,11 +2,12 @@
  * NCCL failures as a real tensor-parallel server prints them (captured on an H200: test/fixtures/nccl/): readiness
  * fails at once with the NCCL line, for a local launch of a process that writes the captured log and hangs on.
  */
-import { describe, test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { launchServer } from '../src/launch/launch.js';
 import { BUILTIN_PROFILES } from '../src/profiles/builtin.js';
@@ -35,7 +36,10 @@ describe('NCCL failures in a server log', () => {
         assert.ok(error instanceof NotReadyError, String(error));
         assert.equal(error.kind, 'fatal-log');
         assert.match(error.message, /NCCL/);
-        assert.ok(error.logTail?.some((tail) => line.test(tail)), error.logTail?.join('\n'));
+        assert.ok(
+          error.logTail?.some((tail) => line.test(tail)),
+          error.logTail?.join('\n'),
+        );
         return true;
       });
       assert.ok(Date.now() - started < 10_000, `failed after ${Date.now() - started} ms`);

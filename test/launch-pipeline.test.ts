@@ -2,12 +2,13 @@
  * The launch pipeline shared by every launcher: placeholders and fingerprints, the fixed-port pre-check, the check
  * that the answering server is the launched one, and fatal log patterns (address in use, NCCL). Real processes only.
  */
-import { describe, test, type TestContext } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { describe, type TestContext, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { LocalExecutor } from '../src/exec/local.js';
 import { parseListenerOwner } from '../src/exec/remote-shell.js';
@@ -15,13 +16,13 @@ import { collectFingerprint } from '../src/fingerprint/collect.js';
 import { launchServer } from '../src/launch/launch.js';
 import { freePort } from '../src/launch/port.js';
 import { isPortProxy, listeningInodes } from '../src/launch/port-owner.js';
-import { processAlive } from '../src/util/proc-identity.js';
 import type { ServerSpec } from '../src/launch/types.js';
 import { BUILTIN_PROFILES } from '../src/profiles/builtin.js';
 import { classifyLogLine } from '../src/profiles/classify.js';
 import { resolveProfile } from '../src/profiles/user.js';
 import { NotReadyError } from '../src/ready/errors.js';
 import { UserError } from '../src/util/errors.js';
+import { processAlive } from '../src/util/proc-identity.js';
 import { waitFor } from './support-wait.js';
 
 const BIN = fileURLToPath(new URL('../../bin/servelab.js', import.meta.url));
@@ -46,7 +47,9 @@ function simSpec(dir: string, overrides: Partial<ServerSpec> = {}): ServerSpec {
 
 /** Another, healthy simulator holding `port`, as a user's forgotten server would; killed after the test. */
 async function otherServer(t: TestContext, port: number): Promise<number> {
-  const child = spawn(process.execPath, [BIN, 'simulate', '--port', String(port), '--model', 'someone-elses-model', ...SIM_ARGS], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [BIN, 'simulate', '--port', String(port), '--model', 'someone-elses-model', ...SIM_ARGS], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   t.after(() => child.kill('SIGKILL'));
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
@@ -121,7 +124,10 @@ describe('launch pipeline', () => {
     for (const [index, line] of lines.entries()) {
       const dir = tempDir(t);
       const started = Date.now();
-      const spec = simSpec(dir, { command: ['sh', '-c', `echo 'INFO loading'; echo '${line}'; exec sleep 60`, 'sh', '{port}'], profile: BUILTIN_PROFILES.vllm! });
+      const spec = simSpec(dir, {
+        command: ['sh', '-c', `echo 'INFO loading'; echo '${line}'; exec sleep 60`, 'sh', '{port}'],
+        profile: BUILTIN_PROFILES.vllm!,
+      });
       await assert.rejects(launchServer(spec), (error: unknown) => {
         assert.ok(error instanceof NotReadyError, String(error));
         assert.equal(error.kind, 'fatal-log');
@@ -151,7 +157,10 @@ describe('launch pipeline', () => {
     assert.equal(isPortProxy({ pid: 1, cmdline: 'rootlessport' }), true);
     assert.equal(isPortProxy({ pid: 1, cmdline: 'python -m vllm.entrypoints.openai.api_server --port 8000' }), false);
     assert.equal(isPortProxy({ pid: 1 }), false);
-    assert.deepEqual(parseListenerOwner('other 4242 python -m sglang.launch_server --port 30000 \n'), { pid: 4242, cmdline: 'python -m sglang.launch_server --port 30000' });
+    assert.deepEqual(parseListenerOwner('other 4242 python -m sglang.launch_server --port 30000 \n'), {
+      pid: 4242,
+      cmdline: 'python -m sglang.launch_server --port 30000',
+    });
     assert.deepEqual(parseListenerOwner('other 4242\n'), { pid: 4242 });
     assert.equal(parseListenerOwner('ours\n'), undefined);
     assert.equal(parseListenerOwner('unknown\n'), undefined);
@@ -160,9 +169,9 @@ describe('launch pipeline', () => {
   test('bind failures and NCCL failures are fatal for every profile, built-in or user-defined', () => {
     const profiles = [...Object.values(BUILTIN_PROFILES), resolveProfile('mine', { mine: { healthPath: '/up' } })];
     const samples: Array<[string, string]> = [
-      ['ERROR:    [Errno 98] error while attempting to bind on address (\'0.0.0.0\', 8000): address already in use', 'address already in use'],
+      ["ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address already in use", 'address already in use'],
       ['Error: listen EADDRINUSE: address already in use 127.0.0.1:18300', 'address already in use'],
-      ['main: couldn\'t bind HTTP server socket, hostname: 127.0.0.1, port: 8080', 'address already in use'],
+      ["main: couldn't bind HTTP server socket, hostname: 127.0.0.1, port: 8080", 'address already in use'],
       ['Error: listen tcp 127.0.0.1:11434: bind: address already in use', 'address already in use'],
       ['ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.', 'NCCL error'],
       ['RuntimeError: NCCL error: unhandled cuda error', 'NCCL error'],
@@ -174,7 +183,11 @@ describe('launch pipeline', () => {
         const found = classifyLogLine(profile, line);
         assert.equal(found?.kind === 'fatal' && found.name, name, `${profile.name}: ${line}`);
       }
-      assert.equal(classifyLogLine(profile, 'gpu-box:4242:4242 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.5<0>'), undefined, `${profile.name}: NCCL INFO is no failure`);
+      assert.equal(
+        classifyLogLine(profile, 'gpu-box:4242:4242 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.5<0>'),
+        undefined,
+        `${profile.name}: NCCL INFO is no failure`,
+      );
     }
   });
 });

@@ -1,13 +1,13 @@
-import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { describe, type TestContext, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { BUILTIN_PROFILES } from '../src/profiles/builtin.js';
 import { launchServer } from '../src/launch/launch.js';
 import { groupAlive } from '../src/launch/process-group.js';
 import type { RunningServer, ServerSpec } from '../src/launch/types.js';
+import { BUILTIN_PROFILES } from '../src/profiles/builtin.js';
 import { NotReadyError } from '../src/ready/errors.js';
 import { UserError } from '../src/util/errors.js';
 
@@ -59,7 +59,8 @@ describe('launchServer', () => {
     assert.ok(!server.command.includes('{port}'));
     assert.ok(server.command.includes(server.baseUrl.split(':')[2]!), 'the chosen port was substituted');
     const recorded = server.ready.phases.map((phase) => phase.phase);
-    for (const phase of ['loading weights', 'capturing CUDA graphs', 'Uvicorn running']) assert.ok(recorded.includes(phase), `${phase} in ${recorded.join(', ')}`);
+    for (const phase of ['loading weights', 'capturing CUDA graphs', 'Uvicorn running'])
+      assert.ok(recorded.includes(phase), `${phase} in ${recorded.join(', ')}`);
     assert.ok(phases.includes('loading weights'));
     assert.deepEqual(server.ready.checks, ['health', 'models', 'generation']);
     assert.match(readFileSync(server.logPath, 'utf8'), /Uvicorn running on/);
@@ -76,7 +77,12 @@ describe('launchServer', () => {
     process.env.SERVELAB_TEST_UNSET_ME = 'inherited';
     t.after(() => delete process.env.SERVELAB_TEST_UNSET_ME);
     const script = `echo "FOO=$SERVELAB_TEST_FOO UNSET=\${SERVELAB_TEST_UNSET_ME:-gone}"; exec "${process.execPath}" "${BIN}" simulate --port {port} --load-ms 0`;
-    const server = await launch(t, { ...simSpec(dir, []), command: ['sh', '-c', script], env: { SERVELAB_TEST_FOO: 'bar' }, unsetEnv: ['SERVELAB_TEST_UNSET_ME'] });
+    const server = await launch(t, {
+      ...simSpec(dir, []),
+      command: ['sh', '-c', script],
+      env: { SERVELAB_TEST_FOO: 'bar' },
+      unsetEnv: ['SERVELAB_TEST_UNSET_ME'],
+    });
     assert.match(readFileSync(server.logPath, 'utf8'), /FOO=bar UNSET=gone/);
     assert.equal(server.env.SERVELAB_TEST_FOO, 'bar');
     assert.equal(server.env.SERVELAB_TEST_UNSET_ME, undefined);

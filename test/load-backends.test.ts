@@ -1,5 +1,5 @@
-import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
 import { BACKENDS, newStreamState, StreamFormatError } from '../src/load/backends.js';
 
 const item = { prompt: 'hello world', inputTokens: 2, maxTokens: 5 };
@@ -15,7 +15,10 @@ describe('request bodies', () => {
   test('each backend asks for a stream of exactly maxTokens, honouring ignore_eos', () => {
     const options = { model: 'm', ignoreEos: true };
     const completions = JSON.parse(BACKENDS['openai-completions'].body(item, options));
-    assert.deepEqual([completions.model, completions.prompt, completions.max_tokens, completions.stream, completions.ignore_eos], ['m', 'hello world', 5, true, true]);
+    assert.deepEqual(
+      [completions.model, completions.prompt, completions.max_tokens, completions.stream, completions.ignore_eos],
+      ['m', 'hello world', 5, true, true],
+    );
     assert.deepEqual(completions.stream_options, { include_usage: true });
     assert.deepEqual(JSON.parse(BACKENDS['openai-chat'].body(item, options)).messages, [{ role: 'user', content: 'hello world' }]);
     assert.deepEqual(JSON.parse(BACKENDS.sglang.body(item, options)).sampling_params, { max_new_tokens: 5, temperature: 0, ignore_eos: true });
@@ -34,7 +37,10 @@ describe('stream parsers', () => {
       '[DONE]',
     ]);
     assert.deepEqual(bearing, [true, true, false, false]);
-    assert.deepEqual([state.tokenEvents, state.promptTokens, state.completionTokens, state.done, state.text, state.simSentNs], [2, 2, 3, true, ' a b c', '123']);
+    assert.deepEqual(
+      [state.tokenEvents, state.promptTokens, state.completionTokens, state.done, state.text, state.simSentNs],
+      [2, 2, 3, true, ' a b c', '123'],
+    );
   });
 
   test("llama.cpp's OpenAI-compatible stream: the final chunk's timings carry the draft counts", () => {

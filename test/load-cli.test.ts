@@ -1,13 +1,13 @@
-import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { describe, type TestContext, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { startSimulator } from '../src/simulate/server.js';
-import type { SimConfigInput } from '../src/simulate/config.js';
 import type { BenchResult } from '../src/load/types.js';
+import type { SimConfigInput } from '../src/simulate/config.js';
+import { startSimulator } from '../src/simulate/server.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const fixture = (name: string) => join(repoRoot, 'test/fixtures/load', name);
@@ -52,7 +52,10 @@ describe('servelab bench CLI', () => {
     const json = await servelab(t, ['bench', server.url, '--concurrency', '1,2', '--requests', '4', ...SMALL, '--json', '--slo-ttft-ms', '1000']);
     assert.equal(json.code, 0, json.stderr);
     const result = JSON.parse(json.stdout) as BenchResult;
-    assert.deepEqual([result.schemaVersion, result.interrupted, result.backend, result.levels.map((level) => level.label)], [1, false, 'openai-completions', ['c=1', 'c=2']]);
+    assert.deepEqual(
+      [result.schemaVersion, result.interrupted, result.backend, result.levels.map((level) => level.label)],
+      [1, false, 'openai-completions', ['c=1', 'c=2']],
+    );
     assert.equal(result.levels[1]!.goodput!.fraction, 1);
     assert.match(json.stderr, /c=2\s+\[#+\] 4\/4/, 'a progress line per level on a non-terminal stderr');
 
@@ -94,7 +97,20 @@ describe('servelab bench CLI', () => {
 
   test('every request failing: result still printed, exit 1', async (t) => {
     const server = await sim(t, { faults: [{ kind: 'http-500', rate: 1 }] });
-    const run = await servelab(t, ['bench', server.url, '--single-stream', '3', '--input-len', '20', '--output-len', '8', '--warmup', '0', '--json', '--no-progress']);
+    const run = await servelab(t, [
+      'bench',
+      server.url,
+      '--single-stream',
+      '3',
+      '--input-len',
+      '20',
+      '--output-len',
+      '8',
+      '--warmup',
+      '0',
+      '--json',
+      '--no-progress',
+    ]);
     assert.equal(run.code, 1, run.stderr);
     assert.ok(run.stdout.startsWith('{'), `stdout: ${run.stdout}\nstderr: ${run.stderr}`);
     const result = JSON.parse(run.stdout) as BenchResult;
@@ -104,18 +120,22 @@ describe('servelab bench CLI', () => {
 
   test('Ctrl-C writes what was measured, interrupted: true, exit 130', async (t) => {
     const server = await sim(t, { decode: { tpotMs: 20 } });
-    const run = await servelab(t, ['bench', server.url, '--concurrency', '2', '--requests', '40', '--input-len', '10', '--output-len', '10', '--warmup', '0', '--json'], (child) => {
-      // Interrupt once the first requests have completed (their progress shows on stderr only at the end, so poll the server).
-      const poll = setInterval(async () => {
-        const metrics = await (await fetch(`${server.url}/metrics`)).text();
-        const done = Number(/vllm:request_success_total\{[^}]*\} (\S+)/.exec(metrics)?.[1] ?? 0);
-        if (done >= 2) {
-          clearInterval(poll);
-          child.kill('SIGINT');
-        }
-      }, 50);
-      child.on('close', () => clearInterval(poll));
-    });
+    const run = await servelab(
+      t,
+      ['bench', server.url, '--concurrency', '2', '--requests', '40', '--input-len', '10', '--output-len', '10', '--warmup', '0', '--json'],
+      (child) => {
+        // Interrupt once the first requests have completed (their progress shows on stderr only at the end, so poll the server).
+        const poll = setInterval(async () => {
+          const metrics = await (await fetch(`${server.url}/metrics`)).text();
+          const done = Number(/vllm:request_success_total\{[^}]*\} (\S+)/.exec(metrics)?.[1] ?? 0);
+          if (done >= 2) {
+            clearInterval(poll);
+            child.kill('SIGINT');
+          }
+        }, 50);
+        child.on('close', () => clearInterval(poll));
+      },
+    );
     assert.equal(run.code, 130, run.stderr);
     const result = JSON.parse(run.stdout) as BenchResult;
     assert.equal(result.interrupted, true);
@@ -135,7 +155,11 @@ describe('servelab bench CLI', () => {
   });
 
   test('a server killed with SIGKILL mid-run: bench stops at once and exits 4', async (t) => {
-    const server = spawn(process.execPath, [join(repoRoot, 'bin/servelab.js'), 'simulate', '--port', '0', '--load-ms', '0', '--tpot-ms', '10', '--jitter', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const server = spawn(
+      process.execPath,
+      [join(repoRoot, 'bin/servelab.js'), 'simulate', '--port', '0', '--load-ms', '0', '--tpot-ms', '10', '--jitter', '0'],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     t.after(() => server.kill('SIGKILL'));
     const url = await new Promise<string>((resolve) => {
       let log = '';
@@ -150,12 +174,16 @@ describe('servelab bench CLI', () => {
     let killedAt = 0;
     const startedAt = Date.now();
     // 60 requests × 20 tokens × 10 ms ≈ 12 s if nothing stopped it; the kill comes after ~1 s.
-    const run = await servelab(t, ['bench', url, '--single-stream', '60', '--input-len', '10', '--output-len', '20', '--warmup', '0', '--json', '--no-progress'], () => {
-      setTimeout(() => {
-        killedAt = Date.now();
-        server.kill('SIGKILL');
-      }, 1_000);
-    });
+    const run = await servelab(
+      t,
+      ['bench', url, '--single-stream', '60', '--input-len', '10', '--output-len', '20', '--warmup', '0', '--json', '--no-progress'],
+      () => {
+        setTimeout(() => {
+          killedAt = Date.now();
+          server.kill('SIGKILL');
+        }, 1_000);
+      },
+    );
     assert.equal(run.code, 4, run.stderr);
     assert.match(run.stderr, /server stopped accepting connections .*the benchmark was stopped/);
     const result = JSON.parse(run.stdout) as BenchResult;

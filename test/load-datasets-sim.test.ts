@@ -1,10 +1,10 @@
-import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { describe, type TestContext, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parquetWriteBuffer } from 'hyparquet-writer';
 import { runBenchmark } from '../src/load/run.js';
@@ -24,14 +24,18 @@ function run(args: string[], timeoutMs = 60_000): Promise<{ code: number | null;
   child.stdout.on('data', (chunk) => (stdout += chunk));
   child.stderr.on('data', (chunk) => (stderr += chunk));
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-  return new Promise((resolve) => child.on('close', (code) => {
-    clearTimeout(timer);
-    resolve({ code, stdout, stderr });
-  }));
+  return new Promise((resolve) =>
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    }),
+  );
 }
 
 async function simProcess(t: TestContext, flags: string[]): Promise<string> {
-  const child = spawn(process.execPath, [SERVELAB, 'simulate', '--load-ms', '0', '--ttft-ms', '5', '--tpot-ms', '2', '--jitter', '0', ...flags], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [SERVELAB, 'simulate', '--load-ms', '0', '--ttft-ms', '5', '--tpot-ms', '2', '--jitter', '0', ...flags], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   t.after(() => child.kill('SIGKILL'));
   return new Promise<string>((resolve, reject) => {
     let log = '';
@@ -50,13 +54,18 @@ async function simProcess(t: TestContext, flags: string[]): Promise<string> {
 /** 12 prompts, 4 per category, output lengths 3..14 (so categories differ in e2e). */
 function writeParquetDataset(path: string): void {
   const rows = Array.from({ length: 12 }, (_, index) => index);
-  writeFileSync(path, Buffer.from(parquetWriteBuffer({
-    columnData: [
-      { name: 'question', data: rows.map((index) => `question number ${index} about ${CATEGORIES[index % 3]}`), type: 'STRING' },
-      { name: 'out_len', data: rows.map((index) => index + 3), type: 'INT32' },
-      { name: 'topic', data: rows.map((index) => CATEGORIES[index % 3]!), type: 'STRING' },
-    ],
-  })));
+  writeFileSync(
+    path,
+    Buffer.from(
+      parquetWriteBuffer({
+        columnData: [
+          { name: 'question', data: rows.map((index) => `question number ${index} about ${CATEGORIES[index % 3]}`), type: 'STRING' },
+          { name: 'out_len', data: rows.map((index) => index + 3), type: 'INT32' },
+          { name: 'topic', data: rows.map((index) => CATEGORIES[index % 3]!), type: 'STRING' },
+        ],
+      }),
+    ),
+  );
 }
 
 describe('datasets and categories on real processes', () => {
@@ -65,13 +74,36 @@ describe('datasets and categories on real processes', () => {
     const dataset = join(dir, 'qa.parquet');
     writeParquetDataset(dataset);
     const url = await simProcess(t, ['--spec-draft-tokens', '3', '--spec-acceptance', '0.7']);
-    const result = await run(['bench', url, '--backend', 'llamacpp', '--dataset', dataset, '--dataset-field', 'prompt=question', '--dataset-field', 'outputTokens=out_len',
-      '--dataset-field', 'category=topic', '--concurrency', '3', '--requests', '12', '--warmup', '0', '--json', '--no-progress']);
+    const result = await run([
+      'bench',
+      url,
+      '--backend',
+      'llamacpp',
+      '--dataset',
+      dataset,
+      '--dataset-field',
+      'prompt=question',
+      '--dataset-field',
+      'outputTokens=out_len',
+      '--dataset-field',
+      'category=topic',
+      '--concurrency',
+      '3',
+      '--requests',
+      '12',
+      '--warmup',
+      '0',
+      '--json',
+      '--no-progress',
+    ]);
     assert.equal(result.code, 0, result.stderr);
     const bench = JSON.parse(result.stdout) as BenchResult;
     const level = bench.levels[0]!;
     assert.equal(level.completed, 12);
-    assert.deepEqual(level.categories!.map((category) => [category.category, category.completed]), CATEGORIES.map((name) => [name, 4]));
+    assert.deepEqual(
+      level.categories!.map((category) => [category.category, category.completed]),
+      CATEGORIES.map((name) => [name, 4]),
+    );
     // Each request got the output length of its own record (3..14) and carries its category.
     const byCategory = new Map<string, number>();
     for (const sample of level.samples) byCategory.set(sample.category!, (byCategory.get(sample.category!) ?? 0) + sample.outputTokens);
@@ -83,7 +115,30 @@ describe('datasets and categories on real processes', () => {
     assert.match(level.spec!.source, /llama\.cpp/);
     const drafts = level.categories!.reduce((total, category) => total + category.spec!.draftTokens!, 0);
     assert.equal(drafts, level.spec!.draftTokens);
-    assert.match((await run(['bench', url, '--backend', 'llamacpp', '--dataset', dataset, '--dataset-field', 'prompt=question', '--dataset-field', 'category=topic', '--requests', '6', '--concurrency', '2', '--warmup', '0', '--no-progress'])).stdout, /c=2 · math/);
+    assert.match(
+      (
+        await run([
+          'bench',
+          url,
+          '--backend',
+          'llamacpp',
+          '--dataset',
+          dataset,
+          '--dataset-field',
+          'prompt=question',
+          '--dataset-field',
+          'category=topic',
+          '--requests',
+          '6',
+          '--concurrency',
+          '2',
+          '--warmup',
+          '0',
+          '--no-progress',
+        ])
+      ).stdout,
+      /c=2 · math/,
+    );
   });
 
   test('a bad record stops the CLI before any request: exit 1, one line naming file, row and field, no stack', async (t) => {
@@ -116,17 +171,31 @@ describe('datasets and categories on real processes', () => {
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     const dataset = fileURLToPath(new URL('../../test/fixtures/load/sharegpt-multiturn.json', import.meta.url));
     const result = await runBenchmark({
-      baseUrl: url, backend: 'openai-chat', model: 'm', workload: { kind: 'single-stream', requests: 4 }, prompts: { kind: 'sharegpt', path: dataset, shuffle: false },
-      warmupRequests: 0, ignoreEos: true, requestTimeoutMs: 10_000, tokenizerPath: BPE_DIR, specMetrics: 'none',
+      baseUrl: url,
+      backend: 'openai-chat',
+      model: 'm',
+      workload: { kind: 'single-stream', requests: 4 },
+      prompts: { kind: 'sharegpt', path: dataset, shuffle: false },
+      warmupRequests: 0,
+      ignoreEos: true,
+      requestTimeoutMs: 10_000,
+      tokenizerPath: BPE_DIR,
+      specMetrics: 'none',
     });
     assert.equal(result.tokenCountMethod, 'tokenizer');
-    assert.deepEqual(bodies[1]!.messages.map((message) => message.role), ['user', 'assistant', 'user']);
+    assert.deepEqual(
+      bodies[1]!.messages.map((message) => message.role),
+      ['user', 'assistant', 'user'],
+    );
     const samples = result.levels[0]!.samples;
     for (const [index, sample] of samples.entries()) {
       assert.equal(sample.inputTokens, tokenizer.count(tokenizer.renderChat!(bodies[index]!.messages as never)));
       assert.equal(sample.outputTokens, tokenizer.count('the server streams'));
     }
-    assert.deepEqual(result.levels[0]!.categories!.map((category) => category.category), ['chat', 'code', 'math']);
+    assert.deepEqual(
+      result.levels[0]!.categories!.map((category) => category.category),
+      ['chat', 'code', 'math'],
+    );
   });
 
   test('synthetic prompts of exactly N tokens reach the server as N tokens', async (t) => {
@@ -146,21 +215,60 @@ describe('datasets and categories on real processes', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    const result = await run(['bench', url, '--model', 'm', '--tokenizer', BPE_DIR, '--input-len', 'uniform:20,400', '--output-len', '4', '--single-stream', '6', '--warmup', '0', '--seed', '2', '--json', '--no-progress']);
+    const result = await run([
+      'bench',
+      url,
+      '--model',
+      'm',
+      '--tokenizer',
+      BPE_DIR,
+      '--input-len',
+      'uniform:20,400',
+      '--output-len',
+      '4',
+      '--single-stream',
+      '6',
+      '--warmup',
+      '0',
+      '--seed',
+      '2',
+      '--json',
+      '--no-progress',
+    ]);
     assert.equal(result.code, 0, result.stderr);
     assert.equal(prompts.length, 6);
-    const words = await run(['bench', url, '--model', 'm', '--input-len', 'uniform:20,400', '--output-len', '4', '--single-stream', '6', '--warmup', '0', '--seed', '2', '--json', '--no-progress']);
+    const words = await run([
+      'bench',
+      url,
+      '--model',
+      'm',
+      '--input-len',
+      'uniform:20,400',
+      '--output-len',
+      '4',
+      '--single-stream',
+      '6',
+      '--warmup',
+      '0',
+      '--seed',
+      '2',
+      '--json',
+      '--no-progress',
+    ]);
     assert.equal(words.code, 0, words.stderr);
     // Same seed: the word run's prompts have N words, the tokenizer run's exactly N tokens.
     const expected = prompts.slice(6).map((prompt) => prompt.split(' ').length);
-    assert.deepEqual(prompts.slice(0, 6).map((prompt) => tokenizer.count(prompt)), expected);
+    assert.deepEqual(
+      prompts.slice(0, 6).map((prompt) => tokenizer.count(prompt)),
+      expected,
+    );
   });
 
   test('experiment on a CSV dataset with categories: show and report break results down per category', async (t) => {
     const dir = tempDir(t, 'ds-experiment');
     const store = join(dir, 'servelab.db');
     const dataset = join(dir, 'prompts.csv');
-    writeFileSync(dataset, 'q,n,topic\n' + Array.from({ length: 6 }, (_, index) => `prompt ${index},${4 + index},${index % 2 ? 'code' : 'chat'}`).join('\n') + '\n');
+    writeFileSync(dataset, `q,n,topic\n${Array.from({ length: 6 }, (_, index) => `prompt ${index},${4 + index},${index % 2 ? 'code' : 'chat'}`).join('\n')}\n`);
     const file = writeExperiment(dir, 'categories.yaml', {
       client: { prompts: { kind: 'csv', path: dataset, fields: { prompt: 'q', outputTokens: 'n', category: 'topic' } }, warmupRequests: 0 },
       workloads: [{ kind: 'concurrency', concurrency: 2, requests: 6 }],

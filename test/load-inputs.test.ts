@@ -1,13 +1,13 @@
-import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { workloadFromFlags } from '../src/cli/commands/bench.js';
 import { lengthSpecSchema, parseDurationMs, parseLengthSpec, promptSourceSchema, workloadSchema } from '../src/load/config.js';
+import { planLevels, workloadLabels } from '../src/load/level.js';
 import { loadPrompts } from '../src/load/prompts.js';
 import { interArrivalMs, sampleLength } from '../src/load/random.js';
-import { mulberry32 } from '../src/util/random.js';
-import { planLevels, workloadLabels } from '../src/load/level.js';
-import { workloadFromFlags } from '../src/cli/commands/bench.js';
 import { UserError } from '../src/util/errors.js';
+import { mulberry32 } from '../src/util/random.js';
 
 const fixture = (name: string) => fileURLToPath(new URL(`../../test/fixtures/load/${name}`, import.meta.url));
 
@@ -29,12 +29,19 @@ describe('length and duration specs', () => {
 
   test('workload and prompt schemas fill defaults and reject unknown keys', () => {
     assert.deepEqual(workloadSchema.parse({ kind: 'rate', requestsPerSecond: 2, maxInFlight: 8, requests: 10 }), {
-      kind: 'rate', requestsPerSecond: 2, arrival: 'poisson', maxInFlight: 8, requests: 10,
+      kind: 'rate',
+      requestsPerSecond: 2,
+      arrival: 'poisson',
+      maxInFlight: 8,
+      requests: 10,
     });
     assert.equal(workloadSchema.safeParse({ kind: 'sweep', concurrencies: [], requestsPerLevel: 4 }).success, false);
     assert.equal(workloadSchema.safeParse({ kind: 'single-stream', requests: 4, extra: 1 }).success, false);
     assert.deepEqual(promptSourceSchema.parse({ kind: 'synthetic', inputTokens: 128, outputTokens: 'normal:64,8' }), {
-      kind: 'synthetic', inputTokens: { kind: 'fixed', value: 128 }, outputTokens: { kind: 'normal', mean: 64, stddev: 8 }, seed: 0,
+      kind: 'synthetic',
+      inputTokens: { kind: 'fixed', value: 128 },
+      outputTokens: { kind: 'normal', mean: 64, stddev: 8 },
+      seed: 0,
     });
   });
 
@@ -85,7 +92,13 @@ describe('prompts', () => {
 
   test('JSONL: max_tokens per line, default otherwise', async () => {
     const prompts = await loadPrompts({ kind: 'jsonl', path: fixture('prompts.jsonl'), maxOutputTokens: 64 }, 2);
-    assert.deepEqual(prompts.map((item) => [item.prompt, item.maxTokens]), [['the quick brown fox', 16], ['jumps over the lazy dog', 64]]);
+    assert.deepEqual(
+      prompts.map((item) => [item.prompt, item.maxTokens]),
+      [
+        ['the quick brown fox', 16],
+        ['jumps over the lazy dog', 64],
+      ],
+    );
   });
 
   test('a bad dataset line is a UserError naming file:line and why', async () => {
@@ -117,7 +130,13 @@ describe('workloads', () => {
     assert.deepEqual(workloadFromFlags({ ...base }), { kind: 'single-stream', requests: 8 });
     assert.deepEqual(workloadFromFlags({ ...base, concurrency: '4' }), { kind: 'concurrency', concurrency: 4, requests: 32 });
     assert.deepEqual(workloadFromFlags({ ...base, concurrency: '1,4', requests: '10' }), { kind: 'sweep', concurrencies: [1, 4], requestsPerLevel: 10 });
-    assert.deepEqual(workloadFromFlags({ ...base, rate: '2', requests: '5' }), { kind: 'rate', requestsPerSecond: 2, arrival: 'poisson', maxInFlight: 16, requests: 5 });
+    assert.deepEqual(workloadFromFlags({ ...base, rate: '2', requests: '5' }), {
+      kind: 'rate',
+      requestsPerSecond: 2,
+      arrival: 'poisson',
+      maxInFlight: 16,
+      requests: 5,
+    });
     assert.throws(() => workloadFromFlags({ ...base, rate: '2', concurrency: '3' }), /alternatives/);
     assert.throws(() => workloadFromFlags({ ...base, concurrency: '0' }), /positive integer/);
   });

@@ -2,8 +2,9 @@
  * A server that closes kept-alive connections under the client (llama-server does, while advertising keep-alive):
  * the simulator's closeKeptAlive mode reproduces it, and no request of a benchmark fails because of it.
  */
-import { describe, test, type TestContext } from 'node:test';
+
 import assert from 'node:assert/strict';
+import { describe, type TestContext, test } from 'node:test';
 import { Pool } from 'undici';
 import { runBenchmark } from '../src/load/run.js';
 import { scrapeSpecCounters } from '../src/load/spec.js';
@@ -32,7 +33,11 @@ describe('connections closed under the client', () => {
   });
 
   test('a metrics scrape after streamed responses (spec-decode counters) is sent again instead of lost', async (t) => {
-    const handle = await startSimulator({ startup: { loadMs: 0 }, closeKeptAlive: true, decode: { ttftBaseMs: 2, tpotMs: 1, jitter: 0, spec: { draftTokens: 2 } } });
+    const handle = await startSimulator({
+      startup: { loadMs: 0 },
+      closeKeptAlive: true,
+      decode: { ttftBaseMs: 2, tpotMs: 1, jitter: 0, spec: { draftTokens: 2 } },
+    });
     t.after(() => handle.close());
     await handle.ready;
     const pool = new Pool(handle.url, { connections: 1 });

@@ -1,23 +1,16 @@
-import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { describe, type TestContext, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { startSimulator } from '../src/simulate/server.js';
-import type { SimConfig, SimConfigInput } from '../src/simulate/config.js';
-import {
-  batchFactor,
-  expectedAcceptanceRate,
-  expectedE2eMs,
-  expectedTokensPerStep,
-  expectedTpotMs,
-  expectedTtftMs,
-} from '../src/simulate/model.js';
+import { BACKEND_KINDS } from '../src/load/backends.js';
 import { runBenchmark } from '../src/load/run.js';
 import { loadTokenizer } from '../src/load/tokenizers/model.js';
 import type { BenchOptions, LevelResult } from '../src/load/types.js';
-import { BACKEND_KINDS } from '../src/load/backends.js';
+import type { SimConfig, SimConfigInput } from '../src/simulate/config.js';
+import { batchFactor, expectedAcceptanceRate, expectedE2eMs, expectedTokensPerStep, expectedTpotMs, expectedTtftMs } from '../src/simulate/model.js';
+import { startSimulator } from '../src/simulate/server.js';
 import { UserError } from '../src/util/errors.js';
 
 const fixture = (name: string) => fileURLToPath(new URL(`../../test/fixtures/load/${name}`, import.meta.url));
@@ -36,7 +29,9 @@ async function sim(t: TestContext, input: SimConfigInput = {}) {
 
 /** The simulator as `servelab simulate` in its own process, so its step timers do not share the client's event loop. */
 async function simProcess(t: TestContext, flags: string[]): Promise<{ url: string; config: SimConfig }> {
-  const child = spawn(process.execPath, [fileURLToPath(new URL('../../bin/servelab.js', import.meta.url)), 'simulate', '--load-ms', '0', ...flags], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [fileURLToPath(new URL('../../bin/servelab.js', import.meta.url)), 'simulate', '--load-ms', '0', ...flags], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   t.after(() => child.kill('SIGKILL'));
   const url = await new Promise<string>((resolve, reject) => {
     let log = '';
@@ -98,7 +93,10 @@ async function withNoise<T>(run: () => Promise<T>): Promise<{ value: T; noiseMs:
 function assertNear(measured: number, expected: number, what: string, noiseMs: number, wakeUps = 1) {
   const low = expected * 0.9 - 1;
   const high = expected * 1.25 + 6 + wakeUps * noiseMs;
-  assert.ok(measured >= low && measured <= high, `${what}: measured ${measured.toFixed(2)} ms, model ${expected.toFixed(2)} ms (allowed ${low.toFixed(1)}..${high.toFixed(1)}, noise ${noiseMs.toFixed(1)} ms)`);
+  assert.ok(
+    measured >= low && measured <= high,
+    `${what}: measured ${measured.toFixed(2)} ms, model ${expected.toFixed(2)} ms (allowed ${low.toFixed(1)}..${high.toFixed(1)}, noise ${noiseMs.toFixed(1)} ms)`,
+  );
 }
 
 function only(result: { levels: LevelResult[] }): LevelResult {
@@ -108,11 +106,23 @@ function only(result: { levels: LevelResult[] }): LevelResult {
 
 describe('runBenchmark against the simulator', () => {
   test('single stream: TTFT, TPOT, ITL, E2E and tok/s follow the model', async (t) => {
-    const server = await simProcess(t, ['--ttft-ms', String(DECODE.ttftBaseMs), '--prefill-ms-per-token', String(DECODE.prefillMsPerToken), '--tpot-ms', String(DECODE.tpotMs), '--jitter', '0']);
+    const server = await simProcess(t, [
+      '--ttft-ms',
+      String(DECODE.ttftBaseMs),
+      '--prefill-ms-per-token',
+      String(DECODE.prefillMsPerToken),
+      '--tpot-ms',
+      String(DECODE.tpotMs),
+      '--jitter',
+      '0',
+    ]);
     const { value: result, noiseMs } = await withNoise(() => runBenchmark(options(server.url)));
     const level = only(result);
     const config = server.config;
-    assert.deepEqual([level.label, level.completed, level.failed, result.tokenCountMethod, result.model], ['single-stream', 4, 0, 'server-usage', config.model]);
+    assert.deepEqual(
+      [level.label, level.completed, level.failed, result.tokenCountMethod, result.model],
+      ['single-stream', 4, 0, 'server-usage', config.model],
+    );
     assert.ok(level.samples.every((sample) => sample.outputTokens === OUTPUT_TOKENS && sample.inputTokens === INPUT_TOKENS));
     assertNear(level.ttftMs.median, expectedTtftMs(config, INPUT_TOKENS), 'TTFT', noiseMs, 3);
     assertNear(level.tpotMs.median, expectedTpotMs(config), 'TPOT', noiseMs);
@@ -125,12 +135,14 @@ describe('runBenchmark against the simulator', () => {
     const expectedPerStream = OUTPUT_TOKENS / (e2e / 1000);
     const slowest = OUTPUT_TOKENS / ((e2e * 1.25 + 6 + 3 * noiseMs) / 1000);
     assert.ok(perStream <= expectedPerStream * 1.1 && perStream >= slowest, `tok/s per stream ${perStream} vs ${expectedPerStream}`);
-    assert.ok(Math.abs(level.outputTokensPerSecond - level.completed * OUTPUT_TOKENS / level.durationS) < 1e-6);
+    assert.ok(Math.abs(level.outputTokensPerSecond - (level.completed * OUTPUT_TOKENS) / level.durationS) < 1e-6);
   });
 
   test('concurrency: per-token time grows with the configured batch slowdown', async (t) => {
     const server = await simProcess(t, ['--ttft-ms', '10', '--tpot-ms', '10', '--jitter', '0', '--concurrency-slowdown', '0.1']);
-    const { value: result, noiseMs } = await withNoise(() => runBenchmark(options(server.url, { workload: { kind: 'sweep', concurrencies: [1, 6], requestsPerLevel: 12 } })));
+    const { value: result, noiseMs } = await withNoise(() =>
+      runBenchmark(options(server.url, { workload: { kind: 'sweep', concurrencies: [1, 6], requestsPerLevel: 12 } })),
+    );
     const [c1, c6] = result.levels as [LevelResult, LevelResult];
     assert.deepEqual([c1.label, c6.label, c6.concurrency, c6.completed], ['c=1', 'c=6', 6, 12]);
     assertNear(c1.tpotMs.median, expectedTpotMs(server.config, 1), 'TPOT c=1', noiseMs);
@@ -145,7 +157,9 @@ describe('runBenchmark against the simulator', () => {
   for (const backend of BACKEND_KINDS) {
     test(`backend ${backend} streams and reports usage`, async (t) => {
       const server = await sim(t);
-      const { value: result, noiseMs } = await withNoise(() => runBenchmark(options(server.url, { backend, workload: { kind: 'single-stream', requests: 3 } })));
+      const { value: result, noiseMs } = await withNoise(() =>
+        runBenchmark(options(server.url, { backend, workload: { kind: 'single-stream', requests: 3 } })),
+      );
       const level = only(result);
       assert.deepEqual([level.completed, level.failed, result.tokenCountMethod], [3, 0, 'server-usage']);
       for (const sample of level.samples) {
@@ -209,7 +223,9 @@ describe('runBenchmark against the simulator', () => {
 
   test('rate workload: constant arrivals at the offered rate, in-flight cap respected', async (t) => {
     const server = await sim(t);
-    const result = await runBenchmark(options(server.url, { warmupRequests: 0, workload: { kind: 'rate', requestsPerSecond: 25, arrival: 'constant', maxInFlight: 32, requests: 8 } }));
+    const result = await runBenchmark(
+      options(server.url, { warmupRequests: 0, workload: { kind: 'rate', requestsPerSecond: 25, arrival: 'constant', maxInFlight: 32, requests: 8 } }),
+    );
     const level = only(result);
     assert.deepEqual([level.label, level.targetRequestsPerSecond, level.completed], ['rate=25/s', 25, 8]);
     const sends = level.samples.map((sample) => sample.sentAtMs);
@@ -217,7 +233,11 @@ describe('runBenchmark against the simulator', () => {
     // Arrivals follow a fixed schedule, so a late first send shortens the span: allow 15% either way (+50% late).
     assert.ok(span >= 7 * 40 * 0.85 && span <= 7 * 40 * 1.5, `8 constant arrivals at 25/s span ${span} ms, expected ~280`);
 
-    const capped = only(await runBenchmark(options(server.url, { warmupRequests: 0, workload: { kind: 'rate', requestsPerSecond: 1000, arrival: 'poisson', maxInFlight: 1, requests: 4 } })));
+    const capped = only(
+      await runBenchmark(
+        options(server.url, { warmupRequests: 0, workload: { kind: 'rate', requestsPerSecond: 1000, arrival: 'poisson', maxInFlight: 1, requests: 4 } }),
+      ),
+    );
     for (let i = 1; i < 4; i++) {
       const previous = capped.samples[i - 1]!;
       assert.ok(capped.samples[i]!.sentAtMs >= previous.sentAtMs + previous.e2eMs! - 2, 'max in-flight 1 serialises requests');
@@ -241,7 +261,10 @@ describe('runBenchmark failures', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as AddressInfo).port;
     await new Promise<void>((resolve) => server.close(() => resolve()));
-    await assert.rejects(runBenchmark(options(`http://127.0.0.1:${port}`)), (error: unknown) => error instanceof UserError && /cannot reach server.*ECONNREFUSED/.test(error.message));
+    await assert.rejects(
+      runBenchmark(options(`http://127.0.0.1:${port}`)),
+      (error: unknown) => error instanceof UserError && /cannot reach server.*ECONNREFUSED/.test(error.message),
+    );
   });
 
   test('http-500 faults are counted by kind, the rest is measured', async (t) => {
@@ -261,17 +284,25 @@ describe('runBenchmark failures', () => {
     for (const { kind, expected } of cases) {
       const server = await sim(t, { faults: [{ kind, rate: 1, afterTokens: 3 }] });
       const started = performance.now();
-      const level = only(await runBenchmark(options(server.url, { warmupRequests: 0, requestTimeoutMs: 400, workload: { kind: 'concurrency', concurrency: 2, requests: 2 } })));
+      const level = only(
+        await runBenchmark(options(server.url, { warmupRequests: 0, requestTimeoutMs: 400, workload: { kind: 'concurrency', concurrency: 2, requests: 2 } })),
+      );
       assert.deepEqual(level.errorsByKind, { [expected]: 2 }, `${kind}: ${JSON.stringify(level.samples.map((sample) => sample.error))}`);
       assert.equal(level.completed, 0);
-      assert.ok(level.samples.every((sample) => sample.ttftMs !== undefined), `${kind}: tokens before the fault are still timed`);
+      assert.ok(
+        level.samples.every((sample) => sample.ttftMs !== undefined),
+        `${kind}: tokens before the fault are still timed`,
+      );
       assert.ok(performance.now() - started < 5000);
     }
   });
 
   test('every warm-up request failing is a UserError with the cause', async (t) => {
     const server = await sim(t);
-    await assert.rejects(runBenchmark(options(server.url, { backend: 'openai-chat', model: 'no-such-model' })), (error: unknown) => error instanceof UserError && /warm-up.*http-4xx/.test(error.message));
+    await assert.rejects(
+      runBenchmark(options(server.url, { backend: 'openai-chat', model: 'no-such-model' })),
+      (error: unknown) => error instanceof UserError && /warm-up.*http-4xx/.test(error.message),
+    );
   });
 
   test('bad dataset line fails before any request, naming file:line', async (t) => {
@@ -309,7 +340,13 @@ describe('runBenchmark failures', () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 300);
     const started = performance.now();
-    const result = await runBenchmark(options(server.url, { warmupRequests: 0, signal: controller.signal, workload: { kind: 'rate', requestsPerSecond: 2, arrival: 'constant', maxInFlight: 4, requests: 20 } }));
+    const result = await runBenchmark(
+      options(server.url, {
+        warmupRequests: 0,
+        signal: controller.signal,
+        workload: { kind: 'rate', requestsPerSecond: 2, arrival: 'constant', maxInFlight: 4, requests: 20 },
+      }),
+    );
     assert.ok(performance.now() - started < 2000, 'returned promptly');
     assert.equal(result.interrupted, true);
     assert.ok(only(result).samples.length <= 2);

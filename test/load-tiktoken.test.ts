@@ -83,12 +83,21 @@ describe('tiktoken vocabularies (.tiktoken, js-tiktoken)', () => {
   test('a bad line, an unnamed encoding or missing byte tokens are UserErrors naming the file', () => {
     const bad = join(dir, 'bad-cl100k_base.tiktoken');
     writeFileSync(bad, 'IQ== 0\nnot base64! 1\n');
-    assert.throws(() => loadTokenizer(bad), (error: unknown) => error instanceof UserError && /bad-cl100k_base\.tiktoken line 2/.test(error.message));
+    assert.throws(
+      () => loadTokenizer(bad),
+      (error: unknown) => error instanceof UserError && /bad-cl100k_base\.tiktoken line 2/.test(error.message),
+    );
     const unnamed = join(dir, 'vocab.tiktoken');
     writeFileSync(unnamed, `${trainTiktoken(CORPUS, 0)}\n`);
-    assert.throws(() => loadTokenizer(unnamed), (error: unknown) => error instanceof UserError && /split pattern of .*vocab\.tiktoken/.test(error.message));
+    assert.throws(
+      () => loadTokenizer(unnamed),
+      (error: unknown) => error instanceof UserError && /split pattern of .*vocab\.tiktoken/.test(error.message),
+    );
     const partial = join(dir, 'partial-gpt2.tiktoken');
     writeFileSync(partial, `${Buffer.from('a').toString('base64')} 0\n`);
-    assert.throws(() => loadTokenizer(partial), (error: unknown) => error instanceof UserError && /partial-gpt2\.tiktoken lacks 255 of the 256 single-byte tokens/.test(error.message));
+    assert.throws(
+      () => loadTokenizer(partial),
+      (error: unknown) => error instanceof UserError && /partial-gpt2\.tiktoken lacks 255 of the 256 single-byte tokens/.test(error.message),
+    );
   });
 });

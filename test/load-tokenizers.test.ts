@@ -1,5 +1,5 @@
-import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { loadPrompts } from '../src/load/prompts.js';
 import { loadTokenizer } from '../src/load/tokenizers/model.js';
@@ -47,9 +47,18 @@ describe('model tokenizers', () => {
   });
 
   test('unreadable or unusable tokenizers are UserErrors with the path', () => {
-    assert.throws(() => loadTokenizer(fixture('missing.json')), (error: unknown) => error instanceof UserError && /missing\.json/.test(error.message));
-    assert.throws(() => loadTokenizer(fixture('')), (error: unknown) => error instanceof UserError && /holds no tokenizer\.json/.test(error.message));
-    assert.throws(() => loadTokenizer(fixture('prompts.jsonl')), (error: unknown) => error instanceof UserError && /cannot read tokenizer/.test(error.message));
+    assert.throws(
+      () => loadTokenizer(fixture('missing.json')),
+      (error: unknown) => error instanceof UserError && /missing\.json/.test(error.message),
+    );
+    assert.throws(
+      () => loadTokenizer(fixture('')),
+      (error: unknown) => error instanceof UserError && /holds no tokenizer\.json/.test(error.message),
+    );
+    assert.throws(
+      () => loadTokenizer(fixture('prompts.jsonl')),
+      (error: unknown) => error instanceof UserError && /cannot read tokenizer/.test(error.message),
+    );
   });
 });
 
@@ -75,7 +84,10 @@ describe('synthetic prompts of exactly N model tokens', () => {
     const words = await loadPrompts(source, 30);
     const exact = await loadPrompts(source, 30, { tokenizer, chat: false });
     // Same seed, same drawn lengths: the word prompts have N words, the tokenizer prompts N tokens.
-    assert.deepEqual(exact.map((item) => tokenizer.count(item.prompt)), words.map((item) => item.inputTokens));
+    assert.deepEqual(
+      exact.map((item) => tokenizer.count(item.prompt)),
+      words.map((item) => item.inputTokens),
+    );
   });
 
   test('for chat, the recorded prompt tokens are the chat-templated count the server sees', async () => {

@@ -1,18 +1,22 @@
-import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { describe, type TestContext, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { runBenchmark } from '../src/load/run.js';
 import { interArrivalMs } from '../src/load/random.js';
-import { partitionLevel, resolveWorkerCount, splitEvenly } from '../src/load/workers/pool.js';
+import { runBenchmark } from '../src/load/run.js';
 import type { BenchOptions, BenchResult, LevelResult } from '../src/load/types.js';
+import { partitionLevel, resolveWorkerCount, splitEvenly } from '../src/load/workers/pool.js';
 import { mulberry32 } from '../src/util/random.js';
 
 const SERVELAB = fileURLToPath(new URL('../../bin/servelab.js', import.meta.url));
 
 /** A deterministic simulator (no jitter, no batch slowdown) in its own process. */
 async function simProcess(t: TestContext): Promise<string> {
-  const child = spawn(process.execPath, [SERVELAB, 'simulate', '--load-ms', '0', '--ttft-ms', '8', '--prefill-ms-per-token', '0', '--tpot-ms', '4', '--jitter', '0', '--concurrency-slowdown', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(
+    process.execPath,
+    [SERVELAB, 'simulate', '--load-ms', '0', '--ttft-ms', '8', '--prefill-ms-per-token', '0', '--tpot-ms', '4', '--jitter', '0', '--concurrency-slowdown', '0'],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   t.after(() => child.kill('SIGKILL'));
   return new Promise<string>((resolve, reject) => {
     let log = '';
@@ -49,11 +53,20 @@ describe('load workers: partition', () => {
   test('every request goes to exactly one worker; streams and in-flight caps add up', () => {
     const prompts = Array.from({ length: 23 }, (_, index) => ({ prompt: `p${index}`, inputTokens: 1, maxTokens: 1 }));
     const shares = partitionLevel({ label: 'c=10', requests: 23, concurrency: 10 }, prompts, 1, 4);
-    assert.deepEqual(shares.map((share) => share.concurrency), [3, 3, 2, 2]);
-    assert.deepEqual(shares.flatMap((share) => share.items.map((entry) => entry.index)).sort((a, b) => a - b), prompts.map((_, index) => index));
+    assert.deepEqual(
+      shares.map((share) => share.concurrency),
+      [3, 3, 2, 2],
+    );
+    assert.deepEqual(
+      shares.flatMap((share) => share.items.map((entry) => entry.index)).sort((a, b) => a - b),
+      prompts.map((_, index) => index),
+    );
     // Fewer streams than workers: idle workers get nothing.
     const few = partitionLevel({ label: 'c=2', requests: 23, concurrency: 2 }, prompts, 1, 4);
-    assert.deepEqual(few.map((share) => share.items.length), [12, 11, 0, 0]);
+    assert.deepEqual(
+      few.map((share) => share.items.length),
+      [12, 11, 0, 0],
+    );
     assert.deepEqual(splitEvenly(7, 3), [3, 2, 2]);
     assert.equal(resolveWorkerCount(16, 4), 4);
     assert.ok(resolveWorkerCount('auto', 1000) >= 1);
@@ -66,8 +79,14 @@ describe('load workers: partition', () => {
     let at = 0;
     const expected = prompts.map((_, index) => (index === 0 ? 0 : (at += interArrivalMs(50, 'poisson', random))));
     const merged = shares.flatMap((share) => share.items).sort((a, b) => a.index - b.index);
-    assert.deepEqual(merged.map((entry) => entry.dueAtMs), expected);
-    assert.deepEqual(shares.map((share) => share.concurrency), [3, 3, 3]);
+    assert.deepEqual(
+      merged.map((entry) => entry.dueAtMs),
+      expected,
+    );
+    assert.deepEqual(
+      shares.map((share) => share.concurrency),
+      [3, 3, 3],
+    );
   });
 });
 
@@ -76,11 +95,17 @@ describe('load workers on a real simulator', () => {
     const url = await simProcess(t);
     const single = level(await runBenchmark(options(url, {})));
     const multi = level(await runBenchmark(options(url, { workers: 4 })));
-    assert.deepEqual(multi.samples.map((sample) => sample.index), single.samples.map((_, index) => index));
+    assert.deepEqual(
+      multi.samples.map((sample) => sample.index),
+      single.samples.map((_, index) => index),
+    );
     assert.equal(multi.completed, 48);
     assert.equal(multi.failed, 0);
     // Integral figures are identical request by request.
-    assert.deepEqual(multi.samples.map((sample) => [sample.inputTokens, sample.outputTokens, sample.itlMs.length]), single.samples.map((sample) => [sample.inputTokens, sample.outputTokens, sample.itlMs.length]));
+    assert.deepEqual(
+      multi.samples.map((sample) => [sample.inputTokens, sample.outputTokens, sample.itlMs.length]),
+      single.samples.map((sample) => [sample.inputTokens, sample.outputTokens, sample.itlMs.length]),
+    );
     assert.equal(multi.itlMs.count, single.itlMs.count);
     // Timed figures: with identical requests every wave is the same whichever thread sends it, and the simulator
     // is deterministic, so only timer noise separates the two runs.
@@ -99,22 +124,31 @@ describe('load workers on a real simulator', () => {
 
   test('open loop across workers, progress and abort: each request reported once', async (t) => {
     const url = await simProcess(t);
-    const rate = level(await runBenchmark(options(url, { workers: 3, warmupRequests: 0, workload: { kind: 'rate', requestsPerSecond: 200, arrival: 'poisson', maxInFlight: 12, requests: 40 } })));
-    assert.deepEqual(rate.samples.map((sample) => sample.index), Array.from({ length: 40 }, (_, index) => index));
+    const rate = level(
+      await runBenchmark(
+        options(url, { workers: 3, warmupRequests: 0, workload: { kind: 'rate', requestsPerSecond: 200, arrival: 'poisson', maxInFlight: 12, requests: 40 } }),
+      ),
+    );
+    assert.deepEqual(
+      rate.samples.map((sample) => sample.index),
+      Array.from({ length: 40 }, (_, index) => index),
+    );
     assert.equal(rate.completed, 40);
 
     const controller = new AbortController();
     const seen: number[] = [];
-    const result = await runBenchmark(options(url, {
-      workers: 2,
-      warmupRequests: 0,
-      signal: controller.signal,
-      workload: { kind: 'concurrency', concurrency: 4, requests: 400 },
-      onProgress: (progress) => {
-        seen.push(progress.completed);
-        if (progress.completed >= 8) controller.abort();
-      },
-    }));
+    const result = await runBenchmark(
+      options(url, {
+        workers: 2,
+        warmupRequests: 0,
+        signal: controller.signal,
+        workload: { kind: 'concurrency', concurrency: 4, requests: 400 },
+        onProgress: (progress) => {
+          seen.push(progress.completed);
+          if (progress.completed >= 8) controller.abort();
+        },
+      }),
+    );
     assert.equal(result.interrupted, true);
     const samples = level(result).samples;
     assert.equal(new Set(samples.map((sample) => sample.index)).size, samples.length);

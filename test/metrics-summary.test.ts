@@ -1,11 +1,11 @@
-import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { meetsSlo, summarize, summarizeLevel } from '../src/metrics/summary.js';
-import { parsePrometheusByLabel, parsePrometheusTotals } from '../src/metrics/prometheus.js';
-import { formatBenchTable, formatProgress } from '../src/metrics/table.js';
-import { specCountersFromMetrics, specFromCounterDelta, specFromResponses } from '../src/load/spec.js';
+import { describe, test } from 'node:test';
 import { newStreamState } from '../src/load/backends.js';
+import { specCountersFromMetrics, specFromCounterDelta, specFromResponses } from '../src/load/spec.js';
 import type { BenchResult, RequestSample } from '../src/load/types.js';
+import { parsePrometheusByLabel, parsePrometheusTotals } from '../src/metrics/prometheus.js';
+import { meetsSlo, summarize, summarizeLevel } from '../src/metrics/summary.js';
+import { formatBenchTable, formatProgress } from '../src/metrics/table.js';
 
 function sample(index: number, fields: Partial<RequestSample>): RequestSample {
   return { index, sentAtMs: 0, inputTokens: 10, outputTokens: 5, itlMs: [], ...fields };
@@ -15,7 +15,10 @@ describe('summarize', () => {
   test('linear-interpolation quantiles (numpy default)', () => {
     const values = Array.from({ length: 101 }, (_, i) => 100 - i);
     const summary = summarize(values);
-    assert.deepEqual([summary.median, summary.p90, summary.p95, summary.p99, summary.min, summary.max, summary.mean, summary.count], [50, 90, 95, 99, 0, 100, 50, 101]);
+    assert.deepEqual(
+      [summary.median, summary.p90, summary.p95, summary.p99, summary.min, summary.max, summary.mean, summary.count],
+      [50, 90, 95, 99, 0, 100, 50, 101],
+    );
     assert.equal(summarize([1, 2]).p90, 1.9);
   });
 
@@ -70,9 +73,20 @@ describe('speculative decoding stats', () => {
   });
 
   test('counter delta: acceptance rate and mean accepted length (1 + accepted/drafts)', () => {
-    const stats = specFromCounterDelta({ engine: 'vllm', drafts: 10, draftTokens: 40, acceptedTokens: 20 }, { engine: 'vllm', drafts: 30, draftTokens: 120, acceptedTokens: 80 }, 'test');
+    const stats = specFromCounterDelta(
+      { engine: 'vllm', drafts: 10, draftTokens: 40, acceptedTokens: 20 },
+      { engine: 'vllm', drafts: 30, draftTokens: 120, acceptedTokens: 80 },
+      'test',
+    );
     assert.deepEqual(stats, { source: 'test', acceptanceRate: 0.75, draftTokens: 80, acceptedTokens: 60, meanAcceptedLength: 4 });
-    assert.equal(specFromCounterDelta({ engine: 'vllm', drafts: 1, draftTokens: 4, acceptedTokens: 1 }, { engine: 'vllm', drafts: 1, draftTokens: 4, acceptedTokens: 1 }, 'x'), undefined);
+    assert.equal(
+      specFromCounterDelta(
+        { engine: 'vllm', drafts: 1, draftTokens: 4, acceptedTokens: 1 },
+        { engine: 'vllm', drafts: 1, draftTokens: 4, acceptedTokens: 1 },
+        'x',
+      ),
+      undefined,
+    );
   });
 
   test('per-position counter: series summed per label value, the delta divided by drafts', () => {
@@ -81,7 +95,13 @@ describe('speculative decoding stats', () => {
       'vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="1",position="0"} 2\n' +
       'vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name="a,position=\\"9\\"",position="1"} 4\n' +
       'vllm:spec_decode_num_accepted_tokens_total{position="0"} 99\n';
-    assert.deepEqual([...parsePrometheusByLabel(text, 'vllm:spec_decode_num_accepted_tokens_per_pos_total', 'position')], [['0', 10], ['1', 4]]);
+    assert.deepEqual(
+      [...parsePrometheusByLabel(text, 'vllm:spec_decode_num_accepted_tokens_per_pos_total', 'position')],
+      [
+        ['0', 10],
+        ['1', 4],
+      ],
+    );
     const stats = specFromCounterDelta(
       { engine: 'vllm', drafts: 10, draftTokens: 20, acceptedTokens: 10, acceptedPerPosition: [6, 4] },
       { engine: 'vllm', drafts: 20, draftTokens: 40, acceptedTokens: 22, acceptedPerPosition: [14, 8] },
@@ -90,7 +110,7 @@ describe('speculative decoding stats', () => {
     assert.deepEqual(stats?.acceptanceByPosition, [0.8, 0.4]);
   });
 
-  test('llama-server counters under llamacpp: (no _total suffix) are read like vLLM\'s', () => {
+  test("llama-server counters under llamacpp: (no _total suffix) are read like vLLM's", () => {
     const text =
       '# TYPE llamacpp:spec_decode_num_draft_tokens counter\nllamacpp:spec_decode_num_draft_tokens 40\nllamacpp:spec_decode_num_accepted_tokens 30\n' +
       'llamacpp:spec_decode_num_drafts 10\nllamacpp:spec_decode_num_accepted_tokens_per_pos{position="1"} 12\nllamacpp:spec_decode_num_accepted_tokens_per_pos{position="0"} 18\n' +
@@ -98,7 +118,12 @@ describe('speculative decoding stats', () => {
     assert.deepEqual(specCountersFromMetrics(text), { engine: 'llamacpp', drafts: 10, draftTokens: 40, acceptedTokens: 30, acceptedPerPosition: [18, 12] });
     assert.equal(specCountersFromMetrics('llamacpp:prompt_tokens_total 100\n'), undefined);
     // A gap in the positions is not a per-position figure.
-    assert.equal(specCountersFromMetrics('vllm:spec_decode_num_draft_tokens_total 4\nvllm:spec_decode_num_accepted_tokens_total 2\nvllm:spec_decode_num_accepted_tokens_per_pos_total{position="1"} 2\n')?.acceptedPerPosition, undefined);
+    assert.equal(
+      specCountersFromMetrics(
+        'vllm:spec_decode_num_draft_tokens_total 4\nvllm:spec_decode_num_accepted_tokens_total 2\nvllm:spec_decode_num_accepted_tokens_per_pos_total{position="1"} 2\n',
+      )?.acceptedPerPosition,
+      undefined,
+    );
   });
 
   test('per-response counters: llama.cpp draft counts, SGLang verify steps', () => {
@@ -119,10 +144,21 @@ describe('table', () => {
       label: 'c=4',
       concurrency: 4,
       durationS: 1,
-      samples: [sample(0, { ttftMs: 12.5, tpotMs: 3, e2eMs: 24.5, itlMs: [3, 3, 3, 3] }), sample(1, { error: { kind: 'http-5xx', message: 'HTTP 500: boom' } })],
+      samples: [
+        sample(0, { ttftMs: 12.5, tpotMs: 3, e2eMs: 24.5, itlMs: [3, 3, 3, 3] }),
+        sample(1, { error: { kind: 'http-5xx', message: 'HTTP 500: boom' } }),
+      ],
       spec: { source: 'sim', acceptanceRate: 0.7, meanAcceptedLength: 2.5 },
     });
-    const result: BenchResult = { schemaVersion: 1, startedAt: '', baseUrl: 'http://x', backend: 'openai-chat', tokenCountMethod: 'stream-chunks', interrupted: true, levels: [level] };
+    const result: BenchResult = {
+      schemaVersion: 1,
+      startedAt: '',
+      baseUrl: 'http://x',
+      backend: 'openai-chat',
+      tokenCountMethod: 'stream-chunks',
+      interrupted: true,
+      levels: [level],
+    };
     const table = formatBenchTable(result);
     const lines = table.trimEnd().split('\n');
     assert.match(lines[1]!, /^level\s+ok\s+fail/);
@@ -135,6 +171,9 @@ describe('table', () => {
   });
 
   test('progress line', () => {
-    assert.match(formatProgress({ levelLabel: 'c=1', completed: 5, total: 10, failed: 1, outputTokensPerSecond: 123.4, elapsedMs: 2500 }), /^c=1\s+\[#+\.+\] 6\/10 {2}1 failed {2}123 tok\/s {2}2\.5s$/);
+    assert.match(
+      formatProgress({ levelLabel: 'c=1', completed: 5, total: 10, failed: 1, outputTokensPerSecond: 123.4, elapsedMs: 2500 }),
+      /^c=1\s+\[#+\.+\] 6\/10 {2}1 failed {2}123 tok\/s {2}2\.5s$/,
+    );
   });
 });

@@ -3,12 +3,13 @@
  * node_modules (dependencies linked from this checkout's node_modules: no network), then type-check and run
  * the README's library example against it through `import 'servelab'`.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -46,14 +47,38 @@ test('npm pack → import "servelab" in a fresh project: types resolve and the l
 
   // Type-check the example against the package's exported .d.ts files, compile it, run it.
   const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-  const flags = ['--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--strict', '--noUncheckedIndexedAccess', '--types', 'node', '--skipLibCheck', 'false'];
+  const flags = [
+    '--module',
+    'nodenext',
+    '--moduleResolution',
+    'nodenext',
+    '--target',
+    'es2022',
+    '--strict',
+    '--noUncheckedIndexedAccess',
+    '--types',
+    'node',
+    '--skipLibCheck',
+    'false',
+  ];
   run(process.execPath, [tsc, ...flags, 'main.ts'], project);
   const output = run(process.execPath, ['main.js'], project);
   assert.match(output, /^ready after \d+ ms; 4 requests, \d+\.\d tok\/s$/m);
 
   // Every building block the README names is there at runtime.
   const api = run(process.execPath, ['--input-type=module', '-e', "console.log(Object.keys(await import('servelab')).join(' '))"], project);
-  for (const name of ['launchServer', 'waitForReady', 'runBenchmark', 'runExperiment', 'loadExperiment', 'openStore', 'listRuns', 'getRun', 'listTrials', 'writeReports']) {
+  for (const name of [
+    'launchServer',
+    'waitForReady',
+    'runBenchmark',
+    'runExperiment',
+    'loadExperiment',
+    'openStore',
+    'listRuns',
+    'getRun',
+    'listTrials',
+    'writeReports',
+  ]) {
     assert.ok(api.split(/\s+/).includes(name), `servelab exports ${name}`);
   }
 });

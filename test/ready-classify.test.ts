@@ -1,7 +1,7 @@
-import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { classifyGeneration, classifyHealth, classifyModels } from '../src/ready/classify.js';
+import { describe, test } from 'node:test';
 import { BUILTIN_PROFILES } from '../src/profiles/builtin.js';
+import { classifyGeneration, classifyHealth, classifyModels } from '../src/ready/classify.js';
 
 const answer = (status: number, body: string, contentType?: string) => ({ status, body, ...(contentType && { contentType }) });
 

@@ -1,12 +1,12 @@
-import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DEFAULT_POLL_SCHEDULE, pollDelayMs } from '../src/ready/schedule.js';
-import { formatPrediction, predictRemainingMs } from '../src/ready/predict.js';
-import { formatSeconds } from '../src/util/format.js';
-import { formatProgressLine } from '../src/ready/progress.js';
+import { describe, test } from 'node:test';
 import { exitCodeFor, NotReadyError } from '../src/ready/errors.js';
+import { formatPrediction, predictRemainingMs } from '../src/ready/predict.js';
+import { formatProgressLine } from '../src/ready/progress.js';
+import { DEFAULT_POLL_SCHEDULE, pollDelayMs } from '../src/ready/schedule.js';
 import { normalizeBaseUrl } from '../src/ready/wait.js';
 import { UserError } from '../src/util/errors.js';
+import { formatSeconds } from '../src/util/format.js';
 
 describe('poll schedule', () => {
   test('starts fast, doubles, and stops at the cap', () => {
@@ -58,8 +58,14 @@ describe('failures', () => {
     assert.equal(normalizeBaseUrl('http://127.0.0.1:8000/'), 'http://127.0.0.1:8000');
     assert.equal(normalizeBaseUrl('http://127.0.0.1:8000/v1'), 'http://127.0.0.1:8000');
     assert.equal(normalizeBaseUrl('127.0.0.1:8000'), 'http://127.0.0.1:8000');
-    assert.throws(() => normalizeBaseUrl('http://'), (error: UserError) => error.exitCode === 2);
-    assert.throws(() => normalizeBaseUrl('ftp://127.0.0.1:21'), (error: UserError) => error.exitCode === 2 && /scheme/.test(error.message));
+    assert.throws(
+      () => normalizeBaseUrl('http://'),
+      (error: UserError) => error.exitCode === 2,
+    );
+    assert.throws(
+      () => normalizeBaseUrl('ftp://127.0.0.1:21'),
+      (error: UserError) => error.exitCode === 2 && /scheme/.test(error.message),
+    );
   });
 });
 
@@ -76,7 +82,13 @@ describe('time-to-ready prediction', () => {
 
   test('a phase reached later than last time shifts the estimate instead of making it optimistic', () => {
     // Last time CUDA graphs started at 60 s and the server was ready 30 s later; this time they started at 100 s.
-    const remaining = predictRemainingMs({ elapsedMs: 110_000, previousReadyMs: 90_000, phase: 'capturing CUDA graphs', phaseStartMs: 100_000, previousPhases });
+    const remaining = predictRemainingMs({
+      elapsedMs: 110_000,
+      previousReadyMs: 90_000,
+      phase: 'capturing CUDA graphs',
+      phaseStartMs: 100_000,
+      previousPhases,
+    });
     assert.equal(remaining, 20_000);
     assert.match(formatPrediction(110_000, 90_000, remaining) ?? '', /last ready after 1m30s, ~20s left/);
   });

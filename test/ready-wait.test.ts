@@ -1,24 +1,26 @@
-import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { createServer, type RequestListener } from 'node:http';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type RequestListener } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { describe, type TestContext, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '../src/launch/port.js';
 import { BUILTIN_PROFILES } from '../src/profiles/builtin.js';
 import { NotReadyError } from '../src/ready/errors.js';
 import { waitForReady } from '../src/ready/wait.js';
-import { freePort } from '../src/launch/port.js';
 
 const BIN = fileURLToPath(new URL('../../bin/servelab.js', import.meta.url));
 const openai = BUILTIN_PROFILES.openai!;
 
 /** The simulator as a real child process; resolves with its URL (printed at once, before loading). */
 async function startSimulator(t: TestContext, args: string[]): Promise<string> {
-  const child = spawn(process.execPath, [BIN, 'simulate', '--port', '0', '--jitter', '0', '--ttft-ms', '1', '--tpot-ms', '1', ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [BIN, 'simulate', '--port', '0', '--jitter', '0', '--ttft-ms', '1', '--tpot-ms', '1', ...args], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   t.after(() => {
     child.kill('SIGKILL');
   });

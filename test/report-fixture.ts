@@ -8,14 +8,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { computeVerdicts } from '../src/experiment/finalize.js';
 import { loadExperiment } from '../src/experiment/load.js';
-import { mulberry32 } from '../src/util/random.js';
 import { createRun, loadRun } from '../src/experiment/run-store.js';
 import type { Fingerprint } from '../src/fingerprint/types.js';
 import type { RequestSample } from '../src/load/types.js';
-import { openStore, type Db } from '../src/store/db.js';
+import { type Db, openStore } from '../src/store/db.js';
 import { listTrials } from '../src/store/queries.js';
 import { insertTrial, setRunStatus, setRunVerdicts } from '../src/store/runs.js';
 import type { TrialMetrics } from '../src/store/types.js';
+import { mulberry32 } from '../src/util/random.js';
 
 export interface FixtureStore {
   dir: string;
@@ -165,7 +165,14 @@ function fingerprint(command: string[], env: Record<string, string>): Fingerprin
   return {
     servelabVersion: '0.1.0',
     executor: 'local',
-    host: { hostname: 'gpu-node-07', os: 'Ubuntu 22.04.4 LTS', kernel: '5.15.0-105-generic', cpuModel: 'AMD EPYC 9454 48-Core Processor', cpus: 96, memoryGiB: 1511 },
+    host: {
+      hostname: 'gpu-node-07',
+      os: 'Ubuntu 22.04.4 LTS',
+      kernel: '5.15.0-105-generic',
+      cpuModel: 'AMD EPYC 9454 48-Core Processor',
+      cpus: 96,
+      memoryGiB: 1511,
+    },
     gpus: [{ index: 0, name: 'NVIDIA H200', driver: '560.35.03', memoryMiB: 143771, smClockMHz: 1980, maxSmClockMHz: 1980, powerLimitW: 700 }],
     command,
     env,

@@ -1,8 +1,8 @@
-import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { describe, test } from 'node:test';
 import { writeReports } from '../src/report/write.js';
 import { buildFixtureRun, createFixtureStore } from './report-fixture.js';
 import { launchBrowser, NO_BROWSER } from './support-browser.js';
@@ -23,9 +23,13 @@ describe('servelab report', () => {
     t.after(() => browser.close());
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     const problems: string[] = [];
-    page.on('console', (message) => { if (message.type() === 'error') problems.push(message.text()); });
+    page.on('console', (message) => {
+      if (message.type() === 'error') problems.push(message.text());
+    });
     page.on('pageerror', (error) => problems.push(error.message));
-    page.on('request', (request) => { if (!request.url().startsWith('file:')) problems.push(`external request ${request.url()}`); });
+    page.on('request', (request) => {
+      if (!request.url().startsWith('file:')) problems.push(`external request ${request.url()}`);
+    });
     await page.goto(`file://${written.html}`);
 
     const figures = await page.$$eval('figure[data-figure]', (nodes) =>
@@ -39,7 +43,10 @@ describe('servelab report', () => {
         return { id: node.getAttribute('data-figure'), width: svg.width, height: svg.height, marks };
       }),
     );
-    assert.deepEqual(figures.map((figure) => figure.id), ['throughput', 'speedup', 'ttft-cdf', 'e2e-cdf', 'acceptance', 'param-steps', 'pareto-user', 'pareto-ttft']);
+    assert.deepEqual(
+      figures.map((figure) => figure.id),
+      ['throughput', 'speedup', 'ttft-cdf', 'e2e-cdf', 'acceptance', 'param-steps', 'pareto-user', 'pareto-ttft'],
+    );
     for (const figure of figures) {
       assert.ok(figure.width > 300 && figure.height > 200, `${figure.id} has size ${figure.width}x${figure.height}`);
       assert.ok(figure.marks >= 5, `${figure.id} draws ${figure.marks} marks`);
@@ -78,7 +85,10 @@ describe('servelab report', () => {
     const runId = buildFixtureRun(store);
     const [written] = writeReports(store.db, [runId], join(store.dir, 'out'));
     const markdown = readFileSync(written!.markdown, 'utf8');
-    assert.match(markdown, /\| workload \| variant \| trials \| median tok\/s \| ratio vs baseline \| 95% CI \| p-value \| failed requests \| invalid trials \| verdict \|/);
+    assert.match(
+      markdown,
+      /\| workload \| variant \| trials \| median tok\/s \| ratio vs baseline \| 95% CI \| p-value \| failed requests \| invalid trials \| verdict \|/,
+    );
     assert.match(markdown, /\| c=1 \| eagle3-s4 \| 4 \| [\d.,]+ \| 1\.\d+× \| \[1\.\d+, 1\.\d+\] \| 0\.029 \| 0 \| 0 \| \*\*faster\*\* \|/);
     assert.match(markdown, /\| c=32 \| eagle3-s6 \| 4 \| [\d.,]+ \| 0\.\d+× \| .* \| \*\*slower\*\* \|/);
     assert.match(markdown, /\| gpus\.0\.name \| NVIDIA H200 \|/);
@@ -96,7 +106,10 @@ describe('servelab report', () => {
     assert.equal(written[0]!.runId, runId);
     assert.match(readFileSync(written[0]!.html, 'utf8'), /<svg/);
 
-    const missing = spawnSync(process.execPath, ['bin/servelab.js', 'report', '99', '--store', store.path, '--out', out], { encoding: 'utf8', timeout: 30_000 });
+    const missing = spawnSync(process.execPath, ['bin/servelab.js', 'report', '99', '--store', store.path, '--out', out], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
     assert.equal(missing.status, 2, 'an unknown run id is a usage error');
     assert.match(missing.stderr, /run 99 is not in the store\n {2}next: /);
     assert.doesNotMatch(missing.stderr, /at .*\.js:\d+/);

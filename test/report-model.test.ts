@@ -1,5 +1,5 @@
-import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
 import { cdfPoints } from '../src/report/charts.js';
 import { buildRunReport, compareRuns } from '../src/report/model.js';
 import { loadRunData } from '../src/report/queries.js';
@@ -23,11 +23,17 @@ describe('report model', () => {
     assert.equal(report.speedup.length, 9);
     assert.equal(report.acceptance?.parameter, 'steps');
     const acceptance = report.acceptance!.series[0]!.points.sort((a, b) => Number(a[0]) - Number(b[0]));
-    assert.deepEqual(acceptance.map(([steps]) => steps), [2, 4, 6]);
+    assert.deepEqual(
+      acceptance.map(([steps]) => steps),
+      [2, 4, 6],
+    );
     assert.ok(acceptance[0]![1] > acceptance[2]![1], 'acceptance falls with depth');
     assert.equal(report.latency?.workload, 'c=32');
     assert.equal(report.environment.distinctFingerprints, 4);
-    assert.deepEqual(report.environment.variants.map((variant) => variant.changes.map((change) => change.key)), [['command'], ['command'], ['command']]);
+    assert.deepEqual(
+      report.environment.variants.map((variant) => variant.changes.map((change) => change.key)),
+      [['command'], ['command'], ['command']],
+    );
     assert.deepEqual(report.driftNotes, []);
   });
 
@@ -46,12 +52,34 @@ describe('report model', () => {
     const store = createFixtureStore();
     t.after(() => store.cleanup());
     const runId = buildFixtureRun(store);
-    const alarm = { variant: 'baseline', workload: 'c=8', metric: 'outputTokensPerSecond', current: 70, reference: 100, changePct: -30, bandPct: 5, machine: [] };
-    insertDriftAlarm(store.db, runId, { ...alarm, changes: [{ key: 'env.NCCL_PROTO', before: 'LL' }], accepted: true, message: 'drift alarm (c=8, noise band ±5%): baseline 70 tok/s vs 100 recorded (−30%)' });
+    const alarm = {
+      variant: 'baseline',
+      workload: 'c=8',
+      metric: 'outputTokensPerSecond',
+      current: 70,
+      reference: 100,
+      changePct: -30,
+      bandPct: 5,
+      machine: [],
+    };
+    insertDriftAlarm(store.db, runId, {
+      ...alarm,
+      changes: [{ key: 'env.NCCL_PROTO', before: 'LL' }],
+      accepted: true,
+      message: 'drift alarm (c=8, noise band ±5%): baseline 70 tok/s vs 100 recorded (−30%)',
+    });
     insertDriftAlarm(store.db, runId, { ...alarm, changes: [], accepted: false, message: 'not accepted: the status says it' });
     const data = loadRunData(store.db, runId)!;
-    assert.deepEqual(data.driftAlarms?.map((row) => [row.accepted, row.changes]), [[true, [{ key: 'env.NCCL_PROTO', before: 'LL' }]], [false, []]]);
-    assert.deepEqual(buildRunReport(data).driftNotes, ['Drift alarm accepted with --accept-drift: drift alarm (c=8, noise band ±5%): baseline 70 tok/s vs 100 recorded (−30%)']);
+    assert.deepEqual(
+      data.driftAlarms?.map((row) => [row.accepted, row.changes]),
+      [
+        [true, [{ key: 'env.NCCL_PROTO', before: 'LL' }]],
+        [false, []],
+      ],
+    );
+    assert.deepEqual(buildRunReport(data).driftNotes, [
+      'Drift alarm accepted with --accept-drift: drift alarm (c=8, noise band ±5%): baseline 70 tok/s vs 100 recorded (−30%)',
+    ]);
   });
 
   test('comparing two runs flags the slowed-down one as drift and names the environment change', (t) => {
@@ -72,8 +100,15 @@ describe('report model', () => {
   });
 
   test('CDF points are sorted, end at 1 and are thinned for long series', () => {
-    assert.deepEqual(cdfPoints([30, 10, 20, Number.NaN]), [[10, 1 / 3], [20, 2 / 3], [30, 1]]);
-    const long = cdfPoints(Array.from({ length: 5000 }, (_, i) => i), 400);
+    assert.deepEqual(cdfPoints([30, 10, 20, Number.NaN]), [
+      [10, 1 / 3],
+      [20, 2 / 3],
+      [30, 1],
+    ]);
+    const long = cdfPoints(
+      Array.from({ length: 5000 }, (_, i) => i),
+      400,
+    );
     assert.ok(long.length <= 401);
     assert.deepEqual(long.at(-1), [4999, 1]);
   });

@@ -1,7 +1,7 @@
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { appendFileSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { test } from 'node:test';
 import { startUi } from '../src/ui/server.js';
 import { cli, SERVELAB, tempDir, writeExperiment } from './support-experiment.js';
 
@@ -28,12 +28,30 @@ function serverCommand(failFile: string, expectedFile: string): string[] {
     `[ "$HF_TOKEN|$MY_PASSWORD|$2" = "$(cat "${expectedFile}")" ] || exit 7`,
     `exec "${process.execPath}" "${SERVELAB}" simulate --port "$1" --load-ms 50 --tpot-ms 2 --ttft-ms 5 --jitter 0.02`,
   ].join('; ');
-  return ['sh', '-c', script, 'sim', '{port}', SECRETS.apiKey, `--token=${SECRETS.token}`, '-k', SECRETS.short, '--hub', SECRETS.url, '--spec', SECRETS.json, '--header', SECRETS.bearer];
+  return [
+    'sh',
+    '-c',
+    script,
+    'sim',
+    '{port}',
+    SECRETS.apiKey,
+    `--token=${SECRETS.token}`,
+    '-k',
+    SECRETS.short,
+    '--hub',
+    SECRETS.url,
+    '--spec',
+    SECRETS.json,
+    '--header',
+    SECRETS.bearer,
+  ];
 }
 
 function filesUnder(dir: string): string[] {
   if (!existsSync(dir)) return [];
-  return readdirSync(dir, { recursive: true, encoding: 'utf8' }).map((name) => join(dir, name)).filter((path) => statSync(path).isFile());
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .map((name) => join(dir, name))
+    .filter((path) => statSync(path).isFile());
 }
 
 function assertNoLeak(what: string, text: string): void {
@@ -41,7 +59,9 @@ function assertNoLeak(what: string, text: string): void {
   assert.equal(at, -1, `${what} leaks a secret: …${text.slice(Math.max(0, at - 80), at + 40)}…`);
 }
 
-test('no secret of env, args, URLs or JSON args is stored, logged, printed, reported or served; resume still launches with them', { timeout: 180_000 }, async (t) => {
+test('no secret of env, args, URLs or JSON args is stored, logged, printed, reported or served; resume still launches with them', {
+  timeout: 180_000,
+}, async (t) => {
   const dir = tempDir(t, 'redaction');
   const store = join(dir, 'store', 'servelab.db');
   const failFile = join(dir, 'fail-now');
@@ -49,7 +69,11 @@ test('no secret of env, args, URLs or JSON args is stored, logged, printed, repo
   writeFileSync(expectedFile, `${SECRETS.env}|${SECRETS.password}|${SECRETS.apiKey}`);
   const experiment = (secretEnv: string): Record<string, unknown> => ({
     name: 'secrets',
-    server: { command: serverCommand(failFile, expectedFile), env: { HF_TOKEN: secretEnv, MY_PASSWORD: SECRETS.password, NCCL_PROTO: 'LL' }, readyTimeout: '5m' },
+    server: {
+      command: serverCommand(failFile, expectedFile),
+      env: { HF_TOKEN: secretEnv, MY_PASSWORD: SECRETS.password, NCCL_PROTO: 'LL' },
+      readyTimeout: '5m',
+    },
     trials: 2,
   });
   const file = writeExperiment(dir, 'exp.yaml', experiment(SECRETS.env));
@@ -75,14 +99,16 @@ test('no secret of env, args, URLs or JSON args is stored, logged, printed, repo
 
   const shown = await cli(['show', '1', '--json'], { store });
   assert.equal(shown.code, 0, shown.stderr);
-  const { env } = (JSON.parse(shown.stdout) as { run: { config: { variants: Array<{ server: { env: Record<string, string> } }> } } }).run.config.variants[0]!.server;
+  const { env } = (JSON.parse(shown.stdout) as { run: { config: { variants: Array<{ server: { env: Record<string, string> } }> } } }).run.config.variants[0]!
+    .server;
   assert.match(env.HF_TOKEN!, /^<redacted:[0-9a-f]{12}>$/);
   assert.equal(env.NCCL_PROTO, 'LL');
   const listed = await cli(['ls', '--json'], { store });
   const diffed = await cli(['diff', '1', '1', '--json'], { store });
   const reported = await cli(['report', '1', '--out', join(dir, 'report')], { store });
   assert.equal(reported.code, 0, reported.stderr);
-  for (const [what, output] of Object.entries({ show: shown.stdout, ls: listed.stdout, diff: diffed.stdout, report: reported.stdout })) assertNoLeak(what, output);
+  for (const [what, output] of Object.entries({ show: shown.stdout, ls: listed.stdout, diff: diffed.stdout, report: reported.stdout }))
+    assertNoLeak(what, output);
 
   // A server log line with a secret (servers print their args): the UI redacts it on the way out.
   const logs = filesUnder(join(dir, 'store', 'logs'));
@@ -99,7 +125,10 @@ test('no secret of env, args, URLs or JSON args is stored, logged, printed, repo
     bodies.push(await response.text());
     assertNoLeak(`ui ${path}`, bodies.at(-1)!);
   }
-  assert.ok(bodies.some((body) => body.includes('<redacted:')), 'the log endpoint shows markers');
+  assert.ok(
+    bodies.some((body) => body.includes('<redacted:')),
+    'the log endpoint shows markers',
+  );
 
   // Another token in a second run: diff still tells that it changed, without showing either.
   const otherToken = 'hf_SECRETsecond0123456789abc';

@@ -1,8 +1,8 @@
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
+import { test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { SERVELAB, tempDir } from './support-experiment.js';
 import { waitFor } from './support-wait.js';

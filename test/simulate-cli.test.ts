@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { describe, type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describe, test, type TestContext } from 'node:test';
 import { request } from 'undici';
-import { SERVELAB_BIN, spawnSimulator, type SimulatorProcess } from '../src/simulate/child.js';
+import { SERVELAB_BIN, type SimulatorProcess, spawnSimulator } from '../src/simulate/child.js';
 
 const UVICORN = /Uvicorn running on http:\/\/127\.0\.0\.1:\d+/;
 
@@ -40,10 +40,26 @@ describe('servelab simulate (child process)', () => {
     assert.deepEqual(ready.body, { status: 'ok' });
 
     const output = sim.output();
-    const phases = ['Starting to load model sim-llama-8b', 'Loading model weights', 'Loading weights took 1.20 GB /', 'Memory profiling', 'Capturing CUDA graphs', 'Graph capturing finished', 'Application startup complete', `Uvicorn running on ${sim.url}`];
+    const phases = [
+      'Starting to load model sim-llama-8b',
+      'Loading model weights',
+      'Loading weights took 1.20 GB /',
+      'Memory profiling',
+      'Capturing CUDA graphs',
+      'Graph capturing finished',
+      'Application startup complete',
+      `Uvicorn running on ${sim.url}`,
+    ];
     const positions = phases.map((phase) => output.indexOf(phase));
-    assert.ok(positions.every((position) => position >= 0), output);
-    assert.deepEqual([...positions].sort((a, b) => a - b), positions, `phases out of order:\n${output}`);
+    assert.ok(
+      positions.every((position) => position >= 0),
+      output,
+    );
+    assert.deepEqual(
+      [...positions].sort((a, b) => a - b),
+      positions,
+      `phases out of order:\n${output}`,
+    );
     assert.match(output, /^INFO \d\d-\d\d \d\d:\d\d:\d\d \[sim\] Loading model weights/m);
 
     const exit = await sim.stop();

@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { parseSimConfig, resolveSimConfig } from '../src/simulate/config.js';
+import { renderMetrics, SimMetrics, statsLines, sumCounters } from '../src/simulate/metrics.js';
 import {
   batchFactor,
   driftFactor,
@@ -15,17 +19,12 @@ import {
   sampleJitter,
   sampleStepMs,
 } from '../src/simulate/model.js';
-import { deriveSeed, mulberry32 } from '../src/util/random.js';
 import { BatchScheduler } from '../src/simulate/scheduler.js';
-import { renderMetrics, SimMetrics, statsLines, sumCounters } from '../src/simulate/metrics.js';
 import { countTokens } from '../src/simulate/text.js';
 import { isUserError } from '../src/util/errors.js';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { deriveSeed, mulberry32 } from '../src/util/random.js';
 
-const withSpec = (draftTokens: number, acceptance: number) =>
-  parseSimConfig({ decode: { tpotMs: 10, spec: { draftTokens, acceptance, draftOverhead: 0.1 } } });
+const withSpec = (draftTokens: number, acceptance: number) => parseSimConfig({ decode: { tpotMs: 10, spec: { draftTokens, acceptance, draftOverhead: 0.1 } } });
 
 describe('speculative decoding model', () => {
   test('expected tokens per step is the truncated geometric mean (1 - p^(k+1)) / (1 - p)', () => {
@@ -36,7 +35,11 @@ describe('speculative decoding model', () => {
   });
 
   test('simulated accepted runs average to the expected tokens per step (fixed seed)', () => {
-    for (const [k, p] of [[4, 0.7], [2, 0.3], [8, 0.9]] as const) {
+    for (const [k, p] of [
+      [4, 0.7],
+      [2, 0.3],
+      [8, 0.9],
+    ] as const) {
       const config = withSpec(k, p);
       const rng = mulberry32(42);
       const draws = 40_000;
@@ -132,8 +135,14 @@ describe('config', () => {
     assert.equal(config.host, '127.0.0.1');
     assert.equal(config.decode.spec.draftTokens, 0);
     assert.ok(config.startup.phases.length > 0);
-    assert.throws(() => parseSimConfig({ decode: { tpotMS: 3 } }), (error) => isUserError(error) && /decode/.test(error.message));
-    assert.throws(() => parseSimConfig({ decode: { spec: { acceptance: 1.5 } } }), (error) => isUserError(error) && /decode\.spec\.acceptance/.test(error.message));
+    assert.throws(
+      () => parseSimConfig({ decode: { tpotMS: 3 } }),
+      (error) => isUserError(error) && /decode/.test(error.message),
+    );
+    assert.throws(
+      () => parseSimConfig({ decode: { spec: { acceptance: 1.5 } } }),
+      (error) => isUserError(error) && /decode\.spec\.acceptance/.test(error.message),
+    );
   });
 
   test('flags override a config file, and errors name the flag or the file line', (t) => {
@@ -150,7 +159,10 @@ describe('config', () => {
       (error) => isUserError(error) && error.message.includes('--jitter') && error.exitCode === 2,
     );
     writeFileSync(path, 'decode:\n  tpotMs: fast\n');
-    assert.throws(() => resolveSimConfig(path, {}, (key) => key), (error) => isUserError(error) && error.message.includes(`${path}:2`));
+    assert.throws(
+      () => resolveSimConfig(path, {}, (key) => key),
+      (error) => isUserError(error) && error.message.includes(`${path}:2`),
+    );
   });
 
   test('the tokenizer counts whitespace-separated words', () => {
@@ -212,6 +224,16 @@ describe('metrics', () => {
     two.generationTokens = 2;
     two.requestsFinished = 1;
     const total = sumCounters([one.counters(2, 0), two.counters(1, 3)]);
-    assert.deepEqual(total, { promptTokens: 0, generationTokens: 7, requestsFinished: 1, specDrafts: 2, specDraftTokens: 8, specAcceptedTokens: 4, specAcceptedPerPosition: [2, 1, 1, 0], running: 3, waiting: 3 });
+    assert.deepEqual(total, {
+      promptTokens: 0,
+      generationTokens: 7,
+      requestsFinished: 1,
+      specDrafts: 2,
+      specDraftTokens: 8,
+      specAcceptedTokens: 4,
+      specAcceptedPerPosition: [2, 1, 1, 0],
+      running: 3,
+      waiting: 3,
+    });
   });
 });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createParser } from 'eventsource-parser';
 import { request } from 'undici';
-import { spawnSimulator, type SimulatorProcess } from '../src/simulate/child.js';
+import { type SimulatorProcess, spawnSimulator } from '../src/simulate/child.js';
 import { countTokens } from '../src/simulate/text.js';
 
 /** Protocol wire formats, checked against one real `servelab simulate` process with speculative decoding on. */
@@ -62,8 +62,18 @@ describe('simulator protocols', () => {
   let sim: SimulatorProcess;
   before(async () => {
     sim = await spawnSimulator([
-      '--load-ms', '0', '--ttft-ms', '2', '--tpot-ms', '1', '--jitter', '0',
-      '--spec-draft-tokens', String(DRAFT_TOKENS), '--spec-acceptance', '0.6',
+      '--load-ms',
+      '0',
+      '--ttft-ms',
+      '2',
+      '--tpot-ms',
+      '1',
+      '--jitter',
+      '0',
+      '--spec-draft-tokens',
+      String(DRAFT_TOKENS),
+      '--spec-acceptance',
+      '0.6',
     ]);
     await sim.waitForLine(/Uvicorn running on/, 10_000);
   });
@@ -71,7 +81,11 @@ describe('simulator protocols', () => {
 
   test('OpenAI completions stream: exact chunk format, usage chunk, [DONE], max_tokens honoured', async () => {
     const streamed = await stream(`${sim.url}/v1/completions`, {
-      model: 'sim-llama-8b', prompt: 'count these five words', max_tokens: 20, stream: true, ignore_eos: true,
+      model: 'sim-llama-8b',
+      prompt: 'count these five words',
+      max_tokens: 20,
+      stream: true,
+      ignore_eos: true,
       stream_options: { include_usage: true },
     });
     assert.equal(streamed.status, 200);
@@ -101,8 +115,13 @@ describe('simulator protocols', () => {
 
   test('OpenAI chat stream: role chunk first, no usage field unless asked', async () => {
     const streamed = await stream(`${sim.url}/v1/chat/completions`, {
-      messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: [{ type: 'text', text: 'hi there' }] }],
-      max_tokens: 6, stream: true, ignore_eos: true,
+      messages: [
+        { role: 'system', content: 'be brief' },
+        { role: 'user', content: [{ type: 'text', text: 'hi there' }] },
+      ],
+      max_tokens: 6,
+      stream: true,
+      ignore_eos: true,
     });
     assert.equal(streamed.data.at(-1), '[DONE]');
     const events = jsonEvents(streamed);

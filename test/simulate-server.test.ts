@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { describe, test, type TestContext } from 'node:test';
+import { describe, type TestContext, test } from 'node:test';
 import { createParser } from 'eventsource-parser';
 import { request } from 'undici';
 import type { SimConfigInput } from '../src/simulate/config.js';
 import { expectedStepMs } from '../src/simulate/model.js';
-import { startSimulator, type SimulatorHandle, type SimulatorOptions } from '../src/simulate/server.js';
+import { type SimulatorHandle, type SimulatorOptions, startSimulator } from '../src/simulate/server.js';
 import { countTokens } from '../src/simulate/text.js';
 
 /** Server behaviours through the in-process API: queueing, cancellation, EOS, faults, env speedups, timing. */
@@ -118,7 +118,10 @@ describe('simulator server', () => {
     await readEvents(response.body, (payload) => data.push(payload));
     assert.ok(!data.includes('[DONE]'));
     assert.throws(() => JSON.parse(data.at(-1)!));
-    assert.equal(data.slice(0, -1).reduce((sum, payload) => sum + countTokens(JSON.parse(payload).choices[0].text), 0), 2);
+    assert.equal(
+      data.slice(0, -1).reduce((sum, payload) => sum + countTokens(JSON.parse(payload).choices[0].text), 0),
+      2,
+    );
   });
 
   test('fault disconnect drops the connection mid-stream', async (t) => {
@@ -188,7 +191,10 @@ describe('simulator server', () => {
         return done ? tokens : -1;
       }),
     );
-    assert.ok(counts.every((count) => count === 200), JSON.stringify(counts));
+    assert.ok(
+      counts.every((count) => count === 200),
+      JSON.stringify(counts),
+    );
   });
 
   test('a hang after ready silences in-flight streams and turns health to 503', async (t) => {
@@ -201,7 +207,10 @@ describe('simulator server', () => {
       bodyTimeout: 1500,
     });
     let events = 0;
-    await assert.rejects(readEvents(response.body, () => (events += 1)), (error: Error) => /timeout/i.test(`${error.name} ${error.message}`));
+    await assert.rejects(
+      readEvents(response.body, () => (events += 1)),
+      (error: Error) => /timeout/i.test(`${error.name} ${error.message}`),
+    );
     assert.ok(events > 0, 'streamed before the hang');
     assert.equal(sim.state(), 'hung');
     const health = await request(`${sim.url}/health`);

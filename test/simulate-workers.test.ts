@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { describe, test, type TestContext } from 'node:test';
+import { describe, type TestContext, test } from 'node:test';
 import { Agent, request } from 'undici';
 import { scrapeSpecCounters, specFromCounterDelta } from '../src/load/spec.js';
 import { parsePrometheusTotals } from '../src/metrics/prometheus.js';
-import { SERVELAB_BIN, spawnSimulator, type SimulatorProcess } from '../src/simulate/child.js';
+import { SERVELAB_BIN, type SimulatorProcess, spawnSimulator } from '../src/simulate/child.js';
 
 const UVICORN = /Uvicorn running on http:\/\/127\.0\.0\.1:\d+/;
 
@@ -41,7 +41,20 @@ interface LlamaResponse {
 
 describe('servelab simulate --workers', () => {
   test('spreads requests over workers; /metrics sums them exactly, so spec counter deltas match the responses', async (t) => {
-    const sim = await start(t, ['--workers', '3', '--load-ms', '400', '--tpot-ms', '0', '--ttft-ms', '0', '--spec-draft-tokens', '4', '--spec-acceptance', '0.6']);
+    const sim = await start(t, [
+      '--workers',
+      '3',
+      '--load-ms',
+      '400',
+      '--tpot-ms',
+      '0',
+      '--ttft-ms',
+      '0',
+      '--spec-draft-tokens',
+      '4',
+      '--spec-acceptance',
+      '0.6',
+    ]);
     // Every worker is still loading, then every worker serves once the one Uvicorn line is out.
     const loading = await Promise.all([1, 2, 3].map(() => freshConnection<{ status: string }>(`${sim.url}/health`)));
     assert.deepEqual(
@@ -58,7 +71,10 @@ describe('servelab simulate --workers', () => {
     const requests = 24;
     const answers = await Promise.all(
       Array.from({ length: requests }, (_, index) =>
-        freshConnection<LlamaResponse>(`${sim.url}/completion`, { method: 'POST', body: { prompt: `question ${index} about kernels`, n_predict: 20 + index, ignore_eos: true } }),
+        freshConnection<LlamaResponse>(`${sim.url}/completion`, {
+          method: 'POST',
+          body: { prompt: `question ${index} about kernels`, n_predict: 20 + index, ignore_eos: true },
+        }),
       ),
     );
     for (const answer of answers) assert.equal(answer.status, 200);
@@ -81,28 +97,46 @@ describe('servelab simulate --workers', () => {
     const counters = parsePrometheusTotals(await metrics.body.text());
     const sum = (pick: (answer: LlamaResponse) => number): number => answers.reduce((total, answer) => total + pick(answer.body), 0);
     assert.equal(counters.get('vllm:request_success_total'), requests);
-    assert.equal(counters.get('vllm:generation_tokens_total'), sum((answer) => answer.tokens_predicted));
-    assert.equal(counters.get('vllm:prompt_tokens_total'), sum((answer) => answer.tokens_evaluated));
+    assert.equal(
+      counters.get('vllm:generation_tokens_total'),
+      sum((answer) => answer.tokens_predicted),
+    );
+    assert.equal(
+      counters.get('vllm:prompt_tokens_total'),
+      sum((answer) => answer.tokens_evaluated),
+    );
 
     const fromCounters = specFromCounterDelta(before, after, 'vllm counters');
     assert.ok(fromCounters);
-    assert.equal(fromCounters.draftTokens, sum((answer) => answer.timings.draft_n));
-    assert.equal(fromCounters.acceptedTokens, sum((answer) => answer.timings.draft_n_accepted));
+    assert.equal(
+      fromCounters.draftTokens,
+      sum((answer) => answer.timings.draft_n),
+    );
+    assert.equal(
+      fromCounters.acceptedTokens,
+      sum((answer) => answer.timings.draft_n_accepted),
+    );
     assert.equal(fromCounters.acceptanceRate, sum((answer) => answer.timings.draft_n_accepted) / sum((answer) => answer.timings.draft_n));
   });
 
   test('a simulated crash ends the primary with exit 1 and the traceback; --prefix-cache with workers is a usage error', async () => {
     const crash = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
-      execFile(process.execPath, [SERVELAB_BIN, 'simulate', '--workers', '2', '--load-ms', '300', '--fail', 'crash'], { encoding: 'utf8', timeout: 30_000 }, (error, stdout) =>
-        resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout }),
+      execFile(
+        process.execPath,
+        [SERVELAB_BIN, 'simulate', '--workers', '2', '--load-ms', '300', '--fail', 'crash'],
+        { encoding: 'utf8', timeout: 30_000 },
+        (error, stdout) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout }),
       );
     });
     assert.equal(crash.code, 1);
     assert.match(crash.stdout, /RuntimeError: Engine core initialization failed/);
 
     const usage = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      execFile(process.execPath, [SERVELAB_BIN, 'simulate', '--workers', '2', '--prefix-cache'], { encoding: 'utf8', timeout: 30_000 }, (error, _stdout, stderr) =>
-        resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stderr }),
+      execFile(
+        process.execPath,
+        [SERVELAB_BIN, 'simulate', '--workers', '2', '--prefix-cache'],
+        { encoding: 'utf8', timeout: 30_000 },
+        (error, _stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stderr }),
       );
     });
     assert.equal(usage.code, 2);
@@ -110,7 +144,10 @@ describe('servelab simulate --workers', () => {
   });
 
   test('SIGTERM to the whole process group (as a launcher sends it) is a clean shutdown: exit 0, no worker left', async () => {
-    const child = spawn(process.execPath, [SERVELAB_BIN, 'simulate', '--workers', '2', '--load-ms', '100'], { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [SERVELAB_BIN, 'simulate', '--workers', '2', '--load-ms', '100'], {
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));

@@ -1,7 +1,7 @@
-import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
 import { bootstrapRatioOfMedians } from '../src/experiment/stats.js';
-import { mulberry32, standardNormal, type Random } from '../src/util/random.js';
+import { mulberry32, type Random, standardNormal } from '../src/util/random.js';
 
 const normal = (random: Random, mean: number, sd: number): number => mean + sd * standardNormal(random);
 
@@ -11,8 +11,14 @@ describe('mulberry32', () => {
     const b = mulberry32(42);
     const c = mulberry32(43);
     const first = Array.from({ length: 5 }, () => a());
-    assert.deepEqual(Array.from({ length: 5 }, () => b()), first);
-    assert.notDeepEqual(Array.from({ length: 5 }, () => c()), first);
+    assert.deepEqual(
+      Array.from({ length: 5 }, () => b()),
+      first,
+    );
+    assert.notDeepEqual(
+      Array.from({ length: 5 }, () => c()),
+      first,
+    );
     const random = mulberry32(1);
     for (let i = 0; i < 10_000; i++) {
       const value = random();

@@ -1,7 +1,7 @@
-import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
 import { rankSumTest } from '../src/experiment/stats.js';
-import { mulberry32, standardNormal, type Random } from '../src/util/random.js';
+import { mulberry32, type Random, standardNormal } from '../src/util/random.js';
 
 describe('rankSumTest (exact permutation distribution)', () => {
   test('fully separated 3 vs 3: only the 2 most extreme of C(6,3)=20 splits → p = 0.1', () => {
@@ -35,10 +35,12 @@ describe('rankSumTest (exact permutation distribution)', () => {
     const doubled = [2, 6, 6, 6, 10, 12];
     let extreme = 0;
     let total = 0;
-    for (let a = 0; a < 6; a++) for (let b = a + 1; b < 6; b++) for (let c = b + 1; c < 6; c++) {
-      total++;
-      if (Math.abs(doubled[a]! + doubled[b]! + doubled[c]! - 21) >= 7) extreme++;
-    }
+    for (let a = 0; a < 6; a++)
+      for (let b = a + 1; b < 6; b++)
+        for (let c = b + 1; c < 6; c++) {
+          total++;
+          if (Math.abs(doubled[a]! + doubled[b]! + doubled[c]! - 21) >= 7) extreme++;
+        }
     assert.equal(extreme, 6);
     assert.equal(total, 20);
     assert.ok(Math.abs(rankSumTest([1, 2, 2], [2, 3, 4], { seed: 1 }).pValue - 6 / 20) < 1e-12);

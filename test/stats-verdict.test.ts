@@ -1,7 +1,7 @@
-import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
 import { compareVariant } from '../src/experiment/verdict.js';
-import { mulberry32, standardNormal, type Random } from '../src/util/random.js';
+import { mulberry32, type Random, standardNormal } from '../src/util/random.js';
 
 const normal = (random: Random, mean: number, sd: number): number => mean + sd * standardNormal(random);
 

@@ -1,9 +1,9 @@
-import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type TestContext, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { startUi } from '../src/ui/server.js';
@@ -44,7 +44,9 @@ function assertOneLineStoreError(stderr: string, store: string, cause: RegExp): 
   assert.doesNotMatch(stderr, /SqliteError|\n\s+at |internal error/);
 }
 
-test('a store locked for more than 10 s during a server start: clean error, server stopped, run failed with the resume hint', { timeout: 120_000 }, async (t) => {
+test('a store locked for more than 10 s during a server start: clean error, server stopped, run failed with the resume hint', {
+  timeout: 120_000,
+}, async (t) => {
   const dir = tempDir(t, 'lock');
   const store = join(dir, 'servelab.db');
   const file = writeExperiment(dir, 'exp.yaml', { server: { command: simCommand({ loadMs: 4000 }), readyTimeout: '5m' }, trials: 1 });
@@ -78,7 +80,12 @@ test('disk full (tmpfs) during a run: clean error naming the store, server stopp
   if (mountPoint === undefined) return t.skip('cannot mount a tmpfs here (needs root)');
   const store = join(mountPoint, 'servelab.db');
   // Many requests with long outputs: the samples of one trial need more than the tmpfs has.
-  const file = writeExperiment(dir, 'exp.yaml', { server: { command: simCommand({ tpotMs: 0 }), readyTimeout: '5m' }, workloads: [{ kind: 'concurrency', concurrency: 32, requests: 2000 }], client: { prompts: { kind: 'synthetic', inputTokens: 8, outputTokens: 64, seed: 1 }, warmupRequests: 0 }, trials: 2 });
+  const file = writeExperiment(dir, 'exp.yaml', {
+    server: { command: simCommand({ tpotMs: 0 }), readyTimeout: '5m' },
+    workloads: [{ kind: 'concurrency', concurrency: 32, requests: 2000 }],
+    client: { prompts: { kind: 'synthetic', inputTokens: 8, outputTokens: 64, seed: 1 }, warmupRequests: 0 },
+    trials: 2,
+  });
   const result = await cli(['run', file], { store, timeoutMs: 100_000 });
   assert.notEqual(result.code, 0);
   assertOneLineStoreError(result.stderr, store, /disk is full/);

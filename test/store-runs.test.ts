@@ -1,7 +1,7 @@
-import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { describe, test } from 'node:test';
 import { finalizeRun } from '../src/experiment/finalize.js';
 import { loadExperiment } from '../src/experiment/load.js';
 import { createRun, loadRun } from '../src/experiment/run-store.js';
@@ -9,7 +9,7 @@ import type { Fingerprint } from '../src/fingerprint/types.js';
 import type { RequestSample } from '../src/load/types.js';
 import { openStore } from '../src/store/db.js';
 import { getFingerprint, latestUnfinishedRun, listRuns, listTrials, trialHealth, trialSamples, variantHistory } from '../src/store/queries.js';
-import { insertInvalidTrial, insertTrial, setRunStatus, type NewTrial } from '../src/store/runs.js';
+import { insertInvalidTrial, insertTrial, type NewTrial, setRunStatus } from '../src/store/runs.js';
 import type { TrialMetrics } from '../src/store/types.js';
 import { tempDir } from './support-experiment.js';
 
@@ -108,7 +108,10 @@ describe('store: runs and trials', () => {
     const { plan, experiment: stored } = loadRun(db, first);
     assert.equal(plan.trials.length, 2 * 1 * 2);
     assert.deepEqual(stored, JSON.parse(JSON.stringify(experiment)));
-    assert.deepEqual(listRuns(db).map((run) => run.id), [second, first]);
+    assert.deepEqual(
+      listRuns(db).map((run) => run.id),
+      [second, first],
+    );
     setRunStatus(db, second, 'done');
     assert.equal(latestUnfinishedRun(db, 'store-test')!.id, first);
     setRunStatus(db, first, 'interrupted', 'stopped by the user');
@@ -123,8 +126,18 @@ describe('store: runs and trials', () => {
     insertTrial(db, trialOf(old, 'baseline', 0, 88), fingerprint('LL'), []);
     insertTrial(db, trialOf(old, 'fast', 0, 120), fingerprint('LL'), []);
     insertInvalidTrial(db, {
-      runId: old, variant: 'baseline', serverKey: 'k', workload: 'single-stream', block: 1, repetition: 1, attempt: 0,
-      startedAt: 'a', finishedAt: 'b', completed: 1, failed: 11, reason: 'server was killed by SIGKILL during the trial',
+      runId: old,
+      variant: 'baseline',
+      serverKey: 'k',
+      workload: 'single-stream',
+      block: 1,
+      repetition: 1,
+      attempt: 0,
+      startedAt: 'a',
+      finishedAt: 'b',
+      completed: 1,
+      failed: 11,
+      reason: 'server was killed by SIGKILL during the trial',
     });
     setRunStatus(db, old, 'done');
     const failed = createRun(db, experiment);
@@ -138,10 +151,20 @@ describe('store: runs and trials', () => {
     const current = createRun(db, experiment);
     insertTrial(db, trialOf(current, 'baseline', 0, 61), fingerprint(), []);
     const history = variantHistory(db, { experimentName: 'store-test', variant: 'baseline', workload: 'single-stream', excludeRunId: current });
-    assert.deepEqual(history.map((trial) => trial.metrics.outputTokensPerSecond), [88]);
-    assert.deepEqual(trialHealth(db, old).find((row) => row.variant === 'baseline'), {
-      variant: 'baseline', workload: 'single-stream', failedRequests: 0, invalidTrials: 1, lastInvalidReason: 'server was killed by SIGKILL during the trial',
-    });
+    assert.deepEqual(
+      history.map((trial) => trial.metrics.outputTokensPerSecond),
+      [88],
+    );
+    assert.deepEqual(
+      trialHealth(db, old).find((row) => row.variant === 'baseline'),
+      {
+        variant: 'baseline',
+        workload: 'single-stream',
+        failedRequests: 0,
+        invalidTrials: 1,
+        lastInvalidReason: 'server was killed by SIGKILL during the trial',
+      },
+    );
   });
 
   test('finalizeRun writes verdicts and "done" only when every planned trial is stored', (t) => {

@@ -1,10 +1,19 @@
 /** The one way browser tests find and start Chromium: $SERVELAB_CHROMIUM, else the first known name on PATH. */
 import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import { type Browser, chromium } from 'playwright-core';
 
 const NAMES = ['chromium', 'chromium-browser', 'google-chrome', 'google-chrome-stable'];
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 function executable(path: string): boolean {
   try {
@@ -31,9 +40,10 @@ function findChromium(): string | undefined {
 const CHROMIUM_PATH = findChromium();
 
 /** Why browser tests cannot run here (pass to `needs`), or undefined. */
-export const NO_BROWSER = CHROMIUM_PATH === undefined || !executable(CHROMIUM_PATH)
-  ? `no Chromium found (${process.env.SERVELAB_CHROMIUM ? `SERVELAB_CHROMIUM=${process.env.SERVELAB_CHROMIUM} is not executable` : `none of ${NAMES.join(', ')} on PATH`}): install chromium or set SERVELAB_CHROMIUM`
-  : undefined;
+export const NO_BROWSER =
+  CHROMIUM_PATH === undefined || !executable(CHROMIUM_PATH)
+    ? `no Chromium found (${process.env.SERVELAB_CHROMIUM ? `SERVELAB_CHROMIUM=${process.env.SERVELAB_CHROMIUM} is not executable` : `none of ${NAMES.join(', ')} on PATH`}): install chromium or set SERVELAB_CHROMIUM`
+    : undefined;
 
 export function launchBrowser(): Promise<Browser> {
   if (CHROMIUM_PATH === undefined) throw new Error(NO_BROWSER);

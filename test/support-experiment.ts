@@ -3,8 +3,8 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { TestContext } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 
 export const SERVELAB = fileURLToPath(new URL('../../bin/servelab.js', import.meta.url));
@@ -13,7 +13,22 @@ export const SERVELAB = fileURLToPath(new URL('../../bin/servelab.js', import.me
 export function simCommand(options: { tpotMs?: number; loadMs?: number; extra?: string[] } = {}): string[] {
   const tpot = String(options.tpotMs ?? 3);
   const load = String(options.loadMs ?? 100);
-  return ['node', '{servelab}', 'simulate', '--port', '{port}', '--load-ms', load, '--tpot-ms', tpot, '--ttft-ms', '5', '--jitter', '0.02', ...(options.extra ?? [])];
+  return [
+    'node',
+    '{servelab}',
+    'simulate',
+    '--port',
+    '{port}',
+    '--load-ms',
+    load,
+    '--tpot-ms',
+    tpot,
+    '--ttft-ms',
+    '5',
+    '--jitter',
+    '0.02',
+    ...(options.extra ?? []),
+  ];
 }
 
 export function tempDir(t: TestContext, prefix: string): string {

@@ -1,6 +1,6 @@
-import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { describe, test } from 'node:test';
 import { formatDriftAlarm } from '../src/experiment/drift.js';
 import { attributeMachineState } from '../src/telemetry/attribution.js';
 import { gpuSampleOf, parseQueryCsv } from '../src/telemetry/nvidia-smi.js';
@@ -43,7 +43,15 @@ describe('drift attribution on captured H200 telemetry', () => {
     const now = summaryOf('lms-busy.csv', { processes: [foreign], shiftMemoryMiB: 40960 - 31731 + 30720 });
     const lines = attributeMachineState([busyAlone], now);
     assert.deepEqual(lines, ['GPU 0 memory in use 70.0 GiB vs 40.0 GiB (+30.0 GiB: another process?)', '1 foreign process using 30.0 GiB (python3 pid 4242)']);
-    const alarm = formatDriftAlarm({ variant: 'baseline', metricLabel: 'tok/s', current: 62.9, reference: 88.8, changePct: -29.2, changes: [], machine: lines });
+    const alarm = formatDriftAlarm({
+      variant: 'baseline',
+      metricLabel: 'tok/s',
+      current: 62.9,
+      reference: 88.8,
+      changePct: -29.2,
+      changes: [],
+      machine: lines,
+    });
     assert.equal(
       alarm,
       'baseline 62.9 tok/s vs 88.8 recorded (−29%); environment identical; machine state differs: GPU 0 memory in use 70.0 GiB vs 40.0 GiB (+30.0 GiB: another process?); 1 foreign process using 30.0 GiB (python3 pid 4242)',

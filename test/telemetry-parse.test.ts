@@ -1,11 +1,12 @@
-import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { describe, test } from 'node:test';
 import { NVIDIA_SMI_FIELDS, parseNcclLibraryVersion } from '../src/fingerprint/parse.js';
 import { parseGovernors, parseHostProbe, parseLoadavg } from '../src/telemetry/host.js';
 import {
   clockEventReasons,
   gpuSampleOf,
+  PREFLIGHT_FIELDS,
   parseComputeApps,
   parseCsvHeader,
   parseDriverCudaVersion,
@@ -13,7 +14,6 @@ import {
   parseNvlinkStatus,
   parseQueryCsv,
   parseTopology,
-  PREFLIGHT_FIELDS,
   SAMPLE_FIELDS,
 } from '../src/telemetry/nvidia-smi.js';
 import { evaluatePreflight, visibleGpus } from '../src/telemetry/preflight.js';
@@ -83,7 +83,7 @@ describe('nvidia-smi --query-gpu on captured H200 output', () => {
     const gpu = summary.gpus[0]!;
     assert.equal(gpu.samples, 20);
     assert.equal(gpu.reasonShare['SW power cap'], capped.length / 20);
-    assert.equal(gpu.reasonShare['idle'], undefined, 'idle is not a slowdown');
+    assert.equal(gpu.reasonShare.idle, undefined, 'idle is not a slowdown');
     assert.equal(gpu.memoryUsedMaxMiB, 31731);
     assert.ok(gpu.smClockMedianMHz! < 1980);
   });
@@ -167,7 +167,14 @@ describe('preflight findings', () => {
   });
 
   test('settings: persistence off, lowered power limit and application clocks, busy host, powersave governor', () => {
-    const row = { ...busyRow(), 'memory.used': '0', 'clocks_event_reasons.active': '0x0000000000000001', persistence_mode: 'Disabled', 'enforced.power.limit': '500.00', 'clocks.applications.graphics': '1410' };
+    const row = {
+      ...busyRow(),
+      'memory.used': '0',
+      'clocks_event_reasons.active': '0x0000000000000001',
+      persistence_mode: 'Disabled',
+      'enforced.power.limit': '500.00',
+      'clocks.applications.graphics': '1410',
+    };
     const findings = evaluatePreflight({ gpuRows: [row], processes: [], governors: ['powersave'], load1: 12, cpus: 16 });
     assert.deepEqual(
       findings.map((finding) => finding.key),

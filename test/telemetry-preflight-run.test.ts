@@ -1,10 +1,10 @@
-import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { NVIDIA_SMI_FIELDS } from '../src/fingerprint/parse.js';
-import { parseQueryCsv, PREFLIGHT_FIELDS, SAMPLE_FIELDS } from '../src/telemetry/nvidia-smi.js';
+import { PREFLIGHT_FIELDS, parseQueryCsv, SAMPLE_FIELDS } from '../src/telemetry/nvidia-smi.js';
 import { STREAM_FIELDS } from '../src/telemetry/stream.js';
 import { cli, tempDir, writeExperiment } from './support-experiment.js';
 
@@ -47,7 +47,10 @@ describe('preflight and GPU telemetry in a run (nvidia-smi replaying the busy H2
 
     const strict = await cli(['run', writeExperiment(dir, 'strict.yaml', { name: 'strict', preflight: 'strict', trials: 1 })], { store });
     assert.notEqual(strict.code, 0);
-    assert.match(strict.stderr, /preflight failed: GPU 0: 31\.0 GiB of memory in use before the server starts; GPU 0: clock-event reasons active: SW power cap/);
+    assert.match(
+      strict.stderr,
+      /preflight failed: GPU 0: 31\.0 GiB of memory in use before the server starts; GPU 0: clock-event reasons active: SW power cap/,
+    );
     assert.match(strict.stderr, /preflight: warn/);
     assert.doesNotMatch(strict.stderr, /starting server/);
 
@@ -56,12 +59,17 @@ describe('preflight and GPU telemetry in a run (nvidia-smi replaying the busy H2
     assert.match(warn.stderr, /preflight warning: GPU 0: 31\.0 GiB of memory in use/);
     const db = new Database(store, { readonly: true });
     t.after(() => db.close());
-    const fingerprint = JSON.parse((db.prepare('SELECT f.json FROM fingerprints f JOIN trials t ON t.fingerprint_id = f.id').get() as { json: string }).json) as {
+    const fingerprint = JSON.parse(
+      (db.prepare('SELECT f.json FROM fingerprints f JOIN trials t ON t.fingerprint_id = f.id').get() as { json: string }).json,
+    ) as {
       preflight: Record<string, string>;
       gpus: Array<{ busId?: string }>;
     };
     // host.load may join them: this test machine is shared and often busy.
-    assert.deepEqual(Object.keys(fingerprint.preflight).filter((key) => key.startsWith('gpu')), ['gpu0.foreignMemory', 'gpu0.clockEvents']);
+    assert.deepEqual(
+      Object.keys(fingerprint.preflight).filter((key) => key.startsWith('gpu')),
+      ['gpu0.foreignMemory', 'gpu0.clockEvents'],
+    );
     assert.equal(fingerprint.gpus[0]?.busId, '00000000:00:06.0');
     const summary = JSON.parse((db.prepare('SELECT summary_json FROM trial_telemetry').get() as { summary_json: string }).summary_json) as {
       gpus: Array<{ reasonShare: Record<string, number>; memoryUsedMaxMiB: number }>;

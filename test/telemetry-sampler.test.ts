@@ -1,7 +1,7 @@
-import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { LocalExecutor } from '../src/exec/local.js';
 import { SshExecutor } from '../src/exec/ssh.js';
@@ -52,7 +52,15 @@ describe('sampler through an SSH executor (the CI sshd on 127.0.0.1)', () => {
     const sshd = JSON.parse(readFileSync(readyFile, 'utf8')) as { host: string; port: number; identityFile: string; knownHosts: string };
     const dir = tempDir(t, 'telemetry-ssh');
     const executor = new SshExecutor(
-      { kind: 'ssh', host: sshd.host, port: sshd.port, identityFile: sshd.identityFile, sshOptions: [`UserKnownHostsFile=${sshd.knownHosts}`, 'StrictHostKeyChecking=yes'], remoteDir: join(dir, 'remote'), client: 'local' },
+      {
+        kind: 'ssh',
+        host: sshd.host,
+        port: sshd.port,
+        identityFile: sshd.identityFile,
+        sshOptions: [`UserKnownHostsFile=${sshd.knownHosts}`, 'StrictHostKeyChecking=yes'],
+        remoteDir: join(dir, 'remote'),
+        client: 'local',
+      },
       { workDir: dir, log: () => {} },
     );
     t.after(() => executor.close());
@@ -96,12 +104,14 @@ describe('telemetry in an experiment run', () => {
 
     const db = new Database(store, { readonly: true });
     t.after(() => db.close());
-    const rows = db.prepare('SELECT trial_id, summary_json, series_json, server_metrics_json FROM trial_telemetry ORDER BY trial_id').all() as Array<Record<string, string>>;
+    const rows = db.prepare('SELECT trial_id, summary_json, series_json, server_metrics_json FROM trial_telemetry ORDER BY trial_id').all() as Array<
+      Record<string, string>
+    >;
     assert.equal(rows.length, 2);
     for (const row of rows) {
-      const series = JSON.parse(row['series_json']!) as { host: unknown[] };
+      const series = JSON.parse(row.series_json!) as { host: unknown[] };
       assert.ok(series.host.length >= 1);
-      const metrics = JSON.parse(row['server_metrics_json']!) as { series: Array<{ name: string }> };
+      const metrics = JSON.parse(row.server_metrics_json!) as { series: Array<{ name: string }> };
       assert.ok(metrics.series.some((line) => line.name === 'vllm:generation_tokens_total'));
     }
 

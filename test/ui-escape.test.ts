@@ -1,9 +1,9 @@
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { appendFileSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join, resolve } from 'node:path';
+import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { insertServer, updateServer } from '../src/store/runs.js';
 import { startUi } from '../src/ui/server.js';
@@ -26,7 +26,15 @@ test('log text and stored strings are shown as text, never run, and updates arri
   store.db.prepare("UPDATE trials SET variant = ? WHERE variant = 'eagle3-s2'").run(HOSTILE_VARIANT);
   const logPath = join(store.dir, 'server.log');
   writeFileSync(logPath, HOSTILE_LOG);
-  const serverId = insertServer(store.db, { runId, runnerPid: process.pid, serverKey: 'k1', label: HOSTILE_LABEL, host: 'local', logPath, predictedReadyMs: 90_000 });
+  const serverId = insertServer(store.db, {
+    runId,
+    runnerPid: process.pid,
+    serverKey: 'k1',
+    label: HOSTILE_LABEL,
+    host: 'local',
+    logPath,
+    predictedReadyMs: 90_000,
+  });
   updateServer(store.db, serverId, { phase: '<b>loading weights</b>' });
 
   const ui = await startUi({ storePath: store.path, host: '127.0.0.1', port: 0, pollMs: 200 });
@@ -78,10 +86,13 @@ test('ui is read-only, answers only loopback host names, and warns before bindin
   const fetchStatus = (method: string, path: string, host?: string): Promise<number> =>
     new Promise((done, fail) => {
       const target = new URL(path, ui.url);
-      const req = request({ host: target.hostname, port: target.port, path: target.pathname + target.search, method, headers: host ? { host } : {} }, (response) => {
-        response.resume();
-        done(response.statusCode ?? 0);
-      });
+      const req = request(
+        { host: target.hostname, port: target.port, path: target.pathname + target.search, method, headers: host ? { host } : {} },
+        (response) => {
+          response.resume();
+          done(response.statusCode ?? 0);
+        },
+      );
       req.on('error', fail);
       req.end();
     });
@@ -100,7 +111,10 @@ test('ui is read-only, answers only loopback host names, and warns before bindin
   assert.equal(statSync(store.path).mtimeMs, before, 'the store file was not written');
 
   // 192.0.2.1 (TEST-NET-1) is never a local address: the warning is printed, then binding fails cleanly.
-  const publicHost = spawnSync(process.execPath, [SERVELAB, 'ui', '--host', '192.0.2.1', '--port', '0', '--store', store.path], { encoding: 'utf8', timeout: 30_000 });
+  const publicHost = spawnSync(process.execPath, [SERVELAB, 'ui', '--host', '192.0.2.1', '--port', '0', '--store', store.path], {
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
   assert.match(publicHost.stderr, /WARNING: listening on 192\.0\.2\.1: anyone .* has the token/);
   assert.match(publicHost.stderr, /cannot listen on 192\.0\.2\.1:0: .*\n {2}next: /);
   assert.equal(publicHost.status, 1);

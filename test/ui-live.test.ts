@@ -1,9 +1,9 @@
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { openStore } from '../src/store/db.js';
@@ -25,7 +25,10 @@ function writeExperiment(dir: string): string {
     stringify({
       name: 'ui-live',
       profile: 'simulator',
-      server: { command: ['node', '{servelab}', 'simulate', '--port', '{port}', '--load-ms', '4000', '--tpot-ms', '3', '--ttft-ms', '5', '--jitter', '0.02'], readyTimeout: '5m' },
+      server: {
+        command: ['node', '{servelab}', 'simulate', '--port', '{port}', '--load-ms', '4000', '--tpot-ms', '3', '--ttft-ms', '5', '--jitter', '0.02'],
+        readyTimeout: '5m',
+      },
       client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens: 32, seed: 3 }, warmupRequests: 1 },
       workloads: [{ kind: 'sweep', concurrencies: [1, 4], requestsPerLevel: 6 }],
       trials: 3,
@@ -64,7 +67,9 @@ test('servelab ui follows a live experiment: server phase to ready, log tail, ch
   const page = await browser.newPage({ viewport: { width: 1360, height: 1000 } });
   const problems: string[] = [];
   page.on('pageerror', (error) => problems.push(error.message));
-  page.on('console', (message) => { if (message.type() === 'error') problems.push(message.text()); });
+  page.on('console', (message) => {
+    if (message.type() === 'error') problems.push(message.text());
+  });
   await page.goto(ui.url);
   await page.locator('#empty', { hasText: 'No runs yet' }).waitFor({ timeout: 10_000 });
   // Every text the progress line ever shows, to check that warm-up counts never pass as the trial's.
@@ -97,12 +102,18 @@ test('servelab ui follows a live experiment: server phase to ready, log tail, ch
   // One live chart per workload (c=1 and c=4 differ in scale), never one line across both.
   await page.locator('#live-figures figure[data-figure="live-throughput-1"]').waitFor({ timeout: 30_000 });
   const liveTitles = await page.locator('#live-figures figure').evaluateAll((nodes) => nodes.map((node) => node.getAttribute('aria-label')));
-  assert.ok(liveTitles.some((title) => /^Throughput per trial: .*c=1/.test(title ?? '')) && liveTitles.some((title) => /^Throughput per trial: .*c=4/.test(title ?? '')), liveTitles.join(' | '));
+  assert.ok(
+    liveTitles.some((title) => /^Throughput per trial: .*c=1/.test(title ?? '')) &&
+      liveTitles.some((title) => /^Throughput per trial: .*c=4/.test(title ?? '')),
+    liveTitles.join(' | '),
+  );
   await page.locator('#figures figure[data-figure="throughput"] svg').waitFor({ timeout: 30_000 });
   await page.screenshot({ path: join(artifacts, 'ui-live.png') });
 
   assert.equal(await runnerExit, 0, runnerLog);
-  const progressTexts = await page.locator('#progress-figures').evaluate((node) => (node.ownerDocument.defaultView as unknown as { progressTexts: string[] }).progressTexts);
+  const progressTexts = await page
+    .locator('#progress-figures')
+    .evaluate((node) => (node.ownerDocument.defaultView as unknown as { progressTexts: string[] }).progressTexts);
   assert.ok(progressTexts.length > 0, 'the progress line was shown');
   // Each trial measures 6 requests per level after 1 warm-up request: "1/1" would be the warm-up's count.
   for (const text of progressTexts) assert.match(text, /^(warming up|\d+\/6 requests · \d+\.\d tok\/s)$/);
@@ -110,7 +121,10 @@ test('servelab ui follows a live experiment: server phase to ready, log tail, ch
   // 2 workloads x (baseline + short), with a CI for the candidate rows.
   await until('the final verdict table', async () => ((await page.locator('#verdicts table.verdicts tbody tr').count()) === 4 ? true : undefined), 10_000);
   assert.match(await page.locator('#verdicts').innerText(), /\[\d\.\d{3}, \d\.\d{3}\]/);
-  const bars = await page.$$eval('#figures figure[data-figure="speedup"] path', (paths) => paths.filter((path) => path.getBoundingClientRect().height > 0).length);
+  const bars = await page.$$eval(
+    '#figures figure[data-figure="speedup"] path',
+    (paths) => paths.filter((path) => path.getBoundingClientRect().height > 0).length,
+  );
   assert.ok(bars >= 2, `speedup chart draws ${bars} marks`);
   assert.ok(await page.locator('#live').isHidden(), 'live section is hidden once the run is done');
   await page.screenshot({ path: join(artifacts, 'ui-done.png'), fullPage: true });

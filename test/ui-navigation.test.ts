@@ -2,17 +2,21 @@
  * Dashboard navigation against a real store and headless Chromium: which run it opens on, how experiments are
  * grouped, which pair of runs the fingerprint diff starts with, and which server's log is shown.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { test } from 'node:test';
 import { insertServer, setRunStatus, updateServer } from '../src/store/runs.js';
 import { startUi } from '../src/ui/server.js';
 import { buildFixtureRun, createFixtureStore } from './report-fixture.js';
 import { launchBrowser, NO_BROWSER } from './support-browser.js';
 import { needs } from './support-services.js';
 
-test('ui opens on the live run, else the newest; groups runs by experiment name; diffs against the previous run of that experiment', { ...needs(NO_BROWSER), timeout: 60_000 }, async (t) => {
+test('ui opens on the live run, else the newest; groups runs by experiment name; diffs against the previous run of that experiment', {
+  ...needs(NO_BROWSER),
+  timeout: 60_000,
+}, async (t) => {
   const store = createFixtureStore();
   t.after(() => store.cleanup());
   // Run 1: "sweep" from a file that has since moved, so the store holds two experiment rows named "sweep".

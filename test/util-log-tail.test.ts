@@ -1,7 +1,7 @@
-import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { describe, test } from 'node:test';
 import { readLastLines, readLogTail } from '../src/util/log-tail.js';
 import { tempDir } from './support-experiment.js';
 

@@ -1,5 +1,5 @@
-import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
 import { configKey } from '../src/launch/config.js';
 import { containsMarker, MASKING, Redactor } from '../src/util/redact.js';
 
@@ -21,10 +21,47 @@ describe('Redactor markers', () => {
 
 describe('Redactor.args', () => {
   test('separate and = forms, -k, --auth, --token, --password; non-secret flags untouched', () => {
-    const argv = ['vllm', 'serve', 'm', '--api-key', 'sk-1', '--hf-token=hf_2', '-k', 'k3', '--auth', 'a4', '--token', 't5', '--password=p6', '--max-num-batched-tokens', '8192', '--port', '{port}', '--tokenizer', 'tok'];
+    const argv = [
+      'vllm',
+      'serve',
+      'm',
+      '--api-key',
+      'sk-1',
+      '--hf-token=hf_2',
+      '-k',
+      'k3',
+      '--auth',
+      'a4',
+      '--token',
+      't5',
+      '--password=p6',
+      '--max-num-batched-tokens',
+      '8192',
+      '--port',
+      '{port}',
+      '--tokenizer',
+      'tok',
+    ];
     assert.deepEqual(secrets.args(argv), [
-      'vllm', 'serve', 'm', '--api-key', marker('sk-1'), `--hf-token=${marker('hf_2')}`, '-k', marker('k3'), '--auth', marker('a4'),
-      '--token', marker('t5'), `--password=${marker('p6')}`, '--max-num-batched-tokens', '8192', '--port', '{port}', '--tokenizer', 'tok',
+      'vllm',
+      'serve',
+      'm',
+      '--api-key',
+      marker('sk-1'),
+      `--hf-token=${marker('hf_2')}`,
+      '-k',
+      marker('k3'),
+      '--auth',
+      marker('a4'),
+      '--token',
+      marker('t5'),
+      `--password=${marker('p6')}`,
+      '--max-num-batched-tokens',
+      '8192',
+      '--port',
+      '{port}',
+      '--tokenizer',
+      'tok',
     ]);
   });
 
@@ -33,7 +70,11 @@ describe('Redactor.args', () => {
   });
 
   test('JSON-embedded keys, URL credentials, shaped values inside any argument', () => {
-    const [json, url, shaped] = secrets.args(['{"api_key": "s3cr3t-json", "model": "m", "num_speculative_tokens": 3}', 'https://alice:pa55word@hub.example/x', 'hf_AbCdEfGhIjKlMnOpQrSt']);
+    const [json, url, shaped] = secrets.args([
+      '{"api_key": "s3cr3t-json", "model": "m", "num_speculative_tokens": 3}',
+      'https://alice:pa55word@hub.example/x',
+      'hf_AbCdEfGhIjKlMnOpQrSt',
+    ]);
     assert.equal(json, `{"api_key": "${marker('s3cr3t-json')}", "model": "m", "num_speculative_tokens": 3}`);
     assert.equal(url, `https://alice:${marker('pa55word')}@hub.example/x`);
     assert.equal(shaped, marker('hf_AbCdEfGhIjKlMnOpQrSt'));
@@ -42,17 +83,25 @@ describe('Redactor.args', () => {
 
 describe('Redactor.text and deep', () => {
   test('log lines: headers, env assignments, bearer tokens, python-dict args', () => {
-    const line = "--- servelab launch: HF_TOKEN=hf_zzzzzzzzzzzzzzzzzzzz srv --api-key sk-abcdefghijklmnopqrst -k kk --port 8000 Authorization: Bearer tok.en-123 args={'api_key': 'dictsecret'}";
+    const line =
+      "--- servelab launch: HF_TOKEN=hf_zzzzzzzzzzzzzzzzzzzz srv --api-key sk-abcdefghijklmnopqrst -k kk --port 8000 Authorization: Bearer tok.en-123 args={'api_key': 'dictsecret'}";
     const out = secrets.text(line);
     for (const secret of ['hf_zzzz', 'sk-abcdefgh', ' kk ', 'tok.en-123', 'dictsecret']) assert.ok(!out.includes(secret), `${secret} in ${out}`);
     assert.ok(out.includes('--port 8000'));
     assert.ok(!secrets.text('authorization: Basic dXNlcjpwYXNz').includes('dXNlcjpwYXNz'));
     assert.equal(secrets.text('Token throughput and Basic setup'), 'Token throughput and Basic setup');
-    assert.equal(secrets.text('MAX_NUM_BATCHED_TOKENS=8192 TOKENIZERS_PARALLELISM=false AUTHOR=me'), 'MAX_NUM_BATCHED_TOKENS=8192 TOKENIZERS_PARALLELISM=false AUTHOR=me');
+    assert.equal(
+      secrets.text('MAX_NUM_BATCHED_TOKENS=8192 TOKENIZERS_PARALLELISM=false AUTHOR=me'),
+      'MAX_NUM_BATCHED_TOKENS=8192 TOKENIZERS_PARALLELISM=false AUTHOR=me',
+    );
   });
 
   test('deep: env maps by name, argvs, free strings; structural keys such as serverKey stay', () => {
-    const value = { serverKey: 'abc123', server: { command: ['x', '--api-key', 'v1'], env: { HF_TOKEN: 'v2', NCCL_PROTO: 'LL' } }, message: 'see https://u:v3@h/' };
+    const value = {
+      serverKey: 'abc123',
+      server: { command: ['x', '--api-key', 'v1'], env: { HF_TOKEN: 'v2', NCCL_PROTO: 'LL' } },
+      message: 'see https://u:v3@h/',
+    };
     assert.deepEqual(secrets.deep(value), {
       serverKey: 'abc123',
       server: { command: ['x', '--api-key', marker('v1')], env: { HF_TOKEN: marker('v2'), NCCL_PROTO: 'LL' } },
@@ -60,14 +109,19 @@ describe('Redactor.text and deep', () => {
     });
   });
 
-  test('extra patterns (an experiment\'s fingerprint.redact) add to the defaults', () => {
-    assert.deepEqual(secrets.withPatterns(['MY_*']).env({ MY_THING: 'x', HF_TOKEN: 'y', OTHER: 'z' }), { MY_THING: marker('x'), HF_TOKEN: marker('y'), OTHER: 'z' });
+  test("extra patterns (an experiment's fingerprint.redact) add to the defaults", () => {
+    assert.deepEqual(secrets.withPatterns(['MY_*']).env({ MY_THING: 'x', HF_TOKEN: 'y', OTHER: 'z' }), {
+      MY_THING: marker('x'),
+      HF_TOKEN: marker('y'),
+      OTHER: 'z',
+    });
   });
 });
 
 describe('startup-history keys', () => {
   test('hash no secret: the same config with another token has the same key, other changes a new one', () => {
-    const key = (token: string, proto = 'LL') => configKey({ command: ['srv', '--api-key', token], env: { HF_TOKEN: token, NCCL_PROTO: proto }, profile: 'vllm' });
+    const key = (token: string, proto = 'LL') =>
+      configKey({ command: ['srv', '--api-key', token], env: { HF_TOKEN: token, NCCL_PROTO: proto }, profile: 'vllm' });
     assert.equal(MASKING.value('a'), '<redacted>');
     assert.equal(key('sk-one'), key('sk-two'));
     assert.notEqual(key('sk-one'), key('sk-one', 'Simple'));

@@ -1,8 +1,8 @@
 import { Command, CommanderError } from 'commander';
 import { storeFault } from '../store/fault.js';
-import { reportFailure, ExitCode } from '../util/exit.js';
-import { installHangupHandlers } from './hangup.js';
+import { ExitCode, reportFailure } from '../util/exit.js';
 import { VERSION } from '../version.js';
+import { installHangupHandlers } from './hangup.js';
 
 type Register = (program: Command) => void;
 

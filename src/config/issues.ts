@@ -101,8 +101,17 @@ function describe(schema: z.ZodType, root: unknown, issue: z.core.$ZodIssue, pre
     case 'too_small':
     case 'too_big': {
       const bound = issue.code === 'too_small' ? (issue.inclusive ? 'at least' : 'more than') : issue.inclusive ? 'at most' : 'less than';
-      const what = issue.origin === 'array' || issue.origin === 'set' ? ` ${issue.origin === 'array' ? 'entries' : 'items'}` : issue.origin === 'string' ? ' characters' : '';
-      return { path, isKey: false, message: `expected ${bound} ${String(issue.code === 'too_small' ? issue.minimum : issue.maximum)}${what}, got ${describeValue(value)}` };
+      const what =
+        issue.origin === 'array' || issue.origin === 'set'
+          ? ` ${issue.origin === 'array' ? 'entries' : 'items'}`
+          : issue.origin === 'string'
+            ? ' characters'
+            : '';
+      return {
+        path,
+        isKey: false,
+        message: `expected ${bound} ${String(issue.code === 'too_small' ? issue.minimum : issue.maximum)}${what}, got ${describeValue(value)}`,
+      };
     }
     case 'invalid_union':
       return { path, isKey: false, message: `${describeValue(value)} matches none of the accepted forms` };

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { isMap, isScalar, LineCounter, parseDocument, type Document, type Node as YamlNode } from 'yaml';
+import { type Document, isMap, isScalar, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
 import type { z } from 'zod';
-import { UserError, messageOf } from '../util/errors.js';
+import { messageOf, UserError } from '../util/errors.js';
 import { ExitCode } from '../util/exit.js';
 import { describeIssues } from './issues.js';
 

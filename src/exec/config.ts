@@ -5,9 +5,17 @@ import type { ExecutorConfig } from './types.js';
 const SLURM_TIME = /^(UNLIMITED|infinite|\d+(:\d{1,2}){0,2}|\d+-\d{1,2}(:\d{1,2}){0,2})$/;
 
 /** One line of text: a line break in a value would start a new line of the generated sbatch or shell script. */
-const oneLine = (what: string) => z.string().min(1).regex(/^[^\r\n\0]*$/, `${what} must be one line (no line breaks)`);
+const oneLine = (what: string) =>
+  z
+    .string()
+    .min(1)
+    .regex(/^[^\r\n\0]*$/, `${what} must be one line (no line breaks)`);
 /** An sbatch directive word: `#SBATCH` lines are split on whitespace, so a space would make a second option. */
-const directiveWord = (what: string) => z.string().min(1).regex(/^[^\s\0]+$/, `${what} must be one word (no spaces or line breaks)`);
+const directiveWord = (what: string) =>
+  z
+    .string()
+    .min(1)
+    .regex(/^[^\s\0]+$/, `${what} must be one word (no spaces or line breaks)`);
 
 const localSchema = z.strictObject({ kind: z.literal('local') });
 
@@ -16,9 +24,7 @@ const sshSchema = z.strictObject({
   host: z.string().min(1, 'expected an ssh host (alias from ~/.ssh/config or user@host)'),
   port: z.number().int().min(1).max(65535).optional(),
   identityFile: z.string().min(1).optional(),
-  sshOptions: z
-    .array(z.string().regex(/^[A-Za-z][A-Za-z0-9]*[ =]/, 'expected an ssh option like "StrictHostKeyChecking=accept-new"'))
-    .optional(),
+  sshOptions: z.array(z.string().regex(/^[A-Za-z][A-Za-z0-9]*[ =]/, 'expected an ssh option like "StrictHostKeyChecking=accept-new"')).optional(),
   remoteServelab: oneLine('remoteServelab').optional(),
   remoteDir: oneLine('remoteDir').optional(),
   // Local by default: the client on this machine is what the user normally has; 'remote' opts out of network latency.
@@ -36,9 +42,7 @@ const slurmSchema = z.strictObject({
 });
 
 /** The `executor:` section of an experiment file; absent means run everything on this machine. */
-export const executorConfigSchema = z
-  .discriminatedUnion('kind', [localSchema, sshSchema, slurmSchema])
-  .default({ kind: 'local' });
+export const executorConfigSchema = z.discriminatedUnion('kind', [localSchema, sshSchema, slurmSchema]).default({ kind: 'local' });
 
 // Compile-time guarantee that the parsed value is exactly the contract type.
 type Parsed = z.output<typeof executorConfigSchema>;

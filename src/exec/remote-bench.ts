@@ -25,8 +25,16 @@ function workloadArgs(workload: Workload): string[] {
     case 'sweep':
       return ['--concurrency', workload.concurrencies.join(','), '--requests', String(workload.requestsPerLevel)];
     case 'rate':
-      return ['--rate', String(workload.requestsPerSecond), '--arrival', workload.arrival, '--max-in-flight', String(workload.maxInFlight),
-        '--requests', String(workload.requests)];
+      return [
+        '--rate',
+        String(workload.requestsPerSecond),
+        '--arrival',
+        workload.arrival,
+        '--max-in-flight',
+        String(workload.maxInFlight),
+        '--requests',
+        String(workload.requests),
+      ];
   }
 }
 
@@ -35,11 +43,17 @@ function promptArgs(prompts: PromptSource): string[] {
     case 'synthetic':
       return ['--input-len', lengthSpec(prompts.inputTokens), '--output-len', lengthSpec(prompts.outputTokens), '--seed', String(prompts.seed)];
     default:
-      return ['--dataset', prompts.path, '--dataset-format', prompts.kind,
+      return [
+        '--dataset',
+        prompts.path,
+        '--dataset-format',
+        prompts.kind,
         ...(prompts.maxOutputTokens !== undefined ? ['--max-output-len', String(prompts.maxOutputTokens)] : []),
         ...(prompts.shuffle !== undefined ? ['--dataset-order', prompts.shuffle ? 'shuffled' : 'file'] : []),
         ...Object.entries(prompts.fields ?? {}).flatMap(([key, name]) => ['--dataset-field', `${key}=${name}`]),
-        '--seed', String(prompts.seed ?? 0)];
+        '--seed',
+        String(prompts.seed ?? 0),
+      ];
   }
 }
 
@@ -49,23 +63,30 @@ function promptArgs(prompts: PromptSource): string[] {
  */
 export function benchArgv(options: BenchOptions, baseUrl: string, outPath: string): string[] {
   return [
-    'bench', baseUrl,
-    '--backend', options.backend,
+    'bench',
+    baseUrl,
+    '--backend',
+    options.backend,
     ...(options.model ? ['--model', options.model] : []),
     ...workloadArgs(options.workload),
     ...promptArgs(options.prompts),
     ...(options.promptSalt !== undefined ? ['--prompt-salt', String(options.promptSalt)] : []),
     ...(options.cachePrompt === false ? ['--no-cache-prompt'] : []),
-    '--warmup', String(options.warmupRequests),
+    '--warmup',
+    String(options.warmupRequests),
     ...(options.ignoreEos ? [] : ['--no-ignore-eos']),
-    '--request-timeout', `${Math.max(1, Math.round(options.requestTimeoutMs))}ms`,
+    '--request-timeout',
+    `${Math.max(1, Math.round(options.requestTimeoutMs))}ms`,
     ...(options.slo?.ttftMs !== undefined ? ['--slo-ttft-ms', String(options.slo.ttftMs)] : []),
     ...(options.slo?.tpotMs !== undefined ? ['--slo-tpot-ms', String(options.slo.tpotMs)] : []),
     ...(options.slo?.e2eMs !== undefined ? ['--slo-e2e-ms', String(options.slo.e2eMs)] : []),
     ...(options.tokenizerPath ? ['--tokenizer', options.tokenizerPath] : []),
     ...(options.workers !== undefined ? ['--workers', String(options.workers)] : []),
     ...(options.specMetrics === 'none' ? ['--no-spec-metrics'] : []),
-    '--json', '--no-progress', '--out', outPath,
+    '--json',
+    '--no-progress',
+    '--out',
+    outPath,
   ];
 }
 

@@ -43,17 +43,9 @@ export function startDetachedScript(job: DetachedJob): string {
     if (!ENV_NAME.test(name)) throw new Error(`invalid environment variable name: ${JSON.stringify(name)}`);
   }
   if (job.command.length === 0) throw new Error('empty command');
-  const envArgv = [
-    'env',
-    ...(job.unsetEnv ?? []).flatMap((name) => ['-u', name]),
-    ...Object.entries(job.env).map(([name, value]) => `${name}=${value}`),
-  ];
+  const envArgv = ['env', ...(job.unsetEnv ?? []).flatMap((name) => ['-u', name]), ...Object.entries(job.env).map(([name, value]) => `${name}=${value}`)];
   // `--` stops env from reading a command that starts with "-" or contains "=" as one of its own arguments.
-  const run = [
-    '#!/bin/sh',
-    job.cwd ? `cd ${remotePathWord(job.cwd)} || exit 127` : '',
-    `exec ${shellJoin(envArgv)} ${shellJoin(job.command)} </dev/null`,
-  ]
+  const run = ['#!/bin/sh', job.cwd ? `cd ${remotePathWord(job.cwd)} || exit 127` : '', `exec ${shellJoin(envArgv)} ${shellJoin(job.command)} </dev/null`]
     .filter(Boolean)
     .join('\n');
   const staleMinutes = Math.max(1, Math.round(job.heartbeatTimeoutMinutes));
@@ -209,7 +201,7 @@ export function listenerOwnerScript(port: number, pgid: number): string {
     '    pid=${fd#/proc/}; pid=${pid%%/*}',
     "    pgrp=$(sed 's/.*) //' /proc/$pid/stat 2>/dev/null | cut -d' ' -f3)",
     `    if [ "$pgrp" = ${pgid} ]; then echo ours; exit 0; fi`,
-    "    [ -n \"$other\" ] || other=\"$pid $(tr '\\0' ' ' < /proc/$pid/cmdline 2>/dev/null | cut -c1-200)\"",
+    '    [ -n "$other" ] || other="$pid $(tr \'\\0\' \' \' < /proc/$pid/cmdline 2>/dev/null | cut -c1-200)"',
     '  done',
     'done',
     'if [ -n "$other" ]; then echo "other $other"; else echo unknown; fi',
@@ -250,4 +242,3 @@ export function pickFreePort(used: Set<number>, random: () => number, low = 2000
   }
   throw new Error(`no free port in ${low}-${high}`);
 }
-

@@ -2,8 +2,9 @@
  * Pure pieces of the Slurm dispatcher: the job script servelab submits and parsers of what sbatch, squeue, sacct
  * and scontrol print. No I/O here, so every format is unit-tested against real command output.
  */
-import type { ExecutorConfig } from './types.js';
+
 import { shellQuote } from './remote-shell.js';
+import type { ExecutorConfig } from './types.js';
 
 type SlurmConfig = Extract<ExecutorConfig, { kind: 'slurm' }>;
 
@@ -32,7 +33,11 @@ export function jobName(experimentName: string, serverKey: string): string {
 export function slurmJobScript(input: JobScriptInput): string {
   const { config } = input;
   // The schema already refuses these (exec/config.ts); checked again because any break would inject script lines.
-  for (const [what, value] of [['partition', config.partition], ['timeLimit', config.timeLimit], ...(config.sbatchArgs ?? []).map((arg) => ['sbatch argument', arg])]) {
+  for (const [what, value] of [
+    ['partition', config.partition],
+    ['timeLimit', config.timeLimit],
+    ...(config.sbatchArgs ?? []).map((arg) => ['sbatch argument', arg]),
+  ]) {
     if (value !== undefined && /[\s\0]/.test(value)) throw new Error(`${what} must be one word: ${JSON.stringify(value)}`);
   }
   if (!/^[A-Za-z0-9_-]+$/.test(input.serverKey)) throw new Error(`invalid server key: ${JSON.stringify(input.serverKey)}`);
@@ -47,10 +52,14 @@ export function slurmJobScript(input: JobScriptInput): string {
   ];
   const run = [
     input.servelab,
-    'run', shellQuote(input.experimentPath),
-    '--run-id', String(input.runId),
-    '--server-key', shellQuote(input.serverKey),
-    '--store', shellQuote(input.storePath),
+    'run',
+    shellQuote(input.experimentPath),
+    '--run-id',
+    String(input.runId),
+    '--server-key',
+    shellQuote(input.serverKey),
+    '--store',
+    shellQuote(input.storePath),
     ...(input.acceptDrift ? ['--accept-drift'] : []),
   ].join(' ');
   return [
@@ -135,8 +144,21 @@ export function normalizeState(state: string): string {
 
 export type StateClass = 'active' | 'completed' | 'failed';
 
-const ACTIVE = new Set(['PENDING', 'CONFIGURING', 'RUNNING', 'COMPLETING', 'SUSPENDED', 'REQUEUED', 'REQUEUE_HOLD', 'REQUEUE_FED',
-  'RESIZING', 'SIGNALING', 'STAGE_OUT', 'RESV_DEL_HOLD', 'STOPPED']);
+const ACTIVE = new Set([
+  'PENDING',
+  'CONFIGURING',
+  'RUNNING',
+  'COMPLETING',
+  'SUSPENDED',
+  'REQUEUED',
+  'REQUEUE_HOLD',
+  'REQUEUE_FED',
+  'RESIZING',
+  'SIGNALING',
+  'STAGE_OUT',
+  'RESV_DEL_HOLD',
+  'STOPPED',
+]);
 
 /** Whether a job is still going, finished well, or ended without finishing (FAILED, CANCELLED, TIMEOUT, NODE_FAIL...). */
 export function classifyState(state: string): StateClass {

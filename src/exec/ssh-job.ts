@@ -1,15 +1,6 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { UserError } from '../util/errors.js';
-import {
-  parsePollReply,
-  parseStarted,
-  pollScript,
-  removeJobScript,
-  startDetachedScript,
-  stopScript,
-  type DetachedJob,
-  type JobState,
-} from './remote-shell.js';
+import { type DetachedJob, type JobState, parsePollReply, parseStarted, pollScript, removeJobScript, startDetachedScript, stopScript } from './remote-shell.js';
 import type { SshTransport } from './ssh-transport.js';
 
 const POLL_TIMEOUT_MS = 30_000;
@@ -40,8 +31,10 @@ export class RemoteJob {
     const started = parseStarted(result.stdout.toString('utf8'));
     if (result.code !== 0 || !started) {
       const reason = result.stderr.trim().split('\n').pop() || `exit code ${result.code}`;
-      throw new UserError(`cannot start ${what} on ${transport.label}: ${reason}`,
-        `check that \`ssh ${transport.label}\` works and that ${job.dir} is writable there`);
+      throw new UserError(
+        `cannot start ${what} on ${transport.label}: ${reason}`,
+        `check that \`ssh ${transport.label}\` works and that ${job.dir} is writable there`,
+      );
     }
     return new RemoteJob(transport, job.dir, started.pid, started.pgid);
   }
@@ -78,8 +71,10 @@ export class RemoteJob {
     });
     const said = result.stdout.toString('utf8').trim();
     if (said === 'still-running') {
-      throw new UserError(`processes of the job in ${this.dir} on ${this.transport.label} survived SIGKILL (process group ${this.pgid})`,
-        `log in to ${this.transport.label} and check \`ps -g ${this.pgid}\``);
+      throw new UserError(
+        `processes of the job in ${this.dir} on ${this.transport.label} survived SIGKILL (process group ${this.pgid})`,
+        `log in to ${this.transport.label} and check \`ps -g ${this.pgid}\``,
+      );
     }
   }
 

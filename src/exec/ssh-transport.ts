@@ -1,4 +1,4 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,10 +31,13 @@ const KEEPALIVE = ['-o', 'ServerAliveInterval=5', '-o', 'ServerAliveCountMax=3']
 /** Options every ssh invocation shares; pure so the exact command line is testable. */
 export function sshArgs(target: SshTarget, controlPath: string): string[] {
   return [
-    '-o', `ControlPath=${controlPath}`,
+    '-o',
+    `ControlPath=${controlPath}`,
     // Never prompt: servelab runs unattended, a password prompt would hang it. Keys, agents and certificates work.
-    '-o', 'BatchMode=yes',
-    '-o', `ConnectTimeout=${CONNECT_TIMEOUT_S}`,
+    '-o',
+    'BatchMode=yes',
+    '-o',
+    `ConnectTimeout=${CONNECT_TIMEOUT_S}`,
     ...KEEPALIVE,
     ...(target.port !== undefined ? ['-p', String(target.port)] : []),
     ...(target.identityFile ? ['-i', target.identityFile] : []),
@@ -120,8 +123,18 @@ export class SshTransport {
     if (this.closed) throw new Error('ssh transport is closed');
     // A socket left by a killed master would make the new one run without multiplexing.
     rmSync(this.controlPath, { force: true });
-    const args = [...sshArgs(this.target, this.controlPath), '-M', '-N', '-o', 'ControlMaster=yes', '-o', 'ControlPersist=no',
-      '-o', 'ExitOnForwardFailure=no', this.target.host];
+    const args = [
+      ...sshArgs(this.target, this.controlPath),
+      '-M',
+      '-N',
+      '-o',
+      'ControlMaster=yes',
+      '-o',
+      'ControlPersist=no',
+      '-o',
+      'ExitOnForwardFailure=no',
+      this.target.host,
+    ];
     const master = spawn('ssh', args, { stdio: ['ignore', 'ignore', 'pipe'] });
     this.masterStderr = '';
     master.stderr!.setEncoding('utf8');
@@ -137,9 +150,16 @@ export class SshTransport {
     for (;;) {
       const early = await Promise.race([exited, delay(100).then(() => 'pending' as const)]);
       if (early !== 'pending') {
-        const reason = this.masterStderr.trim().split('\n').filter((line) => !line.startsWith('channel ')).pop() ?? `ssh exited with code ${early}`;
-        throw new UserError(`cannot connect to ${this.target.host} over ssh: ${reason}`,
-          `check that \`ssh ${this.target.host} true\` works without a password prompt (key or agent), and the host/port in executor:`);
+        const reason =
+          this.masterStderr
+            .trim()
+            .split('\n')
+            .filter((line) => !line.startsWith('channel '))
+            .pop() ?? `ssh exited with code ${early}`;
+        throw new UserError(
+          `cannot connect to ${this.target.host} over ssh: ${reason}`,
+          `check that \`ssh ${this.target.host} true\` works without a password prompt (key or agent), and the host/port in executor:`,
+        );
       }
       if (await this.checkMaster()) break;
       if (Date.now() > deadline) {
@@ -152,7 +172,8 @@ export class SshTransport {
     void exited.then(() => this.onMasterExit(master));
     for (const [localPort, remote] of this.forwards) {
       const result = await this.control(['-O', 'forward', '-L', forwardSpec(localPort, remote)]);
-      if (result.code !== 0) this.log(`ssh: cannot restore forward 127.0.0.1:${localPort} to ${remote.host}:${remote.port} on ${this.target.host}: ${result.stderr.trim()}`);
+      if (result.code !== 0)
+        this.log(`ssh: cannot restore forward 127.0.0.1:${localPort} to ${remote.host}:${remote.port} on ${this.target.host}: ${result.stderr.trim()}`);
     }
   }
 
@@ -210,8 +231,10 @@ export class SshTransport {
     // A master that died just now re-adds every registered forward when it is back: only a live master's refusal counts.
     if (result.code !== 0 && (await this.checkMaster())) {
       this.forwards.delete(localPort);
-      throw new UserError(`cannot forward a local port to ${remote.host}:${remote.port} on ${this.target.host}: ${result.stderr.trim()}`,
-        'check that the host allows TCP forwarding (AllowTcpForwarding in its sshd_config)');
+      throw new UserError(
+        `cannot forward a local port to ${remote.host}:${remote.port} on ${this.target.host}: ${result.stderr.trim()}`,
+        'check that the host allows TCP forwarding (AllowTcpForwarding in its sshd_config)',
+      );
     }
     return localPort;
   }
@@ -269,8 +292,10 @@ export class SshTransport {
       if (result.code !== SSH_CONNECTION_FAILURE) return result;
       if (options.signal?.aborted) return { ...result, code: null };
       if (Date.now() - started > this.reconnectWindowMs) {
-        throw new UserError(`lost the ssh connection to ${this.target.host} while ${options.what} and could not reconnect for ${Math.round(this.reconnectWindowMs / 1000)} s: ${result.stderr.trim().split('\n').pop() ?? ''}`,
-          'check the network and the host; the remote job directory keeps its log');
+        throw new UserError(
+          `lost the ssh connection to ${this.target.host} while ${options.what} and could not reconnect for ${Math.round(this.reconnectWindowMs / 1000)} s: ${result.stderr.trim().split('\n').pop() ?? ''}`,
+          'check the network and the host; the remote job directory keeps its log',
+        );
       }
       if (attempt === 0) this.log(`ssh to ${this.target.host} failed while ${options.what}; retrying`);
       await delay(reconnectDelayMs(attempt));

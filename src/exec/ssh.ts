@@ -16,11 +16,11 @@ import { readLastLines } from '../util/log-tail.js';
 import { redactor } from '../util/redact.js';
 import { benchArgv, parseBenchResult, remoteBaseUrl } from './remote-bench.js';
 import {
+  environScript,
   LISTENING_PORTS_SCRIPT,
   listenerOwnerScript,
-  parseListenerOwner,
-  environScript,
   parseEnviron,
+  parseListenerOwner,
   parseListeningPorts,
   pickFreePort,
   remotePathWord,
@@ -28,8 +28,8 @@ import {
   shellQuote,
 } from './remote-shell.js';
 import { RemoteJob } from './ssh-job.js';
-import { SshTransport, type RemoteEndpoint } from './ssh-transport.js';
-import type { CommandResult, ExecutorConfig, Executor } from './types.js';
+import { type RemoteEndpoint, SshTransport } from './ssh-transport.js';
+import type { CommandResult, Executor, ExecutorConfig } from './types.js';
 
 type SshConfig = Extract<ExecutorConfig, { kind: 'ssh' }>;
 
@@ -84,8 +84,12 @@ export class SshExecutor implements Executor {
     this.remoteDir = config.remoteDir ?? '~/.servelab/remote';
     this.log = context.log ?? ((line) => process.stderr.write(`servelab [${config.host}]: ${line}\n`));
     this.transport = new SshTransport(
-      { host: config.host, ...(config.port !== undefined && { port: config.port }), ...(config.identityFile && { identityFile: config.identityFile }),
-        ...(config.sshOptions && { sshOptions: config.sshOptions }) },
+      {
+        host: config.host,
+        ...(config.port !== undefined && { port: config.port }),
+        ...(config.identityFile && { identityFile: config.identityFile }),
+        ...(config.sshOptions && { sshOptions: config.sshOptions }),
+      },
       { log: this.log },
     );
   }
@@ -115,10 +119,18 @@ export class SshExecutor implements Executor {
     appendFileSync(spec.logPath, `\n--- servelab launch on ${this.hostLabel} ${new Date().toISOString()} (${dir}): ${redactor().args(command).join(' ')}\n`);
     const startOffset = statSync(spec.logPath).size;
     const startedAt = performance.now();
-    const job = await RemoteJob.start(this.transport, {
-      dir, command, env: specEnv, ...(spec.unsetEnv && { unsetEnv: spec.unsetEnv }), ...(spec.cwd && { cwd: spec.cwd }),
-      heartbeatTimeoutMinutes: HEARTBEAT_TIMEOUT_MIN,
-    }, `the server (${command[0]})`);
+    const job = await RemoteJob.start(
+      this.transport,
+      {
+        dir,
+        command,
+        env: specEnv,
+        ...(spec.unsetEnv && { unsetEnv: spec.unsetEnv }),
+        ...(spec.cwd && { cwd: spec.cwd }),
+        heartbeatTimeoutMinutes: HEARTBEAT_TIMEOUT_MIN,
+      },
+      `the server (${command[0]})`,
+    );
 
     // The remote log is mirrored into spec.logPath and read with the same monitor as a local launch.
     const log = new LogMonitor(spec.profile, spec.logPath, startOffset, FATAL_SETTLE_MS);
@@ -171,7 +183,9 @@ export class SshExecutor implements Executor {
     }
     log.close();
 
-    const remoteEnv = parseEnviron((await this.transport.execRetrying(environScript(job.pid), { timeoutMs: 30_000, what: 'reading the server environment' })).stdout);
+    const remoteEnv = parseEnviron(
+      (await this.transport.execRetrying(environScript(job.pid), { timeoutMs: 30_000, what: 'reading the server environment' })).stdout,
+    );
     // /proc/PID/environ is what the server really runs with; where it is unreadable, what we asked for.
     const env = Object.keys(remoteEnv).length > 0 ? remoteEnv : specEnv;
     return {
@@ -225,18 +239,24 @@ export class SshExecutor implements Executor {
     const localPort = Number(new URL(options.baseUrl).port);
     const remote = this.remoteEndpoints.get(localPort);
     if (remote === undefined) {
-      throw new UserError(`client: remote needs a server launched by this executor, but ${options.baseUrl} is not one`,
-        'launch the server through the ssh executor, or set client: local');
+      throw new UserError(
+        `client: remote needs a server launched by this executor, but ${options.baseUrl} is not one`,
+        'launch the server through the ssh executor, or set client: local',
+      );
     }
     const dir = `${this.remoteDir.replace(/\/+$/, '')}/${jobName('bench')}`;
     const servelab = (this.config.remoteServelab ?? 'servelab').trim().split(/\s+/);
-    const job = await RemoteJob.start(this.transport, {
-      dir,
-      command: [...servelab, ...benchArgv(options, remoteBaseUrl(options.baseUrl, remote), 'result.json')],
-      env: {},
-      cwd: dir,
-      heartbeatTimeoutMinutes: HEARTBEAT_TIMEOUT_MIN,
-    }, 'the load client (servelab bench)');
+    const job = await RemoteJob.start(
+      this.transport,
+      {
+        dir,
+        command: [...servelab, ...benchArgv(options, remoteBaseUrl(options.baseUrl, remote), 'result.json')],
+        env: {},
+        cwd: dir,
+        heartbeatTimeoutMinutes: HEARTBEAT_TIMEOUT_MIN,
+      },
+      'the load client (servelab bench)',
+    );
     const interrupt = () => {
       void this.transport.execRetrying(`kill -INT -${job.pgid} 2>/dev/null; exit 0`, { timeoutMs: 15_000, what: 'interrupting the load client' });
     };
@@ -252,13 +272,18 @@ export class SshExecutor implements Executor {
     } finally {
       options.signal?.removeEventListener('abort', interrupt);
     }
-    const read = await this.transport.execRetrying(`cat ${remotePathWord(dir)}/result.json 2>/dev/null; exit 0`, { timeoutMs: 60_000, what: 'reading the load result' });
+    const read = await this.transport.execRetrying(`cat ${remotePathWord(dir)}/result.json 2>/dev/null; exit 0`, {
+      timeoutMs: 60_000,
+      what: 'reading the load result',
+    });
     const result = parseBenchResult(read.stdout.toString('utf8'));
     if (result) await job.remove();
     if (!result) {
       const last = output.trim().split('\n').slice(-5).join(' | ');
-      throw new UserError(`servelab bench on ${this.hostLabel} produced no result: ${last || 'no output'}`,
-        `check that \`${shellQuote(this.config.remoteServelab ?? 'servelab')} --version\` works on ${this.hostLabel} (remoteServelab: in executor:)`);
+      throw new UserError(
+        `servelab bench on ${this.hostLabel} produced no result: ${last || 'no output'}`,
+        `check that \`${shellQuote(this.config.remoteServelab ?? 'servelab')} --version\` works on ${this.hostLabel} (remoteServelab: in executor:)`,
+      );
     }
     return result;
   }
@@ -275,8 +300,10 @@ export class SshExecutor implements Executor {
   /** As for a local launch: a fixed port held by another server would have us measure that server. */
   private async assertRemotePortFree(port: number): Promise<void> {
     if (!(await this.listeningPorts()).has(port)) return;
-    throw new UserError(`port ${port} is already in use on ${this.hostLabel}`,
-      `stop the server holding it (\`ss -ltnp\` on ${this.hostLabel}), or choose another port (port:, or {port} in the command for a free one)`);
+    throw new UserError(
+      `port ${port} is already in use on ${this.hostLabel}`,
+      `stop the server holding it (\`ss -ltnp\` on ${this.hostLabel}), or choose another port (port:, or {port} in the command for a free one)`,
+    );
   }
 
   /** As for a local launch: the server answering on the port must be of the job's process group. */

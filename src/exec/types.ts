@@ -1,6 +1,6 @@
+import type { CommandRunner } from '../fingerprint/types.js';
 import type { LaunchHooks, RunningServer, ServerSpec } from '../launch/types.js';
 import type { BenchOptions, BenchResult } from '../load/types.js';
-import type { CommandRunner } from '../fingerprint/types.js';
 
 export type { CommandResult, CommandRunner } from '../fingerprint/types.js';
 

@@ -1,7 +1,7 @@
 import { median } from 'simple-statistics';
 import type { TrialRecord } from '../store/types.js';
-import type { BestVerdict } from './best.js';
 import { formatNumber } from '../util/format.js';
+import type { BestVerdict } from './best.js';
 import { table } from './format.js';
 import { metricUnit, metricValue } from './metrics.js';
 import type { MetricName, ResolvedExperiment } from './types.js';

@@ -98,7 +98,12 @@ function holds(value: number, { op, value: limit }: Constraint): boolean {
 export function bestConfig(experiment: ResolvedExperiment, trials: readonly TrialRecord[], eliminations: readonly Elimination[] = []): BestVerdict {
   const objective = objectiveOf(experiment);
   const sign = objective.direction === 'maximize' ? 1 : -1;
-  const compareOptions = { alpha: experiment.verdict.alpha, minEffect: experiment.verdict.minEffect, seed: experiment.seed, higherIsBetter: objective.direction === 'maximize' };
+  const compareOptions = {
+    alpha: experiment.verdict.alpha,
+    minEffect: experiment.verdict.minEffect,
+    seed: experiment.seed,
+    higherIsBetter: objective.direction === 'maximize',
+  };
   const rows = experiment.variants.map((variant) => {
     const values = objectiveValues(objective, trials, variant.name);
     const violations = constraintViolations(objective.constraints, objective.workload, trials, variant.name);
@@ -123,7 +128,7 @@ export function bestConfig(experiment: ResolvedExperiment, trials: readonly Tria
   const runnerUp = feasible[1];
   const base = rows.find((row) => row.variant === experiment.baseline);
   const verdict: BestVerdict = { objective, ranking, clear: false, matrix, conclusion: '' };
-  if (!winner) return { ...verdict, conclusion: 'no config meets the objective\'s constraints (or none was measured)' };
+  if (!winner) return { ...verdict, conclusion: "no config meets the objective's constraints (or none was measured)" };
   verdict.winner = winner.variant;
   if (base && base !== winner) verdict.vsBaseline = compareVariant(base.values, winner.values, compareOptions);
   if (runnerUp) {
@@ -137,14 +142,14 @@ export function bestConfig(experiment: ResolvedExperiment, trials: readonly Tria
     ? `${winner.variant} is the only config that meets the objective`
     : verdict.clear
       ? `${winner.variant} is the best config: significantly better than every other (Holm-corrected, α = ${experiment.verdict.alpha})`
-      : `${winner.variant} ranks first, but is not significantly better than ${others.filter((cell) => !cell.better).map((cell) => cell.column).join(', ')}`;
+      : `${winner.variant} ranks first, but is not significantly better than ${others
+          .filter((cell) => !cell.better)
+          .map((cell) => cell.column)
+          .join(', ')}`;
   return verdict;
 }
 
-function pairwiseMatrix(
-  rows: ReadonlyArray<{ variant: string; values: number[] }>,
-  options: Parameters<typeof compareVariant>[2],
-): PairwiseCell[][] {
+function pairwiseMatrix(rows: ReadonlyArray<{ variant: string; values: number[] }>, options: Parameters<typeof compareVariant>[2]): PairwiseCell[][] {
   const pairs: Array<{ i: number; j: number; verdict: Verdict }> = [];
   for (let i = 0; i < rows.length; i += 1) {
     for (let j = i + 1; j < rows.length; j += 1) pairs.push({ i, j, verdict: compareVariant(rows[j]!.values, rows[i]!.values, options) });
@@ -160,7 +165,17 @@ function pairwiseMatrix(
     const bigEnough = ratio !== null && Math.abs(ratio - 1) >= (options.minEffect ?? 0);
     const significant = pAdjusted !== null && pAdjusted < options.alpha && ciExcludesOne && bigEnough;
     const rowBetter = ratio !== null && (options.higherIsBetter ? ratio > 1 : ratio < 1);
-    cells[pair.i]![pair.j] = { row: rows[pair.i]!.variant, column: rows[pair.j]!.variant, ratio, ciLow, ciHigh, pValue, pAdjusted, better: significant && rowBetter, worse: significant && !rowBetter };
+    cells[pair.i]![pair.j] = {
+      row: rows[pair.i]!.variant,
+      column: rows[pair.j]!.variant,
+      ratio,
+      ciLow,
+      ciHigh,
+      pValue,
+      pAdjusted,
+      better: significant && rowBetter,
+      worse: significant && !rowBetter,
+    };
     cells[pair.j]![pair.i] = {
       row: rows[pair.j]!.variant,
       column: rows[pair.i]!.variant,

@@ -1,7 +1,7 @@
 import { median } from 'simple-statistics';
 import { configKey } from '../launch/config.js';
-import type { Db } from '../store/db.js';
 import { recentReadyMs, recentTrialDurationsMs } from '../store/campaign.js';
+import type { Db } from '../store/db.js';
 import type { Plan, ResolvedExperiment, ServerConfig } from './types.js';
 
 /** Stated fallbacks when the store has no history: a mid-size model load, and a minute of measurement. */

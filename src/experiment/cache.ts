@@ -1,6 +1,6 @@
 import { request } from 'undici';
 import type { ServerProfile } from '../profiles/types.js';
-import { UserError, messageOf } from '../util/errors.js';
+import { messageOf, UserError } from '../util/errors.js';
 import { deriveSeed } from '../util/random.js';
 import type { CacheMode } from './types.js';
 
@@ -36,8 +36,10 @@ export function trialCache(mode: CacheMode, profile: ServerProfile, runId: numbe
 }
 
 export function cacheResetUnknown(profileName: string): UserError {
-  return new UserError(`client.cache: reset needs a cache-reset API, and profile "${profileName}" knows none`,
-    'use client.cache: cold (a per-trial prompt salt), or a profile with one (vllm, sglang, llamacpp, simulator)');
+  return new UserError(
+    `client.cache: reset needs a cache-reset API, and profile "${profileName}" knows none`,
+    'use client.cache: cold (a per-trial prompt salt), or a profile with one (vllm, sglang, llamacpp, simulator)',
+  );
 }
 
 /** Empty the server's prefix cache; a refusal stops the run, since the trial would silently be warm. */
@@ -51,7 +53,9 @@ export async function resetCache(baseUrl: string, path: string): Promise<void> {
     throw new UserError(`cache reset POST ${path} failed: ${messageOf(error)}`, 'check the server log, or use client.cache: cold');
   }
   if (status < 200 || status >= 300) {
-    throw new UserError(`the server refused the cache reset POST ${path} (HTTP ${status})`,
-      'vLLM serves it only with VLLM_SERVER_DEV_MODE=1 in server.env; or use client.cache: cold');
+    throw new UserError(
+      `the server refused the cache reset POST ${path} (HTTP ${status})`,
+      'vLLM serves it only with VLLM_SERVER_DEV_MODE=1 in server.env; or use client.cache: cold',
+    );
   }
 }

@@ -1,7 +1,7 @@
-import type { Db } from '../store/db.js';
 import { listRaceEvents } from '../store/campaign.js';
+import type { Db } from '../store/db.js';
 import { listTrials } from '../store/queries.js';
-import { bestConfig, type BestVerdict } from './best.js';
+import { type BestVerdict, bestConfig } from './best.js';
 import { formatBestVerdict, formatSpecView, hasSpecFigures } from './best-format.js';
 import { loadCostModel, predictPlan } from './budget.js';
 import { planExperiment } from './plan.js';
@@ -14,7 +14,9 @@ export function campaignSummary(db: Db, runId: number): { best: BestVerdict; tex
   const { run, experiment } = loadRun(db, runId);
   const trials = listTrials(db, runId);
   const events = listRaceEvents(db, runId);
-  const eliminations = events.flatMap((event) => (event.kind === 'eliminated' && event.variant !== undefined ? [{ variant: event.variant, afterPass: event.afterPass, reason: event.reason }] : []));
+  const eliminations = events.flatMap((event) =>
+    event.kind === 'eliminated' && event.variant !== undefined ? [{ variant: event.variant, afterPass: event.afterPass, reason: event.reason }] : [],
+  );
   const best = bestConfig(experiment, trials, eliminations);
   const lines: string[] = [];
   const stop = events.find((event) => event.kind === 'stop');
@@ -25,7 +27,12 @@ export function campaignSummary(db: Db, runId: number): { best: BestVerdict; tex
   // Used: wall time of the run × GPUs per server; full grid: the interleaved plan of every trial at today's costs.
   const wallMs = Date.parse(run.finishedAt ?? new Date().toISOString()) - Date.parse(run.startedAt);
   const gpus = experiment.budget?.gpusPerServer ?? 1;
-  const input = { variants: experiment.variants, workloads: experiment.workloads.map((workload) => workload.label), repetitions: experiment.trials, seed: experiment.seed };
+  const input = {
+    variants: experiment.variants,
+    workloads: experiment.workloads.map((workload) => workload.label),
+    repetitions: experiment.trials,
+    seed: experiment.seed,
+  };
   const full = predictPlan(planExperiment(input), experiment, loadCostModel(db, experiment));
   lines.push(
     `GPU-hours: ${gpuHoursText((wallMs / 3_600_000) * gpus)} used (${formatDuration(wallMs)} × ${gpus} GPU${gpus === 1 ? '' : 's'}, ${trials.length} trials) vs ${gpuHoursText(full.gpuHours)} predicted for the full interleaved grid (${formatDuration(full.wallMs)}, ${full.trials} trials, ${full.restarts} restarts)`,

@@ -1,5 +1,5 @@
+import { listRaceEvents, type RaceEvent, recordRaceEvent } from '../store/campaign.js';
 import type { Db } from '../store/db.js';
-import { listRaceEvents, recordRaceEvent, type RaceEvent } from '../store/campaign.js';
 import { listTrials } from '../store/queries.js';
 import { loadCostModel, predictPlan } from './budget.js';
 import { raceStep } from './race.js';
@@ -18,9 +18,17 @@ export interface CampaignControl {
   keep(trials: readonly PlannedTrial[]): PlannedTrial[];
 }
 
-export function campaignControl(db: Db, runId: number, experiment: ResolvedExperiment, plan: Plan, startedAt: string, log: (line: string) => void): CampaignControl {
+export function campaignControl(
+  db: Db,
+  runId: number,
+  experiment: ResolvedExperiment,
+  plan: Plan,
+  startedAt: string,
+  log: (line: string) => void,
+): CampaignControl {
   const events = (): RaceEvent[] => listRaceEvents(db, runId);
-  const eliminated = (): Set<string> => new Set(events().flatMap((event) => (event.kind === 'eliminated' && event.variant !== undefined ? [event.variant] : [])));
+  const eliminated = (): Set<string> =>
+    new Set(events().flatMap((event) => (event.kind === 'eliminated' && event.variant !== undefined ? [event.variant] : [])));
   let decidedThrough = Math.max(-1, ...events().map((event) => event.afterPass));
   return {
     beforePass(pass) {
@@ -35,7 +43,8 @@ export function campaignControl(db: Db, runId: number, experiment: ResolvedExper
           recordRaceEvent(db, runId, { kind: 'eliminated', afterPass, variant: entry.variant, reason: entry.reason });
           log(`race: ${entry.variant} eliminated after pass ${afterPass + 1}: ${entry.reason}`);
         }
-        if (decision.winner !== undefined) return stop(afterPass, `race decided after pass ${afterPass + 1}: ${decision.winner} is significantly better than every other config`);
+        if (decision.winner !== undefined)
+          return stop(afterPass, `race decided after pass ${afterPass + 1}: ${decision.winner} is significantly better than every other config`);
       }
       const over = budgetStop(afterPass);
       return over === undefined ? undefined : stop(afterPass, over);

@@ -1,6 +1,6 @@
 import { erf, gammaln, mean, median, medianAbsoluteDeviation, sampleStandardDeviation } from 'simple-statistics';
-import type { FingerprintChange } from '../fingerprint/types.js';
 import { formatChanges } from '../fingerprint/diff.js';
+import type { FingerprintChange } from '../fingerprint/types.js';
 import { formatNumber, formatWholePercent } from '../util/format.js';
 
 export interface DriftCheck {
@@ -36,11 +36,7 @@ export const MAX_USEFUL_BAND_PCT = 20;
  * gets the wide band it deserves instead of a normal one that alarms on every busy afternoon. Either direction
  * counts: an unexpectedly faster baseline also means the environment is not what the earlier runs measured.
  */
-export function checkDrift(
-  current: number[],
-  history: number[],
-  options: { relativeBand?: number; sigmas?: number; trialsInMean?: number } = {},
-): DriftCheck {
+export function checkDrift(current: number[], history: number[], options: { relativeBand?: number; sigmas?: number; trialsInMean?: number } = {}): DriftCheck {
   const relativeBand = options.relativeBand ?? 0.05;
   const sigmas = options.sigmas ?? 3;
   const currentMean = current.length > 0 ? mean(current) : Number.NaN;
@@ -53,7 +49,9 @@ export function checkDrift(
   }
   const n = history.length;
   const sigma = n >= ROBUST_FROM ? MAD_TO_SIGMA * medianAbsoluteDeviation(history) : sampleStandardDeviation(history);
-  const spread = (studentQuantile(0.5 * (1 + erf(sigmas / Math.SQRT2)), n - 1) * sigma * Math.sqrt(1 / (options.trialsInMean ?? current.length) + 1 / n)) / Math.abs(reference);
+  const spread =
+    (studentQuantile(0.5 * (1 + erf(sigmas / Math.SQRT2)), n - 1) * sigma * Math.sqrt(1 / (options.trialsInMean ?? current.length) + 1 / n)) /
+    Math.abs(reference);
   const band = Math.max(relativeBand, spread) * 100;
   const changePct = ((currentMean - reference) / Math.abs(reference)) * 100;
   if (band > MAX_USEFUL_BAND_PCT) return { ...quiet, changePct, band, unguarded: 'history too noisy' };

@@ -1,6 +1,6 @@
 import { median } from 'simple-statistics';
 import type { Db } from '../store/db.js';
-import { listTrials, trialHealth, type TrialHealth } from '../store/queries.js';
+import { listTrials, type TrialHealth, trialHealth } from '../store/queries.js';
 import { setRunStatus, setRunVerdicts } from '../store/runs.js';
 import type { RunStatus, TrialRecord } from '../store/types.js';
 import { skippedTrialFilter } from './campaign.js';

@@ -1,17 +1,21 @@
 import { median } from 'simple-statistics';
 import type { InvalidTrialRow, RunDetail } from '../store/queries.js';
 import type { TrialRecord } from '../store/types.js';
-import { categoryRows, type CategoryRow } from './categories.js';
-import { metricUnit, metricValue } from './metrics.js';
-import type { MetricName, ResolvedExperiment, VariantVerdict } from './types.js';
-import { storedExperimentOf, storedVerdictsOf } from './stored.js';
 import { formatNumber, formatPercent } from '../util/format.js';
+import { type CategoryRow, categoryRows } from './categories.js';
+import { metricUnit, metricValue } from './metrics.js';
+import { storedExperimentOf, storedVerdictsOf } from './stored.js';
+import type { MetricName, ResolvedExperiment, VariantVerdict } from './types.js';
 
 /** Plain-text tables for `servelab run`, `ls`, `show` and `diff`. Pure: data in, lines out. */
 
 export function table(header: string[], rows: string[][]): string {
   const widths = header.map((cell, column) => Math.max(cell.length, ...rows.map((row) => (row[column] ?? '').length)));
-  const line = (cells: string[]): string => cells.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd();
+  const line = (cells: string[]): string =>
+    cells
+      .map((cell, column) => cell.padEnd(widths[column]!))
+      .join('  ')
+      .trimEnd();
   return [line(header), line(widths.map((width) => '-'.repeat(width))), ...rows.map(line)].join('\n');
 }
 
@@ -121,7 +125,11 @@ export function formatRunShow(run: RunDetail, trials: readonly TrialRecord[], in
       ['#', 'block', 'variant', 'workload', unit, 'ok', 'failed', 'finished'],
       plan.trials.map((planned) => {
         const trial = trials.find(
-          (candidate) => candidate.variant === planned.variant && candidate.workload === planned.workload && candidate.block === planned.block && candidate.repetition === planned.repetition,
+          (candidate) =>
+            candidate.variant === planned.variant &&
+            candidate.workload === planned.workload &&
+            candidate.block === planned.block &&
+            candidate.repetition === planned.repetition,
         );
         return [
           String(planned.index + 1),
@@ -163,9 +171,16 @@ export function formatCategoryRows(rows: readonly CategoryRow[]): string {
   return table(
     ['variant', 'workload', 'category', 'trials', 'ok', 'failed', 'tok/s', 'TTFT ms p50', 'TPOT ms p50', 'spec acc/len'],
     rows.map((row) => [
-      row.variant, row.workload, row.category, String(row.trials), String(row.completed), String(row.failed),
-      formatNumber(row.outputTokensPerSecond), formatNumber(row.ttftMedianMs), formatNumber(row.tpotMedianMs), acceptanceCell(row),
+      row.variant,
+      row.workload,
+      row.category,
+      String(row.trials),
+      String(row.completed),
+      String(row.failed),
+      formatNumber(row.outputTokensPerSecond),
+      formatNumber(row.ttftMedianMs),
+      formatNumber(row.tpotMedianMs),
+      acceptanceCell(row),
     ]),
   );
 }
-

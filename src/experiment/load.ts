@@ -1,17 +1,16 @@
-import { createHash } from 'node:crypto';
 import { existsSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfigFile } from '../config/load.js';
 import { serverIdentity } from '../launch/identity.js';
-import { BUILTIN_PROFILES } from '../profiles/builtin.js';
-import { cacheResetUnknown } from './cache.js';
 import type { PromptSource, Workload } from '../load/types.js';
-import { UserError } from '../util/errors.js';
-import { experimentFileSchema, VARIANT_NAME, VARIANT_NAME_RULE, type ClientOverrides, type ExperimentFile, type GridSpec, type VariantSpec } from './schema.js';
-import type { ClientConfig, Constraint, MetricName, Objective, ResolvedExperiment, ResolvedVariant, ResolvedWorkload, ServerConfig } from './types.js';
-import { ExitCode } from '../util/exit.js';
+import { BUILTIN_PROFILES } from '../profiles/builtin.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../util/defaults.js';
+import { UserError } from '../util/errors.js';
+import { ExitCode } from '../util/exit.js';
+import { cacheResetUnknown } from './cache.js';
+import { type ClientOverrides, type ExperimentFile, experimentFileSchema, type GridSpec, VARIANT_NAME, VARIANT_NAME_RULE, type VariantSpec } from './schema.js';
+import type { ClientConfig, Constraint, MetricName, Objective, ResolvedExperiment, ResolvedVariant, ResolvedWorkload, ServerConfig } from './types.js';
 
 /** `{servelab}` in a command is this installation's CLI, so simulator experiments run from any directory. */
 const SERVELAB_BIN = fileURLToPath(new URL('../../../bin/servelab.js', import.meta.url));
@@ -41,7 +40,9 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
     env: file.server.env,
     unsetEnv: file.server.unsetEnv,
     // Only a local server's directory can be checked from here; a remote one is the host's business.
-    ...(file.server.cwd !== undefined && { cwd: file.executor.kind === 'local' ? existingDirectory(resolve(baseDir, file.server.cwd), fail) : resolve(baseDir, file.server.cwd) }),
+    ...(file.server.cwd !== undefined && {
+      cwd: file.executor.kind === 'local' ? existingDirectory(resolve(baseDir, file.server.cwd), fail) : resolve(baseDir, file.server.cwd),
+    }),
     ...(file.server.port !== undefined && { port: file.server.port }),
     readyTimeoutMs: file.server.readyTimeout,
     verifyServing: file.server.verifyServing,
@@ -164,9 +165,7 @@ export function workloadLabel(workload: Workload): string {
 /** A sweep becomes one concurrency workload per level, so each level is its own trial (and its own verdict). */
 function expandWorkload(workload: Workload): ResolvedWorkload[] {
   if (workload.kind === 'sweep') {
-    return workload.concurrencies.map((concurrency) =>
-      expandWorkload({ kind: 'concurrency', concurrency, requests: workload.requestsPerLevel })[0]!,
-    );
+    return workload.concurrencies.map((concurrency) => expandWorkload({ kind: 'concurrency', concurrency, requests: workload.requestsPerLevel })[0]!);
   }
   const concurrency = workload.kind === 'concurrency' ? workload.concurrency : workload.kind === 'single-stream' ? 1 : undefined;
   return [{ label: workloadLabel(workload), workload, ...(concurrency !== undefined && { concurrency }) }];

@@ -39,7 +39,7 @@ export function formatPlanChoice(experiment: ResolvedExperiment, choice: Schedul
     ),
     '',
     `predicted: ${formatDuration(prediction.wallMs)} wall time, ${gpuHoursText(prediction.gpuHours)} GPU-hours (${prediction.gpusPerServer} GPU${prediction.gpusPerServer === 1 ? '' : 's'} per server)` +
-      (prediction.usesDefaults ? '; "default" figures have no history in the store yet' : '; from the store\'s history'),
+      (prediction.usesDefaults ? '; "default" figures have no history in the store yet' : "; from the store's history"),
   ];
   const violations = limitViolations(experiment, prediction);
   if (experiment.budget || experiment.maxRestarts !== undefined) {
@@ -49,9 +49,7 @@ export function formatPlanChoice(experiment: ResolvedExperiment, choice: Schedul
 }
 
 function estimateText(estimate: Estimate): string {
-  return estimate.source === 'history'
-    ? `${formatDuration(estimate.ms)} (median of ${estimate.samples} startups)`
-    : `${formatDuration(estimate.ms)} (default)`;
+  return estimate.source === 'history' ? `${formatDuration(estimate.ms)} (median of ${estimate.samples} startups)` : `${formatDuration(estimate.ms)} (default)`;
 }
 
 export function gpuHoursText(gpuHours: number): string {

@@ -1,6 +1,6 @@
 import { median } from 'simple-statistics';
 import type { TrialRecord } from '../store/types.js';
-import { constraintViolations, objectiveOf, objectiveValues, type Elimination } from './best.js';
+import { constraintViolations, type Elimination, objectiveOf, objectiveValues } from './best.js';
 import { holmAdjust } from './holm.js';
 import type { ResolvedExperiment } from './types.js';
 import { compareVariant } from './verdict.js';
@@ -31,7 +31,12 @@ export function raceStep(experiment: ResolvedExperiment, trials: readonly TrialR
   feasible.sort((a, b) => sign * (median(b.values) - median(a.values)));
   const best = feasible[0];
   if (!best) return { eliminate };
-  const options = { alpha: experiment.verdict.alpha, minEffect: experiment.verdict.minEffect, seed: experiment.seed, higherIsBetter: objective.direction === 'maximize' };
+  const options = {
+    alpha: experiment.verdict.alpha,
+    minEffect: experiment.verdict.minEffect,
+    seed: experiment.seed,
+    higherIsBetter: objective.direction === 'maximize',
+  };
   const tests = feasible.slice(1).map((entry) => ({ entry, verdict: compareVariant(entry.values, best.values, options) }));
   const testable = tests.filter((test) => test.verdict.pValue !== null);
   const adjusted = holmAdjust(testable.map((test) => test.verdict.pValue!));
@@ -41,7 +46,7 @@ export function raceStep(experiment: ResolvedExperiment, trials: readonly TrialR
     const ciExcludesOne = ciLow !== null && ciHigh !== null && (ciLow > 1 || ciHigh < 1);
     const bigEnough = ratio !== null && Math.abs(ratio - 1) >= experiment.verdict.minEffect;
     if (adjusted[index]! < experiment.verdict.alpha && ciExcludesOne && bigEnough) {
-      const change = ((1 / ratio!) - 1) * 100;
+      const change = (1 / ratio! - 1) * 100;
       eliminate.push({
         variant: test.entry.variant,
         afterPass,

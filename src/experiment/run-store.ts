@@ -1,18 +1,17 @@
 import type { Db } from '../store/db.js';
+import type { RunDetail } from '../store/queries.js';
 import { getRun } from '../store/queries.js';
 import { ensureExperiment, insertRun } from '../store/runs.js';
-import type { RunDetail } from '../store/queries.js';
-import { UserError, messageOf } from '../util/errors.js';
+import { messageOf, UserError } from '../util/errors.js';
+import { ExitCode } from '../util/exit.js';
 import { containsMarker, redactor } from '../util/redact.js';
 import { VERSION } from '../version.js';
 import { loadCostModel } from './budget.js';
-import { chooseSchedule } from './schedule.js';
-import { loadExperiment } from './load.js';
-import { planExperiment } from './plan.js';
 import type { RunOutcome } from './finalize.js';
-import type { Plan, ResolvedExperiment } from './types.js';
+import { loadExperiment } from './load.js';
+import { chooseSchedule } from './schedule.js';
 import { storedExperimentOf, storedVerdictsOf } from './stored.js';
-import { ExitCode } from '../util/exit.js';
+import type { Plan, ResolvedExperiment } from './types.js';
 
 /**
  * The trial plan of an experiment: deterministic in its seed and costs. Without a store, `schedule: auto` decides
@@ -68,10 +67,16 @@ export function loadRunToExecute(db: Db, runId: number): StoredRun {
   try {
     fresh = loadExperiment(path);
   } catch (error) {
-    throw new UserError(`run ${runId} needs its experiment file for the secrets the store does not keep: ${messageOf(error)}`, `restore ${path} as it was when the run started, or start a new run`);
+    throw new UserError(
+      `run ${runId} needs its experiment file for the secrets the store does not keep: ${messageOf(error)}`,
+      `restore ${path} as it was when the run started, or start a new run`,
+    );
   }
   if (JSON.stringify(redactExperiment(fresh)) !== JSON.stringify(stored.experiment)) {
-    throw new UserError(`run ${runId}: ${path} changed since the run started (the store keeps its secrets only as markers, so it must match)`, `restore ${path} as it was, or start a new run with \`servelab run ${path}\``);
+    throw new UserError(
+      `run ${runId}: ${path} changed since the run started (the store keeps its secrets only as markers, so it must match)`,
+      `restore ${path} as it was, or start a new run with \`servelab run ${path}\``,
+    );
   }
   return { ...stored, experiment: fresh };
 }
@@ -82,7 +87,10 @@ export function loadRunToExecute(db: Db, runId: number): StoredRun {
  */
 export function finishedOutcome(run: RunDetail, acceptDrift: boolean): RunOutcome | undefined {
   if (run.status === 'drift' && !acceptDrift) {
-    throw new UserError(`run ${run.id} stopped on a drift alarm: ${run.message ?? ''}`, 'fix the environment and start a new run, or resume with --accept-drift');
+    throw new UserError(
+      `run ${run.id} stopped on a drift alarm: ${run.message ?? ''}`,
+      'fix the environment and start a new run, or resume with --accept-drift',
+    );
   }
   if (run.status !== 'done') return undefined;
   return { runId: run.id, status: 'done', ...(run.verdicts !== undefined && { verdicts: storedVerdictsOf(run) }) };

@@ -1,4 +1,3 @@
-import { insertDriftAlarm } from '../store/drift-alarms.js';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createExecutor } from '../exec/create.js';
@@ -7,33 +6,34 @@ import { collectFingerprint, servelabGitSha } from '../fingerprint/collect.js';
 import { diffFingerprints } from '../fingerprint/diff.js';
 import { DEFAULT_ENV_PATTERNS } from '../fingerprint/env.js';
 import type { Fingerprint } from '../fingerprint/types.js';
+import { configKey } from '../launch/config.js';
 import type { RunningServer } from '../launch/types.js';
-import { BUILTIN_PROFILES } from '../profiles/builtin.js';
-import { WARMUP_LABEL } from '../load/run.js';
-import type { Db } from '../store/db.js';
-import type { LevelResult } from '../load/types.js';
 import { describeExit, waitUntilAnswering, watchLiveness } from '../load/liveness.js';
+import { WARMUP_LABEL } from '../load/run.js';
+import type { LevelResult } from '../load/types.js';
+import { BUILTIN_PROFILES } from '../profiles/builtin.js';
+import { previousStartupOptions, recordStartupOutcome } from '../ready/history.js';
+import type { Db } from '../store/db.js';
+import { insertDriftAlarm } from '../store/drift-alarms.js';
+import { storeFault } from '../store/fault.js';
 import { acquireRunLease, LEASE_STALE_MS } from '../store/lease.js';
 import { getFingerprint, listTrials, variantHistory } from '../store/queries.js';
 import { insertInvalidTrial, insertServer, insertTrial, setRunStatus, updateServer, upsertProgress } from '../store/runs.js';
-import { processIdentity } from '../util/proc-identity.js';
-import { configKey } from '../launch/config.js';
-import { resetCache, trialCache } from './cache.js';
-import { storeFault } from '../store/fault.js';
-import { redactor } from '../util/redact.js';
-import { previousStartupOptions, recordStartupOutcome } from '../ready/history.js';
-import { UserError, messageOf } from '../util/errors.js';
-import { readLastLines } from '../util/log-tail.js';
+import type { TrialRecord } from '../store/types.js';
 import { attributeDrift, preflightBeforeStart, withPreflight } from '../telemetry/machine.js';
 import { startTrialRecorder } from '../telemetry/trial.js';
 import type { TelemetrySummary } from '../telemetry/types.js';
+import { messageOf, UserError } from '../util/errors.js';
+import { readLastLines } from '../util/log-tail.js';
+import { processIdentity } from '../util/proc-identity.js';
+import { redactor } from '../util/redact.js';
+import { resetCache, trialCache } from './cache.js';
 import { campaignControl } from './campaign.js';
-import { driftDecision, formatDriftAlarm, MAX_USEFUL_BAND_PCT, type DriftCheck } from './drift.js';
+import { type DriftCheck, driftDecision, formatDriftAlarm, MAX_USEFUL_BAND_PCT } from './drift.js';
 import { finalizeRun, type RunOutcome } from './finalize.js';
 import { reapLeftoverServers } from './leftovers.js';
 import { metricUnit, metricValue, trialMetricsOf } from './metrics.js';
 import { createRun, finishedOutcome, loadRun, loadRunToExecute, trialKey } from './run-store.js';
-import type { TrialRecord } from '../store/types.js';
 import type { Plan, PlannedTrial, ResolvedExperiment, ResolvedVariant } from './types.js';
 
 export interface RunOptions {
@@ -220,7 +220,11 @@ async function runStretch(context: TrialContext, executor: Executor, trials: Pla
     // Read before stop(): our own stop ends the process too, and that is no death.
     const died = server.exit;
     await server.running.stop();
-    updateServer(context.db, server.rowId, died === undefined ? { status: 'stopped', phase: 'stopped' } : { status: 'failed', phase: 'failed', message: `${died} during a trial` });
+    updateServer(
+      context.db,
+      server.rowId,
+      died === undefined ? { status: 'stopped', phase: 'stopped' } : { status: 'failed', phase: 'failed', message: `${died} during a trial` },
+    );
   }
 }
 
@@ -241,18 +245,18 @@ async function fingerprintOf(context: TrialContext, executor: Executor, server: 
  * After an invalid trial: keep the server if it is up and answers (again: an SSH forward is restored after a
  * reconnect), else stop what is left of it and start a fresh one, which counts as a restart.
  */
-async function reverifyServer(
-  context: TrialContext,
-  executor: Executor,
-  server: ServerHandle,
-  variant: ResolvedVariant,
-  label: string,
-): Promise<ServerHandle> {
+async function reverifyServer(context: TrialContext, executor: Executor, server: ServerHandle, variant: ResolvedVariant, label: string): Promise<ServerHandle> {
   const profile = BUILTIN_PROFILES[variant.server.profile]!;
   const signal = context.options.signal;
   const answering =
     server.exit === undefined &&
-    (await waitUntilAnswering({ baseUrl: server.running.baseUrl, path: profile.healthPath, timeoutMs: RECOVER_MS, exited: server.running.exited, ...(signal && { signal }) }));
+    (await waitUntilAnswering({
+      baseUrl: server.running.baseUrl,
+      path: profile.healthPath,
+      timeoutMs: RECOVER_MS,
+      exited: server.running.exited,
+      ...(signal && { signal }),
+    }));
   if (signal?.aborted) throw new Error('interrupted');
   if (answering && server.exit === undefined) {
     context.log('server is up and answering; measuring the trial again');
@@ -280,13 +284,7 @@ async function trialFailure(context: TrialContext, server: ServerHandle, trial: 
 const PORT_TAKEN = /EADDRINUSE|address already in use/i;
 
 /** Launch a server config, retrying once when its port was taken between the pick and the server's bind. */
-async function startServer(
-  context: TrialContext,
-  executor: Executor,
-  variant: ResolvedVariant,
-  label: string,
-  unplanned = false,
-): Promise<ServerHandle> {
+async function startServer(context: TrialContext, executor: Executor, variant: ResolvedVariant, label: string, unplanned = false): Promise<ServerHandle> {
   for (let attempt = 1; ; attempt += 1) {
     try {
       return await launchOnce(context, executor, variant, label, unplanned);
@@ -340,13 +338,7 @@ class LaunchFailure extends Error {
   }
 }
 
-async function launchOnce(
-  context: TrialContext,
-  executor: Executor,
-  variant: ResolvedVariant,
-  label: string,
-  unplanned: boolean,
-): Promise<ServerHandle> {
+async function launchOnce(context: TrialContext, executor: Executor, variant: ResolvedVariant, label: string, unplanned: boolean): Promise<ServerHandle> {
   const { db, runId, options } = context;
   const config = variant.server;
   const profile = BUILTIN_PROFILES[config.profile];
@@ -412,7 +404,13 @@ async function launchOnce(
     // A failed store write aborted the launch (which stopped the server): that write is the cause to report.
     const error = writes.fault ?? launchError;
     const lines = readLastLines(logPath, 15);
-    const tail = lines.length > 0 ? redactor().args(lines).map((line) => `  | ${line}`).join('\n') : '  (no log written)';
+    const tail =
+      lines.length > 0
+        ? redactor()
+            .args(lines)
+            .map((line) => `  | ${line}`)
+            .join('\n')
+        : '  (no log written)';
     context.log(`server for ${label} failed to start: ${messageOf(storeFault(error))}\nlast lines of ${logPath}:\n${tail}`);
     if (writes.fault === undefined) {
       updateServer(db, rowId, { status: 'failed', phase: 'failed', message: messageOf(error) });
@@ -505,12 +503,27 @@ async function runTrial(
   // A trial cut short by the user is not a trial: it is measured again on resume.
   if (options.signal?.aborted) throw new Error('interrupted');
   const died = liveness.cause();
-  const reason = died !== undefined ? `${died} during the trial` : level ? failureReason(level, experiment.validity?.maxFailedFraction ?? 0) : 'the load client measured nothing';
+  const reason =
+    died !== undefined
+      ? `${died} during the trial`
+      : level
+        ? failureReason(level, experiment.validity?.maxFailedFraction ?? 0)
+        : 'the load client measured nothing';
   if (reason !== undefined) {
     const finishedAt = new Date().toISOString();
     insertInvalidTrial(db, {
-      runId, variant: trial.variant, serverKey: trial.serverKey, workload: trial.workload, block: trial.block, repetition: trial.repetition,
-      attempt, startedAt, finishedAt, completed: level?.completed ?? 0, failed: level?.failed ?? 0, reason,
+      runId,
+      variant: trial.variant,
+      serverKey: trial.serverKey,
+      workload: trial.workload,
+      block: trial.block,
+      repetition: trial.repetition,
+      attempt,
+      startedAt,
+      finishedAt,
+      completed: level?.completed ?? 0,
+      failed: level?.failed ?? 0,
+      reason,
     });
     const counts = level ? ` (${level.completed} ok, ${level.failed} failed)` : '';
     context.log(`trial ${position} ${label}: INVALID${counts}: ${reason}`);
@@ -600,7 +613,11 @@ function alarmMessage(
   const { db, experiment, options, log } = context;
   const recorded = getFingerprint(db, history[0]!.fingerprintId);
   const changes = recorded ? diffFingerprints(recorded, fingerprint) : [];
-  const machineChanges = attributeDrift(db, history.map((past) => past.id), machine);
+  const machineChanges = attributeDrift(
+    db,
+    history.map((past) => past.id),
+    machine,
+  );
   const alarm = formatDriftAlarm({
     variant: trial.variant,
     metricLabel: metricUnit(experiment.metric),

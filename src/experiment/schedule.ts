@@ -1,6 +1,6 @@
 import { mulberry32 } from '../util/random.js';
-import { planExperiment, countRestarts, type PlanInput } from './plan.js';
-import { predictPlan, type CostModel, type PlanPrediction } from './budget.js';
+import { type CostModel, type PlanPrediction, predictPlan } from './budget.js';
+import { countRestarts, type PlanInput, planExperiment } from './plan.js';
 import type { Plan, PlannedTrial, ResolvedExperiment } from './types.js';
 
 /**
@@ -20,7 +20,9 @@ export function blockedPlan(input: PlanInput & { passes: number | number[] }): P
   sizes.forEach((size, pass) => {
     const order = pass % 2 === 0 ? forward : [...forward].reverse();
     for (const serverKey of order) {
-      const slots = groups.get(serverKey)!.flatMap((variant) => input.workloads.flatMap((workload) => Array.from({ length: size }, () => ({ variant, workload }))));
+      const slots = groups
+        .get(serverKey)!
+        .flatMap((variant) => input.workloads.flatMap((workload) => Array.from({ length: size }, () => ({ variant, workload }))));
       for (const { variant, workload } of shuffle(slots, random)) {
         const key = JSON.stringify([variant, workload]);
         const repetition = repetitionOf.get(key) ?? 0;

@@ -6,15 +6,23 @@ import { DEFAULT_READY_TIMEOUT_MS } from '../util/defaults.js';
 
 /** zod schema of an experiment file as written by the user (before grid expansion and defaults of ./load.ts). */
 
-const durationSchema = z.union([z.number().positive().transform((seconds) => seconds * 1000), z.string()]).transform((value, ctx) => {
-  if (typeof value === 'number') return value;
-  try {
-    return parseDurationMs(value);
-  } catch (error) {
-    ctx.addIssue({ code: 'custom', message: (error as Error).message });
-    return z.NEVER;
-  }
-});
+const durationSchema = z
+  .union([
+    z
+      .number()
+      .positive()
+      .transform((seconds) => seconds * 1000),
+    z.string(),
+  ])
+  .transform((value, ctx) => {
+    if (typeof value === 'number') return value;
+    try {
+      return parseDurationMs(value);
+    } catch (error) {
+      ctx.addIssue({ code: 'custom', message: (error as Error).message });
+      return z.NEVER;
+    }
+  });
 
 /** A command as a list, or one string split on whitespace (use the list form for arguments containing spaces). */
 const argvSchema = z.union([z.array(z.string()), z.string().transform((text) => text.trim().split(/\s+/).filter(Boolean))]);
@@ -27,7 +35,8 @@ export const VARIANT_NAME_RULE = 'expected a variant name of letters, digits, ".
 // A name like "A=B" would become the assignment A="B=value" in the server's environment.
 const envSchema = z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String)).superRefine((env, ctx) => {
   for (const name of Object.keys(env)) {
-    if (!ENV_NAME.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'expected an environment variable name (letters, digits, "_"; not starting with a digit)' });
+    if (!ENV_NAME.test(name))
+      ctx.addIssue({ code: 'custom', path: [name], message: 'expected an environment variable name (letters, digits, "_"; not starting with a digit)' });
   }
 });
 
@@ -156,12 +165,8 @@ export const experimentFileSchema = z.strictObject({
   seed: z.number().int().default(1),
   baseline: z.string().optional(),
   metric: z.enum(METRICS).default('outputTokensPerSecond'),
-  verdict: z
-    .strictObject({ alpha: z.number().gt(0).lt(1).default(0.05), minEffect: z.number().min(0).default(0) })
-    .default({ alpha: 0.05, minEffect: 0 }),
-  drift: z
-    .strictObject({ relativeBand: z.number().min(0).default(0.05), sigmas: z.number().min(0).default(3) })
-    .default({ relativeBand: 0.05, sigmas: 3 }),
+  verdict: z.strictObject({ alpha: z.number().gt(0).lt(1).default(0.05), minEffect: z.number().min(0).default(0) }).default({ alpha: 0.05, minEffect: 0 }),
+  drift: z.strictObject({ relativeBand: z.number().min(0).default(0.05), sigmas: z.number().min(0).default(3) }).default({ relativeBand: 0.05, sigmas: 3 }),
   /** Machine checks before each server start: strict stops the run on a finding, warn logs it, off skips them. */
   preflight: z.enum(['strict', 'warn', 'off']).default('warn'),
   /** GPU/host sampling and server /metrics scraping during each trial. */
@@ -172,7 +177,12 @@ export const experimentFileSchema = z.strictObject({
   maxFailedFraction: z.number().min(0).max(1).default(0),
   /** Times an invalid trial is measured again, in place, before the run stops. */
   trialRetries: z.number().int().min(0).max(10).default(2),
-  variants: z.record(z.string().regex(VARIANT_NAME, VARIANT_NAME_RULE), variantSchema.nullable().transform((v) => v ?? {})).default({}),
+  variants: z
+    .record(
+      z.string().regex(VARIANT_NAME, VARIANT_NAME_RULE),
+      variantSchema.nullable().transform((v) => v ?? {}),
+    )
+    .default({}),
   grid: z.array(gridSchema).default([]),
   /** interleaved: every pass visits every server config once per repetition; blocked: few passes, several trials per start; auto: by startup/trial cost. */
   schedule: z.enum(['interleaved', 'blocked', 'auto']).default('interleaved'),

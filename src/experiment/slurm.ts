@@ -5,19 +5,19 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { shellQuote } from '../exec/remote-shell.js';
 import {
-  SACCT_FORMAT,
-  SQUEUE_FORMAT,
   classifyState,
+  type JobStatus,
   parseSacct,
   parseSbatchParsable,
   parseScontrolJob,
   parseSqueue,
+  SACCT_FORMAT,
+  SQUEUE_FORMAT,
   slurmJobScript,
-  type JobStatus,
 } from '../exec/slurm-text.js';
 import type { ExecutorConfig } from '../exec/types.js';
 import { servelabGitSha } from '../fingerprint/collect.js';
-import { openStore, type Db } from '../store/db.js';
+import { type Db, openStore } from '../store/db.js';
 import { getRun, listTrials } from '../store/queries.js';
 import { setRunStatus } from '../store/runs.js';
 import { UserError } from '../util/errors.js';
@@ -103,14 +103,27 @@ export async function runOnSlurm(options: SlurmRunOptions): Promise<SlurmRunResu
     const jobDir = resolve(options.jobDir ?? join(dirname(storePath), 'slurm', `run-${runId}`));
     mkdirSync(jobDir, { recursive: true });
     const servelab = options.config.remoteServelab ?? thisServelab();
-    log(`run ${runId}: ${experiment.name} on Slurm, ${serverKeys.length} server configs to run, ${plan.trials.length - measuredKeys.size} of ${plan.trials.length} trials to measure; job logs in ${jobDir}`);
+    log(
+      `run ${runId}: ${experiment.name} on Slurm, ${serverKeys.length} server configs to run, ${plan.trials.length - measuredKeys.size} of ${plan.trials.length} trials to measure; job logs in ${jobDir}`,
+    );
 
     const tracked: Tracked[] = serverKeys.map((serverKey) => {
       const scriptPath = join(jobDir, `${serverKey}.sbatch`);
-      writeFileSync(scriptPath, slurmJobScript({
-        config: options.config, experimentName: experiment.name, runId, serverKey, servelab,
-        experimentPath, storePath, workDir: dirname(experimentPath), acceptDrift: options.acceptDrift ?? false,
-      }), { mode: 0o755 });
+      writeFileSync(
+        scriptPath,
+        slurmJobScript({
+          config: options.config,
+          experimentName: experiment.name,
+          runId,
+          serverKey,
+          servelab,
+          experimentPath,
+          storePath,
+          workDir: dirname(experimentPath),
+          acceptDrift: options.acceptDrift ?? false,
+        }),
+        { mode: 0o755 },
+      );
       return { serverKey, scriptPath, jobIds: [], status: { state: 'UNSUBMITTED' }, unknownPolls: 0, attempts: 0, done: false };
     });
 
@@ -137,7 +150,10 @@ export async function runOnSlurm(options: SlurmRunOptions): Promise<SlurmRunResu
     }
 
     const jobs: SlurmJobReport[] = tracked.map((job) => ({
-      serverKey: job.serverKey, jobIds: job.jobIds, state: job.status.state, ...(job.logTail && { logTail: job.logTail }),
+      serverKey: job.serverKey,
+      jobIds: job.jobIds,
+      state: job.status.state,
+      ...(job.logTail && { logTail: job.logTail }),
     }));
     if (options.signal?.aborted) {
       await scancel(tracked.filter((job) => !job.done).flatMap((job) => job.jobIds.slice(-1)));
@@ -148,9 +164,9 @@ export async function runOnSlurm(options: SlurmRunOptions): Promise<SlurmRunResu
     const outcome = finalizeRun(db, runId);
     if (outcome.status !== 'done') {
       const failed = jobs.filter((job) => job.state !== 'COMPLETED');
-      const message = `${outcome.message ?? 'trials missing'}; ${failed.length > 0
-        ? `jobs ended ${failed.map((job) => `${job.jobIds.at(-1)} ${job.state}`).join(', ')}`
-        : 'every job completed'}`;
+      const message = `${outcome.message ?? 'trials missing'}; ${
+        failed.length > 0 ? `jobs ended ${failed.map((job) => `${job.jobIds.at(-1)} ${job.state}`).join(', ')}` : 'every job completed'
+      }`;
       const status = getRun(db, runId)?.status === 'drift' ? 'drift' : 'failed';
       if (status === 'failed') setRunStatus(db, runId, 'failed', message);
       return { runId, outcome: { runId, status, message }, jobs };
@@ -173,8 +189,10 @@ async function submit(job: Tracked, jobDir: string, log: (line: string) => void)
   const result = await command('sbatch', ['--parsable', `--output=${output}`, job.scriptPath], 60_000);
   const jobId = result.code === 0 ? parseSbatchParsable(result.stdout) : undefined;
   if (!jobId) {
-    throw new UserError(`sbatch refused the job for server config ${job.serverKey}: ${result.stderr.trim() || result.stdout.trim() || `exit code ${result.code}`}`,
-      `check partition, gpusPerJob, timeLimit and sbatchArgs under executor: (try \`sbatch --test-only ${job.scriptPath}\`)`);
+    throw new UserError(
+      `sbatch refused the job for server config ${job.serverKey}: ${result.stderr.trim() || result.stdout.trim() || `exit code ${result.code}`}`,
+      `check partition, gpusPerJob, timeLimit and sbatchArgs under executor: (try \`sbatch --test-only ${job.scriptPath}\`)`,
+    );
   }
   job.jobIds.push(jobId);
   job.attempts++;
@@ -231,8 +249,11 @@ async function settle(
   }
   job.logTail = readLastLines(join(context.jobDir, `${job.serverKey}-${id}.log`), LOG_TAIL_LINES);
   const exit = job.status.exitCode ? ` (exit code ${job.status.exitCode})` : '';
-  context.log(`slurm job ${id} (server config ${job.serverKey}) ended ${job.status.state}${exit}; last log lines:\n${
-    job.logTail.length > 0 ? job.logTail.map((line) => `    ${line}`).join('\n') : '    (no log)'}`);
+  context.log(
+    `slurm job ${id} (server config ${job.serverKey}) ended ${job.status.state}${exit}; last log lines:\n${
+      job.logTail.length > 0 ? job.logTail.map((line) => `    ${line}`).join('\n') : '    (no log)'
+    }`,
+  );
   // A drift alarm stops the whole run on purpose: running the config again would only raise it again.
   const retryable = context.runStatus() !== 'drift';
   if (retryable && job.attempts <= context.retries) {
@@ -250,8 +271,10 @@ async function scancel(jobIds: string[]): Promise<void> {
 async function requireSlurm(): Promise<void> {
   const result = await command('sbatch', ['--version'], 15_000);
   if (result.code !== 0) {
-    throw new UserError(`executor kind slurm needs the Slurm client commands, but \`sbatch --version\` failed: ${result.stderr.trim() || 'not found'}`,
-      'run servelab on a Slurm login node (sbatch, squeue on PATH), or use executor kind local or ssh');
+    throw new UserError(
+      `executor kind slurm needs the Slurm client commands, but \`sbatch --version\` failed: ${result.stderr.trim() || 'not found'}`,
+      'run servelab on a Slurm login node (sbatch, squeue on PATH), or use executor kind local or ssh',
+    );
   }
 }
 
@@ -264,7 +287,7 @@ function thisServelab(): string {
 function command(file: string, args: string[], timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolvePromise) => {
     execFile(file, args, { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error ? (typeof (error as NodeJS.ErrnoException).code === 'number' ? ((error as unknown as { code: number }).code) : null) : 0;
+      const code = error ? (typeof (error as NodeJS.ErrnoException).code === 'number' ? (error as unknown as { code: number }).code : null) : 0;
       resolvePromise({ code, stdout: String(stdout), stderr: String(stderr || (error && !stderr ? error.message : '')) });
     });
   });

@@ -65,11 +65,7 @@ const EXACT_DP_CELL_LIMIT = 20_000_000;
  *
  * Note the floor this puts on small experiments: 3 vs 3 trials cannot go below p = 0.1, 4 vs 4 below 0.029.
  */
-export function rankSumTest(
-  baseline: number[],
-  candidate: number[],
-  options: { seed: number; iterations?: number },
-): RankSumResult {
+export function rankSumTest(baseline: number[], candidate: number[], options: { seed: number; iterations?: number }): RankSumResult {
   if (baseline.length === 0 || candidate.length === 0) throw new RangeError('rank-sum test needs at least one sample per group');
   const pooled = [...baseline, ...candidate];
   // Doubled midranks are integers, which lets the exact distribution be counted over integer sums.

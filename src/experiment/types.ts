@@ -1,6 +1,6 @@
 import type { ExecutorConfig } from '../exec/types.js';
-import type { BackendKind } from '../profiles/types.js';
 import type { PromptSource, Slo, Workload } from '../load/types.js';
+import type { BackendKind } from '../profiles/types.js';
 import type { TrialMetrics } from '../store/types.js';
 import type { PreflightMode } from '../telemetry/preflight.js';
 import type { TelemetryConfig } from '../telemetry/trial.js';

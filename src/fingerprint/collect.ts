@@ -3,8 +3,8 @@ import { realpath } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { parseDriverCudaVersion, parseNvccVersion, parseNvlinkStatus, parseTopology } from '../telemetry/nvidia-smi.js';
-import { VERSION } from '../version.js';
 import { redactor } from '../util/redact.js';
+import { VERSION } from '../version.js';
 import { captureEnv, DEFAULT_ENV_PATTERNS } from './env.js';
 import {
   basename,
@@ -14,8 +14,8 @@ import {
   parseBuildCommit,
   parseCpuModel,
   parseKeyValueLines,
-  parseNcclLibraryVersion,
   parseMeminfoGiB,
+  parseNcclLibraryVersion,
   parseNvidiaSmiCsv,
   parsePackageVersions,
   parseUname,
@@ -101,11 +101,7 @@ export interface FingerprintOptions {
  * with short commands; a missing tool (no nvidia-smi, no python) leaves its part empty instead of failing, because a
  * fingerprint must never stop an experiment.
  */
-export async function collectFingerprint(
-  executor: CommandRunner,
-  server: FingerprintServer,
-  options: FingerprintOptions = {},
-): Promise<Fingerprint> {
+export async function collectFingerprint(executor: CommandRunner, server: FingerprintServer, options: FingerprintOptions = {}): Promise<Fingerprint> {
   const secrets = redactor().withPatterns(options.redactPatterns ?? []);
   const [host, gpus, packages, gitSha] = await Promise.all([
     collectHost(executor),
@@ -213,12 +209,16 @@ async function collectSystem(
 ): Promise<Record<string, string>> {
   const system: Record<string, string> = {};
   const program = command[0] ?? '';
-  const python = /^python[\d.]*$/.test(basename(program)) ? program : program.includes('/') ? `${program.slice(0, program.lastIndexOf('/'))}/python3` : 'python3';
+  const python = /^python[\d.]*$/.test(basename(program))
+    ? program
+    : program.includes('/')
+      ? `${program.slice(0, program.lastIndexOf('/'))}/python3`
+      : 'python3';
   const [query, nvcc, nccl, torch, topology, nvlink] = await Promise.all([
     gpuCount > 0 ? output(runner, ['nvidia-smi', '-q', '-d', 'COMPUTE']) : undefined,
     output(runner, ['sh', '-c', 'nvcc --version 2>/dev/null || /usr/local/cuda/bin/nvcc --version']),
     output(runner, ['sh', '-c', NCCL_LIBRARY_LISTING]),
-    packages['torch'] !== undefined ? output(runner, [python, '-c', TORCH_PROBE], TORCH_TIMEOUT_MS) : undefined,
+    packages.torch !== undefined ? output(runner, [python, '-c', TORCH_PROBE], TORCH_TIMEOUT_MS) : undefined,
     gpuCount > 1 ? output(runner, ['nvidia-smi', 'topo', '-m']) : undefined,
     gpuCount > 1 ? output(runner, ['nvidia-smi', 'nvlink', '-s']) : undefined,
   ]);
@@ -235,7 +235,7 @@ async function collectSystem(
   }
   if (nvlink !== undefined) {
     const status = parseNvlinkStatus(nvlink);
-    if (Object.keys(status).length === 0) system['nvlink'] = 'none';
+    if (Object.keys(status).length === 0) system.nvlink = 'none';
     for (const [gpu, state] of Object.entries(status)) system[`nvlink.${gpu}`] = state;
   }
   return system;

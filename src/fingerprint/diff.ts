@@ -85,7 +85,5 @@ export function canonicalJson(value: unknown): string {
 
 /** `NCCL_PROTO LL → (unset), gpus.0.driver 550.54 → 560.35`: env keys without their `env.` prefix. */
 export function formatChanges(changes: readonly FingerprintChange[]): string {
-  return changes
-    .map((change) => `${change.key.replace(/^env\./, '')} ${change.before ?? '(unset)'} → ${change.after ?? '(unset)'}`)
-    .join(', ');
+  return changes.map((change) => `${change.key.replace(/^env\./, '')} ${change.before ?? '(unset)'} → ${change.after ?? '(unset)'}`).join(', ');
 }

@@ -1,4 +1,4 @@
-import { globToRegExp, redactor, type Redactor } from '../util/redact.js';
+import { globToRegExp, type Redactor, redactor } from '../util/redact.js';
 
 export { globToRegExp };
 

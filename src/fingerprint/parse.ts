@@ -25,7 +25,18 @@ export function parseNvidiaSmiCsv(text: string): Gpu[] {
   for (const line of text.split('\n')) {
     const cells = line.split(',').map((cell) => cell.trim());
     if (cells.length !== NVIDIA_SMI_FIELDS.length) continue;
-    const [index, name, driver, memory, sm, maxSm, power, busId, persistence, maxMem] = cells as [string, string, string, string, string, string, string, string, string, string];
+    const [index, name, driver, memory, sm, maxSm, power, busId, persistence, maxMem] = cells as [
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+    ];
     const gpuIndex = parseNumber(index);
     if (gpuIndex === undefined || !Number.isInteger(gpuIndex)) continue;
     const gpu: Gpu = { index: gpuIndex, name, driver, memoryMiB: parseNumber(memory) ?? 0 };
@@ -93,9 +104,7 @@ export function parsePackageVersions(text: string): Record<string, string> {
  */
 export function parseVersionOutput(text: string): string | undefined {
   return (
-    /\bversion:\s*(b?\d+)\s*\(/i.exec(text)?.[1] ??
-    /\bv?(\d+\.\d+(?:\.\d+)*(?:[-+][\w.]+)?)\b/.exec(text)?.[1] ??
-    /\bversion:?\s*(b?\d+)\b/i.exec(text)?.[1]
+    /\bversion:\s*(b?\d+)\s*\(/i.exec(text)?.[1] ?? /\bv?(\d+\.\d+(?:\.\d+)*(?:[-+][\w.]+)?)\b/.exec(text)?.[1] ?? /\bversion:?\s*(b?\d+)\b/i.exec(text)?.[1]
   );
 }
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { loadConfigFile } from '../config/load.js';
 import { profileDefinitionSchema } from '../profiles/user.js';
-import { serverIdentity, type ServerIdentityParts } from './identity.js';
+import { type ServerIdentityParts, serverIdentity } from './identity.js';
 
 /** `servelab launch --config server.yaml`: the same settings as the flags; flags given on the command line win. */
 export const serverConfigSchema = z

@@ -4,11 +4,11 @@ import { dirname } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { ReadyResult } from '../ready/types.js';
 import { waitForReady } from '../ready/wait.js';
-import { UserError, messageOf } from '../util/errors.js';
+import { messageOf, UserError } from '../util/errors.js';
 import { readLastLines } from '../util/log-tail.js';
+import { redactor } from '../util/redact.js';
 import { LogMonitor } from './log-monitor.js';
 import { choosePort, fillSpec, templatedEnv } from './placeholders.js';
-import { redactor } from '../util/redact.js';
 import { freePort } from './port.js';
 import { assertPortFree, describeOwner, foreignListener } from './port-owner.js';
 import { stopGroup } from './process-group.js';
@@ -61,7 +61,10 @@ export async function launchServer(spec: ServerSpec, hooks: LaunchHooks = {}): P
   });
 
   let stopping: Promise<void> | undefined;
-  const stop = () => (stopping ??= stopGroup(pid, STOP_GRACE_MS).then(() => exited).then(() => undefined));
+  const stop = () =>
+    (stopping ??= stopGroup(pid, STOP_GRACE_MS)
+      .then(() => exited)
+      .then(() => undefined));
 
   const baseUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   let ready: ReadyResult;
@@ -90,10 +93,12 @@ export async function launchServer(spec: ServerSpec, hooks: LaunchHooks = {}): P
 /** The launched group is `pid`'s (detached: it leads its own group); a listener of another process is an impostor. */
 function listenerMismatch(port: number, pid: number): { message: string; hint: string } | undefined {
   const other = foreignListener(port, pid);
-  return other && {
-    message: `port ${port} is served by ${describeOwner(other)}, not by the launched server (process group ${pid})`,
-    hint: 'another server took the port: stop it, or choose another port (--port N, or {port} for a free one)',
-  };
+  return (
+    other && {
+      message: `port ${port} is served by ${describeOwner(other)}, not by the launched server (process group ${pid})`,
+      hint: 'another server took the port: stop it, or choose another port (--port N, or {port} for a free one)',
+    }
+  );
 }
 
 /** Inherited environment, minus the variables the spec unsets, plus the ones it sets. */

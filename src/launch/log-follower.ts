@@ -1,4 +1,4 @@
-import { closeSync, openSync, readSync, watch, type FSWatcher } from 'node:fs';
+import { closeSync, type FSWatcher, openSync, readSync, watch } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 
 /**

@@ -1,5 +1,5 @@
 import { createServer } from 'node:net';
-import { UserError, messageOf } from '../util/errors.js';
+import { messageOf, UserError } from '../util/errors.js';
 
 /** A port free right now on `host`, found by letting the kernel pick one (bind to port 0). */
 export function freePort(host: string): Promise<number> {

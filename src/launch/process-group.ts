@@ -21,7 +21,6 @@ export function groupAlive(pid: number): boolean {
   }
 }
 
-
 async function waitGone(pid: number, withinMs: number): Promise<boolean> {
   const until = Date.now() + withinMs;
   while (groupAlive(pid)) {

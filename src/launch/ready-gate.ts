@@ -6,7 +6,10 @@ import type { LaunchHooks, ServerSpec } from './types.js';
 const ERROR_TAIL_LINES = 30;
 
 /** The readiness-wait options that the spec and the launch hooks decide: the same for a local and a remote server. */
-export function readyOptionsOf(spec: ServerSpec, hooks: LaunchHooks): Pick<WaitOptions, 'profile' | 'timeoutMs' | 'verifyServing' | 'model' | 'previousReadyMs' | 'previousPhases' | 'onProgress' | 'signal'> {
+export function readyOptionsOf(
+  spec: ServerSpec,
+  hooks: LaunchHooks,
+): Pick<WaitOptions, 'profile' | 'timeoutMs' | 'verifyServing' | 'model' | 'previousReadyMs' | 'previousPhases' | 'onProgress' | 'signal'> {
   return {
     profile: spec.profile,
     timeoutMs: spec.readyTimeoutMs,

@@ -25,7 +25,6 @@ export interface ServerSpec {
   model?: string;
 }
 
-
 /** A server that passed its readiness gate. */
 export interface RunningServer {
   baseUrl: string;

@@ -118,7 +118,11 @@ function openAiBackend(path: string, prompt: (item: PromptItem) => Record<string
   };
 }
 
-const openAiCompletions = openAiBackend('/v1/completions', (item) => ({ prompt: item.prompt }), (choice) => choice?.text);
+const openAiCompletions = openAiBackend(
+  '/v1/completions',
+  (item) => ({ prompt: item.prompt }),
+  (choice) => choice?.text,
+);
 
 const openAiChat = openAiBackend(
   '/v1/chat/completions',
@@ -185,7 +189,10 @@ const llamacpp: Backend = {
   path: '/completion',
   body: (item, options) =>
     JSON.stringify({
-      prompt: item.prompt, n_predict: item.maxTokens, temperature: 0, stream: true,
+      prompt: item.prompt,
+      n_predict: item.maxTokens,
+      temperature: 0,
+      stream: true,
       ...(options.ignoreEos ? { ignore_eos: true } : {}),
       ...(options.cachePrompt === false && { cache_prompt: false }),
     }),

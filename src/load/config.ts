@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { UserError } from '../util/errors.js';
-import { DATASET_FORMATS } from './datasets/types.js';
 import { ExitCode } from '../util/exit.js';
+import { DATASET_FORMATS } from './datasets/types.js';
 import type { LengthDistribution, PromptSource, Slo, Workload } from './types.js';
 
 /**
@@ -114,7 +114,7 @@ export const sloSchema: z.ZodType<Slo> = z
 /** Parse `512`, `fixed:512`, `normal:MEAN,STDDEV[,MIN,MAX]` or `uniform:MIN,MAX`. */
 export function parseLengthSpec(text: string): LengthDistribution {
   const trimmed = text.trim();
-  const [kindPart, argsPart] = trimmed.includes(':') ? trimmed.split(':', 2) as [string, string] : ['fixed', trimmed];
+  const [kindPart, argsPart] = trimmed.includes(':') ? (trimmed.split(':', 2) as [string, string]) : ['fixed', trimmed];
   const args = argsPart.split(',').map((part) => Number(part.trim()));
   const bad = (): never => {
     throw new Error(`invalid length "${text}": expected N, normal:MEAN,STDDEV[,MIN,MAX] or uniform:MIN,MAX with positive numbers`);
@@ -142,7 +142,12 @@ export function parseLengthSpec(text: string): LengthDistribution {
 /** Parse `30s`, `500ms`, `2m`, or a bare number of seconds, into milliseconds. */
 export function parseDurationMs(text: string): number {
   const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/.exec(text);
-  if (!match) throw new UserError(`invalid duration "${text}": use e.g. 90s, 20m, 1h, 500ms or a number of seconds`, 'write a duration like 90s, 20m or 1h', ExitCode.usage);
+  if (!match)
+    throw new UserError(
+      `invalid duration "${text}": use e.g. 90s, 20m, 1h, 500ms or a number of seconds`,
+      'write a duration like 90s, 20m or 1h',
+      ExitCode.usage,
+    );
   const unitMs = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(match[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];
   const ms = Number(match[1]) * unitMs;
   if (ms <= 0) throw new UserError(`duration "${text}" must be positive`, 'give a duration above zero', ExitCode.usage);

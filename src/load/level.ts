@@ -1,7 +1,7 @@
 import { mulberry32 } from '../util/random.js';
-import { interArrivalMs } from './random.js';
-import { streamRequest, type RequestContext, type RequestOutcome } from './request.js';
 import type { PromptItem } from './prompts.js';
+import { interArrivalMs } from './random.js';
+import { type RequestContext, type RequestOutcome, streamRequest } from './request.js';
 import type { Workload } from './types.js';
 
 /** One measured level of a workload: a fixed concurrency or an arrival rate. */

@@ -117,7 +117,10 @@ async function probeOnce(url: string): Promise<string> {
     const response = await request(url, {
       // A fresh connection each time: a server that closes kept-alive sockets must not look dead.
       reset: true,
-      headersTimeout: PROBE_TIMEOUT_MS, bodyTimeout: PROBE_TIMEOUT_MS, signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
+      headersTimeout: PROBE_TIMEOUT_MS,
+      bodyTimeout: PROBE_TIMEOUT_MS,
+      signal: AbortSignal.timeout(PROBE_TIMEOUT_MS),
+    });
     await response.body.dump();
     return 'answered';
   } catch (error) {

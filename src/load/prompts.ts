@@ -1,6 +1,6 @@
 import { UserError } from '../util/errors.js';
 import { mulberry32 } from '../util/random.js';
-import { datasetItems, promptItem, type PromptMeasure } from './datasets/load.js';
+import { datasetItems, type PromptMeasure, promptItem } from './datasets/load.js';
 import { sampleLength } from './random.js';
 import { textOfExactTokens } from './tokenizers/exact.js';
 import type { ChatMessage, ModelTokenizer } from './tokenizers/model.js';
@@ -35,7 +35,8 @@ const WORDS = (
 /** Make exactly `count` prompts (cycling through a dataset when it is shorter). */
 export async function loadPrompts(source: PromptSource, count: number, measure: PromptMeasure = { chat: false }): Promise<PromptItem[]> {
   const pool = source.kind === 'synthetic' ? syntheticPrompts(source, count, measure) : await datasetItems(source, measure);
-  if (pool.length === 0) throw new UserError(`dataset ${(source as { path: string }).path} holds no usable prompts`, 'check the file has prompts in the stated format');
+  if (pool.length === 0)
+    throw new UserError(`dataset ${(source as { path: string }).path} holds no usable prompts`, 'check the file has prompts in the stated format');
   return Array.from({ length: count }, (_, index) => pool[index % pool.length]!);
 }
 
@@ -71,7 +72,7 @@ function randomWords(count: number, random: () => number): string {
 function exactTokenText(tokenizer: ModelTokenizer, tokens: number, random: () => number): string {
   let text = randomWords(tokens, random);
   // A word is at least one token in practice; a vocabulary that merges across spaces needs more words.
-  while (tokenizer.count(text) <= tokens) text += ' ' + randomWords(tokens, random);
+  while (tokenizer.count(text) <= tokens) text += ` ${randomWords(tokens, random)}`;
   return textOfExactTokens(tokenizer, text, tokens);
 }
 

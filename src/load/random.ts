@@ -1,4 +1,4 @@
-import { standardNormal, type Random } from '../util/random.js';
+import { type Random, standardNormal } from '../util/random.js';
 import type { LengthDistribution } from './types.js';
 
 /** Draw one integer length (always >= 1) from a distribution. */

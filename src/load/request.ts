@@ -1,7 +1,7 @@
 import { StringDecoder } from 'node:string_decoder';
-import { Client, type Dispatcher } from 'undici';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
-import { newStreamState, StreamFormatError, type Backend, type BackendRequestOptions, type StreamState } from './backends.js';
+import { Client, type Dispatcher } from 'undici';
+import { type Backend, type BackendRequestOptions, newStreamState, StreamFormatError, type StreamState } from './backends.js';
 import type { PromptItem } from './prompts.js';
 import type { TokenCounter } from './tokenizers/model.js';
 import type { RequestErrorKind, RequestSample, TokenCountMethod } from './types.js';

@@ -1,18 +1,18 @@
 import { setMaxListeners } from 'node:events';
 import { connect } from 'node:net';
-import { Pool, request, type Dispatcher } from 'undici';
+import { type Dispatcher, Pool, request } from 'undici';
 import { summarizeCategories } from '../metrics/categories.js';
-import { summarizeLevel, type LevelInput } from '../metrics/summary.js';
-import { UserError, messageOf } from '../util/errors.js';
+import { type LevelInput, summarizeLevel } from '../metrics/summary.js';
+import { messageOf, UserError } from '../util/errors.js';
+import { ExitCode } from '../util/exit.js';
 import { BACKENDS } from './backends.js';
-import { maxInFlight, planLevels, runLevel, type LevelPlan, type LevelRun } from './level.js';
-import { loadPrompts, saltPrompts, type PromptItem } from './prompts.js';
+import { type LevelPlan, type LevelRun, maxInFlight, planLevels, runLevel } from './level.js';
+import { loadPrompts, type PromptItem, saltPrompts } from './prompts.js';
 import type { RequestContext, RequestOutcome } from './request.js';
 import { scrapeSglangServerInfo, scrapeSpecCounters, specFromCounterDelta, specFromResponses } from './spec.js';
 import { loadTokenizer, type ModelTokenizer } from './tokenizers/model.js';
-import { LoadWorkers, resolveWorkerCount } from './workers/pool.js';
 import type { BenchOptions, BenchResult, LevelResult, RequestSample, SpecDecodeStats, TokenCountMethod } from './types.js';
-import { ExitCode } from '../util/exit.js';
+import { LoadWorkers, resolveWorkerCount } from './workers/pool.js';
 
 const CONNECT_TIMEOUT_MS = 5000;
 
@@ -82,7 +82,8 @@ interface SpecProbe {
 /** Per-request figures, plus what only the counters have (accepted length, per-position acceptance). */
 function withCounterExtras(fromResponses: SpecDecodeStats, fromCounters: SpecDecodeStats): SpecDecodeStats {
   const extras = {
-    ...(fromResponses.meanAcceptedLength === undefined && fromCounters.meanAcceptedLength !== undefined && { meanAcceptedLength: fromCounters.meanAcceptedLength }),
+    ...(fromResponses.meanAcceptedLength === undefined &&
+      fromCounters.meanAcceptedLength !== undefined && { meanAcceptedLength: fromCounters.meanAcceptedLength }),
     ...(fromCounters.acceptanceByPosition && { acceptanceByPosition: fromCounters.acceptanceByPosition }),
   };
   return Object.keys(extras).length === 0 ? fromResponses : { ...fromResponses, ...extras, source: `${fromResponses.source} + ${fromCounters.source}` };
@@ -99,7 +100,10 @@ function specProbe(options: BenchOptions, dispatcher: Dispatcher, baseUrl: strin
       if (options.specMetrics === 'none') return undefined;
       const fromResponses = specFromResponses(outcomes.filter((outcome) => !outcome.sample.error).map((outcome) => outcome.state));
       const after = before && (await scrapeSpecCounters(dispatcher, baseUrl));
-      const fromCounters = before && after && after.engine === before.engine ? specFromCounterDelta(before, after, `${after.engine} prometheus spec_decode counters (delta over the level)`) : undefined;
+      const fromCounters =
+        before && after && after.engine === before.engine
+          ? specFromCounterDelta(before, after, `${after.engine} prometheus spec_decode counters (delta over the level)`)
+          : undefined;
       if (fromResponses) return fromCounters ? withCounterExtras(fromResponses, fromCounters) : fromResponses;
       if (fromCounters) return fromCounters;
       return options.backend === 'sglang' ? scrapeSglangServerInfo(dispatcher, baseUrl) : undefined;
@@ -138,7 +142,15 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
     if (workerCount > 1) {
       workers = await LoadWorkers.start(
         workerCount,
-        { origin, pathPrefix, backend: options.backend, model, ignoreEos: options.ignoreEos, requestTimeoutMs: options.requestTimeoutMs, tokenizerPath: options.tokenizerPath },
+        {
+          origin,
+          pathPrefix,
+          backend: options.backend,
+          model,
+          ignoreEos: options.ignoreEos,
+          requestTimeoutMs: options.requestTimeoutMs,
+          tokenizerPath: options.tokenizerPath,
+        },
         Math.max(...levels.map(maxInFlight)),
       );
     }
@@ -155,10 +167,18 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
     const pool = workers;
     const runner: LevelRunner = pool
       ? { live: false, run: (level, levelPrompts, seed, onDone) => pool.runLevel(level, levelPrompts, seed, onDone, options.signal) }
-      : { live: true, run: (level, levelPrompts, seed, onDone, onTokenEvent) => runLevel(onTokenEvent ? { ...context, onTokenEvent } : context, level, levelPrompts, seed, onDone) };
+      : {
+          live: true,
+          run: (level, levelPrompts, seed, onDone, onTokenEvent) =>
+            runLevel(onTokenEvent ? { ...context, onTokenEvent } : context, level, levelPrompts, seed, onDone),
+        };
     let offset = 0;
     if (warmupRequests > 0) {
-      const warmupPlan: LevelPlan = { label: WARMUP_LABEL, requests: warmupRequests, concurrency: Math.min(warmupRequests, Math.max(workerCount, maxInFlight(levels[0]!))) };
+      const warmupPlan: LevelPlan = {
+        label: WARMUP_LABEL,
+        requests: warmupRequests,
+        concurrency: Math.min(warmupRequests, Math.max(workerCount, maxInFlight(levels[0]!))),
+      };
       const warmup = await runMeasuredLevel(runner, warmupPlan, prompts.slice(0, warmupRequests), options);
       offset = warmupRequests;
       // Only set-up mistakes stop the run here (wrong API, path or model, server gone); 5xx, stalls and broken
@@ -215,7 +235,13 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
 /** Runs one level in this thread or across load workers; `live`: onTokenEvent (live token counts) is called. */
 interface LevelRunner {
   live: boolean;
-  run(level: LevelPlan, prompts: readonly PromptItem[], seed: number, onDone?: (outcome: RequestOutcome) => void | Promise<void>, onTokenEvent?: () => void): Promise<LevelRun>;
+  run(
+    level: LevelPlan,
+    prompts: readonly PromptItem[],
+    seed: number,
+    onDone?: (outcome: RequestOutcome) => void | Promise<void>,
+    onTokenEvent?: () => void,
+  ): Promise<LevelRun>;
 }
 
 const PROGRESS_INTERVAL_MS = 250;
@@ -234,7 +260,14 @@ async function runMeasuredLevel(runner: LevelRunner, level: LevelPlan, prompts: 
   const started = performance.now();
   const report = () => {
     const elapsedMs = performance.now() - started;
-    onProgress({ levelLabel: level.label, completed, total: prompts.length, failed, outputTokensPerSecond: elapsedMs > 0 ? (liveTokens * 1000) / elapsedMs : 0, elapsedMs });
+    onProgress({
+      levelLabel: level.label,
+      completed,
+      total: prompts.length,
+      failed,
+      outputTokensPerSecond: elapsedMs > 0 ? (liveTokens * 1000) / elapsedMs : 0,
+      elapsedMs,
+    });
   };
   const timer = setInterval(report, PROGRESS_INTERVAL_MS);
   try {

@@ -1,7 +1,7 @@
-import { request, type Dispatcher } from 'undici';
-import { closedUnderUs } from './request.js';
+import { type Dispatcher, request } from 'undici';
 import { parsePrometheusByLabel, parsePrometheusTotals } from '../metrics/prometheus.js';
 import type { StreamState } from './backends.js';
+import { closedUnderUs } from './request.js';
 import type { SpecDecodeStats } from './types.js';
 
 /**
@@ -122,7 +122,9 @@ export async function scrapeSglangServerInfo(dispatcher: Dispatcher, baseUrl: st
   try {
     const info = JSON.parse(text) as { avg_spec_accept_length?: number; internal_states?: Array<{ avg_spec_accept_length?: number }> };
     const value = info.internal_states?.[0]?.avg_spec_accept_length ?? info.avg_spec_accept_length;
-    return typeof value === 'number' && value > 0 ? { source: 'sglang /get_server_info avg_spec_accept_length (server-wide)', meanAcceptedLength: value } : undefined;
+    return typeof value === 'number' && value > 0
+      ? { source: 'sglang /get_server_info avg_spec_accept_length (server-wide)', meanAcceptedLength: value }
+      : undefined;
   } catch {
     return undefined;
   }

@@ -1,6 +1,6 @@
+import type { BenchProgress, Slo } from '../metrics/types.js';
 import type { BackendKind } from '../profiles/types.js';
 import type { DatasetSource } from './datasets/types.js';
-import type { BenchProgress, Slo } from '../metrics/types.js';
 
 // The measurement types live in metrics/ (the store records them); re-exported for the load modules.
 export type * from '../metrics/types.js';
@@ -11,9 +11,7 @@ export type LengthDistribution =
   | { kind: 'uniform'; min: number; max: number }
   | { kind: 'normal'; mean: number; stddev: number; min?: number; max?: number };
 
-export type PromptSource =
-  | { kind: 'synthetic'; inputTokens: LengthDistribution; outputTokens: LengthDistribution; seed: number }
-  | DatasetSource;
+export type PromptSource = { kind: 'synthetic'; inputTokens: LengthDistribution; outputTokens: LengthDistribution; seed: number } | DatasetSource;
 
 export type Workload =
   /** One request at a time: the "tok/s" an engineer quotes. */

@@ -1,5 +1,5 @@
+import { type LevelInput, summarizeLevel } from './summary.js';
 import type { CategoryResult, RequestSample, SpecDecodeStats } from './types.js';
-import { summarizeLevel, type LevelInput } from './summary.js';
 
 /** The categories present in a level's samples, in first-seen order; empty when none has one. */
 export function categoriesOf(samples: readonly RequestSample[]): string[] {
@@ -24,7 +24,13 @@ export function summarizeCategories(input: LevelInput, specOf: (samples: Request
   }
   return [...groups].map(([category, samples]) => {
     const spec = specOf(samples);
-    const { label: _label, concurrency: _concurrency, targetRequestsPerSecond: _target, samples: _samples, ...figures } = summarizeLevel({
+    const {
+      label: _label,
+      concurrency: _concurrency,
+      targetRequestsPerSecond: _target,
+      samples: _samples,
+      ...figures
+    } = summarizeLevel({
       label: category,
       durationS: input.durationS,
       samples,

@@ -29,7 +29,12 @@ export function parsePrometheusByLabel(text: string, name: string, label: string
     const line = rawLine.trim();
     if (!line.startsWith(`${name}{`)) continue;
     const close = labelsEnd(line, name.length);
-    const value = Number(line.slice(close + 1).trim().split(/\s+/)[0]);
+    const value = Number(
+      line
+        .slice(close + 1)
+        .trim()
+        .split(/\s+/)[0],
+    );
     const match = labelPattern.exec(line.slice(name.length + 1, close));
     if (!match || !Number.isFinite(value)) continue;
     sums.set(match[1]!, (sums.get(match[1]!) ?? 0) + value);

@@ -77,9 +77,7 @@ export function summarizeLevel(input: LevelInput): LevelResult {
     itlMs: summarize(itl),
     tpotMs: summarize(defined(completed.map((sample) => sample.tpotMs))),
     e2eMs: summarize(defined(completed.map((sample) => sample.e2eMs))),
-    outputTokensPerSecondPerStream: summarize(
-      completed.filter((sample) => sample.e2eMs! > 0).map((sample) => sample.outputTokens / (sample.e2eMs! / 1000)),
-    ),
+    outputTokensPerSecondPerStream: summarize(completed.filter((sample) => sample.e2eMs! > 0).map((sample) => sample.outputTokens / (sample.e2eMs! / 1000))),
     outputTokensPerSecond: outputTokens / duration,
     totalTokensPerSecond: (inputTokens + outputTokens) / duration,
     requestsPerSecond: completed.length / duration,

@@ -39,11 +39,16 @@ export function formatBenchTable(result: BenchResult): string {
   // Category rows follow their level, labelled "level · category".
   const rows = result.levels.flatMap((level) => [
     COLUMNS.map((column) => column.cell(level)),
-    ...(level.categories ?? []).map((category) => COLUMNS.map((column) => column.cell({ ...category, label: `${level.label} · ${category.category}`, samples: [] }))),
+    ...(level.categories ?? []).map((category) =>
+      COLUMNS.map((column) => column.cell({ ...category, label: `${level.label} · ${category.category}`, samples: [] })),
+    ),
   ]);
   const widths = COLUMNS.map((column, index) => Math.max(column.title.length, ...rows.map((row) => row[index]!.length)));
   const render = (cells: string[]) =>
-    cells.map((cell, index) => (COLUMNS[index]!.left ? cell.padEnd(widths[index]!) : cell.padStart(widths[index]!))).join('  ').trimEnd();
+    cells
+      .map((cell, index) => (COLUMNS[index]!.left ? cell.padEnd(widths[index]!) : cell.padStart(widths[index]!)))
+      .join('  ')
+      .trimEnd();
   const lines = [
     `${result.baseUrl}  backend=${result.backend}${result.model ? `  model=${result.model}` : ''}  token counts: ${result.tokenCountMethod}`,
     render(COLUMNS.map((column) => column.title)),
@@ -58,7 +63,8 @@ export function formatBenchTable(result: BenchResult): string {
   }
   const specSources = [...new Set(result.levels.flatMap((level) => (level.spec ? [level.spec.source] : [])))];
   if (specSources.length > 0) lines.push(`spec decoding: acceptance rate / mean accepted length from ${specSources.join('; ')}`);
-  if (result.tokenCountMethod === 'stream-chunks') lines.push('note: the server reported no token usage; output tokens are counted stream events (spec decoding undercounts)');
+  if (result.tokenCountMethod === 'stream-chunks')
+    lines.push('note: the server reported no token usage; output tokens are counted stream events (spec decoding undercounts)');
   if (result.interrupted) lines.push('INTERRUPTED: the figures cover only what was measured before the stop');
   return `${lines.join('\n')}\n`;
 }

@@ -25,14 +25,16 @@ export const COMMON_FATAL_PATTERNS: FatalPattern[] = [
     // PyTorch's ProcessGroupNCCL watchdog ("[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(...)
     // ran for 600031 milliseconds before timing out") and a rendezvous that never completes (c10d store).
     name: 'NCCL timeout',
-    pattern: /Watchdog caught collective operation timeout|Some NCCL operations have failed or timed out|watchdog got stuck|NCCL communicator was aborted|DistStoreError: Timed out|Timed out after \d+ seconds waiting for clients/,
+    pattern:
+      /Watchdog caught collective operation timeout|Some NCCL operations have failed or timed out|watchdog got stuck|NCCL communicator was aborted|DistStoreError: Timed out|Timed out after \d+ seconds waiting for clients/,
     hint: 'a collective never completed: a rank died or hangs, or the interconnect is misconfigured; check NCCL_* variables and rerun with NCCL_DEBUG=INFO',
   },
   {
     // NCCL's own warnings ("host:1234:5678 [0] NCCL WARN ..."), its result codes, and PyTorch's wrapper
     // ("NCCL error in: .../ProcessGroupNCCL.cpp:1191, unhandled system error, NCCL version 2.11.4").
     name: 'NCCL error',
-    pattern: /NCCL error|NCCL WARN|nccl(InternalError|SystemError|UnhandledCudaError|InvalidUsage|InvalidArgument|RemoteError)|unhandled (system|cuda) error|ncclCommInit\w* failed|DistBackendError/,
+    pattern:
+      /NCCL error|NCCL WARN|nccl(InternalError|SystemError|UnhandledCudaError|InvalidUsage|InvalidArgument|RemoteError)|unhandled (system|cuda) error|ncclCommInit\w* failed|DistBackendError/,
     hint: 'check NCCL_* variables, GPU visibility and interconnect; rerun with NCCL_DEBUG=INFO for detail',
   },
   {
@@ -203,10 +205,7 @@ const simulator: ServerProfile = {
   ...vllm,
   name: 'simulator',
   defaultPort: undefined,
-  phasePatterns: [
-    ...vllm.phasePatterns,
-    ...phases(['simulator listening', /simulator listening on|servelab simulator/i]),
-  ],
+  phasePatterns: [...vllm.phasePatterns, ...phases(['simulator listening', /simulator listening on|servelab simulator/i])],
 };
 
 export const BUILTIN_PROFILES: Readonly<Record<string, ServerProfile>> = { vllm, sglang, tgi, llamacpp, ollama, openai, simulator };

@@ -2,8 +2,7 @@ import type { ServerProfile } from './types.js';
 
 export type LogLineClass =
   /** rank: position in the profile's list; lower is more specific (an OOM line beats the Traceback before it). */
-  | { kind: 'fatal'; name: string; hint: string; rank: number }
-  | { kind: 'phase'; name: string };
+  { kind: 'fatal'; name: string; hint: string; rank: number } | { kind: 'phase'; name: string };
 
 // Servers colour their logs when they think they write to a terminal; colour codes must not break patterns.
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching the ESC control character is the point.

@@ -4,9 +4,9 @@ import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { loadConfigFile } from '../config/load.js';
 import { UserError } from '../util/errors.js';
+import { ExitCode } from '../util/exit.js';
 import { BUILTIN_PROFILES } from './builtin.js';
 import type { ServerProfile } from './types.js';
-import { ExitCode } from '../util/exit.js';
 
 const regex = z.string().transform((source, ctx) => {
   try {

@@ -2,10 +2,7 @@
  * Pure readings of HTTP answers during startup. Three outcomes: ready; not ready yet (keep polling); wrong — the
  * URL answers, but not like the server we wait for, so waiting longer cannot help and we stop at once.
  */
-export type Verdict =
-  | { state: 'ready'; detail: string }
-  | { state: 'not-ready'; detail: string }
-  | { state: 'wrong'; detail: string };
+export type Verdict = { state: 'ready'; detail: string } | { state: 'not-ready'; detail: string } | { state: 'wrong'; detail: string };
 
 export interface HttpAnswer {
   status: number;

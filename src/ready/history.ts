@@ -1,6 +1,6 @@
-import { defaultStorePath, openStore, type Db } from '../store/db.js';
-import { messageOf } from '../util/errors.js';
+import { type Db, defaultStorePath, openStore } from '../store/db.js';
 import { lastReadyStartup, recordStartup } from '../store/startups.js';
+import { messageOf } from '../util/errors.js';
 import { NotReadyError } from './errors.js';
 import type { PhaseTiming, ReadyResult } from './types.js';
 

@@ -1,5 +1,5 @@
-import type { PhaseTiming } from './types.js';
 import { formatSeconds } from '../util/format.js';
+import type { PhaseTiming } from './types.js';
 
 /**
  * Time left until ready, from the last startup of the same config. When that startup went through the current
@@ -25,4 +25,3 @@ export function formatPrediction(elapsedMs: number, previousReadyMs: number | un
   const remaining = predictedRemainingMs ?? previousReadyMs - elapsedMs;
   return remaining >= 0 ? `${last}, ~${formatSeconds(remaining)} left` : `${last}, ${formatSeconds(-remaining)} over`;
 }
-

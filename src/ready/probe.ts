@@ -10,10 +10,7 @@ export type ProbeOutcome =
 const MAX_BODY_CHARS = 64 * 1024;
 
 /** One HTTP exchange with its own deadline; never throws for network trouble, only for an outer abort. */
-export async function probe(
-  url: string,
-  options: { method?: 'GET' | 'POST'; json?: unknown; timeoutMs: number; signal?: AbortSignal },
-): Promise<ProbeOutcome> {
+export async function probe(url: string, options: { method?: 'GET' | 'POST'; json?: unknown; timeoutMs: number; signal?: AbortSignal }): Promise<ProbeOutcome> {
   const deadline = AbortSignal.timeout(Math.max(1, Math.ceil(options.timeoutMs)));
   const signal = options.signal ? AbortSignal.any([deadline, options.signal]) : deadline;
   try {

@@ -1,6 +1,6 @@
+import { formatSeconds } from '../util/format.js';
 import { redactor } from '../util/redact.js';
 import { NotReadyError } from './errors.js';
-import { formatSeconds } from '../util/format.js';
 import type { ReadyResult } from './types.js';
 
 /** One line for people: "ready after 3.2s: http://127.0.0.1:8000 (model m; checks: health, models, generation)". */

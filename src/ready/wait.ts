@@ -2,12 +2,12 @@ import { performance } from 'node:perf_hooks';
 import type { ServerProfile } from '../profiles/types.js';
 import { UserError } from '../util/errors.js';
 import { ExitCode } from '../util/exit.js';
+import { formatSeconds } from '../util/format.js';
 import { classifyGeneration, classifyHealth, classifyModels, excerpt, type Verdict } from './classify.js';
 import { NotReadyError } from './errors.js';
-import { formatSeconds } from '../util/format.js';
 import { predictRemainingMs } from './predict.js';
-import { probe, type ProbeOutcome } from './probe.js';
-import { DEFAULT_POLL_SCHEDULE, pollDelayMs, type PollSchedule } from './schedule.js';
+import { type ProbeOutcome, probe } from './probe.js';
+import { DEFAULT_POLL_SCHEDULE, type PollSchedule, pollDelayMs } from './schedule.js';
 import type { ExitInfo, NotReadyKind, PhaseTiming, ReadyProgress, ReadyResult } from './types.js';
 
 /** What a launcher reports about the process behind the URL while we wait. */
@@ -176,16 +176,22 @@ export async function waitForReady(options: WaitOptions): Promise<ReadyResult> {
     }
     const healthVerdict = classifyHealth(health.answer, profile.healthTextPattern, `${profile.healthPath}`);
     if (healthVerdict.state === 'wrong') {
-      fail('bad-response', `${baseUrl}${profile.healthPath}: ${healthVerdict.detail}`,
-        `check the URL and port, and --profile (profile "${profile.name}" polls ${profile.healthPath})`);
+      fail(
+        'bad-response',
+        `${baseUrl}${profile.healthPath}: ${healthVerdict.detail}`,
+        `check the URL and port, and --profile (profile "${profile.name}" polls ${profile.healthPath})`,
+      );
     }
     if (healthVerdict.state !== 'ready') return { ready: false, state: 'waiting for health', detail: healthVerdict.detail };
     if (!models) return { ready: true, ...(options.model && { model: options.model }) };
     if (models.kind === 'no-answer') return { ready: false, state: 'checking models', detail: `${profile.modelsPath}: ${models.detail}` };
     const modelsVerdict = classifyModels(models.answer, profile.modelsPath);
     if (modelsVerdict.state === 'wrong') {
-      fail('bad-response', `${baseUrl}${profile.modelsPath}: ${modelsVerdict.detail}`,
-        'is this an OpenAI-compatible server? pass --no-verify to check health only, or the right --profile');
+      fail(
+        'bad-response',
+        `${baseUrl}${profile.modelsPath}: ${modelsVerdict.detail}`,
+        'is this an OpenAI-compatible server? pass --no-verify to check health only, or the right --profile',
+      );
     }
     if (modelsVerdict.state !== 'ready') return { ready: false, state: 'checking models', detail: modelsVerdict.detail };
     const model = options.model ?? modelsVerdict.detail;
@@ -198,9 +204,10 @@ export async function waitForReady(options: WaitOptions): Promise<ReadyResult> {
   /** POST /v1/completions with max_tokens 1; chat-only servers answer 4xx there, so try /v1/chat/completions next. */
   const generate = async (model: string): Promise<Verdict> => {
     const attemptPath = async (path: string): Promise<Verdict> => {
-      const body = path === '/v1/completions'
-        ? { model, prompt: 'Hi', max_tokens: 1, temperature: 0 }
-        : { model, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 1, temperature: 0 };
+      const body =
+        path === '/v1/completions'
+          ? { model, prompt: 'Hi', max_tokens: 1, temperature: 0 }
+          : { model, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 1, temperature: 0 };
       const outcome = await call(path, GENERATION_PROBE_TIMEOUT_MS, body);
       if (outcome.kind === 'no-answer') return { state: 'not-ready', detail: `${path}: ${outcome.detail}` };
       const verdict = classifyGeneration(outcome.answer, path);
@@ -217,7 +224,11 @@ export async function waitForReady(options: WaitOptions): Promise<ReadyResult> {
     return chat;
   };
   const failGeneration = (what: string) =>
-    fail('bad-response', `generation check failed at ${baseUrl}: ${what}`, 'pass --model NAME for a model the server serves, or --no-verify to skip the generation check');
+    fail(
+      'bad-response',
+      `generation check failed at ${baseUrl}: ${what}`,
+      'pass --model NAME for a model the server serves, or --no-verify to skip the generation check',
+    );
 
   try {
     enterPhase('waiting for server');

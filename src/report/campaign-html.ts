@@ -10,10 +10,10 @@ import { metricUnit, metricValue } from '../experiment/metrics.js';
 import type { MetricName, ResolvedExperiment } from '../experiment/types.js';
 import type { Verdict } from '../experiment/verdict.js';
 import type { TrialRecord } from '../store/types.js';
+import { formatInterval, formatNumber, formatPercent, formatPValue, formatRatio } from '../util/format.js';
 import { parameterChart, type XYSeries } from './charts.js';
 import { escapeHtml as esc } from './escape.js';
 import type { Figure } from './figures.js';
-import { formatInterval, formatNumber, formatPercent, formatPValue, formatRatio } from '../util/format.js';
 
 export const CAMPAIGN_CSS = `
 table.pairwise td.better { background:var(--good-bg); color:var(--good); font-weight:600; }
@@ -74,7 +74,10 @@ function changeOf(ratio: number | null): string {
 /** Speculative-decoding table: throughput next to TPOT, ITL p99, acceptance and mean accepted length, medians over trials. */
 export function specTableHtml(experiment: ResolvedExperiment, trials: readonly TrialRecord[]): string {
   const optional = (variant: string, workload: string, pick: (metrics: TrialRecord['metrics']) => number | undefined): number | undefined => {
-    const values = trials.filter((trial) => trial.variant === variant && trial.workload === workload).map((trial) => pick(trial.metrics)).filter((value): value is number => value !== undefined && Number.isFinite(value));
+    const values = trials
+      .filter((trial) => trial.variant === variant && trial.workload === workload)
+      .map((trial) => pick(trial.metrics))
+      .filter((value): value is number => value !== undefined && Number.isFinite(value));
     return values.length > 0 ? median(values) : undefined;
   };
   const rows = orderedVariants(experiment).flatMap((variant) =>
@@ -94,7 +97,10 @@ export function specTableHtml(experiment: ResolvedExperiment, trials: readonly T
 
 /** Medians of a metric per (variant, workload) over a run's trials. */
 function medianOf(trials: readonly TrialRecord[], variant: string, workload: string, metric: MetricName): number | undefined {
-  const values = trials.filter((trial) => trial.variant === variant && trial.workload === workload).map((trial) => metricValue(trial.metrics, metric)).filter(Number.isFinite);
+  const values = trials
+    .filter((trial) => trial.variant === variant && trial.workload === workload)
+    .map((trial) => metricValue(trial.metrics, metric))
+    .filter(Number.isFinite);
   return values.length > 0 ? median(values) : undefined;
 }
 
@@ -119,7 +125,12 @@ export function campaignFigures(experiment: ResolvedExperiment, best: BestVerdic
     figures.push({
       id: `param-${parameter}`,
       title: `${objective.metric} vs ${parameter}`,
-      svg: parameterChart(`${objective.metric} vs ${parameter}`, parameter, metricUnit(objective.metric) || objective.metric, series.filter((line) => line.points.length > 0)),
+      svg: parameterChart(
+        `${objective.metric} vs ${parameter}`,
+        parameter,
+        metricUnit(objective.metric) || objective.metric,
+        series.filter((line) => line.points.length > 0),
+      ),
     });
   }
   const levels = experiment.workloads.filter((workload) => workload.concurrency !== undefined);
@@ -132,8 +143,21 @@ export function campaignFigures(experiment: ResolvedExperiment, best: BestVerdic
           return px === undefined || py === undefined ? [] : [[px, py] as [number, number]];
         }),
       }));
-    figures.push({ id: 'pareto-user', title: 'Per-user vs total throughput', svg: parameterChart('Pareto: tok/s per user vs total tok/s', 'total tok/s', 'tok/s per user', pareto('outputTokensPerSecond', 'perStreamTokensPerSecond')) });
-    figures.push({ id: 'pareto-ttft', title: 'Throughput vs TTFT p99', svg: parameterChart('Pareto: total tok/s vs TTFT p99', 'TTFT p99 (ms)', 'total tok/s', pareto('ttftP99Ms', 'outputTokensPerSecond')) });
+    figures.push({
+      id: 'pareto-user',
+      title: 'Per-user vs total throughput',
+      svg: parameterChart(
+        'Pareto: tok/s per user vs total tok/s',
+        'total tok/s',
+        'tok/s per user',
+        pareto('outputTokensPerSecond', 'perStreamTokensPerSecond'),
+      ),
+    });
+    figures.push({
+      id: 'pareto-ttft',
+      title: 'Throughput vs TTFT p99',
+      svg: parameterChart('Pareto: total tok/s vs TTFT p99', 'TTFT p99 (ms)', 'total tok/s', pareto('ttftP99Ms', 'outputTokensPerSecond')),
+    });
   }
   return figures;
 }

@@ -88,7 +88,12 @@ export function speedupChart(bars: SpeedupBar[], options: ChartSize & { metric?:
   return render(options, {
     ...base(`Ratio vs baseline${options.metric ? ` (${options.metric})` : ''}, ${Math.round((options.confidence ?? 0.95) * 100)}% CI`, 0),
     grid: { left: 64, right: 24, top: 52, bottom: tilt ? 86 : 48 },
-    xAxis: { ...axis(''), type: 'category', data: bars.map((bar) => bar.label), axisLabel: { color: MUTED, interval: 0, fontSize: 11, fontFamily: FONT, rotate: tilt ? 32 : 0 } },
+    xAxis: {
+      ...axis(''),
+      type: 'category',
+      data: bars.map((bar) => bar.label),
+      axisLabel: { color: MUTED, interval: 0, fontSize: 11, fontFamily: FONT, rotate: tilt ? 32 : 0 },
+    },
     yAxis: { ...axis('ratio'), type: 'value', min: floorTo(Math.max(0, low - pad), 0.1), max: ceilTo(high + pad, 0.1) },
     series: [
       {
@@ -96,7 +101,14 @@ export function speedupChart(bars: SpeedupBar[], options: ChartSize & { metric?:
         name: 'ratio',
         barMaxWidth: 48,
         data: bars.map((bar) => ({ value: bar.ratio, itemStyle: { color: VERDICT_COLOURS[bar.verdict] ?? NEUTRAL, borderRadius: [3, 3, 0, 0] } })),
-        label: { show: true, position: 'insideBottom', color: '#fff', fontFamily: FONT, fontSize: 11, formatter: (p: { value: number }) => `${p.value.toFixed(3)}×` },
+        label: {
+          show: true,
+          position: 'insideBottom',
+          color: '#fff',
+          fontFamily: FONT,
+          fontSize: 11,
+          formatter: (p: { value: number }) => `${p.value.toFixed(3)}×`,
+        },
         markLine: {
           silent: true,
           symbol: 'none',
@@ -192,7 +204,10 @@ function base(title: string, seriesCount: number): Record<string, unknown> {
     backgroundColor: '#ffffff',
     textStyle: { fontFamily: FONT, color: TEXT },
     title: { text: title, left: 12, top: 8, textStyle: { fontSize: 14, fontWeight: 600, color: TEXT, fontFamily: FONT } },
-    legend: seriesCount > 0 ? { top: 8, right: 12, type: 'plain', itemWidth: 16, itemHeight: 9, textStyle: { color: MUTED, fontSize: 11, fontFamily: FONT } } : { show: false },
+    legend:
+      seriesCount > 0
+        ? { top: 8, right: 12, type: 'plain', itemWidth: 16, itemHeight: 9, textStyle: { color: MUTED, fontSize: 11, fontFamily: FONT } }
+        : { show: false },
     grid: { left: 64, right: 24, top: seriesCount > 3 ? 72 : 52, bottom: 48 },
   };
 }

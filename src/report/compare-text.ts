@@ -1,7 +1,8 @@
 /** `servelab diff` in the terminal: the same RunComparison the UI and report render as HTML. */
-import { formatChanges } from '../fingerprint/diff.js';
+
 import { table } from '../experiment/format.js';
 import { metricUnit } from '../experiment/metrics.js';
+import { formatChanges } from '../fingerprint/diff.js';
 import { formatNumber, formatPercent } from '../util/format.js';
 import type { RunComparison } from './model.js';
 

@@ -1,5 +1,5 @@
 /** The report's charts as SVG, rendered from the report model: shared by the HTML report and `servelab ui`. */
-import { cdfChart, parameterChart, speedupChart, throughputChart, type ChartSize } from './charts.js';
+import { type ChartSize, cdfChart, parameterChart, speedupChart, throughputChart } from './charts.js';
 import type { RunReport } from './model.js';
 
 export interface Figure {
@@ -22,16 +22,27 @@ export function reportFigures(report: RunReport, size: ChartSize = {}): Figure[]
     });
   }
   if (report.latency && report.latency.ttft.length > 0) {
-    figures.push({ id: 'ttft-cdf', title: 'TTFT distribution', svg: cdfChart(`TTFT CDF · ${report.latency.workload}`, 'TTFT (ms)', report.latency.ttft, size) });
+    figures.push({
+      id: 'ttft-cdf',
+      title: 'TTFT distribution',
+      svg: cdfChart(`TTFT CDF · ${report.latency.workload}`, 'TTFT (ms)', report.latency.ttft, size),
+    });
   }
   if (report.latency && report.latency.e2e.length > 0) {
-    figures.push({ id: 'e2e-cdf', title: 'End-to-end latency distribution', svg: cdfChart(`End-to-end latency CDF · ${report.latency.workload}`, 'e2e latency (ms)', report.latency.e2e, size) });
+    figures.push({
+      id: 'e2e-cdf',
+      title: 'End-to-end latency distribution',
+      svg: cdfChart(`End-to-end latency CDF · ${report.latency.workload}`, 'e2e latency (ms)', report.latency.e2e, size),
+    });
   }
   if (report.acceptance && report.acceptance.series.length > 0) {
     figures.push({
       id: 'acceptance',
       title: 'Acceptance rate',
-      svg: parameterChart(`Acceptance rate vs ${report.acceptance.parameter}`, report.acceptance.parameter, 'acceptance rate', report.acceptance.series, { ...size, yMax: 1 }),
+      svg: parameterChart(`Acceptance rate vs ${report.acceptance.parameter}`, report.acceptance.parameter, 'acceptance rate', report.acceptance.series, {
+        ...size,
+        yMax: 1,
+      }),
     });
   }
   return figures;

@@ -2,13 +2,14 @@
  * The self-contained HTML report: inline CSS, inline SVG charts, no script, no external resource. Its sections are
  * exported as fragments so `servelab ui` shows exactly the same tables. Every stored string goes through escapeHtml.
  */
+
+import { acceptanceCell } from '../experiment/format.js';
 import type { FingerprintChange } from '../fingerprint/types.js';
+import { formatDuration, formatInterval, formatNumber, formatPercent, formatPValue, formatRatio, runDurationMs } from '../util/format.js';
 import { CAMPAIGN_CSS } from './campaign-html.js';
 import { escapeHtml as esc } from './escape.js';
 import type { Figure } from './figures.js';
-import { formatDuration, formatInterval, formatNumber, formatPercent, formatPValue, formatRatio, runDurationMs } from '../util/format.js';
 import { machineStateHtml } from './machine.js';
-import { acceptanceCell } from '../experiment/format.js';
 import type { RunComparison, RunReport } from './model.js';
 
 /** Styles of the report fragments; the UI page includes them too. */
@@ -124,9 +125,13 @@ export function verdictTableHtml(report: RunReport): string {
 
 /** Medians per dataset category: where acceptance and latency differ by what is asked. */
 export function categoryTableHtml(report: RunReport): string {
-  const head = '<tr><th>variant</th><th>workload</th><th>category</th><th class="num">trials</th><th class="num">ok</th><th class="num">failed</th><th class="num">tok/s</th><th class="num">TTFT ms p50</th><th class="num">TPOT ms p50</th><th class="num">spec acc/len</th></tr>';
+  const head =
+    '<tr><th>variant</th><th>workload</th><th>category</th><th class="num">trials</th><th class="num">ok</th><th class="num">failed</th><th class="num">tok/s</th><th class="num">TTFT ms p50</th><th class="num">TPOT ms p50</th><th class="num">spec acc/len</th></tr>';
   const body = report.categories
-    .map((row) => `<tr><td><code>${esc(row.variant)}</code></td><td>${esc(row.workload)}</td><td>${esc(row.category)}</td><td class="num">${row.trials}</td><td class="num">${row.completed}</td><td class="num">${row.failed}</td><td class="num">${formatNumber(row.outputTokensPerSecond ?? null)}</td><td class="num">${formatNumber(row.ttftMedianMs ?? null)}</td><td class="num">${formatNumber(row.tpotMedianMs ?? null)}</td><td class="num">${esc(acceptanceCell(row))}</td></tr>`)
+    .map(
+      (row) =>
+        `<tr><td><code>${esc(row.variant)}</code></td><td>${esc(row.workload)}</td><td>${esc(row.category)}</td><td class="num">${row.trials}</td><td class="num">${row.completed}</td><td class="num">${row.failed}</td><td class="num">${formatNumber(row.outputTokensPerSecond ?? null)}</td><td class="num">${formatNumber(row.ttftMedianMs ?? null)}</td><td class="num">${formatNumber(row.tpotMedianMs ?? null)}</td><td class="num">${esc(acceptanceCell(row))}</td></tr>`,
+    )
     .join('');
   return `<table class="data categories"><thead>${head}</thead><tbody>${body}</tbody></table>`;
 }

@@ -5,7 +5,7 @@
 import type { TrialRecord } from '../store/types.js';
 import { formatTelemetrySummary } from '../telemetry/summary.js';
 import type { TrialTelemetry } from '../telemetry/types.js';
-import { timelineChart, type ChartSize, type XYSeries } from './charts.js';
+import { type ChartSize, timelineChart, type XYSeries } from './charts.js';
 import { escapeHtml as esc } from './escape.js';
 
 export interface MachineTrial {
@@ -43,7 +43,10 @@ export function machineTrials(trials: readonly TrialRecord[], telemetry: Readonl
       lines: formatTelemetrySummary(recorded.summary),
       smClock: perGpu((sample) => sample.smClockMHz),
       power: perGpu((sample) => sample.powerW),
-      load: recorded.series.host.length > 0 ? [{ name: 'load (1 min)', points: recorded.series.host.map((sample): [number, number] => [seconds(sample.at), sample.load1]) }] : [],
+      load:
+        recorded.series.host.length > 0
+          ? [{ name: 'load (1 min)', points: recorded.series.host.map((sample): [number, number] => [seconds(sample.at), sample.load1]) }]
+          : [],
       serverGauges: recorded.serverMetrics.series
         .filter((series) => !COUNTER.test(series.name))
         .map((series) => ({ name: series.name, points: series.points.map(([ms, value]): [number, number] => [Math.round(ms / 100) / 10, value]) })),
@@ -66,8 +69,10 @@ export function machineStateHtml(trials: readonly MachineTrial[], size: ChartSiz
         trial.serverGauges.length > 0 && timelineChart('Server metrics (/metrics gauges)', 'value', trial.serverGauges, size),
       ].filter((svg): svg is string => typeof svg === 'string');
       const lines = [...trial.lines, ...(trial.serverMetricsNote ? [trial.serverMetricsNote] : [])];
-      return `<details data-trial="${trial.trialId}"><summary>${esc(trial.label)}</summary><ul>${lines.map((line) => `<li>${esc(line)}</li>`).join('')}</ul>` +
-        `<div class="figures">${charts.map((svg) => `<figure>${svg}</figure>`).join('')}</div></details>`;
+      return (
+        `<details data-trial="${trial.trialId}"><summary>${esc(trial.label)}</summary><ul>${lines.map((line) => `<li>${esc(line)}</li>`).join('')}</ul>` +
+        `<div class="figures">${charts.map((svg) => `<figure>${svg}</figure>`).join('')}</div></details>`
+      );
     })
     .join('');
 }

@@ -1,7 +1,8 @@
 /** The Markdown summary of a run: verdict table, environment, drift notes (for PRs, chat, terminals). */
-import { escapeMarkdownCell as cell } from './escape.js';
-import { formatDuration, formatInterval, formatNumber, formatPValue, formatRatio, runDurationMs } from '../util/format.js';
+
 import { acceptanceCell } from '../experiment/format.js';
+import { formatDuration, formatInterval, formatNumber, formatPValue, formatRatio, runDurationMs } from '../util/format.js';
+import { escapeMarkdownCell as cell } from './escape.js';
 import type { RunReport } from './model.js';
 
 export function renderMarkdown(report: RunReport): string {
@@ -37,9 +38,16 @@ export function renderMarkdown(report: RunReport): string {
   }
 
   if (report.categories.length > 0) {
-    lines.push('## Per category', '', '| variant | workload | category | trials | ok | failed | tok/s | TTFT ms p50 | TPOT ms p50 | spec acc/len |', '| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+    lines.push(
+      '## Per category',
+      '',
+      '| variant | workload | category | trials | ok | failed | tok/s | TTFT ms p50 | TPOT ms p50 | spec acc/len |',
+      '| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    );
     for (const row of report.categories) {
-      lines.push(`| ${cell(row.variant)} | ${cell(row.workload)} | ${cell(row.category)} | ${row.trials} | ${row.completed} | ${row.failed} | ${formatNumber(row.outputTokensPerSecond ?? null)} | ${formatNumber(row.ttftMedianMs ?? null)} | ${formatNumber(row.tpotMedianMs ?? null)} | ${acceptanceCell(row)} |`);
+      lines.push(
+        `| ${cell(row.variant)} | ${cell(row.workload)} | ${cell(row.category)} | ${row.trials} | ${row.completed} | ${row.failed} | ${formatNumber(row.outputTokensPerSecond ?? null)} | ${formatNumber(row.ttftMedianMs ?? null)} | ${formatNumber(row.tpotMedianMs ?? null)} | ${acceptanceCell(row)} |`,
+      );
     }
     lines.push('');
   }
@@ -54,7 +62,10 @@ export function renderMarkdown(report: RunReport): string {
     lines.push('');
     for (const variant of environment.variants) {
       if (variant.changes.length === 0) continue;
-      lines.push(`Variant ${cell(variant.variant)} differs from the baseline in: ${variant.changes.map((change) => `${cell(change.key)} = ${cell(change.after ?? '(unset)')}`).join('; ')}`, '');
+      lines.push(
+        `Variant ${cell(variant.variant)} differs from the baseline in: ${variant.changes.map((change) => `${cell(change.key)} = ${cell(change.after ?? '(unset)')}`).join('; ')}`,
+        '',
+      );
     }
   }
 

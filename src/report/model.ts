@@ -2,22 +2,23 @@
  * What a run report says, computed from stored rows: verdict table, chart data, environment summary, drift notes.
  * Pure (no I/O): the HTML report, the Markdown summary and `servelab ui` all render this one model.
  */
-import type { DriftAlarmRecord } from '../store/drift-alarms.js';
+
 import { median } from 'simple-statistics';
-import { diffFingerprints, flattenFingerprint, formatChanges } from '../fingerprint/diff.js';
-import type { Fingerprint, FingerprintChange } from '../fingerprint/types.js';
-import { checkDrift, formatDriftAlarm, type DriftCheck } from '../experiment/drift.js';
-import { categoryRows, type CategoryRow } from '../experiment/categories.js';
+import { type CategoryRow, categoryRows } from '../experiment/categories.js';
+import { checkDrift, type DriftCheck, formatDriftAlarm } from '../experiment/drift.js';
 import { computeVerdicts } from '../experiment/finalize.js';
 import { metricUnit, metricValue } from '../experiment/metrics.js';
-import type { MetricName, ResolvedExperiment, VariantVerdict } from '../experiment/types.js';
 import { storedExperimentOf, storedVerdictsOf } from '../experiment/stored.js';
+import type { MetricName, ResolvedExperiment, VariantVerdict } from '../experiment/types.js';
+import { diffFingerprints, flattenFingerprint, formatChanges } from '../fingerprint/diff.js';
+import type { Fingerprint, FingerprintChange } from '../fingerprint/types.js';
+import type { DriftAlarmRecord } from '../store/drift-alarms.js';
 import type { RunDetail, TrialHealth } from '../store/queries.js';
-import type { FingerprintRecord, RunStatus, TrialRecord } from '../store/types.js';
-import type { CdfSeries, SpeedupBar, XYSeries } from './charts.js';
 import type { TrialLatencies } from '../store/reads.js';
+import type { FingerprintRecord, RunStatus, TrialRecord } from '../store/types.js';
 import type { TrialTelemetry } from '../telemetry/types.js';
-import { machineTrials, type MachineTrial } from './machine.js';
+import type { CdfSeries, SpeedupBar, XYSeries } from './charts.js';
+import { type MachineTrial, machineTrials } from './machine.js';
 
 /** Everything stored about one run that a report needs. */
 export interface RunData {
@@ -176,7 +177,9 @@ export function compareRuns(a: RunData, b: RunData): RunComparison {
   const band = experiment?.drift ?? { relativeBand: 0.05, sigmas: 3 };
   // Compare like with like: the same variant's environment in both runs (the baseline when both measured it).
   const shared = new Set(a.trials.map((trial) => trial.variant));
-  const variant = [experiment?.baseline, ...b.trials.map((trial) => trial.variant)].find((name) => name !== undefined && shared.has(name) && b.trials.some((trial) => trial.variant === name));
+  const variant = [experiment?.baseline, ...b.trials.map((trial) => trial.variant)].find(
+    (name) => name !== undefined && shared.has(name) && b.trials.some((trial) => trial.variant === name),
+  );
   const fingerprintA = representativeFingerprint(a, variant);
   const fingerprintB = representativeFingerprint(b, variant);
   const changes = fingerprintA && fingerprintB ? diffFingerprints(fingerprintA, fingerprintB) : [];
@@ -192,7 +195,14 @@ export function compareRuns(a: RunData, b: RunData): RunComparison {
         workload,
         check,
         ...(check.drifted && {
-          alarm: formatDriftAlarm({ variant: name, metricLabel: metricUnit(metric), current: check.current, reference: check.reference, changePct: check.changePct, changes }),
+          alarm: formatDriftAlarm({
+            variant: name,
+            metricLabel: metricUnit(metric),
+            current: check.current,
+            reference: check.reference,
+            changePct: check.changePct,
+            changes,
+          }),
         }),
       });
     }
@@ -264,7 +274,9 @@ function verdictRows(
         pValue: verdict?.pValue ?? null,
         significant: verdict?.significant ?? false,
         label: isBaseline ? 'baseline' : (verdict?.label ?? 'insufficient data'),
-        failedRequests: pairHealth?.failedRequests ?? trials.filter((trial) => trial.variant === variant && trial.workload === workload).reduce((sum, trial) => sum + trial.metrics.failed, 0),
+        failedRequests:
+          pairHealth?.failedRequests ??
+          trials.filter((trial) => trial.variant === variant && trial.workload === workload).reduce((sum, trial) => sum + trial.metrics.failed, 0),
         invalidTrials: pairHealth?.invalidTrials ?? 0,
       });
     }
@@ -311,7 +323,11 @@ function acceptanceSeries(workloads: string[], trials: TrialRecord[]): RunReport
   const measured = trials.filter((trial) => typeof trial.metrics.acceptanceRate === 'number' && Number.isFinite(trial.metrics.acceptanceRate));
   if (measured.length === 0) return undefined;
   const numericKeys = [...new Set(measured.flatMap((trial) => Object.keys(trial.params)))].filter((key) =>
-    measured.every((trial) => typeof trial.params[key] === 'number' || (typeof trial.params[key] === 'string' && trial.params[key] !== '' && Number.isFinite(Number(trial.params[key])))),
+    measured.every(
+      (trial) =>
+        typeof trial.params[key] === 'number' ||
+        (typeof trial.params[key] === 'string' && trial.params[key] !== '' && Number.isFinite(Number(trial.params[key]))),
+    ),
   );
   const parameter = numericKeys.find((key) => /step/i.test(key)) ?? numericKeys.find((key) => /draft|token|spec/i.test(key)) ?? numericKeys[0];
   const xOf = (trial: TrialRecord): number | string => (parameter === undefined ? trial.variant : Number(trial.params[parameter]));
@@ -358,8 +374,9 @@ function driftNotes(data: RunData, planned: number | undefined, verdictsFinal: b
   const notes: string[] = [];
   if (run.status === 'drift') notes.push(`Drift alarm stopped this run: ${run.message ?? 'no detail recorded'}`);
   // Alarms accepted with --accept-drift leave no trace in the status: the stored rows say the numbers moved.
-  for (const alarm of data.driftAlarms ?? []) if (alarm.accepted) notes.push(`Drift alarm accepted with --accept-drift: ${alarm.message}`);
-  else if (run.status === 'failed' || run.status === 'interrupted') notes.push(`Run ${run.status}${run.message ? `: ${run.message}` : ''}`);
+  for (const alarm of data.driftAlarms ?? [])
+    if (alarm.accepted) notes.push(`Drift alarm accepted with --accept-drift: ${alarm.message}`);
+    else if (run.status === 'failed' || run.status === 'interrupted') notes.push(`Run ${run.status}${run.message ? `: ${run.message}` : ''}`);
   if (!verdictsFinal && trials.length > 0) {
     notes.push(
       run.status === 'running'
@@ -376,7 +393,8 @@ function driftNotes(data: RunData, planned: number | undefined, verdictsFinal: b
       const after = data.fingerprints.get(variantTrials[i]!.fingerprintId)?.fingerprint;
       if (!before || !after || variantTrials[i - 1]!.fingerprintId === variantTrials[i]!.fingerprintId) continue;
       const changes = diffFingerprints(before, after);
-      if (changes.length > 0) notes.push(`${variant}: environment changed between trials ${variantTrials[i - 1]!.id} and ${variantTrials[i]!.id}: ${formatChanges(changes)}`);
+      if (changes.length > 0)
+        notes.push(`${variant}: environment changed between trials ${variantTrials[i - 1]!.id} and ${variantTrials[i]!.id}: ${formatChanges(changes)}`);
     }
   }
   const failed = trials.reduce((sum, trial) => sum + (trial.metrics.failed ?? 0), 0);

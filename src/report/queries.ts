@@ -1,7 +1,7 @@
 /** Assembles everything a report of one run needs from the store's read-only views. */
 import type { Db } from '../store/db.js';
-import { getRun, listTrials, trialHealth } from '../store/queries.js';
 import { listDriftAlarms } from '../store/drift-alarms.js';
+import { getRun, listTrials, trialHealth } from '../store/queries.js';
 import { fingerprintsByIds, trialLatencies } from '../store/reads.js';
 import { runTelemetry } from '../store/telemetry.js';
 import type { RunData } from './model.js';
@@ -14,9 +14,18 @@ export function loadRunData(db: Db, runId: number, options: { latencies?: boolea
   return {
     run,
     trials,
-    fingerprints: fingerprintsByIds(db, trials.map((trial) => trial.fingerprintId)),
+    fingerprints: fingerprintsByIds(
+      db,
+      trials.map((trial) => trial.fingerprintId),
+    ),
     // Samples are the bulk of the store; callers that draw no latency chart skip them.
-    latencies: options.latencies === false ? new Map() : trialLatencies(db, trials.map((trial) => trial.id)),
+    latencies:
+      options.latencies === false
+        ? new Map()
+        : trialLatencies(
+            db,
+            trials.map((trial) => trial.id),
+          ),
     health: trialHealth(db, runId),
     telemetry: runTelemetry(db, runId),
     driftAlarms: listDriftAlarms(db, runId),

@@ -1,21 +1,21 @@
 /** `servelab report`: render runs of the store to HTML + Markdown files. */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { Db } from '../store/db.js';
-import { UserError } from '../util/errors.js';
 import { bestConfig } from '../experiment/best.js';
 import { formatBestVerdict, formatSpecView, hasSpecFigures } from '../experiment/best-format.js';
 import { storedExperimentOf } from '../experiment/stored.js';
 import { listRaceEvents } from '../store/campaign.js';
-import { bestConfigHtml, campaignFigures, specTableHtml } from './campaign-html.js';
-import { reportFigures, type Figure } from './figures.js';
+import type { Db } from '../store/db.js';
+import { latestRunId } from '../store/reads.js';
+import { UserError } from '../util/errors.js';
+import { ExitCode } from '../util/exit.js';
 import { redactor } from '../util/redact.js';
+import { bestConfigHtml, campaignFigures, specTableHtml } from './campaign-html.js';
+import { type Figure, reportFigures } from './figures.js';
 import { renderHtmlReport } from './html.js';
 import { renderMarkdown } from './markdown.js';
 import { buildRunReport, compareRuns, type RunData } from './model.js';
 import { loadRunData } from './queries.js';
-import { latestRunId } from '../store/reads.js';
-import { ExitCode } from '../util/exit.js';
 
 export interface WrittenReport {
   runId: number;
@@ -38,7 +38,10 @@ export function writeReports(db: Db, runIds: number[], outDir: string): WrittenR
   const dir = resolve(outDir);
   mkdirSync(dir, { recursive: true });
   return runs.map((data, index) => {
-    const previous = runs.slice(0, index).reverse().find((candidate) => candidate.run.experimentName === data.run.experimentName);
+    const previous = runs
+      .slice(0, index)
+      .reverse()
+      .find((candidate) => candidate.run.experimentName === data.run.experimentName);
     return writeOne(data, previous, dir, campaignOf(db, data));
   });
 }
@@ -72,7 +75,10 @@ function writeOne(data: RunData, previous: RunData | undefined, dir: string, cam
   const markdown = join(dir, `run-${data.run.id}.md`);
   // The store keeps secrets redacted already; a last pass covers stores written before redaction existed.
   const redact = redactor();
-  writeFileSync(html, redact.text(renderHtmlReport(report, [...reportFigures(report), ...campaign.figures], previous && compareRuns(previous, data), campaign.html)));
+  writeFileSync(
+    html,
+    redact.text(renderHtmlReport(report, [...reportFigures(report), ...campaign.figures], previous && compareRuns(previous, data), campaign.html)),
+  );
   writeFileSync(markdown, redact.text(renderMarkdown(report) + campaign.markdown));
   return { runId: data.run.id, html, markdown };
 }

@@ -1,10 +1,10 @@
 import cluster, { type Worker } from 'node:cluster';
+import { messageOf, UserError } from '../util/errors.js';
 import { SERVELAB_BIN } from './child.js';
 import { parseSimConfig, type SimConfig } from './config.js';
-import { sumCounters, type SimCounters } from './metrics.js';
+import { type SimCounters, sumCounters } from './metrics.js';
 import { logStatsPeriodically, startSimulator } from './server.js';
-import { runStartup, vllmLogLine, type ServerState } from './startup.js';
-import { messageOf, UserError } from '../util/errors.js';
+import { runStartup, type ServerState, vllmLogLine } from './startup.js';
 
 /**
  * `simulate --workers N`: N simulator processes (node:cluster workers) share one port, the primary handing out
@@ -20,7 +20,8 @@ const STOP_GRACE_MS = 3000;
 type ToWorker =
   | { type: 'stop' }
   | { type: 'state'; id: number; state: ServerState }
-  | { type: 'counters?'; id: number } | { type: 'workers'; id: number; workers: SimCounters[] };
+  | { type: 'counters?'; id: number }
+  | { type: 'workers'; id: number; workers: SimCounters[] };
 type ToPrimary =
   | { type: 'listening'; port: number }
   | { type: 'failed'; message: string; hint: string; exitCode: number }

@@ -23,7 +23,10 @@ export const DEFAULT_PHASES: ReadonlyArray<z.input<typeof PhaseSchema>> = [
 const StartupSchema = z.strictObject({
   /** Total time from process start to ready, spread over the phases by share. */
   loadMs: z.number().min(0).default(1500),
-  phases: z.array(PhaseSchema).min(1).default(() => DEFAULT_PHASES.map((phase) => ({ ...phase }))),
+  phases: z
+    .array(PhaseSchema)
+    .min(1)
+    .default(() => DEFAULT_PHASES.map((phase) => ({ ...phase }))),
   failure: z
     .strictObject({
       kind: z.enum(FailureKinds).default('none'),
@@ -57,9 +60,7 @@ const DecodeSchema = z.strictObject({
    * Slow drift of the machine: every decode step takes pctPerMin % longer per minute elapsed since sinceEpochMs
    * (wall clock, so restarted servers of one campaign share it; default: this process's start). Negative = faster.
    */
-  drift: z
-    .strictObject({ pctPerMin: z.number().min(-100).default(0), sinceEpochMs: z.number().min(0).optional() })
-    .prefault({}),
+  drift: z.strictObject({ pctPerMin: z.number().min(-100).default(0), sinceEpochMs: z.number().min(0).optional() }).prefault({}),
   /** Chance that a token is EOS, only for requests that do not set ignore_eos. */
   eosProbability: z.number().min(0).max(1).default(0),
   /** max_tokens when the request gives none (OpenAI's completions default). */

@@ -1,10 +1,10 @@
+import { deriveSeed, mulberry32, type Random } from '../util/random.js';
 import { nowMs, sleepUntil, yieldToEventLoop } from './clock.js';
 import type { SimConfig } from './config.js';
-import { SimMetrics, type SimCounters } from './metrics.js';
-import { driftFactor, envSpeedup, sampleAcceptedDrafts, sampleStepMs, sampleTtftMs, type EnvLookup } from './model.js';
-import { deriveSeed, mulberry32, type Random } from '../util/random.js';
+import { type SimCounters, SimMetrics } from './metrics.js';
+import { driftFactor, type EnvLookup, envSpeedup, sampleAcceptedDrafts, sampleStepMs, sampleTtftMs } from './model.js';
 import { BatchScheduler } from './scheduler.js';
-import { sampleToken, type SimToken } from './text.js';
+import { type SimToken, sampleToken } from './text.js';
 
 export interface GenerationParams {
   promptTokens: number;
@@ -59,7 +59,11 @@ export class SimEngine {
   private readonly driftOrigin: number;
 
   /** `replica` > 0 (a worker of a multi-worker simulator) salts the seed, so no two workers replay one stream. */
-  constructor(readonly config: SimConfig, env: EnvLookup, replica = 0) {
+  constructor(
+    readonly config: SimConfig,
+    env: EnvLookup,
+    replica = 0,
+  ) {
     this.scheduler = new BatchScheduler(config.decode.maxBatch);
     this.speedup = envSpeedup(config, env);
     this.seed = replica === 0 ? config.decode.seed : deriveSeed(config.decode.seed, -replica);

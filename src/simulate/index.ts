@@ -1,7 +1,7 @@
 /** Public API of the built-in simulator: start it (in-process or as a child), configure it, derive expectations. */
-export { startSimulator, type SimulatorHandle, type SimulatorOptions } from './server.js';
-export { spawnSimulator, SERVELAB_BIN, type SimulatorProcess, type ProcessExit } from './child.js';
-export { parseSimConfig, resolveSimConfig, SimConfigSchema, type SimConfig, type SimConfigInput } from './config.js';
+
+export { type ProcessExit, SERVELAB_BIN, type SimulatorProcess, spawnSimulator } from './child.js';
+export { parseSimConfig, resolveSimConfig, type SimConfig, type SimConfigInput, SimConfigSchema } from './config.js';
 export {
   batchFactor,
   envSpeedup,
@@ -12,5 +12,6 @@ export {
   expectedTpotMs,
   expectedTtftMs,
 } from './model.js';
-export { countTokens } from './text.js';
+export { type SimulatorHandle, type SimulatorOptions, startSimulator } from './server.js';
 export type { ServerState } from './startup.js';
+export { countTokens } from './text.js';

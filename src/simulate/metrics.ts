@@ -16,14 +16,35 @@ export interface CounterSnapshot extends SimCounters {
   at: number;
 }
 
-const SCALAR_COUNTERS = ['promptTokens', 'generationTokens', 'requestsFinished', 'specDrafts', 'specDraftTokens', 'specAcceptedTokens', 'running', 'waiting'] as const;
+const SCALAR_COUNTERS = [
+  'promptTokens',
+  'generationTokens',
+  'requestsFinished',
+  'specDrafts',
+  'specDraftTokens',
+  'specAcceptedTokens',
+  'running',
+  'waiting',
+] as const;
 
 /** Totals over the replicas of a multi-worker simulator: every counter and gauge is a plain sum (per position, too). */
 export function sumCounters(parts: readonly SimCounters[]): SimCounters {
-  const total: SimCounters = { promptTokens: 0, generationTokens: 0, requestsFinished: 0, specDrafts: 0, specDraftTokens: 0, specAcceptedTokens: 0, specAcceptedPerPosition: [], running: 0, waiting: 0 };
+  const total: SimCounters = {
+    promptTokens: 0,
+    generationTokens: 0,
+    requestsFinished: 0,
+    specDrafts: 0,
+    specDraftTokens: 0,
+    specAcceptedTokens: 0,
+    specAcceptedPerPosition: [],
+    running: 0,
+    waiting: 0,
+  };
   for (const part of parts) {
     for (const key of SCALAR_COUNTERS) total[key] += part[key];
-    part.specAcceptedPerPosition.forEach((value, position) => (total.specAcceptedPerPosition[position] = (total.specAcceptedPerPosition[position] ?? 0) + value));
+    part.specAcceptedPerPosition.forEach(
+      (value, position) => (total.specAcceptedPerPosition[position] = (total.specAcceptedPerPosition[position] ?? 0) + value),
+    );
   }
   return total;
 }
@@ -89,7 +110,17 @@ export class SimMetrics {
 
   counters(running: number, waiting: number): SimCounters {
     const { promptTokens, generationTokens, requestsFinished, specDrafts, specDraftTokens, specAcceptedTokens } = this;
-    return { promptTokens, generationTokens, requestsFinished, specDrafts, specDraftTokens, specAcceptedTokens, specAcceptedPerPosition: [...this.specAcceptedPerPosition], running, waiting };
+    return {
+      promptTokens,
+      generationTokens,
+      requestsFinished,
+      specDrafts,
+      specDraftTokens,
+      specAcceptedTokens,
+      specAcceptedPerPosition: [...this.specAcceptedPerPosition],
+      running,
+      waiting,
+    };
   }
 
   recordStep(draftTokens: number, acceptedTokens: number): void {

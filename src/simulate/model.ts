@@ -2,8 +2,9 @@
  * The simulator's performance model, free of I/O. The server draws its timings from the `sample*` functions;
  * tests and benchmarks derive their expectations from the `expected*` functions instead of hard-coding numbers.
  */
+
+import { type Random, standardNormal } from '../util/random.js';
 import type { SimConfig } from './config.js';
-import { standardNormal, type Random } from '../util/random.js';
 
 export type EnvLookup = Record<string, string | undefined>;
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { SimConfig } from './config.js';
 import type { EngineStep, FinishReason, GenerationOutcome } from './engine.js';
 import { HttpError } from './http.js';
-import { badRequest, checkContextLength, requestId, type GenerationJob } from './job.js';
+import { badRequest, checkContextLength, type GenerationJob, requestId } from './job.js';
 import { countTokens } from './text.js';
 
 const CommonFields = {
@@ -27,9 +27,7 @@ const ContentPart = z.looseObject({ type: z.string(), text: z.string().optional(
 const ChatBody = z.looseObject({
   ...CommonFields,
   max_completion_tokens: z.number().int().min(1).nullish(),
-  messages: z
-    .array(z.looseObject({ role: z.string(), content: z.union([z.string(), z.array(ContentPart)]).nullish() }))
-    .min(1),
+  messages: z.array(z.looseObject({ role: z.string(), content: z.union([z.string(), z.array(ContentPart)]).nullish() })).min(1),
 });
 
 type Usage = { prompt_tokens: number; completion_tokens: number; total_tokens: number };

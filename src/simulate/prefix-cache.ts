@@ -22,7 +22,10 @@ export class PrefixCache {
     let matchedChars = 0;
     let matching = true;
     for (let end = this.blockChars; end <= text.length; end += this.blockChars) {
-      chain = createHash('sha256').update(chain).update(text.slice(end - this.blockChars, end)).digest('hex');
+      chain = createHash('sha256')
+        .update(chain)
+        .update(text.slice(end - this.blockChars, end))
+        .digest('hex');
       if (matching && this.blocks.has(chain)) matchedChars = end;
       else matching = false;
       if (this.blocks.size >= MAX_BLOCKS) this.blocks.clear();

@@ -1,20 +1,20 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { parseSimConfig, type FaultConfig, type SimConfig, type SimConfigInput } from './config.js';
-import { SimEngine, type EngineStep, type GenerationOutcome } from './engine.js';
-import { errorBody, HttpError, readJsonBody, sendJson, sendText, SseWriter } from './http.js';
+import { messageOf, UserError } from '../util/errors.js';
+import type { Random } from '../util/random.js';
+import { type FaultConfig, parseSimConfig, type SimConfig, type SimConfigInput } from './config.js';
+import { type EngineStep, type GenerationOutcome, SimEngine } from './engine.js';
+import { errorBody, HttpError, readJsonBody, SseWriter, sendJson, sendText } from './http.js';
 import type { GenerationJob, JobFactory } from './job.js';
 import { llamacppJob } from './llamacpp.js';
+import { type CounterSnapshot, renderMetrics, type SimCounters, statsLines, sumCounters } from './metrics.js';
 import type { EnvLookup } from './model.js';
 import { chatJob, completionJob } from './openai.js';
-import type { Random } from '../util/random.js';
-import { sglangJob } from './sglang.js';
-import { renderMetrics, statsLines, sumCounters, type CounterSnapshot, type SimCounters } from './metrics.js';
 import { PrefixCache } from './prefix-cache.js';
-import { runStartup, vllmLogLine, type ServerState } from './startup.js';
+import { sglangJob } from './sglang.js';
+import { runStartup, type ServerState, vllmLogLine } from './startup.js';
 import { isTgiBody, tgiJob } from './tgi.js';
-import { messageOf, UserError } from '../util/errors.js';
 
 const CLOSE_KEPT_ALIVE_AFTER_MS = 20;
 
@@ -91,7 +91,14 @@ export async function startSimulator(input: SimConfigInput = {}, options: Simula
         const { running, waiting } = workers ? sumCounters(workers) : engine.counters();
         const cache = prefixCache && { queryTokens: prefixCache.queryTokens, hitTokens: prefixCache.hitTokens };
         const perWorker = workers?.map((counters) => ({ running: counters.running, requestsFinished: counters.requestsFinished }));
-        return sendJson(res, 200, { state, speedup: engine.speedup, running, waiting, ...(cache && { prefixCache: cache }), ...(perWorker && { workers: perWorker }) });
+        return sendJson(res, 200, {
+          state,
+          speedup: engine.speedup,
+          running,
+          waiting,
+          ...(cache && { prefixCache: cache }),
+          ...(perWorker && { workers: perWorker }),
+        });
       }
     } else if (method === 'POST') {
       if (path === '/reset_prefix_cache' || path === '/flush_cache') {
@@ -135,7 +142,20 @@ export async function startSimulator(input: SimConfigInput = {}, options: Simula
 
   function models(res: ServerResponse): void {
     if (state === 'ready' || state === 'not-serving') {
-      const data = state === 'ready' ? [{ id: config.model, object: 'model', created: 0, owned_by: 'servelab-sim', root: config.model, parent: null, max_model_len: config.decode.maxModelLen }] : [];
+      const data =
+        state === 'ready'
+          ? [
+              {
+                id: config.model,
+                object: 'model',
+                created: 0,
+                owned_by: 'servelab-sim',
+                root: config.model,
+                parent: null,
+                max_model_len: config.decode.maxModelLen,
+              },
+            ]
+          : [];
       return sendJson(res, 200, { object: 'list', data });
     }
     throw new HttpError(503, 'the model is not loaded');

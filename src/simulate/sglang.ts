@@ -1,15 +1,13 @@
 import { z } from 'zod';
 import type { SimConfig } from './config.js';
 import type { EngineStep, FinishReason } from './engine.js';
-import { badRequest, checkContextLength, requestId, type GenerationJob } from './job.js';
+import { badRequest, checkContextLength, type GenerationJob, requestId } from './job.js';
 import { countTokens } from './text.js';
 
 const GenerateBody = z.looseObject({
   text: z.union([z.string(), z.array(z.string()).length(1, { message: 'the simulator supports exactly one prompt per request' })]).optional(),
   input_ids: z.array(z.number().int()).min(1).optional(),
-  sampling_params: z
-    .looseObject({ max_new_tokens: z.number().int().min(1).nullish(), ignore_eos: z.boolean().nullish() })
-    .nullish(),
+  sampling_params: z.looseObject({ max_new_tokens: z.number().int().min(1).nullish(), ignore_eos: z.boolean().nullish() }).nullish(),
   stream: z.boolean().nullish(),
 });
 
@@ -40,9 +38,7 @@ export function sglangJob(raw: unknown, config: SimConfig): GenerationJob {
     completion_tokens: completionTokens,
     cached_tokens: 0,
     // SGLang reports verification passes; tokens per pass excludes the prefill's token here, matching the model.
-    ...(specOn
-      ? { spec_verify_ct: decodeSteps, spec_accept_length: decodeSteps === 0 ? 0 : (completionTokens - 1) / decodeSteps }
-      : {}),
+    ...(specOn ? { spec_verify_ct: decodeSteps, spec_accept_length: decodeSteps === 0 ? 0 : (completionTokens - 1) / decodeSteps } : {}),
   });
 
   return {

@@ -75,8 +75,7 @@ export function runStartup(config: SimConfig, url: string, pid: number, hooks: S
   let offset = 0;
   for (const phase of phases) {
     const duration = (loadMs * phase.share) / totalShare;
-    const fill = (template: string): string =>
-      template.replaceAll('{model}', config.model).replaceAll('{s}', (duration / 1000).toFixed(2));
+    const fill = (template: string): string => template.replaceAll('{model}', config.model).replaceAll('{s}', (duration / 1000).toFixed(2));
     at(offset, () => info(fill(phase.start)));
     const end = phase.end;
     if (end) at(offset + duration, () => info(fill(end)));

@@ -17,7 +17,10 @@ export function recentTrialDurationsMs(db: Db, query: { experimentName: string; 
       `SELECT t.started_at, t.finished_at FROM trials t JOIN runs r ON r.id = t.run_id JOIN experiments e ON e.id = r.experiment_id
        WHERE e.name = ? AND t.workload = ? AND (? IS NULL OR t.variant = ?) ORDER BY t.id DESC LIMIT ?`,
     )
-    .all(query.experimentName, query.workload, query.variant ?? null, query.variant ?? null, query.limit ?? 20) as Array<{ started_at: string; finished_at: string }>;
+    .all(query.experimentName, query.workload, query.variant ?? null, query.variant ?? null, query.limit ?? 20) as Array<{
+    started_at: string;
+    finished_at: string;
+  }>;
   return rows.map((row) => Date.parse(row.finished_at) - Date.parse(row.started_at)).filter((ms) => Number.isFinite(ms) && ms >= 0);
 }
 

@@ -1,9 +1,9 @@
-import Database from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
-import { UserError, messageOf } from '../util/errors.js';
+import Database from 'better-sqlite3';
+import { messageOf, UserError } from '../util/errors.js';
 import { useRedactionSalt } from '../util/redact.js';
 import { noteStorePath, storeFault } from './fault.js';
 import { migrations } from './migrations.js';
@@ -89,7 +89,10 @@ function migrate(db: Db, path: string): void {
   const current = db.pragma('user_version', { simple: true }) as number;
   const latest = migrations.at(-1)?.version ?? 0;
   if (current > latest) {
-    throw new UserError(`store ${path} has schema version ${current}, newer than this servelab understands (${latest})`, 'upgrade servelab, or use another --store');
+    throw new UserError(
+      `store ${path} has schema version ${current}, newer than this servelab understands (${latest})`,
+      'upgrade servelab, or use another --store',
+    );
   }
   for (const migration of migrations) {
     if (migration.version <= current) continue;

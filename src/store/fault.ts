@@ -1,4 +1,4 @@
-import { UserError, messageOf } from '../util/errors.js';
+import { messageOf, UserError } from '../util/errors.js';
 
 /**
  * SQLite failures in words. Kept apart from db.ts (no better-sqlite3 import) so the CLI's failure printer can use
@@ -30,7 +30,10 @@ export function storeFault(error: unknown, path = openedPath): unknown {
     return fault('locked by another process for more than 10 s', 'find the process holding it (`fuser` on the file) and let it finish, then resume the run');
   }
   if (code.startsWith('SQLITE_NOTADB') || code.startsWith('SQLITE_CORRUPT')) {
-    return fault('the file is not a valid servelab store (corrupt or another kind of file)', 'move it aside and pass --store PATH (or restore it from a backup)');
+    return fault(
+      'the file is not a valid servelab store (corrupt or another kind of file)',
+      'move it aside and pass --store PATH (or restore it from a backup)',
+    );
   }
   if (code.startsWith('SQLITE_READONLY') || code.startsWith('SQLITE_CANTOPEN') || code.startsWith('SQLITE_PERM')) {
     return fault('cannot write to it', 'make the file and its folder writable, or pass another --store PATH (ls, show, report and ui can read it as it is)');
@@ -38,4 +41,3 @@ export function storeFault(error: unknown, path = openedPath): unknown {
   if (code.startsWith('SQLITE_IOERR')) return fault(`input/output error: ${messageOf(error)}`, 'check the disk and the file system, then resume the run');
   return fault(messageOf(error), 'check the store file, or pass another --store PATH');
 }
-

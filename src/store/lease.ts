@@ -1,7 +1,6 @@
 import { hostname } from 'node:os';
-import { processAlive } from '../util/proc-identity.js';
 import { UserError } from '../util/errors.js';
-import { processIdentity } from '../util/proc-identity.js';
+import { processAlive, processIdentity } from '../util/proc-identity.js';
 import type { Db } from './db.js';
 
 /** A runner refreshes its lease this often... */
@@ -52,12 +51,7 @@ class LeaseHeld extends UserError {}
  * Takes over a stale lease. When another live runner has it: waits up to `waitMs` for its lease to go stale (a
  * resubmitted Slurm job whose predecessor was killed a moment ago), then throws a UserError naming the holder.
  */
-export async function acquireRunLease(
-  db: Db,
-  runId: number,
-  scope: string,
-  options: { log: (line: string) => void; waitMs?: number },
-): Promise<Lease> {
+export async function acquireRunLease(db: Db, runId: number, scope: string, options: { log: (line: string) => void; waitMs?: number }): Promise<Lease> {
   const me = currentRunner();
   const key = scope === '*' ? `${runId}` : `${runId}:${scope}`;
   const deadline = Date.now() + (options.waitMs ?? 0);

@@ -71,9 +71,7 @@ export function getRun(db: Db, runId: number): RunDetail | undefined {
 
 /** The newest run of an experiment that did not finish ('running' after a crash, 'interrupted', 'failed', 'drift'). */
 export function latestUnfinishedRun(db: Db, experimentName: string): RunDetail | undefined {
-  const row = db.prepare(`${RUN_SELECT} WHERE e.name = ? AND r.status != 'done' ORDER BY r.id DESC LIMIT 1`).get(experimentName) as
-    | RunRow
-    | undefined;
+  const row = db.prepare(`${RUN_SELECT} WHERE e.name = ? AND r.status != 'done' ORDER BY r.id DESC LIMIT 1`).get(experimentName) as RunRow | undefined;
   return row && runFromRow(row);
 }
 
@@ -241,7 +239,9 @@ export interface LiveServerRow {
 /** Servers of a run that were never marked stopped or failed: still up, or left behind by a killed runner. */
 export function unstoppedServers(db: Db, runId: number): LiveServerRow[] {
   const rows = db
-    .prepare("SELECT id, server_key, host, pid, runner_pid, pid_start, pid_cmdline FROM servers WHERE run_id = ? AND status IN ('starting', 'ready') ORDER BY id")
+    .prepare(
+      "SELECT id, server_key, host, pid, runner_pid, pid_start, pid_cmdline FROM servers WHERE run_id = ? AND status IN ('starting', 'ready') ORDER BY id",
+    )
     .all(runId) as Array<{
     id: number;
     server_key: string;

@@ -3,9 +3,9 @@
  * read-only connection while a runner writes through its own (WAL).
  */
 import { existsSync } from 'node:fs';
-import { UserError } from '../util/errors.js';
 import type { Fingerprint } from '../fingerprint/types.js';
-import { openStore, type Db } from './db.js';
+import { UserError } from '../util/errors.js';
+import { type Db, openStore } from './db.js';
 import { listRuns, type RunDetail } from './queries.js';
 import type { FingerprintRecord, RunRecord } from './types.js';
 

@@ -86,7 +86,10 @@ function decode<T>(runId: number, what: string, schema: z.ZodType<T>, text: stri
   }
   const stamped = (value as { schemaVersion?: unknown } | null)?.schemaVersion;
   if (typeof stamped === 'number' && stamped > RUN_JSON_VERSION) {
-    throw new UserError(`run ${runId}: its stored ${what} has format version ${stamped}, newer than this servelab reads (${RUN_JSON_VERSION})`, 'read this store with the servelab version that wrote it, or a newer one');
+    throw new UserError(
+      `run ${runId}: its stored ${what} has format version ${stamped}, newer than this servelab reads (${RUN_JSON_VERSION})`,
+      'read this store with the servelab version that wrote it, or a newer one',
+    );
   }
   const result = schema.safeParse(value);
   if (!result.success) {
@@ -99,7 +102,10 @@ function decode<T>(runId: number, what: string, schema: z.ZodType<T>, text: stri
 }
 
 function unreadable(runId: number, what: string, cause: string): UserError {
-  return new UserError(`run ${runId}: its stored ${what} is not in a shape servelab reads (${cause})`, 'the store row was altered or written by another tool; start a new run');
+  return new UserError(
+    `run ${runId}: its stored ${what} is not in a shape servelab reads (${cause})`,
+    'the store row was altered or written by another tool; start a new run',
+  );
 }
 
 function withoutVersion<T extends { schemaVersion?: number | undefined }>(value: T): Omit<T, 'schemaVersion'> {

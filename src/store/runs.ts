@@ -37,7 +37,14 @@ export function insertRun(db: Db, run: NewRun): number {
       `INSERT INTO runs (experiment_id, started_at, status, servelab_version, git_sha, config_json, plan_json)
        VALUES (?, ?, 'running', ?, ?, ?, ?)`,
     )
-    .run(run.experimentId, now(), run.servelabVersion, run.gitSha ?? null, encodeVersioned(redactor().deep(run.config)), encodeVersioned(redactor().deep(run.plan)));
+    .run(
+      run.experimentId,
+      now(),
+      run.servelabVersion,
+      run.gitSha ?? null,
+      encodeVersioned(redactor().deep(run.config)),
+      encodeVersioned(redactor().deep(run.plan)),
+    );
   return Number(result.lastInsertRowid);
 }
 
@@ -124,7 +131,14 @@ export function insertTrial(
           sample.error === undefined ? null : clean(sample.error.message),
         );
       }
-      if (telemetry) insertTelemetry.run(trialId, JSON.stringify(telemetry.summary), JSON.stringify(telemetry.series), JSON.stringify(telemetry.serverMetrics), telemetry.startedAt);
+      if (telemetry)
+        insertTelemetry.run(
+          trialId,
+          JSON.stringify(telemetry.summary),
+          JSON.stringify(telemetry.series),
+          JSON.stringify(telemetry.serverMetrics),
+          telemetry.startedAt,
+        );
       return trialId;
     })
     .immediate();
@@ -152,8 +166,20 @@ export function insertInvalidTrial(db: Db, trial: InvalidTrial): void {
   db.prepare(
     `INSERT INTO invalid_trials (run_id, variant, server_key, workload, block, repetition, attempt, started_at, finished_at, completed, failed, reason)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  ).run(trial.runId, trial.variant, trial.serverKey, trial.workload, trial.block, trial.repetition, trial.attempt, trial.startedAt,
-    trial.finishedAt, trial.completed, trial.failed, trial.reason);
+  ).run(
+    trial.runId,
+    trial.variant,
+    trial.serverKey,
+    trial.workload,
+    trial.block,
+    trial.repetition,
+    trial.attempt,
+    trial.startedAt,
+    trial.finishedAt,
+    trial.completed,
+    trial.failed,
+    trial.reason,
+  );
 }
 
 export interface ServerRowStart {
@@ -176,8 +202,18 @@ export function insertServer(db: Db, server: ServerRowStart): number {
       `INSERT INTO servers (run_id, server_key, label, host, status, phase, started_at, updated_at, predicted_ready_ms, log_path, runner_pid, unplanned)
        VALUES (?, ?, ?, ?, 'starting', 'launching', ?, ?, ?, ?, ?, ?)`,
     )
-    .run(server.runId, server.serverKey, clean(server.label), clean(server.host), at, at, server.predictedReadyMs ?? null, server.logPath, server.runnerPid,
-      server.unplanned ? 1 : 0);
+    .run(
+      server.runId,
+      server.serverKey,
+      clean(server.label),
+      clean(server.host),
+      at,
+      at,
+      server.predictedReadyMs ?? null,
+      server.logPath,
+      server.runnerPid,
+      server.unplanned ? 1 : 0,
+    );
   return Number(result.lastInsertRowid);
 }
 

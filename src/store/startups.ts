@@ -20,9 +20,7 @@ export function recordStartup(db: Db, startup: Omit<StartupRecord, 'id'>): numbe
 
 /** The most recent successful startup of a config, used to predict time to ready. */
 export function lastReadyStartup(db: Db, configKey: string): StartupRecord | undefined {
-  const row = db
-    .prepare("SELECT * FROM startups WHERE config_key = ? AND outcome = 'ready' ORDER BY id DESC LIMIT 1")
-    .get(configKey) as StartupRow | undefined;
+  const row = db.prepare("SELECT * FROM startups WHERE config_key = ? AND outcome = 'ready' ORDER BY id DESC LIMIT 1").get(configKey) as StartupRow | undefined;
   return row && fromRow(row);
 }
 

@@ -17,7 +17,8 @@ export function attributeMachineState(reference: readonly TelemetrySummary[], cu
   if (reference.length === 0) return [];
   const lines: string[] = [];
   const referenceHadGpus = reference.some((summary) => summary.gpus.length > 0);
-  if (current.gpus.length === 0 && referenceHadGpus) lines.push(`no GPU telemetry now (${current.gpuUnavailable ?? 'no samples'}), the reference trials had some`);
+  if (current.gpus.length === 0 && referenceHadGpus)
+    lines.push(`no GPU telemetry now (${current.gpuUnavailable ?? 'no samples'}), the reference trials had some`);
   for (const gpu of current.gpus) {
     const past = reference.flatMap((summary) => summary.gpus.filter((candidate) => candidate.index === gpu.index));
     if (past.length > 0) lines.push(...compareGpu(gpu, past));
@@ -83,7 +84,8 @@ function compareHost(reference: readonly TelemetrySummary[], current: TelemetryS
   const load = medianOf(reference, (summary) => summary.load1Median);
   if (current.load1Median !== undefined && load !== undefined) {
     const step = Math.max(1, 0.25 * (current.cpus ?? 4));
-    if (Math.abs(current.load1Median - load) > step) lines.push(`host load ${current.load1Median.toFixed(1)} vs ${load.toFixed(1)}${current.cpus !== undefined ? ` (${current.cpus} CPUs)` : ''}`);
+    if (Math.abs(current.load1Median - load) > step)
+      lines.push(`host load ${current.load1Median.toFixed(1)} vs ${load.toFixed(1)}${current.cpus !== undefined ? ` (${current.cpus} CPUs)` : ''}`);
   }
   const before = [...new Set(reference.flatMap((summary) => summary.governors))].sort().join('/');
   const now = current.governors.join('/');

@@ -12,7 +12,14 @@ export function parseLoadavg(text: string): { load1: number; load5: number; load
  * cpufreq prints only `cat: …: No such file` on stderr, so the list is empty.
  */
 export function parseGovernors(text: string): string[] {
-  return [...new Set(text.split('\n').map((line) => line.trim()).filter((line) => /^[a-z_]+$/.test(line)))].sort();
+  return [
+    ...new Set(
+      text
+        .split('\n')
+        .map((line) => line.trim())
+        .filter((line) => /^[a-z_]+$/.test(line)),
+    ),
+  ].sort();
 }
 
 /** One shell line for both, so a remote host costs one round trip per sample: loadavg, a marker, the governors. */

@@ -3,7 +3,7 @@ import type { Fingerprint } from '../fingerprint/types.js';
 import type { Db } from '../store/db.js';
 import { telemetrySummaries } from '../store/telemetry.js';
 import { attributeMachineState } from './attribution.js';
-import { enforcePreflight, runPreflight, visibleGpus, type PreflightMode, type PreflightReport } from './preflight.js';
+import { enforcePreflight, type PreflightMode, type PreflightReport, runPreflight, visibleGpus } from './preflight.js';
 import type { TelemetrySummary } from './types.js';
 
 /**

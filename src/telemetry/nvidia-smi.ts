@@ -21,13 +21,7 @@ export const SAMPLE_FIELDS = [
 ] as const;
 
 /** Settings preflight checks once before a server starts, on top of a sample. */
-export const PREFLIGHT_FIELDS = [
-  ...SAMPLE_FIELDS,
-  'uuid',
-  'persistence_mode',
-  'power.default_limit',
-  'clocks.applications.graphics',
-] as const;
+export const PREFLIGHT_FIELDS = [...SAMPLE_FIELDS, 'uuid', 'persistence_mode', 'power.default_limit', 'clocks.applications.graphics'] as const;
 
 export const COMPUTE_APPS_FIELDS = ['pid', 'process_name', 'used_memory', 'gpu_uuid'] as const;
 
@@ -84,7 +78,7 @@ const ALIASES: Record<string, readonly string[]> = {
 
 /** A GPU sample from a query row; undefined when the row has no GPU index. */
 export function gpuSampleOf(row: QueryRow, at: number): GpuSample | undefined {
-  const index = numberCell(row['index']);
+  const index = numberCell(row.index);
   if (index === undefined || !Number.isInteger(index)) return undefined;
   const sample: GpuSample = { at, index };
   for (const [key, names] of Object.entries(ALIASES) as Array<[keyof typeof ALIASES, readonly string[]]>) {
@@ -142,7 +136,9 @@ export function parseTopology(text: string): { links: Record<string, string>; af
   const affinity: Record<string, string> = {};
   const headerAt = lines.findIndex((line) => /^\s*GPU0\b/.test(line));
   if (headerAt < 0) return { links, affinity };
-  const columns = lines[headerAt]!.trim().split('\t').map((cell) => cell.trim());
+  const columns = lines[headerAt]!.trim()
+    .split('\t')
+    .map((cell) => cell.trim());
   for (const line of lines.slice(headerAt + 1)) {
     if (line.trim() === '' || line.startsWith('Legend')) break;
     const cells = line.split('\t').map((cell) => cell.trim());

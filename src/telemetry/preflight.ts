@@ -1,7 +1,7 @@
 import type { CommandRunner } from '../fingerprint/types.js';
 import { UserError } from '../util/errors.js';
 import { HOST_PROBE, parseHostProbe } from './host.js';
-import { gpuSampleOf, numberCell, parseComputeApps, parseQueryCsv, PREFLIGHT_FIELDS, queryComputeAppsArgv, queryGpuArgv, type QueryRow } from './nvidia-smi.js';
+import { gpuSampleOf, numberCell, PREFLIGHT_FIELDS, parseComputeApps, parseQueryCsv, type QueryRow, queryComputeAppsArgv, queryGpuArgv } from './nvidia-smi.js';
 import { formatGiB } from './summary.js';
 import type { GpuProcess } from './types.js';
 
@@ -49,10 +49,13 @@ export function evaluatePreflight(input: PreflightInput, thresholds: PreflightTh
     if (!sample || (input.gpus !== undefined && !input.gpus.includes(sample.index))) continue;
     const gpu = `gpu${sample.index}`;
     const label = `GPU ${sample.index}`;
-    const processes = input.processes.filter((process) => process.gpuUuid === row['uuid']);
+    const processes = input.processes.filter((process) => process.gpuUuid === row.uuid);
     if (processes.length > 0) {
       const list = processes.map((p) => `${p.name} pid ${p.pid}${p.usedMiB !== undefined ? ` ${formatGiB(p.usedMiB)}` : ''}`).join(', ');
-      findings.push({ key: `${gpu}.foreignProcesses`, message: `${label}: ${processes.length} process${processes.length > 1 ? 'es' : ''} already on it (${list})` });
+      findings.push({
+        key: `${gpu}.foreignProcesses`,
+        message: `${label}: ${processes.length} process${processes.length > 1 ? 'es' : ''} already on it (${list})`,
+      });
     }
     if (sample.memoryUsedMiB !== undefined && sample.memoryUsedMiB > thresholds.foreignMemoryMiB) {
       findings.push({ key: `${gpu}.foreignMemory`, message: `${label}: ${formatGiB(sample.memoryUsedMiB)} of memory in use before the server starts` });
@@ -65,9 +68,13 @@ export function evaluatePreflight(input: PreflightInput, thresholds: PreflightTh
     }
     const defaultLimit = numberCell(row['power.default_limit']);
     if (defaultLimit !== undefined && sample.powerLimitW !== undefined && sample.powerLimitW < defaultLimit - 0.5) {
-      findings.push({ key: `${gpu}.powerLimit`, message: `${label}: power limit ${Math.round(sample.powerLimitW)} W below default ${Math.round(defaultLimit)} W` });
+      findings.push({
+        key: `${gpu}.powerLimit`,
+        message: `${label}: power limit ${Math.round(sample.powerLimitW)} W below default ${Math.round(defaultLimit)} W`,
+      });
     }
-    if (row['persistence_mode'] === 'Disabled') findings.push({ key: `${gpu}.persistenceMode`, message: `${label}: persistence mode off (first CUDA call pays driver init)` });
+    if (row.persistence_mode === 'Disabled')
+      findings.push({ key: `${gpu}.persistenceMode`, message: `${label}: persistence mode off (first CUDA call pays driver init)` });
   }
   if (input.load1 !== undefined && input.cpus !== undefined && input.load1 > thresholds.loadPerCpu * input.cpus) {
     findings.push({ key: 'host.load', message: `host busy: load average ${input.load1.toFixed(2)} on ${input.cpus} CPUs` });
@@ -79,7 +86,7 @@ export function evaluatePreflight(input: PreflightInput, thresholds: PreflightTh
 
 /** GPU indexes of a numeric CUDA_VISIBLE_DEVICES ("0,1"); undefined when unset or given as UUIDs. */
 export function visibleGpus(env: Record<string, string>): number[] | undefined {
-  const value = env['CUDA_VISIBLE_DEVICES'];
+  const value = env.CUDA_VISIBLE_DEVICES;
   if (value === undefined || !/^\d+(,\d+)*$/.test(value.trim())) return undefined;
   return value.trim().split(',').map(Number);
 }
@@ -105,7 +112,8 @@ export async function runPreflight(runner: CommandRunner, options: { gpus?: numb
     ...(options.gpus !== undefined && { gpus: options.gpus }),
   };
   const report: PreflightReport = { findings: evaluatePreflight(input, options.thresholds) };
-  if (gpuResult.code !== 0) report.gpuUnavailable = gpuResult.code === null || gpuResult.code === 127 ? 'nvidia-smi not found' : `nvidia-smi failed (exit ${gpuResult.code})`;
+  if (gpuResult.code !== 0)
+    report.gpuUnavailable = gpuResult.code === null || gpuResult.code === 127 ? 'nvidia-smi not found' : `nvidia-smi failed (exit ${gpuResult.code})`;
   return report;
 }
 

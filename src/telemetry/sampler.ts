@@ -1,7 +1,7 @@
 import type { CommandRunner } from '../fingerprint/types.js';
 import { HOST_PROBE, parseHostProbe } from './host.js';
 import { gpuSampleOf, parseComputeApps, parseQueryCsv, queryComputeAppsArgv, queryGpuArgv, SAMPLE_FIELDS } from './nvidia-smi.js';
-import { streamGpuSamples, type GpuStream } from './stream.js';
+import { type GpuStream, streamGpuSamples } from './stream.js';
 import type { GpuProcess, TelemetrySeries } from './types.js';
 
 export interface SamplerOptions {
@@ -107,6 +107,9 @@ export function startSampler(runner: CommandRunner, options: SamplerOptions): Sa
 function unavailableReason(code: number | null, output: string): string {
   if (code === null && /ENOENT|not found/i.test(output)) return 'nvidia-smi not found';
   if (code === 127) return 'nvidia-smi not found';
-  const first = output.split('\n').find((line) => line.trim() !== '')?.trim();
+  const first = output
+    .split('\n')
+    .find((line) => line.trim() !== '')
+    ?.trim();
   return `nvidia-smi failed${code !== null ? ` (exit ${code})` : ''}${first ? `: ${first}` : ''}`;
 }

@@ -1,6 +1,6 @@
 import { Agent, request } from 'undici';
 import { parsePrometheusTotals } from '../metrics/prometheus.js';
-import type { ServerMetrics, ServerMetricSeries } from './types.js';
+import type { ServerMetricSeries, ServerMetrics } from './types.js';
 
 /** Engine metric families worth a time series: vLLM, SGLang, llama.cpp, TGI. Histogram parts are left out (too many). */
 const ENGINE_METRIC = /^(vllm:|sglang:|llamacpp:|tgi_)/;

@@ -25,7 +25,7 @@ export function streamGpuSamples(intervalMs: number, onSample: (sample: GpuSampl
   });
   createInterface({ input: child.stdout }).on('line', (line) => {
     const row = parseQueryCsv(line, STREAM_FIELDS)[0];
-    const sample = row && gpuSampleOf(row, parseLocalTimestamp(row['timestamp']) ?? Date.now());
+    const sample = row && gpuSampleOf(row, parseLocalTimestamp(row.timestamp) ?? Date.now());
     if (sample) onSample(sample);
   });
   const closed = new Promise<void>((resolve) => {

@@ -21,8 +21,7 @@ export function summarizeTelemetry(series: TelemetrySeries): TelemetrySummary {
 }
 
 function summarizeGpu(index: number, samples: GpuSample[]): GpuSummary {
-  const values = (pick: (sample: GpuSample) => number | undefined): number[] =>
-    samples.map(pick).filter((value): value is number => value !== undefined);
+  const values = (pick: (sample: GpuSample) => number | undefined): number[] => samples.map(pick).filter((value): value is number => value !== undefined);
   const med = (pick: (sample: GpuSample) => number | undefined): number | undefined => {
     const list = values(pick);
     return list.length > 0 ? median(list) : undefined;
@@ -41,15 +40,42 @@ function summarizeGpu(index: number, samples: GpuSample[]): GpuSummary {
   const put = (key: keyof GpuSummary, value: number | undefined): void => {
     if (value !== undefined) (summary as unknown as Record<string, number>)[key] = value;
   };
-  put('smClockMedianMHz', med((s) => s.smClockMHz));
-  put('maxSmClockMHz', max((s) => s.maxSmClockMHz));
-  put('memClockMedianMHz', med((s) => s.memClockMHz));
-  put('powerMedianW', med((s) => s.powerW));
-  put('powerLimitW', med((s) => s.powerLimitW));
-  put('temperatureMaxC', max((s) => s.temperatureC));
-  put('utilizationMedianPct', med((s) => s.utilizationPct));
-  put('memoryUsedMaxMiB', max((s) => s.memoryUsedMiB));
-  put('memoryTotalMiB', max((s) => s.memoryTotalMiB));
+  put(
+    'smClockMedianMHz',
+    med((s) => s.smClockMHz),
+  );
+  put(
+    'maxSmClockMHz',
+    max((s) => s.maxSmClockMHz),
+  );
+  put(
+    'memClockMedianMHz',
+    med((s) => s.memClockMHz),
+  );
+  put(
+    'powerMedianW',
+    med((s) => s.powerW),
+  );
+  put(
+    'powerLimitW',
+    med((s) => s.powerLimitW),
+  );
+  put(
+    'temperatureMaxC',
+    max((s) => s.temperatureC),
+  );
+  put(
+    'utilizationMedianPct',
+    med((s) => s.utilizationPct),
+  );
+  put(
+    'memoryUsedMaxMiB',
+    max((s) => s.memoryUsedMiB),
+  );
+  put(
+    'memoryTotalMiB',
+    max((s) => s.memoryTotalMiB),
+  );
   return summary;
 }
 
@@ -59,8 +85,10 @@ export function formatTelemetrySummary(summary: TelemetrySummary): string[] {
   if (summary.gpuUnavailable !== undefined) lines.push(`GPU telemetry unavailable: ${summary.gpuUnavailable}`);
   for (const gpu of summary.gpus) {
     const parts: string[] = [];
-    if (gpu.smClockMedianMHz !== undefined) parts.push(`SM ${Math.round(gpu.smClockMedianMHz)}${gpu.maxSmClockMHz !== undefined ? `/${gpu.maxSmClockMHz}` : ''} MHz`);
-    if (gpu.powerMedianW !== undefined) parts.push(`${Math.round(gpu.powerMedianW)}${gpu.powerLimitW !== undefined ? `/${Math.round(gpu.powerLimitW)}` : ''} W`);
+    if (gpu.smClockMedianMHz !== undefined)
+      parts.push(`SM ${Math.round(gpu.smClockMedianMHz)}${gpu.maxSmClockMHz !== undefined ? `/${gpu.maxSmClockMHz}` : ''} MHz`);
+    if (gpu.powerMedianW !== undefined)
+      parts.push(`${Math.round(gpu.powerMedianW)}${gpu.powerLimitW !== undefined ? `/${Math.round(gpu.powerLimitW)}` : ''} W`);
     if (gpu.temperatureMaxC !== undefined) parts.push(`max ${gpu.temperatureMaxC} °C`);
     if (gpu.utilizationMedianPct !== undefined) parts.push(`util ${Math.round(gpu.utilizationMedianPct)}%`);
     if (gpu.memoryUsedMaxMiB !== undefined) parts.push(`${formatGiB(gpu.memoryUsedMaxMiB)} used`);
@@ -68,10 +96,15 @@ export function formatTelemetrySummary(summary: TelemetrySummary): string[] {
     lines.push(`GPU ${gpu.index}: ${parts.join(', ')} (${gpu.samples} samples)`);
   }
   if (summary.processes.length > 0) {
-    lines.push(`GPU processes: ${summary.processes.map((p) => `${p.name} (pid ${p.pid}${p.usedMiB !== undefined ? `, ${formatGiB(p.usedMiB)}` : ''})`).join(', ')}`);
+    lines.push(
+      `GPU processes: ${summary.processes.map((p) => `${p.name} (pid ${p.pid}${p.usedMiB !== undefined ? `, ${formatGiB(p.usedMiB)}` : ''})`).join(', ')}`,
+    );
   }
   const host: string[] = [];
-  if (summary.load1Median !== undefined) host.push(`load ${summary.load1Median.toFixed(2)} median, ${summary.load1Max!.toFixed(2)} max${summary.cpus !== undefined ? ` on ${summary.cpus} CPUs` : ''}`);
+  if (summary.load1Median !== undefined)
+    host.push(
+      `load ${summary.load1Median.toFixed(2)} median, ${summary.load1Max!.toFixed(2)} max${summary.cpus !== undefined ? ` on ${summary.cpus} CPUs` : ''}`,
+    );
   if (summary.governors.length > 0) host.push(`governor ${summary.governors.join('/')}`);
   if (host.length > 0) lines.push(`host: ${host.join(', ')}`);
   return lines;

@@ -36,10 +36,18 @@ export function liveFigures(runStartedAt: string, trials: TrialRecord[], inFligh
     const throughput = perVariant(ofWorkload, (trial) => trial.metrics.outputTokensPerSecond);
     const latency = perVariant(ofWorkload, (trial) => trial.metrics.ttftMedianMs);
     if (throughput.length > 0) {
-      figures.push({ id: `live-throughput-${index}`, title: `Throughput per trial: ${workload}`, svg: timelineChart(`Output tok/s per trial, ${workload} (live)`, 'tok/s', throughput) });
+      figures.push({
+        id: `live-throughput-${index}`,
+        title: `Throughput per trial: ${workload}`,
+        svg: timelineChart(`Output tok/s per trial, ${workload} (live)`, 'tok/s', throughput),
+      });
     }
     if (latency.length > 0) {
-      figures.push({ id: `live-ttft-${index}`, title: `TTFT per trial: ${workload}`, svg: timelineChart(`Median TTFT per trial, ${workload} (live)`, 'ms', latency) });
+      figures.push({
+        id: `live-ttft-${index}`,
+        title: `TTFT per trial: ${workload}`,
+        svg: timelineChart(`Median TTFT per trial, ${workload} (live)`, 'ms', latency),
+      });
     }
   });
   // Only the current trial's points: earlier ones belong to other trials, often of other workloads.
@@ -47,7 +55,11 @@ export function liveFigures(runStartedAt: string, trials: TrialRecord[], inFligh
   const points = inFlight.filter((point) => point.trialLabel === current && point.outputTokensPerSecond > 0);
   if (current !== undefined && points.length > 0) {
     const series: XYSeries[] = [{ name: current, points: points.map((point) => [seconds(point.atMs), point.outputTokensPerSecond]) }];
-    figures.push({ id: 'live-in-flight', title: `Trial in flight: ${current}`, svg: timelineChart(`Output tok/s of the trial in flight: ${current}`, 'tok/s', series) });
+    figures.push({
+      id: 'live-in-flight',
+      title: `Trial in flight: ${current}`,
+      svg: timelineChart(`Output tok/s of the trial in flight: ${current}`, 'tok/s', series),
+    });
   }
   return figures;
 }

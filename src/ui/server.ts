@@ -3,18 +3,29 @@
  * escaped HTML fragments and SVG charts (the report's own modules), and an SSE stream tells it when to refetch:
  * the server polls the store's data_version and the live servers' log sizes every `pollMs`.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+
 import { timingSafeEqual } from 'node:crypto';
 import { stat } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { hostname, networkInterfaces } from 'node:os';
-import type { Db } from '../store/db.js';
 import { reportFigures } from '../report/figures.js';
 import { comparisonHtml, driftNotesHtml, environmentHtml, figuresHtml, runFactsHtml, verdictTableHtml } from '../report/html.js';
 import { machineStateHtml } from '../report/machine.js';
 import { buildRunReport, compareRuns } from '../report/model.js';
 import { loadRunData } from '../report/queries.js';
-import { getServer, listExperiments, liveServerLogs, openStoreForReading, runContentKey, runningRunsWithProgress, runProgress, runServers, storeVersion } from '../store/reads.js';
+import type { Db } from '../store/db.js';
+import {
+  getServer,
+  listExperiments,
+  liveServerLogs,
+  openStoreForReading,
+  runContentKey,
+  runningRunsWithProgress,
+  runProgress,
+  runServers,
+  storeVersion,
+} from '../store/reads.js';
 import type { TrialRecord } from '../store/types.js';
 import { readLogTail } from '../util/log-tail.js';
 import { redactor } from '../util/redact.js';
@@ -143,7 +154,10 @@ class UiState {
     }
     const grown: number[] = [];
     for (const server of liveServerLogs(this.db)) {
-      const size = await stat(server.logPath).then((info) => info.size, () => 0);
+      const size = await stat(server.logPath).then(
+        (info) => info.size,
+        () => 0,
+      );
       if (size !== (this.logSizes.get(server.id) ?? 0)) grown.push(server.id);
       this.logSizes.set(server.id, size);
     }
@@ -164,7 +178,14 @@ class UiState {
     const data = loadRunData(this.db, runId)!;
     const report = buildRunReport(data);
     const view: RunView = {
-      run: { id: runId, experimentName: report.experimentName, status: report.status, startedAt: report.startedAt, finishedAt: report.finishedAt ?? null, message: report.message ?? null },
+      run: {
+        id: runId,
+        experimentName: report.experimentName,
+        status: report.status,
+        startedAt: report.startedAt,
+        finishedAt: report.finishedAt ?? null,
+        message: report.message ?? null,
+      },
       trials: data.trials,
       html: {
         facts: runFactsHtml(report),

@@ -48,7 +48,10 @@ const ASSIGNMENT = /(^|[\s;'"])([A-Za-z_][A-Za-z0-9_]*)=([^\s'";]+)/g;
 const INLINE_FLAG = /(^|\s)(--?)([A-Za-z][A-Za-z0-9_.-]*)(=|\s+)(?!-)(['"]?)([^\s'"]+)\5/g;
 
 export function globToRegExp(pattern: string, flags = ''): RegExp {
-  const body = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  const body = pattern
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
   return new RegExp(`^${body}$`, flags);
 }
 

@@ -4,11 +4,12 @@
  * llama-server closes its connection after each streamed response while advertising keep-alive, and keeps each
  * slot's prompt cached: no request may fail for the first, and a prompt salt must defeat the second.
  */
-import { describe, test, type TestContext } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { describe, type TestContext, test } from 'node:test';
 import { launchServer } from '../../src/launch/launch.js';
 import { runBenchmark } from '../../src/load/run.js';
 import type { BenchOptions } from '../../src/load/types.js';
@@ -57,7 +58,12 @@ function options(baseUrl: string, overrides: Partial<BenchOptions>): BenchOption
 describe('real llama-server', { skip }, () => {
   test('kept-alive connections closed by llama-server fail no request', async (t) => {
     const server = await llamaServer(t, 4);
-    const result = await runBenchmark(options(server.baseUrl, { workload: { kind: 'concurrency', concurrency: 4, requests: 40 }, prompts: { kind: 'synthetic', inputTokens: { kind: 'fixed', value: 32 }, outputTokens: { kind: 'fixed', value: 8 }, seed: 1 } }));
+    const result = await runBenchmark(
+      options(server.baseUrl, {
+        workload: { kind: 'concurrency', concurrency: 4, requests: 40 },
+        prompts: { kind: 'synthetic', inputTokens: { kind: 'fixed', value: 32 }, outputTokens: { kind: 'fixed', value: 8 }, seed: 1 },
+      }),
+    );
     assert.equal(result.levels[0]!.failed, 0, JSON.stringify(result.levels[0]!.errorsByKind));
   });
 

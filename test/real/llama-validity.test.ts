@@ -4,19 +4,19 @@
  * An experiment whose llama-server is killed with SIGKILL in the middle of a trial: the trial is stored as invalid
  * with its cause, the server restarted, the trial measured again, and no failed request reaches a counted trial.
  */
-import { describe, test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
-import { SERVELAB, tempDir, writeExperiment, type CliResult } from '../support-experiment.js';
+import { type CliResult, SERVELAB, tempDir, writeExperiment } from '../support-experiment.js';
 import { pollFor } from '../support-wait.js';
 
 const BINARY = process.env.SERVELAB_LLAMA_SERVER;
 const MODEL = process.env.SERVELAB_LLAMA_MODEL;
 const skip = BINARY && MODEL ? false : 'set SERVELAB_LLAMA_SERVER (llama-server binary) and SERVELAB_LLAMA_MODEL (a .gguf) to run it';
-
 
 describe('real llama-server: trial validity', { timeout: 300_000 }, () => {
   test('a llama-server killed mid-trial: the trial is invalid with its cause, re-run on a restarted server', { skip }, async (t) => {
@@ -58,9 +58,15 @@ describe('real llama-server: trial validity', { timeout: 300_000 }, () => {
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stderr, /INVALID .*server was killed by SIGKILL during the trial/);
     const invalid = db.prepare('SELECT reason FROM invalid_trials').all() as Array<{ reason: string }>;
-    assert.deepEqual(invalid.map((r) => r.reason), ['server was killed by SIGKILL during the trial']);
+    assert.deepEqual(
+      invalid.map((r) => r.reason),
+      ['server was killed by SIGKILL during the trial'],
+    );
     const trials = db.prepare('SELECT metrics_json FROM trials').all() as Array<{ metrics_json: string }>;
     assert.equal(trials.length, 2);
-    assert.ok(trials.every((r) => (JSON.parse(r.metrics_json) as { failed: number }).failed === 0), 'no failed request in a counted trial');
+    assert.ok(
+      trials.every((r) => (JSON.parse(r.metrics_json) as { failed: number }).failed === 0),
+      'no failed request in a counted trial',
+    );
   });
 });

@@ -1,18 +1,18 @@
 import { writeFileSync } from 'node:fs';
-import { Option, type Command } from 'commander';
-import { BACKEND_KINDS } from '../../load/backends.js';
-import { DATASET_FORMATS, type DatasetFields, type DatasetFormat } from '../../load/datasets/types.js';
+import { type Command, Option } from 'commander';
 import type { z } from 'zod';
 import { describeIssues } from '../../config/issues.js';
+import { BACKEND_KINDS } from '../../load/backends.js';
 import { LIMITS, parseDurationMs, parseLengthSpec, promptSourceSchema, sloSchema, workloadSchema } from '../../load/config.js';
+import { DATASET_FORMATS, type DatasetFields, type DatasetFormat } from '../../load/datasets/types.js';
 import { watchLiveness } from '../../load/liveness.js';
 import { runBenchmark } from '../../load/run.js';
 import type { BenchOptions, BenchProgress, BenchResult, PromptSource, Slo, Workload } from '../../load/types.js';
 import { formatBenchTable, formatProgress } from '../../metrics/table.js';
-import { UserError, messageOf } from '../../util/errors.js';
-import { ExitCode } from '../../util/exit.js';
 import type { BackendKind } from '../../profiles/types.js';
 import { DEFAULT_REQUEST_TIMEOUT } from '../../util/defaults.js';
+import { messageOf, UserError } from '../../util/errors.js';
+import { ExitCode } from '../../util/exit.js';
 
 interface BenchFlags {
   backend: BackendKind;
@@ -198,14 +198,24 @@ function progressRenderer(enabled: boolean) {
 /** Exit status and, for a failure, the line saying why and what to do. */
 function verdictOf(result: BenchResult, serverDeath: string | undefined, allowFailures: boolean): { code: number; message?: string } {
   if (serverDeath !== undefined) {
-    return { code: ExitCode.serverDied, message: `${serverDeath}; the benchmark was stopped and its figures are incomplete\n  next: check the server log, restart the server and run again` };
+    return {
+      code: ExitCode.serverDied,
+      message: `${serverDeath}; the benchmark was stopped and its figures are incomplete\n  next: check the server log, restart the server and run again`,
+    };
   }
   if (result.interrupted) return { code: ExitCode.interrupted };
   const completed = result.levels.reduce((sum, level) => sum + level.completed, 0);
   const failed = result.levels.reduce((sum, level) => sum + level.failed, 0);
-  if (completed === 0) return { code: ExitCode.failure, message: 'every measured request failed (see the error counts above)\n  next: check the server log and the --backend / --model flags' };
+  if (completed === 0)
+    return {
+      code: ExitCode.failure,
+      message: 'every measured request failed (see the error counts above)\n  next: check the server log and the --backend / --model flags',
+    };
   if (failed > 0 && !allowFailures) {
-    return { code: ExitCode.failure, message: `${failed} of ${completed + failed} requests failed (see the error counts above): these figures are not a clean measurement\n  next: fix the cause in the server log, or pass --allow-failures to accept them` };
+    return {
+      code: ExitCode.failure,
+      message: `${failed} of ${completed + failed} requests failed (see the error counts above): these figures are not a clean measurement\n  next: fix the cause in the server log, or pass --allow-failures to accept them`,
+    };
   }
   return { code: ExitCode.ok };
 }
@@ -279,10 +289,22 @@ export function registerBench(program: Command): void {
     .option('--max-in-flight <n>', 'cap on requests in flight with --rate (later arrivals wait)', '256')
     .option('--input-len <len>', 'synthetic prompt tokens: N, normal:MEAN,SD[,MIN,MAX] or uniform:MIN,MAX', '512')
     .option('--output-len <len>', 'synthetic output tokens (same forms)', '128')
-    .option('--dataset <file>', 'prompts from a ShareGPT JSON (every reply a multi-turn request), JSONL, CSV or Parquet file (records {prompt, max_tokens?, output?, category?})')
-    .addOption(new Option('--dataset-format <format>', 'dataset format (default: from the extension .jsonl/.csv/.parquet, else sharegpt)').choices([...DATASET_FORMATS]))
-    .option('--dataset-field <key=name>', `record field holding KEY (${FIELD_KEYS.join(', ')}); repeatable`, (value: string, previous: string[]) => [...previous, value], [] as string[])
-    .addOption(new Option('--dataset-order <order>', 'request order (default: shuffled by --seed for ShareGPT, file order otherwise)').choices(['shuffled', 'file']))
+    .option(
+      '--dataset <file>',
+      'prompts from a ShareGPT JSON (every reply a multi-turn request), JSONL, CSV or Parquet file (records {prompt, max_tokens?, output?, category?})',
+    )
+    .addOption(
+      new Option('--dataset-format <format>', 'dataset format (default: from the extension .jsonl/.csv/.parquet, else sharegpt)').choices([...DATASET_FORMATS]),
+    )
+    .option(
+      '--dataset-field <key=name>',
+      `record field holding KEY (${FIELD_KEYS.join(', ')}); repeatable`,
+      (value: string, previous: string[]) => [...previous, value],
+      [] as string[],
+    )
+    .addOption(
+      new Option('--dataset-order <order>', 'request order (default: shuffled by --seed for ShareGPT, file order otherwise)').choices(['shuffled', 'file']),
+    )
     .option('--max-output-len <n>', 'cap on output tokens of dataset prompts')
     .option('--seed <n>', 'seed of synthetic prompts, dataset order and Poisson arrivals', '0')
     .option('--prompt-salt <n>', 'open every prompt with words derived from N, so no prefix-cache hit carries over from runs with another salt')
@@ -293,7 +315,10 @@ export function registerBench(program: Command): void {
     .option('--slo-ttft-ms <ms>', 'goodput SLO on time to first token')
     .option('--slo-tpot-ms <ms>', 'goodput SLO on time per output token')
     .option('--slo-e2e-ms <ms>', 'goodput SLO on end-to-end latency')
-    .option('--tokenizer <path>', "the model's tokenizer.json, model directory or NAME-<encoding>.tiktoken vocabulary: exact synthetic lengths, chat template, token counts when the server reports no usage")
+    .option(
+      '--tokenizer <path>',
+      "the model's tokenizer.json, model directory or NAME-<encoding>.tiktoken vocabulary: exact synthetic lengths, chat template, token counts when the server reports no usage",
+    )
     .option('--workers <n|auto>', 'load-generation threads, each with its own event loop and connections (auto = one per core)', '1')
     .option('--no-spec-metrics', 'do not scrape speculative-decoding statistics')
     .option('--json', 'print the result JSON on stdout instead of the table')

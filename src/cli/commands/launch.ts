@@ -1,19 +1,19 @@
 import { dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { configKey, loadServerConfig, serverConfigSchema, type ServerConfig } from '../../launch/config.js';
+import { configKey, loadServerConfig, type ServerConfig, serverConfigSchema } from '../../launch/config.js';
 import { launchServer } from '../../launch/launch.js';
 import type { RunningServer } from '../../launch/types.js';
 import { parseDurationMs } from '../../load/config.js';
 import type { ServerProfile } from '../../profiles/types.js';
 import { applyDefinition, inferProfileName, loadUserProfiles, resolveProfile, userProfilesPath } from '../../profiles/user.js';
 import { openHistory, previousStartupOptions, recordStartupOutcome } from '../../ready/history.js';
-import { formatSeconds } from '../../util/format.js';
 import { createProgressReporter } from '../../ready/progress.js';
 import { describeReady, failureJson, printLogTail } from '../../ready/report.js';
 import { defaultStorePath } from '../../store/db.js';
+import { DEFAULT_READY_TIMEOUT, DEFAULT_READY_TIMEOUT_MS } from '../../util/defaults.js';
 import { UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
-import { DEFAULT_READY_TIMEOUT, DEFAULT_READY_TIMEOUT_MS } from '../../util/defaults.js';
+import { formatSeconds } from '../../util/format.js';
 import { redactor } from '../../util/redact.js';
 
 interface LaunchFlags {
@@ -48,7 +48,7 @@ export function registerLaunch(program: Command): void {
     .option('--unset-env <K>', 'remove an inherited variable (repeatable)', collect, [])
     .option('--log <file>', 'append the server output here (default: <store dir>/logs/<profile>-<time>.log)')
     .option('--host <host>', 'host the server listens on, for {host} and the URL (default 127.0.0.1)')
-    .option('--port <n>', 'fixed port (default: a free one substituted for {port}, else the profile\'s usual port)')
+    .option('--port <n>', "fixed port (default: a free one substituted for {port}, else the profile's usual port)")
     .option('--timeout <duration>', `readiness timeout: 90s, 15m, 1h, 500ms (a bare number is seconds; default ${DEFAULT_READY_TIMEOUT})`)
     .option('--verify', 'check /v1/models and one tiny generation after health (default for OpenAI-compatible profiles)')
     .option('--no-verify', 'only check the health endpoint (skip /v1/models and the one-token generation)')
@@ -75,7 +75,8 @@ Examples:
       if (flags.detach && flags.exitWhenReady) throw new UserError('--detach and --exit-when-ready contradict each other', 'pick one', ExitCode.usage);
       const config: Partial<ServerConfig> = flags.config ? loadServerConfig(flags.config) : {};
       const command = commandArgs.length > 0 ? commandArgs : config.command;
-      if (!command?.length) throw new UserError('no server command', 'give it after "--" (servelab launch -- vllm serve M --port {port}) or in --config', ExitCode.usage);
+      if (!command?.length)
+        throw new UserError('no server command', 'give it after "--" (servelab launch -- vllm serve M --port {port}) or in --config', ExitCode.usage);
       const env = { ...config.env, ...parseEnvFlags(flags.env) };
       const unsetEnv = [...(config.unsetEnv ?? []), ...flags.unsetEnv];
       const profile = chooseProfile(flags, config, command);
@@ -83,7 +84,9 @@ Examples:
       const readyTimeoutMs = timeout === undefined ? DEFAULT_READY_TIMEOUT_MS : typeof timeout === 'number' ? timeout * 1000 : parseDurationMs(timeout);
       const port = flags.port !== undefined ? parsePort(flags.port) : config.port;
       const storePath = defaultStorePath(flags.store);
-      const logPath = resolve(flags.log ?? config.log ?? join(dirname(storePath), 'logs', `${profile.name}-${new Date().toISOString().replace(/[:.]/g, '-')}.log`));
+      const logPath = resolve(
+        flags.log ?? config.log ?? join(dirname(storePath), 'logs', `${profile.name}-${new Date().toISOString().replace(/[:.]/g, '-')}.log`),
+      );
       const verify = flags.verify ?? config.verify;
       const model = flags.model ?? config.model;
       const host = flags.host ?? config.host;
@@ -152,10 +155,19 @@ Examples:
           return;
         }
         const tail = await server.logTail(30);
-        process.stderr.write(`--- last ${tail.length} lines of the server log (${logPath}) ---\n${redactor().args(tail).map((line) => `  ${line}\n`).join('')}---\n`);
+        process.stderr.write(
+          `--- last ${tail.length} lines of the server log (${logPath}) ---\n${redactor()
+            .args(tail)
+            .map((line) => `  ${line}\n`)
+            .join('')}---\n`,
+        );
         await server.stop();
         const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
-        throw new UserError(`server ${how} after ${formatSeconds(Date.now() - startedAt.getTime())} (it had been ready)`, 'read the log tail above', ExitCode.serverDied);
+        throw new UserError(
+          `server ${how} after ${formatSeconds(Date.now() - startedAt.getTime())} (it had been ready)`,
+          'read the log tail above',
+          ExitCode.serverDied,
+        );
       } finally {
         process.off('SIGINT', onSignal);
         process.off('SIGTERM', onSignal);

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { loadCostModel } from '../../experiment/budget.js';
 import { loadExperiment } from '../../experiment/load.js';
@@ -6,12 +7,11 @@ import { chooseSchedule, limitViolations, type ScheduleChoice } from '../../expe
 import type { ResolvedExperiment } from '../../experiment/types.js';
 import { defaultStorePath, openStore } from '../../store/db.js';
 import { UserError } from '../../util/errors.js';
-import { existsSync } from 'node:fs';
 
 export function registerPlan(program: Command): void {
   program
     .command('plan')
-    .description('show an experiment\'s schedule, restarts, predicted wall time and GPU-hours, and the budget check')
+    .description("show an experiment's schedule, restarts, predicted wall time and GPU-hours, and the budget check")
     .argument('<file>', 'experiment file (YAML)')
     .option('--store <path>', 'result store the costs are predicted from (default: $SERVELAB_STORE or ~/.servelab/servelab.db)')
     .option('--json', 'machine-readable output')

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
-import { openStoreForReading } from '../../store/reads.js';
 import { writeReports } from '../../report/write.js';
 import { defaultStorePath } from '../../store/db.js';
+import { openStoreForReading } from '../../store/reads.js';
 import { UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
 

@@ -1,21 +1,21 @@
 import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
-import { formatVerdicts } from '../../experiment/format.js';
-import { loadExperiment } from '../../experiment/load.js';
-import { loadRun } from '../../experiment/run-store.js';
-import { runExperiment, type RunOutcome } from '../../experiment/runner.js';
-import type { Plan, ResolvedExperiment } from '../../experiment/types.js';
+import type { ExecutorConfig } from '../../exec/types.js';
 import { loadCostModel } from '../../experiment/budget.js';
 import { campaignSummary } from '../../experiment/campaign-report.js';
+import { formatVerdicts } from '../../experiment/format.js';
+import { loadExperiment } from '../../experiment/load.js';
 import { formatPlanChoice } from '../../experiment/plan-format.js';
+import { loadRun } from '../../experiment/run-store.js';
+import { type RunOutcome, runExperiment } from '../../experiment/runner.js';
 import { chooseSchedule, formatDuration } from '../../experiment/schedule.js';
-import { enforceLimits } from './plan.js';
-import { defaultStorePath, openStore, type Db } from '../../store/db.js';
-import { latestUnfinishedRun } from '../../store/queries.js';
 import { runOnSlurm } from '../../experiment/slurm.js';
-import type { ExecutorConfig } from '../../exec/types.js';
+import type { Plan, ResolvedExperiment } from '../../experiment/types.js';
+import { type Db, defaultStorePath, openStore } from '../../store/db.js';
+import { latestUnfinishedRun } from '../../store/queries.js';
 import { UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
+import { enforceLimits } from './plan.js';
 
 type SlurmConfig = Extract<ExecutorConfig, { kind: 'slurm' }>;
 
@@ -36,7 +36,7 @@ export function registerRun(program: Command): void {
     .description('run an experiment file: interleaved trials of every variant, drift alarm, verdicts vs the baseline')
     .argument('[file]', 'experiment file (YAML)')
     .option('--store <path>', 'result store (default: $SERVELAB_STORE or ~/.servelab/servelab.db)')
-    .option('--resume [runId]', 'continue an unfinished run (default: the latest unfinished run of FILE\'s experiment)')
+    .option('--resume [runId]', "continue an unfinished run (default: the latest unfinished run of FILE's experiment)")
     .option('--accept-drift', 'record and continue when the baseline moved away from its history')
     .option('--run-id <n>', 'attach to an existing run (used by Slurm jobs)')
     .option('--server-key <key>', 'run only the trials of this server config and leave the run open (used by Slurm jobs)')
@@ -72,18 +72,22 @@ export function registerRun(program: Command): void {
         if (target.experiment) {
           const choice = chooseSchedule(target.experiment, loadCostModel(db, target.experiment));
           enforceLimits(target.experiment, choice, flags.force ?? false);
-          log(`plan: ${choice.schedule}, ${choice.plan.trials.length} trials, ${choice.plan.restarts} restarts, predicted ${formatDuration(choice.prediction.wallMs)} (${choice.reason})`);
+          log(
+            `plan: ${choice.schedule}, ${choice.plan.trials.length} trials, ${choice.plan.restarts} restarts, predicted ${formatDuration(choice.prediction.wallMs)} (${choice.reason})`,
+          );
           plan = choice.plan;
         }
         const outcome = slurm
-          ? (await runOnSlurm({
-              ...slurm,
-              ...(target.runId !== undefined && { runId: target.runId }),
-              storePath,
-              acceptDrift,
-              signal: controller.signal,
-              log,
-            })).outcome
+          ? (
+              await runOnSlurm({
+                ...slurm,
+                ...(target.runId !== undefined && { runId: target.runId }),
+                storePath,
+                acceptDrift,
+                signal: controller.signal,
+                log,
+              })
+            ).outcome
           : await runExperiment({
               db,
               ...target,
@@ -117,7 +121,8 @@ function resolveTarget(db: Db, file: string | undefined, flags: RunFlags): Targe
   const explicitId = flags.runId ?? (typeof flags.resume === 'string' ? flags.resume : undefined);
   if (explicitId !== undefined) {
     const runId = Number(explicitId);
-    if (!Number.isInteger(runId) || runId < 1) throw new UserError(`run id must be a positive integer, got "${explicitId}"`, 'see run ids with `servelab ls`', ExitCode.usage);
+    if (!Number.isInteger(runId) || runId < 1)
+      throw new UserError(`run id must be a positive integer, got "${explicitId}"`, 'see run ids with `servelab ls`', ExitCode.usage);
     return { runId, ...slurmDispatch(loadRun(db, runId).experiment, flags) };
   }
   if (file === undefined) throw new UserError('no experiment file given', 'run `servelab run FILE`, or `servelab run --resume RUN_ID`', ExitCode.usage);
@@ -147,7 +152,9 @@ function report(db: Db, outcome: RunOutcome, json: boolean): void {
   switch (outcome.status) {
     case 'done':
       if (!json) {
-        process.stdout.write(`run ${outcome.runId} done\n${formatVerdicts(outcome.verdicts ?? [], experiment.metric, experiment.baseline)}\n\n${campaignSummary(db, outcome.runId).text}\n`);
+        process.stdout.write(
+          `run ${outcome.runId} done\n${formatVerdicts(outcome.verdicts ?? [], experiment.metric, experiment.baseline)}\n\n${campaignSummary(db, outcome.runId).text}\n`,
+        );
       }
       return;
     case 'drift':

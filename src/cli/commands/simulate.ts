@@ -1,7 +1,7 @@
-import { InvalidArgumentError, Option, type Command } from 'commander';
-import { FailureKinds, FaultKinds, resolveSimConfig, type FailureKind, type FaultConfig, type SimConfigInput, type EnvSpeedup } from '../../simulate/config.js';
 import { availableParallelism } from 'node:os';
+import { type Command, InvalidArgumentError, Option } from 'commander';
 import { isSimulatorReplica, runSimulatorReplica, startSimulatorCluster } from '../../simulate/cluster.js';
+import { type EnvSpeedup, type FailureKind, FailureKinds, type FaultConfig, FaultKinds, resolveSimConfig, type SimConfigInput } from '../../simulate/config.js';
 import { startSimulator } from '../../simulate/server.js';
 import { UserError } from '../../util/errors.js';
 
@@ -171,7 +171,11 @@ export function registerSimulate(program: Command): void {
     .option('--prefix-cache', 'cache prompt prefixes: a repeated prefix costs no prefill (POST /reset_prefix_cache or /flush_cache clears it)')
     .option('--env-speedup <NAME=VALUE:FACTOR>', 'decode speed x FACTOR when env NAME equals VALUE (repeatable)', envSpeedup, [])
     .option('--fault <KIND:RATE[:AFTER_TOKENS]>', `inject client-visible faults: ${FaultKinds.join('|')} (repeatable)`, fault, [])
-    .option('--workers <n|auto>', 'simulator processes behind the one port, each a data-parallel replica with its own --max-batch; /metrics sums them (default 1)', workerCount)
+    .option(
+      '--workers <n|auto>',
+      'simulator processes behind the one port, each a data-parallel replica with its own --max-batch; /metrics sums them (default 1)',
+      workerCount,
+    )
     .action(async (flags: SimulateFlags) => {
       if (isSimulatorReplica()) return runSimulatorReplica();
       const config = resolveSimConfig(flags.config, overridesFrom(flags), flagOf);
@@ -184,7 +188,11 @@ export function registerSimulate(program: Command): void {
       const onCrash = (): void => void process.stdout.write('', () => process.exit(1));
       const workers = flags.workers ?? 1;
       if (workers > 1 && config.prefixCache.enabled) {
-        throw new UserError('--prefix-cache cannot be combined with --workers: each worker would cache only the prompts it served', 'drop one of the two flags', 2);
+        throw new UserError(
+          '--prefix-cache cannot be combined with --workers: each worker would cache only the prompts it served',
+          'drop one of the two flags',
+          2,
+        );
       }
       const simulator = workers > 1 ? await startSimulatorCluster(config, workers, { log, onCrash }) : await startSimulator(config, { log, onCrash });
       const shutdown = (signal: NodeJS.Signals): void => {

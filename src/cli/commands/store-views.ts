@@ -1,15 +1,15 @@
 import type { Command } from 'commander';
+import { campaignSummary } from '../../experiment/campaign-report.js';
 import { formatRunList, formatRunShow } from '../../experiment/format.js';
 import { comparisonText } from '../../report/compare-text.js';
 import { compareRuns } from '../../report/model.js';
 import { loadRunData } from '../../report/queries.js';
-import { campaignSummary } from '../../experiment/campaign-report.js';
-import { defaultStorePath, openStore, type Db } from '../../store/db.js';
-import { getRun, listInvalidTrials, listRuns, listTrials, unplannedRestarts, type RunDetail } from '../../store/queries.js';
-import { listDriftAlarms, type DriftAlarmRecord } from '../../store/drift-alarms.js';
+import { type Db, defaultStorePath, openStore } from '../../store/db.js';
+import { type DriftAlarmRecord, listDriftAlarms } from '../../store/drift-alarms.js';
+import { getRun, listInvalidTrials, listRuns, listTrials, type RunDetail, unplannedRestarts } from '../../store/queries.js';
 import { runTelemetry } from '../../store/telemetry.js';
-import { formatTelemetrySummary } from '../../telemetry/summary.js';
 import type { TrialRecord } from '../../store/types.js';
+import { formatTelemetrySummary } from '../../telemetry/summary.js';
 import type { TrialTelemetry } from '../../telemetry/types.js';
 import { UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
@@ -31,7 +31,12 @@ export function registerStoreViews(program: Command): void {
     .action((flags: ViewFlags & { experiment?: string; limit: string }) =>
       withStore(flags, (db) => {
         const runs = listRuns(db, { ...(flags.experiment !== undefined && { experimentName: flags.experiment }), limit: Number(flags.limit) || 50 });
-        if (flags.json) return JSON.stringify(runs.map(({ config: _config, plan: _plan, ...summary }) => summary), null, 2);
+        if (flags.json)
+          return JSON.stringify(
+            runs.map(({ config: _config, plan: _plan, ...summary }) => summary),
+            null,
+            2,
+          );
         return formatRunList(runs);
       }),
     );
@@ -52,10 +57,18 @@ export function registerStoreViews(program: Command): void {
         const campaign = campaignSummary(db, run.id);
         const driftAlarms = listDriftAlarms(db, run.id);
         if (flags.json) {
-          const machine = Object.fromEntries([...telemetry].map(([id, recorded]) => [id, { summary: recorded.summary, serverMetricsUnavailable: recorded.serverMetrics.unavailable }]));
+          const machine = Object.fromEntries(
+            [...telemetry].map(([id, recorded]) => [id, { summary: recorded.summary, serverMetricsUnavailable: recorded.serverMetrics.unavailable }]),
+          );
           return JSON.stringify({ run, trials, invalidTrials, unplannedRestarts: restarts, driftAlarms, telemetry: machine, best: campaign.best }, null, 2);
         }
-        return [formatRunShow(run, trials, invalidTrials, restarts), ...formatDriftAlarms(driftAlarms), ...formatMachineState(trials, telemetry), '', campaign.text].join('\n');
+        return [
+          formatRunShow(run, trials, invalidTrials, restarts),
+          ...formatDriftAlarms(driftAlarms),
+          ...formatMachineState(trials, telemetry),
+          '',
+          campaign.text,
+        ].join('\n');
       }),
     );
 
@@ -108,7 +121,8 @@ function withStore(flags: ViewFlags, render: (db: Db) => string): void {
 
 function requireRun(db: Db, text: string): RunDetail {
   const id = Number(text);
-  if (!Number.isInteger(id) || id < 1) throw new UserError(`run id must be a positive integer, got "${text}"`, 'see run ids with `servelab ls`', ExitCode.usage);
+  if (!Number.isInteger(id) || id < 1)
+    throw new UserError(`run id must be a positive integer, got "${text}"`, 'see run ids with `servelab ls`', ExitCode.usage);
   const run = getRun(db, id);
   if (!run) throw new UserError(`run ${id} is not in the store`, 'see run ids with `servelab ls` (and check --store)', ExitCode.usage);
   return run;

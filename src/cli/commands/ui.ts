@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
 import { defaultStorePath } from '../../store/db.js';
 import { isLoopbackHost, startUi } from '../../ui/server.js';
-import { UserError, messageOf } from '../../util/errors.js';
+import { messageOf, UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
 
 interface UiFlags {
@@ -27,13 +27,17 @@ export function registerUi(program: Command): void {
       }
       const shared = !isLoopbackHost(flags.host);
       if (shared) {
-        process.stderr.write(`servelab ui: WARNING: listening on ${flags.host}: anyone who can reach this machine and has the token in the URL below can read your results and server logs\n`);
+        process.stderr.write(
+          `servelab ui: WARNING: listening on ${flags.host}: anyone who can reach this machine and has the token in the URL below can read your results and server logs\n`,
+        );
       }
       const token = shared || flags.token ? randomBytes(24).toString('base64url') : undefined;
-      const ui = await startUi({ storePath: defaultStorePath(flags.store), host: flags.host, port, ...(token !== undefined && { token }) }).catch((error: unknown) => {
-        if (error instanceof UserError) throw error;
-        throw new UserError(`cannot listen on ${flags.host}:${port}: ${messageOf(error)}`, 'pick another --port (or --port 0 for any free one)');
-      });
+      const ui = await startUi({ storePath: defaultStorePath(flags.store), host: flags.host, port, ...(token !== undefined && { token }) }).catch(
+        (error: unknown) => {
+          if (error instanceof UserError) throw error;
+          throw new UserError(`cannot listen on ${flags.host}:${port}: ${messageOf(error)}`, 'pick another --port (or --port 0 for any free one)');
+        },
+      );
       // The URL goes to stdout so scripts (and tests) can read it.
       process.stdout.write(`servelab ui: ${ui.url}\n`);
       await new Promise<void>((resolve) => {

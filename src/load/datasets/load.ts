@@ -3,7 +3,7 @@ import { mulberry32 } from '../../util/random.js';
 import { jsonErrorOffset } from '../json-position.js';
 import type { PromptItem } from '../prompts.js';
 import type { ChatMessage, ModelTokenizer } from '../tokenizers/model.js';
-import { readDatasetText, tableRecords, type LocatedRecord } from './records.js';
+import { type LocatedRecord, readDatasetText, tableRecords } from './records.js';
 import type { DatasetFields, DatasetSource } from './types.js';
 
 /** Records without their own output length get this many tokens. */
@@ -25,7 +25,9 @@ function textTokens(text: string, measure: PromptMeasure): number {
 function conversationText(messages: readonly ChatMessage[], tokenizer?: ModelTokenizer): string {
   if (messages.length === 1 && messages[0]!.role === 'user') return messages[0]!.content;
   if (tokenizer?.renderChat) return tokenizer.renderChat(messages);
-  return messages.map((message) => `${message.role === 'assistant' ? 'Assistant' : message.role === 'system' ? 'System' : 'User'}: ${message.content}`).join('\n\n') + '\n\nAssistant:';
+  return `${messages
+    .map((message) => `${message.role === 'assistant' ? 'Assistant' : message.role === 'system' ? 'System' : 'User'}: ${message.content}`)
+    .join('\n\n')}\n\nAssistant:`;
 }
 
 /**
@@ -38,7 +40,10 @@ function promptTokens(prompt: string, messages: readonly ChatMessage[], measure:
   if (!tokenizer) return textTokens(prompt, measure);
   if (measure.chat) {
     if (tokenizer.renderChat) return tokenizer.count(tokenizer.renderChat(messages));
-    return Math.max(1, messages.reduce((sum, message) => sum + tokenizer.count(message.content), 0));
+    return Math.max(
+      1,
+      messages.reduce((sum, message) => sum + tokenizer.count(message.content), 0),
+    );
   }
   return tokenizer.countPrompt(prompt);
 }
@@ -89,7 +94,17 @@ function positiveIntegerOf(value: unknown): number | undefined {
   return typeof number === 'number' && Number.isInteger(number) && number > 0 ? number : undefined;
 }
 
-const ROLE_OF: Record<string, ChatMessage['role']> = { human: 'user', user: 'user', gpt: 'assistant', assistant: 'assistant', chatgpt: 'assistant', bard: 'assistant', bing: 'assistant', model: 'assistant', system: 'system' };
+const ROLE_OF: Record<string, ChatMessage['role']> = {
+  human: 'user',
+  user: 'user',
+  gpt: 'assistant',
+  assistant: 'assistant',
+  chatgpt: 'assistant',
+  bard: 'assistant',
+  bing: 'assistant',
+  model: 'assistant',
+  system: 'system',
+};
 
 /**
  * ShareGPT: a JSON array of {conversations: [{from, value}, ...], category?}. Every assistant turn becomes one
@@ -105,18 +120,27 @@ function shareGptItems(source: DatasetSource, measure: PromptMeasure): PromptIte
   } catch (error) {
     const offset = jsonErrorOffset(text);
     const line = offset === undefined ? undefined : text.slice(0, offset).split('\n').length;
-    throw new UserError(`${source.path}${line ? `:${line}` : ''}: not valid JSON: ${(error as Error).message}`, 'fix the JSON or pass --dataset-format jsonl for line-delimited files');
+    throw new UserError(
+      `${source.path}${line ? `:${line}` : ''}: not valid JSON: ${(error as Error).message}`,
+      'fix the JSON or pass --dataset-format jsonl for line-delimited files',
+    );
   }
-  if (!Array.isArray(data)) throw new UserError(`${source.path}:1: ShareGPT dataset must be a JSON array of conversations`, 'use a ShareGPT export ([{"conversations": [...]}, ...])');
+  if (!Array.isArray(data))
+    throw new UserError(`${source.path}:1: ShareGPT dataset must be a JSON array of conversations`, 'use a ShareGPT export ([{"conversations": [...]}, ...])');
   const conversations = data.map((entry: unknown, index) => {
     const where = `${source.path}: entry [${index}]`;
     const turns = (entry as Record<string, unknown> | null)?.[names.conversations];
-    if (!Array.isArray(turns)) throw new UserError(`${where}: missing "${names.conversations}" array`, 'each entry needs {"conversations": [{"from": "human", "value": ...}, ...]}');
+    if (!Array.isArray(turns))
+      throw new UserError(`${where}: missing "${names.conversations}" array`, 'each entry needs {"conversations": [{"from": "human", "value": ...}, ...]}');
     const messages = turns.map((turn: unknown, turnIndex): ChatMessage => {
       const { from, value } = (turn ?? {}) as { from?: unknown; value?: unknown };
       const role = typeof from === 'string' ? ROLE_OF[from.toLowerCase()] : undefined;
       if (typeof value !== 'string') throw new UserError(`${where} turn ${turnIndex}: field "value" must be a string`, 'fix that turn of the dataset');
-      if (!role) throw new UserError(`${where} turn ${turnIndex}: field "from" must be one of human, gpt, system (got ${JSON.stringify(from)})`, 'fix that turn of the dataset');
+      if (!role)
+        throw new UserError(
+          `${where} turn ${turnIndex}: field "from" must be one of human, gpt, system (got ${JSON.stringify(from)})`,
+          'fix that turn of the dataset',
+        );
       return { role, content: value };
     });
     return { messages, category: categoryOf(entry as Record<string, unknown>, names.category, where) };
@@ -138,12 +162,20 @@ function tableItem(located: LocatedRecord, source: DatasetSource, measure: Promp
   const names = fieldNames(source.fields);
   const { where, record } = located;
   const prompt = record[names.prompt];
-  if (typeof prompt !== 'string' || prompt === '') throw new UserError(`${where}: missing string field "${names.prompt}" (prompt)`, `give every record a non-empty "${names.prompt}", or map the prompt field (fields.prompt / --dataset-field prompt=NAME)`);
+  if (typeof prompt !== 'string' || prompt === '')
+    throw new UserError(
+      `${where}: missing string field "${names.prompt}" (prompt)`,
+      `give every record a non-empty "${names.prompt}", or map the prompt field (fields.prompt / --dataset-field prompt=NAME)`,
+    );
   const requested = record[names.outputTokens];
   let outputTokens: number;
   if (requested !== undefined && requested !== null && requested !== '') {
     const parsed = positiveIntegerOf(requested);
-    if (parsed === undefined) throw new UserError(`${where}: field "${names.outputTokens}" (output tokens) must be a positive integer, got ${JSON.stringify(typeof requested === 'bigint' ? String(requested) : requested)}`, 'fix or drop it on that record');
+    if (parsed === undefined)
+      throw new UserError(
+        `${where}: field "${names.outputTokens}" (output tokens) must be a positive integer, got ${JSON.stringify(typeof requested === 'bigint' ? String(requested) : requested)}`,
+        'fix or drop it on that record',
+      );
     outputTokens = parsed;
   } else if (typeof record[names.output] === 'string' && record[names.output] !== '') {
     outputTokens = textTokens(record[names.output] as string, measure);

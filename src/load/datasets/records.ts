@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseCsv } from 'csv-parse/sync';
 import { asyncBufferFromFile, parquetReadObjects } from 'hyparquet';
-import { UserError, messageOf } from '../../util/errors.js';
+import { messageOf, UserError } from '../../util/errors.js';
 import type { DatasetFormat } from './types.js';
 
 /** One dataset record and where it is, for error messages ("file:12", "file row 7"). */
@@ -52,7 +52,10 @@ function csvRecords(path: string): LocatedRecord[] {
     rows = parseCsv(readDatasetText(path), { columns: true, skip_empty_lines: true, bom: true, info: true, relax_column_count: false });
   } catch (error) {
     const line = (error as { lines?: unknown }).lines;
-    throw new UserError(`${path}${typeof line === 'number' ? `:${line}` : ''}: not valid CSV: ${messageOf(error)}`, 'give a CSV file with a header row and the same number of columns on every row');
+    throw new UserError(
+      `${path}${typeof line === 'number' ? `:${line}` : ''}: not valid CSV: ${messageOf(error)}`,
+      'give a CSV file with a header row and the same number of columns on every row',
+    );
   }
   return rows.map(({ record, info }) => ({ where: `${path}:${info.lines}`, record }));
 }

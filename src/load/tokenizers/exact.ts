@@ -14,7 +14,10 @@ export function textOfExactTokens(tokenizer: ModelTokenizer, source: string, cou
   if (ids.length < count) throw new Error(`source text holds ${ids.length} tokens, fewer than ${count}`);
   // tokenizers.js gives no id for a word a WordLevel vocabulary lacks when its unk token is not registered.
   if (ids.some((id) => !Number.isInteger(id))) {
-    throw new UserError('this tokenizer has no id for some words of the synthetic prompts (and no usable unk token)', 'use a dataset instead of synthetic prompts, or the model\'s full tokenizer.json');
+    throw new UserError(
+      'this tokenizer has no id for some words of the synthetic prompts (and no usable unk token)',
+      "use a dataset instead of synthetic prompts, or the model's full tokenizer.json",
+    );
   }
   let cut = count;
   const tried = new Set<number>();

@@ -1,8 +1,8 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { Tokenizer } from '@huggingface/tokenizers';
 import { Template } from '@huggingface/jinja';
-import { UserError, messageOf } from '../../util/errors.js';
+import { Tokenizer } from '@huggingface/tokenizers';
+import { messageOf, UserError } from '../../util/errors.js';
 import { isTiktokenFile, loadTiktoken } from './tiktoken.js';
 
 /** Counts tokens of text locally, for servers that report no usage. */
@@ -71,7 +71,10 @@ function locate(path: string): { tokenizerPath: string; configPath?: string } {
   const directory = isDirectory ? path : join(path, '..');
   const tokenizerPath = isDirectory ? join(path, 'tokenizer.json') : path;
   if (!existsSync(tokenizerPath)) {
-    throw new UserError(`model directory ${path} holds no tokenizer.json`, 'pass the directory of a Hugging Face model (with tokenizer.json) or the tokenizer.json itself');
+    throw new UserError(
+      `model directory ${path} holds no tokenizer.json`,
+      'pass the directory of a Hugging Face model (with tokenizer.json) or the tokenizer.json itself',
+    );
   }
   const configPath = join(directory, 'tokenizer_config.json');
   return existsSync(configPath) ? { tokenizerPath, configPath } : { tokenizerPath };
@@ -91,7 +94,10 @@ export function loadTokenizer(path: string): ModelTokenizer {
   try {
     tokenizer = new Tokenizer(json, config);
   } catch (error) {
-    throw new UserError(`tokenizer ${tokenizerPath} is not usable: ${messageOf(error)}`, 'pass a tokenizer.json saved by Hugging Face tokenizers or transformers');
+    throw new UserError(
+      `tokenizer ${tokenizerPath} is not usable: ${messageOf(error)}`,
+      'pass a tokenizer.json saved by Hugging Face tokenizers or transformers',
+    );
   }
   const encode = (text: string): number[] => tokenizer.encode(text, { add_special_tokens: false }).ids;
   const model: ModelTokenizer = {
@@ -113,7 +119,10 @@ export function loadTokenizer(path: string): ModelTokenizer {
       try {
         return template.render({ messages, add_generation_prompt: true, ...specials });
       } catch (error) {
-        throw new UserError(`chat template of ${configPath} failed to render: ${messageOf(error)}`, 'fix chat_template in tokenizer_config.json or use --backend openai-completions');
+        throw new UserError(
+          `chat template of ${configPath} failed to render: ${messageOf(error)}`,
+          'fix chat_template in tokenizer_config.json or use --backend openai-completions',
+        );
       }
     };
   }

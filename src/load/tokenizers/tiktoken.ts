@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { Tiktoken } from 'js-tiktoken/lite';
-import { UserError, messageOf } from '../../util/errors.js';
+import { messageOf, UserError } from '../../util/errors.js';
 import type { ModelTokenizer } from './model.js';
 
 /**
@@ -58,7 +58,10 @@ function rankTable(path: string, text: string): string {
   });
   // Without every single byte, js-tiktoken encodes unknown bytes as a wrong id instead of failing: refuse the file.
   if (singleBytes.size < 256) {
-    throw new UserError(`${path} lacks ${256 - singleBytes.size} of the 256 single-byte tokens, so some text has no encoding`, 'pass a complete byte-level tiktoken vocabulary');
+    throw new UserError(
+      `${path} lacks ${256 - singleBytes.size} of the 256 single-byte tokens, so some text has no encoding`,
+      'pass a complete byte-level tiktoken vocabulary',
+    );
   }
   return rows.join('\n');
 }
@@ -72,7 +75,10 @@ export function loadTiktoken(path: string): ModelTokenizer {
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
-    throw new UserError(`cannot read tokenizer ${path}: ${messageOf(error)}`, 'pass a .tiktoken vocabulary file, a Hugging Face tokenizer.json or a model directory');
+    throw new UserError(
+      `cannot read tokenizer ${path}: ${messageOf(error)}`,
+      'pass a .tiktoken vocabulary file, a Hugging Face tokenizer.json or a model directory',
+    );
   }
   const tiktoken = new Tiktoken({ pat_str: SPLIT_PATTERNS[encodingOf(path)]!, special_tokens: {}, bpe_ranks: rankTable(path, text) });
   const encode = (input: string): number[] => tiktoken.encode(input, [], []);

@@ -1,11 +1,11 @@
-import { Worker } from 'node:worker_threads';
 import { availableParallelism } from 'node:os';
+import { Worker } from 'node:worker_threads';
 import { mulberry32 } from '../../util/random.js';
 import type { LevelPlan, LevelRun } from '../level.js';
 import type { PromptItem } from '../prompts.js';
 import { interArrivalMs } from '../random.js';
 import type { RequestOutcome } from '../request.js';
-import { sharedNow, type MainMessage, type WorkerLevel, type WorkerMessage, type WorkerSetup } from './protocol.js';
+import { type MainMessage, sharedNow, type WorkerLevel, type WorkerMessage, type WorkerSetup } from './protocol.js';
 
 /** Head start so every worker has its share before the common start time. */
 const START_DELAY_MS = 50;
@@ -43,7 +43,8 @@ export function partitionLevel(level: LevelPlan, prompts: readonly PromptItem[],
     type: 'level' as const,
     concurrency: slot,
     openLoop: level.rate !== undefined,
-    items: slot === 0 ? [] : prompts.flatMap((item, index) => (index % active === worker ? [{ index, item, ...(level.rate && { dueAtMs: dueAt[index]! }) }] : [])),
+    items:
+      slot === 0 ? [] : prompts.flatMap((item, index) => (index % active === worker ? [{ index, item, ...(level.rate && { dueAtMs: dueAt[index]! }) }] : [])),
   }));
 }
 
@@ -53,7 +54,9 @@ export class LoadWorkers {
 
   static async start(count: number, setup: Omit<WorkerSetup, 'connections'>, maxInFlight: number): Promise<LoadWorkers> {
     const connections = splitEvenly(maxInFlight, count);
-    const workers = connections.map((share) => new Worker(new URL('./worker.js', import.meta.url), { workerData: { ...setup, connections: Math.max(1, share) } satisfies WorkerSetup }));
+    const workers = connections.map(
+      (share) => new Worker(new URL('./worker.js', import.meta.url), { workerData: { ...setup, connections: Math.max(1, share) } satisfies WorkerSetup }),
+    );
     try {
       await Promise.all(workers.map((worker) => nextMessage(worker, 'ready')));
     } catch (error) {
@@ -67,7 +70,13 @@ export class LoadWorkers {
    * Run one level across the workers; same result as runLevel: every outcome exactly once, sorted by index,
    * duration from the common start to the last worker's end on the shared clock.
    */
-  async runLevel(level: LevelPlan, prompts: readonly PromptItem[], seed: number, onDone?: (outcome: RequestOutcome) => void, signal?: AbortSignal): Promise<LevelRun> {
+  async runLevel(
+    level: LevelPlan,
+    prompts: readonly PromptItem[],
+    seed: number,
+    onDone?: (outcome: RequestOutcome) => void,
+    signal?: AbortSignal,
+  ): Promise<LevelRun> {
     const shares = partitionLevel(level, prompts, seed, this.workers.length);
     const startAt = sharedNow() + START_DELAY_MS;
     const outcomes: RequestOutcome[] = [];
@@ -75,38 +84,39 @@ export class LoadWorkers {
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
       const ends = await Promise.all(
-        this.workers.map((worker, index) =>
-          new Promise<number>((resolve, reject) => {
-            let received = 0;
-            const onMessage = (message: WorkerMessage) => {
-              if (message.type === 'outcomes') {
-                received += message.outcomes.length;
-                for (const outcome of message.outcomes) {
-                  outcomes.push(outcome);
-                  onDone?.(outcome);
+        this.workers.map(
+          (worker, index) =>
+            new Promise<number>((resolve, reject) => {
+              let received = 0;
+              const onMessage = (message: WorkerMessage) => {
+                if (message.type === 'outcomes') {
+                  received += message.outcomes.length;
+                  for (const outcome of message.outcomes) {
+                    outcomes.push(outcome);
+                    onDone?.(outcome);
+                  }
+                } else if (message.type === 'finished') {
+                  cleanup();
+                  if (received !== message.sent) reject(new Error(`load worker ${index} sent ${message.sent} requests but returned ${received} outcomes`));
+                  else resolve(message.endAt);
+                } else if (message.type === 'error') {
+                  cleanup();
+                  reject(new Error(`load worker ${index} failed: ${message.message}`));
                 }
-              } else if (message.type === 'finished') {
+              };
+              const onError = (error: Error) => {
                 cleanup();
-                if (received !== message.sent) reject(new Error(`load worker ${index} sent ${message.sent} requests but returned ${received} outcomes`));
-                else resolve(message.endAt);
-              } else if (message.type === 'error') {
-                cleanup();
-                reject(new Error(`load worker ${index} failed: ${message.message}`));
-              }
-            };
-            const onError = (error: Error) => {
-              cleanup();
-              reject(error);
-            };
-            const cleanup = () => {
-              worker.off('message', onMessage);
-              worker.off('error', onError);
-            };
-            worker.on('message', onMessage);
-            worker.on('error', onError);
-            worker.postMessage({ ...shares[index]!, startAt } satisfies MainMessage);
-            if (signal?.aborted) worker.postMessage({ type: 'abort' } satisfies MainMessage);
-          }),
+                reject(error);
+              };
+              const cleanup = () => {
+                worker.off('message', onMessage);
+                worker.off('error', onError);
+              };
+              worker.on('message', onMessage);
+              worker.on('error', onError);
+              worker.postMessage({ ...shares[index]!, startAt } satisfies MainMessage);
+              if (signal?.aborted) worker.postMessage({ type: 'abort' } satisfies MainMessage);
+            }),
         ),
       );
       outcomes.sort((a, b) => a.sample.index - b.sample.index);
@@ -118,7 +128,9 @@ export class LoadWorkers {
 
   async close(): Promise<void> {
     this.broadcast({ type: 'close' });
-    await Promise.all(this.workers.map((worker) => new Promise<void>((resolve) => (worker.threadId === -1 ? resolve() : worker.once('exit', () => resolve())))));
+    await Promise.all(
+      this.workers.map((worker) => new Promise<void>((resolve) => (worker.threadId === -1 ? resolve() : worker.once('exit', () => resolve())))),
+    );
   }
 
   private broadcast(message: MainMessage): void {

@@ -1,11 +1,11 @@
 import { setMaxListeners } from 'node:events';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Pool } from 'undici';
-import { BACKENDS } from '../backends.js';
-import { streamRequest, type RequestContext, type RequestOutcome } from '../request.js';
-import { loadTokenizer } from '../tokenizers/model.js';
 import { messageOf } from '../../util/errors.js';
-import { sharedNow, type MainMessage, type WorkerLevel, type WorkerMessage, type WorkerSetup } from './protocol.js';
+import { BACKENDS } from '../backends.js';
+import { type RequestContext, type RequestOutcome, streamRequest } from '../request.js';
+import { loadTokenizer } from '../tokenizers/model.js';
+import { type MainMessage, sharedNow, type WorkerLevel, type WorkerMessage, type WorkerSetup } from './protocol.js';
 
 /**
  * A load-generation thread: its own event loop and connection pool, running its share of each level. Outcomes go
@@ -74,11 +74,13 @@ async function runShare(level: WorkerLevel): Promise<void> {
       while (inFlight >= level.concurrency && !signal.aborted) await new Promise<void>((resolve) => (slotFreed = resolve));
       if (signal.aborted) break;
       inFlight++;
-      running.push(send(entry).then(() => {
-        inFlight--;
-        slotFreed?.();
-        slotFreed = undefined;
-      }));
+      running.push(
+        send(entry).then(() => {
+          inFlight--;
+          slotFreed?.();
+          slotFreed = undefined;
+        }),
+      );
     }
     await Promise.all(running);
   } else {
