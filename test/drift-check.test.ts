@@ -28,6 +28,14 @@ describe('checkDrift', () => {
     assert.ok(Math.abs(result.band - expected) / expected < 0.01, `${result.band} vs ${expected}`);
   });
 
+  test('a change beyond even a noisy history\'s wide band is drift (measured on an H200: 54 vs 590 tok/s, band ±26%)', () => {
+    // The quiet llama-server run's four trials, then a trial with a foreign process computing on the GPU.
+    const result = checkDrift([53.8], [614, 576, 574, 595], { trialsInMean: 2 });
+    assert.equal(result.unguarded, 'history too noisy');
+    assert.ok(result.band > 20 && result.band < 40, String(result.band));
+    assert.equal(result.drifted, true);
+  });
+
   test('small histories get the Student band, large ones approach the normal one', () => {
     // Same spread (SD 1 on 100); the 3-trial history must tolerate far more than the 30-trial one.
     const small = checkDrift([100], [99, 100, 101], { relativeBand: 0 });

@@ -5,7 +5,10 @@ import { formatNumber, formatWholePercent } from '../util/format.js';
 
 export interface DriftCheck {
   drifted: boolean;
-  /** The history is too short or too noisy to tell drift from noise: say so instead of passing silently. */
+  /**
+   * The history is too short to tell drift from noise, or so noisy that only a change beyond its wide band is caught:
+   * say so instead of passing silently.
+   */
   unguarded?: 'history too short' | 'history too noisy';
   /** Mean of the current samples (one or two trials). */
   current: number;
@@ -54,8 +57,10 @@ export function checkDrift(current: number[], history: number[], options: { rela
     Math.abs(reference);
   const band = Math.max(relativeBand, spread) * 100;
   const changePct = ((currentMean - reference) / Math.abs(reference)) * 100;
-  if (band > MAX_USEFUL_BAND_PCT) return { ...quiet, changePct, band, unguarded: 'history too noisy' };
-  return { drifted: Math.abs(changePct) > band, current: currentMean, reference, changePct, band };
+  const drifted = Math.abs(changePct) > band;
+  // Too wide to catch a drift a tuning decision cares about, but a change beyond even that band is still drift.
+  if (band > MAX_USEFUL_BAND_PCT) return { drifted, current: currentMean, reference, changePct, band, unguarded: 'history too noisy' };
+  return { drifted, current: currentMean, reference, changePct, band };
 }
 
 /** Quantile p (> 0.5) of Student's t with ν degrees of freedom: bisection on the CDF, integrated with Simpson's rule. */

@@ -651,7 +651,7 @@ function alarmMessage(
 
 function unguardedNote(pair: string, check: DriftCheck, historySize: number): string {
   return check.unguarded === 'history too noisy'
-    ? `${pair}: history too noisy to guard against drift (band ±${check.band.toFixed(0)}% > ${MAX_USEFUL_BAND_PCT}% over ${historySize} trials)`
+    ? `${pair}: history too noisy to guard against drift (band ±${check.band.toFixed(0)}% > ${MAX_USEFUL_BAND_PCT}% over ${historySize} trials): only a change beyond the band stops the run`
     : `${pair}: history too short to guard against drift (${historySize} trials of finished runs)`;
 }
 
