@@ -28,7 +28,7 @@ describe('checkDrift', () => {
     assert.ok(Math.abs(result.band - expected) / expected < 0.01, `${result.band} vs ${expected}`);
   });
 
-  test('a change beyond even a noisy history\'s wide band is drift (measured on an H200: 54 vs 590 tok/s, band ±26%)', () => {
+  test("a change beyond even a noisy history's wide band is drift (measured on an H200: 54 vs 590 tok/s, band ±26%)", () => {
     // The quiet llama-server run's four trials, then a trial with a foreign process computing on the GPU.
     const result = checkDrift([53.8], [614, 576, 574, 595], { trialsInMean: 2 });
     assert.equal(result.unguarded, 'history too noisy');
