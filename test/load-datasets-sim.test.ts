@@ -4,13 +4,13 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { describe, type TestContext, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parquetWriteBuffer } from 'hyparquet-writer';
 import { runBenchmark } from '../src/load/run.js';
 import { loadTokenizer } from '../src/load/tokenizers/model.js';
 import type { BenchResult } from '../src/load/types.js';
-import { cli, SERVELAB, tempDir, writeExperiment } from './support-experiment.js';
+import { cli, SERVELAB, servingSimulator, tempDir, writeExperiment } from './support-experiment.js';
 
 /** Real processes: the simulator and `servelab bench` as children, datasets as real files, per-category results. */
 
@@ -30,25 +30,6 @@ function run(args: string[], timeoutMs = 60_000): Promise<{ code: number | null;
       resolve({ code, stdout, stderr });
     }),
   );
-}
-
-async function simProcess(t: TestContext, flags: string[]): Promise<string> {
-  const child = spawn(process.execPath, [SERVELAB, 'simulate', '--load-ms', '0', '--ttft-ms', '5', '--tpot-ms', '2', '--jitter', '0', ...flags], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  t.after(() => child.kill('SIGKILL'));
-  return new Promise<string>((resolve, reject) => {
-    let log = '';
-    const timer = setTimeout(() => reject(new Error(`simulator not ready in 15 s:\n${log}`)), 15_000);
-    child.stdout.on('data', (chunk) => {
-      log += chunk;
-      const ready = /Uvicorn running on (http:\/\/\S+)/.exec(log);
-      if (ready) {
-        clearTimeout(timer);
-        resolve(ready[1]!);
-      }
-    });
-  });
 }
 
 /** 12 prompts, 4 per category, output lengths 3..14 (so categories differ in e2e). */
@@ -73,7 +54,7 @@ describe('datasets and categories on real processes', () => {
     const dir = tempDir(t, 'ds-parquet');
     const dataset = join(dir, 'qa.parquet');
     writeParquetDataset(dataset);
-    const url = await simProcess(t, ['--spec-draft-tokens', '3', '--spec-acceptance', '0.7']);
+    const url = await servingSimulator(t, ['--ttft-ms', '5', '--tpot-ms', '2', '--jitter', '0', '--spec-draft-tokens', '3', '--spec-acceptance', '0.7']);
     const result = await run([
       'bench',
       url,
@@ -145,7 +126,7 @@ describe('datasets and categories on real processes', () => {
     const dir = tempDir(t, 'ds-bad');
     const dataset = join(dir, 'bad.csv');
     writeFileSync(dataset, 'prompt,max_tokens,category\nfine,4,chat\n"also, fine",-2,code\n');
-    const url = await simProcess(t, []);
+    const url = await servingSimulator(t, ['--ttft-ms', '5', '--tpot-ms', '2', '--jitter', '0']);
     const result = await run(['bench', url, '--dataset', dataset, '--requests', '2', '--warmup', '0', '--no-progress']);
     assert.equal(result.code, 1);
     assert.match(result.stderr, /bad\.csv:3: field "max_tokens" \(output tokens\) must be a positive integer, got "-2"/);

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, type TestContext, test } from 'node:test';
@@ -12,6 +11,7 @@ import type { SimConfig, SimConfigInput } from '../src/simulate/config.js';
 import { batchFactor, expectedAcceptanceRate, expectedE2eMs, expectedTokensPerStep, expectedTpotMs, expectedTtftMs } from '../src/simulate/model.js';
 import { startSimulator } from '../src/simulate/server.js';
 import { UserError } from '../src/util/errors.js';
+import { servingSimulator } from './support-experiment.js';
 
 const fixture = (name: string) => fileURLToPath(new URL(`../../test/fixtures/load/${name}`, import.meta.url));
 
@@ -20,33 +20,18 @@ const DECODE = { ttftBaseMs: 15, prefillMsPerToken: 0.1, tpotMs: 6, jitter: 0, c
 const INPUT_TOKENS = 50;
 const OUTPUT_TOKENS = 20;
 
+/** The simulator in its own process, with the decode model it runs (read back from it). */
+async function simProcess(t: TestContext, flags: string[]): Promise<{ url: string; config: SimConfig }> {
+  const url = await servingSimulator(t, flags);
+  const config = (await (await fetch(`${url}/sim/config`)).json()) as SimConfig;
+  return { url, config };
+}
+
 async function sim(t: TestContext, input: SimConfigInput = {}) {
   const handle = await startSimulator({ startup: { loadMs: 0 }, ...input, decode: { ...DECODE, ...input.decode } });
   t.after(() => handle.close());
   await handle.ready;
   return handle;
-}
-
-/** The simulator as `servelab simulate` in its own process, so its step timers do not share the client's event loop. */
-async function simProcess(t: TestContext, flags: string[]): Promise<{ url: string; config: SimConfig }> {
-  const child = spawn(process.execPath, [fileURLToPath(new URL('../../bin/servelab.js', import.meta.url)), 'simulate', '--load-ms', '0', ...flags], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  t.after(() => child.kill('SIGKILL'));
-  const url = await new Promise<string>((resolve, reject) => {
-    let log = '';
-    const timer = setTimeout(() => reject(new Error(`simulator not ready in 15 s:\n${log}`)), 15_000);
-    child.stdout.on('data', (chunk) => {
-      log += chunk;
-      const ready = /Uvicorn running on (http:\/\/\S+)/.exec(log);
-      if (ready) {
-        clearTimeout(timer);
-        resolve(ready[1]!);
-      }
-    });
-  });
-  const config = (await (await fetch(`${url}/sim/config`)).json()) as SimConfig;
-  return { url, config };
 }
 
 function options(url: string, overrides: Partial<BenchOptions> = {}): BenchOptions {

@@ -1,36 +1,14 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { describe, type TestContext, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { describe, test } from 'node:test';
 import { interArrivalMs } from '../src/load/random.js';
 import { runBenchmark } from '../src/load/run.js';
 import type { BenchOptions, BenchResult, LevelResult } from '../src/load/types.js';
 import { partitionLevel, resolveWorkerCount, splitEvenly } from '../src/load/workers/pool.js';
 import { mulberry32 } from '../src/util/random.js';
+import { servingSimulator } from './support-experiment.js';
 
-const SERVELAB = fileURLToPath(new URL('../../bin/servelab.js', import.meta.url));
-
-/** A deterministic simulator (no jitter, no batch slowdown) in its own process. */
-async function simProcess(t: TestContext): Promise<string> {
-  const child = spawn(
-    process.execPath,
-    [SERVELAB, 'simulate', '--load-ms', '0', '--ttft-ms', '8', '--prefill-ms-per-token', '0', '--tpot-ms', '4', '--jitter', '0', '--concurrency-slowdown', '0'],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  t.after(() => child.kill('SIGKILL'));
-  return new Promise<string>((resolve, reject) => {
-    let log = '';
-    const timer = setTimeout(() => reject(new Error(`simulator not ready in 15 s:\n${log}`)), 15_000);
-    child.stdout.on('data', (chunk) => {
-      log += chunk;
-      const ready = /Uvicorn running on (http:\/\/\S+)/.exec(log);
-      if (ready) {
-        clearTimeout(timer);
-        resolve(ready[1]!);
-      }
-    });
-  });
-}
+/** A simulator whose timing depends on nothing but the request: single-thread and worker runs must agree. */
+const DETERMINISTIC = ['--ttft-ms', '8', '--prefill-ms-per-token', '0', '--tpot-ms', '4', '--jitter', '0', '--concurrency-slowdown', '0'];
 
 function options(url: string, overrides: Partial<BenchOptions>): BenchOptions {
   return {
@@ -92,7 +70,7 @@ describe('load workers: partition', () => {
 
 describe('load workers on a real simulator', () => {
   test('4 workers: every request counted once, same tokens and percentiles as one thread', async (t) => {
-    const url = await simProcess(t);
+    const url = await servingSimulator(t, DETERMINISTIC);
     const single = level(await runBenchmark(options(url, {})));
     const multi = level(await runBenchmark(options(url, { workers: 4 })));
     assert.deepEqual(
@@ -123,7 +101,7 @@ describe('load workers on a real simulator', () => {
   });
 
   test('open loop across workers, progress and abort: each request reported once', async (t) => {
-    const url = await simProcess(t);
+    const url = await servingSimulator(t, DETERMINISTIC);
     const rate = level(
       await runBenchmark(
         options(url, { workers: 3, warmupRequests: 0, workload: { kind: 'rate', requestsPerSecond: 200, arrival: 'poisson', maxInFlight: 12, requests: 40 } }),

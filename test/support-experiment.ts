@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
+import { spawnSimulator } from '../src/simulate/child.js';
 
 export const SERVELAB = fileURLToPath(new URL('../../bin/servelab.js', import.meta.url));
 
@@ -82,4 +83,15 @@ export function cli(args: string[], options: { store: string; timeoutMs?: number
       resolve({ code, stdout, stderr });
     });
   });
+}
+
+/**
+ * `servelab simulate --load-ms 0 FLAGS` in its own process (its step timers do not share the client's event loop),
+ * stopped after the test; resolves with its URL once it serves.
+ */
+export async function servingSimulator(t: TestContext, flags: string[]): Promise<string> {
+  const sim = await spawnSimulator(['--load-ms', '0', ...flags]);
+  t.after(() => sim.stop());
+  await sim.waitForLine(/Uvicorn running on http:/, 15_000);
+  return sim.url;
 }
