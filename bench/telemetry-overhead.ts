@@ -11,16 +11,15 @@
  * PATH that replays a row captured on an H200: it measures the sampler's cost on this host's CPU, NOT the cost of
  * querying a real GPU driver; the output says so. Run without it on a GPU machine for the real figure.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { median } from 'simple-statistics';
 import { LocalExecutor } from '../src/exec/local.js';
 import { runBenchmark } from '../src/load/run.js';
 import type { BackendKind } from '../src/profiles/types.js';
+import { type SimulatorProcess, spawnSimulator } from '../src/simulate/child.js';
 import { startTrialRecorder } from '../src/telemetry/trial.js';
 
 const { values: args } = parseArgs({
@@ -38,26 +37,16 @@ const { values: args } = parseArgs({
 const ROUNDS = Number(args.rounds);
 const INTERVAL_MS = Number(args['interval-ms']);
 
-const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
-const children: ChildProcess[] = [];
-process.on('exit', () => children.forEach((child) => child.kill('SIGKILL')));
+const simulators: SimulatorProcess[] = [];
+process.on('exit', () => simulators.forEach((sim) => sim.child.kill('SIGKILL')));
 
 /** A simulator in its own process: a fixed 2 ms per token for every stream, so tok/s is steady between rounds. */
-function startSim(): Promise<string> {
-  const config = { startup: { loadMs: 0 }, decode: { ttftBaseMs: 2, prefillMsPerToken: 0, tpotMs: 2, jitter: 0, concurrencySlowdown: 0, maxBatch: 4096 } };
-  const script = `import { startSimulator } from ${JSON.stringify(`${repoRoot}dist/src/simulate/server.js`)};
-    const sim = await startSimulator(${JSON.stringify(config)}); await sim.ready; console.log('READY ' + sim.url);`;
-  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    let log = '';
-    child.stdout!.on('data', (chunk) => {
-      log += chunk;
-      const ready = /READY (http:\/\/\S+)/.exec(log);
-      if (ready) resolve(ready[1]!);
-    });
-    child.once('exit', (code) => reject(new Error(`simulator exited (${code}) before ready:\n${log}`)));
-  });
+async function startSim(): Promise<string> {
+  const flags = ['--load-ms', '0', '--ttft-ms', '2', '--prefill-ms-per-token', '0', '--tpot-ms', '2', '--jitter', '0', '--concurrency-slowdown', '0'];
+  const sim = await spawnSimulator([...flags, '--max-batch', '4096']);
+  simulators.push(sim);
+  await sim.waitForLine(/Uvicorn running on/, 60_000);
+  return sim.url;
 }
 
 /** A FAKE nvidia-smi: answers the sampler's queries with one row captured on an H200 (see test/fixtures/nvidia-smi). */
