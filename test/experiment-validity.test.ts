@@ -46,6 +46,12 @@ const slowTrials = {
   workloads: [{ kind: 'single-stream', requests: 6 }],
 };
 
+/** The pid of the first ready server once its trial has measured a request. */
+function serverInFlight(db: Database.Database): Promise<number> {
+  const sql = "SELECT s.pid FROM servers s JOIN progress p ON p.run_id = s.run_id WHERE s.status = 'ready' AND p.completed >= 1 ORDER BY s.id LIMIT 1";
+  return pollFor('a trial in flight', () => query<{ pid: number }>(db, sql)?.pid, 60_000);
+}
+
 describe('trial validity', { timeout: 240_000 }, () => {
   test('a server killed with SIGKILL mid-trial: seen within a second, trial invalid with its cause, server restarted, trial re-run', async (t) => {
     const dir = tempDir(t, 'validity-kill');
@@ -53,15 +59,7 @@ describe('trial validity', { timeout: 240_000 }, () => {
     const file = writeExperiment(dir, 'kill.yaml', { name: 'kill9', trials: 2, ...slowTrials });
     const runner = await startRunner(t, [file], store);
     // The first server, once its first trial has measured a request.
-    const pid = await pollFor(
-      'a trial in flight',
-      () =>
-        query<{ pid: number }>(
-          runner.db,
-          "SELECT s.pid FROM servers s JOIN progress p ON p.run_id = s.run_id WHERE s.status = 'ready' AND p.completed >= 1 ORDER BY s.id LIMIT 1",
-        )?.pid,
-      60_000,
-    );
+    const pid = await serverInFlight(runner.db);
     const killedAt = Date.now();
     process.kill(pid, 'SIGKILL');
 
@@ -102,15 +100,7 @@ describe('trial validity', { timeout: 240_000 }, () => {
     const store = join(dir, 'servelab.db');
     const file = writeExperiment(dir, 'hang.yaml', { name: 'hang', trials: 1, ...slowTrials });
     const runner = await startRunner(t, [file], store);
-    const pid = await pollFor(
-      'a trial in flight',
-      () =>
-        query<{ pid: number }>(
-          runner.db,
-          "SELECT s.pid FROM servers s JOIN progress p ON p.run_id = s.run_id WHERE s.status = 'ready' AND p.completed >= 1 ORDER BY s.id LIMIT 1",
-        )?.pid,
-      60_000,
-    );
+    const pid = await serverInFlight(runner.db);
     process.kill(pid, 'SIGSTOP');
     t.after(() => {
       try {
