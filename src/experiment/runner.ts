@@ -122,8 +122,8 @@ async function runLeased(options: RunOptions, runId: number, log: (line: string)
     while (queue.length > 0) {
       if (campaign?.beforePass(queue[0]!.block) !== undefined) break;
       queue = campaign?.keep(queue) ?? queue;
-      const stretch = stretches(queue)[0];
-      if (!stretch) break;
+      if (queue.length === 0) break;
+      const stretch = leadingStretch(queue);
       const stop = await runStretch(context, executor, stretch);
       if (stop) {
         setRunStatus(db, runId, 'drift', stop);
@@ -178,15 +178,10 @@ type TrialOutcome = { valid: true; alarm?: string } | { valid: false; reason: st
 /** How long a server that stopped answering (an SSH forward being restored, a stall) gets to answer again. */
 const RECOVER_MS = 60_000;
 
-/** Consecutive trials on one server config: one server start each. */
-function stretches(trials: readonly PlannedTrial[]): PlannedTrial[][] {
-  const groups: PlannedTrial[][] = [];
-  for (const trial of trials) {
-    const last = groups.at(-1);
-    if (last && last[0]!.serverKey === trial.serverKey) last.push(trial);
-    else groups.push([trial]);
-  }
-  return groups;
+/** The queue's leading trials on one server config: one server start. */
+function leadingStretch(queue: readonly PlannedTrial[]): PlannedTrial[] {
+  const end = queue.findIndex((trial) => trial.serverKey !== queue[0]!.serverKey);
+  return queue.slice(0, end < 0 ? queue.length : end);
 }
 
 /**
@@ -304,15 +299,12 @@ async function startServer(context: TrialContext, executor: Executor, variant: R
  */
 class GuardedWrites {
   private readonly controller = new AbortController();
+  /** Aborts on the caller's signal (Ctrl-C) or on the first failed write. */
+  readonly signal: AbortSignal;
   fault: unknown;
 
   constructor(outer: AbortSignal | undefined) {
-    outer?.addEventListener('abort', () => this.controller.abort(), { once: true });
-    if (outer?.aborted) this.controller.abort();
-  }
-
-  get signal(): AbortSignal {
-    return this.controller.signal;
+    this.signal = outer ? AbortSignal.any([outer, this.controller.signal]) : this.controller.signal;
   }
 
   guard<A extends unknown[]>(write: (...args: A) => void): (...args: A) => void {
