@@ -34,6 +34,9 @@ const { values: args } = parseArgs({
     'paced-tpot-ms': { type: 'string', default: '10' },
     workers: { type: 'string', default: '1' },
     'sim-workers': { type: 'string', default: '1' },
+    // CPUs the simulator is pinned to (taskset list), so client and server do not share cores: run the bench
+    // itself under `taskset -c` for the client's.
+    'sim-cpus': { type: 'string' },
   },
 });
 const STREAMS = Number(args.streams);
@@ -42,6 +45,7 @@ const REQUESTS = Number(args.requests);
 const PACED_TPOT_MS = Number(args['paced-tpot-ms']);
 const WORKERS: number | 'auto' = args.workers === 'auto' ? 'auto' : Number(args.workers);
 const SIM_WORKERS = args['sim-workers'];
+const SIM_CPUS = args['sim-cpus'];
 const SHORT_OUTPUT_LEN = 4;
 const SHORT_REQUESTS = 4 * REQUESTS;
 const INPUT_LEN = 32;
@@ -52,7 +56,9 @@ process.on('exit', () => simulators.forEach((sim) => sim.child.kill('SIGKILL')))
 /** Start `servelab simulate` (its own processes and cores) with zero-cost timing apart from tpot; wait until it serves. */
 async function startSim(tpotMs: number): Promise<string> {
   const flags = ['--load-ms', '0', '--ttft-ms', '0', '--prefill-ms-per-token', '0', '--jitter', '0', '--concurrency-slowdown', '0', '--max-batch', '4096'];
-  const sim = await spawnSimulator([...flags, '--stats-interval-ms', '0', '--tpot-ms', String(tpotMs), '--workers', SIM_WORKERS]);
+  const sim = await spawnSimulator([...flags, '--stats-interval-ms', '0', '--tpot-ms', String(tpotMs), '--workers', SIM_WORKERS], {
+    ...(SIM_CPUS && { prefix: ['taskset', '-c', SIM_CPUS] }),
+  });
   simulators.push(sim);
   await sim.waitForLine(/Uvicorn running on/, 60_000);
   return sim.url;
@@ -202,7 +208,7 @@ async function main() {
   const shortItems = await prompts(SHORT_REQUESTS, SHORT_OUTPUT_LEN);
   const pacedItems = await prompts(2 * STREAMS, 64);
   process.stderr.write(`client overhead: ${STREAMS} streams, simulator in child processes (zero latency; paced tpot ${PACED_TPOT_MS} ms)\n`);
-  const simulatorLine = `simulator: servelab simulate --workers ${SIM_WORKERS} (${SIM_WORKERS === '1' ? 'one process: with many client threads its ceiling may be what is measured' : 'processes behind one port'})`;
+  const simulatorLine = `simulator: servelab simulate --workers ${SIM_WORKERS} (${SIM_WORKERS === '1' ? 'one process: with many client threads its ceiling may be what is measured' : 'processes behind one port'})${SIM_CPUS ? `, pinned to CPUs ${SIM_CPUS}` : ''}`;
 
   // Warm both paths (JIT, connections), then interleave repetitions so drift hits both clients alike.
   await servelabThroughput(fastUrl, STREAMS, 16);

@@ -60,13 +60,14 @@ describe('prompt cache control', () => {
     assert.ok(saltedTtft > coldTtft * 0.7, `salted TTFT ${saltedTtft.toFixed(1)} ms vs cold ${coldTtft.toFixed(1)} ms`);
   });
 
-  test("llama.cpp's cache_prompt: false (client.cache: reset with the llamacpp profile) neither uses nor fills the cache", async (t) => {
+  test("llama.cpp's cache_prompt: false (client.cache: reset with the llamacpp profile) neither uses nor fills the cache, from one thread or from load workers", async (t) => {
     const sim = await cachingSim(t);
-    for (let round = 0; round < 2; round++) {
+    for (const workers of [1, 1, 2, 2]) {
       const result = await runBenchmark({
         baseUrl: sim.url,
         backend: 'llamacpp',
-        workload: { kind: 'single-stream', requests: 2 },
+        workload: { kind: 'concurrency', concurrency: workers, requests: 2 * workers },
+        workers,
         prompts: { kind: 'synthetic', inputTokens: { kind: 'fixed', value: PROMPT_TOKENS }, outputTokens: { kind: 'fixed', value: 4 }, seed: 5 },
         cachePrompt: false,
         warmupRequests: 0,

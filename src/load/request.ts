@@ -57,8 +57,9 @@ export function nowMs(): number {
 }
 
 /**
- * Send one streaming generation request and time it. Arrival time is taken in the dispatcher's body-data callback,
- * before SSE parsing, and shared by every event of that network chunk. Timing rules:
+ * Send one streaming generation request and time it. Arrival time is taken in the dispatcher's body-data callback
+ * and shared by every event of that network chunk; SSE/JSON parsing runs later in the same event-loop turn (see
+ * deferToCheckPhase), so no chunk's timestamp waits for another chunk's parsing. Timing rules:
  * TTFT = first token-bearing event; ITL = gaps between token-bearing events (an event carrying several tokens, as
  * speculative decoding produces, is one gap); TPOT = (e2e − ttft) / (outputTokens − 1); e2e ends at the end of the body.
  * Never rejects: failures come back as `sample.error`.
@@ -97,13 +98,26 @@ export function streamRequest(context: RequestContext, item: PromptItem, index: 
     let settled = false;
     let fresh: Client | undefined;
 
+    // Chunks received but not yet parsed, with their arrival times.
+    const unparsedText: string[] = [];
+    const unparsedArrival: number[] = [];
+    const parseReceived = () => {
+      for (let i = 0; i < unparsedText.length && !formatError; i++) {
+        chunkArrival = unparsedArrival[i]!;
+        parser.feed(unparsedText[i]!);
+      }
+      unparsedText.length = 0;
+      unparsedArrival.length = 0;
+      if (formatError && !settled) controller?.abort(formatError);
+    };
+
     const onAbort = () => controller?.abort(new AbortedError('aborted by the user'));
-    const finish = (error?: { kind: RequestErrorKind; message: string }) => {
+    const finish = (error?: { kind: RequestErrorKind; message: string }, end = nowMs()) => {
       if (settled) return;
       settled = true;
       signal?.removeEventListener('abort', onAbort);
       void fresh?.close().catch(() => undefined);
-      resolve(buildOutcome(context, item, index, sentAtMs, start, nowMs(), tokenTimes, state, error));
+      resolve(buildOutcome(context, item, index, sentAtMs, start, end, tokenTimes, state, error));
     };
     if (signal?.aborted) return finish({ kind: 'aborted', message: 'aborted before sending' });
     signal?.addEventListener('abort', onAbort, { once: true });
@@ -117,24 +131,28 @@ export function streamRequest(context: RequestContext, item: PromptItem, index: 
         responded = true;
         status = statusCode;
       },
-      onResponseData(dispatchController, chunk) {
-        chunkArrival = nowMs();
+      onResponseData(_controller, chunk) {
+        const arrival = nowMs();
         if (status >= 400) {
           if (errorBody.length < MAX_ERROR_BODY) errorBody += chunk.toString('utf8');
           return;
         }
-        parser.feed(decoder.write(chunk));
-        if (formatError) dispatchController.abort(formatError);
+        unparsedArrival.push(arrival);
+        if (unparsedText.push(decoder.write(chunk)) === 1) deferToCheckPhase(parseReceived);
       },
       onResponseEnd() {
+        // The end of the body is its arrival, before the chunks still waiting are parsed.
+        const end = nowMs();
+        parseReceived();
+        if (formatError) return finish(classifyError(formatError), end);
         if (status >= 400) {
           const kind = status >= 500 ? 'http-5xx' : 'http-4xx';
-          return finish({ kind, message: `HTTP ${status}: ${errorBody.trim().slice(0, MAX_ERROR_BODY) || '(empty body)'}` });
+          return finish({ kind, message: `HTTP ${status}: ${errorBody.trim().slice(0, MAX_ERROR_BODY) || '(empty body)'}` }, end);
         }
         if (!state.done) {
-          return finish({ kind: 'malformed-stream', message: 'stream ended without its final event (truncated or not a streaming response)' });
+          return finish({ kind: 'malformed-stream', message: 'stream ended without its final event (truncated or not a streaming response)' }, end);
         }
-        finish();
+        finish(undefined, end);
       },
       onResponseError(_controller, error) {
         // A server may close a kept-alive connection right after a response while still advertising keep-alive
@@ -146,7 +164,9 @@ export function streamRequest(context: RequestContext, item: PromptItem, index: 
           start = nowMs();
           return send(fresh);
         }
-        finish(classifyError(error));
+        const end = nowMs();
+        parseReceived();
+        finish(classifyError(error), end);
       },
     };
     const send = (dispatcher: Dispatcher) =>
@@ -164,6 +184,22 @@ export function streamRequest(context: RequestContext, item: PromptItem, index: 
       );
     send(context.dispatcher);
   });
+}
+
+const deferred: Array<() => void> = [];
+
+/**
+ * Run `task` in the check phase of this event-loop turn, after every I/O callback of the poll phase: all sockets
+ * that became readable together are timestamped first and parsed after, so at high stream counts a chunk's arrival
+ * time does not include the parsing of the chunks read before it.
+ */
+function deferToCheckPhase(task: () => void): void {
+  if (deferred.push(task) === 1) setImmediate(runDeferred);
+}
+
+function runDeferred(): void {
+  for (let i = 0; i < deferred.length; i++) deferred[i]!();
+  deferred.length = 0;
 }
 
 /** Errors of a connection the server closed (reset, "other side closed", broken pipe), not refusals or timeouts. */

@@ -148,6 +148,7 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
           backend: options.backend,
           model,
           ignoreEos: options.ignoreEos,
+          ...(options.cachePrompt === false && { cachePrompt: false }),
           requestTimeoutMs: options.requestTimeoutMs,
           tokenizerPath: options.tokenizerPath,
         },

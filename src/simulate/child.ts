@@ -29,8 +29,12 @@ export interface SimulatorProcess {
  * Spawn `node bin/servelab.js simulate ...args` and resolve once it printed its URL (it is then still loading:
  * wait for /health or for the Uvicorn line). Rejects with its output if it exits or stays silent for `timeoutMs`.
  */
-export async function spawnSimulator(args: string[] = [], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<SimulatorProcess> {
-  const child = spawn(process.execPath, [SERVELAB_BIN, 'simulate', ...args], {
+export async function spawnSimulator(
+  args: string[] = [],
+  options: { env?: NodeJS.ProcessEnv; timeoutMs?: number /** Command the simulator runs under, e.g. `taskset -c 8-15`. */; prefix?: string[] } = {},
+): Promise<SimulatorProcess> {
+  const [command, ...prefixArgs] = [...(options.prefix ?? []), process.execPath];
+  const child = spawn(command!, [...prefixArgs, SERVELAB_BIN, 'simulate', ...args], {
     env: options.env ?? process.env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

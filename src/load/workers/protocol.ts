@@ -9,6 +9,8 @@ export interface WorkerSetup {
   backend: BackendKind;
   model?: string;
   ignoreEos: boolean;
+  /** false: llama.cpp `cache_prompt: false` on every request (cold-cache trials). */
+  cachePrompt?: false;
   requestTimeoutMs: number;
   tokenizerPath?: string;
   connections: number;
