@@ -5,7 +5,11 @@
  * with this process). The same figures for a reference client — a minimal raw undici loop that only reads the
  * stream and counts events — are measured in the same run, and servelab is reported as a ratio of it.
  *
- *   npx tsc -p . && node dist/bench/client-overhead.js [--streams 256] [--output-len 256] [--requests 1024] [--paced-tpot-ms 10] [--workers 1] [--sim-workers 1]
+ *   npx tsc -p . && node dist/bench/client-overhead.js [--streams 256] [--output-len 256] [--requests 4×streams] [--paced-tpot-ms 10] [--workers 1] [--sim-workers 1] [--sim-cpus LIST]
+ *
+ * --requests defaults to 4 per stream (at least 1024): fewer, and the ramp-up of the first requests and the tail of
+ * the last ones would be most of what is timed. --sim-cpus LIST pins the simulator (`taskset -c LIST`); run the
+ * bench itself under `taskset -c` to keep the client on other cores.
  *
  * --workers N (or auto) runs servelab's throughput figures with N load-generation threads (CPU per token then sums
  * every thread); the raw loop and the timing-error figures stay on one thread. --sim-workers N (or auto) serves
@@ -30,18 +34,16 @@ const { values: args } = parseArgs({
   options: {
     streams: { type: 'string', default: '256' },
     'output-len': { type: 'string', default: '256' },
-    requests: { type: 'string', default: '1024' },
+    requests: { type: 'string' },
     'paced-tpot-ms': { type: 'string', default: '10' },
     workers: { type: 'string', default: '1' },
     'sim-workers': { type: 'string', default: '1' },
-    // CPUs the simulator is pinned to (taskset list), so client and server do not share cores: run the bench
-    // itself under `taskset -c` for the client's.
     'sim-cpus': { type: 'string' },
   },
 });
 const STREAMS = Number(args.streams);
 const OUTPUT_LEN = Number(args['output-len']);
-const REQUESTS = Number(args.requests);
+const REQUESTS = args.requests === undefined ? Math.max(1024, 4 * STREAMS) : Number(args.requests);
 const PACED_TPOT_MS = Number(args['paced-tpot-ms']);
 const WORKERS: number | 'auto' = args.workers === 'auto' ? 'auto' : Number(args.workers);
 const SIM_WORKERS = args['sim-workers'];
