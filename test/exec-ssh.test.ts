@@ -24,49 +24,10 @@ import { openStore } from '../src/store/db.js';
 import { listInvalidTrials, listRuns, listTrials } from '../src/store/queries.js';
 import { processAlive } from '../src/util/proc-identity.js';
 import { writeExperiment } from './support-experiment.js';
-import { needs } from './support-services.js';
+import { CI_DIR, ciSshd, needs } from './support-services.js';
 import { waitFor } from './support-wait.js';
 
 const BIN = fileURLToPath(new URL('../../bin/servelab.js', import.meta.url));
-const CI_DIR = process.env.SERVELAB_CI_DIR ?? '/tmp/servelab-ci';
-const READY_FILE = join(CI_DIR, 'ssh', 'ready');
-
-interface CiSshd {
-  host: string;
-  port: number;
-  identityFile: string;
-  knownHosts: string;
-}
-
-/** The CI sshd, when ci/start-sshd.sh has started it and a key login works right now. */
-function ciSshd(): { sshd?: CiSshd; skip?: string } {
-  const howTo = 'run `sudo bash ci/start-sshd.sh` to enable these tests (CI does)';
-  if (!existsSync(READY_FILE)) return { skip: `test sshd not running (${READY_FILE} missing): ${howTo}` };
-  const sshd = JSON.parse(readFileSync(READY_FILE, 'utf8')) as CiSshd;
-  const login = spawnSync(
-    'ssh',
-    [
-      '-F',
-      '/dev/null',
-      '-p',
-      String(sshd.port),
-      '-i',
-      sshd.identityFile,
-      '-o',
-      'BatchMode=yes',
-      '-o',
-      `UserKnownHostsFile=${sshd.knownHosts}`,
-      '-o',
-      'ConnectTimeout=5',
-      sshd.host,
-      'true',
-    ],
-    { timeout: 15_000, encoding: 'utf8' },
-  );
-  if (login.status !== 0) return { skip: `test sshd on 127.0.0.1:${sshd.port} refuses the CI key (${(login.stderr ?? '').trim()}): ${howTo}` };
-  return { sshd };
-}
-
 const ci = ciSshd();
 const NO_SSH_CLIENT = spawnSync('ssh', ['-V']).error ? 'no `ssh` client on PATH: apt-get install openssh-client' : undefined;
 
@@ -501,7 +462,7 @@ async function startSshRun(t: TestContext, name: string, trials: number) {
   return { db, model, exited, trialInFlight, stderr: () => stderr, stdout: () => stdout };
 }
 
-describe('trial validity over a real sshd', { skip: ci.skip ?? false, timeout: 300_000 }, () => {
+describe('trial validity over a real sshd', { ...needs(ci.skip), timeout: 300_000 }, () => {
   test('the server killed with SIGKILL mid-trial: trial invalid, server restarted on the host, trial re-run', async (t) => {
     const run = await startSshRun(t, 'ssh-kill9', 2);
     await run.trialInFlight();

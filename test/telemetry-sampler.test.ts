@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -10,6 +10,7 @@ import { runPreflight } from '../src/telemetry/preflight.js';
 import { startSampler } from '../src/telemetry/sampler.js';
 import { startScraper } from '../src/telemetry/scrape.js';
 import { cli, tempDir, writeExperiment } from './support-experiment.js';
+import { ciSshd, needs } from './support-services.js';
 
 /** This test machine has no nvidia-smi; on a GPU host the GPU parts are checked by the parser tests' captures. */
 const hasNvidiaSmi = async (): Promise<boolean> => (await new LocalExecutor().run(['nvidia-smi', '-L'], 5000)).code === 0;
@@ -45,11 +46,10 @@ describe('sampler on a host without nvidia-smi', () => {
 });
 
 describe('sampler through an SSH executor (the CI sshd on 127.0.0.1)', () => {
-  test('host readings over SSH; the host’s missing nvidia-smi is reported, not fatal', async (t) => {
-    const readyFile = join(process.env.SERVELAB_CI_DIR ?? '/tmp/servelab-ci', 'ssh', 'ready');
-    if (!existsSync(readyFile)) return t.skip(`test sshd not running (${readyFile} missing): run ci/start-sshd.sh`);
+  const ci = ciSshd();
+  test('host readings over SSH; the host’s missing nvidia-smi is reported, not fatal', needs(ci.skip), async (t) => {
     if (await hasNvidiaSmi()) return t.skip('nvidia-smi present');
-    const sshd = JSON.parse(readFileSync(readyFile, 'utf8')) as { host: string; port: number; identityFile: string; knownHosts: string };
+    const sshd = ci.sshd!;
     const dir = tempDir(t, 'telemetry-ssh');
     const executor = new SshExecutor(
       {
