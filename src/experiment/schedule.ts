@@ -63,10 +63,10 @@ export interface ScheduleChoice extends ScheduleOption {
 
 /**
  * Repetitions per pass of a blocked schedule. Fixed runs: 2 passes (one forward, one reversed) unless the file
- * says. Races: the repetitions a Holm-corrected rank-sum test against the best needs before it can eliminate
- * anything, split over a forward and a reversed pass (no test can decide after the first half anyway), so a slow
- * drift of the machine falls on every config alike before the first elimination; then passes of 2 repetitions,
- * so each pass after it can drop configs.
+ * says. Races: the repetitions the Holm-corrected test against the best (stratified by pass, see compareBlocked)
+ * needs before it can eliminate anything, split over a forward and a reversed pass (no test can decide after the
+ * first half anyway), so a slow drift of the machine falls on every config alike before the first elimination;
+ * then passes of 2 repetitions, so each pass after it can drop configs.
  */
 export function blockedPassSizes(experiment: ResolvedExperiment): number[] {
   if (experiment.passes !== undefined) return passSizes(experiment.trials, experiment.passes);
@@ -78,15 +78,21 @@ export function blockedPassSizes(experiment: ResolvedExperiment): number[] {
   return sizes;
 }
 
-/** Smallest n for which n vs n trials can reach a rank-sum p (best case 2 / C(2n, n)) below alpha / comparisons. */
+/**
+ * Smallest n for which n vs n trials split over two passes can reach a stratified rank-sum p below alpha /
+ * comparisons: at best (complete separation in every pass) 2 / Π C(2s, s) over the passes' sizes s.
+ */
 export function smallestDecisiveN(comparisons: number, alpha: number): number {
   let n = 2;
-  let binomial = 6; // C(4, 2)
-  while (2 / binomial >= alpha / comparisons && n < 50) {
-    binomial = (binomial * (2 * n + 1) * (2 * n + 2)) / ((n + 1) * (n + 1));
-    n += 1;
-  }
+  while (2 / passSizes(n, 2).reduce((acc, size) => acc * centralBinomial(size), 1) >= alpha / comparisons && n < 50) n += 1;
   return n;
+}
+
+/** C(2s, s): the ways to split 2s trials into two groups of s. */
+function centralBinomial(s: number): number {
+  let value = 1;
+  for (let i = 1; i <= s; i += 1) value = (value * (s + i)) / i;
+  return value;
 }
 
 /** The experiment's schedule (resolving `auto` with the cost model) and the plan that goes with it. */
