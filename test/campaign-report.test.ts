@@ -81,7 +81,7 @@ describe('best-config report', () => {
       else {
         const shares = cells[7]!.split('/').map(Number);
         assert.equal(shares.length, steps, cells.join(' | '));
-        assert.ok(shares.every((share, index) => index === 0 || share <= shares[index - 1]!), cells[7]);
+        assert.ok(shares.every((share: number, index: number) => index === 0 || share <= shares[index - 1]!), cells[7]);
       }
     }
     const positionChart = page.locator('figure[data-figure="acceptance-by-position"]');
