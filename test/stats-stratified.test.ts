@@ -7,7 +7,8 @@ const inBlock = (block: number, values: number[]): BlockedValue[] => values.map(
 
 /** Reference: every within-block relabelling enumerated, van Elteren's weighted statistic on midranks. */
 function bruteForceP(blocks: Array<{ baseline: number[]; candidate: number[] }>): number {
-  const midranks = (values: number[]): number[] => values.map((value) => values.filter((other) => other < value).length + (values.filter((other) => other === value).length + 1) / 2);
+  const midranks = (values: number[]): number[] =>
+    values.map((value) => values.filter((other) => other < value).length + (values.filter((other) => other === value).length + 1) / 2);
   const statistic = (pooled: number[], ranks: number[], chosen: number[]): number => {
     const n = pooled.length;
     const k = chosen.length;
@@ -18,7 +19,11 @@ function bruteForceP(blocks: Array<{ baseline: number[]; candidate: number[] }>)
   const perBlock = blocks.map(({ baseline, candidate }) => {
     const pooled = [...baseline, ...candidate];
     const ranks = midranks(pooled);
-    const observed = statistic(pooled, ranks, candidate.map((_, index) => baseline.length + index));
+    const observed = statistic(
+      pooled,
+      ranks,
+      candidate.map((_, index) => baseline.length + index),
+    );
     return { observed, all: subsets(pooled.length, candidate.length).map((subset) => statistic(pooled, ranks, subset)) };
   });
   const observed = Math.abs(perBlock.reduce((acc, block) => acc + block.observed, 0));
@@ -37,7 +42,9 @@ describe('stratifiedRankSumTest (exact, labels permuted within blocks)', () => {
   });
 
   test('one block separated, one with a single swap: 3 of 400 splits as extreme each way → p = 0.015', () => {
-    const result = stratifiedRankSumTest([...inBlock(0, [1, 2, 3]), ...inBlock(1, [1, 2, 4])], [...inBlock(0, [4, 5, 6]), ...inBlock(1, [3, 5, 6])], { seed: 1 });
+    const result = stratifiedRankSumTest([...inBlock(0, [1, 2, 3]), ...inBlock(1, [1, 2, 4])], [...inBlock(0, [4, 5, 6]), ...inBlock(1, [3, 5, 6])], {
+      seed: 1,
+    });
     assert.ok(Math.abs(result.pValue - 6 / 400) < 1e-12, String(result.pValue));
   });
 

@@ -2,8 +2,8 @@ import { median } from 'simple-statistics';
 import type { TrialRecord } from '../store/types.js';
 import { holmAdjust } from './holm.js';
 import { higherIsBetter, metricValue } from './metrics.js';
-import type { Constraint, Objective, ResolvedExperiment } from './types.js';
 import type { BlockedValue } from './stats.js';
+import type { Constraint, Objective, ResolvedExperiment } from './types.js';
 import { type CompareOptions, compareSamples, type Verdict } from './verdict.js';
 
 /** One config in the ranking of a best-config verdict. */
@@ -104,7 +104,11 @@ function holds(value: number, { op, value: limit }: Constraint): boolean {
  * after the survivors: each was shown significantly worse than one of them), the winner's effect and CI vs the
  * baseline and vs the runner-up, and a pairwise matrix of Holm-corrected rank-sum tests between all configs.
  */
-export function bestConfig(experiment: ResolvedExperiment, trials: readonly TrialRecord[], { eliminations = [], blocked = false }: BestOptions = {}): BestVerdict {
+export function bestConfig(
+  experiment: ResolvedExperiment,
+  trials: readonly TrialRecord[],
+  { eliminations = [], blocked = false }: BestOptions = {},
+): BestVerdict {
   const objective = objectiveOf(experiment);
   const sign = objective.direction === 'maximize' ? 1 : -1;
   const compareOptions = {

@@ -6,8 +6,8 @@ import type { RunStatus, TrialRecord } from '../store/types.js';
 import { skippedTrialFilter } from './campaign.js';
 import { higherIsBetter, metricValue } from './metrics.js';
 import { loadRun, trialKey } from './run-store.js';
-import type { ResolvedExperiment, VariantVerdict } from './types.js';
 import type { BlockedValue } from './stats.js';
+import type { ResolvedExperiment, VariantVerdict } from './types.js';
 import { compareSamples } from './verdict.js';
 
 export interface RunOutcome {

@@ -173,7 +173,11 @@ const EXACT_SUPPORT_LIMIT = 1_000_000;
  *
  * Floor: with blocks of n vs n trials the p-value can't go below 2 / Π C(2n, n): 3 + 3 vs 3 + 3 gives 0.005.
  */
-export function stratifiedRankSumTest(baseline: readonly BlockedValue[], candidate: readonly BlockedValue[], options: { seed: number; iterations?: number }): RankSumResult {
+export function stratifiedRankSumTest(
+  baseline: readonly BlockedValue[],
+  candidate: readonly BlockedValue[],
+  options: { seed: number; iterations?: number },
+): RankSumResult {
   const strata = sharedStrata(baseline, candidate);
   if (strata.length === 0) throw new RangeError('stratified rank-sum test needs a block with samples of both groups');
   const sizes = strata.map((stratum) => stratum.baseline.length + stratum.candidate.length);
@@ -217,7 +221,9 @@ export function stratifiedRankSumTest(baseline: readonly BlockedValue[], candida
 }
 
 /** Probability of each value of the weighted statistic, by convolving the blocks' exact distributions; undefined when too large. */
-function exactStratifiedDistribution(blocks: ReadonlyArray<{ ranks: number[]; k: number; n: number; weight: number; center: number }>): Map<number, number> | undefined {
+function exactStratifiedDistribution(
+  blocks: ReadonlyArray<{ ranks: number[]; k: number; n: number; weight: number; center: number }>,
+): Map<number, number> | undefined {
   let distribution = new Map<number, number>([[0, 1]]);
   for (const block of blocks) {
     const maxSum = block.n * (block.n + 1);
@@ -256,7 +262,8 @@ export function bootstrapBlockedRatio(
   const blockedRatio = (medians: Array<{ baseline: number; candidate: number }>): number =>
     Math.exp(medians.reduce((acc, pair, index) => acc + weights[index]! * Math.log(pair.candidate / pair.baseline), 0) / totalWeight);
   const observed = strata.map((stratum) => ({ baseline: median(stratum.baseline), candidate: median(stratum.candidate) }));
-  if (observed.some((pair) => !(pair.baseline > 0 && pair.candidate > 0 && Number.isFinite(pair.baseline) && Number.isFinite(pair.candidate)))) return undefined;
+  if (observed.some((pair) => !(pair.baseline > 0 && pair.candidate > 0 && Number.isFinite(pair.baseline) && Number.isFinite(pair.candidate))))
+    return undefined;
   const iterations = options.iterations ?? 10_000;
   const confidence = options.confidence ?? 0.95;
   const random = mulberry32(options.seed);
