@@ -32,6 +32,7 @@ import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { bestConfig } from '../src/experiment/best.js';
 import { loadExperiment } from '../src/experiment/load.js';
+import { loadRun } from '../src/experiment/run-store.js';
 import { runExperiment } from '../src/experiment/runner.js';
 import { listRaceEvents } from '../src/store/campaign.js';
 import { openStore } from '../src/store/db.js';
@@ -112,7 +113,8 @@ for (let seed = Number(values['first-seed']); seed <= seeds; seed += 1) {
       event.kind === 'eliminated' && event.variant !== undefined ? [{ variant: event.variant, afterPass: event.afterPass, reason: event.reason }] : [],
     );
     const measured = listTrials(db, outcome.runId);
-    const winner = bestConfig(experiment, measured, eliminations).winner;
+    const blocked = loadRun(db, outcome.runId).plan.schedule === 'blocked';
+    const winner = bestConfig(experiment, measured, { eliminations, blocked }).winner;
     results.set(strategy.name, [...(results.get(strategy.name) ?? []), { wallMs, correct: winner === 'best', trials: measured.length }]);
     process.stderr.write(`seed ${seed} ${strategy.name}: ${(wallMs / 1000).toFixed(1)} s, ${measured.length} trials, winner ${winner ?? '-'}\n`);
   }

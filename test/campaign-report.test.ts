@@ -74,6 +74,25 @@ describe('best-config report', () => {
       ['baseline', 'eagle3-s2', 'eagle3-s4', 'eagle3-s6'],
     );
     for (const cells of spec) assert.equal(/^\d/.test(cells[5]!), cells[0] !== 'baseline', cells.join(' | '));
+    // Acceptance by draft position for every drafting variant: one share per position, falling with it.
+    for (const cells of spec) {
+      const steps = cells[0] === 'baseline' ? 0 : Number(cells[0]!.replace('eagle3-s', ''));
+      if (steps === 0) assert.equal(cells[7], '-');
+      else {
+        const shares = cells[7]!.split('/').map(Number);
+        assert.equal(shares.length, steps, cells.join(' | '));
+        assert.ok(
+          shares.every((share: number, index: number) => index === 0 || share <= shares[index - 1]!),
+          cells[7],
+        );
+      }
+    }
+    const positionChart = page.locator('figure[data-figure="acceptance-by-position"]');
+    assert.equal(await positionChart.count(), 1);
+    const chartText = await positionChart.locator('svg text').allTextContents();
+    for (const label of ['1', '6', 'draft position', 'eagle3-s2 · c=1', 'eagle3-s6 · c=1'])
+      assert.ok(chartText.includes(label), `${label} in ${chartText.join(' ')}`);
+    assert.ok(!chartText.some((text) => text.startsWith('baseline')), 'no bars for the non-drafting baseline');
     assert.deepEqual(problems, []);
   });
 });

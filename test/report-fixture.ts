@@ -140,7 +140,12 @@ function trialMetrics(concurrency: number, steps: number, scale: number, random:
     e2eMedianMs: 38 + 2.5 * concurrency + tpot * 127,
     completed: 24,
     failed: 0,
-    ...(acceptance !== undefined && { acceptanceRate: acceptance, meanAcceptedLength: 1 + acceptance * steps }),
+    ...(acceptance !== undefined && {
+      acceptanceRate: acceptance,
+      meanAcceptedLength: 1 + acceptance * steps,
+      // A later draft token is accepted only after every earlier one: shares fall with the position.
+      acceptanceByPosition: Array.from({ length: steps }, (_, position) => acceptance ** (position + 1)),
+    }),
   };
 }
 

@@ -45,7 +45,7 @@ describe('servelab report', () => {
     );
     assert.deepEqual(
       figures.map((figure) => figure.id),
-      ['throughput', 'speedup', 'ttft-cdf', 'e2e-cdf', 'acceptance', 'param-steps', 'pareto-user', 'pareto-ttft'],
+      ['throughput', 'speedup', 'ttft-cdf', 'e2e-cdf', 'acceptance', 'param-steps', 'acceptance-by-position', 'pareto-user', 'pareto-ttft'],
     );
     for (const figure of figures) {
       assert.ok(figure.width > 300 && figure.height > 200, `${figure.id} has size ${figure.width}x${figure.height}`);

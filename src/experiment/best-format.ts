@@ -95,13 +95,15 @@ export function formatSpecView(experiment: ResolvedExperiment, trials: readonly 
 
 /** Median acceptance per draft position over the trials that report it, e.g. `91/78/60`; `-` when none does. */
 function positionCell(trials: readonly TrialRecord[]): string {
+  const medians = acceptanceByPositionMedians(trials);
+  return medians.length === 0 ? '-' : medians.map((value) => (value * 100).toFixed(0)).join('/');
+}
+
+/** Median share of drafts whose i-th token was accepted, per position, over the trials that report it; [] when none does. */
+export function acceptanceByPositionMedians(trials: readonly TrialRecord[]): number[] {
   const reported = trials.flatMap((trial) => (trial.metrics.acceptanceByPosition ? [trial.metrics.acceptanceByPosition] : []));
   const positions = Math.max(0, ...reported.map((list) => list.length));
-  if (positions === 0) return '-';
-  return Array.from({ length: positions }, (_, position) => {
-    const values = reported.flatMap((list) => (list[position] === undefined ? [] : [list[position]!]));
-    return (median(values) * 100).toFixed(0);
-  }).join('/');
+  return Array.from({ length: positions }, (_, position) => median(reported.flatMap((list) => (list[position] === undefined ? [] : [list[position]!]))));
 }
 
 /** Hand-written variants first, then grid variants sorted by their parameters (numerically where numeric). */

@@ -2,8 +2,9 @@ import { median } from 'simple-statistics';
 import type { TrialRecord } from '../store/types.js';
 import { holmAdjust } from './holm.js';
 import { higherIsBetter, metricValue } from './metrics.js';
+import type { BlockedValue } from './stats.js';
 import type { Constraint, Objective, ResolvedExperiment } from './types.js';
-import { compareVariant, type Verdict } from './verdict.js';
+import { type CompareOptions, compareSamples, type Verdict } from './verdict.js';
 
 /** One config in the ranking of a best-config verdict. */
 export interface RankedConfig {
@@ -66,12 +67,19 @@ export function objectiveOf(experiment: ResolvedExperiment): Objective {
   );
 }
 
-/** Objective values of one config's measured trials on the objective's workload. */
-export function objectiveValues(objective: Objective, trials: readonly TrialRecord[], variant: string): number[] {
+/** Objective values of one config's measured trials on the objective's workload, with the block each was measured in. */
+export function objectiveValues(objective: Objective, trials: readonly TrialRecord[], variant: string): BlockedValue[] {
   return trials
     .filter((trial) => trial.variant === variant && trial.workload === objective.workload)
-    .map((trial) => metricValue(trial.metrics, objective.metric))
-    .filter((value) => Number.isFinite(value));
+    .map((trial) => ({ value: metricValue(trial.metrics, objective.metric), block: trial.block }))
+    .filter((entry) => Number.isFinite(entry.value));
+}
+
+export interface BestOptions {
+  /** Race eliminations, shown in the ranking (an eliminated config ranks after every surviving one). */
+  eliminations?: readonly Elimination[];
+  /** The plan's schedule is blocked: configs are compared within passes (see compareBlocked). */
+  blocked?: boolean;
 }
 
 /** Constraints a config's medians break on the objective's workload. */
@@ -92,10 +100,15 @@ function holds(value: number, { op, value: limit }: Constraint): boolean {
 }
 
 /**
- * Which config is best on the objective, and how sure that is: ranking by median, the winner's effect and CI vs
- * the baseline and vs the runner-up, and a pairwise matrix of Holm-corrected rank-sum tests between all configs.
+ * Which config is best on the objective, and how sure that is: ranking by median (a race's eliminated configs
+ * after the survivors: each was shown significantly worse than one of them), the winner's effect and CI vs the
+ * baseline and vs the runner-up, and a pairwise matrix of Holm-corrected rank-sum tests between all configs.
  */
-export function bestConfig(experiment: ResolvedExperiment, trials: readonly TrialRecord[], eliminations: readonly Elimination[] = []): BestVerdict {
+export function bestConfig(
+  experiment: ResolvedExperiment,
+  trials: readonly TrialRecord[],
+  { eliminations = [], blocked = false }: BestOptions = {},
+): BestVerdict {
   const objective = objectiveOf(experiment);
   const sign = objective.direction === 'maximize' ? 1 : -1;
   const compareOptions = {
@@ -103,6 +116,7 @@ export function bestConfig(experiment: ResolvedExperiment, trials: readonly Tria
     minEffect: experiment.verdict.minEffect,
     seed: experiment.seed,
     higherIsBetter: objective.direction === 'maximize',
+    blocked,
   };
   const rows = experiment.variants.map((variant) => {
     const values = objectiveValues(objective, trials, variant.name);
@@ -111,7 +125,7 @@ export function bestConfig(experiment: ResolvedExperiment, trials: readonly Tria
     return {
       variant: variant.name,
       values,
-      median: values.length > 0 ? median(values) : null,
+      median: values.length > 0 ? median(values.map((entry) => entry.value)) : null,
       n: values.length,
       feasible: violations.length === 0,
       violations,
@@ -119,7 +133,7 @@ export function bestConfig(experiment: ResolvedExperiment, trials: readonly Tria
     };
   });
   const score = (row: (typeof rows)[number]): number => (row.median === null ? Number.NEGATIVE_INFINITY : sign * row.median);
-  rows.sort((a, b) => Number(b.feasible) - Number(a.feasible) || score(b) - score(a));
+  rows.sort((a, b) => Number(b.feasible) - Number(a.feasible) || Number(!b.eliminated) - Number(!a.eliminated) || score(b) - score(a));
   const ranking: RankedConfig[] = rows.map(({ values: _values, ...row }, index) => ({ ...row, rank: index + 1 }));
 
   const matrix = pairwiseMatrix(rows, compareOptions);
@@ -130,10 +144,10 @@ export function bestConfig(experiment: ResolvedExperiment, trials: readonly Tria
   const verdict: BestVerdict = { objective, ranking, clear: false, matrix, conclusion: '' };
   if (!winner) return { ...verdict, conclusion: "no config meets the objective's constraints (or none was measured)" };
   verdict.winner = winner.variant;
-  if (base && base !== winner) verdict.vsBaseline = compareVariant(base.values, winner.values, compareOptions);
+  if (base && base !== winner) verdict.vsBaseline = compareSamples(base.values, winner.values, compareOptions);
   if (runnerUp) {
     verdict.runnerUp = runnerUp.variant;
-    verdict.vsRunnerUp = compareVariant(runnerUp.values, winner.values, compareOptions);
+    verdict.vsRunnerUp = compareSamples(runnerUp.values, winner.values, compareOptions);
   }
   const winnerRow = matrix[0]!;
   const others = winnerRow.filter((cell) => cell.column !== winner.variant && feasible.some((row) => row.variant === cell.column));
@@ -149,10 +163,10 @@ export function bestConfig(experiment: ResolvedExperiment, trials: readonly Tria
   return verdict;
 }
 
-function pairwiseMatrix(rows: ReadonlyArray<{ variant: string; values: number[] }>, options: Parameters<typeof compareVariant>[2]): PairwiseCell[][] {
+function pairwiseMatrix(rows: ReadonlyArray<{ variant: string; values: BlockedValue[] }>, options: CompareOptions & { blocked: boolean }): PairwiseCell[][] {
   const pairs: Array<{ i: number; j: number; verdict: Verdict }> = [];
   for (let i = 0; i < rows.length; i += 1) {
-    for (let j = i + 1; j < rows.length; j += 1) pairs.push({ i, j, verdict: compareVariant(rows[j]!.values, rows[i]!.values, options) });
+    for (let j = i + 1; j < rows.length; j += 1) pairs.push({ i, j, verdict: compareSamples(rows[j]!.values, rows[i]!.values, options) });
   }
   const tested = pairs.filter((pair) => pair.verdict.pValue !== null);
   const adjusted = holmAdjust(tested.map((pair) => pair.verdict.pValue!));

@@ -11,13 +11,13 @@ import { formatDuration } from './schedule.js';
 
 /** A run's campaign view: race decisions, the best-config verdict, the speculative-decoding table, GPU-hours. */
 export function campaignSummary(db: Db, runId: number): { best: BestVerdict; text: string } {
-  const { run, experiment } = loadRun(db, runId);
+  const { run, experiment, plan } = loadRun(db, runId);
   const trials = listTrials(db, runId);
   const events = listRaceEvents(db, runId);
   const eliminations = events.flatMap((event) =>
     event.kind === 'eliminated' && event.variant !== undefined ? [{ variant: event.variant, afterPass: event.afterPass, reason: event.reason }] : [],
   );
-  const best = bestConfig(experiment, trials, eliminations);
+  const best = bestConfig(experiment, trials, { eliminations, blocked: plan.schedule === 'blocked' });
   const lines: string[] = [];
   const stop = events.find((event) => event.kind === 'stop');
   if (experiment.stopping === 'race' || stop) lines.push(stop ? `campaign: ${stop.reason}` : 'campaign: ran to its trial cap without a clear winner', '');

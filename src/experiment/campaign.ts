@@ -38,7 +38,7 @@ export function campaignControl(
       const afterPass = pass - 1;
       decidedThrough = afterPass;
       if (experiment.stopping === 'race') {
-        const decision = raceStep(experiment, listTrials(db, runId), eliminated(), afterPass);
+        const decision = raceStep(experiment, listTrials(db, runId), eliminated(), afterPass, plan.schedule === 'blocked');
         for (const entry of decision.eliminate) {
           recordRaceEvent(db, runId, { kind: 'eliminated', afterPass, variant: entry.variant, reason: entry.reason });
           log(`race: ${entry.variant} eliminated after pass ${afterPass + 1}: ${entry.reason}`);

@@ -6,8 +6,9 @@ import type { RunStatus, TrialRecord } from '../store/types.js';
 import { skippedTrialFilter } from './campaign.js';
 import { higherIsBetter, metricValue } from './metrics.js';
 import { loadRun, trialKey } from './run-store.js';
+import type { BlockedValue } from './stats.js';
 import type { ResolvedExperiment, VariantVerdict } from './types.js';
-import { compareVariant } from './verdict.js';
+import { compareSamples } from './verdict.js';
 
 export interface RunOutcome {
   runId: number;
@@ -18,34 +19,42 @@ export interface RunOutcome {
 
 /**
  * Every non-baseline variant vs the baseline, per workload, on the experiment's metric, with the failed requests and
- * invalid trials of both sides so no view shows a verdict without them.
+ * invalid trials of both sides so no view shows a verdict without them. `blocked`: the plan's schedule is blocked,
+ * so variants are compared within passes (compareBlocked).
  */
-export function computeVerdicts(experiment: ResolvedExperiment, trials: readonly TrialRecord[], health: readonly TrialHealth[] = []): VariantVerdict[] {
+export function computeVerdicts(
+  experiment: ResolvedExperiment,
+  trials: readonly TrialRecord[],
+  health: readonly TrialHealth[] = [],
+  blocked = false,
+): VariantVerdict[] {
   const healthOf = (variant: string, workload: string) => health.find((row) => row.variant === variant && row.workload === workload);
-  const valuesOf = (variant: string, workload: string): number[] =>
+  const valuesOf = (variant: string, workload: string): BlockedValue[] =>
     trials
       .filter((trial) => trial.variant === variant && trial.workload === workload)
-      .map((trial) => metricValue(trial.metrics, experiment.metric))
-      .filter((value) => Number.isFinite(value));
+      .map((trial) => ({ value: metricValue(trial.metrics, experiment.metric), block: trial.block }))
+      .filter((entry) => Number.isFinite(entry.value));
+  const medianOf = (values: BlockedValue[]): number | null => (values.length > 0 ? median(values.map((entry) => entry.value)) : null);
   const verdicts: VariantVerdict[] = [];
   for (const workload of experiment.workloads) {
     const baseline = valuesOf(experiment.baseline, workload.label);
     for (const variant of experiment.variants) {
       if (variant.name === experiment.baseline) continue;
       const candidate = valuesOf(variant.name, workload.label);
-      const verdict = compareVariant(baseline, candidate, {
+      const verdict = compareSamples(baseline, candidate, {
         alpha: experiment.verdict.alpha,
         minEffect: experiment.verdict.minEffect,
         seed: experiment.seed,
         higherIsBetter: higherIsBetter(experiment.metric),
+        blocked,
       });
       verdicts.push({
         ...verdict,
         variant: variant.name,
         workload: workload.label,
         metric: experiment.metric,
-        baselineMedian: baseline.length > 0 ? median(baseline) : null,
-        candidateMedian: candidate.length > 0 ? median(candidate) : null,
+        baselineMedian: medianOf(baseline),
+        candidateMedian: medianOf(candidate),
         failedRequests: {
           baseline: healthOf(experiment.baseline, workload.label)?.failedRequests ?? 0,
           candidate: healthOf(variant.name, workload.label)?.failedRequests ?? 0,
@@ -74,7 +83,7 @@ export function finalizeRun(db: Db, runId: number): RunOutcome {
   if (missing > 0) {
     return { runId, status: run.status, message: `${missing} of ${plan.trials.length} planned trials not measured yet` };
   }
-  const verdicts = computeVerdicts(experiment, trials, trialHealth(db, runId));
+  const verdicts = computeVerdicts(experiment, trials, trialHealth(db, runId), plan.schedule === 'blocked');
   db.transaction(() => {
     setRunVerdicts(db, runId, verdicts);
     setRunStatus(db, runId, 'done');

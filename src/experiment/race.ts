@@ -3,7 +3,7 @@ import type { TrialRecord } from '../store/types.js';
 import { constraintViolations, type Elimination, objectiveOf, objectiveValues } from './best.js';
 import { holmAdjust } from './holm.js';
 import type { ResolvedExperiment } from './types.js';
-import { compareVariant } from './verdict.js';
+import { compareSamples } from './verdict.js';
 
 export interface RaceDecision {
   eliminate: Elimination[];
@@ -15,8 +15,15 @@ export interface RaceDecision {
  * One racing step after a pass: configs breaking a constraint are dropped, then every remaining config is tested
  * against the current best (rank-sum, Holm-corrected over the comparisons of this step) and dropped when
  * significantly worse (p and the bootstrap CI agree, effect ≥ minEffect). Fewer than two trials: no test yet.
+ * A blocked schedule is tested within passes (stratified), so the drift between passes cancels.
  */
-export function raceStep(experiment: ResolvedExperiment, trials: readonly TrialRecord[], eliminated: ReadonlySet<string>, afterPass: number): RaceDecision {
+export function raceStep(
+  experiment: ResolvedExperiment,
+  trials: readonly TrialRecord[],
+  eliminated: ReadonlySet<string>,
+  afterPass: number,
+  blocked: boolean,
+): RaceDecision {
   const objective = objectiveOf(experiment);
   const eliminate: Elimination[] = [];
   const remaining = experiment.variants
@@ -28,7 +35,8 @@ export function raceStep(experiment: ResolvedExperiment, trials: readonly TrialR
     return violations.length === 0;
   });
   const sign = objective.direction === 'maximize' ? 1 : -1;
-  feasible.sort((a, b) => sign * (median(b.values) - median(a.values)));
+  const medianOf = (entry: (typeof feasible)[number]): number => median(entry.values.map((sample) => sample.value));
+  feasible.sort((a, b) => sign * (medianOf(b) - medianOf(a)));
   const best = feasible[0];
   if (!best) return { eliminate };
   const options = {
@@ -36,8 +44,9 @@ export function raceStep(experiment: ResolvedExperiment, trials: readonly TrialR
     minEffect: experiment.verdict.minEffect,
     seed: experiment.seed,
     higherIsBetter: objective.direction === 'maximize',
+    blocked,
   };
-  const tests = feasible.slice(1).map((entry) => ({ entry, verdict: compareVariant(entry.values, best.values, options) }));
+  const tests = feasible.slice(1).map((entry) => ({ entry, verdict: compareSamples(entry.values, best.values, options) }));
   const testable = tests.filter((test) => test.verdict.pValue !== null);
   const adjusted = holmAdjust(testable.map((test) => test.verdict.pValue!));
   let survivors = 1 + tests.length - testable.length;
@@ -50,7 +59,7 @@ export function raceStep(experiment: ResolvedExperiment, trials: readonly TrialR
       eliminate.push({
         variant: test.entry.variant,
         afterPass,
-        reason: `${change >= 0 ? '+' : '−'}${Math.abs(change).toFixed(1)}% vs best ${best.variant} (Holm-adjusted p ${adjusted[index]!.toFixed(3)}, n ${test.entry.values.length}/${best.values.length})`,
+        reason: `${change >= 0 ? '+' : '−'}${Math.abs(change).toFixed(1)}% vs best ${best.variant} (Holm-adjusted p ${adjusted[index]!.toFixed(3)}, n ${test.verdict.n.baseline}/${test.verdict.n.candidate})`,
       });
     } else {
       survivors += 1;

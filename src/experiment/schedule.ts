@@ -1,6 +1,7 @@
 import { mulberry32 } from '../util/random.js';
 import { type CostModel, type PlanPrediction, predictPlan } from './budget.js';
 import { countRestarts, type PlanInput, planExperiment } from './plan.js';
+import { type BlockedValue, stratifiedRankSumTest } from './stats.js';
 import type { Plan, PlannedTrial, ResolvedExperiment } from './types.js';
 
 /**
@@ -63,10 +64,10 @@ export interface ScheduleChoice extends ScheduleOption {
 
 /**
  * Repetitions per pass of a blocked schedule. Fixed runs: 2 passes (one forward, one reversed) unless the file
- * says. Races: the repetitions a Holm-corrected rank-sum test against the best needs before it can eliminate
- * anything, split over a forward and a reversed pass (no test can decide after the first half anyway), so a slow
- * drift of the machine falls on every config alike before the first elimination; then passes of 2 repetitions,
- * so each pass after it can drop configs.
+ * says. Races: the repetitions the Holm-corrected test against the best (stratified by pass, see compareBlocked)
+ * needs before it can eliminate anything, split over a forward and a reversed pass (no test can decide after the
+ * first half anyway), so a slow drift of the machine falls on every config alike before the first elimination;
+ * then passes of 2 repetitions, so each pass after it can drop configs.
  */
 export function blockedPassSizes(experiment: ResolvedExperiment): number[] {
   if (experiment.passes !== undefined) return passSizes(experiment.trials, experiment.passes);
@@ -78,15 +79,30 @@ export function blockedPassSizes(experiment: ResolvedExperiment): number[] {
   return sizes;
 }
 
-/** Smallest n for which n vs n trials can reach a rank-sum p (best case 2 / C(2n, n)) below alpha / comparisons. */
+/**
+ * Smallest n for which n vs n trials split over two passes let the stratified rank-sum test (compareBlocked) get
+ * below alpha / comparisons even with one out-of-order pair in each pass. Complete separation in every pass (the
+ * test's floor, 2 / Π C(2s, s)) is too rare under trial noise to plan on: a race planned on it rarely decides after
+ * its first passes and pays a further pass of restarts. 7 comparisons: 8 (4 + 4; 3 + 3 would need separation).
+ */
 export function smallestDecisiveN(comparisons: number, alpha: number): number {
   let n = 2;
-  let binomial = 6; // C(4, 2)
-  while (2 / binomial >= alpha / comparisons && n < 50) {
-    binomial = (binomial * (2 * n + 1) * (2 * n + 2)) / ((n + 1) * (n + 1));
-    n += 1;
-  }
+  while (oneInversionPValue(passSizes(n, 2)) >= alpha / comparisons && n < 50) n += 1;
   return n;
+}
+
+/** Stratified p of passes of s vs s trials, separated except that the closest two trials of a pass (s ≥ 2) are swapped. */
+function oneInversionPValue(sizes: number[]): number {
+  const baseline: BlockedValue[] = [];
+  const candidate: BlockedValue[] = [];
+  sizes.forEach((size, block) => {
+    const swap = size >= 2 ? 1 : 0;
+    for (let i = 0; i < size; i += 1) {
+      baseline.push({ value: i === size - 1 ? size - 1 + swap : i, block });
+      candidate.push({ value: i === 0 ? size - swap : size + i, block });
+    }
+  });
+  return stratifiedRankSumTest(baseline, candidate, { seed: 1 }).pValue;
 }
 
 /** The experiment's schedule (resolving `auto` with the cost model) and the plan that goes with it. */

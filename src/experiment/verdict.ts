@@ -1,5 +1,5 @@
 import { median } from 'simple-statistics';
-import { bootstrapRatioOfMedians, rankSumTest } from './stats.js';
+import { type BlockedValue, bootstrapBlockedRatio, bootstrapRatioOfMedians, rankSumTest, sharedStrata, stratifiedRankSumTest } from './stats.js';
 
 export type VerdictLabel = 'faster' | 'slower' | 'no significant difference' | 'insufficient data';
 
@@ -10,7 +10,7 @@ export interface Verdict {
   /** Bootstrap confidence interval of the ratio, at level 1 − alpha. */
   ciLow: number | null;
   ciHigh: number | null;
-  /** Two-sided rank-sum permutation p-value. */
+  /** Two-sided rank-sum permutation p-value (stratified by block for a blocked schedule). */
   pValue: number | null;
   significant: boolean;
   label: VerdictLabel;
@@ -48,6 +48,11 @@ export function compareVariant(baseline: number[], candidate: number[], options:
     ...(options.iterations === undefined ? {} : { iterations: options.iterations }),
   });
   const { pValue } = rankSumTest(baseline, candidate, { seed: options.seed });
+  return decide(ratio, interval, pValue, n, options);
+}
+
+/** Significant when p < alpha, the CI excludes 1 and the effect reaches minEffect. */
+function decide(ratio: number, interval: { low: number; high: number }, pValue: number, n: Verdict['n'], options: CompareOptions): Verdict {
   const ciExcludesOne = interval.low > 1 || interval.high < 1;
   const bigEnough = Math.abs(ratio - 1) >= (options.minEffect ?? 0);
   const significant = pValue < options.alpha && ciExcludesOne && bigEnough;
@@ -61,4 +66,39 @@ export function compareVariant(baseline: number[], candidate: number[], options:
     label: significant ? (better ? 'faster' : 'slower') : 'no significant difference',
     n,
   };
+}
+
+/**
+ * The same verdict for a blocked schedule, compared within blocks (passes): the stratified rank-sum test and the
+ * bootstrap CI of the within-block ratio, so a drift between passes cancels instead of widening both. Trials in a
+ * block without the other group are not compared (n counts the compared ones); ratio = the within-block ratio.
+ */
+export function compareBlocked(baseline: readonly BlockedValue[], candidate: readonly BlockedValue[], options: CompareOptions): Verdict {
+  const strata = sharedStrata(baseline, candidate);
+  const n = { baseline: sum(strata.map((stratum) => stratum.baseline.length)), candidate: sum(strata.map((stratum) => stratum.candidate.length)) };
+  const insufficient: Verdict = { ratio: null, ciLow: null, ciHigh: null, pValue: null, significant: false, label: 'insufficient data', n };
+  const interval = bootstrapBlockedRatio(baseline, candidate, {
+    seed: options.seed,
+    confidence: 1 - options.alpha,
+    ...(options.iterations === undefined ? {} : { iterations: options.iterations }),
+  });
+  if (!interval) return insufficient;
+  if (n.baseline < 2 || n.candidate < 2) return { ...insufficient, ratio: interval.ratio };
+  const { pValue } = stratifiedRankSumTest(baseline, candidate, { seed: options.seed });
+  return decide(interval.ratio, interval, pValue, n, options);
+}
+
+/** Blocked schedules compare within blocks, interleaved ones (one trial per pair and block) pooled. */
+export function compareSamples(baseline: readonly BlockedValue[], candidate: readonly BlockedValue[], options: CompareOptions & { blocked: boolean }): Verdict {
+  return options.blocked
+    ? compareBlocked(baseline, candidate, options)
+    : compareVariant(
+        baseline.map((entry) => entry.value),
+        candidate.map((entry) => entry.value),
+        options,
+      );
+}
+
+function sum(values: number[]): number {
+  return values.reduce((acc, value) => acc + value, 0);
 }

@@ -1,17 +1,17 @@
 /**
  * Campaign sections of the HTML report: the best-config verdict (ranking, winner vs baseline and runner-up, a
  * pairwise matrix) and the campaign charts (objective vs a numeric grid parameter, Pareto views across
- * concurrency levels). Every stored string goes through escapeHtml.
+ * concurrency levels, acceptance by draft position). Every stored string goes through escapeHtml.
  */
 import { median } from 'simple-statistics';
 import type { BestVerdict } from '../experiment/best.js';
-import { orderedVariants } from '../experiment/best-format.js';
+import { acceptanceByPositionMedians, orderedVariants } from '../experiment/best-format.js';
 import { metricUnit, metricValue } from '../experiment/metrics.js';
 import type { MetricName, ResolvedExperiment } from '../experiment/types.js';
 import type { Verdict } from '../experiment/verdict.js';
 import type { TrialRecord } from '../store/types.js';
 import { formatInterval, formatNumber, formatPercent, formatPValue, formatRatio } from '../util/format.js';
-import { parameterChart, type XYSeries } from './charts.js';
+import { parameterChart, positionBarChart, type XYSeries } from './charts.js';
 import { escapeHtml as esc } from './escape.js';
 import type { Figure } from './figures.js';
 
@@ -71,7 +71,7 @@ function changeOf(ratio: number | null): string {
   return ratio === null ? '—' : formatPercent((ratio - 1) * 100);
 }
 
-/** Speculative-decoding table: throughput next to TPOT, ITL p99, acceptance and mean accepted length, medians over trials. */
+/** Speculative-decoding table: throughput next to TPOT, ITL p99, acceptance, mean accepted length and acceptance by draft position, medians over trials. */
 export function specTableHtml(experiment: ResolvedExperiment, trials: readonly TrialRecord[]): string {
   const optional = (variant: string, workload: string, pick: (metrics: TrialRecord['metrics']) => number | undefined): number | undefined => {
     const values = trials
@@ -89,10 +89,12 @@ export function specTableHtml(experiment: ResolvedExperiment, trials: readonly T
         optional(variant.name, workload.label, (metrics) => (metrics.acceptanceRate === undefined ? undefined : metrics.acceptanceRate * 100)),
         optional(variant.name, workload.label, (metrics) => metrics.meanAcceptedLength),
       ];
-      return `<tr><td><code>${esc(variant.name)}</code></td><td>${esc(workload.label)}</td>${cells.map((value) => `<td class="num">${formatNumber(value)}</td>`).join('')}</tr>`;
+      const byPosition = acceptanceByPositionMedians(trials.filter((trial) => trial.variant === variant.name && trial.workload === workload.label));
+      const positions = byPosition.length === 0 ? '-' : byPosition.map((value) => (value * 100).toFixed(0)).join('/');
+      return `<tr><td><code>${esc(variant.name)}</code></td><td>${esc(workload.label)}</td>${cells.map((value) => `<td class="num">${formatNumber(value)}</td>`).join('')}<td class="num by-position">${positions}</td></tr>`;
     }),
   );
-  return `<table class="data spec"><thead><tr><th>variant</th><th>workload</th><th class="num">tok/s</th><th class="num">TPOT ms</th><th class="num">ITL p99 ms</th><th class="num">acceptance %</th><th class="num">mean accepted length</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
+  return `<table class="data spec"><thead><tr><th>variant</th><th>workload</th><th class="num">tok/s</th><th class="num">TPOT ms</th><th class="num">ITL p99 ms</th><th class="num">acceptance %</th><th class="num">mean accepted length</th><th class="num" title="share of drafts whose i-th token was accepted, by draft position">accept % by pos</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
 }
 
 /** Medians of a metric per (variant, workload) over a run's trials. */
@@ -132,6 +134,16 @@ export function campaignFigures(experiment: ResolvedExperiment, best: BestVerdic
         series.filter((line) => line.points.length > 0),
       ),
     });
+  }
+  const byPosition = orderedVariants(experiment).flatMap((variant) =>
+    experiment.workloads.flatMap((workload) => {
+      const values = acceptanceByPositionMedians(trials.filter((trial) => trial.variant === variant.name && trial.workload === workload.label));
+      const name = experiment.workloads.length > 1 ? `${variant.name} · ${workload.label}` : variant.name;
+      return values.length === 0 ? [] : [{ name, values }];
+    }),
+  );
+  if (byPosition.length > 0) {
+    figures.push({ id: 'acceptance-by-position', title: 'Acceptance by draft position', svg: positionBarChart('Acceptance by draft position', byPosition) });
   }
   const levels = experiment.workloads.filter((workload) => workload.concurrency !== undefined);
   if (levels.length >= 2) {

@@ -148,6 +148,24 @@ export function parameterChart(title: string, xName: string, yName: string, seri
   });
 }
 
+/** Bars of values (0–1) per draft position, one series per variant: per-position acceptance of speculative decoding. */
+export function positionBarChart(title: string, series: Array<{ name: string; values: number[] }>, options: ChartSize = {}): string {
+  const positions = Math.max(0, ...series.map((entry) => entry.values.length));
+  return render(options, {
+    ...base(title, series.length),
+    xAxis: { ...axis('draft position'), type: 'category', data: Array.from({ length: positions }, (_, index) => String(index + 1)) },
+    yAxis: { ...axis('accepted share of drafts'), type: 'value', min: 0, max: 1 },
+    series: series.map((entry, index) => ({
+      type: 'bar',
+      name: entry.name,
+      barMaxWidth: 32,
+      data: entry.values,
+      itemStyle: { borderRadius: [3, 3, 0, 0] },
+      color: PALETTE[index % PALETTE.length],
+    })),
+  });
+}
+
 /** A value over time (x: seconds since the run started), one line per series: the live charts of `servelab ui`. */
 export function timelineChart(title: string, yName: string, series: XYSeries[], options: ChartSize = {}): string {
   return render(options, {

@@ -125,7 +125,7 @@ export function buildRunReport(data: RunData): RunReport {
   const baseline = experiment?.baseline ?? variants[0] ?? '';
   const planned = run.plan.trials.length;
   const stored = storedVerdictsOf(run);
-  const verdicts = stored ?? (experiment && trials.length > 0 ? computeVerdicts(experiment, trials, data.health) : []);
+  const verdicts = stored ?? (experiment && trials.length > 0 ? computeVerdicts(experiment, trials, data.health, run.plan.schedule === 'blocked') : []);
   const rows = verdictRows(workloads, variants, baseline, trials, metric, verdicts, data.health ?? []);
 
   return {

@@ -59,7 +59,7 @@ function campaignOf(db: Db, data: RunData): CampaignParts {
   const eliminations = listRaceEvents(db, data.run.id).flatMap((event) =>
     event.kind === 'eliminated' && event.variant !== undefined ? [{ variant: event.variant, afterPass: event.afterPass, reason: event.reason }] : [],
   );
-  const best = bestConfig(experiment, data.trials, eliminations);
+  const best = bestConfig(experiment, data.trials, { eliminations, blocked: data.run.plan.schedule === 'blocked' });
   return {
     html: bestConfigHtml(experiment, best) + (hasSpecFigures(data.trials) ? `\n<h2>Speculative decoding</h2>${specTableHtml(experiment, data.trials)}` : ''),
     figures: campaignFigures(experiment, best, data.trials),
