@@ -200,7 +200,8 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
       const levelPrompts = prompts.slice(offset, offset + level.requests);
       offset += level.requests;
       const run = await runMeasuredLevel(runner, level, levelPrompts, options, levelIndex);
-      measured.push(...run.outcomes);
+      // Not push(...outcomes): a level of tens of thousands of requests would overflow the call stack.
+      for (const outcome of run.outcomes) measured.push(outcome);
       const spec = options.signal?.aborted ? undefined : await probe.after(run.outcomes);
       const input: LevelInput = {
         label: level.label,

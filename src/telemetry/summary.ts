@@ -1,4 +1,4 @@
-import { median } from 'simple-statistics';
+import { max, median } from 'simple-statistics';
 import type { GpuSample, GpuSummary, TelemetrySeries, TelemetrySummary } from './types.js';
 
 /** Reasons that are not a slowdown: an idle GPU lowers its clocks by design. */
@@ -14,7 +14,7 @@ export function summarizeTelemetry(series: TelemetrySeries): TelemetrySummary {
   if (series.gpuUnavailable !== undefined) summary.gpuUnavailable = series.gpuUnavailable;
   if (loads.length > 0) {
     summary.load1Median = median(loads);
-    summary.load1Max = Math.max(...loads);
+    summary.load1Max = max(loads);
   }
   if (series.cpus !== undefined) summary.cpus = series.cpus;
   return summary;
@@ -26,9 +26,9 @@ function summarizeGpu(index: number, samples: GpuSample[]): GpuSummary {
     const list = values(pick);
     return list.length > 0 ? median(list) : undefined;
   };
-  const max = (pick: (sample: GpuSample) => number | undefined): number | undefined => {
+  const highest = (pick: (sample: GpuSample) => number | undefined): number | undefined => {
     const list = values(pick);
-    return list.length > 0 ? Math.max(...list) : undefined;
+    return list.length > 0 ? max(list) : undefined;
   };
   const withReasons = samples.filter((sample) => sample.reasons !== undefined);
   const reasonShare: Record<string, number> = {};
@@ -46,7 +46,7 @@ function summarizeGpu(index: number, samples: GpuSample[]): GpuSummary {
   );
   put(
     'maxSmClockMHz',
-    max((s) => s.maxSmClockMHz),
+    highest((s) => s.maxSmClockMHz),
   );
   put(
     'memClockMedianMHz',
@@ -62,7 +62,7 @@ function summarizeGpu(index: number, samples: GpuSample[]): GpuSummary {
   );
   put(
     'temperatureMaxC',
-    max((s) => s.temperatureC),
+    highest((s) => s.temperatureC),
   );
   put(
     'utilizationMedianPct',
@@ -70,11 +70,11 @@ function summarizeGpu(index: number, samples: GpuSample[]): GpuSummary {
   );
   put(
     'memoryUsedMaxMiB',
-    max((s) => s.memoryUsedMiB),
+    highest((s) => s.memoryUsedMiB),
   );
   put(
     'memoryTotalMiB',
-    max((s) => s.memoryTotalMiB),
+    highest((s) => s.memoryTotalMiB),
   );
   return summary;
 }
