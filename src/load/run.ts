@@ -5,7 +5,7 @@ import { summarizeCategories } from '../metrics/categories.js';
 import { type LevelInput, summarizeLevel } from '../metrics/summary.js';
 import { messageOf, UserError } from '../util/errors.js';
 import { ExitCode } from '../util/exit.js';
-import { BACKENDS } from './backends.js';
+import { BACKENDS, type BackendRequestOptions } from './backends.js';
 import { type LevelPlan, type LevelRun, maxInFlight, planLevels, runLevel } from './level.js';
 import { loadPrompts, type PromptItem, saltPrompts } from './prompts.js';
 import type { RequestContext, RequestOutcome } from './request.js';
@@ -139,6 +139,7 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
   let workers: LoadWorkers | undefined;
   try {
     const model = options.model ?? (options.backend.startsWith('openai') ? await discoverModel(dispatcher, baseUrl) : undefined);
+    const backendOptions: BackendRequestOptions = { model, ignoreEos: options.ignoreEos, ...(options.cachePrompt === false && { cachePrompt: false }) };
     if (workerCount > 1) {
       workers = await LoadWorkers.start(
         workerCount,
@@ -146,9 +147,7 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
           origin,
           pathPrefix,
           backend: options.backend,
-          model,
-          ignoreEos: options.ignoreEos,
-          ...(options.cachePrompt === false && { cachePrompt: false }),
+          backendOptions,
           requestTimeoutMs: options.requestTimeoutMs,
           tokenizerPath: options.tokenizerPath,
         },
@@ -160,7 +159,7 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
       origin,
       pathPrefix,
       backend: BACKENDS[options.backend],
-      backendOptions: { model, ignoreEos: options.ignoreEos, ...(options.cachePrompt === false && { cachePrompt: false }) },
+      backendOptions,
       requestTimeoutMs: options.requestTimeoutMs,
       tokenizer,
       signal: options.signal,

@@ -1,4 +1,5 @@
 import type { BackendKind } from '../../profiles/types.js';
+import type { BackendRequestOptions } from '../backends.js';
 import type { PromptItem } from '../prompts.js';
 import type { RequestOutcome } from '../request.js';
 
@@ -7,10 +8,8 @@ export interface WorkerSetup {
   origin: string;
   pathPrefix: string;
   backend: BackendKind;
-  model?: string;
-  ignoreEos: boolean;
-  /** false: llama.cpp `cache_prompt: false` on every request (cold-cache trials). */
-  cachePrompt?: false;
+  /** The same request options as the main thread's, so no field is dropped on the way to a worker. */
+  backendOptions: BackendRequestOptions;
   requestTimeoutMs: number;
   tokenizerPath?: string;
   connections: number;

@@ -24,7 +24,7 @@ const context: RequestContext = {
   origin: setup.origin,
   pathPrefix: setup.pathPrefix,
   backend: BACKENDS[setup.backend],
-  backendOptions: { model: setup.model, ignoreEos: setup.ignoreEos, ...(setup.cachePrompt === false && { cachePrompt: false }) },
+  backendOptions: setup.backendOptions,
   requestTimeoutMs: setup.requestTimeoutMs,
   tokenizer: setup.tokenizerPath ? loadTokenizer(setup.tokenizerPath) : undefined,
   signal: controller.signal,
