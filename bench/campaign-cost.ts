@@ -1,8 +1,8 @@
 /**
  * Campaign cost: wall time and correct-winner rate of three ways to find the best of 8 server configs.
  *
- *   node dist/bench/campaign-cost.js [--seeds 20] [--trials 8] [--scale 100] [--drift-pct-per-min 30] [--jitter 0.05]
- *                                      [--grid-seeds N] [--first-seed 1]
+ *   node dist/bench/campaign-cost.js [--seeds 20] [--trials 12] [--scale 100] [--drift-pct-per-min 30] [--jitter 0.05]
+ *                                      [--grid-seeds N] [--first-seed 1] [--only a,b,c]
  *
  * Eight simulator configs differ only in decode speed: `best` decodes 5% faster (tpot 0.95× the others'), the
  * seven others are equal. What makes real sweeps wrong is modelled: every delay has `--jitter` noise, every server
@@ -41,14 +41,17 @@ import { listTrials } from '../src/store/queries.js';
 const { values } = parseArgs({
   options: {
     seeds: { type: 'string', default: '20' },
-    // Resume a bench cut short: seeds first-seed..seeds (the grid still runs on seeds ≤ grid-seeds only).
+    // Resume a bench cut short, or run it in shards: seeds first-seed..seeds.
     'first-seed': { type: 'string', default: '1' },
-    trials: { type: 'string', default: '8' },
+    trials: { type: 'string', default: '12' },
     scale: { type: 'string', default: '100' },
     'drift-pct-per-min': { type: 'string', default: '30' },
     jitter: { type: 'string', default: '0.05' },
-    // The full grid costs ~4× the other two together: it may run on the first seeds only (its rate says of how many).
+    // The full grid costs ~4× the other two together: it may run on the first N seeds of this invocation only
+    // (its rate says of how many).
     'grid-seeds': { type: 'string' },
+    // Some strategies only, by letter: --only b,c (the ratio column needs a).
+    only: { type: 'string' },
   },
 });
 const seeds = Number(values.seeds);
@@ -62,24 +65,27 @@ const ttftMs = 5;
 const outputTokens = Math.max(4, Math.round(640 / scale));
 const driftPerBenchMinute = Number(values['drift-pct-per-min']);
 const jitter = Number(values.jitter);
-const gridSeeds = Number(values['grid-seeds'] ?? seeds);
+const firstSeed = Number(values['first-seed']);
+const lastGridSeed = firstSeed - 1 + Number(values['grid-seeds'] ?? seeds);
 
 type Strategy = 'interleaved grid' | 'sequential' | 'race + auto';
-const STRATEGIES: Array<{ name: Strategy; settings: Record<string, unknown> }> = [
-  { name: 'interleaved grid', settings: { schedule: 'interleaved', stopping: 'fixed' } },
-  { name: 'sequential', settings: { schedule: 'blocked', passes: 1, stopping: 'fixed' } },
-  { name: 'race + auto', settings: { schedule: 'auto', stopping: 'race' } },
+const ALL_STRATEGIES: Array<{ name: Strategy; key: string; settings: Record<string, unknown> }> = [
+  { name: 'interleaved grid', key: 'a', settings: { schedule: 'interleaved', stopping: 'fixed' } },
+  { name: 'sequential', key: 'b', settings: { schedule: 'blocked', passes: 1, stopping: 'fixed' } },
+  { name: 'race + auto', key: 'c', settings: { schedule: 'auto', stopping: 'race' } },
 ];
+const STRATEGIES = ALL_STRATEGIES.filter((strategy) => values.only === undefined || values.only.split(',').includes(strategy.key));
 
 const dir = mkdtempSync(join(tmpdir(), 'servelab-campaign-cost-'));
 const db = openStore(join(dir, 'servelab.db'));
 
 /** The experiment file of one (seed, strategy): configs differ by env only, `best` by a 5% smaller tpot. */
-function experimentFile(seed: number, settings: Record<string, unknown>, driftSince: number): string {
+function experimentFile(seed: number, strategy: (typeof STRATEGIES)[number], driftSince: number): string {
+  const { settings } = strategy;
   const names = ['c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7'];
   // The best config's position among the others changes with the seed.
   names.splice(seed % 8, 0, 'best');
-  const file = join(dir, `seed-${seed}-${String(settings.schedule)}-${String(settings.stopping)}.yaml`);
+  const file = join(dir, `seed-${seed}-${strategy.key}.yaml`);
   const command = `exec node {servelab} simulate --port {port} --load-ms ${startupMs} --tpot-ms "$TPOT_MS" --ttft-ms ${ttftMs} --jitter ${jitter} --drift-pct-per-min ${driftPerBenchMinute} --drift-since ${driftSince} --stats-interval-ms 0 --seed $$`;
   writeFileSync(
     file,
@@ -102,11 +108,11 @@ function experimentFile(seed: number, settings: Record<string, unknown>, driftSi
 }
 
 const results = new Map<Strategy, Array<{ wallMs: number; correct: boolean; trials: number }>>();
-for (let seed = Number(values['first-seed']); seed <= seeds; seed += 1) {
+for (let seed = firstSeed; seed <= seeds; seed += 1) {
   for (const strategy of STRATEGIES) {
-    if (strategy.name === 'interleaved grid' && seed > gridSeeds) continue;
+    if (strategy.name === 'interleaved grid' && seed > lastGridSeed) continue;
     const started = Date.now();
-    const experiment = loadExperiment(experimentFile(seed, strategy.settings, started));
+    const experiment = loadExperiment(experimentFile(seed, strategy, started));
     const outcome = await runExperiment({ db, experiment, workDir: join(dir, 'logs') });
     const wallMs = Date.now() - started;
     const eliminations = listRaceEvents(db, outcome.runId).flatMap((event) =>
@@ -124,7 +130,7 @@ const mean = (list: number[]): number => list.reduce((sum, value) => sum + value
 const gridRuns = results.get('interleaved grid') ?? [];
 const reference = gridRuns.length > 0 ? mean(gridRuns.map((run) => run.wallMs)) : Number.NaN;
 console.log(
-  `\ncampaign cost: 8 configs, one 5% faster; ${trials} trials cap; time scaled 1/${scale} (startup ${startupMs} ms for the issue's 20 s, ${outputTokens} tokens a request at ${tpotMs} ms); jitter ${jitter}; drift ${driftPerBenchMinute}%/bench-minute; seeds ${values['first-seed']}..${seeds} (full grid on seeds ≤ ${gridSeeds})`,
+  `\ncampaign cost: 8 configs, one 5% faster; ${trials} trials cap; time scaled 1/${scale} (startup ${startupMs} ms for the issue's 20 s, ${outputTokens} tokens a request at ${tpotMs} ms); jitter ${jitter}; drift ${driftPerBenchMinute}%/bench-minute; seeds ${firstSeed}..${seeds} (full grid on seeds ${firstSeed}..${Math.min(seeds, lastGridSeed)})`,
 );
 console.log('strategy           mean wall  vs (a)   mean trials  correct winner');
 for (const strategy of STRATEGIES) {

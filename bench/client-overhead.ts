@@ -11,8 +11,9 @@
  * the last ones would be most of what is timed. --sim-cpus LIST pins the simulator (`taskset -c LIST`); run the
  * bench itself under `taskset -c` to keep the client on other cores.
  *
- * --workers N (or auto) runs servelab's throughput figures with N load-generation threads (CPU per token then sums
- * every thread); the raw loop and the timing-error figures stay on one thread. --sim-workers N (or auto) serves
+ * --workers N (or auto) runs servelab's throughput and timing-error figures with N load-generation threads (CPU
+ * per token then sums every thread; each worker compares its own token events with sent_ns); the raw loop stays on
+ * one thread. --sim-workers N (or auto) serves
  * the streams from `servelab simulate --workers N` (N processes behind one port), so that with many client
  * threads the client's limit is measured rather than one simulator process's (about 85k tok/s); the output says
  * which simulator served.
@@ -24,10 +25,12 @@ import { parseArgs } from 'node:util';
 import { quantile } from 'simple-statistics';
 import { Pool, request } from 'undici';
 import { BACKENDS } from '../src/load/backends.js';
+import { type GroundTruthErrors, groundTruthRecorder } from '../src/load/ground-truth.js';
 import { runLevel } from '../src/load/level.js';
 import { loadPrompts, type PromptItem } from '../src/load/prompts.js';
 import { nowMs, type RequestContext } from '../src/load/request.js';
 import { runBenchmark } from '../src/load/run.js';
+import { LoadWorkers, resolveWorkerCount } from '../src/load/workers/pool.js';
 import { type SimulatorProcess, spawnSimulator } from '../src/simulate/child.js';
 
 const { values: args } = parseArgs({
@@ -149,32 +152,46 @@ async function referenceRun(url: string, items: PromptItem[], onChunk?: (chunk: 
   return { tokensPerSecond: events / seconds, requestsPerSecond: items.length / seconds, cpuUsPerToken: ((cpuMs() - cpuBefore) * 1000) / events };
 }
 
-/** servelab's request path (runLevel + streamRequest) with a hook comparing each token event to its sent_ns. */
+/**
+ * servelab's request path with each token event compared to its sent_ns (groundTruthRecorder): runLevel +
+ * streamRequest on this thread, or, with --workers, the load workers themselves, which attach the errors to
+ * each outcome, so the errors are those of the path that produced the throughput figures.
+ */
 async function servelabTiming(url: string, items: PromptItem[]): Promise<TimingErrors> {
-  const dispatcher = new Pool(url, { connections: STREAMS, pipelining: 1 });
   const errors: TimingErrors = { ttft: [], itl: [] };
-  const last = new WeakMap<object, { arrival: number; sent: number }>();
+  const collect = (found: GroundTruthErrors | undefined) => {
+    if (!found) return;
+    errors.ttft.push(found.ttftMs);
+    for (const itl of found.itlMs) errors.itl.push(itl);
+  };
+  const level = { label: 'timing', requests: items.length, concurrency: STREAMS };
+  const backendOptions = { ignoreEos: true };
+  const workerCount = resolveWorkerCount(WORKERS, STREAMS);
+  if (workerCount > 1) {
+    const workers = await LoadWorkers.start(
+      workerCount,
+      { origin: url, pathPrefix: '', backend: 'openai-completions', backendOptions, requestTimeoutMs: 60_000, groundTruth: true },
+      STREAMS,
+    );
+    try {
+      await workers.runLevel(level, items, 1, (outcome) => collect(outcome.groundTruth));
+    } finally {
+      await workers.close();
+    }
+    return errors;
+  }
+  const dispatcher = new Pool(url, { connections: STREAMS, pipelining: 1 });
+  const recorder = groundTruthRecorder();
   const context: RequestContext = {
     dispatcher,
     origin: url,
     pathPrefix: '',
     backend: BACKENDS['openai-completions'],
-    backendOptions: { ignoreEos: true },
+    backendOptions,
     requestTimeoutMs: 60_000,
-    onTokenEvent(arrival, state) {
-      const sent = Number(state.simSentNs) / 1e6;
-      const previous = last.get(state);
-      if (previous) {
-        errors.itl.push(Math.abs(arrival - previous.arrival - (sent - previous.sent)));
-        previous.arrival = arrival;
-        previous.sent = sent;
-      } else {
-        errors.ttft.push(arrival - sent);
-        last.set(state, { arrival, sent });
-      }
-    },
+    onTokenEvent: recorder.onTokenEvent,
   };
-  await runLevel(context, { label: 'timing', requests: items.length, concurrency: STREAMS }, items, 1);
+  await runLevel(context, level, items, 1, (outcome) => collect(recorder.take(outcome.state)));
   await dispatcher.destroy();
   return errors;
 }
@@ -263,7 +280,7 @@ async function main() {
   process.stdout.write(
     `${[
       `streams=${STREAMS} output=${OUTPUT_LEN} tokens x ${REQUESTS} requests (tok/s); ${SHORT_OUTPUT_LEN} tokens x ${SHORT_REQUESTS} requests (req/s); errors in ms`,
-      `servelab tok/s, req/s and cpu us/tok with workers=${WORKERS} (all threads' CPU); timing errors and the reference on one thread`,
+      `servelab tok/s, req/s, cpu us/tok (all threads' CPU) and timing errors with workers=${WORKERS}; the reference on one thread`,
       simulatorLine,
       header.join('  '),
       ours.cells.join('  '),

@@ -150,6 +150,26 @@ describe('collectFingerprint on this machine (real processes)', () => {
     ]);
   });
 
+  test('the slow torch probe runs once per executor and torch version, the package probe at every start', async (t) => {
+    const bin = await mkdtemp(join(tmpdir(), 'servelab-fp-torch-'));
+    t.after(() => rm(bin, { recursive: true, force: true }));
+    // Each probe leaves a line in probes.log; the torch version comes from the file `torch-version`.
+    await writeFile(join(bin, 'torch-version'), '2.11.0\n');
+    await writeFile(
+      join(bin, 'python3'),
+      `#!/bin/sh\ncase "$2" in\n  *"import torch"*) echo torch >> '${bin}/probes.log'; printf "cuda.torch=13.0\\n" ;;\n  *) echo packages >> '${bin}/probes.log'; printf "torch==%s\\n" "$(cat '${bin}/torch-version')" ;;\nesac\n`,
+    );
+    await chmod(join(bin, 'python3'), 0o755);
+    const executor = processExecutor(`${bin}:/usr/bin:/bin`);
+    const collect = () => collectFingerprint(executor, { command: ['python3', '-m', 'vllm.entrypoints.openai.api_server'], env: {} });
+    const first = await collect();
+    const second = await collect();
+    await writeFile(join(bin, 'torch-version'), '2.12.0\n');
+    const upgraded = await collect();
+    assert.deepEqual([first.system?.['cuda.torch'], second.system?.['cuda.torch'], upgraded.packages.torch], ['13.0', '13.0', '2.12.0']);
+    assert.deepEqual((await readFile(join(bin, 'probes.log'), 'utf8')).trim().split('\n'), ['packages', 'torch', 'packages', 'packages', 'torch']);
+  });
+
   test('llama.cpp build identity: version and commit from --version (stderr)', async (t) => {
     const bin = await mkdtemp(join(tmpdir(), 'servelab-fp-llama-'));
     t.after(() => rm(bin, { recursive: true, force: true }));

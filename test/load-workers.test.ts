@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { interArrivalMs } from '../src/load/random.js';
 import { runBenchmark } from '../src/load/run.js';
 import type { BenchOptions, BenchResult, LevelResult } from '../src/load/types.js';
-import { partitionLevel, resolveWorkerCount, splitEvenly } from '../src/load/workers/pool.js';
+import { LoadWorkers, partitionLevel, resolveWorkerCount, splitEvenly } from '../src/load/workers/pool.js';
 import { mulberry32 } from '../src/util/random.js';
 import { servingSimulator } from './support-experiment.js';
 
@@ -98,6 +98,27 @@ describe('load workers on a real simulator', () => {
     }
     assert.equal(workers.itlMs.count, oneThread.itlMs.count);
     assert.ok(Math.abs(workers.durationS - oneThread.durationS) <= 0.25 * oneThread.durationS, `duration ${oneThread.durationS} vs ${workers.durationS}`);
+  });
+
+  test('ground truth inside workers: each outcome carries its timing errors against the simulator (bench/ hook)', async (t) => {
+    const url = await servingSimulator(t, DETERMINISTIC);
+    const workers = await LoadWorkers.start(
+      2,
+      { origin: url, pathPrefix: '', backend: 'openai-completions', backendOptions: { ignoreEos: true }, requestTimeoutMs: 10_000, groundTruth: true },
+      4,
+    );
+    t.after(() => workers.close());
+    const prompts = Array.from({ length: 8 }, (_, index) => ({ prompt: `p${index}`, inputTokens: 4, maxTokens: 6 }));
+    const run = await workers.runLevel({ label: 'c=4', requests: 8, concurrency: 4 }, prompts, 1);
+    assert.equal(run.outcomes.length, 8);
+    for (const outcome of run.outcomes) {
+      const truth = outcome.groundTruth!;
+      // Same monotonic clock in simulator and worker: a delivery delay of well under a second, never negative
+      // beyond clock-offset noise; one ITL error per token event after the first.
+      assert.ok(truth.ttftMs > -1 && truth.ttftMs < 1000, `ttft error ${truth.ttftMs}`);
+      assert.equal(truth.itlMs.length, outcome.sample.itlMs.length);
+      assert.ok(truth.itlMs.every((error) => error >= 0 && error < 1000));
+    }
   });
 
   test('open loop across workers, progress and abort: each request reported once', async (t) => {

@@ -42,8 +42,7 @@ export function computeVerdicts(
       if (variant.name === experiment.baseline) continue;
       const candidate = valuesOf(variant.name, workload.label);
       const verdict = compareSamples(baseline, candidate, {
-        alpha: experiment.verdict.alpha,
-        minEffect: experiment.verdict.minEffect,
+        ...experiment.verdict,
         seed: experiment.seed,
         higherIsBetter: higherIsBetter(experiment.metric),
         blocked,

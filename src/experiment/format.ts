@@ -6,6 +6,7 @@ import { type CategoryRow, categoryRows } from './categories.js';
 import { metricUnit, metricValue } from './metrics.js';
 import { storedExperimentOf, storedVerdictsOf } from './stored.js';
 import type { MetricName, ResolvedExperiment, VariantVerdict } from './types.js';
+import { verdictMethod } from './verdict.js';
 
 /** Plain-text tables for `servelab run`, `ls`, `show` and `diff`. Pure: data in, lines out. */
 
@@ -24,7 +25,8 @@ function percent(ratio: number | null): string {
   return ratio === null ? formatPercent(null) : formatPercent((ratio - 1) * 100);
 }
 
-export function formatVerdicts(verdicts: readonly VariantVerdict[], metric: MetricName, baseline: string): string {
+/** `method`: verdictMethod's line, printed under the table. */
+export function formatVerdicts(verdicts: readonly VariantVerdict[], metric: MetricName, baseline: string, method: string): string {
   if (verdicts.length === 0) return `only the baseline "${baseline}" was measured: nothing to compare`;
   const unit = metricUnit(metric);
   const rows = verdicts.map((verdict) => [
@@ -40,7 +42,7 @@ export function formatVerdicts(verdicts: readonly VariantVerdict[], metric: Metr
     pairOf(verdict.invalidTrials),
     verdict.label,
   ]);
-  return table(['variant', 'workload', `${baseline} ${unit}`, `variant ${unit}`, 'change', 'CI', 'p', 'n', 'failed req', 'invalid trials', 'verdict'], rows);
+  return `${table(['variant', 'workload', `${baseline} ${unit}`, `variant ${unit}`, 'change', 'CI', 'p', 'n', 'failed req', 'invalid trials', 'verdict'], rows)}\n(${method})`;
 }
 
 /** "baseline/variant" counts; "?" for runs finalized before they were recorded. */
@@ -150,7 +152,12 @@ export function formatRunShow(run: RunDetail, trials: readonly TrialRecord[], in
   ];
   const categories = categoryRows(trials);
   if (categories.length > 0) lines.push('', 'per category (medians over trials):', formatCategoryRows(categories));
-  if (run.verdicts !== undefined) lines.push('', 'verdicts vs baseline:', formatVerdicts(storedVerdictsOf(run)!, experiment.metric, experiment.baseline));
+  if (run.verdicts !== undefined)
+    lines.push(
+      '',
+      'verdicts vs baseline:',
+      formatVerdicts(storedVerdictsOf(run)!, experiment.metric, experiment.baseline, verdictMethod(run.plan.schedule === 'blocked')),
+    );
   return lines.join('\n');
 }
 

@@ -13,9 +13,10 @@ export interface RaceDecision {
 
 /**
  * One racing step after a pass: configs breaking a constraint are dropped, then every remaining config is tested
- * against the current best (rank-sum, Holm-corrected over the comparisons of this step) and dropped when
- * significantly worse (p and the bootstrap CI agree, effect ≥ minEffect). Fewer than two trials: no test yet.
- * A blocked schedule is tested within passes (stratified), so the drift between passes cancels.
+ * against the current best (the experiment's verdict test, Holm-corrected over the comparisons of this step) and
+ * dropped when significantly worse (p and the CI agree, effect ≥ minEffect). Fewer than two trials: no test yet.
+ * A blocked schedule is tested within passes (stratified), so the drift between passes cancels, and only from its
+ * second (reversed) pass on.
  */
 export function raceStep(
   experiment: ResolvedExperiment,
@@ -24,6 +25,9 @@ export function raceStep(
   afterPass: number,
   blocked: boolean,
 ): RaceDecision {
+  // After the first pass of a blocked schedule each config was measured in its own stretch of time, so a drift of
+  // the machine is indistinguishable from a difference of configs: nothing is decided before the reversed pass.
+  if (blocked && afterPass < 1) return { eliminate: [] };
   const objective = objectiveOf(experiment);
   const eliminate: Elimination[] = [];
   const remaining = experiment.variants
@@ -40,8 +44,7 @@ export function raceStep(
   const best = feasible[0];
   if (!best) return { eliminate };
   const options = {
-    alpha: experiment.verdict.alpha,
-    minEffect: experiment.verdict.minEffect,
+    ...experiment.verdict,
     seed: experiment.seed,
     higherIsBetter: objective.direction === 'maximize',
     blocked,

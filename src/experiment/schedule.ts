@@ -67,7 +67,8 @@ export interface ScheduleChoice extends ScheduleOption {
  * says. Races: the repetitions the Holm-corrected test against the best (stratified by pass, see compareBlocked)
  * needs before it can eliminate anything, split over a forward and a reversed pass (no test can decide after the
  * first half anyway), so a slow drift of the machine falls on every config alike before the first elimination;
- * then passes of 2 repetitions, so each pass after it can drop configs.
+ * then passes of the first pass's size: each costs a restart per surviving config, so it brings as many trials as
+ * a first pass to the next test (passes of 2 paid about twice the restarts for the same trials: see campaign-cost).
  */
 export function blockedPassSizes(experiment: ResolvedExperiment): number[] {
   if (experiment.passes !== undefined) return passSizes(experiment.trials, experiment.passes);
@@ -75,7 +76,8 @@ export function blockedPassSizes(experiment: ResolvedExperiment): number[] {
   const comparisons = Math.max(1, new Set(experiment.variants.map((variant) => variant.name)).size - 1);
   const decisive = Math.min(experiment.trials, smallestDecisiveN(comparisons, experiment.verdict.alpha));
   const sizes = passSizes(decisive, 2);
-  for (let left = experiment.trials - decisive; left > 0; left -= 2) sizes.push(Math.min(2, left));
+  const later = sizes[0]!;
+  for (let left = experiment.trials - decisive; left > 0; left -= later) sizes.push(Math.min(later, left));
   return sizes;
 }
 

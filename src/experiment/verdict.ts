@@ -88,6 +88,13 @@ export function compareBlocked(baseline: readonly BlockedValue[], candidate: rea
   return decide(interval.ratio, interval, pValue, n, options);
 }
 
+/** The test and CI behind a run's verdicts, for the tables that show them. */
+export function verdictMethod(blocked: boolean): string {
+  return blocked
+    ? 'exact rank-sum test stratified by pass, bootstrap CI of the within-pass ratio of medians'
+    : 'exact rank-sum test, bootstrap CI of the ratio of medians';
+}
+
 /** Blocked schedules compare within blocks, interleaved ones (one trial per pair and block) pooled. */
 export function compareSamples(baseline: readonly BlockedValue[], candidate: readonly BlockedValue[], options: CompareOptions & { blocked: boolean }): Verdict {
   return options.blocked

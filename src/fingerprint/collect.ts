@@ -218,7 +218,7 @@ async function collectSystem(
     gpuCount > 0 ? output(runner, ['nvidia-smi', '-q', '-d', 'COMPUTE']) : undefined,
     output(runner, ['sh', '-c', 'nvcc --version 2>/dev/null || /usr/local/cuda/bin/nvcc --version']),
     output(runner, ['sh', '-c', NCCL_LIBRARY_LISTING]),
-    packages.torch !== undefined ? output(runner, [python, '-c', TORCH_PROBE], TORCH_TIMEOUT_MS) : undefined,
+    packages.torch !== undefined ? torchProbe(runner, python, packages.torch) : undefined,
     gpuCount > 1 ? output(runner, ['nvidia-smi', 'topo', '-m']) : undefined,
     gpuCount > 1 ? output(runner, ['nvidia-smi', 'nvlink', '-s']) : undefined,
   ]);
@@ -239,6 +239,22 @@ async function collectSystem(
     for (const [gpu, state] of Object.entries(status)) system[`nvlink.${gpu}`] = state;
   }
   return system;
+}
+
+const torchProbes = new WeakMap<CommandRunner, Map<string, Promise<string | undefined>>>();
+
+/**
+ * The torch probe's output, once per executor, interpreter and torch version: importing torch takes 3–4 s (measured
+ * on the H200 host), paid at every server start of a campaign otherwise, and its answer (the CUDA and NCCL that torch
+ * bundles) can only change with the torch install, whose version the fast package probe reads at every start.
+ */
+function torchProbe(runner: CommandRunner, python: string, torchVersion: string): Promise<string | undefined> {
+  const probes = torchProbes.get(runner) ?? new Map<string, Promise<string | undefined>>();
+  torchProbes.set(runner, probes);
+  const key = `${python}\0${torchVersion}`;
+  const probe = probes.get(key) ?? output(runner, [python, '-c', TORCH_PROBE], TORCH_TIMEOUT_MS);
+  probes.set(key, probe);
+  return probe;
 }
 
 let gitShaOnce: Promise<string | undefined> | undefined;

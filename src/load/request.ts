@@ -2,6 +2,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { Client, type Dispatcher } from 'undici';
 import { type Backend, type BackendRequestOptions, newStreamState, StreamFormatError, type StreamState } from './backends.js';
+import type { GroundTruthErrors } from './ground-truth.js';
 import type { PromptItem } from './prompts.js';
 import type { TokenCounter } from './tokenizers/model.js';
 import type { RequestErrorKind, RequestSample, TokenCountMethod } from './types.js';
@@ -26,6 +27,8 @@ export interface RequestOutcome {
   sample: RequestSample;
   tokenCountMethod: TokenCountMethod;
   state: StreamState;
+  /** bench/ only (a load worker started with groundTruth): timing errors against the simulator's send times. */
+  groundTruth?: GroundTruthErrors;
 }
 
 class AbortedError extends Error {}

@@ -119,7 +119,7 @@ export function verdictTableHtml(report: RunReport): string {
       return `<tr class="${row.isBaseline ? 'baseline' : ''}">${multiWorkload ? `<td>${esc(row.workload)}</td>` : ''}<td><code>${esc(row.variant)}</code></td><td class="num">${row.trials}</td><td class="num">${formatNumber(row.median)}</td><td class="num">${formatRatio(row.ratio)}</td><td class="num">${row.isBaseline ? '—' : formatInterval(row.ciLow, row.ciHigh)}</td><td class="num">${formatPValue(row.pValue)}</td><td class="num${row.failedRequests > 0 ? ' warn' : ''}">${row.failedRequests}</td><td class="num${row.invalidTrials > 0 ? ' warn' : ''}">${row.invalidTrials}</td><td><span class="pill ${verdictClass}">${esc(row.label)}</span></td></tr>`;
     })
     .join('');
-  const note = report.verdictsFinal ? '' : '<p class="muted">Verdicts are provisional: the runner has not finalized this run.</p>';
+  const note = `<p class="muted">${esc(report.verdictMethod)}.${report.verdictsFinal ? '' : ' Verdicts are provisional: the runner has not finalized this run.'}</p>`;
   return `<table class="data verdicts"><thead>${head}</thead><tbody>${body}</tbody></table>${note}`;
 }
 

@@ -33,7 +33,7 @@ export function renderMarkdown(report: RunReport): string {
         `| ${multiWorkload ? `${cell(row.workload)} | ` : ''}${cell(row.variant)} | ${row.trials} | ${formatNumber(row.median)} | ${formatRatio(row.ratio)} | ${row.isBaseline ? '—' : formatInterval(row.ciLow, row.ciHigh)} | ${formatPValue(row.pValue)} | ${row.failedRequests} | ${row.invalidTrials} | ${verdict} |`,
       );
     }
-    lines.push('');
+    lines.push('', `_${report.verdictMethod}._`, '');
     if (!report.verdictsFinal) lines.push('_Verdicts are provisional: the runner has not finalized this run._', '');
   }
 

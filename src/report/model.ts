@@ -10,6 +10,7 @@ import { computeVerdicts } from '../experiment/finalize.js';
 import { metricUnit, metricValue } from '../experiment/metrics.js';
 import { storedExperimentOf, storedVerdictsOf } from '../experiment/stored.js';
 import type { MetricName, ResolvedExperiment, VariantVerdict } from '../experiment/types.js';
+import { verdictMethod } from '../experiment/verdict.js';
 import { diffFingerprints, flattenFingerprint, formatChanges } from '../fingerprint/diff.js';
 import type { Fingerprint, FingerprintChange } from '../fingerprint/types.js';
 import type { DriftAlarmRecord } from '../store/drift-alarms.js';
@@ -78,6 +79,8 @@ export interface RunReport {
   baseline: string;
   /** Confidence level of the intervals (1 − alpha). */
   confidence: number;
+  /** The test and CI behind the verdicts (verdictMethod). */
+  verdictMethod: string;
   /** False when verdicts were computed here from an unfinished run's trials rather than stored by the runner. */
   verdictsFinal: boolean;
   workloads: string[];
@@ -144,6 +147,7 @@ export function buildRunReport(data: RunData): RunReport {
     metricUnit: metricUnit(metric),
     baseline,
     confidence: 1 - (experiment?.verdict.alpha ?? 0.05),
+    verdictMethod: verdictMethod(run.plan.schedule === 'blocked'),
     verdictsFinal: stored !== undefined,
     workloads,
     variants,

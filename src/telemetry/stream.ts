@@ -40,7 +40,9 @@ export function streamGpuSamples(intervalMs: number, onSample: (sample: GpuSampl
   });
   return {
     async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      // SIGKILL: `nvidia-smi -lms` ends on SIGTERM only after its current interval (704 ms of a 1000 ms interval on
+      // the H200 host), which every trial paid; it only reads, so nothing is left half-done.
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await closed;
       return unavailable;
     },

@@ -11,6 +11,7 @@ import { type RunOutcome, runExperiment } from '../../experiment/runner.js';
 import { chooseSchedule, formatDuration } from '../../experiment/schedule.js';
 import { runOnSlurm } from '../../experiment/slurm.js';
 import type { Plan, ResolvedExperiment } from '../../experiment/types.js';
+import { verdictMethod } from '../../experiment/verdict.js';
 import { type Db, defaultStorePath, openStore } from '../../store/db.js';
 import { latestUnfinishedRun } from '../../store/queries.js';
 import { UserError } from '../../util/errors.js';
@@ -147,13 +148,13 @@ function slurmDispatch(experiment: ResolvedExperiment, flags: RunFlags): Pick<Ta
 }
 
 function report(db: Db, outcome: RunOutcome, json: boolean): void {
-  const { experiment } = loadRun(db, outcome.runId);
+  const { experiment, plan } = loadRun(db, outcome.runId);
   if (json) process.stdout.write(`${JSON.stringify(outcome, null, 2)}\n`);
   switch (outcome.status) {
     case 'done':
       if (!json) {
         process.stdout.write(
-          `run ${outcome.runId} done\n${formatVerdicts(outcome.verdicts ?? [], experiment.metric, experiment.baseline)}\n\n${campaignSummary(db, outcome.runId).text}\n`,
+          `run ${outcome.runId} done\n${formatVerdicts(outcome.verdicts ?? [], experiment.metric, experiment.baseline, verdictMethod(plan.schedule === 'blocked'))}\n\n${campaignSummary(db, outcome.runId).text}\n`,
         );
       }
       return;

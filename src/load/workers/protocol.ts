@@ -13,6 +13,8 @@ export interface WorkerSetup {
   requestTimeoutMs: number;
   tokenizerPath?: string;
   connections: number;
+  /** bench/client-overhead: attach each request's timing errors against the simulator's send times to its outcome. */
+  groundTruth?: boolean;
 }
 
 /** One worker's share of a level; indices are the level's, so merged samples keep their order. */

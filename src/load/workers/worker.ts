@@ -3,6 +3,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { Pool } from 'undici';
 import { messageOf } from '../../util/errors.js';
 import { BACKENDS } from '../backends.js';
+import { groundTruthRecorder } from '../ground-truth.js';
 import { type RequestContext, type RequestOutcome, streamRequest } from '../request.js';
 import { loadTokenizer } from '../tokenizers/model.js';
 import { type MainMessage, sharedNow, type WorkerLevel, type WorkerMessage, type WorkerSetup } from './protocol.js';
@@ -19,6 +20,7 @@ const post = (message: WorkerMessage) => port.postMessage(message);
 
 const dispatcher = new Pool(setup.origin, { connections: setup.connections, pipelining: 1 });
 let controller = new AbortController();
+const recorder = setup.groundTruth ? groundTruthRecorder() : undefined;
 const context: RequestContext = {
   dispatcher,
   origin: setup.origin,
@@ -28,6 +30,7 @@ const context: RequestContext = {
   requestTimeoutMs: setup.requestTimeoutMs,
   tokenizer: setup.tokenizerPath ? loadTokenizer(setup.tokenizerPath) : undefined,
   signal: controller.signal,
+  ...(recorder && { onTokenEvent: recorder.onTokenEvent }),
 };
 
 function sleepUntilShared(at: number, signal: AbortSignal): Promise<void> {
@@ -62,6 +65,7 @@ async function runShare(level: WorkerLevel): Promise<void> {
     sent++;
     // Not `pending.push(await ...)`: that would push into the array a flush has already sent.
     const outcome = await streamRequest(levelContext, entry.item, entry.index);
+    if (recorder) outcome.groundTruth = recorder.take(outcome.state);
     pending.push(outcome);
   };
   await sleepUntilShared(level.startAt, signal);
