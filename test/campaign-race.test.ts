@@ -5,6 +5,8 @@ import Database from 'better-sqlite3';
 import { bestConfig } from '../src/experiment/best.js';
 import { formatSpecView } from '../src/experiment/best-format.js';
 import { holmAdjust } from '../src/experiment/holm.js';
+import { raceStep } from '../src/experiment/race.js';
+import { blockedPassSizes } from '../src/experiment/schedule.js';
 import type { ResolvedExperiment } from '../src/experiment/types.js';
 import { writeReports } from '../src/report/write.js';
 import { openStore } from '../src/store/db.js';
@@ -74,6 +76,23 @@ describe('best-config verdict', () => {
     assert.ok(Math.abs(a.ratio! * b.ratio! - 1) < 1e-12);
     assert.equal(a.pAdjusted, b.pAdjusted);
     assert.ok(a.better && b.worse);
+  });
+
+  test('a blocked race decides nothing after its first pass; after the second it drops a constraint breaker', () => {
+    assert.deepEqual(raceStep(experiment, trials, new Set(), 0, true), { eliminate: [] });
+    const after = raceStep(experiment, trials, new Set(), 1, true);
+    assert.ok(
+      after.eliminate.some((entry) => entry.variant === 'faster-but-slow-ttft' && /^breaks ttftP99Ms/.test(entry.reason)),
+      JSON.stringify(after),
+    );
+  });
+
+  test('race passes: 4 + 4 for the first test over 8 configs, then passes of the first pass’s size', () => {
+    const sweep = (trials: number) =>
+      ({ ...experiment, trials, stopping: 'race', variants: Array.from({ length: 8 }, (_, i) => ({ name: `v${i}`, params: {} })) }) as ResolvedExperiment;
+    assert.deepEqual(blockedPassSizes(sweep(12)), [4, 4, 4]);
+    assert.deepEqual(blockedPassSizes(sweep(10)), [4, 4, 2]);
+    assert.deepEqual(blockedPassSizes(sweep(8)), [4, 4]);
   });
 
   test('the spec-decoding view shows median acceptance per draft position where trials report it', () => {

@@ -102,7 +102,7 @@ function holds(value: number, { op, value: limit }: Constraint): boolean {
 /**
  * Which config is best on the objective, and how sure that is: ranking by median (a race's eliminated configs
  * after the survivors: each was shown significantly worse than one of them), the winner's effect and CI vs the
- * baseline and vs the runner-up, and a pairwise matrix of Holm-corrected tests (the verdict test) between all configs.
+ * baseline and vs the runner-up, and a pairwise matrix of Holm-corrected rank-sum tests between all configs.
  */
 export function bestConfig(
   experiment: ResolvedExperiment,

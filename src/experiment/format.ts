@@ -25,8 +25,8 @@ function percent(ratio: number | null): string {
   return ratio === null ? formatPercent(null) : formatPercent((ratio - 1) * 100);
 }
 
-/** `method`: verdictMethod's line, printed under the table. */
-export function formatVerdicts(verdicts: readonly VariantVerdict[], metric: MetricName, baseline: string, method: string): string {
+/** `blocked`: the run's schedule is blocked (verdicts within passes), said under the table (verdictMethod). */
+export function formatVerdicts(verdicts: readonly VariantVerdict[], metric: MetricName, baseline: string, blocked: boolean): string {
   if (verdicts.length === 0) return `only the baseline "${baseline}" was measured: nothing to compare`;
   const unit = metricUnit(metric);
   const rows = verdicts.map((verdict) => [
@@ -42,7 +42,7 @@ export function formatVerdicts(verdicts: readonly VariantVerdict[], metric: Metr
     pairOf(verdict.invalidTrials),
     verdict.label,
   ]);
-  return `${table(['variant', 'workload', `${baseline} ${unit}`, `variant ${unit}`, 'change', 'CI', 'p', 'n', 'failed req', 'invalid trials', 'verdict'], rows)}\n(${method})`;
+  return `${table(['variant', 'workload', `${baseline} ${unit}`, `variant ${unit}`, 'change', 'CI', 'p', 'n', 'failed req', 'invalid trials', 'verdict'], rows)}\n(${verdictMethod(blocked)})`;
 }
 
 /** "baseline/variant" counts; "?" for runs finalized before they were recorded. */
@@ -153,11 +153,7 @@ export function formatRunShow(run: RunDetail, trials: readonly TrialRecord[], in
   const categories = categoryRows(trials);
   if (categories.length > 0) lines.push('', 'per category (medians over trials):', formatCategoryRows(categories));
   if (run.verdicts !== undefined)
-    lines.push(
-      '',
-      'verdicts vs baseline:',
-      formatVerdicts(storedVerdictsOf(run)!, experiment.metric, experiment.baseline, verdictMethod(run.plan.schedule === 'blocked')),
-    );
+    lines.push('', 'verdicts vs baseline:', formatVerdicts(storedVerdictsOf(run)!, experiment.metric, experiment.baseline, run.plan.schedule === 'blocked'));
   return lines.join('\n');
 }
 

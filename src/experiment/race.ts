@@ -13,8 +13,8 @@ export interface RaceDecision {
 
 /**
  * One racing step after a pass: configs breaking a constraint are dropped, then every remaining config is tested
- * against the current best (the experiment's verdict test, Holm-corrected over the comparisons of this step) and
- * dropped when significantly worse (p and the CI agree, effect ≥ minEffect). Fewer than two trials: no test yet.
+ * against the current best (rank-sum, Holm-corrected over the comparisons of this step) and dropped when
+ * significantly worse (p and the bootstrap CI agree, effect ≥ minEffect). Fewer than two trials: no test yet.
  * A blocked schedule is tested within passes (stratified), so the drift between passes cancels, and only from its
  * second (reversed) pass on.
  */

@@ -249,11 +249,11 @@ const torchProbes = new WeakMap<CommandRunner, Map<string, Promise<string | unde
  * bundles) can only change with the torch install, whose version the fast package probe reads at every start.
  */
 function torchProbe(runner: CommandRunner, python: string, torchVersion: string): Promise<string | undefined> {
-  const probes = torchProbes.get(runner) ?? new Map<string, Promise<string | undefined>>();
-  torchProbes.set(runner, probes);
+  let probes = torchProbes.get(runner);
+  if (!probes) torchProbes.set(runner, (probes = new Map()));
   const key = `${python}\0${torchVersion}`;
-  const probe = probes.get(key) ?? output(runner, [python, '-c', TORCH_PROBE], TORCH_TIMEOUT_MS);
-  probes.set(key, probe);
+  let probe = probes.get(key);
+  if (!probe) probes.set(key, (probe = output(runner, [python, '-c', TORCH_PROBE], TORCH_TIMEOUT_MS)));
   return probe;
 }
 

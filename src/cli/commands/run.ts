@@ -11,7 +11,6 @@ import { type RunOutcome, runExperiment } from '../../experiment/runner.js';
 import { chooseSchedule, formatDuration } from '../../experiment/schedule.js';
 import { runOnSlurm } from '../../experiment/slurm.js';
 import type { Plan, ResolvedExperiment } from '../../experiment/types.js';
-import { verdictMethod } from '../../experiment/verdict.js';
 import { type Db, defaultStorePath, openStore } from '../../store/db.js';
 import { latestUnfinishedRun } from '../../store/queries.js';
 import { UserError } from '../../util/errors.js';
@@ -154,7 +153,7 @@ function report(db: Db, outcome: RunOutcome, json: boolean): void {
     case 'done':
       if (!json) {
         process.stdout.write(
-          `run ${outcome.runId} done\n${formatVerdicts(outcome.verdicts ?? [], experiment.metric, experiment.baseline, verdictMethod(plan.schedule === 'blocked'))}\n\n${campaignSummary(db, outcome.runId).text}\n`,
+          `run ${outcome.runId} done\n${formatVerdicts(outcome.verdicts ?? [], experiment.metric, experiment.baseline, plan.schedule === 'blocked')}\n\n${campaignSummary(db, outcome.runId).text}\n`,
         );
       }
       return;
