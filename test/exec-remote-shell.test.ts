@@ -8,10 +8,9 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { benchArgv, lengthSpec, parseBenchResult, remoteBaseUrl } from '../src/exec/remote-bench.js';
 import {
   parseEnviron,
-  parseListeningPorts,
+  parseHostPorts,
   parsePollReply,
   parseStarted,
-  pickFreePort,
   pollScript,
   remotePathWord,
   shellJoin,
@@ -20,6 +19,7 @@ import {
   stopScript,
 } from '../src/exec/remote-shell.js';
 import { reconnectDelayMs, sshArgs } from '../src/exec/ssh-transport.js';
+import { parseEphemeralRange, pickFreePort, serverPortRange } from '../src/launch/port-range.js';
 import { groupAlive } from '../src/launch/process-group.js';
 import { parseLengthSpec } from '../src/load/config.js';
 import type { BenchOptions } from '../src/load/types.js';
@@ -187,22 +187,43 @@ describe('parsers', () => {
     assert.equal(reply?.logBytes.toString(), 'ab\n--\n');
   });
 
-  test('listening ports from /proc/net/tcp, and a free pick avoids them', () => {
+  test('ports from /proc/net/tcp{,6} and the ephemeral range; a free pick avoids every held port and that range', () => {
     const text = [
       '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode',
       '   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0 100 0 0 10 0',
-      '   1: 0100007F:8AE6 0100007F:1F90 01 00000000:00000000 00:00000000 00000000     0        0 2 1 0 20 4 30 10 -1',
-      '   0: 00000000000000000000000001000000:4E20 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000 0 0 3',
+      '   1: 0100007F:4E20 0100007F:1F90 01 00000000:00000000 00:00000000 00000000     0        0 2 1 0 20 4 30 10 -1',
+      '   0: 00000000000000000000000001000000:4E21 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000 0 0 3',
+      '32768\t60999',
     ].join('\n');
-    const ports = parseListeningPorts(text);
+    const ports = parseHostPorts(text);
     assert.deepEqual(
-      [...ports].sort((a, b) => a - b),
-      [8080, 20000],
+      [...ports.listening].sort((a, b) => a - b),
+      [8080, 20001],
+    );
+    assert.deepEqual(
+      [...ports.inUse].sort((a, b) => a - b),
+      [8080, 20000, 20001],
+      'a connected socket holds its port too',
+    );
+    assert.deepEqual(ports.ephemeral, { low: 32768, high: 60999 });
+    const range = serverPortRange(ports.ephemeral);
+    assert.deepEqual(range, { low: 20000, high: 32767 });
+    assert.equal(
+      pickFreePort(ports.inUse, () => 0, range),
+      20002,
     );
     assert.equal(
-      pickFreePort(ports, () => 0),
-      20001,
+      pickFreePort(ports.inUse, () => 0.99999, range),
+      32767,
     );
+  });
+
+  test('server port range: below the ephemeral range, above it where it starts low, anywhere where it spans all', () => {
+    assert.deepEqual(serverPortRange(), { low: 20000, high: 32767 }, "Linux's default where the host's is unknown");
+    assert.deepEqual(serverPortRange({ low: 1024, high: 50000 }), { low: 50001, high: 65535 });
+    assert.deepEqual(serverPortRange({ low: 1024, high: 65535 }), { low: 20000, high: 65535 });
+    assert.equal(parseEphemeralRange('60999 32768'), undefined);
+    assert.equal(parseEphemeralRange('not a range'), undefined);
   });
 
   test('environ', () => {

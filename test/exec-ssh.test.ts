@@ -24,6 +24,7 @@ import { openStore } from '../src/store/db.js';
 import { listInvalidTrials, listRuns, listTrials } from '../src/store/queries.js';
 import { processAlive } from '../src/util/proc-identity.js';
 import { writeExperiment } from './support-experiment.js';
+import { firstStartLosesPort } from './support-port-race.js';
 import { CI_DIR, ciSshd, needs } from './support-services.js';
 import { waitFor } from './support-wait.js';
 
@@ -168,6 +169,21 @@ describe('ssh executor against a real sshd', { timeout: 300_000 }, () => {
     assert.deepEqual(processesWith(model), []);
     assert.deepEqual(await server.exited, { code: null, signal: 'SIGTERM' });
     assert.deepEqual(jobGroups(dir), [], 'job directory removed from the host once its log was read back');
+  });
+
+  test('a picked port taken on the host before the server binds it: started again on another port', needs(ci.skip), async (t) => {
+    const { executor, dir, model } = setup(t);
+    const race = firstStartLosesPort(dir);
+    const spec = simulatorSpec(dir, model, ['--load-ms', '0']);
+    const notes: string[] = [];
+    const server = await executor.launch({ ...spec, command: [...race.prefix, ...spec.command.slice(1)] }, { onNote: (line) => notes.push(line) });
+    t.after(() => server.stop());
+    const [lost, won] = race.ports();
+    assert.equal(race.ports().length, 2);
+    assert.notEqual(lost, won);
+    assert.equal(server.command[server.command.indexOf('--port') + 1], String(won));
+    assert.deepEqual(notes, [`port ${lost} was taken before the server could bind it; starting again on another port`]);
+    assert.equal((await executor.bench(benchOptions(server.baseUrl))).levels[0]?.completed, 6);
   });
 
   test('a dropped connection during the readiness wait reconnects; the same server becomes ready and is stopped', needs(ci.skip), async (t) => {

@@ -23,6 +23,7 @@ import { resolveProfile } from '../src/profiles/user.js';
 import { NotReadyError } from '../src/ready/errors.js';
 import { UserError } from '../src/util/errors.js';
 import { processAlive } from '../src/util/proc-identity.js';
+import { firstStartLosesPort } from './support-port-race.js';
 import { waitFor } from './support-wait.js';
 
 const BIN = fileURLToPath(new URL('../../bin/servelab.js', import.meta.url));
@@ -93,6 +94,38 @@ describe('launch pipeline', () => {
     });
     assert.ok(Date.now() - started < 2_000, 'failed before any wait');
     assert.equal(existsSync(join(dir, 'server.log')), false, 'nothing was launched');
+  });
+
+  test('a picked port taken before the server binds it: the launch starts again on another port and says so', async (t) => {
+    const dir = tempDir(t);
+    const race = firstStartLosesPort(dir);
+    const notes: string[] = [];
+    const spawned: number[] = [];
+    const server = await launchServer(simSpec(dir, { command: [...race.prefix, BIN, 'simulate', '--port', '{port}', ...SIM_ARGS] }), {
+      onNote: (line) => notes.push(line),
+      onSpawn: (pid) => spawned.push(pid),
+    });
+    t.after(() => server.stop());
+    const [lost, won] = race.ports();
+    assert.equal(race.ports().length, 2);
+    assert.notEqual(lost, won);
+    assert.equal(new URL(server.baseUrl).port, String(won));
+    assert.deepEqual(notes, [`port ${lost} was taken before the server could bind it; starting again on another port`]);
+    assert.equal(spawned.length, 2);
+    assert.equal(processAlive(spawned[0]!), false, 'the first attempt is stopped');
+    assert.match(readFileSync(join(dir, 'server.log'), 'utf8'), /EADDRINUSE[\s\S]*servelab launch/, 'both attempts in the log');
+  });
+
+  test('a fixed port taken between the check and the bind fails, without a retry that would only lose it again', async (t) => {
+    const dir = tempDir(t);
+    const race = firstStartLosesPort(dir);
+    const port = await freePort('127.0.0.1');
+    const notes: string[] = [];
+    await assert.rejects(
+      launchServer(simSpec(dir, { port, command: [...race.prefix, BIN, 'simulate', '--port', '{port}', ...SIM_ARGS] }), { onNote: (line) => notes.push(line) }),
+      (error: unknown) => error instanceof NotReadyError && /address already in use/.test(error.message),
+    );
+    assert.deepEqual([race.ports(), notes], [[port], []]);
   });
 
   test('a port taken after the check: readiness sees that another process serves it and fails instead of measuring it', async (t) => {

@@ -3,6 +3,8 @@
  * Kept free of I/O so the exact scripts are unit-tested; the SSH transport only ships them over `sh -s`.
  */
 
+import { type PortRange, parseEphemeralRange } from '../launch/port-range.js';
+
 /** Quote one word for a POSIX shell: safe words stay readable, everything else goes in single quotes. */
 export function shellQuote(word: string): string {
   if (word !== '' && /^[A-Za-z0-9_@%+=:,./-]+$/.test(word)) return word;
@@ -217,28 +219,31 @@ export function parseListenerOwner(stdout: string): { pid: number; cmdline?: str
   return { pid: Number(match[1]), ...(cmdline && { cmdline }) };
 }
 
-/** Script listing the host's TCP sockets (Linux /proc/net), for picking a free port there. */
-export const LISTENING_PORTS_SCRIPT = 'cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; exit 0';
+/** Script listing the host's TCP sockets (Linux /proc/net) and its ephemeral port range, for picking a free port there. */
+export const PORTS_SCRIPT = 'cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; cat /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null; exit 0';
 
-/** Local ports in LISTEN state (st 0A) from /proc/net/tcp{,6} text. */
-export function parseListeningPorts(procNetTcp: string): Set<number> {
-  const ports = new Set<number>();
-  for (const line of procNetTcp.split('\n')) {
-    const fields = line.trim().split(/\s+/);
-    if (fields.length < 4 || fields[3] !== '0A') continue;
-    const port = Number.parseInt(fields[1]?.split(':').pop() ?? '', 16);
-    if (Number.isFinite(port)) ports.add(port);
-  }
-  return ports;
+/** What PORTS_SCRIPT printed: ports listened on (st 0A), ports any socket holds, and the ephemeral range. */
+export interface HostPorts {
+  listening: Set<number>;
+  inUse: Set<number>;
+  ephemeral?: PortRange;
 }
 
-/** A port in [low, high] not in `used`, starting at a random point so concurrent callers rarely collide. */
-export function pickFreePort(used: Set<number>, random: () => number, low = 20000, high = 60999): number {
-  const span = high - low + 1;
-  const start = Math.floor(random() * span);
-  for (let step = 0; step < span; step++) {
-    const port = low + ((start + step) % span);
-    if (!used.has(port)) return port;
+export function parseHostPorts(text: string): HostPorts {
+  const ports: HostPorts = { listening: new Set(), inUse: new Set() };
+  for (const line of text.split('\n')) {
+    const ephemeral = parseEphemeralRange(line);
+    if (ephemeral) {
+      ports.ephemeral = ephemeral;
+      continue;
+    }
+    const fields = line.trim().split(/\s+/);
+    if (fields.length < 4 || !/^[0-9A-F]{2}$/.test(fields[3] ?? '')) continue;
+    const port = Number.parseInt(fields[1]?.split(':').pop() ?? '', 16);
+    if (!Number.isFinite(port)) continue;
+    // A connected or closing socket blocks a bind as much as a listener does.
+    ports.inUse.add(port);
+    if (fields[3] === '0A') ports.listening.add(port);
   }
-  throw new Error(`no free port in ${low}-${high}`);
+  return ports;
 }

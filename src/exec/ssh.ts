@@ -3,9 +3,11 @@ import { appendFileSync, mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
+import { startOnChosenPort } from '../launch/chosen-port.js';
 import { LogMonitor } from '../launch/log-monitor.js';
-import { choosePort, fillSpec, templatedEnv } from '../launch/placeholders.js';
+import { fillSpec, templatedEnv } from '../launch/placeholders.js';
 import { describeOwner, isPortProxy } from '../launch/port-owner.js';
+import { pickFreePort, serverPortRange } from '../launch/port-range.js';
 import { failStart, readyOptionsOf } from '../launch/ready-gate.js';
 import type { ExitInfo, LaunchHooks, RunningServer, ServerSpec } from '../launch/types.js';
 import { runBenchmark } from '../load/run.js';
@@ -17,12 +19,12 @@ import { redactor } from '../util/redact.js';
 import { benchArgv, parseBenchResult, remoteBaseUrl } from './remote-bench.js';
 import {
   environScript,
-  LISTENING_PORTS_SCRIPT,
+  type HostPorts,
   listenerOwnerScript,
+  PORTS_SCRIPT,
   parseEnviron,
+  parseHostPorts,
   parseListenerOwner,
-  parseListeningPorts,
-  pickFreePort,
   remotePathWord,
   shellJoin,
   shellQuote,
@@ -107,7 +109,15 @@ export class SshExecutor implements Executor {
 
   async launch(spec: ServerSpec, hooks: LaunchHooks): Promise<RunningServer> {
     await this.transport.connect();
-    const { port: remotePort, fixed } = await choosePort(spec, () => this.freeRemotePort());
+    return startOnChosenPort(
+      spec,
+      hooks,
+      () => this.freeRemotePort(),
+      (port, fixed) => this.launchOnPort(spec, hooks, port, fixed),
+    );
+  }
+
+  private async launchOnPort(spec: ServerSpec, hooks: LaunchHooks, remotePort: number, fixed: boolean): Promise<RunningServer> {
     if (fixed) await this.assertRemotePortFree(remotePort);
     // By default the server listens on the host's loopback only: we reach it through the forward, nobody else can.
     const bindHost = spec.host ?? '127.0.0.1';
@@ -288,18 +298,20 @@ export class SshExecutor implements Executor {
     return result;
   }
 
-  private async listeningPorts(): Promise<Set<number>> {
-    const listing = await this.transport.execRetrying(LISTENING_PORTS_SCRIPT, { timeoutMs: 30_000, what: 'listing the ports in use' });
-    return parseListeningPorts(listing.stdout.toString('utf8'));
+  private async hostPorts(): Promise<HostPorts> {
+    const listing = await this.transport.execRetrying(PORTS_SCRIPT, { timeoutMs: 30_000, what: 'listing the ports in use' });
+    return parseHostPorts(listing.stdout.toString('utf8'));
   }
 
+  /** As locally (see port-range.ts): a port no socket holds, outside the host's ephemeral range. */
   private async freeRemotePort(): Promise<number> {
-    return pickFreePort(await this.listeningPorts(), Math.random);
+    const ports = await this.hostPorts();
+    return pickFreePort(ports.inUse, Math.random, serverPortRange(ports.ephemeral));
   }
 
   /** As for a local launch: a fixed port held by another server would have us measure that server. */
   private async assertRemotePortFree(port: number): Promise<void> {
-    if (!(await this.listeningPorts()).has(port)) return;
+    if (!(await this.hostPorts()).listening.has(port)) return;
     throw new UserError(
       `port ${port} is already in use on ${this.hostLabel}`,
       `stop the server holding it (\`ss -ltnp\` on ${this.hostLabel}), or choose another port (port:, or {port} in the command for a free one)`,

@@ -275,23 +275,6 @@ async function trialFailure(context: TrialContext, server: ServerHandle, trial: 
   );
 }
 
-/** A free port is picked, released, then bound by the server: another process can take it in between. */
-const PORT_TAKEN = /EADDRINUSE|address already in use/i;
-
-/** Launch a server config, retrying once when its port was taken between the pick and the server's bind. */
-async function startServer(context: TrialContext, executor: Executor, variant: ResolvedVariant, label: string, unplanned = false): Promise<ServerHandle> {
-  for (let attempt = 1; ; attempt += 1) {
-    try {
-      return await launchOnce(context, executor, variant, label, unplanned);
-    } catch (error) {
-      if (attempt > 1 || !(error instanceof LaunchFailure) || !PORT_TAKEN.test(error.logTail) || context.options.signal?.aborted) {
-        throw error instanceof LaunchFailure ? error.cause : error;
-      }
-      context.log('its port was taken before the server could bind it; starting again on another port');
-    }
-  }
-}
-
 /**
  * Store writes made from launch callbacks (phase, pid). A throw there would escape as an uncaught exception and
  * orphan the server, so the first failure (store locked, disk full) is kept and aborts the launch instead, which
@@ -320,17 +303,8 @@ class GuardedWrites {
   }
 }
 
-/** A failed launch with the end of its log, which tells a port race from a real failure. */
-class LaunchFailure extends Error {
-  constructor(
-    override readonly cause: unknown,
-    readonly logTail: string,
-  ) {
-    super(messageOf(cause));
-  }
-}
-
-async function launchOnce(context: TrialContext, executor: Executor, variant: ResolvedVariant, label: string, unplanned: boolean): Promise<ServerHandle> {
+/** Launch a server config; the launch pipeline itself starts again when a port it picked was taken before the bind. */
+async function startServer(context: TrialContext, executor: Executor, variant: ResolvedVariant, label: string, unplanned = false): Promise<ServerHandle> {
   const { db, runId, options } = context;
   const config = variant.server;
   const profile = BUILTIN_PROFILES[config.profile];
@@ -383,6 +357,7 @@ async function launchOnce(context: TrialContext, executor: Executor, variant: Re
           updateServer(db, rowId, { pid, ...(identity && { pidStart: identity.start, pidCmdline: identity.cmdline }) });
         }),
         signal: writes.signal,
+        onNote: context.log,
         ...previous,
       },
     );
@@ -408,7 +383,7 @@ async function launchOnce(context: TrialContext, executor: Executor, variant: Re
       updateServer(db, rowId, { status: 'failed', phase: 'failed', message: messageOf(error) });
       recordStartupOutcome(db, startupKey, startedAt, error, runId);
     }
-    throw new LaunchFailure(error, tail);
+    throw error;
   }
 }
 

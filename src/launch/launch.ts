@@ -7,8 +7,9 @@ import { waitForReady } from '../ready/wait.js';
 import { messageOf, UserError } from '../util/errors.js';
 import { readLastLines } from '../util/log-tail.js';
 import { redactor } from '../util/redact.js';
+import { startOnChosenPort } from './chosen-port.js';
 import { LogMonitor } from './log-monitor.js';
-import { choosePort, fillSpec, templatedEnv } from './placeholders.js';
+import { fillSpec, templatedEnv } from './placeholders.js';
 import { freePort } from './port.js';
 import { assertPortFree, describeOwner, foreignListener } from './port-owner.js';
 import { stopGroup } from './process-group.js';
@@ -30,9 +31,17 @@ function openLog(path: string): number {
 }
 
 /** Start the server in its own process group, log to spec.logPath, and resolve once it is ready (or throw, group stopped). */
-export async function launchServer(spec: ServerSpec, hooks: LaunchHooks = {}): Promise<RunningServer> {
+export function launchServer(spec: ServerSpec, hooks: LaunchHooks = {}): Promise<RunningServer> {
   const host = spec.host ?? '127.0.0.1';
-  const { port, fixed } = await choosePort(spec, () => freePort(host));
+  return startOnChosenPort(
+    spec,
+    hooks,
+    () => freePort(host),
+    (port, fixed) => launchOnPort(spec, hooks, host, port, fixed),
+  );
+}
+
+async function launchOnPort(spec: ServerSpec, hooks: LaunchHooks, host: string, port: number, fixed: boolean): Promise<RunningServer> {
   if (fixed) await assertPortFree(port, host);
   const filled = fillSpec(spec, { port, host });
   const command = filled.command;

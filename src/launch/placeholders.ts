@@ -1,4 +1,3 @@
-import { UserError } from '../util/errors.js';
 import type { ServerSpec } from './types.js';
 
 /** Values that `{port}` and `{host}` stand for in a server's argv and env values. */
@@ -29,19 +28,4 @@ export function templatedEnv(actual: Record<string, string>, specEnv: Record<str
   const env = { ...actual };
   for (const [key, template] of Object.entries(specEnv)) if (PLACEHOLDER.test(template)) env[key] = template;
   return env;
-}
-
-/**
- * The port a server listens on: the fixed one, else a free one when `{port}` says where it goes, else the
- * profile's default. `findFree` knows where the server runs (this machine, an SSH host).
- */
-export async function choosePort(spec: ServerSpec, findFree: () => Promise<number>): Promise<{ port: number; fixed: boolean }> {
-  if (spec.port !== undefined) return { port: spec.port, fixed: true };
-  const mentionsPort = [...spec.command, ...Object.values(spec.env)].some((part) => part.includes('{port}'));
-  if (mentionsPort) return { port: await findFree(), fixed: false };
-  if (spec.profile.defaultPort !== undefined) return { port: spec.profile.defaultPort, fixed: true };
-  throw new UserError(
-    `no port for the server: the command has no {port} and profile "${spec.profile.name}" has no default port`,
-    'put {port} where the command takes its port (e.g. --port {port}), or pass --port N',
-  );
 }

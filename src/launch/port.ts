@@ -1,16 +1,39 @@
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { messageOf, UserError } from '../util/errors.js';
+import { parseEphemeralRange, pickFreePort, serverPortRange } from './port-range.js';
 
-/** A port free right now on `host`, found by letting the kernel pick one (bind to port 0). */
-export function freePort(host: string): Promise<number> {
+const BIND_TRIES = 50;
+
+/** Whether `port` on `host` can be listened on right now (it is released again at once). */
+function canListen(port: number, host: string): Promise<boolean> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.unref();
-    server.once('error', (error) => reject(new UserError(`cannot find a free port on ${host}: ${messageOf(error)}`, 'pass --port N')));
-    server.listen(0, host, () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
+    server.once('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EADDRINUSE' || error.code === 'EACCES') resolve(false);
+      else reject(new UserError(`cannot find a free port on ${host}: ${messageOf(error)}`, 'pass --port N'));
     });
+    server.listen(port, host, () => server.close(() => resolve(true)));
   });
+}
+
+function localEphemeralRange() {
+  try {
+    return parseEphemeralRange(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8'));
+  } catch {
+    return undefined; // not Linux: the default range is assumed
+  }
+}
+
+/** A port free right now on `host`, outside the kernel's ephemeral range (see port-range.ts). */
+export async function freePort(host: string): Promise<number> {
+  const range = serverPortRange(localEphemeralRange());
+  const tried = new Set<number>();
+  for (let attempt = 0; attempt < BIND_TRIES; attempt++) {
+    const port = pickFreePort(tried, Math.random, range);
+    if (await canListen(port, host)) return port;
+    tried.add(port);
+  }
+  throw new UserError(`cannot find a free port on ${host}: ${BIND_TRIES} ports of ${range.low}-${range.high} tried, all in use`, 'pass --port N');
 }

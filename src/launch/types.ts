@@ -59,4 +59,6 @@ export interface LaunchHooks {
    * it can stop a server still loading its model after the runner itself was killed. Remote executors do not call it.
    */
   onSpawn?: (pid: number) => void;
+  /** A line for the user about the launch itself (a relaunch on another port). */
+  onNote?: (line: string) => void;
 }

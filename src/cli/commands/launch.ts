@@ -125,7 +125,7 @@ Examples:
               ...(verify !== undefined && { verifyServing: verify }),
               ...(model && { model }),
             },
-            { onProgress: progress.report, signal: interrupt.signal, ...previous },
+            { onProgress: progress.report, signal: interrupt.signal, onNote: (line) => process.stderr.write(`servelab: ${line}\n`), ...previous },
           );
         } catch (error) {
           progress.finish();
