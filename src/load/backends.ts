@@ -1,4 +1,5 @@
 import type { BackendKind } from '../profiles/types.js';
+import { buildTemplate, type EventTemplate, matchTemplate, type SlotPath } from './event-template.js';
 import type { PromptItem } from './prompts.js';
 
 /**
@@ -26,10 +27,13 @@ export interface StreamState {
   /** Cumulative-text backends (SGLang) need the length already seen. */
   seenTextLength: number;
   done: boolean;
+  /** The request's recurring event (see event-template.ts), once one was proven; and how many builds were tried. */
+  template?: EventTemplate;
+  templateBuilds: number;
 }
 
 export function newStreamState(collectText: boolean): StreamState {
-  return { tokenEvents: 0, text: '', collectText, seenTextLength: 0, done: false };
+  return { tokenEvents: 0, text: '', collectText, seenTextLength: 0, done: false, templateBuilds: 0 };
 }
 
 export interface BackendRequestOptions {
@@ -46,7 +50,7 @@ export interface Backend {
   parse(data: string, state: StreamState): boolean;
 }
 
-/** One SSE data payload as a JSON object; notes the simulator's send timestamp when it carries one. */
+/** One SSE data payload as a JSON object; an error event fails the stream. */
 function parseEvent(data: string, state: StreamState): Record<string, any> {
   let value: unknown;
   try {
@@ -59,9 +63,14 @@ function parseEvent(data: string, state: StreamState): Record<string, any> {
   if (record.error !== undefined && record.error !== null) {
     throw new StreamFormatError(`server sent an error event: ${JSON.stringify(record.error).slice(0, 200)}`);
   }
+  noteSimSent(record, state);
+  return record;
+}
+
+/** The simulator's send timestamp, when the event carries one (ground truth for bench/client-overhead). */
+function noteSimSent(record: Record<string, any>, state: StreamState): void {
   const sentNs = record.servelab_sim?.sent_ns;
   if (sentNs !== undefined) state.simSentNs = String(sentNs);
-  return record;
 }
 
 /** parseEvent for streams that end with a `data: [DONE]` sentinel: that one marks the state done, no event. */
@@ -71,6 +80,35 @@ function parseEventOrDone(data: string, state: StreamState): Record<string, any>
     return undefined;
   }
   return parseEvent(data, state);
+}
+
+const SIM_SENT: SlotPath = ['servelab_sim', 'sent_ns'];
+/** A request whose first token events prove no template is parsed in full from then on. */
+const MAX_TEMPLATE_BUILDS = 2;
+
+/**
+ * A backend whose token events repeat one shape (see event-template.ts): an event matching the request's template
+ * is read from the template's record, anything else is parsed; the second token event builds the template.
+ * `read` is the backend's reading of one event's value and must depend on nothing but that value.
+ */
+function templated(slotPaths: readonly SlotPath[], read: (record: Record<string, any>, state: StreamState) => boolean): Backend['parse'] {
+  const paths = [...slotPaths, SIM_SENT];
+  return (data, state) => {
+    const template = state.template;
+    if (template && matchTemplate(template, data)) {
+      noteSimSent(template.record, state);
+      return read(template.record, state);
+    }
+    const record = parseEventOrDone(data, state);
+    if (!record) return false;
+    const tokenBearing = read(record, state);
+    // From the second token event on: a proof costs one parse, which one- and two-token requests would not repay.
+    if (tokenBearing && template === undefined && state.tokenEvents >= 2 && state.templateBuilds < MAX_TEMPLATE_BUILDS) {
+      state.templateBuilds++;
+      state.template = buildTemplate(data, record, paths);
+    }
+    return tokenBearing;
+  };
 }
 
 function addText(state: StreamState, text: unknown): boolean {
@@ -103,18 +141,16 @@ function openAiBody(extra: Record<string, unknown>, item: PromptItem, options: B
 }
 
 /** The OpenAI endpoints differ only in how the prompt is sent and where a choice carries its text. */
-function openAiBackend(path: string, prompt: (item: PromptItem) => Record<string, unknown>, textOf: (choice: any) => unknown): Backend {
+function openAiBackend(path: string, prompt: (item: PromptItem) => Record<string, unknown>, textOf: (choice: any) => unknown, textPaths: SlotPath[]): Backend {
   return {
     path,
     body: (item, options) => openAiBody(prompt(item), item, options),
-    parse(data, state) {
-      const record = parseEventOrDone(data, state);
-      if (!record) return false;
+    parse: templated(textPaths, (record, state) => {
       openAiUsage(record, state);
       // llama.cpp's OpenAI-compatible stream carries the same `timings` (draft counts) on its final chunk.
       if (record.timings && typeof record.timings === 'object') readDraftTimings(record.timings, state);
       return addText(state, textOf(record.choices?.[0]));
-    },
+    }),
   };
 }
 
@@ -122,6 +158,7 @@ const openAiCompletions = openAiBackend(
   '/v1/completions',
   (item) => ({ prompt: item.prompt }),
   (choice) => choice?.text,
+  [['choices', 0, 'text']],
 );
 
 const openAiChat = openAiBackend(
@@ -129,6 +166,10 @@ const openAiChat = openAiBackend(
   (item) => ({ messages: item.messages ?? [{ role: 'user', content: item.prompt }] }),
   // Reasoning models stream their thinking as reasoning_content: those are output tokens too.
   (choice) => choice?.delta?.content || choice?.delta?.reasoning_content,
+  [
+    ['choices', 0, 'delta', 'content'],
+    ['choices', 0, 'delta', 'reasoning_content'],
+  ],
 );
 
 /** SGLang native /generate streams the cumulative text so far plus meta_info counters. */
