@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { valueAt } from '../util/value-at.js';
 
 /**
  * zod's validation issues in the words of the file's author: which key (an unknown one at its own path, with a
@@ -130,15 +131,6 @@ function sameStart(path: readonly Key[], start: readonly Key[]): boolean {
 
 function isMapping(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function valueAt(root: unknown, path: readonly Key[]): unknown {
-  let value = root;
-  for (const key of path) {
-    if (value === null || typeof value !== 'object') return undefined;
-    value = (value as Record<Key, unknown>)[key];
-  }
-  return value;
 }
 
 function describeValue(value: unknown): string {

@@ -9,6 +9,8 @@
  * JSON.parse is the largest part of the client's CPU per token at saturation; a match costs a few string compares.
  */
 
+import { valueAt } from '../util/value-at.js';
+
 export type SlotPath = readonly (string | number)[];
 
 /** A request's recurring event: its text around the slots, and its parsed value, whose slots each match rewrites. */
@@ -52,12 +54,6 @@ function decodeBody(body: string): string | undefined {
 /** Whether `data` holds `segment` at `pos`. (A slice compare: V8's startsWith with a position is several times slower.) */
 function holdsAt(data: string, pos: number, segment: string): boolean {
   return data.slice(pos, pos + segment.length) === segment;
-}
-
-function valueAt(record: unknown, path: SlotPath): unknown {
-  let value = record;
-  for (const key of path) value = value !== null && typeof value === 'object' ? (value as Record<string | number, unknown>)[key] : undefined;
-  return value;
 }
 
 /** Where the string value of the first `"key":` in `data` starts (after its opening quote; spaces allowed around `:`), or -1. */
