@@ -1,5 +1,5 @@
 import type { BackendKind } from '../profiles/types.js';
-import { buildTemplate, type EventTemplate, matchTemplate, type SlotPath } from './event-template.js';
+import { buildTemplate, type EventTemplate, matchFrame, matchTemplate, type SlotPath } from './event-template.js';
 import type { PromptItem } from './prompts.js';
 
 /**
@@ -48,6 +48,17 @@ export interface Backend {
   body(item: PromptItem, options: BackendRequestOptions): string;
   /** Read one SSE data payload into `state`; returns true when it carried output text (a token-bearing event). */
   parse(data: string, state: StreamState): boolean;
+  /**
+   * Read the whole SSE frame of the request's recurring event starting at `pos` of received text, as `parse` would
+   * read its payload (a token-bearing frame adds to `state.tokenEvents`); returns where it ends, or -1 when no such
+   * frame starts there (the text then goes through the SSE parser).
+   */
+  readFrame?(text: string, pos: number, state: StreamState): number;
+}
+
+/** Whether `backend.readFrame` can read anything for this request yet (its recurring event was proven). */
+export function readsFrames(state: StreamState): boolean {
+  return state.template?.frameSegments !== undefined;
 }
 
 /** One SSE data payload as a JSON object; an error event fails the stream. */
@@ -88,26 +99,38 @@ const MAX_TEMPLATE_BUILDS = 2;
 
 /**
  * A backend whose token events repeat one shape (see event-template.ts): an event matching the request's template
- * is read from the template's record, anything else is parsed; the second token event builds the template.
+ * is read from the template's record, anything else is parsed; the second token event builds the template, and from
+ * then on readFrame reads whole frames of that event straight from the received text.
  * `read` is the backend's reading of one event's value and must depend on nothing but that value.
  */
-function templated(slotPaths: readonly SlotPath[], read: (record: Record<string, any>, state: StreamState) => boolean): Backend['parse'] {
+function templated(slotPaths: readonly SlotPath[], read: (record: Record<string, any>, state: StreamState) => boolean): Pick<Backend, 'parse' | 'readFrame'> {
   const paths = [...slotPaths, SIM_SENT];
-  return (data, state) => {
-    const template = state.template;
-    if (template && matchTemplate(template, data)) {
-      noteSimSent(template.record, state);
-      return read(template.record, state);
-    }
-    const record = parseEventOrDone(data, state);
-    if (!record) return false;
-    const tokenBearing = read(record, state);
-    // From the second token event on: a proof costs one parse, which one- and two-token requests would not repay.
-    if (tokenBearing && template === undefined && state.tokenEvents >= 2 && state.templateBuilds < MAX_TEMPLATE_BUILDS) {
-      state.templateBuilds++;
-      state.template = buildTemplate(data, record, paths);
-    }
-    return tokenBearing;
+  return {
+    parse(data, state) {
+      const template = state.template;
+      if (template && matchTemplate(template, data)) {
+        noteSimSent(template.record, state);
+        return read(template.record, state);
+      }
+      const record = parseEventOrDone(data, state);
+      if (!record) return false;
+      const tokenBearing = read(record, state);
+      // From the second token event on: a proof costs one parse, which one- and two-token requests would not repay.
+      if (tokenBearing && template === undefined && state.tokenEvents >= 2 && state.templateBuilds < MAX_TEMPLATE_BUILDS) {
+        state.templateBuilds++;
+        state.template = buildTemplate(data, record, paths);
+      }
+      return tokenBearing;
+    },
+    readFrame(text, pos, state) {
+      const template = state.template;
+      const end = template ? matchFrame(template, text, pos) : -1;
+      if (end !== -1) {
+        noteSimSent(template!.record, state);
+        read(template!.record, state);
+      }
+      return end;
+    },
   };
 }
 
@@ -145,7 +168,7 @@ function openAiBackend(path: string, prompt: (item: PromptItem) => Record<string
   return {
     path,
     body: (item, options) => openAiBody(prompt(item), item, options),
-    parse: templated(textPaths, (record, state) => {
+    ...templated(textPaths, (record, state) => {
       openAiUsage(record, state);
       // llama.cpp's OpenAI-compatible stream carries the same `timings` (draft counts) on its final chunk.
       if (record.timings && typeof record.timings === 'object') readDraftTimings(record.timings, state);

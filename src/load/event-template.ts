@@ -21,6 +21,12 @@ export interface EventTemplate {
   readonly record: Record<string, unknown>;
   /** Where each slot's value lives in `record`, in the order the slots appear in the text. */
   readonly slots: ReadonlyArray<{ parent: Record<string | number, unknown>; key: string | number }>;
+  /**
+   * The segments of the whole SSE frame, `data: ` + event + blank line, so that a run of such frames is read
+   * straight from the received text without splitting it into events first; absent when a segment holds a line
+   * break (the frame would not be one `data:` line).
+   */
+  readonly frameSegments?: readonly string[];
 }
 
 const QUOTE = 34;
@@ -114,7 +120,17 @@ export function buildTemplate(data: string, record: unknown, paths: readonly Slo
     parent[key] = slot.value;
     return { parent, key };
   });
-  return { segments, record: copy as Record<string, unknown>, slots };
+  const frame = [`data: ${segments[0]}`, ...segments.slice(1, -1), `${segments[segments.length - 1]}\n\n`].map(flat);
+  const lineBreak = segments.some((segment) => segment.includes('\n') || segment.includes('\r'));
+  return { segments: segments.map(flat), record: copy as Record<string, unknown>, slots, ...(!lineBreak && { frameSegments: frame }) };
+}
+
+/**
+ * A flat copy: a segment sliced from one event would keep that event's text alive and compares slower than a
+ * string of its own.
+ */
+function flat(text: string): string {
+  return JSON.parse(JSON.stringify(text)) as string;
 }
 
 /**
@@ -122,20 +138,31 @@ export function buildTemplate(data: string, record: unknown, paths: readonly Slo
  * and returns true; otherwise returns false (the record is then stale) and the event must be parsed in full.
  */
 export function matchTemplate(template: EventTemplate, data: string): boolean {
-  const { segments, slots } = template;
-  let pos = 0;
+  return matchSegments(template.segments, template.slots, data, 0) === data.length;
+}
+
+/**
+ * When a whole template frame (`data: ` event, blank line) starts at `pos` of received SSE text, writes its slot
+ * values into the template's record and returns where the frame ends; otherwise returns -1.
+ */
+export function matchFrame(template: EventTemplate, text: string, pos: number): number {
+  return template.frameSegments ? matchSegments(template.frameSegments, template.slots, text, pos) : -1;
+}
+
+/** End of segments₀ "v₁" segments₁ … segmentsₙ at `pos` of `text`, slot values written; -1 when it is not there. */
+function matchSegments(segments: readonly string[], slots: EventTemplate['slots'], text: string, pos: number): number {
   for (let index = 0; index < slots.length; index++) {
     const segment = segments[index]!;
-    if (!holdsAt(data, pos, segment)) return false;
+    if (!holdsAt(text, pos, segment)) return -1;
     pos += segment.length;
-    const end = stringBodyEnd(data, pos);
-    if (end === -1) return false;
-    const value = decodeBody(data.slice(pos, end));
-    if (value === undefined) return false;
+    const end = stringBodyEnd(text, pos);
+    if (end === -1) return -1;
+    const value = decodeBody(text.slice(pos, end));
+    if (value === undefined) return -1;
     const slot = slots[index]!;
     slot.parent[slot.key] = value;
     pos = end;
   }
   const last = segments[slots.length]!;
-  return data.length - pos === last.length && holdsAt(data, pos, last);
+  return holdsAt(text, pos, last) ? pos + last.length : -1;
 }

@@ -1,7 +1,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { Client, type Dispatcher } from 'undici';
-import { type Backend, type BackendRequestOptions, newStreamState, StreamFormatError, type StreamState } from './backends.js';
+import { type Backend, type BackendRequestOptions, newStreamState, readsFrames, StreamFormatError, type StreamState } from './backends.js';
 import type { GroundTruthErrors } from './ground-truth.js';
 import type { PromptItem } from './prompts.js';
 import type { TokenCounter } from './tokenizers/model.js';
@@ -73,14 +73,15 @@ export function streamRequest(context: RequestContext, item: PromptItem, index: 
   const tokenTimes: number[] = [];
   let chunkArrival = 0;
   let formatError: Error | undefined;
+  const tokenEvent = () => {
+    tokenTimes.push(chunkArrival);
+    context.onTokenEvent?.(chunkArrival, state);
+  };
   const parser = createParser({
     onEvent(event: EventSourceMessage) {
       if (formatError || state.done) return;
       try {
-        if (backend.parse(event.data, state)) {
-          tokenTimes.push(chunkArrival);
-          context.onTokenEvent?.(chunkArrival, state);
-        }
+        if (backend.parse(event.data, state)) tokenEvent();
       } catch (error) {
         formatError = error as Error;
       }
@@ -89,6 +90,33 @@ export function streamRequest(context: RequestContext, item: PromptItem, index: 
       formatError ??= new StreamFormatError(`malformed SSE: ${error.message}`);
     },
   });
+  // Whether everything fed to the parser so far ended with a blank line: only then may a frame be read around it.
+  let atEventBoundary = true;
+  const readFrame = backend.readFrame;
+  /**
+   * One received chunk: runs of the request's recurring frame are read straight from the text (most of a
+   * saturated stream: no event splitting, no per-event callbacks); anything else goes through the SSE parser, one
+   * event at a time once frames can be read, so that reading frames resumes right after it.
+   */
+  const readChunk = (text: string) => {
+    let pos = 0;
+    for (;;) {
+      if (readFrame && atEventBoundary) {
+        for (let end = 0; pos < text.length && !state.done; pos = end) {
+          const events = state.tokenEvents;
+          end = readFrame(text, pos, state);
+          if (end === -1) break;
+          if (state.tokenEvents !== events) tokenEvent();
+        }
+      }
+      if (pos >= text.length || formatError) return;
+      const blankLine = readsFrames(state) ? text.indexOf('\n\n', pos) : -1;
+      const end = blankLine === -1 ? text.length : blankLine + 2;
+      parser.feed(pos === 0 && end === text.length ? text : text.slice(pos, end));
+      atEventBoundary = blankLine !== -1 || text.endsWith('\n\n');
+      pos = end;
+    }
+  };
   const decoder = new StringDecoder('utf8');
   let sentAtMs = Date.now();
   let start = nowMs();
@@ -107,7 +135,7 @@ export function streamRequest(context: RequestContext, item: PromptItem, index: 
     const parseReceived = () => {
       for (let i = 0; i < unparsedText.length && !formatError; i++) {
         chunkArrival = unparsedArrival[i]!;
-        parser.feed(unparsedText[i]!);
+        readChunk(unparsedText[i]!);
       }
       unparsedText.length = 0;
       unparsedArrival.length = 0;
