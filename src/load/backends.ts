@@ -124,10 +124,11 @@ function templated(slotPaths: readonly SlotPath[], read: (record: Record<string,
     },
     readFrame(text, pos, state) {
       const template = state.template;
-      const end = template ? matchFrame(template, text, pos) : -1;
+      if (!template) return -1;
+      const end = matchFrame(template, text, pos);
       if (end !== -1) {
-        noteSimSent(template!.record, state);
-        read(template!.record, state);
+        noteSimSent(template.record, state);
+        read(template.record, state);
       }
       return end;
     },

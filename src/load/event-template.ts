@@ -120,9 +120,10 @@ export function buildTemplate(data: string, record: unknown, paths: readonly Slo
     parent[key] = slot.value;
     return { parent, key };
   });
-  const frame = [`data: ${segments[0]}`, ...segments.slice(1, -1), `${segments[segments.length - 1]}\n\n`].map(flat);
-  const lineBreak = segments.some((segment) => segment.includes('\n') || segment.includes('\r'));
-  return { segments: segments.map(flat), record: copy as Record<string, unknown>, slots, ...(!lineBreak && { frameSegments: frame }) };
+  const own = segments.map(flat);
+  const template: EventTemplate = { segments: own, record: copy as Record<string, unknown>, slots };
+  if (segments.some((segment) => segment.includes('\n') || segment.includes('\r'))) return template;
+  return { ...template, frameSegments: [flat(`data: ${own[0]}`), ...own.slice(1, -1), flat(`${own[own.length - 1]}\n\n`)] };
 }
 
 /**
