@@ -16,7 +16,7 @@ import { spawn } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { mean, sampleStandardDeviation } from 'simple-statistics';
-import { driftDecision } from '../src/experiment/drift.js';
+import { driftDecision } from '../src/experiment/analysis/drift.js';
 import { runBenchmark } from '../src/load/run.js';
 import { mulberry32 } from '../src/util/random.js';
 

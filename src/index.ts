@@ -5,7 +5,7 @@
 
 // Experiments: load a file, run (or resume) it into a store.
 export { loadExperiment, type RunOptions, type RunOutcome, runExperiment } from './experiment/index.js';
-export type { MetricName, ResolvedExperiment, VariantVerdict } from './experiment/types.js';
+export type { MetricName, ResolvedExperiment, VariantVerdict } from './experiment/spec/types.js';
 export type { Fingerprint, FingerprintChange } from './fingerprint/types.js';
 // Servers: launch (own process group, log teed, readiness-gated) and wait for one started elsewhere.
 export { launchServer } from './launch/launch.js';

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
-import { blockedPlan, passSizes } from '../src/experiment/schedule.js';
+import { blockedPlan, passSizes } from '../src/experiment/plan/schedule.js';
 import { cli, simCommand, tempDir, writeExperiment } from './support-experiment.js';
 
 describe('blocked schedule', () => {

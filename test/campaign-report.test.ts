@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { bestConfig } from '../src/experiment/best.js';
-import { loadRun } from '../src/experiment/run-store.js';
+import { bestConfig } from '../src/experiment/analysis/best.js';
+import { loadRun } from '../src/experiment/run/run-store.js';
 import { writeReports } from '../src/report/write.js';
 import { listTrials } from '../src/store/queries.js';
 import { buildFixtureRun, createFixtureStore } from './report-fixture.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { checkDrift, formatDriftAlarm, studentQuantile } from '../src/experiment/drift.js';
+import { checkDrift, formatDriftAlarm, studentQuantile } from '../src/experiment/analysis/drift.js';
 
 describe('checkDrift', () => {
   test('a 29% drop against a tight history is drift', () => {

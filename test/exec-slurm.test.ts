@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parseSqueue, SQUEUE_FORMAT } from '../src/exec/slurm-text.js';
-import { runOnSlurm } from '../src/experiment/slurm.js';
+import { runOnSlurm } from '../src/experiment/run/slurm.js';
 import { openStore } from '../src/store/db.js';
 import { getRun, listTrials } from '../src/store/queries.js';
 import { cli, tempDir, writeExperiment } from './support-experiment.js';

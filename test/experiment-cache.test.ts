@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
-import { loadExperiment } from '../src/experiment/load.js';
+import { loadExperiment } from '../src/experiment/spec/load.js';
 import { runBenchmark } from '../src/load/run.js';
 import type { BenchOptions } from '../src/load/types.js';
 import { startSimulator } from '../src/simulate/server.js';

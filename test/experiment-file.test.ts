@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { loadExperiment } from '../src/experiment/load.js';
+import { loadExperiment } from '../src/experiment/spec/load.js';
 import { UserError } from '../src/util/errors.js';
 import { cli, tempDir } from './support-experiment.js';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { countRestarts, planExperiment, serverKeysOf } from '../src/experiment/plan.js';
-import type { Plan } from '../src/experiment/types.js';
+import { countRestarts, planExperiment, serverKeysOf } from '../src/experiment/plan/plan.js';
+import type { Plan } from '../src/experiment/spec/types.js';
 
 const pairsOf = (plan: Plan, block: number): string[] =>
   plan.trials

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import type { RunOutcome } from '../src/experiment/finalize.js';
+import type { RunOutcome } from '../src/experiment/run/run-store.js';
 import { cli, tempDir, writeExperiment } from './support-experiment.js';
 
 describe('servelab run: verdicts on the simulator', () => {

@@ -6,9 +6,9 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { computeVerdicts } from '../src/experiment/finalize.js';
-import { loadExperiment } from '../src/experiment/load.js';
-import { createRun, loadRun } from '../src/experiment/run-store.js';
+import { computeVerdicts } from '../src/experiment/analysis/verdicts.js';
+import { createRun, loadRun } from '../src/experiment/run/run-store.js';
+import { loadExperiment } from '../src/experiment/spec/load.js';
 import type { Fingerprint } from '../src/fingerprint/types.js';
 import type { RequestSample } from '../src/load/types.js';
 import { type Db, openStore } from '../src/store/db.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { bootstrapRatioOfMedians } from '../src/experiment/stats.js';
+import { bootstrapRatioOfMedians } from '../src/experiment/analysis/stats.js';
 import { mulberry32, type Random, standardNormal } from '../src/util/random.js';
 
 const normal = (random: Random, mean: number, sd: number): number => mean + sd * standardNormal(random);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { rankSumTest } from '../src/experiment/stats.js';
+import { rankSumTest } from '../src/experiment/analysis/stats.js';
 import { mulberry32, type Random, standardNormal } from '../src/util/random.js';
 
 describe('rankSumTest (exact permutation distribution)', () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { type BlockedValue, bootstrapBlockedRatio, rankSumTest, stratifiedRankSumTest } from '../src/experiment/stats.js';
-import { compareBlocked, compareVariant } from '../src/experiment/verdict.js';
+import { type BlockedValue, bootstrapBlockedRatio, rankSumTest, stratifiedRankSumTest } from '../src/experiment/analysis/stats.js';
+import { compareBlocked, compareVariant } from '../src/experiment/analysis/verdict.js';
 
 const inBlock = (block: number, values: number[]): BlockedValue[] => values.map((value) => ({ value, block }));
 

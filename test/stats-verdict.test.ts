@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { compareVariant } from '../src/experiment/verdict.js';
+import { compareVariant } from '../src/experiment/analysis/verdict.js';
 import { mulberry32, type Random, standardNormal } from '../src/util/random.js';
 
 const normal = (random: Random, mean: number, sd: number): number => mean + sd * standardNormal(random);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
-import { formatDriftAlarm } from '../src/experiment/drift.js';
+import { formatDriftAlarm } from '../src/experiment/analysis/drift.js';
 import { attributeMachineState } from '../src/telemetry/attribution.js';
 import { gpuSampleOf, parseQueryCsv } from '../src/telemetry/nvidia-smi.js';
 import { formatTelemetrySummary, summarizeTelemetry } from '../src/telemetry/summary.js';

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
+import { parseDriverCudaVersion, parseNvccVersion, parseNvlinkStatus, parseTopology } from '../src/fingerprint/nvidia-smi-text.js';
 import { NVIDIA_SMI_FIELDS, parseNcclLibraryVersion } from '../src/fingerprint/parse.js';
 import { parseGovernors, parseHostProbe, parseLoadavg } from '../src/telemetry/host.js';
 import {
@@ -9,11 +10,7 @@ import {
   PREFLIGHT_FIELDS,
   parseComputeApps,
   parseCsvHeader,
-  parseDriverCudaVersion,
-  parseNvccVersion,
-  parseNvlinkStatus,
   parseQueryCsv,
-  parseTopology,
   SAMPLE_FIELDS,
 } from '../src/telemetry/nvidia-smi.js';
 import { evaluatePreflight, visibleGpus } from '../src/telemetry/preflight.js';

@@ -1,8 +1,9 @@
 /** Public API of the experiment runner, used by the CLI and re-exported by the library API (src/index.ts). */
 
-export { computeVerdicts, finalizeRun, type RunOutcome } from './finalize.js';
-export { loadExperiment, resolveExperiment, serverKeyOf, workloadLabel } from './load.js';
-export { countRestarts, planExperiment, serverKeysOf } from './plan.js';
-export { createRun, loadRun, planFor, trialKey } from './run-store.js';
-export { type RunOptions, runExperiment } from './runner.js';
-export type * from './types.js';
+export { computeVerdicts } from './analysis/verdicts.js';
+export { countRestarts, planExperiment, serverKeysOf, trialKey } from './plan/plan.js';
+export { finalizeRun } from './run/finalize.js';
+export { createRun, loadRun, planFor, type RunOutcome } from './run/run-store.js';
+export { type RunOptions, runExperiment } from './run/runner.js';
+export { loadExperiment, resolveExperiment, serverKeyOf, workloadLabel } from './spec/load.js';
+export type * from './spec/types.js';

@@ -2,10 +2,10 @@ import { execFile } from 'node:child_process';
 import { realpath } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { parseDriverCudaVersion, parseNvccVersion, parseNvlinkStatus, parseTopology } from '../telemetry/nvidia-smi.js';
 import { redactor } from '../util/redact.js';
 import { VERSION } from '../version.js';
 import { captureEnv, DEFAULT_ENV_PATTERNS } from './env.js';
+import { parseDriverCudaVersion, parseNvccVersion, parseNvlinkStatus, parseTopology } from './nvidia-smi-text.js';
 import {
   basename,
   bytesToGiB,

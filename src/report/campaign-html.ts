@@ -4,11 +4,11 @@
  * concurrency levels, acceptance by draft position). Every stored string goes through escapeHtml.
  */
 import { median } from 'simple-statistics';
-import type { BestVerdict } from '../experiment/best.js';
-import { acceptanceByPositionMedians, orderedVariants } from '../experiment/best-format.js';
-import { metricUnit, metricValue } from '../experiment/metrics.js';
-import type { MetricName, ResolvedExperiment } from '../experiment/types.js';
-import type { Verdict } from '../experiment/verdict.js';
+import type { BestVerdict } from '../experiment/analysis/best.js';
+import type { Verdict } from '../experiment/analysis/verdict.js';
+import { metricUnit, metricValue } from '../experiment/spec/metrics.js';
+import type { MetricName, ResolvedExperiment } from '../experiment/spec/types.js';
+import { acceptanceByPositionMedians, orderedVariants } from '../experiment/text/best-format.js';
 import type { TrialRecord } from '../store/types.js';
 import { formatInterval, formatNumber, formatPercent, formatPValue, formatRatio } from '../util/format.js';
 import { parameterChart, positionBarChart, type XYSeries } from './charts.js';

@@ -1,7 +1,7 @@
 /** `servelab diff` in the terminal: the same RunComparison the UI and report render as HTML. */
 
-import { table } from '../experiment/format.js';
-import { metricUnit } from '../experiment/metrics.js';
+import { metricUnit } from '../experiment/spec/metrics.js';
+import { table } from '../experiment/text/format.js';
 import { formatChanges } from '../fingerprint/diff.js';
 import { formatNumber, formatPercent } from '../util/format.js';
 import type { RunComparison } from './model.js';

@@ -3,7 +3,7 @@
  * exported as fragments so `servelab ui` shows exactly the same tables. Every stored string goes through escapeHtml.
  */
 
-import { acceptanceCell } from '../experiment/format.js';
+import { acceptanceCell } from '../experiment/text/format.js';
 import type { FingerprintChange } from '../fingerprint/types.js';
 import { formatDuration, formatInterval, formatNumber, formatPercent, formatPValue, formatRatio, runDurationMs } from '../util/format.js';
 import { CAMPAIGN_CSS } from './campaign-html.js';

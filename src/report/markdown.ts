@@ -1,6 +1,6 @@
 /** The Markdown summary of a run: verdict table, environment, drift notes (for PRs, chat, terminals). */
 
-import { acceptanceCell } from '../experiment/format.js';
+import { acceptanceCell } from '../experiment/text/format.js';
 import { formatDuration, formatInterval, formatNumber, formatPValue, formatRatio, runDurationMs } from '../util/format.js';
 import { escapeMarkdownCell as cell } from './escape.js';
 import type { RunReport } from './model.js';

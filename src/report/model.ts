@@ -4,13 +4,13 @@
  */
 
 import { median } from 'simple-statistics';
-import { type CategoryRow, categoryRows } from '../experiment/categories.js';
-import { checkDrift, type DriftCheck, formatDriftAlarm } from '../experiment/drift.js';
-import { computeVerdicts } from '../experiment/finalize.js';
-import { metricUnit, metricValue } from '../experiment/metrics.js';
-import { storedExperimentOf, storedVerdictsOf } from '../experiment/stored.js';
-import type { MetricName, ResolvedExperiment, VariantVerdict } from '../experiment/types.js';
-import { verdictMethod } from '../experiment/verdict.js';
+import { checkDrift, type DriftCheck, formatDriftAlarm } from '../experiment/analysis/drift.js';
+import { verdictMethod } from '../experiment/analysis/verdict.js';
+import { computeVerdicts } from '../experiment/analysis/verdicts.js';
+import { type CategoryRow, categoryRows } from '../experiment/spec/categories.js';
+import { metricUnit, metricValue } from '../experiment/spec/metrics.js';
+import { storedExperimentOf, storedVerdictsOf } from '../experiment/spec/stored.js';
+import type { MetricName, ResolvedExperiment, VariantVerdict } from '../experiment/spec/types.js';
 import { diffFingerprints, flattenFingerprint, formatChanges } from '../fingerprint/diff.js';
 import type { Fingerprint, FingerprintChange } from '../fingerprint/types.js';
 import type { DriftAlarmRecord } from '../store/drift-alarms.js';

@@ -1,9 +1,9 @@
 /** `servelab report`: render runs of the store to HTML + Markdown files. */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { bestConfig } from '../experiment/best.js';
-import { formatBestVerdict, formatSpecView, hasSpecFigures } from '../experiment/best-format.js';
-import { storedExperimentOf } from '../experiment/stored.js';
+import { bestConfig } from '../experiment/analysis/best.js';
+import { storedExperimentOf } from '../experiment/spec/stored.js';
+import { formatBestVerdict, formatSpecView, hasSpecFigures } from '../experiment/text/best-format.js';
 import { listRaceEvents } from '../store/campaign.js';
 import type { Db } from '../store/db.js';
 import { latestRunId } from '../store/reads.js';

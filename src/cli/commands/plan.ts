@@ -1,10 +1,10 @@
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
-import { loadCostModel } from '../../experiment/budget.js';
-import { loadExperiment } from '../../experiment/load.js';
-import { formatPlanChoice } from '../../experiment/plan-format.js';
-import { chooseSchedule, limitViolations, type ScheduleChoice } from '../../experiment/schedule.js';
-import type { ResolvedExperiment } from '../../experiment/types.js';
+import { loadCostModel } from '../../experiment/plan/budget.js';
+import { chooseSchedule, limitViolations, type ScheduleChoice } from '../../experiment/plan/schedule.js';
+import { loadExperiment } from '../../experiment/spec/load.js';
+import type { ResolvedExperiment } from '../../experiment/spec/types.js';
+import { formatPlanChoice } from '../../experiment/text/plan-format.js';
 import { defaultStorePath, openStore } from '../../store/db.js';
 import { UserError } from '../../util/errors.js';
 

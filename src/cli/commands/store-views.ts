@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { campaignSummary } from '../../experiment/campaign-report.js';
-import { formatRunList, formatRunShow } from '../../experiment/format.js';
+import { campaignSummary } from '../../experiment/run/campaign-report.js';
+import { formatRunList, formatRunShow } from '../../experiment/text/format.js';
 import { comparisonText } from '../../report/compare-text.js';
 import { compareRuns } from '../../report/model.js';
 import { loadRunData } from '../../report/queries.js';

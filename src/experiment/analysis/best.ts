@@ -1,9 +1,9 @@
 import { median } from 'simple-statistics';
-import type { TrialRecord } from '../store/types.js';
+import type { TrialRecord } from '../../store/types.js';
+import { higherIsBetter, metricValue } from '../spec/metrics.js';
+import type { Constraint, Objective, ResolvedExperiment } from '../spec/types.js';
 import { holmAdjust } from './holm.js';
-import { higherIsBetter, metricValue } from './metrics.js';
 import type { BlockedValue } from './stats.js';
-import type { Constraint, Objective, ResolvedExperiment } from './types.js';
 import { type CompareOptions, compareSamples, type Verdict } from './verdict.js';
 
 /** One config in the ranking of a best-config verdict. */

@@ -1,13 +1,13 @@
-import { listRaceEvents } from '../store/campaign.js';
-import type { Db } from '../store/db.js';
-import { listTrials } from '../store/queries.js';
-import { type BestVerdict, bestConfig } from './best.js';
-import { formatBestVerdict, formatSpecView, hasSpecFigures } from './best-format.js';
-import { loadCostModel, predictPlan } from './budget.js';
-import { planExperiment } from './plan.js';
-import { gpuHoursText } from './plan-format.js';
+import { listRaceEvents } from '../../store/campaign.js';
+import type { Db } from '../../store/db.js';
+import { listTrials } from '../../store/queries.js';
+import { type BestVerdict, bestConfig } from '../analysis/best.js';
+import { loadCostModel, predictPlan } from '../plan/budget.js';
+import { planExperiment } from '../plan/plan.js';
+import { formatDuration } from '../plan/schedule.js';
+import { formatBestVerdict, formatSpecView, hasSpecFigures } from '../text/best-format.js';
+import { gpuHoursText } from '../text/plan-format.js';
 import { loadRun } from './run-store.js';
-import { formatDuration } from './schedule.js';
 
 /** A run's campaign view: race decisions, the best-config verdict, the speculative-decoding table, GPU-hours. */
 export function campaignSummary(db: Db, runId: number): { best: BestVerdict; text: string } {

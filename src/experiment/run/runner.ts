@@ -1,40 +1,41 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { createExecutor } from '../exec/create.js';
-import type { Executor } from '../exec/types.js';
-import { collectFingerprint, servelabGitSha } from '../fingerprint/collect.js';
-import { diffFingerprints } from '../fingerprint/diff.js';
-import { DEFAULT_ENV_PATTERNS } from '../fingerprint/env.js';
-import type { Fingerprint } from '../fingerprint/types.js';
-import { configKey } from '../launch/config.js';
-import type { RunningServer } from '../launch/types.js';
-import { describeExit, waitUntilAnswering, watchLiveness } from '../load/liveness.js';
-import { WARMUP_LABEL } from '../load/run.js';
-import type { LevelResult } from '../load/types.js';
-import { BUILTIN_PROFILES } from '../profiles/builtin.js';
-import { previousStartupOptions, recordStartupOutcome } from '../ready/history.js';
-import type { Db } from '../store/db.js';
-import { insertDriftAlarm } from '../store/drift-alarms.js';
-import { storeFault } from '../store/fault.js';
-import { acquireRunLease, LEASE_STALE_MS } from '../store/lease.js';
-import { getFingerprint, listTrials, variantHistory } from '../store/queries.js';
-import { insertInvalidTrial, insertServer, insertTrial, setRunStatus, updateServer, upsertProgress } from '../store/runs.js';
-import type { TrialRecord } from '../store/types.js';
-import { attributeDrift, preflightBeforeStart, withPreflight } from '../telemetry/machine.js';
-import { startTrialRecorder } from '../telemetry/trial.js';
-import type { TelemetrySummary } from '../telemetry/types.js';
-import { messageOf, UserError } from '../util/errors.js';
-import { readLastLines } from '../util/log-tail.js';
-import { processIdentity } from '../util/proc-identity.js';
-import { redactor } from '../util/redact.js';
+import { createExecutor } from '../../exec/create.js';
+import type { Executor } from '../../exec/types.js';
+import { collectFingerprint, servelabGitSha } from '../../fingerprint/collect.js';
+import { diffFingerprints } from '../../fingerprint/diff.js';
+import { DEFAULT_ENV_PATTERNS } from '../../fingerprint/env.js';
+import type { Fingerprint } from '../../fingerprint/types.js';
+import { configKey } from '../../launch/config.js';
+import type { RunningServer } from '../../launch/types.js';
+import { describeExit, waitUntilAnswering, watchLiveness } from '../../load/liveness.js';
+import { WARMUP_LABEL } from '../../load/run.js';
+import type { LevelResult } from '../../load/types.js';
+import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
+import { previousStartupOptions, recordStartupOutcome } from '../../ready/history.js';
+import type { Db } from '../../store/db.js';
+import { insertDriftAlarm } from '../../store/drift-alarms.js';
+import { storeFault } from '../../store/fault.js';
+import { acquireRunLease, LEASE_STALE_MS } from '../../store/lease.js';
+import { getFingerprint, listTrials, variantHistory } from '../../store/queries.js';
+import { insertInvalidTrial, insertServer, insertTrial, setRunStatus, updateServer, upsertProgress } from '../../store/runs.js';
+import type { TrialRecord } from '../../store/types.js';
+import { startTrialRecorder } from '../../telemetry/trial.js';
+import type { TelemetrySummary } from '../../telemetry/types.js';
+import { messageOf, UserError } from '../../util/errors.js';
+import { readLastLines } from '../../util/log-tail.js';
+import { processIdentity } from '../../util/proc-identity.js';
+import { redactor } from '../../util/redact.js';
+import { type DriftCheck, driftDecision, formatDriftAlarm, MAX_USEFUL_BAND_PCT } from '../analysis/drift.js';
+import { trialKey } from '../plan/plan.js';
+import { metricUnit, metricValue, trialMetricsOf } from '../spec/metrics.js';
+import type { Plan, PlannedTrial, ResolvedExperiment, ResolvedVariant } from '../spec/types.js';
 import { resetCache, trialCache } from './cache.js';
 import { campaignControl } from './campaign.js';
-import { type DriftCheck, driftDecision, formatDriftAlarm, MAX_USEFUL_BAND_PCT } from './drift.js';
-import { finalizeRun, type RunOutcome } from './finalize.js';
+import { finalizeRun } from './finalize.js';
 import { reapLeftoverServers } from './leftovers.js';
-import { metricUnit, metricValue, trialMetricsOf } from './metrics.js';
-import { createRun, finishedOutcome, loadRun, loadRunToExecute, trialKey } from './run-store.js';
-import type { Plan, PlannedTrial, ResolvedExperiment, ResolvedVariant } from './types.js';
+import { attributeDrift, preflightBeforeStart, withPreflight } from './machine.js';
+import { createRun, finishedOutcome, loadRun, loadRunToExecute, type RunOutcome } from './run-store.js';
 
 export interface RunOptions {
   db: Db;
@@ -57,7 +58,7 @@ export interface RunOptions {
   log?: (line: string) => void;
 }
 
-export type { RunOutcome } from './finalize.js';
+export type { RunOutcome } from './run-store.js';
 
 /** Progress rows are for humans and `servelab ui`; a few writes a second are plenty. */
 const PROGRESS_INTERVAL_MS = 250;

@@ -1,4 +1,4 @@
-import type { RunDetail } from '../store/queries.js';
+import type { RunDetail } from '../../store/queries.js';
 import type { ResolvedExperiment, VariantVerdict } from './types.js';
 
 /**

@@ -1,5 +1,5 @@
 import { median, quantileSorted } from 'simple-statistics';
-import { mulberry32 } from '../util/random.js';
+import { mulberry32 } from '../../util/random.js';
 
 export interface RatioInterval {
   /** median(candidate) / median(baseline). */

@@ -1,10 +1,10 @@
-import { listRaceEvents, type RaceEvent, recordRaceEvent } from '../store/campaign.js';
-import type { Db } from '../store/db.js';
-import { listTrials } from '../store/queries.js';
-import { loadCostModel, predictPlan } from './budget.js';
-import { raceStep } from './race.js';
-import { formatDuration } from './schedule.js';
-import type { Plan, PlannedTrial, ResolvedExperiment } from './types.js';
+import { listRaceEvents, type RaceEvent, recordRaceEvent } from '../../store/campaign.js';
+import type { Db } from '../../store/db.js';
+import { listTrials } from '../../store/queries.js';
+import { raceStep } from '../analysis/race.js';
+import { loadCostModel, predictPlan } from '../plan/budget.js';
+import { formatDuration } from '../plan/schedule.js';
+import type { Plan, PlannedTrial, ResolvedExperiment } from '../spec/types.js';
 
 /**
  * What the runner asks between passes of a campaign: which configs a race has eliminated, and whether the run

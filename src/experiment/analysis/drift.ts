@@ -1,7 +1,7 @@
 import { erf, gammaln, mean, median, medianAbsoluteDeviation, sampleStandardDeviation } from 'simple-statistics';
-import { formatChanges } from '../fingerprint/diff.js';
-import type { FingerprintChange } from '../fingerprint/types.js';
-import { formatNumber, formatWholePercent } from '../util/format.js';
+import { formatChanges } from '../../fingerprint/diff.js';
+import type { FingerprintChange } from '../../fingerprint/types.js';
+import { formatNumber, formatWholePercent } from '../../util/format.js';
 
 export interface DriftCheck {
   drifted: boolean;

@@ -1,12 +1,12 @@
 import { median } from 'simple-statistics';
-import type { InvalidTrialRow, RunDetail } from '../store/queries.js';
-import type { TrialRecord } from '../store/types.js';
-import { formatNumber, formatPercent } from '../util/format.js';
-import { type CategoryRow, categoryRows } from './categories.js';
-import { metricUnit, metricValue } from './metrics.js';
-import { storedExperimentOf, storedVerdictsOf } from './stored.js';
-import type { MetricName, ResolvedExperiment, VariantVerdict } from './types.js';
-import { verdictMethod } from './verdict.js';
+import type { InvalidTrialRow, RunDetail } from '../../store/queries.js';
+import type { TrialRecord } from '../../store/types.js';
+import { formatNumber, formatPercent } from '../../util/format.js';
+import { verdictMethod } from '../analysis/verdict.js';
+import { type CategoryRow, categoryRows } from '../spec/categories.js';
+import { metricUnit, metricValue } from '../spec/metrics.js';
+import { storedExperimentOf, storedVerdictsOf } from '../spec/stored.js';
+import type { MetricName, ResolvedExperiment, VariantVerdict } from '../spec/types.js';
 
 /** Plain-text tables for `servelab run`, `ls`, `show` and `diff`. Pure: data in, lines out. */
 

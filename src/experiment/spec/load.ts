@@ -1,14 +1,13 @@
 import { existsSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadConfigFile } from '../config/load.js';
-import { serverIdentity } from '../launch/identity.js';
-import type { PromptSource, Workload } from '../load/types.js';
-import { BUILTIN_PROFILES } from '../profiles/builtin.js';
-import { DEFAULT_REQUEST_TIMEOUT_MS } from '../util/defaults.js';
-import { UserError } from '../util/errors.js';
-import { ExitCode } from '../util/exit.js';
-import { cacheResetUnknown } from './cache.js';
+import { loadConfigFile } from '../../config/load.js';
+import { serverIdentity } from '../../launch/identity.js';
+import type { PromptSource, Workload } from '../../load/types.js';
+import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS } from '../../util/defaults.js';
+import { UserError } from '../../util/errors.js';
+import { ExitCode } from '../../util/exit.js';
 import { type ClientOverrides, type ExperimentFile, experimentFileSchema, type GridSpec, VARIANT_NAME, VARIANT_NAME_RULE, type VariantSpec } from './schema.js';
 import type { ClientConfig, Constraint, MetricName, Objective, ResolvedExperiment, ResolvedVariant, ResolvedWorkload, ServerConfig } from './types.js';
 
@@ -237,4 +236,11 @@ function applyClient(base: ClientConfig, overrides: ClientOverrides, serverModel
 
 function substituteServelab(arg: string): string {
   return arg.replaceAll('{servelab}', SERVELAB_BIN);
+}
+
+export function cacheResetUnknown(profileName: string): UserError {
+  return new UserError(
+    `client.cache: reset needs a cache-reset API, and profile "${profileName}" knows none`,
+    'use client.cache: cold (a per-trial prompt salt), or a profile with one (vllm, sglang, llamacpp, simulator)',
+  );
 }

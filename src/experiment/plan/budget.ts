@@ -1,8 +1,8 @@
 import { median } from 'simple-statistics';
-import { configKey } from '../launch/config.js';
-import { recentReadyMs, recentTrialDurationsMs } from '../store/campaign.js';
-import type { Db } from '../store/db.js';
-import type { Plan, ResolvedExperiment, ServerConfig } from './types.js';
+import { configKey } from '../../launch/config.js';
+import { recentReadyMs, recentTrialDurationsMs } from '../../store/campaign.js';
+import type { Db } from '../../store/db.js';
+import type { Plan, ResolvedExperiment, ServerConfig } from '../spec/types.js';
 
 /** Stated fallbacks when the store has no history: a mid-size model load, and a minute of measurement. */
 export const DEFAULT_STARTUP_MS = 5 * 60_000;

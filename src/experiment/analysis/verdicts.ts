@@ -1,21 +1,10 @@
 import { median } from 'simple-statistics';
-import type { Db } from '../store/db.js';
-import { listTrials, type TrialHealth, trialHealth } from '../store/queries.js';
-import { setRunStatus, setRunVerdicts } from '../store/runs.js';
-import type { RunStatus, TrialRecord } from '../store/types.js';
-import { skippedTrialFilter } from './campaign.js';
-import { higherIsBetter, metricValue } from './metrics.js';
-import { loadRun, trialKey } from './run-store.js';
+import type { TrialHealth } from '../../store/queries.js';
+import type { TrialRecord } from '../../store/types.js';
+import { higherIsBetter, metricValue } from '../spec/metrics.js';
+import type { ResolvedExperiment, VariantVerdict } from '../spec/types.js';
 import type { BlockedValue } from './stats.js';
-import type { ResolvedExperiment, VariantVerdict } from './types.js';
 import { compareSamples } from './verdict.js';
-
-export interface RunOutcome {
-  runId: number;
-  status: RunStatus;
-  message?: string;
-  verdicts?: VariantVerdict[];
-}
 
 /**
  * Every non-baseline variant vs the baseline, per workload, on the experiment's metric, with the failed requests and
@@ -66,26 +55,4 @@ export function computeVerdicts(
     }
   }
   return verdicts;
-}
-
-/**
- * Close a run once every planned trial is stored: verdicts into runs.verdict_json, status 'done'. A run with
- * trials still missing keeps its status (a Slurm job still running, or a crash to resume).
- */
-export function finalizeRun(db: Db, runId: number): RunOutcome {
-  const { run, experiment, plan } = loadRun(db, runId);
-  const trials = listTrials(db, runId);
-  const stored = new Set(trials.map(trialKey));
-  // A campaign's eliminated configs and early stop leave planned trials unmeasured on purpose.
-  const skipped = skippedTrialFilter(db, runId);
-  const missing = plan.trials.filter((trial) => !stored.has(trialKey(trial)) && !skipped(trial)).length;
-  if (missing > 0) {
-    return { runId, status: run.status, message: `${missing} of ${plan.trials.length} planned trials not measured yet` };
-  }
-  const verdicts = computeVerdicts(experiment, trials, trialHealth(db, runId), plan.schedule === 'blocked');
-  db.transaction(() => {
-    setRunVerdicts(db, runId, verdicts);
-    setRunStatus(db, runId, 'done');
-  })();
-  return { runId, status: 'done', verdicts };
 }

@@ -1,21 +1,8 @@
 import { median } from 'simple-statistics';
+import type { Verdict } from '../spec/types.js';
 import { type BlockedValue, bootstrapBlockedRatio, bootstrapRatioOfMedians, rankSumTest, sharedStrata, stratifiedRankSumTest } from './stats.js';
 
-export type VerdictLabel = 'faster' | 'slower' | 'no significant difference' | 'insufficient data';
-
-/** How a candidate variant compares with the baseline on one metric. Null figures: not computable (see label). */
-export interface Verdict {
-  /** median(candidate) / median(baseline). */
-  ratio: number | null;
-  /** Bootstrap confidence interval of the ratio, at level 1 − alpha. */
-  ciLow: number | null;
-  ciHigh: number | null;
-  /** Two-sided rank-sum permutation p-value (stratified by block for a blocked schedule). */
-  pValue: number | null;
-  significant: boolean;
-  label: VerdictLabel;
-  n: { baseline: number; candidate: number };
-}
+export type { Verdict, VerdictLabel } from '../spec/types.js';
 
 export interface CompareOptions {
   /** Significance level, e.g. 0.05. The CI is computed at level 1 − alpha so both criteria agree. */

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { executorConfigSchema } from '../exec/config.js';
-import { parseDurationMs, promptSourceSchema, sloSchema, workloadSchema } from '../load/config.js';
-import { BUILTIN_PROFILES } from '../profiles/builtin.js';
-import { DEFAULT_READY_TIMEOUT_MS } from '../util/defaults.js';
+import { executorConfigSchema } from '../../exec/config.js';
+import { parseDurationMs, promptSourceSchema, sloSchema, workloadSchema } from '../../load/config.js';
+import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
+import { DEFAULT_READY_TIMEOUT_MS } from '../../util/defaults.js';
 
 /** zod schema of an experiment file as written by the user (before grid expansion and defaults of ./load.ts). */
 

@@ -1,10 +1,9 @@
-import type { ExecutorConfig } from '../exec/types.js';
-import type { PromptSource, Slo, Workload } from '../load/types.js';
-import type { BackendKind } from '../profiles/types.js';
-import type { TrialMetrics } from '../store/types.js';
-import type { PreflightMode } from '../telemetry/preflight.js';
-import type { TelemetryConfig } from '../telemetry/trial.js';
-import type { Verdict } from './verdict.js';
+import type { ExecutorConfig } from '../../exec/types.js';
+import type { PromptSource, Slo, Workload } from '../../load/types.js';
+import type { BackendKind } from '../../profiles/types.js';
+import type { TrialMetrics } from '../../store/types.js';
+import type { PreflightMode } from '../../telemetry/preflight.js';
+import type { TelemetryConfig } from '../../telemetry/trial.js';
 
 /** How one server is started; variants with an identical ServerConfig share a server (same serverKey). */
 export interface ServerConfig {
@@ -147,4 +146,20 @@ export interface VariantVerdict extends Verdict {
   failedRequests?: { baseline: number; candidate: number };
   /** Trials measured but not counted (server died, requests failed), re-run in place. */
   invalidTrials?: { baseline: number; candidate: number };
+}
+
+export type VerdictLabel = 'faster' | 'slower' | 'no significant difference' | 'insufficient data';
+
+/** How a candidate variant compares with the baseline on one metric. Null figures: not computable (see label). */
+export interface Verdict {
+  /** median(candidate) / median(baseline). */
+  ratio: number | null;
+  /** Bootstrap confidence interval of the ratio, at level 1 − alpha. */
+  ciLow: number | null;
+  ciHigh: number | null;
+  /** Two-sided rank-sum permutation p-value (stratified by block for a blocked schedule). */
+  pValue: number | null;
+  significant: boolean;
+  label: VerdictLabel;
+  n: { baseline: number; candidate: number };
 }

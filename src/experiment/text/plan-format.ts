@@ -1,7 +1,7 @@
-import type { Estimate } from './budget.js';
+import type { Estimate } from '../plan/budget.js';
+import { formatDuration, limitViolations, type ScheduleChoice } from '../plan/schedule.js';
+import type { ResolvedExperiment } from '../spec/types.js';
 import { table } from './format.js';
-import { formatDuration, limitViolations, type ScheduleChoice } from './schedule.js';
-import type { ResolvedExperiment } from './types.js';
 
 /** `servelab plan` / `run --dry-run`: the schedule, its trade-off, per-config costs and the budget check. */
 export function formatPlanChoice(experiment: ResolvedExperiment, choice: ScheduleChoice): string {

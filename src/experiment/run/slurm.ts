@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { shellQuote } from '../exec/remote-shell.js';
+import { shellQuote } from '../../exec/remote-shell.js';
 import {
   classifyState,
   type JobStatus,
@@ -14,18 +14,18 @@ import {
   SACCT_FORMAT,
   SQUEUE_FORMAT,
   slurmJobScript,
-} from '../exec/slurm-text.js';
-import type { ExecutorConfig } from '../exec/types.js';
-import { servelabGitSha } from '../fingerprint/collect.js';
-import { type Db, openStore } from '../store/db.js';
-import { getRun, listTrials } from '../store/queries.js';
-import { setRunStatus } from '../store/runs.js';
-import { UserError } from '../util/errors.js';
-import { readLastLines } from '../util/log-tail.js';
-import { finalizeRun, type RunOutcome } from './finalize.js';
-import { loadExperiment } from './load.js';
-import { serverKeysOf } from './plan.js';
-import { createRun, finishedOutcome, loadRun, trialKey } from './run-store.js';
+} from '../../exec/slurm-text.js';
+import type { ExecutorConfig } from '../../exec/types.js';
+import { servelabGitSha } from '../../fingerprint/collect.js';
+import { type Db, openStore } from '../../store/db.js';
+import { getRun, listTrials } from '../../store/queries.js';
+import { setRunStatus } from '../../store/runs.js';
+import { UserError } from '../../util/errors.js';
+import { readLastLines } from '../../util/log-tail.js';
+import { serverKeysOf, trialKey } from '../plan/plan.js';
+import { loadExperiment } from '../spec/load.js';
+import { finalizeRun } from './finalize.js';
+import { createRun, finishedOutcome, loadRun, type RunOutcome } from './run-store.js';
 
 type SlurmConfig = Extract<ExecutorConfig, { kind: 'slurm' }>;
 

@@ -1,11 +1,11 @@
 import { median } from 'simple-statistics';
-import type { TrialRecord } from '../store/types.js';
-import { formatNumber } from '../util/format.js';
-import type { BestVerdict } from './best.js';
+import type { TrialRecord } from '../../store/types.js';
+import { formatNumber } from '../../util/format.js';
+import type { BestVerdict } from '../analysis/best.js';
+import type { Verdict } from '../analysis/verdict.js';
+import { metricUnit, metricValue } from '../spec/metrics.js';
+import type { MetricName, ResolvedExperiment } from '../spec/types.js';
 import { table } from './format.js';
-import { metricUnit, metricValue } from './metrics.js';
-import type { MetricName, ResolvedExperiment } from './types.js';
-import type { Verdict } from './verdict.js';
 
 /** Text of a best-config verdict: conclusion, winner vs baseline and runner-up, ranking, pairwise matrix. */
 export function formatBestVerdict(experiment: ResolvedExperiment, best: BestVerdict): string {

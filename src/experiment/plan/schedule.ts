@@ -1,8 +1,8 @@
-import { mulberry32 } from '../util/random.js';
+import { mulberry32 } from '../../util/random.js';
+import { type BlockedValue, stratifiedRankSumTest } from '../analysis/stats.js';
+import type { Plan, PlannedTrial, ResolvedExperiment } from '../spec/types.js';
 import { type CostModel, type PlanPrediction, predictPlan } from './budget.js';
 import { countRestarts, type PlanInput, planExperiment } from './plan.js';
-import { type BlockedValue, stratifiedRankSumTest } from './stats.js';
-import type { Plan, PlannedTrial, ResolvedExperiment } from './types.js';
 
 /**
  * A blocked schedule: each server config is started once per pass and runs several repetitions of its

@@ -1,5 +1,5 @@
-import type { CategoryResult, LevelResult } from '../load/types.js';
-import type { CategoryMetrics, TrialMetrics } from '../store/types.js';
+import type { CategoryResult, LevelResult } from '../../load/types.js';
+import type { CategoryMetrics, TrialMetrics } from '../../store/types.js';
 import type { MetricName } from './types.js';
 
 /** The figures of one measured level that a trial keeps (samples are stored separately). */

@@ -1,8 +1,8 @@
 import { median } from 'simple-statistics';
-import type { TrialRecord } from '../store/types.js';
+import type { TrialRecord } from '../../store/types.js';
+import type { ResolvedExperiment } from '../spec/types.js';
 import { constraintViolations, type Elimination, objectiveOf, objectiveValues } from './best.js';
 import { holmAdjust } from './holm.js';
-import type { ResolvedExperiment } from './types.js';
 import { compareSamples } from './verdict.js';
 
 export interface RaceDecision {

@@ -1,10 +1,10 @@
-import type { Executor } from '../exec/types.js';
-import type { Fingerprint } from '../fingerprint/types.js';
-import type { Db } from '../store/db.js';
-import { telemetrySummaries } from '../store/telemetry.js';
-import { attributeMachineState } from './attribution.js';
-import { enforcePreflight, type PreflightMode, type PreflightReport, runPreflight, visibleGpus } from './preflight.js';
-import type { TelemetrySummary } from './types.js';
+import type { Executor } from '../../exec/types.js';
+import type { Fingerprint } from '../../fingerprint/types.js';
+import type { Db } from '../../store/db.js';
+import { telemetrySummaries } from '../../store/telemetry.js';
+import { attributeMachineState } from '../../telemetry/attribution.js';
+import { enforcePreflight, type PreflightMode, type PreflightReport, runPreflight, visibleGpus } from '../../telemetry/preflight.js';
+import type { TelemetrySummary } from '../../telemetry/types.js';
 
 /**
  * The experiment runner's entry points into machine state, one call each, so the runner stays about trials:

@@ -1,5 +1,5 @@
-import { mulberry32 } from '../util/random.js';
-import type { Plan, PlannedTrial } from './types.js';
+import { mulberry32 } from '../../util/random.js';
+import type { Plan, PlannedTrial } from '../spec/types.js';
 
 export interface PlanInput {
   variants: ReadonlyArray<{ name: string; serverKey: string }>;
@@ -63,4 +63,9 @@ function shuffle<T>(items: T[], random: () => number): T[] {
     [items[i], items[j]] = [items[j]!, items[i]!];
   }
   return items;
+}
+
+/** Key of a planned trial, matching the store's UNIQUE (run, variant, workload, block, repetition). */
+export function trialKey(trial: { variant: string; workload: string; block: number; repetition: number }): string {
+  return JSON.stringify([trial.variant, trial.workload, trial.block, trial.repetition]);
 }

@@ -1,8 +1,9 @@
 import { request } from 'undici';
-import type { ServerProfile } from '../profiles/types.js';
-import { messageOf, UserError } from '../util/errors.js';
-import { deriveSeed } from '../util/random.js';
-import type { CacheMode } from './types.js';
+import type { ServerProfile } from '../../profiles/types.js';
+import { messageOf, UserError } from '../../util/errors.js';
+import { deriveSeed } from '../../util/random.js';
+import { cacheResetUnknown } from '../spec/load.js';
+import type { CacheMode } from '../spec/types.js';
 
 const RESET_TIMEOUT_MS = 30_000;
 
@@ -33,13 +34,6 @@ export function trialCache(mode: CacheMode, profile: ServerProfile, runId: numbe
   }
   const promptSalt = deriveSeed(deriveSeed(runId, block), sharedIndex);
   return { promptSalt, record: `cold (salt ${promptSalt})` };
-}
-
-export function cacheResetUnknown(profileName: string): UserError {
-  return new UserError(
-    `client.cache: reset needs a cache-reset API, and profile "${profileName}" knows none`,
-    'use client.cache: cold (a per-trial prompt salt), or a profile with one (vllm, sglang, llamacpp, simulator)',
-  );
 }
 
 /** Empty the server's prefix cache; a refusal stops the run, since the trial would silently be warm. */

@@ -1,22 +1,29 @@
-import type { Db } from '../store/db.js';
-import type { RunDetail } from '../store/queries.js';
-import { getRun } from '../store/queries.js';
-import { ensureExperiment, insertRun } from '../store/runs.js';
-import { messageOf, UserError } from '../util/errors.js';
-import { ExitCode } from '../util/exit.js';
-import { containsMarker, redactor } from '../util/redact.js';
-import { VERSION } from '../version.js';
-import { loadCostModel } from './budget.js';
-import type { RunOutcome } from './finalize.js';
-import { loadExperiment } from './load.js';
-import { chooseSchedule } from './schedule.js';
-import { storedExperimentOf, storedVerdictsOf } from './stored.js';
-import type { Plan, ResolvedExperiment } from './types.js';
+import type { Db } from '../../store/db.js';
+import type { RunDetail } from '../../store/queries.js';
+import { getRun } from '../../store/queries.js';
+import { ensureExperiment, insertRun } from '../../store/runs.js';
+import type { RunStatus } from '../../store/types.js';
+import { messageOf, UserError } from '../../util/errors.js';
+import { ExitCode } from '../../util/exit.js';
+import { containsMarker, redactor } from '../../util/redact.js';
+import { VERSION } from '../../version.js';
+import { loadCostModel } from '../plan/budget.js';
+import { chooseSchedule } from '../plan/schedule.js';
+import { loadExperiment } from '../spec/load.js';
+import { storedExperimentOf, storedVerdictsOf } from '../spec/stored.js';
+import type { Plan, ResolvedExperiment, VariantVerdict } from '../spec/types.js';
 
 /**
  * The trial plan of an experiment: deterministic in its seed and costs. Without a store, `schedule: auto` decides
  * on the stated default costs; `servelab run` passes the plan it costed from the store instead.
  */
+export interface RunOutcome {
+  runId: number;
+  status: RunStatus;
+  message?: string;
+  verdicts?: VariantVerdict[];
+}
+
 export function planFor(experiment: ResolvedExperiment, db?: Db): Plan {
   return chooseSchedule(experiment, loadCostModel(db, experiment)).plan;
 }
@@ -94,9 +101,4 @@ export function finishedOutcome(run: RunDetail, acceptDrift: boolean): RunOutcom
   }
   if (run.status !== 'done') return undefined;
   return { runId: run.id, status: 'done', ...(run.verdicts !== undefined && { verdicts: storedVerdictsOf(run) }) };
-}
-
-/** Key of a planned trial, matching the store's UNIQUE (run, variant, workload, block, repetition). */
-export function trialKey(trial: { variant: string; workload: string; block: number; repetition: number }): string {
-  return JSON.stringify([trial.variant, trial.workload, trial.block, trial.repetition]);
 }

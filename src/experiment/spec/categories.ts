@@ -1,5 +1,5 @@
 import { median } from 'simple-statistics';
-import type { CategoryMetrics, TrialRecord } from '../store/types.js';
+import type { CategoryMetrics, TrialRecord } from '../../store/types.js';
 
 /** Medians over a (variant, workload)'s trials of one category's figures; undefined where no trial measured it. */
 export interface CategoryRow {

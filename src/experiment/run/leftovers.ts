@@ -1,9 +1,9 @@
-import type { Executor } from '../exec/types.js';
-import { groupAlive, stopGroup } from '../launch/process-group.js';
-import type { Db } from '../store/db.js';
-import { unstoppedServers } from '../store/queries.js';
-import { updateServer } from '../store/runs.js';
-import { sameProcess } from '../util/proc-identity.js';
+import type { Executor } from '../../exec/types.js';
+import { groupAlive, stopGroup } from '../../launch/process-group.js';
+import type { Db } from '../../store/db.js';
+import { unstoppedServers } from '../../store/queries.js';
+import { updateServer } from '../../store/runs.js';
+import { sameProcess } from '../../util/proc-identity.js';
 
 /** Same grace as a normal stop: a server that ignores SIGTERM this long gets SIGKILL. */
 const STOP_GRACE_MS = 10_000;

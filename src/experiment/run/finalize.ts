@@ -1,0 +1,29 @@
+import type { Db } from '../../store/db.js';
+import { listTrials, trialHealth } from '../../store/queries.js';
+import { setRunStatus, setRunVerdicts } from '../../store/runs.js';
+import { computeVerdicts } from '../analysis/verdicts.js';
+import { trialKey } from '../plan/plan.js';
+import { skippedTrialFilter } from './campaign.js';
+import { loadRun, type RunOutcome } from './run-store.js';
+
+/**
+ * Close a run once every planned trial is stored: verdicts into runs.verdict_json, status 'done'. A run with
+ * trials still missing keeps its status (a Slurm job still running, or a crash to resume).
+ */
+export function finalizeRun(db: Db, runId: number): RunOutcome {
+  const { run, experiment, plan } = loadRun(db, runId);
+  const trials = listTrials(db, runId);
+  const stored = new Set(trials.map(trialKey));
+  // A campaign's eliminated configs and early stop leave planned trials unmeasured on purpose.
+  const skipped = skippedTrialFilter(db, runId);
+  const missing = plan.trials.filter((trial) => !stored.has(trialKey(trial)) && !skipped(trial)).length;
+  if (missing > 0) {
+    return { runId, status: run.status, message: `${missing} of ${plan.trials.length} planned trials not measured yet` };
+  }
+  const verdicts = computeVerdicts(experiment, trials, trialHealth(db, runId), plan.schedule === 'blocked');
+  db.transaction(() => {
+    setRunVerdicts(db, runId, verdicts);
+    setRunStatus(db, runId, 'done');
+  })();
+  return { runId, status: 'done', verdicts };
+}
