@@ -15,6 +15,7 @@ import { assertPortFree, describeOwner, foreignListener } from './port-owner.js'
 import { stopGroup } from './process-group.js';
 import { failStart, readyOptionsOf } from './ready-gate.js';
 import type { ExitInfo, LaunchHooks, RunningServer, ServerSpec } from './types.js';
+import { startWatchdog } from './watchdog.js';
 
 const STOP_GRACE_MS = 10_000;
 // After "Traceback" or a similar line, the useful text (the exception) follows: collect it before failing.
@@ -30,8 +31,17 @@ function openLog(path: string): number {
   }
 }
 
-/** Start the server in its own process group, log to spec.logPath, and resolve once it is ready (or throw, group stopped). */
-export function launchServer(spec: ServerSpec, hooks: LaunchHooks = {}): Promise<RunningServer> {
+/** A server launched on this machine: it is stopped when this process dies, unless detached. */
+export interface LaunchedServer extends RunningServer {
+  /** Let the server outlive this process (`servelab launch --detach`): its watchdog is released. */
+  detach(): void;
+}
+
+/**
+ * Start the server in its own process group, log to spec.logPath, and resolve once it is ready (or throw, group
+ * stopped). A watchdog stops the group when this process dies first.
+ */
+export function launchServer(spec: ServerSpec, hooks: LaunchHooks = {}): Promise<LaunchedServer> {
   const host = spec.host ?? '127.0.0.1';
   return startOnChosenPort(
     spec,
@@ -41,7 +51,7 @@ export function launchServer(spec: ServerSpec, hooks: LaunchHooks = {}): Promise
   );
 }
 
-async function launchOnPort(spec: ServerSpec, hooks: LaunchHooks, host: string, port: number, fixed: boolean): Promise<RunningServer> {
+async function launchOnPort(spec: ServerSpec, hooks: LaunchHooks, host: string, port: number, fixed: boolean): Promise<LaunchedServer> {
   if (fixed) await assertPortFree(port, host);
   const filled = fillSpec(spec, { port, host });
   const command = filled.command;
@@ -52,6 +62,8 @@ async function launchOnPort(spec: ServerSpec, hooks: LaunchHooks, host: string, 
   const startOffset = fstatSync(logFd).size;
   const startedAt = performance.now();
   const child = spawn(command[0]!, command.slice(1), { detached: true, stdio: ['ignore', logFd, logFd], env, cwd: spec.cwd });
+  // Stops the group if this process dies without stopping it (see watchdog.ts); released once the server has exited.
+  const watchdog = child.pid === undefined ? undefined : startWatchdog(child.pid, logFd, STOP_GRACE_MS);
   closeSync(logFd);
   const spawnError = new Promise<Error>((resolve) => child.once('error', resolve));
   if (child.pid === undefined) {
@@ -65,6 +77,7 @@ async function launchOnPort(spec: ServerSpec, hooks: LaunchHooks, host: string, 
     child.once('exit', (code, signal) => {
       const info = { code, signal };
       log.processExited(info);
+      watchdog?.release();
       resolve(info);
     });
   });
@@ -96,6 +109,7 @@ async function launchOnPort(spec: ServerSpec, hooks: LaunchHooks, host: string, 
     exited,
     logTail: async (lines) => readLastLines(spec.logPath, lines),
     stop,
+    detach: () => watchdog?.release(),
   };
 }
 

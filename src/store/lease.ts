@@ -1,12 +1,21 @@
 import { hostname } from 'node:os';
 import { UserError } from '../util/errors.js';
+import { formatDuration } from '../util/format.js';
 import { processAlive, processIdentity } from '../util/proc-identity.js';
 import type { Db } from './db.js';
+import { storeFault } from './fault.js';
 
-/** A runner refreshes its lease this often... */
-const HEARTBEAT_MS = 5_000;
-/** ...and one not refreshed for this long belongs to a runner that is gone (or on a host that is unreachable). */
-export const LEASE_STALE_MS = 30_000;
+/** A runner refreshes its lease every sixth of this, and one not refreshed for this long has stopped (or is paused). */
+const DEFAULT_LEASE_STALE_MS = 30_000;
+
+/**
+ * How long a silent lease holder keeps its run: $SERVELAB_LEASE_STALE_MS, else 30 s. Tests set a short one so a
+ * paused runner can be taken over within seconds; the heartbeat runs at a sixth of it.
+ */
+export function leaseStaleMs(env: NodeJS.ProcessEnv = process.env): number {
+  const value = Number(env.SERVELAB_LEASE_STALE_MS);
+  return Number.isFinite(value) && value >= 600 ? value : DEFAULT_LEASE_STALE_MS;
+}
 
 export interface LeaseHolder {
   host: string;
@@ -19,6 +28,7 @@ interface LeaseRow {
   host: string;
   pid: number;
   process_start: string;
+  acquired_at: string;
   heartbeat_at: string;
 }
 
@@ -28,17 +38,35 @@ export function currentRunner(): LeaseHolder {
   return { host: hostname(), pid: process.pid, processStart: start };
 }
 
-/** A lease whose runner is provably gone (this host, dead or reused pid) or whose heartbeat stopped. */
-function isStale(row: LeaseRow, nowMs: number): boolean {
-  if (nowMs - Date.parse(row.heartbeat_at) > LEASE_STALE_MS) return true;
-  if (row.host !== hostname()) return false;
-  if (!processAlive(row.pid)) return true;
-  const identity = processIdentity(row.pid);
-  return identity !== undefined && identity.start !== row.process_start;
+/**
+ * Why a lease may be taken over, or undefined while its holder may still be running. On this host a holder whose pid
+ * is gone (or reused) is dead. Anywhere, one silent for longer than the stale period is taken over too: it may only
+ * be paused (SIGSTOP, a suspended VM), so fencing makes its next write fail (see Lease.fenced).
+ */
+function takeoverReason(row: LeaseRow, nowMs: number, staleMs: number): string | undefined {
+  if (row.host === hostname()) {
+    if (!processAlive(row.pid)) return 'its runner is gone';
+    const identity = processIdentity(row.pid);
+    if (identity !== undefined && identity.start !== row.process_start) return 'its runner is gone (pid reused)';
+  }
+  const silentMs = nowMs - Date.parse(row.heartbeat_at);
+  if (silentMs <= staleMs) return undefined;
+  return `its runner has been silent for ${formatDuration(silentMs)}: paused or unreachable; it stops at its next heartbeat or store write`;
 }
 
 export interface Lease {
-  /** Stop the heartbeat and give the run free. */
+  /**
+   * Aborts when the run is no longer this runner's to write: another runner took the lease over, or the heartbeat
+   * could not write (store locked, disk full). Its reason is the UserError to report.
+   */
+  readonly signal: AbortSignal;
+  /**
+   * Run `write` in one IMMEDIATE transaction that first checks the lease is still this runner's (its token: holder
+   * and acquisition time). Throws the lease-lost UserError (and aborts `signal`) when it is not: a runner that was
+   * paused while another took over can never store a trial the new holder also stores.
+   */
+  fenced<T>(write: () => T): T;
+  /** Stop the heartbeat and give the run free (a lost lease is left to its new holder). */
   release(): void;
 }
 
@@ -48,53 +76,121 @@ class LeaseHeld extends UserError {}
 /**
  * Take the run for this process, atomically (one IMMEDIATE transaction: two runners racing on the same store file
  * cannot both win). `scope` is the part of the run: '*' for a whole run, a server key for one Slurm job's share.
- * Takes over a stale lease. When another live runner has it: waits up to `waitMs` for its lease to go stale (a
- * resubmitted Slurm job whose predecessor was killed a moment ago), then throws a UserError naming the holder.
+ * Takes over a lease whose holder is dead or silent (takeoverReason). When another live runner has it: waits up to
+ * `waitMs` for its lease to go stale (a resubmitted Slurm job whose predecessor was killed a moment ago), then throws
+ * a UserError naming the holder.
  */
 export async function acquireRunLease(db: Db, runId: number, scope: string, options: { log: (line: string) => void; waitMs?: number }): Promise<Lease> {
-  const me = currentRunner();
+  const staleMs = leaseStaleMs();
   const key = scope === '*' ? `${runId}` : `${runId}:${scope}`;
   const deadline = Date.now() + (options.waitMs ?? 0);
+  let token: Token;
   for (;;) {
     try {
-      takeLease(db, runId, key, me, options.log);
+      token = takeLease(db, runId, key, staleMs, options.log);
       break;
     } catch (error) {
       if (!(error instanceof LeaseHeld) || Date.now() >= deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, staleMs / 3)));
     }
   }
-  const owned = 'lease_key = ? AND host = ? AND pid = ? AND process_start = ?';
-  const timer = setInterval(() => {
-    db.prepare(`UPDATE run_leases SET heartbeat_at = ? WHERE ${owned}`).run(new Date().toISOString(), key, me.host, me.pid, me.processStart);
-  }, HEARTBEAT_MS);
+  return heldLease(db, runId, key, token, staleMs);
+}
+
+/** What makes a lease this acquisition's: the holder and the moment it took the lease. */
+interface Token extends LeaseHolder {
+  acquiredAt: string;
+}
+
+const OWNED = 'lease_key = ? AND host = ? AND pid = ? AND process_start = ? AND acquired_at = ?';
+
+function heldLease(db: Db, runId: number, key: string, token: Token, staleMs: number): Lease {
+  const owned = [key, token.host, token.pid, token.processStart, token.acquiredAt] as const;
+  const controller = new AbortController();
+  const lost = (): UserError => {
+    let row: LeaseRow | undefined;
+    try {
+      row = readLease(db, key);
+    } catch {
+      // The store fails as well: the lease is lost all the same.
+    }
+    return leaseLost(runId, row, staleMs);
+  };
+  const fail = (error: UserError): UserError => {
+    clearInterval(timer);
+    if (!controller.signal.aborted) controller.abort(error);
+    return error;
+  };
+  const heartbeat = db.prepare(`UPDATE run_leases SET heartbeat_at = ? WHERE ${OWNED}`);
+  // Errors are caught here: a throw from a timer would end the process with a raw stack and leave servers running.
+  const timer = setInterval(
+    () => {
+      try {
+        if (heartbeat.run(new Date().toISOString(), ...owned).changes === 0) fail(lost());
+      } catch (error) {
+        const fault = storeFault(error);
+        fail(fault instanceof UserError ? fault : new UserError(`lease heartbeat of run ${runId} failed: ${String(fault)}`, 'check the store file'));
+      }
+    },
+    Math.max(100, Math.round(staleMs / 6)),
+  );
   timer.unref();
+  const check = db.prepare(`SELECT 1 FROM run_leases WHERE ${OWNED}`);
   return {
+    signal: controller.signal,
+    fenced: (write) =>
+      db
+        .transaction(() => {
+          if (check.get(...owned) === undefined) throw fail(lost());
+          return write();
+        })
+        .immediate(),
     release() {
       clearInterval(timer);
-      db.prepare(`DELETE FROM run_leases WHERE ${owned}`).run(key, me.host, me.pid, me.processStart);
+      try {
+        db.prepare(`DELETE FROM run_leases WHERE ${OWNED}`).run(...owned);
+      } catch {
+        // A store that fails now (locked, full) was reported already; the lease goes stale on its own.
+      }
     },
   };
 }
 
-function takeLease(db: Db, runId: number, key: string, me: LeaseHolder, log: (line: string) => void): void {
-  db.transaction(() => {
-    const row = db.prepare('SELECT host, pid, process_start, heartbeat_at FROM run_leases WHERE lease_key = ?').get(key) as LeaseRow | undefined;
-    const mine = row !== undefined && row.host === me.host && row.pid === me.pid && row.process_start === me.processStart;
-    if (row && !mine) {
-      if (!isStale(row, Date.now())) {
-        throw new LeaseHeld(
-          `run ${runId} is being run by pid ${row.pid} on ${row.host} (last heartbeat ${row.heartbeat_at})`,
-          'wait for it to finish, or stop that runner, then resume',
-        );
+function readLease(db: Db, key: string): LeaseRow | undefined {
+  return db.prepare('SELECT host, pid, process_start, acquired_at, heartbeat_at FROM run_leases WHERE lease_key = ?').get(key) as LeaseRow | undefined;
+}
+
+function leaseLost(runId: number, row: LeaseRow | undefined, staleMs: number): UserError {
+  const who = row ? `pid ${row.pid} on ${row.host} (at ${row.acquired_at})` : 'another runner (which has released it since)';
+  return new UserError(
+    `run ${runId} was taken over by ${who} while this runner was silent for more than ${formatDuration(staleMs)}; this runner stopped`,
+    `let that runner finish the run (\`servelab show ${runId}\`); the trials this runner stored are kept`,
+  );
+}
+
+function takeLease(db: Db, runId: number, key: string, staleMs: number, log: (line: string) => void): Token {
+  const me = currentRunner();
+  return db
+    .transaction((): Token => {
+      const row = readLease(db, key);
+      const mine = row !== undefined && row.host === me.host && row.pid === me.pid && row.process_start === me.processStart;
+      if (row && !mine) {
+        const reason = takeoverReason(row, Date.now(), staleMs);
+        if (reason === undefined) {
+          throw new LeaseHeld(
+            `run ${runId} is being run by pid ${row.pid} on ${row.host} (last heartbeat ${row.heartbeat_at})`,
+            'wait for it to finish, or stop that runner, then resume',
+          );
+        }
+        log(`run ${runId}: taking over the lease of pid ${row.pid} on ${row.host} (${reason})`);
       }
-      log(`run ${runId}: taking over the lease of pid ${row.pid} on ${row.host} (its runner is gone)`);
-    }
-    const at = new Date().toISOString();
-    db.prepare(
-      `INSERT INTO run_leases (lease_key, run_id, host, pid, process_start, acquired_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (lease_key) DO UPDATE SET host = excluded.host, pid = excluded.pid, process_start = excluded.process_start,
-         acquired_at = excluded.acquired_at, heartbeat_at = excluded.heartbeat_at`,
-    ).run(key, runId, me.host, me.pid, me.processStart, at, at);
-  }).immediate();
+      const at = new Date().toISOString();
+      db.prepare(
+        `INSERT INTO run_leases (lease_key, run_id, host, pid, process_start, acquired_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (lease_key) DO UPDATE SET host = excluded.host, pid = excluded.pid, process_start = excluded.process_start,
+           acquired_at = excluded.acquired_at, heartbeat_at = excluded.heartbeat_at`,
+      ).run(key, runId, me.host, me.pid, me.processStart, at, at);
+      return { ...me, acquiredAt: at };
+    })
+    .immediate();
 }

@@ -1,8 +1,7 @@
 import { dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { configKey, loadServerConfig, type ServerConfig, serverConfigSchema } from '../../launch/config.js';
-import { launchServer } from '../../launch/launch.js';
-import type { RunningServer } from '../../launch/types.js';
+import { type LaunchedServer, launchServer } from '../../launch/launch.js';
 import { parseDurationMs } from '../../load/config.js';
 import type { ServerProfile } from '../../profiles/types.js';
 import { applyDefinition, inferProfileName, loadUserProfiles, resolveProfile, userProfilesPath } from '../../profiles/user.js';
@@ -99,7 +98,7 @@ Examples:
 
       // Signals: before ready they abort the launch (which stops the group); after ready they stop the server.
       const interrupt = new AbortController();
-      let server: RunningServer | undefined;
+      let server: LaunchedServer | undefined;
       let stopRequested = false;
       const onSignal = () => {
         stopRequested = true;
@@ -142,6 +141,7 @@ Examples:
         if (flags.detach) {
           process.stderr.write(`servelab: left running as process group ${server.pid}; stop it with: kill -TERM -- -${server.pid}\n`);
           // The child handle would keep this process alive; the server is in its own group and logs to a file.
+          server.detach();
           process.exit(ExitCode.ok);
         }
         if (flags.exitWhenReady || stopRequested) {

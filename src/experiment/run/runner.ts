@@ -16,7 +16,7 @@ import { previousStartupOptions, recordStartupOutcome } from '../../ready/histor
 import type { Db } from '../../store/db.js';
 import { insertDriftAlarm } from '../../store/drift-alarms.js';
 import { storeFault } from '../../store/fault.js';
-import { acquireRunLease, LEASE_STALE_MS } from '../../store/lease.js';
+import { acquireRunLease, leaseStaleMs } from '../../store/lease.js';
 import { getFingerprint, listTrials, variantHistory } from '../../store/queries.js';
 import { insertInvalidTrial, insertServer, insertTrial, setRunStatus, updateServer, upsertProgress } from '../../store/runs.js';
 import type { TrialRecord } from '../../store/types.js';
@@ -82,7 +82,7 @@ export async function runExperiment(options: RunOptions): Promise<RunOutcome> {
   if (finished) return finished;
   // One runner per run: a second `--resume` of the same run refuses here instead of measuring the same trials.
   // A Slurm job may be the resubmission of one killed a moment ago: it waits for that lease to go stale.
-  const lease = await acquireRunLease(db, runId, options.serverKey ?? '*', { log, ...(options.serverKey !== undefined && { waitMs: LEASE_STALE_MS + 5_000 }) });
+  const lease = await acquireRunLease(db, runId, options.serverKey ?? '*', { log, ...(options.serverKey !== undefined && { waitMs: leaseStaleMs() + 5_000 }) });
   try {
     return await runLeased(options, runId, log);
   } finally {
