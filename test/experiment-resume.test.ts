@@ -6,7 +6,7 @@ import { describe, type TestContext, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { groupAlive } from '../src/launch/process-group.js';
 import { processAlive } from '../src/util/proc-identity.js';
-import { cli, SERVELAB, simCommand, tempDir, writeExperiment } from './support-experiment.js';
+import { cli, killWatchdogs, SERVELAB, simCommand, tempDir, writeExperiment } from './support-experiment.js';
 import { pollFor } from './support-wait.js';
 
 /** A query on a running runner's store; `fallback` until the runner has created the schema. */
@@ -40,6 +40,8 @@ async function startRunner(t: TestContext, file: string, store: string): Promise
   return {
     db,
     killRunner: async () => {
+      // Its servers' watchdogs die with it, so they outlive it: only the resume can stop them.
+      killWatchdogs(runner.pid!);
       runner.kill('SIGKILL');
       await exited;
     },
@@ -60,7 +62,7 @@ describe('resume', () => {
     });
 
     const { db, killRunner } = await startRunner(t, file, store);
-    // The runner's servers run in their own process groups and outlive a SIGKILLed runner: the test reaps them.
+    // The runner's servers run in their own process groups and outlive a runner SIGKILLed with its watchdogs.
     const orphans = new Set<number>();
     t.after(() => {
       for (const pid of orphans) {

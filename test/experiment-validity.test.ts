@@ -11,7 +11,7 @@ import { describe, type TestContext, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { processAlive } from '../src/util/proc-identity.js';
 import { type CliResult, cli, SERVELAB, simCommand, tempDir, writeExperiment } from './support-experiment.js';
-import { pollFor } from './support-wait.js';
+import { pollFor, waitFor } from './support-wait.js';
 
 /** A query on a running runner's store; undefined until the runner has created the schema or the row. */
 function query<T>(db: Database.Database, sql: string, ...params: unknown[]): T | undefined {
@@ -157,7 +157,7 @@ describe('trial validity', { timeout: 240_000 }, () => {
     assert.match(tolerated.stderr, /\(\d+ ok, [1-9]\d* failed\)/);
   });
 
-  test('one runner per run: a concurrent --resume refuses naming the holder; after the holder is killed the lease is taken over', async (t) => {
+  test('one runner per run: a concurrent --resume refuses naming the holder; a killed holder takes its server along and its lease is taken over', async (t) => {
     const dir = tempDir(t, 'validity-lease');
     const store = join(dir, 'servelab.db');
     const file = writeExperiment(dir, 'lease.yaml', { name: 'lease', trials: 3, ...slowTrials });
@@ -168,15 +168,15 @@ describe('trial validity', { timeout: 240_000 }, () => {
     assert.equal(second.code, 1, second.stderr);
     assert.match(second.stderr, new RegExp(`run 1 is being run by pid ${first.child.pid} on \\S+ \\(last heartbeat `));
 
-    // Kill the holder mid-trial: its lease is stale (dead pid), its server is a leftover with a recorded identity.
+    // Kill the holder mid-trial: its lease is stale (dead pid); its server's watchdog stops the server at once.
     const serverPid = await pollFor('a ready server', () => query<{ pid: number }>(first.db, "SELECT pid FROM servers WHERE status = 'ready'")?.pid, 60_000);
     first.child.kill('SIGKILL');
     await first.done;
+    // The simulator honours SIGTERM: gone well within the watchdog's grace period (launch/watchdog.ts).
+    assert.ok(await waitFor(() => !processAlive(serverPid), 10_000), 'the killed runner left its server running');
     const resumed = await cli(['run', file, '--resume', '1'], { store });
     assert.equal(resumed.code, 0, resumed.stderr);
-    assert.match(resumed.stderr, new RegExp(`taking over the lease of pid ${first.child.pid}`));
-    assert.match(resumed.stderr, new RegExp(`stopping server \\(pid ${serverPid}\\) left running`));
-    assert.equal(processAlive(serverPid), false);
+    assert.match(resumed.stderr, new RegExp(`taking over the lease of pid ${first.child.pid} on \\S+ \\(its runner is gone\\)`));
     assert.equal((first.db.prepare('SELECT COUNT(*) AS n FROM trials').get() as { n: number }).n, 3);
     assert.equal((first.db.prepare('SELECT COUNT(*) AS n FROM run_leases').get() as { n: number }).n, 0, 'the lease is released at the end');
   });

@@ -1,6 +1,6 @@
 /** Shared helpers of the experiment end-to-end tests: temp dirs, experiment files, CLI runs with bounded time. */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
@@ -94,4 +94,31 @@ export async function servingSimulator(t: TestContext, flags: string[]): Promise
   t.after(() => sim.stop());
   await sim.waitForLine(/Uvicorn running on http:/, 15_000);
   return sim.url;
+}
+
+/**
+ * SIGKILL the server watchdogs (src/launch/watchdog.ts) of launcher `pid`, as when the runner and its watchdogs die
+ * together (OOM killer, `kill -9 -1`): its servers then outlive it and only a resume can stop them. Returns how many.
+ */
+export function killWatchdogs(pid: number): number {
+  let killed = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let argv: string[];
+    try {
+      argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+    } catch {
+      continue;
+    }
+    // sh -c SCRIPT servelab-watchdog PGID LAUNCHER_PID GRACE
+    const at = argv.indexOf('servelab-watchdog');
+    if (at < 0 || argv[at + 2] !== String(pid)) continue;
+    try {
+      process.kill(Number(entry), 'SIGKILL');
+      killed += 1;
+    } catch {
+      // gone already
+    }
+  }
+  return killed;
 }

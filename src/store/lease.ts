@@ -3,7 +3,6 @@ import { UserError } from '../util/errors.js';
 import { formatDuration } from '../util/format.js';
 import { processAlive, processIdentity } from '../util/proc-identity.js';
 import type { Db } from './db.js';
-import { storeFault } from './fault.js';
 
 /** A runner refreshes its lease every sixth of this, and one not refreshed for this long has stopped (or is paused). */
 const DEFAULT_LEASE_STALE_MS = 30_000;
@@ -56,8 +55,8 @@ function takeoverReason(row: LeaseRow, nowMs: number, staleMs: number): string |
 
 export interface Lease {
   /**
-   * Aborts when the run is no longer this runner's to write: another runner took the lease over, or the heartbeat
-   * could not write (store locked, disk full). Its reason is the UserError to report.
+   * Aborts when the run is no longer this runner's to write: another runner took the lease over (reason: a UserError
+   * naming it), or the heartbeat could not write (reason: the store's error, for storeFault like any other write).
    */
   readonly signal: AbortSignal;
   /**
@@ -116,7 +115,7 @@ function heldLease(db: Db, runId: number, key: string, token: Token, staleMs: nu
     }
     return leaseLost(runId, row, staleMs);
   };
-  const fail = (error: UserError): UserError => {
+  const fail = <E>(error: E): E => {
     clearInterval(timer);
     if (!controller.signal.aborted) controller.abort(error);
     return error;
@@ -128,8 +127,7 @@ function heldLease(db: Db, runId: number, key: string, token: Token, staleMs: nu
       try {
         if (heartbeat.run(new Date().toISOString(), ...owned).changes === 0) fail(lost());
       } catch (error) {
-        const fault = storeFault(error);
-        fail(fault instanceof UserError ? fault : new UserError(`lease heartbeat of run ${runId} failed: ${String(fault)}`, 'check the store file'));
+        fail(error);
       }
     },
     Math.max(100, Math.round(staleMs / 6)),

@@ -1,10 +1,11 @@
-import { listRaceEvents, type RaceEvent, recordRaceEvent } from '../../store/campaign.js';
+import { listRaceEvents, type RaceEvent } from '../../store/campaign.js';
 import type { Db } from '../../store/db.js';
 import { listTrials } from '../../store/queries.js';
 import { raceStep } from '../analysis/race.js';
 import { loadCostModel, predictPlan } from '../plan/budget.js';
 import { formatDuration } from '../plan/schedule.js';
 import type { Plan, PlannedTrial, ResolvedExperiment } from '../spec/types.js';
+import type { RunJournal } from './journal.js';
 
 /**
  * What the runner asks between passes of a campaign: which configs a race has eliminated, and whether the run
@@ -20,12 +21,13 @@ export interface CampaignControl {
 
 export function campaignControl(
   db: Db,
-  runId: number,
+  journal: RunJournal,
   experiment: ResolvedExperiment,
   plan: Plan,
   startedAt: string,
   log: (line: string) => void,
 ): CampaignControl {
+  const runId = journal.runId;
   const events = (): RaceEvent[] => listRaceEvents(db, runId);
   const eliminated = (): Set<string> =>
     new Set(events().flatMap((event) => (event.kind === 'eliminated' && event.variant !== undefined ? [event.variant] : [])));
@@ -40,7 +42,7 @@ export function campaignControl(
       if (experiment.stopping === 'race') {
         const decision = raceStep(experiment, listTrials(db, runId), eliminated(), afterPass, plan.schedule === 'blocked');
         for (const entry of decision.eliminate) {
-          recordRaceEvent(db, runId, { kind: 'eliminated', afterPass, variant: entry.variant, reason: entry.reason });
+          journal.raceEvent({ kind: 'eliminated', afterPass, variant: entry.variant, reason: entry.reason });
           log(`race: ${entry.variant} eliminated after pass ${afterPass + 1}: ${entry.reason}`);
         }
         if (decision.winner !== undefined)
@@ -56,7 +58,7 @@ export function campaignControl(
   };
 
   function stop(afterPass: number, reason: string): string {
-    recordRaceEvent(db, runId, { kind: 'stop', afterPass, reason });
+    journal.raceEvent({ kind: 'stop', afterPass, reason });
     log(reason);
     return reason;
   }

@@ -4,13 +4,15 @@ import { setRunStatus, setRunVerdicts } from '../../store/runs.js';
 import { computeVerdicts } from '../analysis/verdicts.js';
 import { trialKey } from '../plan/plan.js';
 import { skippedTrialFilter } from './campaign.js';
+import type { Fence } from './journal.js';
 import { loadRun, type RunOutcome } from './run-store.js';
 
 /**
  * Close a run once every planned trial is stored: verdicts into runs.verdict_json, status 'done'. A run with
- * trials still missing keeps its status (a Slurm job still running, or a crash to resume).
+ * trials still missing keeps its status (a Slurm job still running, or a crash to resume). A runner passes its
+ * journal's fence, so it writes the verdicts only while the run is still its own.
  */
-export function finalizeRun(db: Db, runId: number): RunOutcome {
+export function finalizeRun(db: Db, runId: number, fence: Fence = (write) => db.transaction(write)()): RunOutcome {
   const { run, experiment, plan } = loadRun(db, runId);
   const trials = listTrials(db, runId);
   const stored = new Set(trials.map(trialKey));
@@ -21,9 +23,9 @@ export function finalizeRun(db: Db, runId: number): RunOutcome {
     return { runId, status: run.status, message: `${missing} of ${plan.trials.length} planned trials not measured yet` };
   }
   const verdicts = computeVerdicts(experiment, trials, trialHealth(db, runId), plan.schedule === 'blocked');
-  db.transaction(() => {
+  fence(() => {
     setRunVerdicts(db, runId, verdicts);
     setRunStatus(db, runId, 'done');
-  })();
+  });
   return { runId, status: 'done', verdicts };
 }

@@ -2,8 +2,8 @@ import type { Executor } from '../../exec/types.js';
 import { groupAlive, stopGroup } from '../../launch/process-group.js';
 import type { Db } from '../../store/db.js';
 import { unstoppedServers } from '../../store/queries.js';
-import { updateServer } from '../../store/runs.js';
 import { sameProcess } from '../../util/proc-identity.js';
+import type { RunJournal } from './journal.js';
 
 /** Same grace as a normal stop: a server that ignores SIGTERM this long gets SIGKILL. */
 const STOP_GRACE_MS = 10_000;
@@ -18,6 +18,7 @@ export async function reapLeftoverServers(
   db: Db,
   runId: number,
   executor: Executor,
+  journal: RunJournal,
   options: { serverKey?: string; log: (line: string) => void },
 ): Promise<void> {
   if (executor.kind !== 'local') return;
@@ -33,6 +34,6 @@ export async function reapLeftoverServers(
         options.log(`pid ${row.pid} of a leftover server no longer matches the recorded process; leaving it alone`);
       }
     }
-    updateServer(db, row.id, { status: 'stopped', phase: 'stopped', message });
+    journal.serverUpdate(row.id, { status: 'stopped', phase: 'stopped', message });
   }
 }

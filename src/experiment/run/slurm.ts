@@ -280,7 +280,7 @@ async function requireSlurm(): Promise<void> {
 
 /** The command that runs this very servelab, for nodes that share its filesystem. */
 function thisServelab(): string {
-  const bin = fileURLToPath(new URL('../../../bin/servelab.js', import.meta.url));
+  const bin = fileURLToPath(new URL('../../../../bin/servelab.js', import.meta.url));
   return existsSync(bin) ? `${shellQuote(process.execPath)} ${shellQuote(bin)}` : 'servelab';
 }
 

@@ -1,0 +1,89 @@
+import type { Fingerprint } from '../../fingerprint/types.js';
+import { formatNumber } from '../../util/format.js';
+import { metricUnit, metricValue, trialMetricsOf } from '../spec/metrics.js';
+import type { PlannedTrial } from '../spec/types.js';
+import type { RunContext } from './context.js';
+import type { DriftWatch } from './drift-watch.js';
+import type { MeasuredTrial, TrialProgress } from './trial.js';
+
+export type TrialOutcome = { valid: true; alarm?: string } | { valid: false; reason: string };
+
+/**
+ * Where a trial goes once measured, along one path: the journal stores it (valid, or invalid with its reason), the
+ * log reports it, the drift watch judges it. Its progress goes to the journal while it runs. Nothing else writes.
+ */
+export class TrialConsumers {
+  private done: number;
+
+  constructor(
+    private readonly context: RunContext,
+    private readonly total: number,
+    alreadyDone: number,
+    private readonly drift: DriftWatch,
+  ) {
+    this.done = alreadyDone;
+  }
+
+  /** Progress of `trial` while it runs (the journal throttles it). */
+  progressOf(trial: PlannedTrial): TrialProgress {
+    const label = `${labelOf(trial)} (trial ${this.position()})`;
+    return (progress, warmingUp) => this.context.journal.progress(label, progress, warmingUp);
+  }
+
+  /** The trial-completed path. A valid trial may raise a drift alarm: its message when the run must stop. */
+  completed(measured: MeasuredTrial, fingerprint: Fingerprint): TrialOutcome {
+    const { journal, experiment, log } = this.context;
+    const { trial, level } = measured;
+    const where = `trial ${this.position()} ${labelOf(trial)}`;
+    if (measured.invalid !== undefined || !level) {
+      const reason = measured.invalid ?? 'the load client measured nothing';
+      journal.invalidTrial({
+        variant: trial.variant,
+        serverKey: trial.serverKey,
+        workload: trial.workload,
+        block: trial.block,
+        repetition: trial.repetition,
+        attempt: measured.attempt,
+        startedAt: measured.startedAt,
+        finishedAt: measured.finishedAt,
+        completed: level?.completed ?? 0,
+        failed: level?.failed ?? 0,
+        reason,
+      });
+      log(`${where}: INVALID${level ? ` (${level.completed} ok, ${level.failed} failed)` : ''}: ${reason}`);
+      return { valid: false, reason };
+    }
+    const metrics = trialMetricsOf(level);
+    journal.validTrial(
+      {
+        variant: trial.variant,
+        serverKey: trial.serverKey,
+        workload: trial.workload,
+        ...(measured.workload.concurrency !== undefined && { concurrency: measured.workload.concurrency }),
+        params: measured.variant.params,
+        block: trial.block,
+        repetition: trial.repetition,
+        startedAt: measured.startedAt,
+        finishedAt: measured.finishedAt,
+        metrics,
+        cache: measured.cache,
+      },
+      fingerprint,
+      level.samples,
+      measured.telemetry,
+    );
+    this.done += 1;
+    const value = formatNumber(metricValue(metrics, experiment.metric));
+    log(`${where}: ${value} ${metricUnit(experiment.metric)} (${metrics.completed} ok, ${metrics.failed} failed)`);
+    const alarm = this.drift(trial, fingerprint, measured.telemetry?.summary);
+    return alarm === undefined ? { valid: true } : { valid: true, alarm };
+  }
+
+  private position(): string {
+    return `${this.done + 1}/${this.total}`;
+  }
+}
+
+function labelOf(trial: PlannedTrial): string {
+  return `${trial.variant} ${trial.workload} #${trial.repetition + 1}`;
+}

@@ -1,0 +1,65 @@
+import { UserError } from '../../util/errors.js';
+import type { PlannedTrial } from '../spec/types.js';
+import type { TrialConsumers } from './consumers.js';
+import type { RunContext } from './context.js';
+import { preflightBeforeStart, withPreflight } from './machine.js';
+import type { ServerHandle, ServerLifecycle } from './server-lifecycle.js';
+import { measureTrial } from './trial.js';
+
+/** The queue's leading trials on one server config: one server start. */
+export function leadingStretch(queue: readonly PlannedTrial[]): PlannedTrial[] {
+  const end = queue.findIndex((trial) => trial.serverKey !== queue[0]!.serverKey);
+  return queue.slice(0, end < 0 ? queue.length : end);
+}
+
+/**
+ * Start the stretch's server, measure its trials, stop it. An invalid trial is measured again in place, after the
+ * server is re-verified (restarted if it died). Returns a drift-alarm message when the run must stop.
+ */
+export async function runStretch(
+  context: RunContext,
+  servers: ServerLifecycle,
+  consumers: TrialConsumers,
+  trials: PlannedTrial[],
+): Promise<string | undefined> {
+  const { experiment } = context;
+  const serverKey = trials[0]!.serverKey;
+  const variants = experiment.variants.filter((variant) => variant.serverKey === serverKey);
+  const label = variants.map((variant) => variant.name).join(', ');
+  const retries = experiment.validity?.trialRetries ?? 2;
+  const preflight = await preflightBeforeStart(context.executor, variants[0]!.server.env, experiment.preflight, context.log);
+  let server = await servers.start(variants[0]!, label);
+  let failure: unknown;
+  try {
+    const fingerprint = withPreflight(await servers.fingerprint(server.running), preflight);
+    for (const trial of trials) {
+      const variant = experiment.variants.find((candidate) => candidate.name === trial.variant)!;
+      for (let attempt = 0; ; attempt += 1) {
+        const measured = await measureTrial(context, server.running, { trial, variant, attempt }, consumers.progressOf(trial));
+        const outcome = consumers.completed(measured, fingerprint);
+        if (outcome.valid) {
+          if (outcome.alarm) return outcome.alarm;
+          break;
+        }
+        if (attempt >= retries) throw await trialFailure(context, server, trial, outcome.reason, attempt + 1);
+        server = await servers.reverify(server, variants[0]!, label);
+      }
+    }
+    return undefined;
+  } catch (error) {
+    failure = error;
+    throw error;
+  } finally {
+    await servers.stop(server, failure);
+  }
+}
+
+/** The run stops: cause, the end of the server log, and how to continue. */
+async function trialFailure(context: RunContext, server: ServerHandle, trial: PlannedTrial, reason: string, attempts: number): Promise<UserError> {
+  const lines = await server.running.logTail(15).catch(() => []);
+  const tail = lines.length > 0 ? lines.map((line) => `  | ${line}`).join('\n') : '  (no log written)';
+  return new UserError(
+    `trial ${trial.variant} ${trial.workload} #${trial.repetition + 1} was invalid ${attempts} times; last: ${reason}\nlast lines of ${server.running.logPath}:\n${tail}`,
+    `fix the cause, then \`servelab run ${context.experiment.filePath} --resume ${context.runId}\` (measured trials are kept)`,
+  );
+}

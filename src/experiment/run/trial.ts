@@ -1,0 +1,120 @@
+import type { RunningServer } from '../../launch/types.js';
+import { describeExit, watchLiveness } from '../../load/liveness.js';
+import { WARMUP_LABEL } from '../../load/run.js';
+import type { BenchOptions, BenchProgress, LevelResult } from '../../load/types.js';
+import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
+import type { ServerProfile } from '../../profiles/types.js';
+import { startTrialRecorder } from '../../telemetry/trial.js';
+import type { TrialTelemetry } from '../../telemetry/types.js';
+import type { PlannedTrial, ResolvedVariant, ResolvedWorkload } from '../spec/types.js';
+import { resetCache, type TrialCache, trialCache } from './cache.js';
+import type { RunContext } from './context.js';
+import { invalidReason } from './validity.js';
+
+/** One measurement of a planned trial, valid or not: what every trial consumer (store, log, drift watch) gets. */
+export interface MeasuredTrial {
+  trial: PlannedTrial;
+  variant: ResolvedVariant;
+  workload: ResolvedWorkload;
+  /** 0 for the first measurement of this planned trial, 1 for its first re-run... */
+  attempt: number;
+  startedAt: string;
+  finishedAt: string;
+  /** Undefined when the load client measured nothing. */
+  level?: LevelResult;
+  telemetry?: TrialTelemetry;
+  /** How the trial met the prefix cache, as stored ("cold (salt N)"). */
+  cache: string;
+  /** Why it may not count (validity.ts); undefined for a valid trial. */
+  invalid?: string;
+}
+
+/** The progress of the trial's load, with whether it is still warming up. */
+export type TrialProgress = (progress: BenchProgress, warmingUp: boolean) => void;
+
+/**
+ * Measure one planned trial while watching the server: reset or salt the prefix cache, record telemetry, run the
+ * load, judge validity. Writes nothing: the caller hands the result to the trial consumers. Throws the run's abort
+ * reason when it stopped (Ctrl-C, lease lost): a trial cut short is not a trial, it is measured again on resume.
+ */
+export async function measureTrial(
+  context: RunContext,
+  server: RunningServer,
+  planned: { trial: PlannedTrial; variant: ResolvedVariant; attempt: number },
+  onProgress: TrialProgress,
+): Promise<MeasuredTrial> {
+  const { experiment, signal: stop } = context;
+  const { trial, variant } = planned;
+  const workload = experiment.workloads.find((candidate) => candidate.label === trial.workload)!;
+  const profile = BUILTIN_PROFILES[variant.server.profile]!;
+  const sharedIndex = experiment.variants.filter((other) => other.serverKey === variant.serverKey).indexOf(variant);
+  const cache = trialCache(variant.client.cache, profile, context.runId, trial.block, sharedIndex);
+  if (cache.resetPath) await resetCache(server.baseUrl, cache.resetPath);
+  const startedAt = new Date().toISOString();
+  // Nothing is fired into a dead server: its death aborts the load client within a second.
+  const liveness = watchLiveness({ baseUrl: server.baseUrl, path: profile.healthPath, exited: server.exited.then(describeExit) });
+  const signal = AbortSignal.any([stop, liveness.signal]);
+  let level: LevelResult | undefined;
+  const recorder = startTrialRecorder(context.executor, server.baseUrl, experiment.telemetry);
+  try {
+    const result = await context.executor.bench({
+      ...benchOptionsOf(variant, workload, profile, server, cache),
+      signal,
+      verifyServer: liveness.verify,
+      onProgress: (progress) => onProgress(progress, progress.levelLabel === WARMUP_LABEL),
+    });
+    level = result.levels[0];
+  } catch (error) {
+    // A load client that failed because the server went away (e.g. unreachable at the start) measured an invalid
+    // trial; check at once rather than waiting for the next probe.
+    stop.throwIfAborted();
+    await liveness.verify();
+    if (liveness.cause() === undefined) throw error;
+  } finally {
+    liveness.stop();
+    // Also when the load client threw: the sampler is a child process. stop() is idempotent.
+    void recorder.stop();
+  }
+  const telemetry = await recorder.stop();
+  stop.throwIfAborted();
+  const died = liveness.cause();
+  const invalid = invalidReason(level, { maxFailedFraction: experiment.validity?.maxFailedFraction ?? 0, ...(died !== undefined && { serverDeath: died }) });
+  return {
+    ...planned,
+    workload,
+    startedAt,
+    finishedAt: new Date().toISOString(),
+    ...(level && { level }),
+    ...(telemetry && { telemetry }),
+    cache: cache.record,
+    ...(invalid !== undefined && { invalid }),
+  };
+}
+
+/** The load client's options for a trial: the variant's client config on this server, workload and cache mode. */
+export function benchOptionsOf(
+  variant: ResolvedVariant,
+  workload: ResolvedWorkload,
+  profile: ServerProfile,
+  server: RunningServer,
+  cache: TrialCache,
+): Omit<BenchOptions, 'signal' | 'onProgress' | 'verifyServer'> {
+  const client = variant.client;
+  const model = client.model ?? server.ready.model;
+  return {
+    baseUrl: server.baseUrl,
+    backend: client.backend ?? profile.defaultBackend,
+    ...(model !== undefined && { model }),
+    workload: workload.workload,
+    prompts: client.prompts,
+    ...(cache.promptSalt !== undefined && { promptSalt: cache.promptSalt }),
+    ...(cache.cachePrompt === false && { cachePrompt: false }),
+    warmupRequests: client.warmupRequests,
+    ignoreEos: client.ignoreEos,
+    requestTimeoutMs: client.requestTimeoutMs,
+    ...(client.slo && { slo: client.slo }),
+    ...(client.tokenizerPath !== undefined && { tokenizerPath: client.tokenizerPath }),
+    ...(client.workers !== undefined && { workers: client.workers }),
+    specMetrics: 'auto',
+  };
+}
