@@ -16,6 +16,7 @@ import { pollFor, waitFor } from './support-wait.js';
 const BIN = fileURLToPath(new URL('../../bin/servelab.js', import.meta.url));
 const LAUNCH = new URL('../src/launch/launch.js', import.meta.url).href;
 const PROFILES = new URL('../src/profiles/builtin.js', import.meta.url).href;
+const WATCHDOG = new URL('../src/launch/watchdog.js', import.meta.url).href;
 
 /** A launcher process: starts a simulator, prints "ready PID", then waits to be killed, detaches or stops it. */
 function launcherScript(logPath: string, mode: 'wait' | 'detach' | 'stop'): string {
@@ -61,6 +62,26 @@ describe('launch watchdog', { timeout: 90_000 }, () => {
     // The simulator honours SIGTERM: gone well within the watchdog's grace period.
     assert.ok(await waitFor(() => !groupAlive(launcher.pid), 10_000), 'server still running after its launcher was killed');
     assert.match(readFileSync(launcher.logPath, 'utf8'), new RegExp(`the process that launched this server \\(pid ${launcher.child.pid}\\) is gone`));
+  });
+
+  test('a server that ignores SIGTERM gets SIGKILL once the grace period is over', async (t) => {
+    // A process group ignoring SIGTERM, as a server stuck in shutdown: what a second Ctrl-C used to leave behind.
+    const stubborn = spawn('/bin/sh', ['-c', 'trap "" TERM; sleep 60 & wait'], { detached: true, stdio: 'ignore' });
+    const pgid = stubborn.pid!;
+    t.after(() => {
+      if (groupAlive(pgid)) signalGroup(pgid, 'SIGKILL');
+    });
+    const script = `import { startWatchdog } from ${JSON.stringify(WATCHDOG)};
+startWatchdog(${pgid}, 2, 300);
+process.stdout.write('watching\\n');
+setInterval(() => {}, 1000);`;
+    const launcher = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    t.after(() => launcher.kill('SIGKILL'));
+    let stdout = '';
+    launcher.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    await pollFor('the watchdog', () => (stdout.includes('watching') ? true : undefined), 20_000);
+    launcher.kill('SIGKILL');
+    assert.ok(await waitFor(() => !groupAlive(pgid), 10_000), 'the SIGTERM-ignoring group survived its launcher');
   });
 
   test('a detached server outlives its launcher', async (t) => {
