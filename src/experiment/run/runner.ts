@@ -35,6 +35,7 @@ import { campaignControl } from './campaign.js';
 import { finalizeRun } from './finalize.js';
 import { reapLeftoverServers } from './leftovers.js';
 import { attributeDrift, preflightBeforeStart, withPreflight } from './machine.js';
+import { guardReference, sameConfiguration } from './reference-guard.js';
 import { createRun, finishedOutcome, loadRun, loadRunToExecute, type RunOutcome } from './run-store.js';
 
 export interface RunOptions {
@@ -49,6 +50,8 @@ export interface RunOptions {
   serverKey?: string;
   /** Record and continue past drift alarms. */
   acceptDrift?: boolean;
+  /** Measure although the configuration differs from the reference run's (reference-guard.ts). */
+  acceptEnvChange?: boolean;
   /** Default: createExecutor(experiment.executor). */
   executor?: Executor;
   /** Server logs go to <workDir>/run-<id>/. */
@@ -199,6 +202,8 @@ async function runStretch(context: TrialContext, executor: Executor, trials: Pla
   let server = await startServer(context, executor, variants[0]!, label);
   try {
     const fingerprint = withPreflight(await fingerprintOf(context, executor, server.running), preflight);
+    const target = { runId: context.runId, experimentName: experiment.name, filePath: experiment.filePath, serverKey, variants: variants.map((v) => v.name) };
+    guardReference(context.db, target, fingerprint, { accept: context.options.acceptEnvChange ?? false, log: context.log });
     for (const trial of trials) {
       const variant = experiment.variants.find((candidate) => candidate.name === trial.variant)!;
       for (let attempt = 0; ; attempt += 1) {
@@ -547,8 +552,12 @@ function driftAlarm(context: TrialContext, trial: PlannedTrial, fingerprint: Fin
     .map((stored) => metricOf(stored.metrics))
     .filter((value) => Number.isFinite(value));
   if (own.length === 0 || own.length > 2) return undefined;
-  // Valid trials of finished runs only: never this run, a concurrent one, or a failed one.
-  const history = variantHistory(db, { experimentName: experiment.name, variant: trial.variant, workload: trial.workload, excludeRunId: runId });
+  // Valid trials of finished runs only (never this run, a concurrent one, or a failed one), on this configuration.
+  const history = sameConfiguration(
+    db,
+    variantHistory(db, { experimentName: experiment.name, variant: trial.variant, workload: trial.workload, excludeRunId: runId }),
+    fingerprint,
+  );
   const values = history.map((past) => metricOf(past.metrics)).filter((past) => Number.isFinite(past));
   if (values.length === 0) return undefined;
   const decision = driftDecision(own, values, { ...experiment.drift, confirmable: (context.pairTrials.get(pairKey(trial)) ?? 1) >= 2 });
