@@ -20,10 +20,18 @@ const TOOL_KEY = /^servelab(Version|GitSha)$/;
 /**
  * Configuration differences from `reference` to `current`: every fingerprint fact (env incl. NCCL_*, command and
  * args, packages and build ids, driver, GPU model/count, power limit, application clocks…) except volatile readings
- * (machine state: load, current clocks, memory in use) and servelab's own version. Pure.
+ * (machine state: load, current clocks, memory in use), servelab's own version and a secret's new value. Pure.
  */
 export function configurationChanges(reference: Fingerprint, current: Fingerprint): FingerprintChange[] {
-  return diffFingerprints(reference, current).filter((change) => !TOOL_KEY.test(change.key));
+  return diffFingerprints(reference, current).filter((change) => !TOOL_KEY.test(change.key) && !secretOnly(change));
+}
+
+const MARKERS = /<redacted(:[0-9a-f]{12})?>/g;
+
+/** A rotated token (HF_TOKEN, an --api-key) changes its redaction marker, not what the server computes. */
+function secretOnly(change: FingerprintChange): boolean {
+  const masked = (value: string | undefined) => value?.replace(MARKERS, '<redacted>');
+  return change.before !== undefined && change.after !== undefined && masked(change.before) === masked(change.after);
 }
 
 export interface ReferenceFingerprint {
