@@ -95,7 +95,10 @@ describe('history too short vs too noisy', () => {
   test('the judgement states it: no "too noisy" for a short history', () => {
     const decision = judgeDrift([517], history, { confirmable: true })!;
     assert.equal(decision.kind, 'ok');
-    assert.match(decision.reason, /^history too short to guard against drift: 4 trials \(about \d+ would narrow the band to 20%\)$/);
+    assert.match(
+      decision.reason,
+      /^−12% is within the band ±26%, but the history is too short to guard against drift: 4 trials \(about 5 would narrow the band to 20%\)$/,
+    );
     assert.equal(driftStatus(decision, history.length), 'history too short');
   });
 

@@ -11,7 +11,7 @@ import { type CategoryRow, categoryRows } from '../experiment/spec/categories.js
 import { metricUnit, metricValue } from '../experiment/spec/metrics.js';
 import { storedExperimentOf, storedVerdictsOf } from '../experiment/spec/stored.js';
 import type { MetricName, ResolvedExperiment, VariantVerdict } from '../experiment/spec/types.js';
-import { diffFingerprints, flattenFingerprint, formatChanges } from '../fingerprint/diff.js';
+import { diffFingerprints, flattenFingerprint, formatChanges, isVolatileKey } from '../fingerprint/diff.js';
 import type { Fingerprint, FingerprintChange } from '../fingerprint/types.js';
 import type { DriftAlarmRecord } from '../store/drift-alarms.js';
 import type { RunDetail, TrialHealth } from '../store/queries.js';
@@ -366,7 +366,8 @@ function environmentSummary(data: RunData, variants: string[], baseline: string)
   const flats = fingerprints.map(flattenFingerprint);
   const first = flats[0] ?? {};
   const common = Object.entries(first)
-    .filter(([key, value]) => flats.every((flat) => flat[key] === value))
+    // Readings of the moment (host load, current clock) are machine state, shown with the telemetry, not the environment.
+    .filter(([key, value]) => !isVolatileKey(key) && flats.every((flat) => flat[key] === value))
     .map(([key, value]) => ({ key, value }));
   const reference = representativeFingerprint(data, baseline);
   const variantChanges = reference

@@ -175,7 +175,7 @@ function withinReason(check: DriftCheck, historySize: number): string {
       check.historyNeeded === undefined
         ? `at least ${MIN_HISTORY} are needed`
         : `about ${check.historyNeeded} would narrow the band to ${MAX_USEFUL_BAND_PCT}%`;
-    return `history too short to guard against drift: ${historySize} trials (${more})`;
+    return `${within}, but the history is too short to guard against drift: ${historySize} trials (${more})`;
   }
   return within;
 }
