@@ -75,12 +75,15 @@ function trialOf(runId: number, block: number): NewTrial {
 }
 
 describe('configurationChanges: configuration vs volatile readings', () => {
-  test('a lost tuning variable is a configuration change; load, current clock and servelab version are not', () => {
+  test('a lost tuning variable is a configuration change; load, current clock, servelab version, hostname and a rotated secret are not', () => {
     const before = fingerprint(TUNED, { load: 'host busy: load average 5.30 on 16 CPUs', smClockMHz: 1980 });
     before.env.HF_TOKEN = '<redacted:0123456789ab>';
     const after = { ...fingerprint({ NCCL_ALGO: 'Ring' }, { load: 'host busy: load average 3.40 on 16 CPUs', smClockMHz: 345 }), servelabGitSha: 'def' };
     // A rotated token: another marker, the same configuration.
     after.env.HF_TOKEN = '<redacted:ba9876543210>';
+    // Another node of the same kind: which machine, not how it is set up.
+    after.host.hostname = 'h200-7';
+    after.gpus[0]!.busId = '00000000:19:00.0';
     assert.deepEqual(configurationChanges(before, after), [{ key: 'env.NCCL_PROTO', before: 'LL' }]);
   });
 

@@ -12,18 +12,20 @@ import { redactor } from '../../util/redact.js';
  */
 
 /**
- * servelab's own identity is the measuring tool's, not the server's configuration: a new servelab build stopping
- * every run would teach people to pass --accept-env-change by habit. Diffs still show it.
+ * Facts that say which tool and which machine, not how the server is set up: servelab's own version (a new build
+ * stopping every run would teach people to pass --accept-env-change by habit) and the machine's name (hostname,
+ * executor label, PCI bus id: a Slurm job lands on any node of its partition). Diffs still show them.
  */
-const TOOL_KEY = /^servelab(Version|GitSha)$/;
+const IDENTITY_KEY = /^(servelabVersion|servelabGitSha|executor|host\.hostname|gpus\.\d+\.busId)$/;
 
 /**
  * Configuration differences from `reference` to `current`: every fingerprint fact (env incl. NCCL_*, command and
  * args, packages and build ids, driver, GPU model/count, power limit, application clocks…) except volatile readings
- * (machine state: load, current clocks, memory in use), servelab's own version and a secret's new value. Pure.
+ * (machine state: load, current clocks, memory in use), identity facts (servelab version, machine name) and a
+ * secret's new value. Pure.
  */
 export function configurationChanges(reference: Fingerprint, current: Fingerprint): FingerprintChange[] {
-  return diffFingerprints(reference, current).filter((change) => !TOOL_KEY.test(change.key) && !secretOnly(change));
+  return diffFingerprints(reference, current).filter((change) => !IDENTITY_KEY.test(change.key) && !secretOnly(change));
 }
 
 const MARKERS = /<redacted(:[0-9a-f]{12})?>/g;
@@ -66,7 +68,7 @@ export function referenceFingerprint(
 /**
  * The history trials measured on the configuration of `fingerprint`: the drift rule judges numbers against the same
  * setup only, so a configuration change accepted with --accept-env-change starts a new history instead of raising a
- * drift alarm on every later run. Volatile readings and servelab's version do not split a history.
+ * drift alarm on every later run. Volatile readings and identity facts do not split a history.
  */
 export function sameConfiguration<T extends { fingerprintId: number }>(db: Db, history: readonly T[], fingerprint: Fingerprint): T[] {
   const current = redactor().deep(fingerprint);
