@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { checkDrift, formatDriftAlarm, studentQuantile } from '../src/experiment/analysis/drift.js';
+import { checkDrift, driftDecision, driftStatus, formatDriftAlarm, judgeDrift, studentQuantile } from '../src/experiment/analysis/drift.js';
 
 describe('checkDrift', () => {
   test('a 29% drop against a tight history is drift', () => {
@@ -31,7 +31,8 @@ describe('checkDrift', () => {
   test("a change beyond even a noisy history's wide band is drift (measured on an H200: 54 vs 590 tok/s, band ±26%)", () => {
     // The quiet llama-server run's four trials, then a trial with a foreign process computing on the GPU.
     const result = checkDrift([53.8], [614, 576, 574, 595], { trialsInMean: 2 });
-    assert.equal(result.unguarded, 'history too noisy');
+    // A spread of 3% is no noise problem: four trials are too few for the t quantile, more would narrow the band.
+    assert.equal(result.unguarded, 'history too short');
     assert.ok(result.band > 20 && result.band < 40, String(result.band));
     assert.equal(result.drifted, true);
   });
@@ -74,6 +75,105 @@ describe('checkDrift', () => {
     assert.equal(result.drifted, false);
     assert.ok(Number.isNaN(result.reference));
     assert.equal(result.current, 62.95); // mean of the current trials
+  });
+});
+
+describe('history too short vs too noisy', () => {
+  // The H200 llama-server case: a 4-trial history, GGML_CUDA_DISABLE_GRAPHS set and the baseline 11.6% slower.
+  const history = [614, 576, 574, 595];
+
+  test('a 4-trial history of a steady server is too short, and says how many trials would do', () => {
+    const result = checkDrift([585 * 0.884], history, { trialsInMean: 2 });
+    assert.equal(result.drifted, false);
+    assert.equal(result.unguarded, 'history too short');
+    assert.ok(result.historyNeeded !== undefined && result.historyNeeded > 4 && result.historyNeeded <= 10, String(result.historyNeeded));
+    // That many trials of the same spread do give a band within 20%.
+    const longer = Array.from({ length: result.historyNeeded! }, (_, i) => history[i % 4]!);
+    assert.ok(checkDrift([585], longer, { trialsInMean: 2 }).band <= 20);
+  });
+
+  test('the judgement states it: no "too noisy" for a short history', () => {
+    const decision = judgeDrift([517], history, { confirmable: true })!;
+    assert.equal(decision.kind, 'ok');
+    assert.match(
+      decision.reason,
+      /^−12% is within the band ±26%, but the history is too short to guard against drift: 4 trials \(about 5 would narrow the band to 20%\)$/,
+    );
+    assert.equal(driftStatus(decision, history.length), 'history too short');
+  });
+
+  test('fewer than 3 trials: too short, at least 3 needed', () => {
+    const decision = judgeDrift([50], [100, 101], { confirmable: true })!;
+    assert.equal(decision.check.unguarded, 'history too short');
+    assert.match(decision.reason, /at least 3 are needed/);
+  });
+
+  test('a spread no history length can tame is too noisy', () => {
+    const result = checkDrift([100], [40, 160, 70, 130, 100, 55, 145]);
+    assert.equal(result.unguarded, 'history too noisy');
+    assert.equal(result.historyNeeded, undefined);
+  });
+});
+
+describe('judgeDrift: one rule, stated reasons', () => {
+  // Median 100, sample SD ≈ 4.3: the two-trial band is about ±25% with 5 history trials.
+  const history = [100, 95, 105, 98, 103];
+  const band = checkDrift([100], history, { trialsInMean: 2 }).band;
+
+  test('the fixture band is about ±25%', () => {
+    assert.ok(band > 15 && band < 35, String(band));
+  });
+
+  test('a mean beyond the band is not confirmed when the second trial is within it, and the rule says so', () => {
+    const first = 100 * (1 - (band + 10) / 100);
+    const second = 100 * (1 - (band - 5) / 100);
+    const decision = judgeDrift([first, second], history, { confirmable: true })!;
+    assert.equal(decision.kind, 'not-confirmed');
+    // What is shown is the second trial, the one that did not confirm: within the band, consistently.
+    assert.equal(decision.check.drifted, false);
+    assert.ok(Math.abs(decision.check.changePct) < decision.check.band);
+    assert.match(
+      decision.reason,
+      /^first trial −\d+% is beyond the band ±\d+%, but the second trial −\d+% is within the band ±\d+%: one trial beyond it does not stop a run$/,
+    );
+    assert.equal(driftStatus(decision, history.length), 'not confirmed');
+  });
+
+  test('both trials beyond the band on the same side: alarm on their mean', () => {
+    const slow = 100 * (1 - (band + 5) / 100);
+    const decision = judgeDrift([slow, slow], history, { confirmable: true })!;
+    assert.equal(decision.kind, 'alarm');
+    assert.equal(decision.trials, 2);
+    assert.ok(decision.check.drifted);
+    assert.equal(driftStatus(decision, history.length), 'DRIFT');
+  });
+
+  test('beyond on opposite sides: not confirmed, as noise', () => {
+    const decision = judgeDrift([100 * (1 - (band + 5) / 100), 100 * (1 + (band + 5) / 100)], history, { confirmable: true })!;
+    assert.equal(decision.kind, 'not-confirmed');
+    assert.match(decision.reason, /on the other side: noise, not a shift/);
+  });
+
+  test('a first trial within the band decides the pair; the runner sees nothing new at the second', () => {
+    const own = [100, 50];
+    assert.equal(judgeDrift(own, history, { confirmable: true })!.kind, 'ok');
+    assert.equal(judgeDrift(own, history, { confirmable: true })!.trials, 1);
+    assert.equal(driftDecision(own, history, { confirmable: true }), undefined);
+    assert.equal(driftDecision([50], history, { confirmable: true })!.kind, 'suspect');
+    assert.equal(driftDecision([50, 50, 50], history, { confirmable: true }), undefined);
+  });
+
+  test('a pair planned with one trial is judged on it with the one-trial band', () => {
+    const decision = judgeDrift([40], history, { confirmable: false })!;
+    assert.equal(decision.kind, 'alarm');
+    assert.ok(decision.check.band > band);
+  });
+
+  test('no history: ok, and says so', () => {
+    const decision = judgeDrift([40], [], { confirmable: true })!;
+    assert.equal(decision.kind, 'ok');
+    assert.equal(decision.reason, 'no history to compare with');
+    assert.equal(driftStatus(decision, 0), 'no history');
   });
 });
 

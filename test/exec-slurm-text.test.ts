@@ -100,6 +100,11 @@ describe('job script', () => {
     assert.match(slurmJobScript({ ...input, acceptDrift: true }), /^exec .* --store \/shared\/servelab.db --accept-drift$/m);
   });
 
+  test('passes --accept-env-change on to the job: the reference guard runs on the node', () => {
+    assert.match(slurmJobScript({ ...input, acceptDrift: true, acceptEnvChange: true }), /^exec .* --accept-drift --accept-env-change$/m);
+    assert.doesNotMatch(slurmJobScript(input), /--accept-env-change/);
+  });
+
   test('refuses an sbatch argument with a line break (it would end the directive block)', () => {
     assert.throws(() => slurmJobScript({ ...input, config: { kind: 'slurm', retries: 0, sbatchArgs: ['--a=1\nrm -rf /'] } }));
     assert.throws(() => slurmJobScript({ ...input, config: { kind: 'slurm', retries: 0, partition: 'gpu\necho pwned' } }), /partition must be one word/);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { canonicalJson, diffFingerprints, fingerprintHash, flattenFingerprint, formatChanges } from '../src/fingerprint/diff.js';
+import { canonicalJson, diffFingerprints, fingerprintHash, flattenFingerprint, formatChanges, isVolatileKey } from '../src/fingerprint/diff.js';
 import type { Fingerprint } from '../src/fingerprint/types.js';
 
 function sample(): Fingerprint {
@@ -56,6 +56,36 @@ describe('diffFingerprints / formatChanges', () => {
     after.gpus[0]!.smClockMHz = 345;
     assert.deepEqual(diffFingerprints(sample(), after), []);
     assert.deepEqual(diffFingerprints(sample(), after, { includeVolatile: true }), [{ key: 'gpus.0.smClockMHz', before: '1980', after: '345' }]);
+  });
+
+  test('preflight readings of the moment are volatile; preflight settings are configuration', () => {
+    const before = sample();
+    before.preflight = {
+      'host.load': 'host busy: load average 5.30 on 16 CPUs',
+      'gpu0.foreignMemory': 'GPU 0: 31.0 GiB of memory in use before the server starts',
+    };
+    const after = sample();
+    after.preflight = {
+      'host.load': 'host busy: load average 3.40 on 16 CPUs',
+      'gpu0.clockEvents': 'GPU 0: clock-event reasons active: SW power cap',
+      'gpu0.foreignProcesses': 'GPU 0: 1 process already on it (python3 pid 5440 31.0 GiB)',
+      'gpu0.powerLimit': 'GPU 0: power limit 500 W below default 700 W',
+    };
+    for (const key of [
+      'gpus.0.smClockMHz',
+      'preflight.host.load',
+      'preflight.gpu0.foreignMemory',
+      'preflight.gpu0.foreignProcesses',
+      'preflight.gpu0.clockEvents',
+    ])
+      assert.equal(isVolatileKey(key), true, key);
+    for (const key of ['preflight.gpu0.powerLimit', 'preflight.gpu0.applicationClocks', 'preflight.host.governor', 'gpus.0.maxSmClockMHz', 'env.NCCL_PROTO'])
+      assert.equal(isVolatileKey(key), false, key);
+    assert.deepEqual(
+      diffFingerprints(before, after).map((change) => change.key),
+      ['preflight.gpu0.powerLimit'],
+    );
+    assert.equal(diffFingerprints(before, after, { includeVolatile: true }).length, 5);
   });
 
   test('a GPU gone', () => {

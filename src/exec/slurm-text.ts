@@ -21,6 +21,8 @@ export interface JobScriptInput {
   workDir: string;
   /** The job records drift alarms and continues (the dispatcher was given --accept-drift). */
   acceptDrift?: boolean;
+  /** The job measures although its configuration differs from the reference run's (--accept-env-change). */
+  acceptEnvChange?: boolean;
 }
 
 /** Slurm job names are shown truncated in squeue; keep them short and free of spaces. */
@@ -61,6 +63,7 @@ export function slurmJobScript(input: JobScriptInput): string {
     '--store',
     shellQuote(input.storePath),
     ...(input.acceptDrift ? ['--accept-drift'] : []),
+    ...(input.acceptEnvChange ? ['--accept-env-change'] : []),
   ].join(' ');
   return [
     '#!/bin/bash',

@@ -2,11 +2,15 @@ import { createHash } from 'node:crypto';
 import type { Fingerprint, FingerprintChange } from './types.js';
 
 /**
- * Flattened keys whose values change between identical setups: the current SM clock follows load and power state,
- * so it is kept as information but ignored by diffs and hashes. (The max clock and power limit are settings: kept.)
+ * Flattened keys that are readings of the machine's state, not its configuration: they change between identical
+ * setups (the current SM clock follows load and power state; the preflight's host load, memory already in use,
+ * foreign processes and active clock-event reasons are what the machine was doing at that moment). They are kept
+ * as information and belong to machine state (telemetry attribution), never to an environment diff. The settings
+ * the preflight reports (application clocks, power limit, persistence mode, CPU governor) are configuration.
  */
-const VOLATILE_KEY = /^gpus\.\d+\.smClockMHz$/;
+const VOLATILE_KEY = /^(gpus\.\d+\.smClockMHz|preflight\.host\.load|preflight\.gpu\d+\.(foreignProcesses|foreignMemory|clockEvents))$/;
 
+/** Whether a flattened fingerprint key is a volatile reading (machine state) rather than configuration. */
 export function isVolatileKey(key: string): boolean {
   return VOLATILE_KEY.test(key);
 }
@@ -42,8 +46,8 @@ function formatCommand(argv: readonly string[]): string {
 }
 
 /**
- * Facts that differ from `a` to `b`, in `a`'s key order then keys new in `b`. Volatile keys (current SM clock) are
- * skipped unless asked for.
+ * Configuration facts that differ from `a` to `b`, in `a`'s key order then keys new in `b`: the environment diff.
+ * Volatile readings (isVolatileKey) are skipped unless asked for.
  */
 export function diffFingerprints(a: Fingerprint, b: Fingerprint, options: { includeVolatile?: boolean } = {}): FingerprintChange[] {
   const before = flattenFingerprint(a);
@@ -62,8 +66,9 @@ export function diffFingerprints(a: Fingerprint, b: Fingerprint, options: { incl
 }
 
 /**
- * sha256 (hex) of the canonical JSON (sorted keys) of the fingerprint without its volatile facts: two fingerprints
- * have the same hash exactly when diffFingerprints finds no change, so the hash can dedupe stored fingerprints.
+ * sha256 (hex) of the canonical JSON (sorted keys) of the fingerprint without its current SM clock, to dedupe stored
+ * fingerprints: an equal hash means diffFingerprints finds no change. The preflight readings stay in the hash
+ * although they are volatile, so each stored fingerprint keeps what the machine was doing when it was taken.
  */
 export function fingerprintHash(fp: Fingerprint): string {
   const stable = { ...fp, gpus: fp.gpus.map(({ smClockMHz: _volatile, ...rest }) => rest) };

@@ -165,22 +165,22 @@ export function environmentHtml(report: RunReport): string {
   return `<p class="muted">${environment.distinctFingerprints} distinct fingerprint(s) in this run.</p>${shared}${perVariant}`;
 }
 
-/** Fingerprint diff and drift check of two runs; rows beyond the noise band are the alarm and are highlighted. */
+/** Fingerprint diff and drift judgement of two runs (the runner's rule); the pairs it alarms on are highlighted. */
 export function comparisonHtml(comparison: RunComparison): string {
   const alarms = comparison.rows.filter((row) => row.alarm);
   const shown = alarms.filter((row) => row.variant === comparison.baseline);
   const banner = comparison.drifted
     ? `<ul class="notes">${(shown.length > 0 ? shown : alarms.slice(0, 1))
         .map((row) => `<li class="alarm">Drift alarm (${esc(row.workload)}): ${esc(row.alarm)}</li>`)
-        .join('')}<li>${alarms.length} of ${comparison.rows.length} variant/workload pairs moved beyond their noise band (highlighted below).</li></ul>`
-    : '<p class="muted">No variant moved beyond its noise band.</p>';
+        .join('')}<li>The runner's drift rule alarms on ${alarms.length} of ${comparison.rows.length} variant/workload pairs (highlighted below).</li></ul>`
+    : '<p class="muted">The runner\'s drift rule raises no alarm on these runs.</p>';
   const rows =
     comparison.rows.length === 0
       ? '<p class="empty">The runs share no variant and workload to compare.</p>'
       : `<table class="data drift"><thead><tr><th>variant</th><th>workload</th><th class="num">run ${comparison.runA}</th><th class="num">run ${comparison.runB}</th><th class="num">change</th><th class="num">noise band</th><th>status</th></tr></thead><tbody>${comparison.rows
           .map(
             (row) =>
-              `<tr class="${row.check.drifted ? 'alarm' : ''}"><td><code>${esc(row.variant)}</code></td><td>${esc(row.workload)}</td><td class="num">${formatNumber(row.check.reference)}</td><td class="num">${formatNumber(row.check.current)}</td><td class="num">${formatPercent(row.check.changePct)}</td><td class="num">±${row.check.band.toFixed(1)}%</td><td>${row.check.drifted ? '<span class="pill drift">drift</span>' : row.check.unguarded ? `<span class="pill neutral">${esc(row.check.unguarded)} to guard against drift</span>` : '<span class="pill neutral">within noise</span>'}</td></tr>`,
+              `<tr class="${row.decision.kind === 'alarm' ? 'alarm' : ''}"><td><code>${esc(row.variant)}</code></td><td>${esc(row.workload)}</td><td class="num">${formatNumber(row.check.reference)}</td><td class="num">${formatNumber(row.check.current)}</td><td class="num">${formatPercent(row.check.changePct)}</td><td class="num">±${row.check.band.toFixed(1)}%</td><td><span class="pill ${row.decision.kind === 'alarm' ? 'drift' : 'neutral'}" title="${esc(row.decision.reason)}">${esc(row.status)}</span>${row.status === 'within noise' ? '' : ` ${esc(row.decision.reason)}`}</td></tr>`,
           )
           .join('')}</tbody></table>`;
   const changes =

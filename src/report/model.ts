@@ -4,14 +4,14 @@
  */
 
 import { median } from 'simple-statistics';
-import { checkDrift, type DriftCheck, formatDriftAlarm } from '../experiment/analysis/drift.js';
+import { type DriftCheck, type DriftDecision, driftStatus, formatDriftAlarm, judgeDrift } from '../experiment/analysis/drift.js';
 import { verdictMethod } from '../experiment/analysis/verdict.js';
 import { computeVerdicts } from '../experiment/analysis/verdicts.js';
 import { type CategoryRow, categoryRows } from '../experiment/spec/categories.js';
 import { metricUnit, metricValue } from '../experiment/spec/metrics.js';
 import { storedExperimentOf, storedVerdictsOf } from '../experiment/spec/stored.js';
 import type { MetricName, ResolvedExperiment, VariantVerdict } from '../experiment/spec/types.js';
-import { diffFingerprints, flattenFingerprint, formatChanges } from '../fingerprint/diff.js';
+import { diffFingerprints, flattenFingerprint, formatChanges, isVolatileKey } from '../fingerprint/diff.js';
 import type { Fingerprint, FingerprintChange } from '../fingerprint/types.js';
 import type { DriftAlarmRecord } from '../store/drift-alarms.js';
 import type { RunDetail, TrialHealth } from '../store/queries.js';
@@ -100,8 +100,15 @@ export interface RunReport {
 export interface DriftRow {
   variant: string;
   workload: string;
+  /** The drift rule's judgement (judgeDrift), exactly as the runner judged or would judge run B against run A. */
+  decision: DriftDecision;
+  /** decision.check: the figure judged. */
   check: DriftCheck;
-  /** The runner's one-line alarm text, set only when the change is beyond the noise band. */
+  /** Short status (driftStatus): DRIFT, not confirmed, history too short… */
+  status: string;
+  /** Run A's trials of the pair: the history. */
+  historySize: number;
+  /** The runner's one-line alarm text, set only when the rule alarms. */
   alarm?: string;
 }
 
@@ -172,8 +179,9 @@ export function buildRunReport(data: RunData): RunReport {
 }
 
 /**
- * Compare two runs the way the runner's drift alarm does: B's trials against A's as history, per variant and
- * workload both have, plus the environment diff of their baseline fingerprints.
+ * Compare two runs with the runner's drift rule (judgeDrift): per variant and workload both have, B's first trials
+ * (in order) against A's trials as history, with B's drift settings and planned trials — the judgement `run`,
+ * `diff`, the report and the UI all show — plus the environment diff of their fingerprints of one variant.
  */
 export function compareRuns(a: RunData, b: RunData): RunComparison {
   const experiment = experimentOf(b.run) ?? experimentOf(a.run);
@@ -192,13 +200,18 @@ export function compareRuns(a: RunData, b: RunData): RunComparison {
     for (const name of orderedVariants(experiment, b.trials)) {
       const history = metricValues(a.trials, name, workload, metric);
       const current = metricValues(b.trials, name, workload, metric);
-      if (history.length === 0 || current.length === 0) continue;
-      const check = checkDrift(current, history, band);
+      const planned = b.run.plan.trials.filter((trial) => trial.variant === name && trial.workload === workload).length;
+      const decision = history.length > 0 ? judgeDrift(current, history, { ...band, confirmable: (planned || current.length) >= 2 }) : undefined;
+      if (!decision) continue;
+      const { check } = decision;
       rows.push({
         variant: name,
         workload,
+        decision,
         check,
-        ...(check.drifted && {
+        status: driftStatus(decision, history.length),
+        historySize: history.length,
+        ...(decision.kind === 'alarm' && {
           alarm: formatDriftAlarm({
             variant: name,
             metricLabel: metricUnit(metric),
@@ -220,7 +233,7 @@ export function compareRuns(a: RunData, b: RunData): RunComparison {
     ...(variant !== undefined && { environmentVariant: variant }),
     changes,
     rows,
-    drifted: rows.some((row) => row.check.drifted),
+    drifted: rows.some((row) => row.decision.kind === 'alarm'),
   };
 }
 
@@ -353,7 +366,8 @@ function environmentSummary(data: RunData, variants: string[], baseline: string)
   const flats = fingerprints.map(flattenFingerprint);
   const first = flats[0] ?? {};
   const common = Object.entries(first)
-    .filter(([key, value]) => flats.every((flat) => flat[key] === value))
+    // Readings of the moment (host load, current clock) are machine state, shown with the telemetry, not the environment.
+    .filter(([key, value]) => !isVolatileKey(key) && flats.every((flat) => flat[key] === value))
     .map(([key, value]) => ({ key, value }));
   const reference = representativeFingerprint(data, baseline);
   const variantChanges = reference

@@ -23,6 +23,7 @@ interface RunFlags {
   store?: string;
   resume?: string | boolean;
   acceptDrift?: boolean;
+  acceptEnvChange?: boolean;
   runId?: string;
   serverKey?: string;
   json?: boolean;
@@ -38,6 +39,7 @@ export function registerRun(program: Command): void {
     .option('--store <path>', 'result store (default: $SERVELAB_STORE or ~/.servelab/servelab.db)')
     .option('--resume [runId]', "continue an unfinished run (default: the latest unfinished run of FILE's experiment)")
     .option('--accept-drift', 'record and continue when the baseline moved away from its history')
+    .option('--accept-env-change', "measure although the servers' configuration (env, args, packages, driver, GPUs…) differs from the last finished run's")
     .option('--run-id <n>', 'attach to an existing run (used by Slurm jobs)')
     .option('--server-key <key>', 'run only the trials of this server config and leave the run open (used by Slurm jobs)')
     .option('--json', 'print the outcome as JSON on stdout')
@@ -68,6 +70,7 @@ export function registerRun(program: Command): void {
       try {
         const { slurm, ...target } = resolveTarget(db, file, flags);
         const acceptDrift = flags.acceptDrift ?? false;
+        const acceptEnvChange = flags.acceptEnvChange ?? false;
         let plan: Plan | undefined;
         if (target.experiment) {
           const choice = chooseSchedule(target.experiment, loadCostModel(db, target.experiment));
@@ -84,6 +87,7 @@ export function registerRun(program: Command): void {
                 ...(target.runId !== undefined && { runId: target.runId }),
                 storePath,
                 acceptDrift,
+                acceptEnvChange,
                 signal: controller.signal,
                 log,
               })
@@ -94,6 +98,7 @@ export function registerRun(program: Command): void {
               ...(plan && { plan }),
               ...(flags.serverKey !== undefined && { serverKey: flags.serverKey }),
               acceptDrift,
+              acceptEnvChange,
               workDir: join(dirname(storePath), 'logs'),
               signal: controller.signal,
               log,

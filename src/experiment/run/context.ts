@@ -16,5 +16,7 @@ export interface RunContext {
   /** Aborts on Ctrl-C and when the lease is lost; its reason says which. */
   signal: AbortSignal;
   acceptDrift: boolean;
+  /** Measure although the configuration differs from the reference run's (reference-guard.ts). */
+  acceptEnvChange: boolean;
   log: (line: string) => void;
 }

@@ -9,6 +9,7 @@ import { metricUnit, metricValue } from '../spec/metrics.js';
 import type { Plan, PlannedTrial } from '../spec/types.js';
 import type { RunContext } from './context.js';
 import { attributeDrift } from './machine.js';
+import { sameConfiguration } from './reference-guard.js';
 
 /** The pair a trial belongs to: its variant and workload (drift is judged per pair). */
 export function pairKey(trial: { variant: string; workload: string }): string {
@@ -34,8 +35,12 @@ export function driftWatch(context: RunContext, plan: Plan): DriftWatch {
       .map((stored) => metricOf(stored.metrics))
       .filter((value) => Number.isFinite(value));
     if (own.length === 0 || own.length > 2) return undefined;
-    // Valid trials of finished runs only: never this run, a concurrent one, or a failed one.
-    const history = variantHistory(db, { experimentName: experiment.name, variant: trial.variant, workload: trial.workload, excludeRunId: runId });
+    // Valid trials of finished runs only (never this run, a concurrent one, or a failed one), on this configuration.
+    const history = sameConfiguration(
+      db,
+      variantHistory(db, { experimentName: experiment.name, variant: trial.variant, workload: trial.workload, excludeRunId: runId }),
+      fingerprint,
+    );
     const values = history.map((past) => metricOf(past.metrics)).filter((past) => Number.isFinite(past));
     if (values.length === 0) return undefined;
     const decision = driftDecision(own, values, { ...experiment.drift, confirmable: (pairTrials.get(pairKey(trial)) ?? 1) >= 2 });

@@ -31,6 +31,8 @@ export interface RunOptions {
   serverKey?: string;
   /** Record and continue past drift alarms. */
   acceptDrift?: boolean;
+  /** Measure although the configuration differs from the reference run's (reference-guard.ts). */
+  acceptEnvChange?: boolean;
   /** Default: createExecutor(experiment.executor). */
   executor?: Executor;
   /** Server logs go to <workDir>/run-<id>/. */
@@ -95,6 +97,7 @@ async function runLeased(options: RunOptions, runId: number, lease: Lease, log: 
     // Ctrl-C, and a lost lease: either stops the trial in flight at once.
     signal: options.signal ? AbortSignal.any([options.signal, journal.signal]) : journal.signal,
     acceptDrift: options.acceptDrift ?? false,
+    acceptEnvChange: options.acceptEnvChange ?? false,
     log,
   };
   try {

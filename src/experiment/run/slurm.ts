@@ -38,6 +38,8 @@ export interface SlurmRunOptions {
   config: SlurmConfig;
   /** Jobs record drift alarms and continue; also needed to continue a run a drift alarm stopped. */
   acceptDrift?: boolean;
+  /** Jobs measure although their configuration differs from the reference run's. */
+  acceptEnvChange?: boolean;
   /** Job scripts and job logs (default: <store dir>/slurm/run-<id>); must be shared too. */
   jobDir?: string;
   /** Seconds between squeue polls (default 10). */
@@ -121,6 +123,7 @@ export async function runOnSlurm(options: SlurmRunOptions): Promise<SlurmRunResu
           storePath,
           workDir: dirname(experimentPath),
           acceptDrift: options.acceptDrift ?? false,
+          acceptEnvChange: options.acceptEnvChange ?? false,
         }),
         { mode: 0o755 },
       );

@@ -3,6 +3,7 @@ import type { PlannedTrial } from '../spec/types.js';
 import type { TrialConsumers } from './consumers.js';
 import type { RunContext } from './context.js';
 import { preflightBeforeStart, withPreflight } from './machine.js';
+import { guardReference } from './reference-guard.js';
 import type { ServerHandle, ServerLifecycle } from './server-lifecycle.js';
 import { measureTrial } from './trial.js';
 
@@ -32,6 +33,8 @@ export async function runStretch(
   let failure: unknown;
   try {
     const fingerprint = withPreflight(await servers.fingerprint(server.running), preflight);
+    const target = { runId: context.runId, experimentName: experiment.name, filePath: experiment.filePath, serverKey, variants: variants.map((v) => v.name) };
+    guardReference(context.db, target, fingerprint, { accept: context.acceptEnvChange, log: context.log });
     for (const trial of trials) {
       const variant = experiment.variants.find((candidate) => candidate.name === trial.variant)!;
       for (let attempt = 0; ; attempt += 1) {
