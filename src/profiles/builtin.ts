@@ -46,7 +46,7 @@ export const COMMON_CAUSE_PATTERNS: FatalPattern[] = [
     // SGLang's wait_port_available (python/sglang/srt/utils): "metrics_port at 40290 is not available in 30 seconds"
     // (gpustack#5842); the internal ports of an earlier server that is still up.
     name: 'internal port in use',
-    pattern: /\bport at \d+ is not available in \d+ seconds/,
+    pattern: /port at \d+ is not available in \d+ seconds/,
     hint: 'a previous server still holds its internal ports: stop it (ss -ltnp), or pass other ports',
   },
   {

@@ -9,6 +9,9 @@ export interface FatalLine {
   rank: number;
 }
 
+/** A traceback's source line (`raise RuntimeError(f"NCCL error: …")`) gives way to the message it raised. */
+const SOURCE_ECHO = /\braise \w/;
+
 /** What one line changed: a new phase began, or the first fatal line of a failure was seen. */
 export type StartupLogChange = { kind: 'phase'; name: string } | { kind: 'first-fatal' } | undefined;
 
@@ -40,7 +43,9 @@ export class StartupLog {
     }
     if (found?.kind !== 'fatal') return undefined;
     const first = this.best === undefined;
-    if (first || found.rank < this.best!.rank) this.best = { name: found.name, hint: found.hint, line, rank: found.rank };
+    if (first || found.rank < this.best!.rank || (found.rank === this.best!.rank && SOURCE_ECHO.test(this.best!.line))) {
+      this.best = { name: found.name, hint: found.hint, line, rank: found.rank };
+    }
     return first ? { kind: 'first-fatal' } : undefined;
   }
 }
