@@ -173,6 +173,30 @@ describe('phases of current engines', () => {
     assert.equal(replay.fatal, undefined);
   });
 
+  test('TGI >= 2 and Ollama 2026 lines: download check, model loading, runner started; runner OOM is OOM', () => {
+    assert.deepEqual(
+      classifyLogLine(
+        profile('tgi'),
+        '2025-07-04T12:35:04.406496Z  INFO download: text_generation_launcher: Starting check and download process for /models/gemma-3-27b-it',
+      ),
+      { kind: 'phase', name: 'downloading weights' },
+    );
+    const ollama = profile('ollama');
+    assert.deepEqual(
+      classifyLogLine(
+        ollama,
+        'time=2026-03-26T23:40:07.930Z level=INFO source=server.go:1384 msg="waiting for server to become available" status="llm server loading model"',
+      ),
+      { kind: 'phase', name: 'loading model' },
+    );
+    assert.deepEqual(classifyLogLine(ollama, 'time=2026-03-26T23:40:08.182Z level=INFO source=server.go:1388 msg="llama runner started in 0.34 seconds"'), {
+      kind: 'phase',
+      name: 'model loaded',
+    });
+    assert.equal(causeOf('ollama', ['Error: llama runner process has terminated: cudaMalloc failed: out of memory']), 'CUDA out of memory');
+    assert.equal(causeOf('ollama', ['Error: llama runner process has terminated: exit status 2']), 'model runner failed');
+  });
+
   test("vLLM's torch.compile, CUDA graph profiling and the new server lines are phases", () => {
     const vllm = profile('vllm');
     const phaseOf = (line: string) => classifyLogLine(vllm, line);

@@ -16,9 +16,11 @@ const BENIGN_IB_EVENT = String.raw`NET\/IB : (?:\S+ )?Got async event : (?:port 
 export const COMMON_CAUSE_PATTERNS: FatalPattern[] = [
   {
     // torch's OutOfMemoryError; the driver's own word (club-3090#60: "RuntimeError: CUDA driver error: out of
-    // memory"); torch >= 2.9 raises torch.AcceleratorError for CUDA errors ("CUDA error: out of memory").
+    // memory"); torch >= 2.9 raises torch.AcceleratorError for CUDA errors ("CUDA error: out of memory"); ggml's
+    // "cudaMalloc failed: out of memory" inside Ollama's "llama runner process has terminated: …".
     name: 'CUDA out of memory',
-    pattern: /CUDA out of memory|torch\.(cuda\.)?OutOfMemoryError|cudaErrorMemoryAllocation|out of memory allocating|CUDA (driver )?error: out of memory/i,
+    pattern:
+      /CUDA out of memory|torch\.(cuda\.)?OutOfMemoryError|cudaErrorMemoryAllocation|out of memory allocating|CUDA (driver )?error: out of memory|cudaMalloc failed: out of memory/i,
     hint: 'lower --gpu-memory-utilization / --max-model-len / batch size, use more GPUs, or free the GPU (nvidia-smi)',
   },
   {
@@ -220,7 +222,8 @@ const tgi: ServerProfile = {
   defaultBackend: 'tgi',
   defaultPort: 3000,
   phasePatterns: phases(
-    ['downloading weights', /Starting download process|Download file:/],
+    // launcher/src/main.rs "Starting check and download process for {model_id}" (TGI >= 2; "Starting download process" before).
+    ['downloading weights', /Starting (check and )?download process|Download file:/],
     ['starting shards', /Starting shard/],
     ['waiting for shards', /Waiting for shard to be ready/],
     ['shards ready', /Shard ready in/],
@@ -281,7 +284,14 @@ const ollama: ServerProfile = {
   modelsPath: '/v1/models',
   defaultBackend: 'openai-chat',
   defaultPort: 11434,
-  phasePatterns: phases(['listening', /Listening on .*\(version/], ['inference compute found', /inference compute/]),
+  // Models load on first request: llm/server.go "starting llama server" / "waiting for server to become available"
+  // status="llm server loading model", then server.go:1388 msg="llama runner started in 9.99 seconds" (Ollama 2026).
+  phasePatterns: phases(
+    ['listening', /Listening on .*\(version/],
+    ['inference compute found', /inference compute/],
+    ['loading model', /msg="starting (llama|ollama) server"|msg="waiting for server to become available"|msg="waiting for llama runner to start responding"/],
+    ['model loaded', /llama runner started in [\d.]+ seconds/],
+  ),
   fatalPatterns: fatal(
     [],
     [
