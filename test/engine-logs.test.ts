@@ -293,3 +293,20 @@ describe('servelab log', () => {
     assert.equal(run(log, '--profile', 'nope').status, 2);
   });
 });
+
+describe('servelab launch', () => {
+  test('a failed start names the most specific cause and notes an engine newer than the profile', (t) => {
+    const dir = tempDir(t);
+    const script = [
+      "echo '(APIServer pid=1) INFO 12-04 10:00:00 [api_server.py:1] vLLM API server version 0.99.0'",
+      "echo '(EngineCore pid=2) ERROR 12-04 10:00:09 [core.py:1] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.'",
+      "echo '(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}'",
+      'exit 1',
+    ].join('; ');
+    const args = ['launch', '--profile', 'vllm', '--store', join(dir, 'store.db'), '--log', join(dir, 'server.log'), '--', 'sh', '-c', script];
+    const result = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', timeout: 60_000 });
+    assert.equal(result.status, 4, result.stderr);
+    assert.match(result.stderr, /log shows CUDA out of memory/);
+    assert.match(result.stderr, /servelab: note: vllm 0\.99\.0 is newer than the profile's 0\.19: check with `servelab log`/);
+  });
+});
