@@ -37,8 +37,7 @@ export function replayLog(profile: ServerProfile, lines: readonly string[]): Log
     const change = reading.accept(line);
     lastTimeMs = lineTimeMs(line) ?? lastTimeMs;
     if (change?.kind === 'phase' && !phases.some((phase) => phase.name === change.name)) {
-      const atMs = lastTimeMs;
-      phases.push({ name: change.name, lineNumber: index + 1, ...(atMs !== undefined && { atMs }) });
+      phases.push({ name: change.name, lineNumber: index + 1, ...(lastTimeMs !== undefined && { atMs: lastTimeMs }) });
     }
     if (reading.fatal !== before) fatal = { ...reading.fatal!, lineNumber: index + 1 };
     for (const [engine, pattern] of VERSION_LINES) {

@@ -27,10 +27,6 @@ export class StartupLog {
 
   constructor(private readonly profile: ServerProfile) {}
 
-  get phase(): string | undefined {
-    return this.currentPhase;
-  }
-
   get fatal(): FatalLine | undefined {
     return this.best;
   }
