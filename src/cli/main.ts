@@ -15,6 +15,7 @@ const commandLoaders: Record<string, () => Promise<Register>> = {
   simulate: async () => (await import('./commands/simulate.js')).registerSimulate,
   wait: async () => (await import('./commands/wait.js')).registerWait,
   launch: async () => (await import('./commands/launch.js')).registerLaunch,
+  log: async () => (await import('./commands/log.js')).registerLog,
   bench: async () => (await import('./commands/bench.js')).registerBench,
   run: async () => (await import('./commands/run.js')).registerRun,
   plan: async () => (await import('./commands/plan.js')).registerPlan,

@@ -1,36 +1,30 @@
-import { classifyLogLine } from '../profiles/classify.js';
+import { type FatalLine, StartupLog } from '../profiles/startup-log.js';
 import type { ServerProfile } from '../profiles/types.js';
 import type { MonitorEvent, ServerMonitor } from '../ready/wait.js';
 import { LogFollower } from './log-follower.js';
 import type { ExitInfo } from './types.js';
 
-interface FatalLine {
-  name: string;
-  hint: string;
-  line: string;
-  rank: number;
-}
-
 /**
  * Reads a server's log (written directly by a local server, mirrored from the host for a remote one) and reports
  * phases, fatal lines and the exit to the readiness wait. The same rules for every launcher: the first fatal line
- * starts a settle time in which a more specific one replaces it (the exception after "Traceback" names the cause,
- * e.g. CUDA OOM), and a process that exits meanwhile is reported with its exit code and that line.
+ * starts a settle time in which a more specific one replaces it (StartupLog: the exception after "Traceback" or
+ * "engine failed to start" names the cause, e.g. CUDA OOM), and a process that exits meanwhile is reported with its
+ * exit code and that line.
  */
 export class LogMonitor implements ServerMonitor {
   private readonly listeners = new Set<(event: MonitorEvent) => void>();
   private readonly follower: LogFollower;
-  private lastPhase: string | undefined;
-  private fatal: FatalLine | undefined;
+  private readonly reading: StartupLog;
   private exited = false;
 
   /** settleMs: how long more log may take to arrive (longer where the log is mirrored by polling). */
   constructor(
-    private readonly profile: ServerProfile,
+    profile: ServerProfile,
     logPath: string,
     startOffset: number,
     private readonly settleMs: number,
   ) {
+    this.reading = new StartupLog(profile);
     this.follower = new LogFollower(logPath, startOffset, (line) => this.onLine(line));
   }
 
@@ -43,7 +37,8 @@ export class LogMonitor implements ServerMonitor {
   processExited(info: ExitInfo): void {
     this.exited = true;
     this.follower.drain();
-    this.publish({ type: 'exit', info, ...(this.fatal && { fatal: describe(this.fatal) }) });
+    const fatal = this.reading.fatal;
+    this.publish({ type: 'exit', info, ...(fatal && { fatal: describe(fatal) }) });
   }
 
   drain(): void {
@@ -59,14 +54,11 @@ export class LogMonitor implements ServerMonitor {
   }
 
   private onLine(line: string): void {
-    const found = classifyLogLine(this.profile, line);
-    if (found?.kind === 'phase' && found.name !== this.lastPhase) {
-      this.lastPhase = found.name;
-      this.publish({ type: 'phase', name: found.name });
-    } else if (found?.kind === 'fatal') {
-      // A server that stays up after a fatal line (OOM in a worker, NCCL hang) is failed once the settle time ends.
-      if (!this.fatal) setTimeout(() => this.exited || this.publish({ type: 'fatal', ...describe(this.fatal!) }), this.settleMs).unref();
-      if (!this.fatal || found.rank < this.fatal.rank) this.fatal = { name: found.name, hint: found.hint, line, rank: found.rank };
+    const change = this.reading.accept(line);
+    if (change?.kind === 'phase') this.publish({ type: 'phase', name: change.name });
+    // A server that stays up after a fatal line (OOM in a worker, NCCL hang) is failed once the settle time ends.
+    else if (change?.kind === 'first-fatal') {
+      setTimeout(() => this.exited || this.publish({ type: 'fatal', ...describe(this.reading.fatal!) }), this.settleMs).unref();
     }
   }
 

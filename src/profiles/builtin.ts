@@ -1,25 +1,55 @@
 import type { FatalPattern, LogPattern, ServerProfile } from './types.js';
 
 /**
- * Failures shared by every server: each one means the process will never serve, so waiting on would only
- * burn the timeout. Ordered most specific first, because the first match names the failure.
+ * Where each vLLM/SGLang pattern comes from: `file:line` is the logger call as the engine's own log line names it
+ * (vLLM prints `[file.py:line]`), or the source function; the issue is a public log that shows the line. Checked
+ * against vLLM 0.19 and SGLang 0.5.15 (the versions in `checkedVersions`); test/fixtures/engine-logs/ replays them.
  */
-export const COMMON_FATAL_PATTERNS: FatalPattern[] = [
+
+/** NCCL's ncclIbAsyncThreadMain (src/transport/net_ib.cc) WARNs every IB async event; these ones are a port coming up. */
+const BENIGN_IB_EVENT = String.raw`NET\/IB : (?:\S+ )?Got async event : (?:port active|client reregistration|LID change|GID table change|SM change|P_Key change)`;
+
+/**
+ * Root causes shared by every server: each one means the process will never serve, so waiting on would only burn
+ * the timeout. Ordered most specific first, because among the fatal lines of one failure the most specific names it.
+ */
+export const COMMON_CAUSE_PATTERNS: FatalPattern[] = [
   {
+    // torch's OutOfMemoryError; the driver's own word (club-3090#60: "RuntimeError: CUDA driver error: out of
+    // memory"); torch >= 2.9 raises torch.AcceleratorError for CUDA errors ("CUDA error: out of memory"); ggml's
+    // "cudaMalloc failed: out of memory" inside Ollama's "llama runner process has terminated: …".
     name: 'CUDA out of memory',
-    pattern: /CUDA out of memory|torch\.(cuda\.)?OutOfMemoryError|cudaErrorMemoryAllocation|out of memory allocating/i,
+    pattern:
+      /CUDA out of memory|torch\.(cuda\.)?OutOfMemoryError|cudaErrorMemoryAllocation|out of memory allocating|CUDA (driver )?error: out of memory|cudaMalloc failed: out of memory/i,
     hint: 'lower --gpu-memory-utilization / --max-model-len / batch size, use more GPUs, or free the GPU (nvidia-smi)',
   },
   {
+    // vllm/v1/worker/gpu_worker.py init_device (vllm#25837): another process holds part of the GPU.
+    name: 'GPU memory taken',
+    pattern: /Free memory on device .* on startup is less than desired GPU memory utilization/,
+    hint: 'another process uses the GPU: stop it (nvidia-smi) or lower --gpu-memory-utilization',
+  },
+  {
+    // vllm/v1/core/kv_cache_utils.py _check_enough_kv_cache_memory ("larger than the available KV cache memory",
+    // vllm#27508, vllm#34076); SGLang's model_runner KV sizing ("Loaded weights leave no GPU memory for the KV cache",
+    // "Not enough memory. Please try to increase --mem-fraction-static", sglang#4330); vLLM V0's block check.
     name: 'no KV cache memory',
-    pattern: /No available memory for the cache blocks|larger than the available KV cache memory|Not enough memory/i,
-    hint: 'lower --max-model-len or raise the GPU memory fraction the server may use',
+    pattern:
+      /No available memory for the cache blocks|larger than the available KV cache memory|leave no GPU memory for the KV cache|Not enough memory\. Please try to increase --mem-fraction-static|larger than the maximum number of tokens that can be stored in KV cache/,
+    hint: 'lower --max-model-len / --context-length, or raise --gpu-memory-utilization / --mem-fraction-static',
   },
   {
     name: 'address already in use',
     // Python (uvicorn: "[Errno 98] error while attempting to bind"), Node, Go, Rust ("os error 98"), llama.cpp.
     pattern: /Address already in use|EADDRINUSE|\[Errno 98\]|error while attempting to bind|bind\(\) failed|couldn't bind HTTP server socket/i,
     hint: 'another process holds the port: pick another --port, or stop it (ss -ltnp)',
+  },
+  {
+    // SGLang's wait_port_available (python/sglang/srt/utils): "metrics_port at 40290 is not available in 30 seconds"
+    // (gpustack#5842); the internal ports of an earlier server that is still up.
+    name: 'internal port in use',
+    pattern: /port at \d+ is not available in \d+ seconds/,
+    hint: 'a previous server still holds its internal ports: stop it (ss -ltnp), or pass other ports',
   },
   {
     // PyTorch's ProcessGroupNCCL watchdog ("[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(...)
@@ -31,17 +61,24 @@ export const COMMON_FATAL_PATTERNS: FatalPattern[] = [
   },
   {
     // NCCL's own warnings ("host:1234:5678 [0] NCCL WARN ..."), its result codes, and PyTorch's wrapper
-    // ("NCCL error in: .../ProcessGroupNCCL.cpp:1191, unhandled system error, NCCL version 2.11.4").
+    // ("NCCL error in: .../ProcessGroupNCCL.cpp:1191, unhandled system error, NCCL version 2.11.4"); vLLM's pynccl
+    // ("RuntimeError: NCCL error: unhandled system error", vllm#39774). Not the benign IB port events.
     name: 'NCCL error',
-    pattern:
-      /NCCL error|NCCL WARN|nccl(InternalError|SystemError|UnhandledCudaError|InvalidUsage|InvalidArgument|RemoteError)|unhandled (system|cuda) error|ncclCommInit\w* failed|DistBackendError/,
+    pattern: new RegExp(
+      `NCCL error|NCCL WARN (?!${BENIGN_IB_EVENT})|nccl(InternalError|SystemError|UnhandledCudaError|InvalidUsage|InvalidArgument|RemoteError)|unhandled (system|cuda) error|ncclCommInit\\w* failed|DistBackendError`,
+    ),
     hint: 'check NCCL_* variables, GPU visibility and interconnect; rerun with NCCL_DEBUG=INFO for detail',
   },
   {
+    // torch >= 2.9 raises torch.AcceleratorError for CUDA errors (vllm#37159, LlamaFactory#10240).
     name: 'CUDA error',
-    pattern: /RuntimeError: CUDA error|CUDA driver version is insufficient|no CUDA-capable device|CUBLAS_STATUS_\w+_ERROR/,
+    pattern: /RuntimeError: CUDA error|torch\.AcceleratorError: CUDA error|CUDA driver version is insufficient|no CUDA-capable device|CUBLAS_STATUS_\w+_ERROR/,
     hint: 'check the driver/toolkit match and CUDA_VISIBLE_DEVICES (nvidia-smi)',
   },
+];
+
+/** Lines that only say that something failed: a cause found in the same window names the failure better. */
+export const COMMON_GENERIC_PATTERNS: FatalPattern[] = [
   {
     name: 'Python exception',
     pattern: /Traceback \(most recent call last\):/,
@@ -55,8 +92,15 @@ export const COMMON_FATAL_PATTERNS: FatalPattern[] = [
   },
 ];
 
-function fatal(...specific: FatalPattern[]): FatalPattern[] {
-  return [...specific, ...COMMON_FATAL_PATTERNS];
+export const COMMON_FATAL_PATTERNS: FatalPattern[] = [...COMMON_CAUSE_PATTERNS, ...COMMON_GENERIC_PATTERNS];
+
+/**
+ * A profile's fatal list, most specific first: the engine's own causes, the common causes, then the engine's
+ * wrappers ("engine failed to start", "scheduler died": they come before or around the real cause in the same
+ * traceback), then the generic lines. The rank (position) decides which fatal line of a failure is reported.
+ */
+function fatal(causes: FatalPattern[] = [], wrappers: FatalPattern[] = []): FatalPattern[] {
+  return [...causes, ...COMMON_CAUSE_PATTERNS, ...wrappers, ...COMMON_GENERIC_PATTERNS];
 }
 
 function phases(...pairs: Array<[string, RegExp]>): LogPattern[] {
@@ -65,6 +109,7 @@ function phases(...pairs: Array<[string, RegExp]>): LogPattern[] {
 
 const vllm: ServerProfile = {
   name: 'vllm',
+  checkedVersions: 'vllm 0.19',
   healthPath: '/health',
   openaiCompatible: true,
   modelsPath: '/v1/models',
@@ -74,25 +119,52 @@ const vllm: ServerProfile = {
   // Served when VLLM_SERVER_DEV_MODE=1.
   cacheReset: { kind: 'endpoint', path: '/reset_prefix_cache' },
   phasePatterns: phases(
-    ['initializing engine', /Initializing a V\d LLM engine|Initializing an LLM engine|vLLM API server version/],
+    // entrypoints/openai/api_server.py ("vLLM API server version", newer "vLLM server version"); v1/engine/core.py:97
+    // "Initializing a V1 LLM engine (v0.14.1)" (vllm#42510).
+    ['initializing engine', /Initializing a V\d LLM engine|Initializing an LLM engine|vLLM (API )?server version/],
+    // v1/worker/gpu_model_runner.py "Starting to load model" (vllm#12529).
     ['loading model', /Starting to load model|Loading model from scratch/],
     ['loading weights', /Loading model weights|Loading safetensors checkpoint shards/],
+    // model_loader/default_loader.py:262 "Loading weights took"; gpu_model_runner.py "Model loading took" (granite-switch#128).
     ['weights loaded', /Loading weights took|Model loading took/],
-    ['profiling memory', /Memory profiling|GPU KV cache size|# GPU blocks/],
+    // compilation/backends.py:1130 "Dynamo bytecode transform time", :286 "Directly load the compiled graph(s)",
+    // :393 "Compiling a graph for"; compilation/monitor.py:34/:48 "torch.compile takes/took N s in total" (vllm#39559).
+    [
+      'compiling (torch.compile)',
+      /Dynamo bytecode transform time|Compiling a graph for|Directly load the compiled graph|torch\.compile (takes|took) [\d.]+ s in total/,
+    ],
+    // compilation/monitor.py:76 "Initial profiling/warmup run took"; gpu_model_runner.py:5914 "Profiling CUDA graph
+    // memory", :5993 "Estimated CUDA graph memory" (vllm#39559); V0 worker.py "Memory profiling takes".
+    ['profiling memory', /Memory profiling|Initial profiling\/warmup run|Profiling CUDA graph memory|Estimated CUDA graph memory/],
+    // v1/worker/gpu_worker.py:349 "Available KV cache memory"; v1/core/kv_cache_utils.py:1229 "GPU KV cache size"
+    // (vllm#28228); V0's "# GPU blocks" / "# cuda blocks".
+    ['allocating KV cache', /Available KV cache memory|GPU KV cache size|# GPU blocks|# cuda blocks/],
+    // gpu_model_runner.py "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE)" progress bar (vllm-windows-build#4).
     ['capturing CUDA graphs', /Capturing CUDA graph|Capturing cudagraphs/i],
+    // gpu_model_runner.py:2196 "Graph capturing finished"; v1/engine/core.py:172 "init engine (profile, create kv
+    // cache, warmup model) took" (vllm#19794).
     ['engine initialized', /Graph capturing finished|init engine .* took/],
-    ['starting API server', /Starting vLLM API server|Available routes are/],
+    // api_server.py "Starting vLLM API server 0 on http://…", newer "Starting vLLM server on http://…"; "Available routes are".
+    ['starting API server', /Starting vLLM (API )?server|Available routes are/],
     ['Uvicorn running', /Uvicorn running on|Application startup complete/],
   ),
-  fatalPatterns: fatal({
-    name: 'engine failed to start',
-    pattern: /Engine core initialization failed|EngineDeadError|RuntimeError: Engine process failed to start/,
-    hint: 'the engine core died: read the first error in the log tail above',
-  }),
+  fatalPatterns: fatal(
+    [],
+    [
+      {
+        // v1/engine/utils.py wait_for_engine_startup "Engine core initialization failed. See root cause above."
+        // (vllm#27508, vllm#19415): the cause is in the EngineCore lines before it.
+        name: 'engine failed to start',
+        pattern: /Engine core initialization failed|EngineCore failed to start|EngineDeadError|RuntimeError: Engine process failed to start/,
+        hint: 'the engine core died: read the first error in the log tail above',
+      },
+    ],
+  ),
 };
 
 const sglang: ServerProfile = {
   name: 'sglang',
+  checkedVersions: 'sglang 0.5.15',
   healthPath: '/health',
   openaiCompatible: true,
   modelsPath: '/v1/models',
@@ -101,19 +173,43 @@ const sglang: ServerProfile = {
   defaultPort: 30000,
   cacheReset: { kind: 'endpoint', path: '/flush_cache' },
   phasePatterns: phases(
+    // srt/model_executor/model_runner.py load_model: "Load weight begin. avail mem=…" / "Load weight end. …".
     ['loading weights', /Load weight begin/],
     ['weights loaded', /Load weight end/],
-    ['allocating KV cache', /KV Cache is allocated|Memory pool end/],
-    ['capturing CUDA graphs', /Capture cuda graph begin|Capture (cuda|CUDA) graph/],
+    // model_runner.py init_memory_pool "KV Cache is allocated" (before capture up to 0.5.x; after it from 0.5.15 as
+    // "Post-capture KV sizing: KV cache allocated.").
+    ['allocating KV cache', /KV Cache is allocated|KV cache allocated|Memory pool end/],
+    // cuda_graph_runner.py "Capture cuda graph begin. This can take up to several minutes." (sglang#17392);
+    // >= 0.5.15 model_runner_components/cuda_graph_setup.py "Capture target decode CUDA graph begin. backend=…";
+    // the tqdm bar "Capturing batches (bs=… avail_mem=…)" (sglang#11716).
+    ['capturing CUDA graphs', /Capture .*\b(cuda|CUDA) graph begin|Capturing batches \(bs=/],
+    // "Capture cuda graph end. Time elapsed: 5.92 s" (sglang#11830) / "Capture target decode CUDA graph end. elapsed=".
+    ['CUDA graphs captured', /Capture .*\b(cuda|CUDA) graph end/],
     ['Uvicorn running', /Uvicorn running on|Application startup complete/],
     ['warming up', /POST \/generate HTTP|End of prefill warmup/],
     ['fired up', /The server is fired up and ready to roll/],
   ),
-  fatalPatterns: fatal({
-    name: 'scheduler died',
-    pattern: /Scheduler hit an exception|Rank \d+ scheduler is dead|Received sigquit from a child process/,
-    hint: 'a scheduler process crashed: read the first exception in the log tail above',
-  }),
+  fatalPatterns: fatal(
+    [
+      {
+        // srt/entrypoints/engine.py _scheduler_died_error: "Rank 0 scheduler died during initialization (exit code:
+        // -9). If exit code is -9 (SIGKILL), a common cause is the OS OOM killer."
+        name: 'killed',
+        pattern: /scheduler died during initialization \(exit code:? -9\)/,
+        hint: 'a scheduler was SIGKILLed, most often by the host OOM killer: check `dmesg -T | grep -i oom` and host RAM',
+      },
+    ],
+    [
+      {
+        // srt/managers/scheduler.py run_scheduler_process "Scheduler hit an exception: Traceback…"; the parent's
+        // sigquit handler "Received sigquit from a child process. It usually means the child failed." (sglang#8864);
+        // "Rank 0 scheduler is dead" (sglang#15235); engine.py "Rank N scheduler died during initialization" (sglang#25118).
+        name: 'scheduler died',
+        pattern: /Scheduler hit an exception|Rank \d+ scheduler is dead|Received sigquit from a child process|scheduler died during initialization/,
+        hint: 'a scheduler process crashed: read the first exception in the log tail above',
+      },
+    ],
+  ),
 };
 
 const tgi: ServerProfile = {
@@ -126,7 +222,8 @@ const tgi: ServerProfile = {
   defaultBackend: 'tgi',
   defaultPort: 3000,
   phasePatterns: phases(
-    ['downloading weights', /Starting download process|Download file:/],
+    // launcher/src/main.rs "Starting check and download process for {model_id}" (TGI >= 2; "Starting download process" before).
+    ['downloading weights', /Starting (check and )?download process|Download file:/],
     ['starting shards', /Starting shard/],
     ['waiting for shards', /Waiting for shard to be ready/],
     ['shards ready', /Shard ready in/],
@@ -134,11 +231,16 @@ const tgi: ServerProfile = {
     ['starting webserver', /Starting Webserver|Setting max batch total tokens/],
     ['connected', /^.*\bConnected\s*$/],
   ),
-  fatalPatterns: fatal({
-    name: 'shard failed',
-    pattern: /Shard \d+ failed to start|Shard process was signaled|Error when initializing model/,
-    hint: 'a model shard failed to start: read the shard error in the log tail above',
-  }),
+  fatalPatterns: fatal(
+    [],
+    [
+      {
+        name: 'shard failed',
+        pattern: /Shard \d+ failed to start|Shard process was signaled|Error when initializing model/,
+        hint: 'a model shard failed to start: read the shard error in the log tail above',
+      },
+    ],
+  ),
 };
 
 const llamacpp: ServerProfile = {
@@ -159,7 +261,7 @@ const llamacpp: ServerProfile = {
     ['model loaded', /model loaded/],
     ['listening', /server is listening on|HTTP server is listening/],
   ),
-  fatalPatterns: fatal(
+  fatalPatterns: fatal([
     {
       name: 'model failed to load',
       pattern: /failed to load model|error loading model|unable to load model|exiting due to model loading error/i,
@@ -170,7 +272,7 @@ const llamacpp: ServerProfile = {
       pattern: /failed to allocate .* buffer|ggml_backend_.*alloc.* failed/,
       hint: 'lower -ngl / context size (-c) or use a smaller quantization',
     },
-  ),
+  ]),
 };
 
 const ollama: ServerProfile = {
@@ -182,12 +284,24 @@ const ollama: ServerProfile = {
   modelsPath: '/v1/models',
   defaultBackend: 'openai-chat',
   defaultPort: 11434,
-  phasePatterns: phases(['listening', /Listening on .*\(version/], ['inference compute found', /inference compute/]),
-  fatalPatterns: fatal({
-    name: 'model runner failed',
-    pattern: /llama runner process has terminated|error loading llama server/,
-    hint: 'the model runner crashed: check GPU memory and the model blob (ollama pull)',
-  }),
+  // Models load on first request: llm/server.go "starting llama server" / "waiting for server to become available"
+  // status="llm server loading model", then server.go:1388 msg="llama runner started in 9.99 seconds" (Ollama 2026).
+  phasePatterns: phases(
+    ['listening', /Listening on .*\(version/],
+    ['inference compute found', /inference compute/],
+    ['loading model', /msg="starting (llama|ollama) server"|msg="waiting for server to become available"|msg="waiting for llama runner to start responding"/],
+    ['model loaded', /llama runner started in [\d.]+ seconds/],
+  ),
+  fatalPatterns: fatal(
+    [],
+    [
+      {
+        name: 'model runner failed',
+        pattern: /llama runner process has terminated|error loading llama server/,
+        hint: 'the model runner crashed: check GPU memory and the model blob (ollama pull)',
+      },
+    ],
+  ),
 };
 
 const openai: ServerProfile = {

@@ -23,6 +23,8 @@ export interface ServerProfile {
   metricsPath?: string;
   /** Backend that `servelab bench` uses by default against this server. */
   defaultBackend: BackendKind;
+  /** Engine versions the log patterns were checked against, e.g. "sglang 0.5.15" (see versionNote). */
+  checkedVersions?: string;
   /** Log lines that mark startup phases, in the order they normally appear. */
   phasePatterns: LogPattern[];
   /** Log lines that mean the server will never become ready. */

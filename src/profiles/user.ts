@@ -31,6 +31,7 @@ export const profileDefinitionSchema = z
     defaultBackend: z.enum(['openai-completions', 'openai-chat', 'sglang', 'tgi', 'llamacpp']).optional(),
     defaultPort: z.number().int().min(1).max(65535).optional(),
     healthTextPattern: regex.optional(),
+    checkedVersions: z.string().min(1).optional(),
     phasePatterns: z.array(z.object({ name: z.string().min(1), pattern: regex }).strict()).optional(),
     fatalPatterns: z.array(z.object({ name: z.string().min(1), pattern: regex, hint: z.string().min(1) }).strict()).optional(),
   })

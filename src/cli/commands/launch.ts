@@ -3,8 +3,10 @@ import type { Command } from 'commander';
 import { configKey, loadServerConfig, type ServerConfig, serverConfigSchema } from '../../launch/config.js';
 import { type LaunchedServer, launchServer } from '../../launch/launch.js';
 import { parseDurationMs } from '../../load/config.js';
+import { replayLog } from '../../profiles/replay.js';
 import type { ServerProfile } from '../../profiles/types.js';
 import { applyDefinition, inferProfileName, loadUserProfiles, resolveProfile, userProfilesPath } from '../../profiles/user.js';
+import { versionNote } from '../../profiles/version-note.js';
 import { openHistory, previousStartupOptions, recordStartupOutcome } from '../../ready/history.js';
 import { createProgressReporter } from '../../ready/progress.js';
 import { describeReady, failureJson, printLogTail } from '../../ready/report.js';
@@ -13,6 +15,7 @@ import { DEFAULT_READY_TIMEOUT, DEFAULT_READY_TIMEOUT_MS } from '../../util/defa
 import { UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
 import { formatSeconds } from '../../util/format.js';
+import { readLastLines } from '../../util/log-tail.js';
 import { redactor } from '../../util/redact.js';
 
 interface LaunchFlags {
@@ -130,12 +133,14 @@ Examples:
           progress.finish();
           if (db) recordStartupOutcome(db, key, startedAt, error);
           printLogTail(error, logPath);
+          noteNewerEngine(profile, logPath);
           if (flags.json) process.stdout.write(`${JSON.stringify({ ...failureJson(error), logPath, configKey: key })}\n`);
           throw error;
         }
         progress.finish();
         const summary = { ok: true, ...server.ready, pid: server.pid, logPath, command: redactor().args(server.command), configKey: key };
         process.stdout.write(flags.json ? `${JSON.stringify(summary)}\n` : `${describeReady(server.ready)}\n`);
+        noteNewerEngine(profile, logPath);
         if (db) recordStartupOutcome(db, key, startedAt, server.ready);
 
         if (flags.detach) {
@@ -198,4 +203,10 @@ function parsePort(text: string): number {
   const port = serverConfigSchema.shape.port.safeParse(text.trim() === '' ? Number.NaN : Number(text));
   if (!port.success || port.data === undefined) throw new UserError(`--port "${text}" is not a port number`, 'give an integer 1-65535', ExitCode.usage);
   return port.data;
+}
+
+/** An engine newer than the profile was checked against (the version its own log prints) may log lines we miss. */
+function noteNewerEngine(profile: ServerProfile, logPath: string): void {
+  const note = versionNote(profile, replayLog(profile, readLastLines(logPath, 10_000, 1024 * 1024)).versions);
+  if (note) process.stderr.write(`servelab: note: ${note}\n`);
 }
