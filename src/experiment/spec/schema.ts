@@ -2,7 +2,9 @@ import { z } from 'zod';
 import { executorConfigSchema } from '../../exec/config.js';
 import { parseDurationMs, promptSourceSchema, sloSchema, workloadSchema } from '../../load/config.js';
 import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
+import { BACKEND_KINDS } from '../../profiles/types.js';
 import { DEFAULT_READY_TIMEOUT_MS } from '../../util/defaults.js';
+import { METRIC_NAMES } from './types.js';
 
 /** zod schema of an experiment file as written by the user (before grid expansion and defaults of ./load.ts). */
 
@@ -55,7 +57,7 @@ const clientOverridesSchema = z.strictObject({
 });
 
 const clientSchema = clientOverridesSchema.extend({
-  backend: z.enum(['openai-completions', 'openai-chat', 'sglang', 'tgi', 'llamacpp']).optional(),
+  backend: z.enum(BACKEND_KINDS).optional(),
   slo: sloSchema.optional(),
   /**
    * cold (default): each trial's prompts open with a per-trial salt, so no prefix-cache hit crosses trials; warm: the
@@ -105,25 +107,14 @@ const workloadEntrySchema = z.unknown().transform((value, ctx): z.output<typeof 
   return z.NEVER;
 });
 
-const METRICS = [
-  'outputTokensPerSecond',
-  'requestsPerSecond',
-  'perStreamTokensPerSecond',
-  'ttftMedianMs',
-  'ttftP99Ms',
-  'tpotMedianMs',
-  'itlP99Ms',
-  'e2eMedianMs',
-] as const;
-
 /** A constraint on a metric, e.g. "< 500" or ">= 20". */
 const constraintSchema = z.string().regex(/^\s*(<=|>=|<|>)\s*-?\d+(\.\d+)?\s*$/, 'expected a comparison like "< 500" or ">= 20"');
 
 const objectiveSchema = z
   .strictObject({
-    maximize: z.enum(METRICS).optional(),
-    minimize: z.enum(METRICS).optional(),
-    subjectTo: z.partialRecord(z.enum(METRICS), constraintSchema).default({}),
+    maximize: z.enum(METRIC_NAMES).optional(),
+    minimize: z.enum(METRIC_NAMES).optional(),
+    subjectTo: z.partialRecord(z.enum(METRIC_NAMES), constraintSchema).default({}),
     /** Workload the objective is judged on (default: the first). */
     workload: z.string().optional(),
   })
@@ -164,7 +155,7 @@ export const experimentFileSchema = z.strictObject({
   trials: z.number().int().min(1).max(1000).default(5),
   seed: z.number().int().default(1),
   baseline: z.string().optional(),
-  metric: z.enum(METRICS).default('outputTokensPerSecond'),
+  metric: z.enum(METRIC_NAMES).default('outputTokensPerSecond'),
   verdict: z.strictObject({ alpha: z.number().gt(0).lt(1).default(0.05), minEffect: z.number().min(0).default(0) }).default({ alpha: 0.05, minEffect: 0 }),
   drift: z.strictObject({ relativeBand: z.number().min(0).default(0.05), sigmas: z.number().min(0).default(3) }).default({ relativeBand: 0.05, sigmas: 3 }),
   /** Machine checks before each server start: strict stops the run on a finding, warn logs it, off skips them. */

@@ -53,8 +53,20 @@ export interface ResolvedWorkload {
   concurrency?: number;
 }
 
-/** A numeric TrialMetrics field that verdicts and drift alarms compare. */
-export type MetricName = Exclude<{ [K in keyof TrialMetrics]-?: TrialMetrics[K] extends number | undefined ? K : never }[keyof TrialMetrics], undefined>;
+/** The TrialMetrics fields a file can name as `metric`, an objective or a constraint: verdicts and drift alarms compare them. */
+export const METRIC_NAMES = [
+  'outputTokensPerSecond',
+  'requestsPerSecond',
+  'perStreamTokensPerSecond',
+  'ttftMedianMs',
+  'ttftP99Ms',
+  'tpotMedianMs',
+  'itlP99Ms',
+  'e2eMedianMs',
+] as const satisfies ReadonlyArray<NumericKey<TrialMetrics>>;
+export type MetricName = (typeof METRIC_NAMES)[number];
+
+type NumericKey<T> = { [K in keyof T]-?: T[K] extends number ? K : never }[keyof T];
 
 /** The experiment after defaults, grid expansion and sweep expansion; stored as runs.config_json so a resume replays it. */
 export interface ResolvedExperiment {
