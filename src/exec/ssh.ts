@@ -7,7 +7,7 @@ import { startOnChosenPort } from '../launch/chosen-port.js';
 import { LogMonitor } from '../launch/log-monitor.js';
 import { fillSpec, templatedEnv } from '../launch/placeholders.js';
 import { describeOwner, isPortProxy } from '../launch/port-owner.js';
-import { pickFreePort, serverPortRange } from '../launch/port-range.js';
+import { type PortRange, pickFreePort, serverPortRange } from '../launch/port-range.js';
 import { failStart, readyOptionsOf } from '../launch/ready-gate.js';
 import type { ExitInfo, LaunchHooks, RunningServer, ServerSpec } from '../launch/types.js';
 import { runBenchmark } from '../load/run.js';
@@ -112,7 +112,7 @@ export class SshExecutor implements Executor {
     return startOnChosenPort(
       spec,
       hooks,
-      () => this.freeRemotePort(),
+      () => this.freeRemotePort(spec.portRange),
       (port, fixed) => this.launchOnPort(spec, hooks, port, fixed),
     );
   }
@@ -304,9 +304,9 @@ export class SshExecutor implements Executor {
   }
 
   /** As locally (see port-range.ts): a port no socket holds, outside the host's ephemeral range. */
-  private async freeRemotePort(): Promise<number> {
+  private async freeRemotePort(requested: PortRange | undefined): Promise<number> {
     const ports = await this.hostPorts();
-    return pickFreePort(ports.inUse, Math.random, serverPortRange(ports.ephemeral));
+    return pickFreePort(ports.inUse, Math.random, serverPortRange(ports.ephemeral, requested));
   }
 
   /** As for a local launch: a fixed port held by another server would have us measure that server. */

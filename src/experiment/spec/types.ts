@@ -1,4 +1,5 @@
 import type { ExecutorConfig } from '../../exec/types.js';
+import type { PortRange } from '../../launch/port-range.js';
 import type { PromptSource, Slo, Workload } from '../../load/types.js';
 import type { BackendKind } from '../../profiles/types.js';
 import type { TrialMetrics } from '../../store/types.js';
@@ -15,6 +16,8 @@ export interface ServerConfig {
   cwd?: string;
   /** Fixed port; absent: a free one per launch. Not part of the server key. */
   port?: number;
+  /** Where that free one is picked (inclusive); absent: below the ephemeral range. Not part of the server key. */
+  portRange?: PortRange;
   readyTimeoutMs: number;
   verifyServing: boolean;
   model?: string;
