@@ -9,6 +9,7 @@ import { fillSpec, templatedEnv } from '../launch/placeholders.js';
 import { describeOwner, isPortProxy } from '../launch/port-owner.js';
 import { type PortRange, pickFreePort, serverPortRange } from '../launch/port-range.js';
 import { failStart, readyOptionsOf } from '../launch/ready-gate.js';
+import { SERVER_FILE_SETTINGS } from '../launch/server-schema.js';
 import type { ExitInfo, LaunchHooks, RunningServer, ServerSpec } from '../launch/types.js';
 import { runBenchmark } from '../load/run.js';
 import type { BenchOptions, BenchResult } from '../load/types.js';
@@ -186,7 +187,8 @@ export class SshExecutor implements Executor {
         monitor: log,
         schedule: REMOTE_POLL_SCHEDULE,
         checkListener: () => this.listenerMismatch(remotePort, job.pgid),
-        ...readyOptionsOf(spec, hooks),
+        // Executors serve experiment files: readiness hints name the file's keys unless the caller says otherwise.
+        ...readyOptionsOf(spec, { settingNames: SERVER_FILE_SETTINGS, ...hooks }),
       });
     } catch (error) {
       return failStart(error, live.stop, log);

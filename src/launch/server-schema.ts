@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { durationSchema } from '../config/duration.js';
+import type { SettingNames } from '../ready/wait.js';
 import { DEFAULT_READY_TIMEOUT_MS } from '../util/defaults.js';
 import { PORT_RANGE_RULE, parsePortRange } from './port-range.js';
 
@@ -59,5 +60,13 @@ export function checkPorts(server: ServerFields, ctx: z.core.$RefinementCtx<Serv
 }
 
 export const serverSchema = z.strictObject(serverShape).superRefine(checkPorts);
+
+/** The experiment file's names for what the readiness hints tell the user to change (`raise server.readyTimeout`). */
+export const SERVER_FILE_SETTINGS: SettingNames = {
+  timeout: 'server.readyTimeout',
+  profile: 'profile',
+  model: 'server.model',
+  verifyOff: 'server.verifyServing: false',
+};
 
 export type ServerFile = z.output<typeof serverSchema>;

@@ -1,5 +1,6 @@
 import type { ServerProfile } from '../profiles/types.js';
 import type { ExitInfo, PhaseTiming, ReadyProgress, ReadyResult } from '../ready/types.js';
+import type { SettingNames } from '../ready/wait.js';
 import type { PortRange } from './port-range.js';
 
 // Defined by the readiness layer, which watches for the exit; re-exported for the launchers.
@@ -64,4 +65,6 @@ export interface LaunchHooks {
   onSpawn?: (pid: number) => void;
   /** A line for the user about the launch itself (a relaunch on another port). */
   onNote?: (line: string) => void;
+  /** How the caller's settings are named in readiness hints (default: the CLI flags; experiment files: SERVER_FILE_SETTINGS). */
+  settingNames?: SettingNames;
 }
