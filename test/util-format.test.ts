@@ -19,6 +19,8 @@ describe('util/format: the one place numbers become text', () => {
     assert.equal(formatShare(1), '100%');
     assert.equal(formatShare(undefined), '—');
     assert.equal(formatNumber(0.0512), '0.05');
+    assert.equal(formatNumber(0.00031), '0.00031', 'a short run on one GPU is not "0.00" GPU-hours');
+    assert.equal(formatNumber(0), '0.00');
     assert.equal(formatNumber(Number.POSITIVE_INFINITY), '—');
   });
 });

@@ -3,10 +3,11 @@
  * Missing or non-finite values print as '—'.
  */
 
-/** Three significant figures for small values, whole numbers from 1000 on. */
+/** Three significant figures for small values (two below 0.01, which would print as 0.00), whole numbers from 1000 on. */
 export function formatNumber(value: number | null | undefined): string {
   if (value === null || value === undefined || !Number.isFinite(value)) return '—';
   const magnitude = Math.abs(value);
+  if (magnitude > 0 && magnitude < 0.01) return value.toPrecision(2);
   if (magnitude >= 1000) return Math.round(value).toLocaleString('en-US');
   if (magnitude >= 100) return value.toFixed(0);
   if (magnitude >= 10) return value.toFixed(1);
