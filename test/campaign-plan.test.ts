@@ -81,8 +81,8 @@ describe('plan and budget on simulator servers', () => {
     const file = writeExperiment(dir, 'e.yaml', { name: 'plan-budget', variants, budget: { wallTime: '10m', gpusPerServer: 4 }, maxRestarts: 3 });
     const dry = await cli(['run', file, '--dry-run'], { store });
     assert.equal(dry.code, 0, dry.stderr);
-    assert.match(dry.stdout, /5\.0 min \(default\)/);
-    assert.match(dry.stdout, /budget: OVER maxRestarts 3 \(8 planned\); the wall-time budget of 10\.0 min/);
+    assert.match(dry.stdout, /5 min 00 s \(default\)/);
+    assert.match(dry.stdout, /budget: OVER maxRestarts 3 \(8 planned\); the wall-time budget of 10 min 00 s/);
     const refused = await cli(['run', file], { store });
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /the plan exceeds maxRestarts 3 \(8 planned\)/);
@@ -100,7 +100,7 @@ describe('plan and budget on simulator servers', () => {
     const file = writeExperiment(dir, 'e.yaml', { name: 'plan-auto', schedule: 'auto', variants, server: { command: simCommand(), readyTimeout: '5m' } });
     const planned = await cli(['plan', file], { store });
     assert.equal(planned.code, 0, planned.stderr);
-    assert.match(planned.stdout, /schedule: blocked, 2 passes, 3 server configs, 4 restarts — auto: a start costs 5\.0× a trial/);
-    assert.match(planned.stdout, /interleaved {2}4 +8 +45\.0 min/);
+    assert.match(planned.stdout, /schedule: blocked, 2 passes, 3 server configs, 4 restarts — auto: a start costs 5\.00× a trial/);
+    assert.match(planned.stdout, /interleaved {2}4 +8 +45 min 00 s/);
   });
 });

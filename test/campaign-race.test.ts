@@ -103,7 +103,7 @@ describe('best-config verdict', () => {
     );
     const view = formatSpecView(experiment, withPositions);
     assert.match(view, /accept % by pos/);
-    assert.match(view.split('\n').find((line) => line.startsWith('fast'))!, /\b85\/45\b/);
+    assert.match(view.split('\n').find((line) => line.startsWith('fast'))!, /\b85%\/45%/);
     assert.match(view.split('\n').find((line) => line.startsWith('base'))!, /-\s+6\s*$/);
   });
 });

@@ -147,7 +147,7 @@ describe('servelab launch (CLI)', () => {
         'profile:',
         '  extends: simulator',
         '  phasePatterns: [{ name: "sim booting", pattern: "servelab simulator listening" }]',
-        'timeout: 30s',
+        'readyTimeout: 30s',
       ].join('\n'),
     );
     const launcher = startLauncher(

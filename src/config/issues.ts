@@ -30,6 +30,17 @@ const EXPECTED: Record<string, string> = {
   null: 'nothing (null)',
 };
 
+const RENAMED = new WeakMap<object, Readonly<Record<string, string>>>();
+
+/**
+ * Mark old names of an object schema's keys (old → new): a file still using one is told the new name, at the old
+ * key's line, instead of "unknown key". The schema itself is returned, so this wraps its definition.
+ */
+export function renamedKeys<Schema extends z.ZodType>(schema: Schema, renamed: Readonly<Record<string, string>>): Schema {
+  RENAMED.set(schema, renamed);
+  return schema;
+}
+
 /** The first issue worth showing, described. Unknown keys come first: they usually explain a "missing" key. */
 export function describeIssues(schema: z.ZodType, input: unknown, issues: readonly z.core.$ZodIssue[]): Problem {
   const flat = issues.flatMap((issue) => flatten(issue, [], input));
@@ -78,7 +89,10 @@ function describe(schema: z.ZodType, root: unknown, issue: z.core.$ZodIssue, pre
   switch (issue.code) {
     case 'unrecognized_keys': {
       const key = issue.keys[0]!;
-      const known = knownKeys(schema, root, path);
+      const objectNode = objectAt(schema, root, path);
+      const known = objectNode ? Object.keys(objectNode._zod.def.shape!) : [];
+      const renamed = objectNode && RENAMED.get(objectNode)?.[key];
+      if (renamed) return { path: [...path, key], isKey: true, message: `"${key}" is now called "${renamed}"; rename it` };
       const missing = all
         .filter((entry) => entry.issue.code === 'invalid_type' && valueAt(root, [...entry.prefix, ...keysOf(entry.issue.path)]) === undefined)
         .map((entry) => [...entry.prefix, ...keysOf(entry.issue.path)])
@@ -142,15 +156,15 @@ function describeValue(value: unknown): string {
   return String(value);
 }
 
-/** Keys the schema accepts for the mapping at `path` (the branch matching its `kind` for unions); [] when unknown. */
-function knownKeys(schema: z.ZodType, root: unknown, path: readonly Key[]): string[] {
+/** The object schema of the mapping at `path` (the branch matching its `kind` for unions); undefined when unknown. */
+function objectAt(schema: z.ZodType, root: unknown, path: readonly Key[]): SchemaNode | undefined {
   let node: SchemaNode | undefined = schema as unknown as SchemaNode;
   for (let depth = 0; depth <= path.length && node; depth++) {
     const objectNode = resolveObject(node, valueAt(root, path.slice(0, depth)));
-    if (depth === path.length) return objectNode ? Object.keys(objectNode._zod.def.shape!) : [];
+    if (depth === path.length) return objectNode;
     node = child(objectNode ?? unwrap(node, valueAt(root, path.slice(0, depth))), path[depth]!);
   }
-  return [];
+  return undefined;
 }
 
 /** The parts of zod's (v4) schema definitions this walk reads. */

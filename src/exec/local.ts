@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { launchServer } from '../launch/launch.js';
+import { SERVER_FILE_SETTINGS } from '../launch/server-schema.js';
 import type { LaunchHooks, RunningServer, ServerSpec } from '../launch/types.js';
 import { runBenchmark } from '../load/run.js';
 import type { BenchOptions, BenchResult } from '../load/types.js';
@@ -20,7 +21,8 @@ export class LocalExecutor implements Executor {
   }
 
   async launch(spec: ServerSpec, hooks: LaunchHooks): Promise<RunningServer> {
-    const server = await launchServer(spec, hooks);
+    // Executors serve experiment files: readiness hints name the file's keys unless the caller says otherwise.
+    const server = await launchServer(spec, { settingNames: SERVER_FILE_SETTINGS, ...hooks });
     this.servers.add(server);
     void server.exited.then(() => this.servers.delete(server));
     return server;

@@ -7,8 +7,9 @@ import { startOnChosenPort } from '../launch/chosen-port.js';
 import { LogMonitor } from '../launch/log-monitor.js';
 import { fillSpec, templatedEnv } from '../launch/placeholders.js';
 import { describeOwner, isPortProxy } from '../launch/port-owner.js';
-import { pickFreePort, serverPortRange } from '../launch/port-range.js';
+import { type PortRange, pickFreePort, serverPortRange } from '../launch/port-range.js';
 import { failStart, readyOptionsOf } from '../launch/ready-gate.js';
+import { SERVER_FILE_SETTINGS } from '../launch/server-schema.js';
 import type { ExitInfo, LaunchHooks, RunningServer, ServerSpec } from '../launch/types.js';
 import { runBenchmark } from '../load/run.js';
 import type { BenchOptions, BenchResult } from '../load/types.js';
@@ -112,7 +113,7 @@ export class SshExecutor implements Executor {
     return startOnChosenPort(
       spec,
       hooks,
-      () => this.freeRemotePort(),
+      () => this.freeRemotePort(spec.portRange),
       (port, fixed) => this.launchOnPort(spec, hooks, port, fixed),
     );
   }
@@ -186,7 +187,8 @@ export class SshExecutor implements Executor {
         monitor: log,
         schedule: REMOTE_POLL_SCHEDULE,
         checkListener: () => this.listenerMismatch(remotePort, job.pgid),
-        ...readyOptionsOf(spec, hooks),
+        // Executors serve experiment files: readiness hints name the file's keys unless the caller says otherwise.
+        ...readyOptionsOf(spec, { settingNames: SERVER_FILE_SETTINGS, ...hooks }),
       });
     } catch (error) {
       return failStart(error, live.stop, log);
@@ -304,9 +306,9 @@ export class SshExecutor implements Executor {
   }
 
   /** As locally (see port-range.ts): a port no socket holds, outside the host's ephemeral range. */
-  private async freeRemotePort(): Promise<number> {
+  private async freeRemotePort(requested: PortRange | undefined): Promise<number> {
     const ports = await this.hostPorts();
-    return pickFreePort(ports.inUse, Math.random, serverPortRange(ports.ephemeral));
+    return pickFreePort(ports.inUse, Math.random, serverPortRange(ports.ephemeral, requested));
   }
 
   /** As for a local launch: a fixed port held by another server would have us measure that server. */

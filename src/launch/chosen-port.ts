@@ -1,20 +1,40 @@
 import { NotReadyError } from '../ready/errors.js';
 import { UserError } from '../util/errors.js';
+import { ExitCode } from '../util/exit.js';
 import type { LaunchHooks, ServerSpec } from './types.js';
 
+/** Whether the command or an env value says where a picked port goes. */
+export function mentionsPort(spec: Pick<ServerSpec, 'command' | 'env'>): boolean {
+  return [...spec.command, ...Object.values(spec.env)].some((part) => part.includes('{port}'));
+}
+
 /**
- * The port a server listens on: the fixed one, else a free one when `{port}` says where it goes, else the
- * profile's default. `findFree` knows where the server runs (this machine, an SSH host).
+ * How the server's port is found, decided from the spec alone (so a launcher can refuse a contradiction before
+ * anything starts): the fixed port, else a free one when `{port}` says where it goes, else the profile's default.
  */
-export async function choosePort(spec: ServerSpec, findFree: () => Promise<number>): Promise<{ port: number; fixed: boolean }> {
-  if (spec.port !== undefined) return { port: spec.port, fixed: true };
-  const mentionsPort = [...spec.command, ...Object.values(spec.env)].some((part) => part.includes('{port}'));
-  if (mentionsPort) return { port: await findFree(), fixed: false };
-  if (spec.profile.defaultPort !== undefined) return { port: spec.profile.defaultPort, fixed: true };
+export function portPlan(spec: Pick<ServerSpec, 'command' | 'env' | 'port' | 'portRange' | 'profile'>): { fixed: number } | { pick: true } {
+  if (spec.port !== undefined && spec.portRange !== undefined)
+    throw new UserError('a fixed port and a port range contradict each other', 'give one of them (--port N or --port-range LO-HI)', ExitCode.usage);
+  if (spec.port !== undefined) return { fixed: spec.port };
+  if (mentionsPort(spec)) return { pick: true };
+  if (spec.portRange !== undefined)
+    throw new UserError(
+      `a port range (${spec.portRange.low}-${spec.portRange.high}) was given, but the command has no {port} to put the picked port in`,
+      'put {port} where the command takes its port (e.g. --port {port})',
+      ExitCode.usage,
+    );
+  if (spec.profile.defaultPort !== undefined) return { fixed: spec.profile.defaultPort };
   throw new UserError(
     `no port for the server: the command has no {port} and profile "${spec.profile.name}" has no default port`,
     'put {port} where the command takes its port (e.g. --port {port}), or pass --port N',
+    ExitCode.usage,
   );
+}
+
+/** The port a server listens on (see portPlan). `findFree` knows where the server runs (this machine, an SSH host). */
+export async function choosePort(spec: ServerSpec, findFree: () => Promise<number>): Promise<{ port: number; fixed: boolean }> {
+  const plan = portPlan(spec);
+  return 'fixed' in plan ? { port: plan.fixed, fixed: true } : { port: await findFree(), fixed: false };
 }
 
 const PORT_TAKEN = /EADDRINUSE|address already in use/i;

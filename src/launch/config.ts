@@ -1,30 +1,32 @@
 import { z } from 'zod';
+import { renamedKeys } from '../config/issues.js';
 import { loadConfigFile } from '../config/load.js';
 import { profileDefinitionSchema } from '../profiles/user.js';
 import { type ServerIdentityParts, serverIdentity } from './identity.js';
+import { checkPorts, serverShape } from './server-schema.js';
 
-/** `servelab launch --config server.yaml`: the same settings as the flags; flags given on the command line win. */
-export const serverConfigSchema = z
-  .object({
-    command: z.array(z.string()).min(1),
-    env: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String)).default({}),
-    unsetEnv: z.array(z.string()).default([]),
-    cwd: z.string().optional(),
-    /** A profile name, or an inline definition (`extends: vllm` plus overrides). */
-    profile: z.union([z.string(), profileDefinitionSchema]).optional(),
-    host: z.string().optional(),
-    port: z.number().int().min(1).max(65535).optional(),
-    log: z.string().optional(),
-    timeout: z.union([z.string(), z.number()]).optional(),
-    verify: z.boolean().optional(),
-    model: z.string().optional(),
-  })
-  .strict();
+/**
+ * `servelab launch --config server.yaml`: the experiment file's `server:` keys (server-schema.ts), plus what only a
+ * lone launch decides: the profile, the bind host and the log file. Flags given on the command line win.
+ */
+export const launchFileSchema = renamedKeys(
+  z
+    .strictObject({
+      ...serverShape,
+      /** A profile name, or an inline definition (`extends: vllm` plus overrides). */
+      profile: z.union([z.string(), profileDefinitionSchema]).optional(),
+      host: z.string().min(1).optional(),
+      log: z.string().min(1).optional(),
+    })
+    .superRefine(checkPorts),
+  // The file's keys before it shared the experiment's server schema.
+  { timeout: 'readyTimeout', verify: 'verifyServing' },
+);
 
-export type ServerConfig = z.output<typeof serverConfigSchema>;
+export type LaunchFile = z.output<typeof launchFileSchema>;
 
-export function loadServerConfig(path: string): ServerConfig {
-  return loadConfigFile(path, serverConfigSchema);
+export function loadLaunchFile(path: string): LaunchFile {
+  return loadConfigFile(path, launchFileSchema);
 }
 
 /** Startup-history key of a launched server: the one server identity, namespaced apart from `wait` keys. */

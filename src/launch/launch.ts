@@ -46,7 +46,7 @@ export function launchServer(spec: ServerSpec, hooks: LaunchHooks = {}): Promise
   return startOnChosenPort(
     spec,
     hooks,
-    () => freePort(host),
+    () => freePort(host, spec.portRange),
     (port, fixed) => launchOnPort(spec, hooks, host, port, fixed),
   );
 }

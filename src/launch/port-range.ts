@@ -1,3 +1,5 @@
+import { UserError } from '../util/errors.js';
+
 /**
  * Where a server's port is picked. The kernel's ephemeral range is where every outgoing connection (and every bind
  * to port 0) gets its local port, so a port picked free there can be taken by any client's connect() between the
@@ -23,8 +25,24 @@ export function parseEphemeralRange(text: string): PortRange | undefined {
   return low > 0 && low <= high && high <= HIGHEST_PORT ? { low, high } : undefined;
 }
 
-/** Ports to pick a server's from: below the ephemeral range, else above it, else (no room outside it) anywhere. */
-export function serverPortRange(ephemeral: PortRange = DEFAULT_EPHEMERAL): PortRange {
+/** `server.portRange` / `--port-range`: "LO-HI", both ends included. */
+export const PORT_RANGE_RULE = 'expected a port range "LO-HI" with 1 <= LO <= HI <= 65535, e.g. "20000-20999"';
+
+/** "20000-20999" as a range; undefined for anything else (see PORT_RANGE_RULE). */
+export function parsePortRange(text: string): PortRange | undefined {
+  const match = /^\s*(\d+)\s*-\s*(\d+)\s*$/.exec(text);
+  if (!match) return undefined;
+  const low = Number(match[1]);
+  const high = Number(match[2]);
+  return low >= 1 && low <= high && high <= HIGHEST_PORT ? { low, high } : undefined;
+}
+
+/**
+ * Ports to pick a server's from: the range the user asked for, else below the ephemeral range, else above it,
+ * else (no room outside it) anywhere.
+ */
+export function serverPortRange(ephemeral: PortRange = DEFAULT_EPHEMERAL, requested?: PortRange): PortRange {
+  if (requested) return requested;
   if (ephemeral.low - 1 - LOWEST_SERVER_PORT >= MIN_SPAN) return { low: LOWEST_SERVER_PORT, high: ephemeral.low - 1 };
   if (HIGHEST_PORT - ephemeral.high >= MIN_SPAN) return { low: ephemeral.high + 1, high: HIGHEST_PORT };
   return { low: LOWEST_SERVER_PORT, high: HIGHEST_PORT };
@@ -38,5 +56,8 @@ export function pickFreePort(used: ReadonlySet<number>, random: () => number, ra
     const port = range.low + ((start + step) % span);
     if (!used.has(port)) return port;
   }
-  throw new Error(`no free port in ${range.low}-${range.high}`);
+  throw new UserError(
+    `no free port in ${range.low}-${range.high}: every one is in use`,
+    'widen the port range (server.portRange, --port-range), or stop the servers holding those ports',
+  );
 }

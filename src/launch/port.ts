@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { messageOf, UserError } from '../util/errors.js';
-import { parseEphemeralRange, pickFreePort, serverPortRange } from './port-range.js';
+import { type PortRange, parseEphemeralRange, pickFreePort, serverPortRange } from './port-range.js';
 
 const BIND_TRIES = 50;
 
@@ -26,14 +26,17 @@ function localEphemeralRange() {
   }
 }
 
-/** A port free right now on `host`, outside the kernel's ephemeral range (see port-range.ts). */
-export async function freePort(host: string): Promise<number> {
-  const range = serverPortRange(localEphemeralRange());
+/** A port free right now on `host`: in `requested`, else outside the kernel's ephemeral range (see port-range.ts). */
+export async function freePort(host: string, requested?: PortRange): Promise<number> {
+  const range = serverPortRange(localEphemeralRange(), requested);
   const tried = new Set<number>();
   for (let attempt = 0; attempt < BIND_TRIES; attempt++) {
     const port = pickFreePort(tried, Math.random, range);
     if (await canListen(port, host)) return port;
     tried.add(port);
   }
-  throw new UserError(`cannot find a free port on ${host}: ${BIND_TRIES} ports of ${range.low}-${range.high} tried, all in use`, 'pass --port N');
+  throw new UserError(
+    `cannot find a free port on ${host}: ${BIND_TRIES} ports of ${range.low}-${range.high} tried, all in use`,
+    'give a fixed port (--port N, server.port) or another range (--port-range LO-HI, server.portRange)',
+  );
 }

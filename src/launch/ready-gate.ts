@@ -9,7 +9,7 @@ const ERROR_TAIL_LINES = 30;
 export function readyOptionsOf(
   spec: ServerSpec,
   hooks: LaunchHooks,
-): Pick<WaitOptions, 'profile' | 'timeoutMs' | 'verifyServing' | 'model' | 'previousReadyMs' | 'previousPhases' | 'onProgress' | 'signal'> {
+): Pick<WaitOptions, 'profile' | 'timeoutMs' | 'verifyServing' | 'model' | 'previousReadyMs' | 'previousPhases' | 'onProgress' | 'signal' | 'settingNames'> {
   return {
     profile: spec.profile,
     timeoutMs: spec.readyTimeoutMs,
@@ -19,6 +19,7 @@ export function readyOptionsOf(
     ...(hooks.previousPhases && { previousPhases: hooks.previousPhases }),
     ...(hooks.onProgress && { onProgress: hooks.onProgress }),
     ...(hooks.signal && { signal: hooks.signal }),
+    ...(hooks.settingNames && { settingNames: hooks.settingNames }),
   };
 }
 

@@ -1,5 +1,7 @@
 import type { ServerProfile } from '../profiles/types.js';
 import type { ExitInfo, PhaseTiming, ReadyProgress, ReadyResult } from '../ready/types.js';
+import type { SettingNames } from '../ready/wait.js';
+import type { PortRange } from './port-range.js';
 
 // Defined by the readiness layer, which watches for the exit; re-exported for the launchers.
 export type { ExitInfo } from '../ready/types.js';
@@ -16,6 +18,8 @@ export interface ServerSpec {
   host?: string;
   /** Fixed port; when absent a free one is picked and substituted for `{port}`. */
   port?: number;
+  /** Where that free one is picked (inclusive); default: below the kernel's ephemeral range (see port-range.ts). */
+  portRange?: PortRange;
   /** Where the server's stdout+stderr are teed. */
   logPath: string;
   /** Readiness gate. */
@@ -61,4 +65,6 @@ export interface LaunchHooks {
   onSpawn?: (pid: number) => void;
   /** A line for the user about the launch itself (a relaunch on another port). */
   onNote?: (line: string) => void;
+  /** How the caller's settings are named in readiness hints (default: the CLI flags; experiment files: SERVER_FILE_SETTINGS). */
+  settingNames?: SettingNames;
 }

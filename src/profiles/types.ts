@@ -10,7 +10,9 @@ export interface FatalPattern extends LogPattern {
   hint: string;
 }
 
-export type BackendKind = 'openai-completions' | 'openai-chat' | 'sglang' | 'tgi' | 'llamacpp';
+/** The wire formats the load client speaks: the one list that profiles, files and the load client's table follow. */
+export const BACKEND_KINDS = ['openai-completions', 'openai-chat', 'sglang', 'tgi', 'llamacpp'] as const;
+export type BackendKind = (typeof BACKEND_KINDS)[number];
 
 export interface ServerProfile {
   name: string;

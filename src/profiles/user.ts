@@ -6,7 +6,7 @@ import { loadConfigFile } from '../config/load.js';
 import { UserError } from '../util/errors.js';
 import { ExitCode } from '../util/exit.js';
 import { BUILTIN_PROFILES } from './builtin.js';
-import type { ServerProfile } from './types.js';
+import { BACKEND_KINDS, type ServerProfile } from './types.js';
 
 const regex = z.string().transform((source, ctx) => {
   try {
@@ -28,7 +28,7 @@ export const profileDefinitionSchema = z
     openaiCompatible: z.boolean().optional(),
     modelsPath: z.string().startsWith('/').optional(),
     metricsPath: z.string().startsWith('/').optional(),
-    defaultBackend: z.enum(['openai-completions', 'openai-chat', 'sglang', 'tgi', 'llamacpp']).optional(),
+    defaultBackend: z.enum(BACKEND_KINDS).optional(),
     defaultPort: z.number().int().min(1).max(65535).optional(),
     healthTextPattern: regex.optional(),
     checkedVersions: z.string().min(1).optional(),

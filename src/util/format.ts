@@ -3,10 +3,11 @@
  * Missing or non-finite values print as '—'.
  */
 
-/** Three significant figures for small values, whole numbers from 1000 on. */
+/** Three significant figures for small values (two below 0.01, which would print as 0.00), whole numbers from 1000 on. */
 export function formatNumber(value: number | null | undefined): string {
   if (value === null || value === undefined || !Number.isFinite(value)) return '—';
   const magnitude = Math.abs(value);
+  if (magnitude > 0 && magnitude < 0.01) return value.toPrecision(2);
   if (magnitude >= 1000) return Math.round(value).toLocaleString('en-US');
   if (magnitude >= 100) return value.toFixed(0);
   if (magnitude >= 10) return value.toFixed(1);
@@ -33,6 +34,11 @@ export function formatWholePercent(pct: number): string {
   return rounded < 0 ? `\u2212${-rounded}%` : `+${rounded}%`;
 }
 
+/** A fraction as an unsigned whole percent, e.g. 0.713 → "71%" (acceptance rates). */
+export function formatShare(fraction: number | null | undefined): string {
+  return fraction === null || fraction === undefined || !Number.isFinite(fraction) ? '—' : `${Math.round(fraction * 100)}%`;
+}
+
 /** Signed percent with one decimal, e.g. "+12.5%", "−3.0%". */
 export function formatPercent(value: number | null | undefined): string {
   if (value === null || value === undefined || !Number.isFinite(value)) return '—';
@@ -40,9 +46,10 @@ export function formatPercent(value: number | null | undefined): string {
   return value < 0 ? `\u2212${text}%` : `+${text}%`;
 }
 
-/** "42 s", "3 min 05 s", "1 h 02 min". */
+/** "4.2 s", "42 s", "3 min 05 s", "1 h 02 min" (tenths below 10 s: simulator startups and short trials last that long). */
 export function formatDuration(ms: number | null | undefined): string {
   if (ms === null || ms === undefined || !Number.isFinite(ms) || ms < 0) return '—';
+  if (ms < 9_950) return `${(ms / 1000).toFixed(1)} s`;
   const seconds = Math.round(ms / 1000);
   if (seconds < 60) return `${seconds} s`;
   const minutes = Math.floor(seconds / 60);

@@ -1,8 +1,13 @@
 import { dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { configKey, loadServerConfig, type ServerConfig, serverConfigSchema } from '../../launch/config.js';
+import { parseDurationMs } from '../../config/duration.js';
+import { portPlan } from '../../launch/chosen-port.js';
+import { configKey, type LaunchFile, loadLaunchFile } from '../../launch/config.js';
 import { type LaunchedServer, launchServer } from '../../launch/launch.js';
-import { parseDurationMs } from '../../load/config.js';
+import { assertPortFree } from '../../launch/port-owner.js';
+import { type PortRange, parsePortRange } from '../../launch/port-range.js';
+import { envNameList, envSchema, portSchema } from '../../launch/server-schema.js';
+import type { ServerSpec } from '../../launch/types.js';
 import { replayLog } from '../../profiles/replay.js';
 import type { ServerProfile } from '../../profiles/types.js';
 import { applyDefinition, inferProfileName, loadUserProfiles, resolveProfile, userProfilesPath } from '../../profiles/user.js';
@@ -12,7 +17,7 @@ import { createProgressReporter } from '../../ready/progress.js';
 import { describeReady, failureJson, printLogTail } from '../../ready/report.js';
 import { defaultStorePath } from '../../store/db.js';
 import { DEFAULT_READY_TIMEOUT, DEFAULT_READY_TIMEOUT_MS } from '../../util/defaults.js';
-import { UserError } from '../../util/errors.js';
+import { isUserError, UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
 import { formatSeconds } from '../../util/format.js';
 import { readLastLines } from '../../util/log-tail.js';
@@ -27,6 +32,7 @@ interface LaunchFlags {
   log?: string;
   host?: string;
   port?: string;
+  portRange?: string;
   timeout?: string;
   verify?: boolean;
   model?: string;
@@ -43,7 +49,10 @@ export function registerLaunch(program: Command): void {
     .command('launch')
     .description('Start an inference server, watch its log, and gate on real readiness')
     .argument('[command...]', 'server command after "--"; {port} and {host} are substituted')
-    .option('--config <file>', 'server YAML: command, env, unsetEnv, cwd, profile (name or {extends, ...}), host, port, log, timeout, verify, model')
+    .option(
+      '--config <file>',
+      "server YAML: an experiment file's server keys (command, env, unsetEnv, cwd, port, portRange, readyTimeout, verifyServing, model) plus profile (name or {extends, ...}), host, log",
+    )
     .option('--profile <name>', 'server profile (default: guessed from the command: vllm, sglang, tgi, llamacpp, ollama, simulator, else openai)')
     .option('--profiles <file>', 'YAML file of user profiles (default: $SERVELAB_PROFILES or ~/.servelab/profiles.yaml)')
     .option('--env <K=V>', 'set a variable for the server (repeatable)', collect, [])
@@ -51,6 +60,7 @@ export function registerLaunch(program: Command): void {
     .option('--log <file>', 'append the server output here (default: <store dir>/logs/<profile>-<time>.log)')
     .option('--host <host>', 'host the server listens on, for {host} and the URL (default 127.0.0.1)')
     .option('--port <n>', "fixed port (default: a free one substituted for {port}, else the profile's usual port)")
+    .option('--port-range <lo-hi>', 'pick the free port for {port} in this range, e.g. 20000-20999 (default: below the ephemeral range)')
     .option('--timeout <duration>', `readiness timeout: 90s, 15m, 1h, 500ms (a bare number is seconds; default ${DEFAULT_READY_TIMEOUT})`)
     .option('--verify', 'check /v1/models and one tiny generation after health (default for OpenAI-compatible profiles)')
     .option('--no-verify', 'only check the health endpoint (skip /v1/models and the one-token generation)')
@@ -75,23 +85,36 @@ Examples:
     )
     .action(async (commandArgs: string[], flags: LaunchFlags) => {
       if (flags.detach && flags.exitWhenReady) throw new UserError('--detach and --exit-when-ready contradict each other', 'pick one', ExitCode.usage);
-      const config: Partial<ServerConfig> = flags.config ? loadServerConfig(flags.config) : {};
+      const config: Partial<LaunchFile> = flags.config ? loadLaunchFile(flags.config) : {};
       const command = commandArgs.length > 0 ? commandArgs : config.command;
       if (!command?.length)
         throw new UserError('no server command', 'give it after "--" (servelab launch -- vllm serve M --port {port}) or in --config', ExitCode.usage);
       const env = { ...config.env, ...parseEnvFlags(flags.env) };
-      const unsetEnv = [...(config.unsetEnv ?? []), ...flags.unsetEnv];
+      const unsetEnv = [...(config.unsetEnv ?? []), ...parseUnsetFlags(flags.unsetEnv)];
       const profile = chooseProfile(flags, config, command);
-      const timeout = flags.timeout ?? config.timeout;
-      const readyTimeoutMs = timeout === undefined ? DEFAULT_READY_TIMEOUT_MS : typeof timeout === 'number' ? timeout * 1000 : parseDurationMs(timeout);
-      const port = flags.port !== undefined ? parsePort(flags.port) : config.port;
       const storePath = defaultStorePath(flags.store);
       const logPath = resolve(
         flags.log ?? config.log ?? join(dirname(storePath), 'logs', `${profile.name}-${new Date().toISOString().replace(/[:.]/g, '-')}.log`),
       );
-      const verify = flags.verify ?? config.verify;
-      const model = flags.model ?? config.model;
       const host = flags.host ?? config.host;
+      const verify = flags.verify ?? config.verifyServing;
+      const model = flags.model ?? config.model;
+      const spec: ServerSpec = {
+        command,
+        env,
+        unsetEnv,
+        profile,
+        logPath,
+        readyTimeoutMs: flags.timeout !== undefined ? parseDurationMs(flags.timeout) : (config.readyTimeout ?? DEFAULT_READY_TIMEOUT_MS),
+        ...(config.cwd && { cwd: config.cwd }),
+        ...(host && { host }),
+        ...portsOf(flags, config),
+        ...(verify !== undefined && { verifyServing: verify }),
+        ...(model && { model }),
+      };
+      // Usage errors exit 2 before anything starts: a contradictory or missing port, a fixed port someone holds.
+      const plan = portPlan(spec);
+      if ('fixed' in plan) await asUsageError(assertPortFree(plan.fixed, host ?? '127.0.0.1'));
 
       const key = configKey({ command, env, unsetEnv, profile: profile.name });
       const db = openHistory(flags.store);
@@ -113,22 +136,12 @@ Examples:
       const startedAt = new Date();
       try {
         try {
-          server = await launchServer(
-            {
-              command,
-              env,
-              unsetEnv,
-              profile,
-              logPath,
-              readyTimeoutMs,
-              ...(config.cwd && { cwd: config.cwd }),
-              ...(host && { host }),
-              ...(port !== undefined && { port }),
-              ...(verify !== undefined && { verifyServing: verify }),
-              ...(model && { model }),
-            },
-            { onProgress: progress.report, signal: interrupt.signal, onNote: (line) => process.stderr.write(`servelab: ${line}\n`), ...previous },
-          );
+          server = await launchServer(spec, {
+            onProgress: progress.report,
+            signal: interrupt.signal,
+            onNote: (line) => process.stderr.write(`servelab: ${line}\n`),
+            ...previous,
+          });
         } catch (error) {
           progress.finish();
           if (db) recordStartupOutcome(db, key, startedAt, error);
@@ -181,27 +194,54 @@ Examples:
     });
 }
 
-function chooseProfile(flags: LaunchFlags, config: Partial<ServerConfig>, command: string[]): ServerProfile {
+function chooseProfile(flags: LaunchFlags, config: Partial<LaunchFile>, command: string[]): ServerProfile {
   const userProfiles = loadUserProfiles(userProfilesPath(flags.profiles));
   if (flags.profile) return resolveProfile(flags.profile, userProfiles);
   if (typeof config.profile === 'object') return applyDefinition(`custom(${config.profile.extends ?? 'openai'})`, config.profile, userProfiles);
   return resolveProfile(config.profile ?? inferProfileName(command), userProfiles);
 }
 
+/** --env NAME=VALUE, names by the server file's `env:` rule (server-schema.ts): "--env A=B=C" sets A to "B=C". */
 function parseEnvFlags(pairs: string[]): Record<string, string> {
   const env: Record<string, string> = {};
   for (const pair of pairs) {
     const at = pair.indexOf('=');
     if (at <= 0) throw new UserError(`--env "${pair}" is not NAME=VALUE`, 'write it like --env NCCL_PROTO=LL', ExitCode.usage);
-    env[pair.slice(0, at)] = pair.slice(at + 1);
+    const name = pair.slice(0, at);
+    if (!envSchema.safeParse({ [name]: '' }).success)
+      throw new UserError(
+        `--env "${pair}": "${name}" is not an environment variable name`,
+        'use letters, digits and "_", not starting with a digit',
+        ExitCode.usage,
+      );
+    env[name] = pair.slice(at + 1);
   }
   return env;
 }
 
-/** --port by the server file's own `port:` rule (launch/config.ts), so flag and file accept the same ports. */
+function parseUnsetFlags(names: string[]): string[] {
+  for (const name of names) {
+    if (!envNameList.safeParse([name]).success)
+      throw new UserError(
+        `--unset-env "${name}" is not an environment variable name`,
+        'use letters, digits and "_", not starting with a digit',
+        ExitCode.usage,
+      );
+  }
+  return names;
+}
+
+/** The port settings, flags winning over the file: a --port drops the file's portRange and --port-range its port. */
+function portsOf(flags: LaunchFlags, config: Partial<LaunchFile>): Pick<ServerSpec, 'port' | 'portRange'> {
+  const port = flags.port !== undefined ? parsePort(flags.port) : flags.portRange === undefined ? config.port : undefined;
+  const portRange = flags.portRange !== undefined ? parsePortRangeFlag(flags.portRange) : flags.port === undefined ? config.portRange : undefined;
+  return { ...(port !== undefined && { port }), ...(portRange && { portRange }) };
+}
+
+/** --port by the server file's own `port:` rule (launch/server-schema.ts), so flag and file accept the same ports. */
 function parsePort(text: string): number {
-  const port = serverConfigSchema.shape.port.safeParse(text.trim() === '' ? Number.NaN : Number(text));
-  if (!port.success || port.data === undefined) throw new UserError(`--port "${text}" is not a port number`, 'give an integer 1-65535', ExitCode.usage);
+  const port = portSchema.safeParse(text.trim() === '' ? Number.NaN : Number(text));
+  if (!port.success) throw new UserError(`--port "${text}" is not a port number`, 'give an integer 1-65535', ExitCode.usage);
   return port.data;
 }
 
@@ -209,4 +249,20 @@ function parsePort(text: string): number {
 function noteNewerEngine(profile: ServerProfile, logPath: string): void {
   const note = versionNote(profile, replayLog(profile, readLastLines(logPath, 10_000, 1024 * 1024)).versions);
   if (note) process.stderr.write(`servelab: note: ${note}\n`);
+}
+
+function parsePortRangeFlag(text: string): PortRange {
+  const range = parsePortRange(text);
+  if (!range)
+    throw new UserError(`--port-range "${text}" is not a port range`, `write it as LO-HI with 1 <= LO <= HI <= 65535, e.g. 20000-20999`, ExitCode.usage);
+  return range;
+}
+
+/** A check whose failure means the command line (or file) asks for something impossible: exit 2, not 1. */
+async function asUsageError(check: Promise<void>): Promise<void> {
+  try {
+    await check;
+  } catch (error) {
+    throw isUserError(error) ? new UserError(error.message, error.hint, ExitCode.usage) : error;
+  }
 }

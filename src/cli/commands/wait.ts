@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
+import { parseDurationMs } from '../../config/duration.js';
 import { waitKey } from '../../launch/config.js';
-import { parseDurationMs } from '../../load/config.js';
 import { loadUserProfiles, resolveProfile, userProfilesPath } from '../../profiles/user.js';
 import { openHistory, previousStartupOptions, recordStartupOutcome } from '../../ready/history.js';
 import { createProgressReporter } from '../../ready/progress.js';

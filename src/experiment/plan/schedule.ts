@@ -1,3 +1,4 @@
+import { formatDuration, formatNumber } from '../../util/format.js';
 import { mulberry32 } from '../../util/random.js';
 import { type BlockedValue, stratifiedRankSumTest } from '../analysis/stats.js';
 import type { Plan, PlannedTrial, ResolvedExperiment } from '../spec/types.js';
@@ -132,8 +133,8 @@ export function chooseSchedule(experiment: ResolvedExperiment, costs: CostModel)
   let chosen = options.find((option) => option.schedule === preferred)!;
   let reason =
     preferred === 'blocked'
-      ? `auto: a start costs ${ratio.toFixed(1)}× a trial (≥ ${AUTO_BLOCKED_RATIO}), so blocked passes save restarts`
-      : `auto: a start costs ${ratio.toFixed(1)}× a trial (< ${AUTO_BLOCKED_RATIO}), so restarts are cheap and full interleaving is affordable`;
+      ? `auto: a start costs ${formatNumber(ratio)}× a trial (≥ ${AUTO_BLOCKED_RATIO}), so blocked passes save restarts`
+      : `auto: a start costs ${formatNumber(ratio)}× a trial (< ${AUTO_BLOCKED_RATIO}), so restarts are cheap and full interleaving is affordable`;
   const other = options.find((option) => option !== chosen)!;
   if (!fits(chosen) && fits(other)) {
     reason = `auto: ${chosen.schedule} would exceed ${limitViolations(experiment, chosen.prediction)[0]}, ${other.schedule} fits`;
@@ -156,21 +157,16 @@ export function limitViolations(experiment: ResolvedExperiment, prediction: Plan
   const { budget, maxRestarts } = experiment;
   if (maxRestarts !== undefined && prediction.restarts > maxRestarts) violations.push(`maxRestarts ${maxRestarts} (${prediction.restarts} planned)`);
   if (budget?.wallTimeMs !== undefined && prediction.wallMs > budget.wallTimeMs) {
-    violations.push(`the wall-time budget of ${hours(budget.wallTimeMs)} (${hours(prediction.wallMs)} predicted)`);
+    violations.push(`the wall-time budget of ${formatDuration(budget.wallTimeMs)} (${formatDuration(prediction.wallMs)} predicted)`);
   }
   if (budget?.gpuHours !== undefined && prediction.gpuHours > budget.gpuHours) {
-    violations.push(`the budget of ${budget.gpuHours} GPU-hours (${prediction.gpuHours.toFixed(2)} predicted)`);
+    violations.push(`the budget of ${budget.gpuHours} GPU-hours (${formatNumber(prediction.gpuHours)} predicted)`);
   }
   return violations;
 }
 
-function hours(ms: number): string {
-  if (ms >= 3_600_000) return `${(ms / 3_600_000).toFixed(1)} h`;
-  if (ms >= 60_000) return `${(ms / 60_000).toFixed(1)} min`;
-  return `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
-}
-
-export { hours as formatDuration };
+// Re-exported for the callers in experiment/run/ that still import it from here.
+export { formatDuration };
 
 /** Fisher–Yates with the plan's seeded generator. */
 function shuffle<T>(items: T[], random: () => number): T[] {

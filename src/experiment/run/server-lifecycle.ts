@@ -66,6 +66,7 @@ export class ServerLifecycle {
           unsetEnv: config.unsetEnv,
           ...(config.cwd !== undefined && { cwd: config.cwd }),
           ...(config.port !== undefined && { port: config.port }),
+          ...(config.portRange !== undefined && { portRange: config.portRange }),
           profile,
           logPath,
           readyTimeoutMs: config.readyTimeoutMs,

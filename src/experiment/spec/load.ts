@@ -2,6 +2,7 @@ import { existsSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfigFile } from '../../config/load.js';
+import { mentionsPort } from '../../launch/chosen-port.js';
 import { serverIdentity } from '../../launch/identity.js';
 import type { PromptSource, Workload } from '../../load/types.js';
 import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
@@ -11,7 +12,7 @@ import { ExitCode } from '../../util/exit.js';
 import { type ClientOverrides, type ExperimentFile, experimentFileSchema, type GridSpec, VARIANT_NAME, VARIANT_NAME_RULE, type VariantSpec } from './schema.js';
 import type { ClientConfig, Constraint, MetricName, Objective, ResolvedExperiment, ResolvedVariant, ResolvedWorkload, ServerConfig } from './types.js';
 
-/** `{servelab}` in a command is this installation's CLI, so simulator experiments run from any directory. */
+/** `{servelab}` in a command is this installation's CLI (bin/servelab.js, from dist/src/experiment/spec/), so simulator experiments run from any directory. */
 const SERVELAB_BIN = fileURLToPath(new URL('../../../../bin/servelab.js', import.meta.url));
 
 const DEFAULT_CLIENT: ClientConfig = {
@@ -43,8 +44,9 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
       cwd: file.executor.kind === 'local' ? existingDirectory(resolve(baseDir, file.server.cwd), fail) : resolve(baseDir, file.server.cwd),
     }),
     ...(file.server.port !== undefined && { port: file.server.port }),
+    ...(file.server.portRange !== undefined && { portRange: file.server.portRange }),
     readyTimeoutMs: file.server.readyTimeout,
-    verifyServing: file.server.verifyServing,
+    verifyServing: file.server.verifyServing ?? true,
     ...(file.server.model !== undefined && { model: file.server.model }),
   };
   const baseClient = applyClient(DEFAULT_CLIENT, file.client, file.server.model);
@@ -68,6 +70,8 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
     if (seen.has(name)) fail(key, `variant name "${name}" is used twice`);
     seen.add(name);
     const server = applyVariant(baseServer, spec);
+    if (server.portRange && !mentionsPort(server))
+      fail('server.portRange', `variant "${name}": the command has no {port} to put the picked port in (write --port {port})`);
     const client = applyClient(baseClient, spec.client ?? {}, undefined);
     const promptsKey = spec.client?.prompts ? `${key}.client.prompts.path` : 'client.prompts.path';
     // A remote client (ssh, client: remote) reads its dataset on the host: that path is left as written.

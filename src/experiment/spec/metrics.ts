@@ -37,7 +37,7 @@ function categoryMetricsOf(category: CategoryResult): CategoryMetrics {
 
 /** Latencies (…Ms) improve downwards, rates upwards. */
 export function higherIsBetter(metric: MetricName): boolean {
-  return !metric.endsWith('Ms') && metric !== 'failed';
+  return !metric.endsWith('Ms');
 }
 
 export function metricUnit(metric: MetricName): string {

@@ -1,46 +1,17 @@
 import { z } from 'zod';
+import { durationSchema } from '../../config/duration.js';
 import { executorConfigSchema } from '../../exec/config.js';
-import { parseDurationMs, promptSourceSchema, sloSchema, workloadSchema } from '../../load/config.js';
+import { argvSchema, envNameList, envSchema, serverSchema } from '../../launch/server-schema.js';
+import { promptSourceSchema, sloSchema, workloadSchema } from '../../load/config.js';
 import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
-import { DEFAULT_READY_TIMEOUT_MS } from '../../util/defaults.js';
+import { BACKEND_KINDS } from '../../profiles/types.js';
+import { METRIC_NAMES } from './types.js';
 
 /** zod schema of an experiment file as written by the user (before grid expansion and defaults of ./load.ts). */
 
-const durationSchema = z
-  .union([
-    z
-      .number()
-      .positive()
-      .transform((seconds) => seconds * 1000),
-    z.string(),
-  ])
-  .transform((value, ctx) => {
-    if (typeof value === 'number') return value;
-    try {
-      return parseDurationMs(value);
-    } catch (error) {
-      ctx.addIssue({ code: 'custom', message: (error as Error).message });
-      return z.NEVER;
-    }
-  });
-
-/** A command as a list, or one string split on whitespace (use the list form for arguments containing spaces). */
-const argvSchema = z.union([z.array(z.string()), z.string().transform((text) => text.trim().split(/\s+/).filter(Boolean))]);
-
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** Variant names end up in store rows, file names, HTML and Markdown: letters, digits, ".", "_" or "-" only. */
 export const VARIANT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 export const VARIANT_NAME_RULE = 'expected a variant name of letters, digits, ".", "_" or "-"';
-
-// A name like "A=B" would become the assignment A="B=value" in the server's environment.
-const envSchema = z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String)).superRefine((env, ctx) => {
-  for (const name of Object.keys(env)) {
-    if (!ENV_NAME.test(name))
-      ctx.addIssue({ code: 'custom', path: [name], message: 'expected an environment variable name (letters, digits, "_"; not starting with a digit)' });
-  }
-});
-
-const envNameList = z.array(z.string().regex(ENV_NAME, 'expected an environment variable name'));
 
 const clientOverridesSchema = z.strictObject({
   prompts: promptSourceSchema.optional(),
@@ -55,7 +26,7 @@ const clientOverridesSchema = z.strictObject({
 });
 
 const clientSchema = clientOverridesSchema.extend({
-  backend: z.enum(['openai-completions', 'openai-chat', 'sglang', 'tgi', 'llamacpp']).optional(),
+  backend: z.enum(BACKEND_KINDS).optional(),
   slo: sloSchema.optional(),
   /**
    * cold (default): each trial's prompts open with a per-trial salt, so no prefix-cache hit crosses trials; warm: the
@@ -105,25 +76,14 @@ const workloadEntrySchema = z.unknown().transform((value, ctx): z.output<typeof 
   return z.NEVER;
 });
 
-const METRICS = [
-  'outputTokensPerSecond',
-  'requestsPerSecond',
-  'perStreamTokensPerSecond',
-  'ttftMedianMs',
-  'ttftP99Ms',
-  'tpotMedianMs',
-  'itlP99Ms',
-  'e2eMedianMs',
-] as const;
-
 /** A constraint on a metric, e.g. "< 500" or ">= 20". */
 const constraintSchema = z.string().regex(/^\s*(<=|>=|<|>)\s*-?\d+(\.\d+)?\s*$/, 'expected a comparison like "< 500" or ">= 20"');
 
 const objectiveSchema = z
   .strictObject({
-    maximize: z.enum(METRICS).optional(),
-    minimize: z.enum(METRICS).optional(),
-    subjectTo: z.partialRecord(z.enum(METRICS), constraintSchema).default({}),
+    maximize: z.enum(METRIC_NAMES).optional(),
+    minimize: z.enum(METRIC_NAMES).optional(),
+    subjectTo: z.partialRecord(z.enum(METRIC_NAMES), constraintSchema).default({}),
     /** Workload the objective is judged on (default: the first). */
     workload: z.string().optional(),
   })
@@ -143,18 +103,8 @@ export const experimentFileSchema = z.strictObject({
   profile: z.string().refine((name) => name in BUILTIN_PROFILES, {
     message: `expected a built-in profile: ${Object.keys(BUILTIN_PROFILES).join(', ')}`,
   }),
-  server: z.strictObject({
-    command: argvSchema.refine((argv) => argv.length > 0, 'expected a non-empty command'),
-    // An `env:` left empty in YAML is null: the same as no entries.
-    env: envSchema.nullish().transform((env) => env ?? {}),
-    unsetEnv: envNameList.nullish().transform((names) => names ?? []),
-    cwd: z.string().optional(),
-    /** Fixed port for {port}; default: a free port picked at each launch. */
-    port: z.number().int().min(1).max(65535).optional(),
-    readyTimeout: durationSchema.default(DEFAULT_READY_TIMEOUT_MS),
-    verifyServing: z.boolean().default(true),
-    model: z.string().min(1).optional(),
-  }),
+  /** The same keys and rules as a `servelab launch --config` file (launch/server-schema.ts). */
+  server: serverSchema,
   executor: executorConfigSchema,
   fingerprint: z
     .strictObject({ envPatterns: z.array(z.string()).default([]), redact: z.array(z.string()).default([]) })
@@ -164,7 +114,7 @@ export const experimentFileSchema = z.strictObject({
   trials: z.number().int().min(1).max(1000).default(5),
   seed: z.number().int().default(1),
   baseline: z.string().optional(),
-  metric: z.enum(METRICS).default('outputTokensPerSecond'),
+  metric: z.enum(METRIC_NAMES).default('outputTokensPerSecond'),
   verdict: z.strictObject({ alpha: z.number().gt(0).lt(1).default(0.05), minEffect: z.number().min(0).default(0) }).default({ alpha: 0.05, minEffect: 0 }),
   drift: z.strictObject({ relativeBand: z.number().min(0).default(0.05), sigmas: z.number().min(0).default(3) }).default({ relativeBand: 0.05, sigmas: 3 }),
   /** Machine checks before each server start: strict stops the run on a finding, warn logs it, off skips them. */

@@ -1,4 +1,5 @@
 import type { ExecutorConfig } from '../../exec/types.js';
+import type { PortRange } from '../../launch/port-range.js';
 import type { PromptSource, Slo, Workload } from '../../load/types.js';
 import type { BackendKind } from '../../profiles/types.js';
 import type { TrialMetrics } from '../../store/types.js';
@@ -15,6 +16,8 @@ export interface ServerConfig {
   cwd?: string;
   /** Fixed port; absent: a free one per launch. Not part of the server key. */
   port?: number;
+  /** Where that free one is picked (inclusive); absent: below the ephemeral range. Not part of the server key. */
+  portRange?: PortRange;
   readyTimeoutMs: number;
   verifyServing: boolean;
   model?: string;
@@ -53,8 +56,20 @@ export interface ResolvedWorkload {
   concurrency?: number;
 }
 
-/** A numeric TrialMetrics field that verdicts and drift alarms compare. */
-export type MetricName = Exclude<{ [K in keyof TrialMetrics]-?: TrialMetrics[K] extends number | undefined ? K : never }[keyof TrialMetrics], undefined>;
+/** The TrialMetrics fields a file can name as `metric`, an objective or a constraint: verdicts and drift alarms compare them. */
+export const METRIC_NAMES = [
+  'outputTokensPerSecond',
+  'requestsPerSecond',
+  'perStreamTokensPerSecond',
+  'ttftMedianMs',
+  'ttftP99Ms',
+  'tpotMedianMs',
+  'itlP99Ms',
+  'e2eMedianMs',
+] as const satisfies ReadonlyArray<NumericKey<TrialMetrics>>;
+export type MetricName = (typeof METRIC_NAMES)[number];
+
+type NumericKey<T> = { [K in keyof T]-?: T[K] extends number ? K : never }[keyof T];
 
 /** The experiment after defaults, grid expansion and sweep expansion; stored as runs.config_json so a resume replays it. */
 export interface ResolvedExperiment {

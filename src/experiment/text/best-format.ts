@@ -1,6 +1,6 @@
 import { median } from 'simple-statistics';
 import type { TrialRecord } from '../../store/types.js';
-import { formatNumber } from '../../util/format.js';
+import { formatNumber, formatPercent, formatPValue, formatShare } from '../../util/format.js';
 import type { BestVerdict } from '../analysis/best.js';
 import type { Verdict } from '../analysis/verdict.js';
 import { metricUnit, metricValue } from '../spec/metrics.js';
@@ -51,14 +51,12 @@ export function formatBestVerdict(experiment: ResolvedExperiment, best: BestVerd
 
 function effect(verdict: Verdict): string {
   const ci = verdict.ciLow === null || verdict.ciHigh === null ? 'CI n/a' : `CI ${percent(verdict.ciLow)} … ${percent(verdict.ciHigh)}`;
-  const p = verdict.pValue === null ? 'p n/a' : `p ${verdict.pValue < 0.001 ? '<0.001' : verdict.pValue.toFixed(3)}`;
+  const p = verdict.pValue === null ? 'p n/a' : `p ${formatPValue(verdict.pValue)}`;
   return `${percent(verdict.ratio)} (${ci}, ${p}, n ${verdict.n.baseline}/${verdict.n.candidate}): ${verdict.label}`;
 }
 
 function percent(ratio: number | null): string {
-  if (ratio === null || !Number.isFinite(ratio)) return 'n/a';
-  const pct = (ratio - 1) * 100;
-  return `${pct >= 0 ? '+' : '−'}${Math.abs(pct).toFixed(1)}%`;
+  return ratio === null || !Number.isFinite(ratio) ? 'n/a' : formatPercent((ratio - 1) * 100);
 }
 
 const SPEC_COLUMNS: Array<{ metric: MetricName; header: string }> = [
@@ -93,10 +91,10 @@ export function formatSpecView(experiment: ResolvedExperiment, trials: readonly 
   return table(['variant', 'workload', ...SPEC_COLUMNS.map((column) => column.header), 'accept %', 'accepted len', 'accept % by pos', 'n'], rows);
 }
 
-/** Median acceptance per draft position over the trials that report it, e.g. `91/78/60`; `-` when none does. */
+/** Median acceptance per draft position over the trials that report it, e.g. `91%/78%/60%`; `-` when none does. */
 function positionCell(trials: readonly TrialRecord[]): string {
   const medians = acceptanceByPositionMedians(trials);
-  return medians.length === 0 ? '-' : medians.map((value) => (value * 100).toFixed(0)).join('/');
+  return medians.length === 0 ? '-' : medians.map(formatShare).join('/');
 }
 
 /** Median share of drafts whose i-th token was accepted, per position, over the trials that report it; [] when none does. */

@@ -1,7 +1,7 @@
 import { median } from 'simple-statistics';
 import type { InvalidTrialRow, RunDetail } from '../../store/queries.js';
 import type { TrialRecord } from '../../store/types.js';
-import { formatNumber, formatPercent } from '../../util/format.js';
+import { formatNumber, formatPercent, formatPValue, formatShare } from '../../util/format.js';
 import { verdictMethod } from '../analysis/verdict.js';
 import { type CategoryRow, categoryRows } from '../spec/categories.js';
 import { metricUnit, metricValue } from '../spec/metrics.js';
@@ -36,7 +36,7 @@ export function formatVerdicts(verdicts: readonly VariantVerdict[], metric: Metr
     formatNumber(verdict.candidateMedian),
     percent(verdict.ratio),
     verdict.ciLow === null || verdict.ciHigh === null ? 'n/a' : `${percent(verdict.ciLow)} … ${percent(verdict.ciHigh)}`,
-    verdict.pValue === null ? 'n/a' : verdict.pValue < 0.001 ? '<0.001' : verdict.pValue.toFixed(3),
+    verdict.pValue === null ? 'n/a' : formatPValue(verdict.pValue),
     `${verdict.n.baseline}/${verdict.n.candidate}`,
     pairOf(verdict.failedRequests),
     pairOf(verdict.invalidTrials),
@@ -165,8 +165,8 @@ function cacheSummary(trials: readonly TrialRecord[]): string {
 
 /** Acceptance as "71%", mean accepted length as "2.40", "-" when not measured. */
 export function acceptanceCell(row: Pick<CategoryRow, 'acceptanceRate' | 'meanAcceptedLength'>): string {
-  const rate = row.acceptanceRate === undefined ? '-' : `${(row.acceptanceRate * 100).toFixed(0)}%`;
-  const length = row.meanAcceptedLength === undefined ? '-' : row.meanAcceptedLength.toFixed(2);
+  const rate = row.acceptanceRate === undefined ? '-' : formatShare(row.acceptanceRate);
+  const length = row.meanAcceptedLength === undefined ? '-' : formatNumber(row.meanAcceptedLength);
   return `${rate}/${length}`;
 }
 

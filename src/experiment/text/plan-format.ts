@@ -1,5 +1,6 @@
+import { formatDuration, formatNumber } from '../../util/format.js';
 import type { Estimate } from '../plan/budget.js';
-import { formatDuration, limitViolations, type ScheduleChoice } from '../plan/schedule.js';
+import { limitViolations, type ScheduleChoice } from '../plan/schedule.js';
 import type { ResolvedExperiment } from '../spec/types.js';
 import { table } from './format.js';
 
@@ -53,5 +54,5 @@ function estimateText(estimate: Estimate): string {
 }
 
 export function gpuHoursText(gpuHours: number): string {
-  return gpuHours >= 10 ? gpuHours.toFixed(1) : gpuHours.toPrecision(2);
+  return formatNumber(gpuHours);
 }
