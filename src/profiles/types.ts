@@ -36,4 +36,11 @@ export interface ServerProfile {
   cacheReset?: { kind: 'endpoint'; path: string } | { kind: 'cache-prompt-off' };
   /** A 200 health response whose body is plain text counts as healthy only if it matches this (e.g. Ollama's "Ollama is running"). */
   healthTextPattern?: RegExp;
+  /** Deadline of one health probe (default 2 s): a server whose health check does work (SGLang generates a token) needs longer. */
+  healthProbeTimeoutMs?: number;
+  /**
+   * What a 503 from the health path means: `starting` (default: keep waiting) or `dead` (the server is up but its
+   * engine died and will not recover, as vLLM's /health answers only then): waiting on would only burn the timeout.
+   */
+  healthUnavailable?: 'starting' | 'dead';
 }

@@ -6,7 +6,7 @@ import { formatSeconds } from '../util/format.js';
 import { classifyGeneration, classifyHealth, classifyModels, excerpt, type Verdict } from './classify.js';
 import { NotReadyError } from './errors.js';
 import { predictRemainingMs } from './predict.js';
-import { type ProbeOutcome, probe } from './probe.js';
+import { deadEngineDetail, type ProbeOutcome, probe } from './probe.js';
 import { DEFAULT_POLL_SCHEDULE, type PollSchedule, pollDelayMs } from './schedule.js';
 import type { ExitInfo, NotReadyKind, PhaseTiming, ReadyProgress, ReadyResult } from './types.js';
 
@@ -167,13 +167,15 @@ export async function waitForReady(options: WaitOptions): Promise<ReadyResult> {
     // Both GETs at once: the model list is only read once health passes, but asking in the same round trip
     // saves one exchange between "able to serve" and "reported ready".
     const [health, models] = await Promise.all([
-      call(profile.healthPath, HEALTH_PROBE_TIMEOUT_MS),
+      call(profile.healthPath, profile.healthProbeTimeoutMs ?? HEALTH_PROBE_TIMEOUT_MS),
       verify ? call(profile.modelsPath, HEALTH_PROBE_TIMEOUT_MS) : undefined,
     ]);
     if (health.kind === 'no-answer') {
       if (health.permanent) fail('unreachable', `cannot reach ${baseUrl}: ${health.detail}`, 'check the host name in the URL');
       return { ready: false, state: 'waiting for server', detail: health.detail };
     }
+    const dead = deadEngineDetail(health.answer, profile);
+    if (dead) fail('engine-dead', `${baseUrl}${profile.healthPath}: ${dead}`, 'read the server log for the engine error, then restart the server');
     const healthVerdict = classifyHealth(health.answer, profile.healthTextPattern, `${profile.healthPath}`);
     if (healthVerdict.state === 'wrong') {
       fail(
