@@ -87,18 +87,22 @@ const escapeLabel = (value: string): string => value.replace(/["\\]/g, '\\$&');
  * personality labels every sample with `engine` as vLLM V1 does (vllm/v1/metrics/loggers.py) and exports the
  * spec-decode families only with speculative decoding on, as vLLM registers them only then.
  */
-export function renderMetrics(model: string, counters: SimCounters, vllm?: { specOn: boolean }): string {
+export function renderMetrics(model: string, counters: SimCounters, vllm?: { draftTokens: number }): string {
   const out = new Exposition(vllm ? `{engine="0",model_name="${escapeLabel(model)}"}` : `{model_name="${escapeLabel(model)}"}`);
   out.add('vllm:num_requests_running', 'gauge', 'Number of requests in model execution batches.', counters.running);
   out.add('vllm:num_requests_waiting', 'gauge', 'Number of requests waiting to be processed.', counters.waiting);
   out.add('vllm:prompt_tokens', 'counter', 'Number of prefill tokens processed.', counters.promptTokens);
   out.add('vllm:generation_tokens', 'counter', 'Number of generation tokens processed.', counters.generationTokens);
   out.add('vllm:request_success', 'counter', 'Count of successfully processed requests.', counters.requestsFinished);
-  if (vllm && !vllm.specOn) return out.text();
+  if (vllm && vllm.draftTokens === 0) return out.text();
   out.add('vllm:spec_decode_num_drafts', 'counter', 'Number of spec decoding drafts.', counters.specDrafts);
   out.add('vllm:spec_decode_num_draft_tokens', 'counter', 'Number of draft tokens.', counters.specDraftTokens);
   out.add('vllm:spec_decode_num_accepted_tokens', 'counter', 'Number of accepted tokens.', counters.specAcceptedTokens);
-  out.perPosition('vllm:spec_decode_num_accepted_tokens_per_pos_total', 'Accepted tokens per draft position.', counters.specAcceptedPerPosition);
+  // vLLM creates one series per draft position up front, so they read 0 before the first draft.
+  const positions = vllm
+    ? Array.from({ length: vllm.draftTokens }, (_, position) => counters.specAcceptedPerPosition[position] ?? 0)
+    : counters.specAcceptedPerPosition;
+  out.perPosition('vllm:spec_decode_num_accepted_tokens_per_pos_total', 'Accepted tokens per draft position.', positions);
   return out.text();
 }
 
