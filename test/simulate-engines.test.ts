@@ -11,6 +11,7 @@ import { createParser } from 'eventsource-parser';
 import { request } from 'undici';
 import { resetCache, resetRefused } from '../src/experiment/run/cache.js';
 import { BACKENDS, newStreamState } from '../src/load/backends.js';
+import { watchLiveness } from '../src/load/liveness.js';
 import { runBenchmark } from '../src/load/run.js';
 import { specCountersFromMetrics, specFromCounterDelta } from '../src/load/spec.js';
 import type { BenchOptions } from '../src/load/types.js';
@@ -191,6 +192,21 @@ describe('sglang personality', () => {
     assert.equal(short.kind, 'no-answer', 'no scheduler output within 2 s: the old probe saw a timeout');
     const ready = await waitForReady({ baseUrl: server.url, profile: profile('sglang'), timeoutMs: 30_000, verifyServing: false });
     assert.deepEqual(ready.checks, ['health']);
+    await busy.done;
+  });
+
+  test("liveness during a trial asks the profile's livenessPath: SGLang's /health (1 s at least) would look hung", async (t) => {
+    const server = await sim(t, { engine: 'sglang', decode: { tpotMs: 10 } });
+    const busy = longRequest(server.url, '/generate', { text: 'busy', sampling_params: { max_new_tokens: 400, ignore_eos: true }, stream: true });
+    const onHealth = watchLiveness({ baseUrl: server.url, path: '/health' });
+    const onLiveness = watchLiveness({ baseUrl: server.url, path: profile('sglang').livenessPath! });
+    t.after(() => {
+      onHealth.stop();
+      onLiveness.stop();
+    });
+    await new Promise((resolve) => setTimeout(resolve, 4000));
+    assert.match(onHealth.cause() ?? '', /answered nothing/, 'a 1 s probe of /health never gets its answer');
+    assert.equal(onLiveness.cause(), undefined);
     await busy.done;
   });
 

@@ -105,6 +105,8 @@ const sglang: ServerProfile = {
   // SGLang's /health (http_server.py `health_generate`) runs a one-token generation and waits up to
   // SGLANG_HEALTH_CHECK_TIMEOUT (20 s) for the scheduler's answer: a 2 s probe would flap under load.
   healthProbeTimeoutMs: 25_000,
+  // ... and answers no sooner than its first 1 s poll for scheduler output: liveness during load asks the model list.
+  livenessPath: '/v1/models',
   // /flush_cache answers 400 while requests run or wait; `timeout` (seconds) lets it wait for them to drain first.
   cacheReset: { kind: 'endpoint', path: '/flush_cache?timeout=30' },
   phasePatterns: phases(

@@ -43,4 +43,9 @@ export interface ServerProfile {
    * engine died and will not recover, as vLLM's /health answers only then): waiting on would only burn the timeout.
    */
   healthUnavailable?: 'starting' | 'dead';
+  /**
+   * Path probed while a trial runs, where any answer proves the process serves (default: healthPath). A health
+   * check that does work (SGLang's takes 1 s at least) would look like a hung server to a 1 s liveness probe.
+   */
+  livenessPath?: string;
 }

@@ -248,7 +248,7 @@ async function reverifyServer(context: TrialContext, executor: Executor, server:
     server.exit === undefined &&
     (await waitUntilAnswering({
       baseUrl: server.running.baseUrl,
-      path: profile.healthPath,
+      path: profile.livenessPath ?? profile.healthPath,
       timeoutMs: RECOVER_MS,
       exited: server.running.exited,
       ...(signal && { signal }),
@@ -414,7 +414,7 @@ async function runTrial(
   if (cache.resetPath) await resetCache(server.baseUrl, cache.resetPath);
   const startedAt = new Date().toISOString();
   // Nothing is fired into a dead server: its death aborts the load client within a second.
-  const liveness = watchLiveness({ baseUrl: server.baseUrl, path: profile.healthPath, exited: server.exited.then(describeExit) });
+  const liveness = watchLiveness({ baseUrl: server.baseUrl, path: profile.livenessPath ?? profile.healthPath, exited: server.exited.then(describeExit) });
   const signal = options.signal ? AbortSignal.any([options.signal, liveness.signal]) : liveness.signal;
   let level: LevelResult | undefined;
   const recorder = startTrialRecorder(executor, server.baseUrl, experiment.telemetry);
