@@ -5,11 +5,17 @@
  */
 
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { describe, type TestContext, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { createParser } from 'eventsource-parser';
 import { request } from 'undici';
 import { resetCache, resetRefused } from '../src/experiment/run/cache.js';
+import { launchServer } from '../src/launch/launch.js';
+import type { ServerSpec } from '../src/launch/types.js';
 import { BACKENDS, newStreamState } from '../src/load/backends.js';
 import { watchLiveness } from '../src/load/liveness.js';
 import { runBenchmark } from '../src/load/run.js';
@@ -269,6 +275,44 @@ describe('sglang personality', () => {
       assert.equal(state.completionTokens, 40);
     });
   }
+});
+
+describe('launch under the engine profiles', () => {
+  const BIN = fileURLToPath(new URL('../../bin/servelab.js', import.meta.url));
+  const spec = (t: TestContext, name: string, args: string[]): ServerSpec => {
+    const dir = mkdtempSync(join(tmpdir(), 'servelab-engines-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    return {
+      command: [process.execPath, BIN, 'simulate', '--port', '{port}', '--jitter', '0', '--ttft-ms', '1', '--tpot-ms', '1', ...args],
+      env: {},
+      profile: profile(name),
+      logPath: join(dir, 'server.log'),
+      readyTimeoutMs: 30_000,
+    };
+  };
+
+  test('vllm: ready, with the startup phases read from its current log lines', async (t) => {
+    const server = await launchServer(spec(t, 'vllm', ['--engine', 'vllm', '--load-ms', '800']));
+    t.after(() => server.stop());
+    const phases = server.ready.phases.map((phase) => phase.phase);
+    for (const phase of ['loading model', 'loading weights', 'weights loaded', 'capturing CUDA graphs', 'Uvicorn running']) {
+      assert.ok(phases.includes(phase), `${phase} in ${phases.join(', ')}`);
+    }
+  });
+
+  test('sglang: a scheduler crash while loading ends the launch at once with its cause', async (t) => {
+    const started = performance.now();
+    const error = await launchServer(spec(t, 'sglang', ['--engine', 'sglang', '--load-ms', '20000', '--fail', 'crash', '--fail-at-ms', '300'])).then(
+      async (server) => {
+        await server.stop();
+        assert.fail('a crashed server was called ready');
+      },
+      (caught: unknown) => caught,
+    );
+    assert.ok(error instanceof NotReadyError);
+    assert.match(error.message, /scheduler died|exited/);
+    assert.ok(performance.now() - started < 15_000, 'not the 20 s load nor the 30 s timeout');
+  });
 });
 
 describe('llamacpp personality', () => {

@@ -62,9 +62,11 @@ function vllmScript(config: SimConfig, url: string, pid: number): Script {
         ],
       },
       { share: 0.05, lines: () => [engine('gpu_model_runner.py:5037', `Starting to load model ${config.model}...`)] },
+      { share: 0.06, lines: () => ['Loading safetensors checkpoint shards:   0% Completed | 0/4 [00:00<?, ?it/s]'] },
       {
         share: 0.3,
         lines: (s) => [
+          `Loading safetensors checkpoint shards: 100% Completed | 4/4 [00:${pad(Math.min(59, Math.round(Number(s(0.06, 0.3)))))}<00:00,  1.52s/it]`,
           engine('default_loader.py:397', `Loading weights took ${s(0.05, 0.3)} seconds`),
           engine('gpu_model_runner.py:5132', `Model loading took 15.18 GiB memory and ${s(0.05, 0.3)} seconds`),
         ],
