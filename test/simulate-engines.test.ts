@@ -34,8 +34,11 @@ import { type SimulatorHandle, startSimulator } from '../src/simulate/server.js'
 const profile = (name: string): ServerProfile => BUILTIN_PROFILES[name]!;
 const FAST = ['--port', '0', '--jitter', '0', '--ttft-ms', '1', '--tpot-ms', '1'];
 
-async function sim(t: TestContext, input: SimConfigInput, env: NodeJS.ProcessEnv = {}): Promise<SimulatorHandle> {
-  const handle = await startSimulator({ ...input, startup: { loadMs: 0, ...input.startup }, decode: { jitter: 0, ...input.decode } }, { env });
+async function sim(t: TestContext, input: SimConfigInput, env: NodeJS.ProcessEnv = {}, log?: (line: string) => void): Promise<SimulatorHandle> {
+  const handle = await startSimulator(
+    { ...input, startup: { loadMs: 0, ...input.startup }, decode: { jitter: 0, ...input.decode } },
+    { env, ...(log && { log }) },
+  );
   t.after(() => handle.close());
   await handle.ready;
   return handle;
@@ -240,7 +243,10 @@ describe('sglang personality', () => {
   });
 
   test('speculative stats on the default backend, from /metrics counter deltas, agree with the native per-request ones', async (t) => {
-    const server = await sim(t, { engine: 'sglang', decode: { tpotMs: 1, spec: { draftTokens: 3, acceptance: 0.6 } } });
+    const lines: string[] = [];
+    const server = await sim(t, { engine: 'sglang', statsIntervalMs: 200, decode: { tpotMs: 1, spec: { draftTokens: 3, acceptance: 0.6 } } }, {}, (line) =>
+      lines.push(line),
+    );
     const rate = expectedAcceptanceRate(server.config)!;
     const length = expectedTokensPerStep(server.config);
     const openai = (await runBenchmark(benchOptions(server.url, {}))).levels[0]!.spec!;
@@ -253,6 +259,10 @@ describe('sglang personality', () => {
     assert.ok(Math.abs(native.meanAcceptedLength! - length) < 0.25, `native accepted length ${native.meanAcceptedLength} vs ${length}`);
     const info = (await (await request(`${server.url}/server_info`)).body.json()) as { speculative_num_draft_tokens: number };
     assert.equal(info.speculative_num_draft_tokens, 4);
+    assert.ok(
+      lines.some((line) => /^\[[\d-]+ [\d:]+ TP0\] Decode batch, .*accept len: [\d.]+, accept rate: [\d.]+, .*gen throughput/.test(line)),
+      lines.join('\n'),
+    );
   });
 
   for (const incremental of [false, true]) {

@@ -163,6 +163,22 @@ export function statsLines(previous: CounterSnapshot, current: CounterSnapshot):
   return lines;
 }
 
+/**
+ * SGLang's decode log line for the interval (python/sglang/srt/managers/scheduler_metrics_mixin.py
+ * `log_decode_stats`), with `accept len` and `accept rate` of the interval's verify steps when spec is on.
+ */
+export function sglangDecodeLine(previous: CounterSnapshot, current: CounterSnapshot): string {
+  const seconds = Math.max(1e-9, (current.at - previous.at) / 1000);
+  const steps = current.specDrafts - previous.specDrafts;
+  const accepted = current.specAcceptedTokens - previous.specAcceptedTokens;
+  const proposed = current.specDraftTokens - previous.specDraftTokens;
+  const spec = steps > 0 ? `accept len: ${((accepted + steps) / steps).toFixed(2)}, accept rate: ${(accepted / proposed).toFixed(2)}, ` : '';
+  return (
+    `Decode batch, #running-req: ${current.running}, #token: 0, token usage: 0.00, ${spec}cuda graph: True, ` +
+    `gen throughput (token/s): ${((current.generationTokens - previous.generationTokens) / seconds).toFixed(2)}, #queue-req: ${current.waiting}, `
+  );
+}
+
 /** One engine's running counters (vLLM's names); the scheduler owns the gauges, passed in when read. */
 export class SimMetrics {
   promptTokens = 0;

@@ -5,11 +5,11 @@ import { messageOf, UserError } from '../util/errors.js';
 import type { Random } from '../util/random.js';
 import { type FaultConfig, parseSimConfig, type SimConfig, type SimConfigInput } from './config.js';
 import { type EngineStep, type GenerationOutcome, SimEngine } from './engine.js';
-import { runEngineStartup } from './engines.js';
+import { runEngineStartup, sglangLine, vllmLine } from './engines.js';
 import { errorBody, HttpError, readJsonBody, SseWriter, sendJson, sendText } from './http.js';
 import type { GenerationJob, JobFactory } from './job.js';
 import { llamacppJob } from './llamacpp.js';
-import { type CounterSnapshot, renderMetrics, renderSglangMetrics, type SimCounters, statsLines, sumCounters } from './metrics.js';
+import { type CounterSnapshot, renderMetrics, renderSglangMetrics, type SimCounters, sglangDecodeLine, statsLines, sumCounters } from './metrics.js';
 import type { EnvLookup } from './model.js';
 import { chatJob, completionJob } from './openai.js';
 import { type EngineHttp, engineHttp } from './personality.js';
@@ -294,7 +294,7 @@ export async function startSimulator(input: SimConfigInput = {}, options: Simula
     : config.engine === 'vllm' || config.engine === 'sglang'
       ? runEngineStartup({ ...config, engine: config.engine }, url, process.pid, { log, setState, listen: () => listenOn(port) })
       : runStartup(config, url, process.pid, { log, setState });
-  const stopStats = replica ? () => {} : logStatsPeriodically(() => engine.counters(), config.statsIntervalMs, log);
+  const stopStats = replica ? () => {} : logStatsPeriodically(() => engine.counters(), config.statsIntervalMs, log, statsFormat(config.engine));
 
   let closing: Promise<void> | undefined;
   function close(): Promise<void> {
@@ -316,7 +316,12 @@ export async function startSimulator(input: SimConfigInput = {}, options: Simula
  * Like vLLM's engine stats logger: a line per interval, skipped while idle. `read` may be asynchronous (a
  * multi-worker primary sums its workers' counters); a read still pending when the next interval is due skips it.
  */
-export function logStatsPeriodically(read: () => SimCounters | Promise<SimCounters>, intervalMs: number, log: (line: string) => void): () => void {
+export function logStatsPeriodically(
+  read: () => SimCounters | Promise<SimCounters>,
+  intervalMs: number,
+  log: (line: string) => void,
+  format: (before: CounterSnapshot, current: CounterSnapshot) => string[] = defaultStats,
+): () => void {
   if (intervalMs <= 0) return () => {};
   const snapshot = async (): Promise<CounterSnapshot> => ({ ...(await read()), at: performance.now() });
   let previous: Promise<CounterSnapshot> | undefined = snapshot();
@@ -327,7 +332,7 @@ export function logStatsPeriodically(read: () => SimCounters | Promise<SimCounte
     void Promise.all([previous, snapshot()])
       .then(([before, current]) => {
         if (current.running > 0 || current.waiting > 0 || current.generationTokens !== before.generationTokens) {
-          for (const line of statsLines(before, current)) log(vllmLogLine('INFO', 'loggers.py:118', line));
+          for (const line of format(before, current)) log(line);
         }
         previous = Promise.resolve(current);
       })
@@ -340,6 +345,17 @@ export function logStatsPeriodically(read: () => SimCounters | Promise<SimCounte
   }, intervalMs);
   timer.unref();
   return () => clearInterval(timer);
+}
+
+const defaultStats = (before: CounterSnapshot, current: CounterSnapshot): string[] =>
+  statsLines(before, current).map((line) => vllmLogLine('INFO', 'loggers.py:118', line));
+
+/** The interval stats lines as the personality's engine logs them. */
+function statsFormat(engine: SimConfig['engine']): (before: CounterSnapshot, current: CounterSnapshot) => string[] {
+  if (engine === 'vllm')
+    return (before, current) => statsLines(before, current).map((line) => vllmLine('APIServer', process.pid, 'INFO', 'loggers.py:236', line));
+  if (engine === 'sglang') return (before, current) => [sglangLine(sglangDecodeLine(before, current))];
+  return defaultStats;
 }
 
 /**
