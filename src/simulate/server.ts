@@ -183,6 +183,10 @@ export async function startSimulator(input: SimConfigInput = {}, options: Simula
 
   async function generation(req: IncomingMessage, res: ServerResponse, makeJob: (body: unknown) => GenerationJob): Promise<void> {
     if (state === 'hung') return; // never answered, like a wedged server
+    if (state === 'oom' && config.engine === 'vllm') {
+      // vllm/entrypoints/openai/api_server.py: EngineDeadError becomes a 500 (and the server shuts down unless kept alive).
+      throw new HttpError(500, 'EngineCore encountered an issue. See stack trace (above) for the root cause.', 'EngineDeadError');
+    }
     if (state !== 'ready') throw new HttpError(503, state === 'loading' ? 'the model is still loading' : 'the server cannot serve generation requests');
     const body = await readJsonBody(req);
     const job = makeJob(body);
