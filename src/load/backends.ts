@@ -202,8 +202,8 @@ const openAiChat = openAiBackend(
  * --incremental-streaming-output each chunk carries only its new text instead, and nothing in a chunk says which.
  * A chunk whose text does not extend the previous one proves incremental output for the rest of the request. The
  * first chunks of an incremental stream can look cumulative only when a chunk's text begins with the whole previous
- * one (a repeated token): that chunk's text is then undercounted, which the token-count cross-check against
- * meta_info.completion_tokens reports.
+ * one (a repeated token): that chunk then loses its first characters, or counts as no token event (one ITL gap fewer);
+ * token counts still come from meta_info.completion_tokens.
  * The speculative counters come with the final chunk only, and only with --speculative-algorithm
  * (python/sglang/srt/managers/tokenizer_manager.py `_calculate_spec_decoding_metrics`).
  */

@@ -43,9 +43,9 @@ export function trialCache(mode: CacheMode, profile: ServerProfile, runId: numbe
  */
 const REFUSAL_HINTS: Record<string, string> = {
   '/reset_prefix_cache':
-    'vLLM serves it only with VLLM_SERVER_DEV_MODE=1 in server.env, and resets only when no running request holds cache blocks (requests from an earlier trial may still run); or use client.cache: cold',
+    'vLLM serves it only with VLLM_SERVER_DEV_MODE=1 in server.env, and resets only while no running request holds cache blocks: is another client sending? or use client.cache: cold',
   '/flush_cache':
-    'SGLang flushes only when no request is running or waiting (the ?timeout= lets it wait for them); raise client.timeoutMs so no request outlives its trial, or use client.cache: cold',
+    'SGLang flushes only while no request runs or waits, and they did not drain within its ?timeout=: is another client sending? or use client.cache: cold',
 };
 const GENERIC_HINT = 'check the server log, or use client.cache: cold';
 
