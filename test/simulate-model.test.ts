@@ -222,12 +222,14 @@ describe('metrics', () => {
     const two = new SimMetrics();
     two.recordStep(4, 1);
     two.generationTokens = 2;
-    two.requestsFinished = 1;
+    two.recordFinished(2, 1);
     const total = sumCounters([one.counters(2, 0), two.counters(1, 3)]);
     assert.deepEqual(total, {
       promptTokens: 0,
       generationTokens: 7,
       requestsFinished: 1,
+      finishedCompletionTokens: 2,
+      finishedVerifySteps: 1,
       specDrafts: 2,
       specDraftTokens: 8,
       specAcceptedTokens: 4,

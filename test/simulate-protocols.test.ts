@@ -207,8 +207,15 @@ describe('simulator protocols', () => {
     assert.equal(countTokens(previous), 12);
     assert.equal(last.completion_tokens, 12);
     assert.deepEqual(last.finish_reason, { type: 'length', length: 12 });
+    // The speculative fields come with the final chunk only, with SGLang's definitions (tokenizer_manager.py
+    // `_calculate_spec_decoding_metrics`): accept_length = completion_tokens / verify steps, rate = correct / proposed.
+    for (const event of events.slice(0, -1)) assert.equal(event.meta_info.spec_verify_ct, undefined, 'no spec fields before the final chunk');
     assert.ok(last.spec_verify_ct > 0);
-    assert.ok(Math.abs(last.spec_accept_length - 11 / last.spec_verify_ct) < 1e-9);
+    assert.ok(Math.abs(last.spec_accept_length - 12 / last.spec_verify_ct) < 1e-9);
+    // Every output token but the prefill's is an accepted draft or a step's bonus; the last step may accept past max_new_tokens.
+    assert.ok(last.spec_num_correct_drafts >= 12 - 1 - last.spec_verify_ct);
+    assert.equal(last.spec_num_proposed_drafts, last.spec_verify_ct * DRAFT_TOKENS);
+    assert.ok(Math.abs(last.spec_accept_rate - last.spec_num_correct_drafts / last.spec_num_proposed_drafts) < 1e-9);
     const plain = JSON.parse((await post(`${sim.url}/generate`, { text: 'x', sampling_params: { max_new_tokens: 3 } })).text);
     assert.equal(countTokens(plain.text), 3);
     assert.equal(plain.meta_info.completion_tokens, 3);

@@ -24,8 +24,9 @@ export interface StreamState {
   specVerifySteps?: number;
   /** The simulator's send timestamp (hrtime ns) of the latest event: ground truth for timing-error measurement. */
   simSentNs?: string;
-  /** Cumulative-text backends (SGLang) need the length already seen. */
-  seenTextLength: number;
+  /** SGLang: the previous chunk's text (cumulative chunks extend it), and whether the chunks proved to carry only new text. */
+  previousText: string;
+  incrementalText?: boolean;
   done: boolean;
   /** The request's recurring event (see event-template.ts), once one was proven; and how many builds were tried. */
   template?: EventTemplate;
@@ -33,7 +34,7 @@ export interface StreamState {
 }
 
 export function newStreamState(collectText: boolean): StreamState {
-  return { tokenEvents: 0, text: '', collectText, seenTextLength: 0, done: false, templateBuilds: 0 };
+  return { tokenEvents: 0, text: '', collectText, previousText: '', done: false, templateBuilds: 0 };
 }
 
 export interface BackendRequestOptions {
@@ -196,7 +197,16 @@ const openAiChat = openAiBackend(
   ],
 );
 
-/** SGLang native /generate streams the cumulative text so far plus meta_info counters. */
+/**
+ * SGLang native /generate streams the cumulative text so far plus meta_info counters; with the server's
+ * --incremental-streaming-output each chunk carries only its new text instead, and nothing in a chunk says which.
+ * A chunk whose text does not extend the previous one proves incremental output for the rest of the request. The
+ * first chunks of an incremental stream can look cumulative only when a chunk's text begins with the whole previous
+ * one (a repeated token): that chunk then loses its first characters, or counts as no token event (one ITL gap fewer);
+ * token counts still come from meta_info.completion_tokens.
+ * The speculative counters come with the final chunk only, and only with --speculative-algorithm
+ * (python/sglang/srt/managers/tokenizer_manager.py `_calculate_spec_decoding_metrics`).
+ */
 const sglang: Backend = {
   path: '/generate',
   body: (item, options) =>
@@ -213,12 +223,16 @@ const sglang: Backend = {
       if (typeof meta.prompt_tokens === 'number') state.promptTokens = meta.prompt_tokens;
       if (typeof meta.completion_tokens === 'number') state.completionTokens = meta.completion_tokens;
       if (typeof meta.spec_verify_ct === 'number') state.specVerifySteps = meta.spec_verify_ct;
+      if (typeof meta.spec_num_correct_drafts === 'number') state.specAcceptedTokens = meta.spec_num_correct_drafts;
+      if (typeof meta.spec_num_proposed_drafts === 'number') state.specDraftTokens = meta.spec_num_proposed_drafts;
     }
     const text = record.text;
-    if (typeof text !== 'string' || text.length <= state.seenTextLength) return false;
-    const added = text.slice(state.seenTextLength);
-    state.seenTextLength = text.length;
-    return addText(state, added);
+    if (typeof text !== 'string' || text.length === 0) return false;
+    const previous = state.previousText;
+    state.previousText = text;
+    if (!state.incrementalText && text.startsWith(previous)) return addText(state, text.slice(previous.length));
+    state.incrementalText = true;
+    return addText(state, text);
   },
 };
 

@@ -9,7 +9,7 @@ import { BACKENDS, type BackendRequestOptions } from './backends.js';
 import { type LevelPlan, type LevelRun, maxInFlight, planLevels, runLevel } from './level.js';
 import { loadPrompts, type PromptItem, saltPrompts } from './prompts.js';
 import type { RequestContext, RequestOutcome } from './request.js';
-import { scrapeSglangServerInfo, scrapeSpecCounters, specFromCounterDelta, specFromResponses } from './spec.js';
+import { counterSource, scrapeSglangServerInfo, scrapeSpecCounters, specFromCounterDelta, specFromResponses } from './spec.js';
 import { loadTokenizer, type ModelTokenizer } from './tokenizers/model.js';
 import type { BenchOptions, BenchResult, LevelResult, RequestSample, SpecDecodeStats, TokenCountMethod } from './types.js';
 import { LoadWorkers, resolveWorkerCount } from './workers/pool.js';
@@ -100,10 +100,7 @@ function specProbe(options: BenchOptions, dispatcher: Dispatcher, baseUrl: strin
       if (options.specMetrics === 'none') return undefined;
       const fromResponses = specFromResponses(outcomes.filter((outcome) => !outcome.sample.error).map((outcome) => outcome.state));
       const after = before && (await scrapeSpecCounters(dispatcher, baseUrl));
-      const fromCounters =
-        before && after && after.engine === before.engine
-          ? specFromCounterDelta(before, after, `${after.engine} prometheus spec_decode counters (delta over the level)`)
-          : undefined;
+      const fromCounters = before && after && after.engine === before.engine ? specFromCounterDelta(before, after, counterSource(after)) : undefined;
       if (fromResponses) return fromCounters ? withCounterExtras(fromResponses, fromCounters) : fromResponses;
       if (fromCounters) return fromCounters;
       return options.backend === 'sglang' ? scrapeSglangServerInfo(dispatcher, baseUrl) : undefined;

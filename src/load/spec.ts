@@ -6,12 +6,20 @@ import type { SpecDecodeStats } from './types.js';
 
 /**
  * Speculative-decoding statistics of one level, from the best source available:
- * 1. per-request counters in the responses (llama.cpp `timings.draft_n[_accepted]`, SGLang `meta_info.spec_verify_ct`);
+ * 1. per-request counters in the responses (llama.cpp `timings.draft_n[_accepted]`; SGLang's native meta_info on the
+ *    final chunk: `spec_verify_ct`, `spec_num_correct_drafts`, `spec_num_proposed_drafts`). vLLM's responses carry none;
  * 2. Prometheus counters in vLLM's schema (`vllm:spec_decode_num_{drafts,draft_tokens,accepted_tokens}_total`, and
  *    `…_accepted_tokens_per_pos_total{position}` where the engine has it; llama-server exports the same under
- *    `llamacpp:`, the simulator under `vllm:`), as the delta between a scrape before and after the level; with
- *    per-request counters too, the counters add what those lack (accepted length, per-position acceptance);
- * 3. SGLang `/get_server_info` `avg_spec_accept_length` (a server-wide running mean, not per level).
+ *    `llamacpp:`, the simulator under `vllm:`), or SGLang's (below), as the delta between a scrape before and after
+ *    the level, whatever backend sent the load; with per-request counters too, the counters add what those lack
+ *    (accepted length, per-position acceptance);
+ * 3. SGLang `/server_info` `avg_spec_accept_length`: a server-wide running mean of the first data-parallel rank,
+ *    restarted by every /flush_cache, not per level (the last resort).
+ *
+ * One definition for every engine, SGLang's scheduler's (python/sglang/srt/managers/scheduler_metrics_mixin.py
+ * `update_spec_metrics`: accept tokens += correct drafts + batch size, per verify step): mean accepted length =
+ * (accepted drafts + verify steps) / verify steps, the bonus token included, which is vLLM's 1 + accepted / drafts;
+ * acceptance rate = accepted drafts / proposed drafts.
  */
 
 /**
@@ -22,17 +30,50 @@ const COUNTER_PREFIXES = ['vllm', 'llamacpp'] as const;
 
 export interface SpecCounters {
   /** Whose counters: the metric-name prefix they were read under. */
-  engine: (typeof COUNTER_PREFIXES)[number];
+  engine: (typeof COUNTER_PREFIXES)[number] | 'sglang';
+  /** Verification steps. */
   drafts: number;
-  draftTokens: number;
+  /** Proposed draft tokens; unknown for SGLang when its draft length could not be read. */
+  draftTokens?: number;
   acceptedTokens: number;
   /** Accepted tokens by draft position (0 = first), when the engine exports them. */
   acceptedPerPosition?: number[];
 }
 
-/** The spec-decode counters of one scrape (the first engine prefix that has them), or undefined. Pure. */
-export function specCountersFromMetrics(text: string): SpecCounters | undefined {
+/**
+ * SGLang's counters (python/sglang/srt/metrics/collector.py, moved as each request finishes): verify steps
+ * `spec_verify_calls_total`, and output tokens and requests, whose difference less the verify steps is the accepted
+ * drafts (each request's first token comes from its prefill, each verify step adds its accepted drafts + 1). The
+ * proposed drafts are verify steps x (speculative_num_draft_tokens - 1), SGLang's own per-request count, when the
+ * draft length is known.
+ */
+function sglangCounters(totals: Map<string, number>, numDraftTokens: number | undefined): SpecCounters | undefined {
+  const verify = totals.get('sglang:spec_verify_calls_total');
+  const output = totals.get('sglang:generation_tokens_total');
+  const requests = totals.get('sglang:num_requests_total');
+  if (verify === undefined || output === undefined || requests === undefined) return undefined;
+  const perStep = numDraftTokens === undefined ? undefined : numDraftTokens - 1;
+  return {
+    engine: 'sglang',
+    drafts: verify,
+    acceptedTokens: output - requests - verify,
+    ...(perStep !== undefined && perStep > 0 && { draftTokens: verify * perStep }),
+  };
+}
+
+/** Whether a scrape has SGLang's speculative counters (the draft length must then be asked of /server_info). Pure. */
+export function hasSglangSpecCounters(text: string): boolean {
+  return /^sglang:spec_verify_calls_total\b/m.test(text);
+}
+
+/**
+ * The spec-decode counters of one scrape (the first engine prefix that has them), or undefined. `numDraftTokens`:
+ * SGLang's speculative_num_draft_tokens, when known. Pure.
+ */
+export function specCountersFromMetrics(text: string, numDraftTokens?: number): SpecCounters | undefined {
   const totals = parsePrometheusTotals(text);
+  const sglang = sglangCounters(totals, numDraftTokens);
+  if (sglang) return sglang;
   for (const engine of COUNTER_PREFIXES) {
     const counter = (name: string): number | undefined => totals.get(`${engine}:spec_decode_${name}_total`) ?? totals.get(`${engine}:spec_decode_${name}`);
     const draftTokens = counter('num_draft_tokens');
@@ -64,10 +105,32 @@ async function getText(dispatcher: Dispatcher, url: string, timeoutMs: number, r
   }
 }
 
-/** Spec-decode counters from `/metrics` (vLLM or llama.cpp names), or undefined when the server has none. */
+/** Server args of SGLang (`/server_info`, formerly `/get_server_info`), or undefined. */
+async function sglangServerInfo(dispatcher: Dispatcher, baseUrl: string, timeoutMs: number): Promise<Record<string, unknown> | undefined> {
+  const text = (await getText(dispatcher, `${baseUrl}/server_info`, timeoutMs)) ?? (await getText(dispatcher, `${baseUrl}/get_server_info`, timeoutMs));
+  if (!text) return undefined;
+  try {
+    const info: unknown = JSON.parse(text);
+    return typeof info === 'object' && info !== null ? (info as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Spec-decode counters from `/metrics` (vLLM, llama.cpp or SGLang names), or undefined when the server has none. */
 export async function scrapeSpecCounters(dispatcher: Dispatcher, baseUrl: string, timeoutMs = 5000): Promise<SpecCounters | undefined> {
   const text = await getText(dispatcher, `${baseUrl}/metrics`, timeoutMs);
-  return text ? specCountersFromMetrics(text) : undefined;
+  if (!text) return undefined;
+  if (!hasSglangSpecCounters(text)) return specCountersFromMetrics(text);
+  const numDraftTokens = (await sglangServerInfo(dispatcher, baseUrl, timeoutMs))?.speculative_num_draft_tokens;
+  return specCountersFromMetrics(text, typeof numDraftTokens === 'number' ? numDraftTokens : undefined);
+}
+
+/** What a level's counter delta was read from, for the stats' `source`. */
+export function counterSource(counters: SpecCounters): string {
+  return counters.engine === 'sglang'
+    ? 'sglang prometheus counters (delta over the level: spec_verify_calls, generation_tokens - num_requests)'
+    : `${counters.engine} prometheus spec_decode counters (delta over the level)`;
 }
 
 /**
@@ -75,11 +138,12 @@ export async function scrapeSpecCounters(dispatcher: Dispatcher, baseUrl: string
  * acceptance at position i = drafts whose i-th token was accepted / drafts.
  */
 export function specFromCounterDelta(before: SpecCounters, after: SpecCounters, source: string): SpecDecodeStats | undefined {
-  const draftTokens = after.draftTokens - before.draftTokens;
   const acceptedTokens = after.acceptedTokens - before.acceptedTokens;
   const drafts = after.drafts - before.drafts;
-  if (draftTokens <= 0) return undefined;
-  const stats: SpecDecodeStats = { source, acceptanceRate: acceptedTokens / draftTokens, draftTokens, acceptedTokens };
+  const draftTokens = after.draftTokens !== undefined && before.draftTokens !== undefined ? after.draftTokens - before.draftTokens : undefined;
+  if (draftTokens === undefined ? drafts <= 0 : draftTokens <= 0) return undefined;
+  const stats: SpecDecodeStats = { source, acceptedTokens };
+  if (draftTokens !== undefined) Object.assign(stats, { acceptanceRate: acceptedTokens / draftTokens, draftTokens });
   if (drafts > 0) stats.meanAcceptedLength = 1 + acceptedTokens / drafts;
   const [first, last] = [before.acceptedPerPosition, after.acceptedPerPosition];
   if (drafts > 0 && last) stats.acceptanceByPosition = last.map((value, position) => (value - (first?.[position] ?? 0)) / drafts);
@@ -91,41 +155,54 @@ export function specFromResponses(states: readonly StreamState[]): SpecDecodeSta
   let draftTokens = 0;
   let acceptedTokens = 0;
   let verifySteps = 0;
-  let verifiedOutput = 0;
+  /** Accepted drafts + verify steps of the SGLang requests: the numerator of the accepted length. */
+  let verifiedTokens = 0;
   let haveDraft = false;
+  let correctDrafts = false;
   for (const state of states) {
     if (state.specDraftTokens !== undefined && state.specAcceptedTokens !== undefined) {
       haveDraft = true;
       draftTokens += state.specDraftTokens;
       acceptedTokens += state.specAcceptedTokens;
     }
-    if (state.specVerifySteps !== undefined && state.specVerifySteps > 0 && state.completionTokens !== undefined) {
-      verifySteps += state.specVerifySteps;
-      // The first output token comes from prefill, not from a verify step.
-      verifiedOutput += state.completionTokens - 1;
+    const steps = state.specVerifySteps;
+    if (steps === undefined || steps <= 0) continue;
+    if (state.specAcceptedTokens !== undefined) {
+      correctDrafts = true;
+      verifySteps += steps;
+      verifiedTokens += state.specAcceptedTokens + steps;
+    } else if (state.completionTokens !== undefined) {
+      // SGLang before spec_num_correct_drafts: every output token but the prefill's came from a verify step.
+      verifySteps += steps;
+      verifiedTokens += state.completionTokens - 1;
     }
+  }
+  if (verifySteps > 0) {
+    const meanAcceptedLength = verifiedTokens / verifySteps;
+    if (!correctDrafts) return { source: 'sglang meta_info ((completion_tokens - 1) / spec_verify_ct)', meanAcceptedLength };
+    return {
+      source: 'sglang meta_info (spec_num_correct_drafts, spec_num_proposed_drafts, spec_verify_ct)',
+      meanAcceptedLength,
+      ...(haveDraft && draftTokens > 0 && { acceptanceRate: acceptedTokens / draftTokens, draftTokens }),
+      acceptedTokens,
+    };
   }
   if (haveDraft && draftTokens > 0) {
     return { source: 'llama.cpp timings (draft_n, draft_n_accepted)', acceptanceRate: acceptedTokens / draftTokens, draftTokens, acceptedTokens };
   }
-  if (verifySteps > 0) {
-    // SGLang: every verify step emits its accepted drafts + 1 bonus token, so tokens / steps is the mean accept length.
-    return { source: 'sglang meta_info ((completion_tokens - 1) / spec_verify_ct)', meanAcceptedLength: verifiedOutput / verifySteps };
-  }
   return undefined;
 }
 
-/** SGLang's server-wide average accept length (newer versions nest it under internal_states). */
+/**
+ * SGLang's server-wide average accept length (newer versions nest it under internal_states, one per data-parallel
+ * rank: only the first is read); a running mean since start or the last /flush_cache, not the level's.
+ */
 export async function scrapeSglangServerInfo(dispatcher: Dispatcher, baseUrl: string, timeoutMs = 5000): Promise<SpecDecodeStats | undefined> {
-  const text = await getText(dispatcher, `${baseUrl}/get_server_info`, timeoutMs);
-  if (!text) return undefined;
-  try {
-    const info = JSON.parse(text) as { avg_spec_accept_length?: number; internal_states?: Array<{ avg_spec_accept_length?: number }> };
-    const value = info.internal_states?.[0]?.avg_spec_accept_length ?? info.avg_spec_accept_length;
-    return typeof value === 'number' && value > 0
-      ? { source: 'sglang /get_server_info avg_spec_accept_length (server-wide)', meanAcceptedLength: value }
-      : undefined;
-  } catch {
-    return undefined;
-  }
+  const info = (await sglangServerInfo(dispatcher, baseUrl, timeoutMs)) as
+    | { avg_spec_accept_length?: number; internal_states?: Array<{ avg_spec_accept_length?: number }> }
+    | undefined;
+  const value = info?.internal_states?.[0]?.avg_spec_accept_length ?? info?.avg_spec_accept_length;
+  return typeof value === 'number' && value > 0
+    ? { source: 'sglang /server_info avg_spec_accept_length (server-wide running mean, first DP rank, since the last flush)', meanAcceptedLength: value }
+    : undefined;
 }

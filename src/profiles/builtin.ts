@@ -116,7 +116,10 @@ const vllm: ServerProfile = {
   metricsPath: '/metrics',
   defaultBackend: 'openai-completions',
   defaultPort: 8000,
-  // Served when VLLM_SERVER_DEV_MODE=1.
+  // vLLM refuses connections until its engine is up; after that /health (vllm/entrypoints/openai/api_server.py,
+  // `health`) answers 503 only on EngineDeadError, so a 503 means dead, never "still starting".
+  healthUnavailable: 'dead',
+  // Served when VLLM_SERVER_DEV_MODE=1; answers {"success": false} when blocks are still held (resetCache checks).
   cacheReset: { kind: 'endpoint', path: '/reset_prefix_cache' },
   phasePatterns: phases(
     // entrypoints/openai/api_server.py ("vLLM API server version", newer "vLLM server version"); v1/engine/core.py:97
@@ -171,7 +174,13 @@ const sglang: ServerProfile = {
   metricsPath: '/metrics',
   defaultBackend: 'openai-completions',
   defaultPort: 30000,
-  cacheReset: { kind: 'endpoint', path: '/flush_cache' },
+  // SGLang's /health (http_server.py `health_generate`) runs a one-token generation and waits up to
+  // SGLANG_HEALTH_CHECK_TIMEOUT (20 s) for the scheduler's answer: a 2 s probe would flap under load.
+  healthProbeTimeoutMs: 25_000,
+  // ... and answers no sooner than its first 1 s poll for scheduler output: liveness during load asks the model list.
+  livenessPath: '/v1/models',
+  // /flush_cache answers 400 while requests run or wait; `timeout` (seconds) lets it wait for them to drain first.
+  cacheReset: { kind: 'endpoint', path: '/flush_cache?timeout=30' },
   phasePatterns: phases(
     // srt/model_executor/model_runner.py load_model: "Load weight begin. avail mem=…" / "Load weight end. …".
     ['loading weights', /Load weight begin/],
@@ -319,6 +328,8 @@ const simulator: ServerProfile = {
   ...vllm,
   name: 'simulator',
   defaultPort: undefined,
+  // The default simulator answers 503 while loading (see `simulate --engine vllm` for vLLM's own semantics).
+  healthUnavailable: 'starting',
   phasePatterns: [...vllm.phasePatterns, ...phases(['simulator listening', /simulator listening on|servelab simulator/i])],
 };
 

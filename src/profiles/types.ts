@@ -40,4 +40,16 @@ export interface ServerProfile {
   cacheReset?: { kind: 'endpoint'; path: string } | { kind: 'cache-prompt-off' };
   /** A 200 health response whose body is plain text counts as healthy only if it matches this (e.g. Ollama's "Ollama is running"). */
   healthTextPattern?: RegExp;
+  /** Deadline of one health probe (default 2 s): a server whose health check does work (SGLang generates a token) needs longer. */
+  healthProbeTimeoutMs?: number;
+  /**
+   * What a 503 from the health path means: `starting` (default: keep waiting) or `dead` (the server is up but its
+   * engine died and will not recover, as vLLM's /health answers only then): waiting on would only burn the timeout.
+   */
+  healthUnavailable?: 'starting' | 'dead';
+  /**
+   * Path probed while a trial runs, where any answer proves the process serves (default: healthPath). A health
+   * check that does work (SGLang's takes 1 s at least) would look like a hung server to a 1 s liveness probe.
+   */
+  livenessPath?: string;
 }

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { ServerProfile } from '../profiles/types.js';
 import { classifyGeneration, classifyHealth, classifyModels, type Verdict } from './classify.js';
-import { probe } from './probe.js';
+import { deadEngineDetail, probe } from './probe.js';
 import type { CheckOutcome, GenerationPath } from './wait-machine.js';
 
 const HEALTH_PROBE_TIMEOUT_MS = 2_000;
@@ -35,7 +35,7 @@ async function checkRound(target: CheckTarget, generationPath: GenerationPath): 
   // Both GETs at once: the model list is only read once health passes, but asking in the same round trip
   // saves one exchange between "able to serve" and "reported ready".
   const [health, models] = await Promise.all([
-    call(target, profile.healthPath, HEALTH_PROBE_TIMEOUT_MS),
+    call(target, profile.healthPath, profile.healthProbeTimeoutMs ?? HEALTH_PROBE_TIMEOUT_MS),
     target.verify ? call(target, profile.modelsPath, HEALTH_PROBE_TIMEOUT_MS) : undefined,
   ]);
   if (health.kind === 'no-answer') {
@@ -43,6 +43,8 @@ async function checkRound(target: CheckTarget, generationPath: GenerationPath): 
       ? { type: 'wrong', check: 'unreachable', detail: health.detail }
       : { type: 'not-ready', state: 'waiting for server', detail: health.detail };
   }
+  const dead = deadEngineDetail(health.answer, profile);
+  if (dead) return { type: 'wrong', check: 'engine-dead', detail: dead };
   const healthVerdict = classifyHealth(health.answer, profile.healthTextPattern, profile.healthPath);
   if (healthVerdict.state === 'wrong') return { type: 'wrong', check: 'health', detail: healthVerdict.detail };
   if (healthVerdict.state !== 'ready') return { type: 'not-ready', state: 'waiting for health', detail: healthVerdict.detail };

@@ -9,6 +9,7 @@ export function exitCodeFor(kind: NotReadyKind): number {
       return ExitCode.timeout;
     case 'process-exited':
     case 'fatal-log':
+    case 'engine-dead':
       return ExitCode.serverDied;
     case 'aborted':
       return ExitCode.interrupted;

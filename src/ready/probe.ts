@@ -1,5 +1,6 @@
 import { request } from 'undici';
-import type { HttpAnswer } from './classify.js';
+import type { ServerProfile } from '../profiles/types.js';
+import { excerpt, type HttpAnswer } from './classify.js';
 
 export type ProbeOutcome =
   | { kind: 'answer'; answer: HttpAnswer }
@@ -49,4 +50,20 @@ function describeNetworkError(error: unknown, timeoutMs: number): { detail: stri
     default:
       return { detail: `${(error as Error)?.message ?? String(error)}${code ? ` (${code})` : ''}`, permanent: false };
   }
+}
+
+/** Health bodies that name a dead engine, whatever the profile (vLLM's EngineDeadError text, "engine is dead"). */
+const ENGINE_DEAD_BODY = /EngineDeadError|engine (core )?(is )?dead/i;
+
+/**
+ * Whether a health answer says the engine died for good (the wait should fail at once, not poll on): a 503 from a
+ * server whose 503 means dead (vLLM), or any 5xx whose body names a dead engine. Pure.
+ */
+export function deadEngineDetail(answer: HttpAnswer, profile: Pick<ServerProfile, 'healthUnavailable' | 'name'>): string | undefined {
+  if (answer.status < 500) return undefined;
+  if (ENGINE_DEAD_BODY.test(answer.body)) return `health answered ${answer.status} naming a dead engine: ${excerpt(answer.body, 120)}`;
+  if (answer.status === 503 && profile.healthUnavailable === 'dead') {
+    return `health answered 503: ${profile.name} answers that only when its engine has died (it refuses connections while loading)`;
+  }
+  return undefined;
 }

@@ -33,4 +33,5 @@ export interface ReadyResult {
 
 /** Why a wait ended without a ready server. */
 /** wrong-server: what answers on the port is not the process that was launched (another server holds the port). */
-export type NotReadyKind = 'timeout' | 'process-exited' | 'fatal-log' | 'unreachable' | 'bad-response' | 'wrong-server' | 'aborted';
+/** engine-dead: the server answers, but says its engine died (vLLM's /health 503): it will not become ready. */
+export type NotReadyKind = 'timeout' | 'process-exited' | 'fatal-log' | 'engine-dead' | 'unreachable' | 'bad-response' | 'wrong-server' | 'aborted';

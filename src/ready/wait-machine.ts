@@ -43,7 +43,7 @@ export type CheckOutcome =
   | { type: 'ready'; model?: string; generationPath?: GenerationPath }
   | { type: 'not-ready'; state: ProbeState; detail: string; generationPath?: GenerationPath }
   /** An answer that will not get better by waiting: nothing at that host, or the wrong kind of server. */
-  | { type: 'wrong'; check: 'unreachable' | 'health' | 'models' | 'generation'; detail: string }
+  | { type: 'wrong'; check: 'unreachable' | 'health' | 'models' | 'generation' | 'engine-dead'; detail: string }
   /** A probe cut short by the overall deadline. */
   | { type: 'deadline'; detail: string };
 
@@ -234,6 +234,12 @@ function wrongAnswer(outcome: Extract<CheckOutcome, { type: 'wrong' }>, context:
         kind: 'bad-response',
         message: `${baseUrl}${profile.healthPath}: ${outcome.detail}`,
         hint: `check the URL and port, and ${names.profile} (profile "${profile.name}" polls ${profile.healthPath})`,
+      };
+    case 'engine-dead':
+      return {
+        kind: 'engine-dead',
+        message: `${baseUrl}${profile.healthPath}: ${outcome.detail}`,
+        hint: 'read the server log for the engine error, then restart the server',
       };
     case 'models':
       return {

@@ -4,7 +4,8 @@ import { fileURLToPath } from 'node:url';
 /** bin/servelab.js, found from this module's place in dist/src/simulate/. */
 export const SERVELAB_BIN = fileURLToPath(new URL('../../../bin/servelab.js', import.meta.url));
 
-const LISTENING_LINE = /servelab simulator listening on (http:\/\/\S+?);/;
+// The engine personalities announce the URL before they listen: they refuse connections while loading.
+const LISTENING_LINE = /servelab simulator (?:listening|\(\w+ personality\) will listen) on (http:\/\/\S+?);/;
 
 export interface ProcessExit {
   code: number | null;

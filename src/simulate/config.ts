@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { formatKeyPath, loadConfigFile } from '../config/load.js';
 import { UserError } from '../util/errors.js';
 
-/** One startup phase: `start` is logged when it begins, `end` (with `{s}` = seconds it took) when it finishes. */
+/** One startup phase (the default personality's log; the engine personalities log their engine's lines): `start` is logged when it begins, `end` (with `{s}` = seconds it took) when it finishes. */
 const PhaseSchema = z.strictObject({
   start: z.string().min(1),
   end: z.string().min(1).optional(),
@@ -87,7 +87,16 @@ const FaultSchema = z.strictObject({
   afterTokens: z.number().int().min(0).default(0),
 });
 
+/**
+ * Whose behaviour the server copies where engines differ (listening, /health, cache reset, /metrics, log lines):
+ * `default` is servelab's own simulator; `vllm` and `sglang` follow today's engines (src/simulate/engines.ts cites
+ * the engine code); `llamacpp` behaves as the default does.
+ */
+export const EngineKinds = ['default', 'vllm', 'sglang', 'llamacpp'] as const;
+export type EngineKind = (typeof EngineKinds)[number];
+
 export const SimConfigSchema = z.strictObject({
+  engine: z.enum(EngineKinds).default('default'),
   host: z.string().min(1).default('127.0.0.1'),
   /** 0 picks a free port; the URL is printed. */
   port: z.number().int().min(0).max(65535).default(0),
@@ -103,6 +112,15 @@ export const SimConfigSchema = z.strictObject({
    * keep-alive, so a client that reuses it sends into a dead socket.
    */
   closeKeptAlive: z.boolean().default(false),
+  /** What only the sglang personality reads. */
+  sglang: z
+    .strictObject({
+      /** SGLang's --incremental-streaming-output: native /generate chunks carry only the new text. */
+      incrementalStreamingOutput: z.boolean().default(false),
+      /** SGLANG_HEALTH_CHECK_TIMEOUT: how long /health waits for the scheduler before answering 503. */
+      healthCheckTimeoutMs: z.number().min(0).default(20_000),
+    })
+    .prefault({}),
   /** A prefix cache: repeated prompt prefixes skip their prefill cost (TTFT shrinks on repeats). */
   prefixCache: z
     .strictObject({

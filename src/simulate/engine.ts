@@ -12,6 +12,8 @@ export interface GenerationParams {
   cachedTokens?: number;
   maxTokens: number;
   ignoreEos: boolean;
+  /** The server's own request (SGLang's health-check generation): not in the per-request counters. */
+  internal?: boolean;
 }
 
 /** Tokens produced by one engine step: the prefill's first token, or one decode/verification step. */
@@ -19,6 +21,8 @@ export interface EngineStep {
   /** 0 for the prefill token, then 1, 2, … per decode step. */
   index: number;
   tokens: SimToken[];
+  /** Draft tokens this verification step accepted (0 for the prefill and without speculative decoding). */
+  accepted: number;
   /** Tokens produced so far, including these. */
   totalTokens: number;
   /** True on the last step. */
@@ -57,6 +61,8 @@ export class SimEngine {
   private readonly seed: number;
   /** Wall-clock origin of the machine drift. */
   private readonly driftOrigin: number;
+  /** performance.now() of the latest step that produced output (SGLang's health check waits for one). */
+  lastOutputAt = -Infinity;
 
   /** `replica` > 0 (a worker of a multi-worker simulator) salts the seed, so no two workers replay one stream. */
   constructor(
@@ -95,7 +101,8 @@ export class SimEngine {
     const { config } = this;
     const { eosProbability, spec } = config.decode;
     const start = nowMs();
-    this.metrics.promptTokens += params.promptTokens;
+    const counted = params.internal !== true;
+    if (counted) this.metrics.promptTokens += params.promptTokens;
 
     let deadline = start + sampleTtftMs(config, params.promptTokens - (params.cachedTokens ?? 0), this.scheduler.running, rng);
     await sleepUntil(deadline, signal);
@@ -146,15 +153,16 @@ export class SimEngine {
         }
       }
       outcome.completionTokens += tokens.length;
-      this.metrics.generationTokens += tokens.length;
+      if (counted) this.metrics.generationTokens += tokens.length;
+      this.lastOutputAt = nowMs();
       const last = outcome.finishReason === 'stop' || outcome.completionTokens >= params.maxTokens;
-      const pending = sink({ index, tokens, totalTokens: outcome.completionTokens, last, ...(last ? { finishReason: outcome.finishReason } : {}) });
+      const pending = sink({ index, tokens, accepted, totalTokens: outcome.completionTokens, last, ...(last ? { finishReason: outcome.finishReason } : {}) });
       if (pending) await pending;
       if (signal.aborted) return undefined;
       if (last) break;
     }
     outcome.decodeMs = nowMs() - firstTokenAt;
-    this.metrics.requestsFinished += 1;
+    if (counted) this.metrics.recordFinished(outcome.completionTokens, spec.draftTokens > 0 ? outcome.decodeSteps : 0);
     return outcome;
   }
 }

@@ -5,12 +5,14 @@ import { messageOf, UserError } from '../util/errors.js';
 import type { Random } from '../util/random.js';
 import { type FaultConfig, parseSimConfig, type SimConfig, type SimConfigInput } from './config.js';
 import { type EngineStep, type GenerationOutcome, SimEngine } from './engine.js';
+import { runEngineStartup, sglangLine, vllmLine } from './engines.js';
 import { errorBody, HttpError, readJsonBody, SseWriter, sendJson, sendText } from './http.js';
 import type { GenerationJob, JobFactory } from './job.js';
 import { llamacppJob } from './llamacpp.js';
-import { type CounterSnapshot, renderMetrics, type SimCounters, statsLines, sumCounters } from './metrics.js';
+import { type CounterSnapshot, renderMetrics, renderSglangMetrics, type SimCounters, sglangDecodeLine, statsLines, sumCounters } from './metrics.js';
 import type { EnvLookup } from './model.js';
 import { chatJob, completionJob } from './openai.js';
+import { type EngineHttp, engineHttp } from './personality.js';
 import { PrefixCache } from './prefix-cache.js';
 import { sglangJob } from './sglang.js';
 import { runStartup, type ServerState, vllmLogLine } from './startup.js';
@@ -25,7 +27,7 @@ export interface SimulatorOptions {
   env?: EnvLookup;
   /** A simulated crash calls this (the CLI exits 1); default: the server closes. */
   onCrash?: () => void;
-  /** Set when this server is one worker of `simulate --workers N`: the primary then plays startup and logs stats. */
+  /** Set when this server is one worker of `simulate --workers N` (default personality only): the primary then plays startup and logs stats. */
   replica?: ReplicaLink;
 }
 
@@ -52,12 +54,20 @@ export interface SimulatorHandle {
   close(): Promise<void>;
 }
 
-/** Start the simulator in this process; resolves once it listens (startup phases then run on their own). */
+/**
+ * Start the simulator in this process; resolves once it listens (startup phases then run on their own), or, for the
+ * vllm and sglang personalities, which refuse connections while loading as those engines do, once its port is chosen.
+ */
 export async function startSimulator(input: SimConfigInput = {}, options: SimulatorOptions = {}): Promise<SimulatorHandle> {
   const config = parseSimConfig(input);
   const log = options.log ?? (() => {});
   const { replica } = options;
-  const engine = new SimEngine(config, options.env ?? process.env, replica?.index);
+  const env = options.env ?? process.env;
+  const listensLate = config.engine === 'vllm' || config.engine === 'sglang';
+  if (replica && config.engine !== 'default' && config.engine !== 'llamacpp') {
+    throw new UserError(`the ${config.engine} personality cannot run as one of several workers`, 'drop --workers, or --engine');
+  }
+  const engine = new SimEngine(config, env, replica?.index);
   let state: ServerState = 'loading';
   let wasReady = false;
   /** Cancels each in-flight generation, so a hang or OOM after ready can halt them all. */
@@ -82,9 +92,10 @@ export async function startSimulator(input: SimConfigInput = {}, options: Simula
     const path = (req.url ?? '/').split('?')[0]!;
     const method = req.method ?? 'GET';
     if (method === 'GET') {
-      if (path === '/health') return health(res);
+      if (path === '/health') return personality ? personality.health(res) : health(res);
       if (path === '/v1/models') return models(res);
-      if (path === '/metrics') return sendText(res, 200, 'text/plain; version=0.0.4; charset=utf-8', renderMetrics(config.model, await serverCounters()));
+      if (path === '/metrics') return sendText(res, 200, 'text/plain; version=0.0.4; charset=utf-8', await metricsText());
+      if (personality?.get(req, res, path)) return;
       if (path === '/sim/config') return sendJson(res, 200, config);
       if (path === '/sim/state') {
         const workers = replica && (await replica.workers());
@@ -100,11 +111,14 @@ export async function startSimulator(input: SimConfigInput = {}, options: Simula
           ...(perWorker && { workers: perWorker }),
         });
       }
-    } else if (method === 'POST') {
-      if (path === '/reset_prefix_cache' || path === '/flush_cache') {
-        prefixCache?.clear();
-        return sendJson(res, 200, { success: true });
-      }
+    }
+    if (personality) {
+      if (await personality.reset(req, res, path)) return;
+    } else if (method === 'POST' && (path === '/reset_prefix_cache' || path === '/flush_cache')) {
+      prefixCache?.clear();
+      return sendJson(res, 200, { success: true });
+    }
+    if (method === 'POST') {
       const factory = generationRoute(path);
       if (factory) return generation(req, res, factory);
     }
@@ -128,6 +142,12 @@ export async function startSimulator(input: SimConfigInput = {}, options: Simula
       default:
         return undefined;
     }
+  }
+
+  async function metricsText(): Promise<string> {
+    const counters = await serverCounters();
+    if (config.engine === 'sglang') return renderSglangMetrics(config.model, counters, config.decode.spec.draftTokens);
+    return renderMetrics(config.model, counters, config.engine === 'vllm' ? { draftTokens: config.decode.spec.draftTokens } : undefined);
   }
 
   /** The whole server's counters: this engine's, or every worker's summed. */
@@ -163,6 +183,10 @@ export async function startSimulator(input: SimConfigInput = {}, options: Simula
 
   async function generation(req: IncomingMessage, res: ServerResponse, makeJob: (body: unknown) => GenerationJob): Promise<void> {
     if (state === 'hung') return; // never answered, like a wedged server
+    if (state === 'oom' && config.engine === 'vllm') {
+      // vllm/entrypoints/openai/api_server.py: EngineDeadError becomes a 500 (and the server shuts down unless kept alive).
+      throw new HttpError(500, 'EngineCore encountered an issue. See stack trace (above) for the root cause.', 'EngineDeadError');
+    }
     if (state !== 'ready') throw new HttpError(503, state === 'loading' ? 'the model is still loading' : 'the server cannot serve generation requests');
     const body = await readJsonBody(req);
     const job = makeJob(body);
@@ -246,19 +270,35 @@ export async function startSimulator(input: SimConfigInput = {}, options: Simula
   // Callers that never await `ready` must not get an unhandled rejection.
   ready.catch(() => {});
 
-  await new Promise<void>((resolve, reject) => {
-    const onError = (error: Error): void =>
-      reject(new UserError(`cannot listen on ${config.host}:${config.port}: ${messageOf(error)}`, 'pick another --port (0 picks a free one) or --host'));
-    server.once('error', onError);
-    server.listen(config.port, config.host, () => {
-      server.off('error', onError);
-      resolve();
+  const listenOn = (port: number): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
+      const onError = (error: Error): void =>
+        reject(new UserError(`cannot listen on ${config.host}:${port}: ${messageOf(error)}`, 'pick another --port (0 picks a free one) or --host'));
+      server.once('error', onError);
+      server.listen(port, config.host, () => {
+        server.off('error', onError);
+        resolve();
+      });
     });
-  });
+  // A late listener picks its port now and gives it back until it serves (a race for it is the price of refusing
+  // connections the way the engine does).
+  await listenOn(config.port);
   const port = (server.address() as AddressInfo).port;
+  if (listensLate) await new Promise<void>((resolve) => server.close(() => resolve()));
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
-  const cancelStartup = replica ? () => {} : runStartup(config, url, process.pid, { log, setState });
-  const stopStats = replica ? () => {} : logStatsPeriodically(() => engine.counters(), config.statsIntervalMs, log);
+  const personality: EngineHttp | undefined = engineHttp(config, {
+    engine,
+    env,
+    log,
+    state: () => state,
+    clearCache: () => prefixCache?.clear(),
+  });
+  const cancelStartup = replica
+    ? () => {}
+    : config.engine === 'vllm' || config.engine === 'sglang'
+      ? runEngineStartup({ ...config, engine: config.engine }, url, process.pid, { log, setState, listen: () => listenOn(port) })
+      : runStartup(config, url, process.pid, { log, setState });
+  const stopStats = replica ? () => {} : logStatsPeriodically(() => engine.counters(), config.statsIntervalMs, log, statsFormat(config.engine));
 
   let closing: Promise<void> | undefined;
   function close(): Promise<void> {
@@ -266,6 +306,7 @@ export async function startSimulator(input: SimConfigInput = {}, options: Simula
       cancelStartup();
       stopStats();
       for (const cancelled of inFlight.values()) cancelled.abort();
+      if (!server.listening) return resolve();
       server.close(() => resolve());
       server.closeAllConnections();
     });
@@ -279,7 +320,12 @@ export async function startSimulator(input: SimConfigInput = {}, options: Simula
  * Like vLLM's engine stats logger: a line per interval, skipped while idle. `read` may be asynchronous (a
  * multi-worker primary sums its workers' counters); a read still pending when the next interval is due skips it.
  */
-export function logStatsPeriodically(read: () => SimCounters | Promise<SimCounters>, intervalMs: number, log: (line: string) => void): () => void {
+export function logStatsPeriodically(
+  read: () => SimCounters | Promise<SimCounters>,
+  intervalMs: number,
+  log: (line: string) => void,
+  format: (before: CounterSnapshot, current: CounterSnapshot) => string[] = defaultStats,
+): () => void {
   if (intervalMs <= 0) return () => {};
   const snapshot = async (): Promise<CounterSnapshot> => ({ ...(await read()), at: performance.now() });
   let previous: Promise<CounterSnapshot> | undefined = snapshot();
@@ -290,7 +336,7 @@ export function logStatsPeriodically(read: () => SimCounters | Promise<SimCounte
     void Promise.all([previous, snapshot()])
       .then(([before, current]) => {
         if (current.running > 0 || current.waiting > 0 || current.generationTokens !== before.generationTokens) {
-          for (const line of statsLines(before, current)) log(vllmLogLine('INFO', 'loggers.py:118', line));
+          for (const line of format(before, current)) log(line);
         }
         previous = Promise.resolve(current);
       })
@@ -303,6 +349,17 @@ export function logStatsPeriodically(read: () => SimCounters | Promise<SimCounte
   }, intervalMs);
   timer.unref();
   return () => clearInterval(timer);
+}
+
+const defaultStats = (before: CounterSnapshot, current: CounterSnapshot): string[] =>
+  statsLines(before, current).map((line) => vllmLogLine('INFO', 'loggers.py:118', line));
+
+/** The interval stats lines as the personality's engine logs them. */
+function statsFormat(engine: SimConfig['engine']): (before: CounterSnapshot, current: CounterSnapshot) => string[] {
+  if (engine === 'vllm')
+    return (before, current) => statsLines(before, current).map((line) => vllmLine('APIServer', process.pid, 'INFO', 'loggers.py:236', line));
+  if (engine === 'sglang') return (before, current) => [sglangLine(sglangDecodeLine(before, current))];
+  return defaultStats;
 }
 
 /**

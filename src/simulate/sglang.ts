@@ -14,7 +14,13 @@ const GenerateBody = z.looseObject({
 /** SGLang's default max_new_tokens. */
 const DEFAULT_MAX_NEW_TOKENS = 128;
 
-/** POST /generate, SGLang native API: every chunk carries the cumulative text and meta_info. */
+/**
+ * POST /generate, SGLang native API: every chunk carries the text so far (only the new text with SGLang's
+ * --incremental-streaming-output) and meta_info. The speculative fields come with the final chunk only, as SGLang
+ * fills them when the request finishes (python/sglang/srt/managers/tokenizer_manager.py
+ * `_calculate_spec_decoding_metrics`): accept_rate = correct drafts / proposed drafts, where proposed = verify steps
+ * x (speculative_num_draft_tokens - 1); accept_length = completion_tokens / verify steps (the prefill's token included).
+ */
 export function sglangJob(raw: unknown, config: SimConfig): GenerationJob {
   const parsed = GenerateBody.refine((body) => body.text !== undefined || body.input_ids !== undefined, {
     message: 'either text or input_ids is required',
@@ -25,20 +31,32 @@ export function sglangJob(raw: unknown, config: SimConfig): GenerationJob {
   const promptTokens = body.input_ids?.length ?? countTokens(typeof body.text === 'string' ? body.text : (body.text?.[0] ?? ''));
   const maxTokens = body.sampling_params?.max_new_tokens ?? DEFAULT_MAX_NEW_TOKENS;
   checkContextLength(config, promptTokens, maxTokens);
-  const specOn = config.decode.spec.draftTokens > 0;
+  const draftLength = config.decode.spec.draftTokens;
+  const incremental = config.sglang.incrementalStreamingOutput;
   const id = requestId('');
   let text = '';
-  let decodeSteps = 0;
+  let verifySteps = 0;
+  let correctDrafts = 0;
   let completionTokens = 0;
 
+  const specInfo = (): object => {
+    if (draftLength === 0 || verifySteps === 0) return {};
+    const proposed = verifySteps * draftLength;
+    return {
+      spec_verify_ct: verifySteps,
+      spec_accept_rate: correctDrafts / proposed,
+      spec_accept_length: completionTokens / verifySteps,
+      spec_num_correct_drafts: correctDrafts,
+      spec_num_proposed_drafts: proposed,
+    };
+  };
   const metaInfo = (finishReason: FinishReason | undefined): object => ({
     id,
     finish_reason: finishReason === undefined ? null : finishReason === 'length' ? { type: 'length', length: maxTokens } : { type: 'stop', matched: 2 },
     prompt_tokens: promptTokens,
     completion_tokens: completionTokens,
     cached_tokens: 0,
-    // SGLang reports verification passes; tokens per pass excludes the prefill's token here, matching the model.
-    ...(specOn ? { spec_verify_ct: decodeSteps, spec_accept_length: decodeSteps === 0 ? 0 : (completionTokens - 1) / decodeSteps } : {}),
+    ...(finishReason === undefined ? {} : specInfo()),
   });
 
   return {
@@ -47,10 +65,12 @@ export function sglangJob(raw: unknown, config: SimConfig): GenerationJob {
     endsWithDone: true,
     openingEvents: () => [],
     stepEvents(step: EngineStep) {
-      text += step.tokens.map((token) => token.text).join('');
-      decodeSteps = step.index;
+      const added = step.tokens.map((token) => token.text).join('');
+      text += added;
+      if (step.index > 0) verifySteps += 1;
+      correctDrafts += step.accepted;
       completionTokens = step.totalTokens;
-      return [{ text, meta_info: metaInfo(step.finishReason), index: 0 }];
+      return [{ text: incremental ? added : text, meta_info: metaInfo(step.finishReason), index: 0 }];
     },
     closingEvents: () => [],
     body: (outcome) => ({ text, meta_info: metaInfo(outcome.finishReason), index: 0 }),

@@ -229,8 +229,9 @@ async function bench(url: string, flags: BenchFlags): Promise<void> {
   };
   process.on('SIGINT', onSigint);
   const progress = progressRenderer(flags.progress);
-  // A server that dies mid-run stops the benchmark at once: nothing more is fired into it.
-  const liveness = watchLiveness({ baseUrl: url, path: '/health' });
+  // A server that dies mid-run stops the benchmark at once: nothing more is fired into it. The model list, not
+  // /health: any answer proves life, and SGLang's /health generates a token, 1 s at least, beyond the probe's timeout.
+  const liveness = watchLiveness({ baseUrl: url, path: '/v1/models' });
   const options: BenchOptions = {
     baseUrl: url,
     backend: flags.backend,

@@ -1,12 +1,25 @@
 import { availableParallelism } from 'node:os';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { isSimulatorReplica, runSimulatorReplica, startSimulatorCluster } from '../../simulate/cluster.js';
-import { type EnvSpeedup, type FailureKind, FailureKinds, type FaultConfig, FaultKinds, resolveSimConfig, type SimConfigInput } from '../../simulate/config.js';
+import {
+  type EngineKind,
+  EngineKinds,
+  type EnvSpeedup,
+  type FailureKind,
+  FailureKinds,
+  type FaultConfig,
+  FaultKinds,
+  resolveSimConfig,
+  type SimConfigInput,
+} from '../../simulate/config.js';
 import { startSimulator } from '../../simulate/server.js';
 import { UserError } from '../../util/errors.js';
 
 interface SimulateFlags {
   config?: string;
+  engine?: EngineKind;
+  incrementalStreamingOutput?: boolean;
+  healthCheckTimeoutMs?: number;
   printConfig?: boolean;
   host?: string;
   port?: number;
@@ -78,6 +91,9 @@ function fault(value: string, previous: FaultConfig[]): FaultConfig[] {
 
 /** Config key path → the flag that sets it, so validation errors name what the user typed. */
 const FLAG_OF_KEY: Record<string, string> = {
+  engine: '--engine',
+  'sglang.incrementalStreamingOutput': '--incremental-streaming-output',
+  'sglang.healthCheckTimeoutMs': '--health-check-timeout-ms',
   host: '--host',
   port: '--port',
   model: '--model',
@@ -113,6 +129,8 @@ function flagOf(keyPath: string): string {
 /** Only flags the user gave, so a --config file's values survive where no flag overrides them. */
 function overridesFrom(flags: SimulateFlags): SimConfigInput {
   return {
+    engine: flags.engine,
+    sglang: { incrementalStreamingOutput: flags.incrementalStreamingOutput, healthCheckTimeoutMs: flags.healthCheckTimeoutMs },
     host: flags.host,
     port: flags.port,
     model: flags.model,
@@ -145,6 +163,18 @@ export function registerSimulate(program: Command): void {
     .description('Run the built-in simulated LLM server (OpenAI, SGLang, TGI and llama.cpp APIs) in the foreground')
     .option('--config <file>', 'YAML/JSON simulator config; flags override its values')
     .option('--print-config', 'print the effective config as JSON and exit')
+    .addOption(
+      new Option(
+        '--engine <name>',
+        "whose behaviour to copy: vllm/sglang refuse connections while loading and answer /health, cache resets, /metrics and log lines as those engines do (default: servelab's own)",
+      ).choices(EngineKinds),
+    )
+    .option('--incremental-streaming-output', "sglang: native /generate chunks carry only the new text, as SGLang's flag of that name")
+    .option(
+      '--health-check-timeout-ms <ms>',
+      'sglang: how long /health waits for scheduler output before a 503 (SGLANG_HEALTH_CHECK_TIMEOUT, default 20000)',
+      number,
+    )
     .option('--host <host>', 'address to bind (default 127.0.0.1)')
     .option('--port <port>', 'port to bind; 0 picks a free one (default 0)', integer)
     .option('--model <name>', 'served model name (default sim-llama-8b)')
@@ -187,6 +217,9 @@ export function registerSimulate(program: Command): void {
       // A real engine crash ends the process; flush the traceback first.
       const onCrash = (): void => void process.stdout.write('', () => process.exit(1));
       const workers = flags.workers ?? 1;
+      if (workers > 1 && (config.engine === 'vllm' || config.engine === 'sglang')) {
+        throw new UserError(`--engine ${config.engine} cannot be combined with --workers`, 'drop one of the two flags', 2);
+      }
       if (workers > 1 && config.prefixCache.enabled) {
         throw new UserError(
           '--prefix-cache cannot be combined with --workers: each worker would cache only the prompts it served',

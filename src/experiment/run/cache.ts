@@ -5,7 +5,8 @@ import { deriveSeed } from '../../util/random.js';
 import { cacheResetUnknown } from '../spec/load.js';
 import type { CacheMode } from '../spec/types.js';
 
-const RESET_TIMEOUT_MS = 30_000;
+// Longer than SGLang's ?timeout=30 wait for running requests to drain.
+const RESET_TIMEOUT_MS = 45_000;
 
 /** How one trial meets the server's prefix cache: what to do before and during it, and what the store records. */
 export interface TrialCache {
@@ -36,20 +37,49 @@ export function trialCache(mode: CacheMode, profile: ServerProfile, runId: numbe
   return { promptSalt, record: `cold (salt ${promptSalt})` };
 }
 
+/**
+ * Why each engine's reset endpoint refuses, and what to do: keyed by the endpoint path (the profile's
+ * `cacheReset.path` without its query), since the path is the engine's own API.
+ */
+const REFUSAL_HINTS: Record<string, string> = {
+  '/reset_prefix_cache':
+    'vLLM serves it only with VLLM_SERVER_DEV_MODE=1 in server.env, and resets only while no running request holds cache blocks: is another client sending? or use client.cache: cold',
+  '/flush_cache':
+    'SGLang flushes only while no request runs or waits, and they did not drain within its ?timeout=: is another client sending? or use client.cache: cold',
+};
+const GENERIC_HINT = 'check the server log, or use client.cache: cold';
+
+/**
+ * A 2xx answer that still says no: vLLM's /reset_prefix_cache answers 200 {"success": false} when blocks are held
+ * (vllm/v1/core/sched/scheduler.py `reset_prefix_cache` returns False); bodies that are not JSON (SGLang's plain
+ * text) say nothing more than their status. Pure.
+ */
+export function resetRefused(body: string): boolean {
+  try {
+    const json: unknown = JSON.parse(body);
+    return typeof json === 'object' && json !== null && (json as Record<string, unknown>).success === false;
+  } catch {
+    return false;
+  }
+}
+
 /** Empty the server's prefix cache; a refusal stops the run, since the trial would silently be warm. */
 export async function resetCache(baseUrl: string, path: string): Promise<void> {
+  const hint = REFUSAL_HINTS[path.split('?')[0]!] ?? GENERIC_HINT;
   let status: number;
+  let body: string;
   try {
     const response = await request(`${baseUrl}${path}`, { method: 'POST', headersTimeout: RESET_TIMEOUT_MS, bodyTimeout: RESET_TIMEOUT_MS });
     status = response.statusCode;
-    await response.body.dump();
+    body = await response.body.text();
   } catch (error) {
-    throw new UserError(`cache reset POST ${path} failed: ${messageOf(error)}`, 'check the server log, or use client.cache: cold');
+    throw new UserError(`cache reset POST ${path} failed: ${messageOf(error)}`, GENERIC_HINT);
   }
   if (status < 200 || status >= 300) {
-    throw new UserError(
-      `the server refused the cache reset POST ${path} (HTTP ${status})`,
-      'vLLM serves it only with VLLM_SERVER_DEV_MODE=1 in server.env; or use client.cache: cold',
-    );
+    const said = body.trim().split('\n')[0]?.slice(0, 160);
+    throw new UserError(`the server refused the cache reset POST ${path} (HTTP ${status}${said ? `: ${said}` : ''}): the trial would run warm`, hint);
+  }
+  if (resetRefused(body)) {
+    throw new UserError(`the server did not reset its cache on POST ${path} (it answered ${body.trim().slice(0, 80)}): the trial would run warm`, hint);
   }
 }

@@ -118,7 +118,13 @@ export class ServerLifecycle {
     const { signal, log } = this.context;
     const answering =
       server.exit === undefined &&
-      (await waitUntilAnswering({ baseUrl: server.running.baseUrl, path: profile.healthPath, timeoutMs: RECOVER_MS, exited: server.running.exited, signal }));
+      (await waitUntilAnswering({
+        baseUrl: server.running.baseUrl,
+        path: profile.livenessPath ?? profile.healthPath,
+        timeoutMs: RECOVER_MS,
+        exited: server.running.exited,
+        signal,
+      }));
     signal.throwIfAborted();
     if (answering && server.exit === undefined) {
       log('server is up and answering; measuring the trial again');

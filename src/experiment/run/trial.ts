@@ -52,7 +52,7 @@ export async function measureTrial(
   if (cache.resetPath) await resetCache(server.baseUrl, cache.resetPath);
   const startedAt = new Date().toISOString();
   // Nothing is fired into a dead server: its death aborts the load client within a second.
-  const liveness = watchLiveness({ baseUrl: server.baseUrl, path: profile.healthPath, exited: server.exited.then(describeExit) });
+  const liveness = watchLiveness({ baseUrl: server.baseUrl, path: profile.livenessPath ?? profile.healthPath, exited: server.exited.then(describeExit) });
   const signal = AbortSignal.any([stop, liveness.signal]);
   let level: LevelResult | undefined;
   const recorder = startTrialRecorder(context.executor, server.baseUrl, experiment.telemetry);
