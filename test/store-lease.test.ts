@@ -118,7 +118,7 @@ describe('run lease', () => {
     db.prepare('UPDATE run_leases SET heartbeat_at = ?').run(new Date(Date.now() - 5_000).toISOString());
     const silent = await acquireRunLease(db, runId, '*', { log });
     silent.release();
-    assert.match(lines.at(-1)!, new RegExp(`taking over the lease of pid ${process.ppid} on \\S+ \\(its runner has been silent for 5(\.0)? s: paused`));
+    assert.match(lines.at(-1)!, new RegExp(`taking over the lease of pid ${process.ppid} on \\S+ \\(its runner has been silent for 5(\\.0)? s: paused`));
 
     // A dead pid on this host: taken over at once, heartbeat fresh or not.
     const dead = deadPid();
