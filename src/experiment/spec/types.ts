@@ -1,5 +1,5 @@
 import type { ExecutorConfig } from '../../exec/types.js';
-import type { PromptSource, Slo, Workload } from '../../load/types.js';
+import type { PromptSource, Slo, TokenCountSource, Workload } from '../../load/types.js';
 import type { BackendKind } from '../../profiles/types.js';
 import type { TrialMetrics } from '../../store/types.js';
 import type { PreflightMode } from '../../telemetry/preflight.js';
@@ -32,6 +32,8 @@ export interface ClientConfig {
   cache: CacheMode;
   tokenizerPath?: string;
   workers?: number | 'auto';
+  requireFullOutput?: boolean;
+  tokenCounts?: TokenCountSource;
 }
 
 /** See `client.cache` in schema.ts. */
