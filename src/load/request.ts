@@ -1,7 +1,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { buildConnector, Client, type Dispatcher } from 'undici';
-import { formatDuration } from '../util/format.js';
+import { formatSeconds } from '../util/format.js';
 import { type Backend, type BackendRequestOptions, newStreamState, readsFrames, StreamFormatError, type StreamState } from './backends.js';
 import type { GroundTruthErrors } from './ground-truth.js';
 import type { PromptItem } from './prompts.js';
@@ -300,7 +300,7 @@ export function classifyError(
   const message = (error as Error)?.message ?? String(error);
   if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') {
     const setting = context?.requestTimeoutSetting ?? 'the request timeout';
-    const limit = context ? `${formatDuration(context.requestTimeoutMs)} (${setting})` : setting;
+    const limit = context ? `${formatSeconds(context.requestTimeoutMs)} (${setting})` : setting;
     return { kind: 'timeout', message: `no response data for ${limit}: raise ${setting} if the server is slow rather than hung (${message})` };
   }
   return { kind: 'connection', message: code && !message.includes(code) ? `${message} (${code})` : message };

@@ -37,13 +37,14 @@ export function levelValidity(level: LevelResult, options: ValidityOptions): str
   if (resends > options.maxFailedFraction * sent) {
     return `${resends} of ${sent} requests were sent again after their connection closed under them, more than ${names.maxFailedFraction} ${options.maxFailedFraction} allows`;
   }
-  const output = level.outputLength;
-  if (options.ignoreEos && options.requireFullOutput !== false && output && output.shortRequests > 0) {
-    return `${earlyStopLine(output)} although ignore_eos was asked: the server does not honour it, and unequal work is not comparable (${names.requireFullOutput} accepts it)`;
-  }
+  // Before the early stop: output lengths are judged by a count that must first be trusted.
   const counts = level.tokenCounts;
   if (counts && !counts.trusted && counts.disagreeing > 0) {
     return `${tokenCountLine(counts)}: say which source to trust with ${names.tokenCounts}`;
+  }
+  const output = level.outputLength;
+  if (options.ignoreEos && options.requireFullOutput !== false && output && output.shortRequests > 0) {
+    return `${earlyStopLine(output)} although ignore_eos was asked: the server does not honour it, and unequal work is not comparable (${names.requireFullOutput} accepts it)`;
   }
   return undefined;
 }
