@@ -1,9 +1,13 @@
 /** Client options as one typed object: what a remote client is told (benchArgv) is what `servelab bench` parses. */
 
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { parseBenchArgv } from '../src/cli/commands/bench.js';
 import { benchArgv } from '../src/exec/remote-bench.js';
+import { loadExperiment } from '../src/experiment/spec/load.js';
 import type { ClientOptions } from '../src/load/types.js';
 
 /** Every field set, as bench's flag parsing writes them (requireFullOutput, maxFailedFraction and workers always). */
@@ -70,4 +74,28 @@ test('object → benchArgv → bench flag parsing → the same object', () => {
 test('no maxFailedFraction: the remote client never stops a level early (the caller judges validity)', () => {
   const { maxFailedFraction: _, ...options } = CASES[1]!;
   assert.equal(parseBenchArgv(benchArgv(options, 'http://h:8000', 'r.json')).options.maxFailedFraction, 1);
+});
+
+test('experiment file: client.requireFullOutput and client.tokenCounts, per variant too', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'servelab-client-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'exp.yaml');
+  writeFileSync(
+    path,
+    `name: e
+profile: vllm
+server:
+  command: vllm serve m --port {port}
+workloads: [{ kind: single-stream, requests: 8 }]
+client: { requireFullOutput: false }
+variants:
+  a: {}
+  b: { client: { tokenCounts: stream } }
+`,
+  );
+  const [a, b] = loadExperiment(path).variants;
+  assert.deepEqual([a!.client.requireFullOutput, a!.client.tokenCounts], [false, undefined]);
+  assert.deepEqual([b!.client.requireFullOutput, b!.client.tokenCounts], [false, 'stream']);
+  writeFileSync(path, `name: e\nprofile: vllm\nserver: { command: x }\nworkloads: [{ kind: single-stream, requests: 8 }]\nclient: { tokenCounts: guess }\n`);
+  assert.throws(() => loadExperiment(path), /client\.tokenCounts/);
 });
