@@ -235,6 +235,7 @@ describe('datasets and categories on real processes', () => {
       '0',
       '--seed',
       '2',
+      '--no-require-full-output',
       '--json',
       '--no-progress',
     ]);
