@@ -3,6 +3,7 @@
  * paths are internal and may change.
  */
 
+export { levelValidity, type ValidityOptions } from './experiment/analysis/trial-validity.js';
 // Experiments: load a file, run (or resume) it into a store.
 export { loadExperiment, type RunOptions, type RunOutcome, runExperiment } from './experiment/index.js';
 export type { MetricName, ResolvedExperiment, VariantVerdict } from './experiment/spec/types.js';
@@ -12,7 +13,7 @@ export { launchServer } from './launch/launch.js';
 export type { LaunchHooks, RunningServer, ServerSpec } from './launch/types.js';
 // Load: one benchmark (single stream, concurrency levels, request rates) against a ready server.
 export { runBenchmark } from './load/run.js';
-export type { BenchOptions, BenchResult, LevelResult, RequestSample, Slo, Summary, Workload } from './load/types.js';
+export type { BenchOptions, BenchResult, ClientOptions, LevelResult, RequestSample, Slo, Summary, TokenCountSource, Workload } from './load/types.js';
 export { BUILTIN_PROFILES } from './profiles/builtin.js';
 export type { BackendKind, ServerProfile } from './profiles/types.js';
 export { inferProfileName, loadUserProfiles, resolveProfile } from './profiles/user.js';

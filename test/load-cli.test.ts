@@ -114,7 +114,9 @@ describe('servelab bench CLI', () => {
     assert.equal(run.code, 1, run.stderr);
     assert.ok(run.stdout.startsWith('{'), `stdout: ${run.stdout}\nstderr: ${run.stderr}`);
     const result = JSON.parse(run.stdout) as BenchResult;
-    assert.deepEqual(result.levels[0]!.errorsByKind, { 'http-5xx': 3 });
+    // Invalid at the first failure (no failure allowed): the level stops instead of sending the rest.
+    assert.deepEqual(result.levels[0]!.errorsByKind, { 'http-5xx': 1 });
+    assert.match(result.levels[0]!.stopped ?? '', /^stopped after 1 of 3 requests failed/);
     assert.match(run.stderr, /every measured request failed/);
   });
 
@@ -148,7 +150,7 @@ describe('servelab bench CLI', () => {
     const args = ['bench', server.url, '--single-stream', '12', ...SMALL, '--no-progress'];
     const strict = await servelab(t, args);
     assert.equal(strict.code, 1, strict.stderr);
-    assert.match(strict.stderr, /\d+ of 12 requests failed .*not a clean measurement/);
+    assert.match(strict.stderr, /stopped after 1 of 12 requests failed.*not a valid measurement/);
     assert.match(strict.stderr, /--allow-failures/);
     const allowed = await servelab(t, [...args, '--allow-failures']);
     assert.equal(allowed.code, 0, allowed.stderr);

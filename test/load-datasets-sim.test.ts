@@ -213,6 +213,8 @@ describe('datasets and categories on real processes', () => {
       '0',
       '--seed',
       '2',
+      // The stub answers one token whatever was asked: prompt lengths are under test, not output lengths.
+      '--no-require-full-output',
       '--json',
       '--no-progress',
     ]);
@@ -233,6 +235,7 @@ describe('datasets and categories on real processes', () => {
       '0',
       '--seed',
       '2',
+      '--no-require-full-output',
       '--json',
       '--no-progress',
     ]);

@@ -48,7 +48,7 @@ describe('connections closed under the client', () => {
     assert.ok(counters && (counters.draftTokens ?? 0) > 0, `counters: ${JSON.stringify(counters)}`);
   });
 
-  test('a benchmark against it loses no request: each one that got nothing is sent again on a fresh connection', async (t) => {
+  test('a benchmark against it loses no request: each one that got nothing is sent again on a fresh connection, and counted', async (t) => {
     const sim = await closingSim(t);
     const options: BenchOptions = {
       baseUrl: sim.url,
@@ -64,5 +64,8 @@ describe('connections closed under the client', () => {
     const level = result.levels[0]!;
     assert.equal(level.failed, 0, JSON.stringify(level.errorsByKind));
     assert.equal(level.completed, 40);
+    // Resent requests are counted, so a trial can be judged by them (levelValidity).
+    assert.equal(level.resends ?? 0, level.samples.filter((sample) => sample.resent).length);
+    t.diagnostic(`resends: ${level.resends ?? 0} of 40`);
   });
 });

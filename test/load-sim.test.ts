@@ -225,8 +225,11 @@ describe('runBenchmark against the simulator', () => {
     );
     for (let i = 1; i < 4; i++) {
       const previous = capped.samples[i - 1]!;
-      assert.ok(capped.samples[i]!.sentAtMs >= previous.sentAtMs + previous.e2eMs! - 2, 'max in-flight 1 serialises requests');
+      // e2eMs counts from the scheduled arrival: the request ended its queueing time less after its send.
+      assert.ok(capped.samples[i]!.sentAtMs >= previous.sentAtMs + previous.e2eMs! - (previous.queueMs ?? 0) - 2, 'max in-flight 1 serialises requests');
+      assert.equal(capped.samples[i]!.waitedForSlot, true, 'the cap held it back');
     }
+    assert.equal(capped.rate?.queuedByCap, 3);
   });
 
   test('goodput against SLOs derived from the model', async (t) => {

@@ -1,4 +1,4 @@
-import type { BenchOptions, BenchResult, LengthDistribution, PromptSource, Workload } from '../load/types.js';
+import type { BenchResult, ClientOptions, LengthDistribution, PromptSource, Workload } from '../load/types.js';
 
 /** `servelab bench` spelling of a length distribution (see parseLengthSpec). */
 export function lengthSpec(distribution: LengthDistribution): string {
@@ -59,9 +59,11 @@ function promptArgs(prompts: PromptSource): string[] {
 
 /**
  * Arguments of `servelab bench` that reproduce `options` against `baseUrl` on another machine, writing the result
- * JSON to `outPath`. Dataset and tokenizer paths are passed as they are: they must exist on that machine.
+ * JSON to `outPath`; `servelab bench` parses them back into the same object (cli/commands/bench.ts
+ * parseBenchArgv; test/load-faults-cli.test.ts checks the round trip). Dataset and tokenizer paths are passed as they
+ * are: they must exist on that machine. No maxFailedFraction: never stop a level (bench's own default stops at once).
  */
-export function benchArgv(options: BenchOptions, baseUrl: string, outPath: string): string[] {
+export function benchArgv(options: ClientOptions & { requestTimeoutSetting?: string }, baseUrl: string, outPath: string): string[] {
   return [
     'bench',
     baseUrl,
@@ -75,8 +77,13 @@ export function benchArgv(options: BenchOptions, baseUrl: string, outPath: strin
     '--warmup',
     String(options.warmupRequests),
     ...(options.ignoreEos ? [] : ['--no-ignore-eos']),
+    ...(options.requireFullOutput === false ? ['--no-require-full-output'] : []),
+    ...(options.tokenCounts !== undefined ? ['--token-counts', options.tokenCounts] : []),
+    '--max-failed-fraction',
+    String(options.maxFailedFraction ?? 1),
     '--request-timeout',
     `${Math.max(1, Math.round(options.requestTimeoutMs))}ms`,
+    ...(options.requestTimeoutSetting !== undefined ? ['--request-timeout-name', options.requestTimeoutSetting] : []),
     ...(options.slo?.ttftMs !== undefined ? ['--slo-ttft-ms', String(options.slo.ttftMs)] : []),
     ...(options.slo?.tpotMs !== undefined ? ['--slo-tpot-ms', String(options.slo.tpotMs)] : []),
     ...(options.slo?.e2eMs !== undefined ? ['--slo-e2e-ms', String(options.slo.e2eMs)] : []),

@@ -103,12 +103,15 @@ async function runOpenLoop(
   for (let index = 0; index < prompts.length; index++) {
     if (index > 0) dueAt += interArrivalMs(rate.requestsPerSecond, rate.arrival, random);
     await sleepUntil(start + dueAt, context.signal);
+    const waitedForSlot = inFlight >= rate.maxInFlight;
     while (inFlight >= rate.maxInFlight && !context.signal?.aborted) await new Promise<void>((resolve) => (slotFreed = resolve));
     if (gate) await gate;
     if (context.signal?.aborted) break;
     inFlight++;
+    // Late against the schedule (cap, liveness check, a busy event loop): the request's latency counts from its arrival.
+    const arrival = { lateMs: performance.now() - (start + dueAt), waitedForSlot };
     running.push(
-      streamRequest(context, prompts[index]!, index).then((outcome) => {
+      streamRequest(context, prompts[index]!, index, arrival).then((outcome) => {
         inFlight--;
         const pending = record(outcome);
         if (pending) gate = pending;

@@ -1,11 +1,12 @@
 import { StringDecoder } from 'node:string_decoder';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
-import { Client, type Dispatcher } from 'undici';
+import { buildConnector, Client, type Dispatcher } from 'undici';
+import { formatSeconds } from '../util/format.js';
 import { type Backend, type BackendRequestOptions, newStreamState, readsFrames, StreamFormatError, type StreamState } from './backends.js';
 import type { GroundTruthErrors } from './ground-truth.js';
 import type { PromptItem } from './prompts.js';
 import type { TokenCounter } from './tokenizers/model.js';
-import type { RequestErrorKind, RequestSample, TokenCountMethod } from './types.js';
+import type { RequestErrorKind, RequestSample, TokenCountDisagreement, TokenCountMethod, TokenCountSource } from './types.js';
 
 /** Everything a request needs that is shared by all requests of a run (one connection pool, one backend). */
 export interface RequestContext {
@@ -17,7 +18,11 @@ export interface RequestContext {
   backendOptions: BackendRequestOptions;
   /** Idle timeout: time without any response bytes before the request fails as a stall. */
   requestTimeoutMs: number;
+  /** How the timeout is set where the user set it (`--request-timeout`, `client.requestTimeout`), for its messages. */
+  requestTimeoutSetting?: string;
   tokenizer?: TokenCounter;
+  /** The output-token count to use; unset: usage, else tokenizer, else counted events (see TokenCountSource). */
+  tokenCounts?: TokenCountSource;
   signal?: AbortSignal;
   /** Called at each token-bearing event: live throughput, and (for bench/) ground-truth comparison. */
   onTokenEvent?: (arrivalMs: number, state: StreamState) => void;
@@ -59,15 +64,22 @@ export function nowMs(): number {
   return performance.now() + HRTIME_OFFSET_MS;
 }
 
+/** When an open loop sent the request: how late against its schedule, and whether the in-flight cap held it back. */
+export interface Arrival {
+  lateMs: number;
+  waitedForSlot: boolean;
+}
+
 /**
  * Send one streaming generation request and time it. Arrival time is taken in the dispatcher's body-data callback
  * and shared by every event of that network chunk; SSE/JSON parsing runs later in the same event-loop turn (see
  * deferToCheckPhase), so no chunk's timestamp waits for another chunk's parsing. Timing rules:
  * TTFT = first token-bearing event; ITL = gaps between token-bearing events (an event carrying several tokens, as
  * speculative decoding produces, is one gap); TPOT = (e2e − ttft) / (outputTokens − 1); e2e ends at the end of the body.
- * Never rejects: failures come back as `sample.error`.
+ * TTFT and e2e count from the scheduled arrival (`arrival.lateMs` before the send) or from the first send, so
+ * neither a client queue nor a resend is hidden. Never rejects: failures come back as `sample.error`.
  */
-export function streamRequest(context: RequestContext, item: PromptItem, index: number): Promise<RequestOutcome> {
+export function streamRequest(context: RequestContext, item: PromptItem, index: number, arrival?: Arrival): Promise<RequestOutcome> {
   const { backend, signal } = context;
   const state = newStreamState(context.tokenizer !== undefined);
   const tokenTimes: number[] = [];
@@ -120,6 +132,8 @@ export function streamRequest(context: RequestContext, item: PromptItem, index: 
   const decoder = new StringDecoder('utf8');
   let sentAtMs = Date.now();
   let start = nowMs();
+  const origin = start - Math.max(0, arrival?.lateMs ?? 0);
+  let resent = false;
 
   return new Promise<RequestOutcome>((resolve) => {
     let controller: Dispatcher.DispatchController | undefined;
@@ -142,13 +156,16 @@ export function streamRequest(context: RequestContext, item: PromptItem, index: 
       if (formatError && !settled) controller?.abort(formatError);
     };
 
-    const onAbort = () => controller?.abort(new AbortedError('aborted by the user'));
+    // A level that became invalid stops with its reason; Ctrl-C and a dead server abort without one of text.
+    const abortedWhy = () => (typeof signal?.reason === 'string' ? signal.reason : 'aborted by the user');
+    const onAbort = () => controller?.abort(new AbortedError(abortedWhy()));
     const finish = (error?: { kind: RequestErrorKind; message: string }, end = nowMs()) => {
       if (settled) return;
       settled = true;
       signal?.removeEventListener('abort', onAbort);
       void fresh?.close().catch(() => undefined);
-      resolve(buildOutcome(context, item, index, sentAtMs, start, end, tokenTimes, state, error));
+      const timing = { sentAtMs, origin, start, end, resent, waitedForSlot: arrival?.waitedForSlot ?? false };
+      resolve(buildOutcome(context, item, index, timing, tokenTimes, state, error));
     };
     if (signal?.aborted) return finish({ kind: 'aborted', message: 'aborted before sending' });
     signal?.addEventListener('abort', onAbort, { once: true });
@@ -156,7 +173,7 @@ export function streamRequest(context: RequestContext, item: PromptItem, index: 
     const handler: Dispatcher.DispatchHandler = {
       onRequestStart(dispatchController) {
         controller = dispatchController;
-        if (signal?.aborted) dispatchController.abort(new AbortedError('aborted by the user'));
+        if (signal?.aborted) dispatchController.abort(new AbortedError(abortedWhy()));
       },
       onResponseStart(_controller, statusCode) {
         responded = true;
@@ -187,17 +204,19 @@ export function streamRequest(context: RequestContext, item: PromptItem, index: 
       },
       onResponseError(_controller, error) {
         // A server may close a kept-alive connection right after a response while still advertising keep-alive
-        // (llama-server does); a request sent on it meanwhile dies before any answer. A request that received
-        // nothing is sent once more, on a connection of its own (timed from then); anything else is a real failure.
-        if (!responded && fresh === undefined && !signal?.aborted && closedUnderUs(error)) {
+        // (llama-server does); a request sent on it meanwhile dies before any answer. Only such a request (nothing
+        // received, on a connection that had served a response) is sent once more, on a connection of its own, and
+        // counted as resent; a reset of a fresh connection or after an answer began is a real failure.
+        if (!responded && fresh === undefined && !signal?.aborted && closedAfterServing(error)) {
           fresh = new Client(context.origin);
+          resent = true;
           sentAtMs = Date.now();
           start = nowMs();
           return send(fresh);
         }
         const end = nowMs();
         parseReceived();
-        finish(classifyError(error), end);
+        finish(classifyError(error, context), end);
       },
     };
     const send = (dispatcher: Dispatcher) =>
@@ -241,50 +260,134 @@ export function closedUnderUs(error: unknown): boolean {
   return code !== undefined && CLOSED_CONNECTION_CODES.has(code);
 }
 
-export function classifyError(error: unknown): { kind: RequestErrorKind; message: string } {
+/** Bytes the connection had read when it failed; set on socket errors by servedTrackingConnector. */
+const BYTES_READ = Symbol('servelab.bytesRead');
+
+/**
+ * The default connector, plus a note on every socket error of how many bytes its connection had read: undici passes
+ * a reset (ECONNRESET, EPIPE) to the request as the socket's own error, which says nothing of the connection.
+ */
+export function servedTrackingConnector(): buildConnector.connector {
+  const connect = buildConnector({});
+  return (options, callback) =>
+    connect(options, (error, socket) => {
+      // Registered before undici's own listeners, so the note is on the error before any request sees it.
+      socket?.on('error', (socketError: Error & { [BYTES_READ]?: number }) => {
+        socketError[BYTES_READ] = socket.bytesRead;
+      });
+      callback(error, socket as never);
+    });
+}
+
+/**
+ * A connection closed under a request that had already served a response (it had read bytes before this request's
+ * answer began): the kept-alive close a resend is meant for. Unknown (no note): no.
+ */
+export function closedAfterServing(error: unknown): boolean {
+  if (!closedUnderUs(error)) return false;
+  const noted = (error as { [BYTES_READ]?: number })[BYTES_READ];
+  const bytesRead = noted ?? (error as { socket?: { bytesRead?: number } }).socket?.bytesRead;
+  return bytesRead !== undefined && bytesRead > 0;
+}
+
+export function classifyError(
+  error: unknown,
+  context?: Pick<RequestContext, 'requestTimeoutMs' | 'requestTimeoutSetting'>,
+): { kind: RequestErrorKind; message: string } {
   if (error instanceof AbortedError) return { kind: 'aborted', message: error.message };
   if (error instanceof StreamFormatError) return { kind: 'malformed-stream', message: error.message };
   const code = (error as NodeJS.ErrnoException)?.code ?? (error as { cause?: NodeJS.ErrnoException })?.cause?.code;
   const message = (error as Error)?.message ?? String(error);
   if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') {
-    return { kind: 'timeout', message: `no response data for the request timeout (${message})` };
+    const setting = context?.requestTimeoutSetting ?? 'the request timeout';
+    const limit = context ? `${formatSeconds(context.requestTimeoutMs)} (${setting})` : setting;
+    return { kind: 'timeout', message: `no response data for ${limit}: raise ${setting} if the server is slow rather than hung (${message})` };
   }
   return { kind: 'connection', message: code && !message.includes(code) ? `${message} (${code})` : message };
+}
+
+/** Output-token counts of one request by source; a source that has no count is undefined. */
+interface Counts {
+  usage?: number;
+  tokenizer?: number;
+  stream: number;
+}
+
+const METHOD_OF: Record<TokenCountSource, TokenCountMethod> = { usage: 'server-usage', tokenizer: 'tokenizer', stream: 'stream-chunks' };
+
+/** The count to use: the trusted source when it has one, else usage, tokenizer, counted events in that order. */
+export function chooseCount(counts: Counts, trusted?: TokenCountSource): { method: TokenCountMethod; tokens: number } {
+  const trustedCount = trusted && counts[trusted];
+  if (trusted && trustedCount !== undefined) return { method: METHOD_OF[trusted], tokens: trustedCount };
+  if (counts.usage !== undefined) return { method: 'server-usage', tokens: counts.usage };
+  if (counts.tokenizer !== undefined) return { method: 'tokenizer', tokens: counts.tokenizer };
+  return { method: 'stream-chunks', tokens: counts.stream };
+}
+
+/**
+ * The counts when the server's usage disagrees with another source beyond one event's worth: every token event
+ * carries at least one token, so usage below the events is impossible, and above them only a speculating server
+ * (several tokens per event) explains it, which the level decides (see summarizeLevel); a local tokenizer's count of
+ * the text may differ from the model's by a boundary token or two per hundred.
+ */
+export function countDisagreement(counts: Counts): TokenCountDisagreement | undefined {
+  const { usage, tokenizer, stream } = counts;
+  if (usage === undefined) return undefined;
+  const streamOff = Math.abs(usage - stream) > 1;
+  const tokenizerOff = tokenizer !== undefined && Math.abs(usage - tokenizer) > Math.max(1, Math.ceil(0.02 * usage));
+  if (!streamOff && !tokenizerOff) return undefined;
+  return tokenizer === undefined ? { usage, stream } : { usage, stream, tokenizer };
+}
+
+interface Timing {
+  sentAtMs: number;
+  /** Scheduled arrival (open loop) or first send: where TTFT and e2e count from. */
+  origin: number;
+  /** The send that produced the response. */
+  start: number;
+  end: number;
+  resent: boolean;
+  waitedForSlot: boolean;
 }
 
 function buildOutcome(
   context: RequestContext,
   item: PromptItem,
   index: number,
-  sentAtMs: number,
-  start: number,
-  end: number,
+  timing: Timing,
   tokenTimes: number[],
   state: StreamState,
-  error?: { kind: RequestErrorKind; message: string },
+  failure?: { kind: RequestErrorKind; message: string },
 ): RequestOutcome {
-  let tokenCountMethod: TokenCountMethod;
-  let outputTokens: number;
-  if (state.completionTokens !== undefined) {
-    tokenCountMethod = 'server-usage';
-    outputTokens = state.completionTokens;
-  } else if (context.tokenizer) {
-    tokenCountMethod = 'tokenizer';
-    outputTokens = context.tokenizer.count(state.text);
-  } else {
-    tokenCountMethod = 'stream-chunks';
-    outputTokens = state.tokenEvents;
-  }
+  const counts: Counts = { stream: state.tokenEvents };
+  if (state.completionTokens !== undefined) counts.usage = state.completionTokens;
+  if (context.tokenizer && state.collectText) counts.tokenizer = context.tokenizer.count(state.text);
+  const { method: tokenCountMethod, tokens: outputTokens } = chooseCount(counts, context.tokenCounts);
+  const noOutput = `the server generated no output tokens (asked for ${item.maxTokens}; usage ${counts.usage ?? 'none'}, ${counts.stream} token events)`;
+  const error = failure ?? (outputTokens === 0 ? { kind: 'no-output' as const, message: noOutput } : undefined);
   const itlMs = new Array<number>(Math.max(0, tokenTimes.length - 1));
   for (let i = 1; i < tokenTimes.length; i++) itlMs[i - 1] = tokenTimes[i]! - tokenTimes[i - 1]!;
-  const sample: RequestSample = { index, sentAtMs, inputTokens: state.promptTokens ?? item.inputTokens, outputTokens, itlMs };
+  const sample: RequestSample = {
+    index,
+    sentAtMs: timing.sentAtMs,
+    inputTokens: state.promptTokens ?? item.inputTokens,
+    outputTokens,
+    requestedTokens: item.maxTokens,
+    itlMs,
+  };
+  const queueMs = timing.start - timing.origin;
+  if (queueMs > 0) sample.queueMs = queueMs;
+  if (timing.waitedForSlot) sample.waitedForSlot = true;
+  if (timing.resent) sample.resent = true;
   if (item.category !== undefined) sample.category = item.category;
-  if (tokenTimes.length > 0) sample.ttftMs = tokenTimes[0]! - start;
+  if (tokenTimes.length > 0) sample.ttftMs = tokenTimes[0]! - timing.origin;
   if (error) {
     sample.error = error;
   } else {
-    sample.e2eMs = end - start;
+    sample.e2eMs = timing.end - timing.origin;
     if (sample.ttftMs !== undefined && outputTokens > 1) sample.tpotMs = (sample.e2eMs - sample.ttftMs) / (outputTokens - 1);
+    const disagreement = countDisagreement(counts);
+    if (disagreement) sample.tokenCountDisagreement = disagreement;
   }
   return { sample, tokenCountMethod, state };
 }

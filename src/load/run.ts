@@ -8,7 +8,7 @@ import { ExitCode } from '../util/exit.js';
 import { BACKENDS, type BackendRequestOptions } from './backends.js';
 import { type LevelPlan, type LevelRun, maxInFlight, planLevels, runLevel } from './level.js';
 import { loadPrompts, type PromptItem, saltPrompts } from './prompts.js';
-import type { RequestContext, RequestOutcome } from './request.js';
+import { type RequestContext, type RequestOutcome, servedTrackingConnector } from './request.js';
 import { counterSource, scrapeSglangServerInfo, scrapeSpecCounters, specFromCounterDelta, specFromResponses } from './spec.js';
 import { loadTokenizer, type ModelTokenizer } from './tokenizers/model.js';
 import type { BenchOptions, BenchResult, LevelResult, RequestSample, SpecDecodeStats, TokenCountMethod } from './types.js';
@@ -117,6 +117,13 @@ function specProbe(options: BenchOptions, dispatcher: Dispatcher, baseUrl: strin
 export async function runBenchmark(options: BenchOptions): Promise<BenchResult> {
   const { origin, pathPrefix, host, port } = parseBaseUrl(options.baseUrl);
   const baseUrl = origin + pathPrefix;
+  if (options.tokenCounts === 'tokenizer' && !options.tokenizerPath) {
+    throw new UserError(
+      'token counts from the tokenizer need a tokenizer',
+      'give the tokenizer (--tokenizer, client.tokenizer) or trust another source',
+      ExitCode.usage,
+    );
+  }
   const tokenizer: ModelTokenizer | undefined = options.tokenizerPath ? loadTokenizer(options.tokenizerPath) : undefined;
   const levels = planLevels(options.workload);
   const workerCount = resolveWorkerCount(options.workers ?? 1, Math.max(...levels.map(maxInFlight)));
@@ -129,7 +136,7 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
   // Every request in flight listens on the abort signal; hundreds of them are expected, not a leak.
   if (options.signal) setMaxListeners(0, options.signal);
 
-  const dispatcher = new Pool(origin, { connections: Math.max(...levels.map(maxInFlight)), pipelining: 1 });
+  const dispatcher = new Pool(origin, { connections: Math.max(...levels.map(maxInFlight)), pipelining: 1, connect: servedTrackingConnector() });
   const startedAt = new Date().toISOString();
   const results: LevelResult[] = [];
   const measured: RequestOutcome[] = [];
@@ -146,6 +153,8 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
           backend: options.backend,
           backendOptions,
           requestTimeoutMs: options.requestTimeoutMs,
+          ...(options.requestTimeoutSetting !== undefined && { requestTimeoutSetting: options.requestTimeoutSetting }),
+          ...(options.tokenCounts !== undefined && { tokenCounts: options.tokenCounts }),
           tokenizerPath: options.tokenizerPath,
         },
         Math.max(...levels.map(maxInFlight)),
@@ -158,16 +167,17 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
       backend: BACKENDS[options.backend],
       backendOptions,
       requestTimeoutMs: options.requestTimeoutMs,
+      ...(options.requestTimeoutSetting !== undefined && { requestTimeoutSetting: options.requestTimeoutSetting }),
+      ...(options.tokenCounts !== undefined && { tokenCounts: options.tokenCounts }),
       tokenizer,
-      signal: options.signal,
     };
     const pool = workers;
     const runner: LevelRunner = pool
-      ? { live: false, run: (level, levelPrompts, seed, onDone) => pool.runLevel(level, levelPrompts, seed, onDone, options.signal) }
+      ? { live: false, run: (level, levelPrompts, seed, signal, onDone) => pool.runLevel(level, levelPrompts, seed, onDone, signal) }
       : {
           live: true,
-          run: (level, levelPrompts, seed, onDone, onTokenEvent) =>
-            runLevel(onTokenEvent ? { ...context, onTokenEvent } : context, level, levelPrompts, seed, onDone),
+          run: (level, levelPrompts, seed, signal, onDone, onTokenEvent) =>
+            runLevel({ ...context, signal, ...(onTokenEvent && { onTokenEvent }) }, level, levelPrompts, seed, onDone),
         };
     let offset = 0;
     if (warmupRequests > 0) {
@@ -176,7 +186,7 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
         requests: warmupRequests,
         concurrency: Math.min(warmupRequests, Math.max(workerCount, maxInFlight(levels[0]!))),
       };
-      const warmup = await runMeasuredLevel(runner, warmupPlan, prompts.slice(0, warmupRequests), options);
+      const warmup = await runMeasuredLevel(runner, warmupPlan, prompts.slice(0, warmupRequests), { ...options, maxFailedFraction: undefined });
       offset = warmupRequests;
       // Only set-up mistakes stop the run here (wrong API, path or model, server gone); 5xx, stalls and broken
       // streams are server behaviour that the measurement itself reports.
@@ -207,6 +217,8 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
         samples: run.outcomes.map((outcome) => outcome.sample),
         slo: options.slo,
         spec,
+        tokenCounts: { method: weakestMethod(run.outcomes), trusted: options.tokenCounts !== undefined },
+        ...(run.stopped !== undefined && { stopped: run.stopped }),
       };
       const summary = summarizeLevel(input);
       const categories = summarizeCategories(input, (samples) => categorySpec(run.outcomes, samples, options));
@@ -237,26 +249,47 @@ interface LevelRunner {
     level: LevelPlan,
     prompts: readonly PromptItem[],
     seed: number,
+    signal: AbortSignal | undefined,
     onDone?: (outcome: RequestOutcome) => void | Promise<void>,
     onTokenEvent?: () => void,
   ): Promise<LevelRun>;
+}
+
+/**
+ * Failures that make a level invalid: more than `maxFailedFraction` of its planned requests; the reason, or
+ * undefined while it can still be valid. Pure.
+ */
+export function tooManyFailures(failed: number, planned: number, maxFailedFraction: number | undefined, first?: string): string | undefined {
+  if (maxFailedFraction === undefined || failed <= maxFailedFraction * planned) return undefined;
+  return `stopped after ${failed} of ${planned} requests failed, more than the allowed fraction ${maxFailedFraction}${first ? ` (first: ${first})` : ''}`;
 }
 
 const PROGRESS_INTERVAL_MS = 250;
 
 /**
  * The level's requests plus live progress (output tokens counted as they stream, corrected to the final count per
- * request), and the server check after a refused connection that keeps requests from being fired into a dead server.
+ * request), the server check after a refused connection that keeps requests from being fired into a dead server,
+ * and the stop once more requests failed than `maxFailedFraction` allows: the rest would measure an invalid level.
  */
-async function runMeasuredLevel(runner: LevelRunner, level: LevelPlan, prompts: readonly PromptItem[], options: BenchOptions, seedOffset = 0) {
+async function runMeasuredLevel(
+  runner: LevelRunner,
+  level: LevelPlan,
+  prompts: readonly PromptItem[],
+  options: BenchOptions,
+  seedOffset = 0,
+): Promise<LevelRun & { stopped?: string }> {
   const onProgress = options.onProgress;
-  const verify = (outcome: RequestOutcome) => (outcome.sample.error?.kind === 'connection' ? options.verifyServer?.() : undefined);
-  if (!onProgress) return runner.run(level, prompts, seedFor(options, seedOffset), verify);
+  const stop = new AbortController();
+  const signal = options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal;
+  setMaxListeners(0, signal);
+  let stopped: string | undefined;
   let liveTokens = 0;
   let completed = 0;
   let failed = 0;
+  let firstFailure: string | undefined;
   const started = performance.now();
   const report = () => {
+    if (!onProgress) return;
     const elapsedMs = performance.now() - started;
     onProgress({
       levelLabel: level.label,
@@ -267,25 +300,33 @@ async function runMeasuredLevel(runner: LevelRunner, level: LevelPlan, prompts: 
       elapsedMs,
     });
   };
-  const timer = setInterval(report, PROGRESS_INTERVAL_MS);
+  const timer = onProgress ? setInterval(report, PROGRESS_INTERVAL_MS) : undefined;
+  const onDone = (outcome: RequestOutcome) => {
+    const error = outcome.sample.error;
+    if (error) {
+      if (error.kind !== 'aborted') {
+        failed++;
+        firstFailure ??= `${error.kind}: ${error.message}`;
+      }
+    } else {
+      completed++;
+      // Tokens already counted live (this thread only) are replaced by the request's final count.
+      liveTokens += outcome.sample.outputTokens - (runner.live ? outcome.state.tokenEvents : 0);
+    }
+    const invalid = stopped === undefined ? tooManyFailures(failed, prompts.length, options.maxFailedFraction, firstFailure) : undefined;
+    if (invalid !== undefined) {
+      stopped = invalid;
+      stop.abort(invalid);
+    }
+    report();
+    return error?.kind === 'connection' ? options.verifyServer?.() : undefined;
+  };
   try {
-    return await runner.run(
-      level,
-      prompts,
-      seedFor(options, seedOffset),
-      (outcome) => {
-        if (outcome.sample.error) {
-          if (outcome.sample.error.kind !== 'aborted') failed++;
-        } else {
-          completed++;
-          // Tokens already counted live (this thread only) are replaced by the request's final count.
-          liveTokens += outcome.sample.outputTokens - (runner.live ? outcome.state.tokenEvents : 0);
-        }
-        report();
-        return verify(outcome);
-      },
-      () => liveTokens++,
-    );
+    const run = await runner.run(level, prompts, seedFor(options, seedOffset), signal, onDone, onProgress && (() => liveTokens++));
+    if (stopped === undefined) return run;
+    // Failures may be a server that died: checked, so that its death (not an invalid level) is what is reported.
+    await options.verifyServer?.();
+    return { ...run, stopped };
   } finally {
     clearInterval(timer);
     report();

@@ -1,4 +1,4 @@
-import type { BenchProgress, Slo } from '../metrics/types.js';
+import type { BenchProgress, Slo, TokenCountSource } from '../metrics/types.js';
 import type { BackendKind } from '../profiles/types.js';
 import type { DatasetSource } from './datasets/types.js';
 
@@ -20,8 +20,11 @@ export type Workload =
   | { kind: 'rate'; requestsPerSecond: number; arrival: 'poisson' | 'constant'; maxInFlight: number; requests: number }
   | { kind: 'sweep'; concurrencies: number[]; requestsPerLevel: number };
 
-export interface BenchOptions {
-  baseUrl: string;
+/**
+ * Everything that says how the load client measures, as plain data: `servelab bench` flags parse into it, the
+ * experiment file's client section resolves into it, and a remote client's argv is written from it (exec/remote-bench.ts).
+ */
+export interface ClientOptions {
   backend: BackendKind;
   model?: string;
   workload: Workload;
@@ -35,6 +38,12 @@ export interface BenchOptions {
   ignoreEos: boolean;
   /** A request that has produced nothing for this long is failed as a stall. */
   requestTimeoutMs: number;
+  /** With ignoreEos: a request that stopped short of its requested length makes the level invalid (default true). */
+  requireFullOutput?: boolean;
+  /** The output-token count to trust when the sources disagree (see TokenCountSource); unset: a disagreement is invalid. */
+  tokenCounts?: TokenCountSource;
+  /** A level stops sending once more than this fraction of its requests failed: it can no longer be valid. Unset: never. */
+  maxFailedFraction?: number;
   slo?: Slo;
   /** HF tokenizer.json or model directory: exact prompt lengths, chat template, counts when the server reports none. */
   tokenizerPath?: string;
@@ -42,6 +51,13 @@ export interface BenchOptions {
   workers?: number | 'auto';
   /** Prometheus/props endpoint scraping for speculative-decoding stats; 'auto' picks by backend. */
   specMetrics: 'auto' | 'none';
+}
+
+/** A run of the load client: its options, the server, and the caller's hooks. */
+export interface BenchOptions extends ClientOptions {
+  baseUrl: string;
+  /** How the caller names the request timeout (`--request-timeout`, `client.requestTimeout`), for timeout messages. */
+  requestTimeoutSetting?: string;
   signal?: AbortSignal;
   onProgress?: (progress: BenchProgress) => void;
   /**

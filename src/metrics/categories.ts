@@ -29,6 +29,8 @@ export function summarizeCategories(input: LevelInput, specOf: (samples: Request
       concurrency: _concurrency,
       targetRequestsPerSecond: _target,
       samples: _samples,
+      rate: _rate,
+      stopped: _stopped,
       ...figures
     } = summarizeLevel({
       label: category,

@@ -1,5 +1,5 @@
 import { quantileSorted } from 'simple-statistics';
-import type { LevelResult, RequestErrorKind, RequestSample, Slo, SpecDecodeStats, Summary } from './types.js';
+import type { LevelResult, RateCheck, RequestErrorKind, RequestSample, Slo, SpecDecodeStats, Summary, TokenCountCheck, TokenCountMethod } from './types.js';
 
 /**
  * Quantiles use simple-statistics' quantileSorted: linear interpolation between closest ranks (R type 7, numpy's
@@ -32,6 +32,10 @@ export interface LevelInput {
   samples: RequestSample[];
   slo?: Slo;
   spec?: SpecDecodeStats;
+  /** The level's token-count method, and whether the user chose the source (see TokenCountSource). */
+  tokenCounts?: { method: TokenCountMethod; trusted: boolean };
+  /** Why the level stopped sending early. */
+  stopped?: string;
 }
 
 /** True when a completed request meets every SLO given (a request with no TPOT — one output token — passes TPOT). */
@@ -77,14 +81,29 @@ export function summarizeLevel(input: LevelInput): LevelResult {
     itlMs: summarize(itl),
     tpotMs: summarize(defined(completed.map((sample) => sample.tpotMs))),
     e2eMs: summarize(defined(completed.map((sample) => sample.e2eMs))),
-    outputTokensPerSecondPerStream: summarize(completed.filter((sample) => sample.e2eMs! > 0).map((sample) => sample.outputTokens / (sample.e2eMs! / 1000))),
+    // A stream's speed is the server's: counted from the send, not from a scheduled arrival.
+    outputTokensPerSecondPerStream: summarize(
+      completed.filter((sample) => fromSend(sample.e2eMs!, sample) > 0).map((sample) => sample.outputTokens / (fromSend(sample.e2eMs!, sample) / 1000)),
+    ),
     outputTokensPerSecond: outputTokens / duration,
     totalTokensPerSecond: (inputTokens + outputTokens) / duration,
     requestsPerSecond: completed.length / duration,
     samples: input.samples,
   };
   if (input.concurrency !== undefined) result.concurrency = input.concurrency;
-  if (input.targetRequestsPerSecond !== undefined) result.targetRequestsPerSecond = input.targetRequestsPerSecond;
+  if (input.targetRequestsPerSecond !== undefined) {
+    result.targetRequestsPerSecond = input.targetRequestsPerSecond;
+    result.ttftFromSendMs = summarize(completed.flatMap((sample) => (sample.ttftMs === undefined ? [] : [fromSend(sample.ttftMs, sample)])));
+    result.e2eFromSendMs = summarize(completed.map((sample) => fromSend(sample.e2eMs!, sample)));
+    const rate = rateCheck(input.targetRequestsPerSecond, input.samples);
+    if (rate) result.rate = rate;
+  }
+  const outputLength = outputLengthOf(completed);
+  if (outputLength) result.outputLength = outputLength;
+  if (input.tokenCounts) result.tokenCounts = tokenCountCheck(completed, input.tokenCounts, input.spec !== undefined);
+  const resends = input.samples.filter((sample) => sample.resent).length;
+  if (resends > 0) result.resends = resends;
+  if (input.stopped !== undefined) result.stopped = input.stopped;
   const slo = input.slo;
   if (slo && (slo.ttftMs !== undefined || slo.tpotMs !== undefined || slo.e2eMs !== undefined)) {
     const attempted = completed.length + failed;
@@ -93,4 +112,79 @@ export function summarizeLevel(input: LevelInput): LevelResult {
   }
   if (input.spec) result.spec = input.spec;
   return result;
+}
+
+/** A latency counted from the request's send rather than its scheduled arrival. */
+function fromSend(ms: number, sample: RequestSample): number {
+  return ms - (sample.queueMs ?? 0);
+}
+
+function outputLengthOf(completed: readonly RequestSample[]): LevelResult['outputLength'] {
+  let requested = 0;
+  let generated = 0;
+  let counted = 0;
+  let shortRequests = 0;
+  for (const sample of completed) {
+    if (sample.requestedTokens === undefined) continue;
+    counted++;
+    requested += sample.requestedTokens;
+    generated += sample.outputTokens;
+    if (sample.outputTokens < sample.requestedTokens) shortRequests++;
+  }
+  return counted > 0 ? { requestedMean: requested / counted, generatedMean: generated / counted, shortRequests } : undefined;
+}
+
+/**
+ * Requests whose counts disagree (see countDisagreement in load/request.ts). A speculating server's events carry
+ * several tokens each, so usage above the stream's events is expected of it and counts only when a tokenizer says
+ * otherwise.
+ */
+function tokenCountCheck(completed: readonly RequestSample[], source: { method: TokenCountMethod; trusted: boolean }, speculative: boolean): TokenCountCheck {
+  const check: TokenCountCheck = { method: source.method, trusted: source.trusted, checked: 0, disagreeing: 0, usage: 0, stream: 0 };
+  for (const sample of completed) {
+    const counts = sample.tokenCountDisagreement;
+    check.checked++;
+    if (!counts) continue;
+    const tokenizerAgrees = counts.tokenizer === undefined || Math.abs(counts.tokenizer - counts.usage) <= Math.max(1, Math.ceil(0.02 * counts.usage));
+    if (speculative && counts.usage >= counts.stream && tokenizerAgrees) continue;
+    check.disagreeing++;
+    check.usage += counts.usage;
+    check.stream += counts.stream;
+    if (counts.tokenizer !== undefined) check.tokenizer = (check.tokenizer ?? 0) + counts.tokenizer;
+  }
+  return check;
+}
+
+/** Per second over the span of `times` (ms), or undefined with fewer than two. */
+function spanRate(times: readonly number[]): number | undefined {
+  if (times.length < 2) return undefined;
+  let first = Number.POSITIVE_INFINITY;
+  let last = Number.NEGATIVE_INFINITY;
+  for (const time of times) {
+    if (time < first) first = time;
+    if (time > last) last = time;
+  }
+  return last > first ? ((times.length - 1) * 1000) / (last - first) : undefined;
+}
+
+/**
+ * Offered, scheduled, sent and served rates of an open-loop level, from wall-clock send times: a request's
+ * scheduled arrival is its send less its queueing, its completion its send plus its time from send.
+ */
+function rateCheck(offered: number, samples: readonly RequestSample[]): RateCheck | undefined {
+  const sent = samples.filter((sample) => sample.error?.kind !== 'aborted');
+  const scheduled = spanRate(sent.map((sample) => sample.sentAtMs - (sample.queueMs ?? 0)));
+  const sentRate = spanRate(sent.map((sample) => sample.sentAtMs));
+  if (scheduled === undefined || sentRate === undefined) return undefined;
+  const completions = sent.filter((sample) => !sample.error).map((sample) => sample.sentAtMs + fromSend(sample.e2eMs!, sample));
+  let maxLagMs = 0;
+  for (const sample of sent) maxLagMs = Math.max(maxLagMs, sample.queueMs ?? 0);
+  return {
+    offeredPerSecond: offered,
+    scheduledPerSecond: scheduled,
+    sentPerSecond: sentRate,
+    servedPerSecond: spanRate(completions) ?? 0,
+    queuedByCap: sent.filter((sample) => sample.waitedForSlot).length,
+    maxLagMs,
+  };
 }

@@ -1,3 +1,4 @@
+import { formatNumber, formatSeconds } from '../util/format.js';
 import type { BenchProgress, BenchResult, LevelResult, Summary } from './types.js';
 
 function fixed(value: number, digits: number): string {
@@ -55,6 +56,7 @@ export function formatBenchTable(result: BenchResult): string {
     ...rows.map(render),
   ];
   for (const level of result.levels) {
+    lines.push(...levelNotes(level));
     const errors = Object.entries(level.errorsByKind).map(([kind, count]) => `${kind} ${count}`);
     if (errors.length > 0) {
       const firstError = level.samples.find((sample) => sample.error && sample.error.kind !== 'aborted')?.error;
@@ -65,8 +67,61 @@ export function formatBenchTable(result: BenchResult): string {
   if (specSources.length > 0) lines.push(`spec decoding: acceptance rate / mean accepted length from ${specSources.join('; ')}`);
   if (result.tokenCountMethod === 'stream-chunks')
     lines.push('note: the server reported no token usage; output tokens are counted stream events (spec decoding undercounts)');
+  if (result.levels.some((level) => level.rate))
+    lines.push("note: with --rate, TTFT and E2E count from each request's scheduled arrival (time queued in the client included)");
   if (result.interrupted) lines.push('INTERRUPTED: the figures cover only what was measured before the stop');
   return `${lines.join('\n')}\n`;
+}
+
+/** A sent rate this far below the schedule's: the client fell behind (its own loop, or the in-flight cap). */
+const BEHIND_SCHEDULE = 0.95;
+/**
+ * Completions this far below the schedule's rate: the server could not keep up. Wider than the client's margin:
+ * completion spacing also carries latency jitter, which a stable server shows too.
+ */
+const SERVER_BEHIND = 0.9;
+
+/** "early-stop: 16 of 40 tokens per request (40 requests stopped short)". */
+export function earlyStopLine(output: NonNullable<LevelResult['outputLength']>): string {
+  return `early-stop: ${formatNumber(output.generatedMean)} of ${formatNumber(output.requestedMean)} tokens per request (${output.shortRequests} requests stopped short)`;
+}
+
+/** "token counts disagree: server usage 2,560 output tokens, the stream 1,280 token events (16 of 16 requests)". */
+export function tokenCountLine(counts: NonNullable<LevelResult['tokenCounts']>): string {
+  const tokenizer = counts.tokenizer === undefined ? '' : `, the tokenizer ${formatNumber(counts.tokenizer)}`;
+  return `token counts disagree: server usage ${formatNumber(counts.usage)} output tokens, the stream ${formatNumber(counts.stream)} token events${tokenizer} (${counts.disagreeing} of ${counts.checked} requests)`;
+}
+
+/** What a level's row cannot show: unequal work, disagreeing counts, resends, an early stop, rate-mode honesty. */
+export function levelNotes(level: LevelResult): string[] {
+  const notes: string[] = [];
+  const label = level.label;
+  if (level.stopped !== undefined) notes.push(`STOPPED ${label}: ${level.stopped}`);
+  if (level.outputLength && level.outputLength.shortRequests > 0) notes.push(`${earlyStopLine(level.outputLength)} at ${label}`);
+  const counts = level.tokenCounts;
+  if (counts && counts.disagreeing > 0) {
+    notes.push(`${tokenCountLine(counts)} at ${label}; figures use ${counts.method}${counts.trusted ? ' (trusted by choice)' : ''}`);
+  }
+  if (level.resends) notes.push(`resends ${label}: ${level.resends} requests sent again after a kept-alive connection closed under them`);
+  const rate = level.rate;
+  if (rate) {
+    const fromSend = level.ttftFromSendMs?.count
+      ? `; TTFT p50 ${formatNumber(level.ttftMs.median)} ms from arrival, ${formatNumber(level.ttftFromSendMs.median)} ms from send`
+      : '';
+    notes.push(
+      `rate ${label}: offered ${formatNumber(rate.offeredPerSecond)} req/s (schedule ${formatNumber(rate.scheduledPerSecond)}), sent ${formatNumber(rate.sentPerSecond)}, served ${formatNumber(rate.servedPerSecond)}${fromSend}`,
+    );
+    if (rate.sentPerSecond < BEHIND_SCHEDULE * rate.scheduledPerSecond || rate.queuedByCap > 0) {
+      const cap = rate.queuedByCap > 0 ? `; ${rate.queuedByCap} requests waited for the in-flight cap` : '';
+      notes.push(`WARNING ${label}: the client fell behind its schedule (up to ${formatSeconds(rate.maxLagMs)} late${cap}): the offered load was not offered`);
+    }
+    if (rate.servedPerSecond < SERVER_BEHIND * rate.scheduledPerSecond) {
+      notes.push(
+        `WARNING ${label}: the server completed ${formatNumber(rate.servedPerSecond)} req/s of the ${formatNumber(rate.scheduledPerSecond)} scheduled: it is saturated, and latencies grow with the length of the run`,
+      );
+    }
+  }
+  return notes;
 }
 
 const BAR_WIDTH = 24;

@@ -18,15 +18,42 @@ export interface BenchProgress {
 
 export type TokenCountMethod = 'server-usage' | 'tokenizer' | 'stream-chunks';
 
-export type RequestErrorKind = 'http-4xx' | 'http-5xx' | 'connection' | 'timeout' | 'malformed-stream' | 'aborted';
+/**
+ * Which output-token count to trust when the sources disagree: the server's usage, the counted token events of the
+ * stream, or the local tokenizer's count of the streamed text. Unset: usage, else tokenizer, else stream, and a
+ * disagreement makes the level's result invalid.
+ */
+export type TokenCountSource = 'usage' | 'stream' | 'tokenizer';
 
-/** One measured request. Times are milliseconds relative to the request's send time. */
+/** `no-output`: the server answered a complete stream with zero output tokens: never a success. */
+export type RequestErrorKind = 'http-4xx' | 'http-5xx' | 'connection' | 'timeout' | 'malformed-stream' | 'no-output' | 'aborted';
+
+/** The output-token counts of one request by source, kept when they disagree beyond one event's worth. */
+export interface TokenCountDisagreement {
+  usage: number;
+  stream: number;
+  tokenizer?: number;
+}
+
+/**
+ * One measured request. Times are milliseconds from the request's scheduled arrival (open loop: an arrival that
+ * waited for the client or its in-flight cap waited as a user would) or, in a closed loop, from its first send.
+ */
 export interface RequestSample {
   index: number;
   /** Wall-clock send time, ms since epoch. */
   sentAtMs: number;
   inputTokens: number;
   outputTokens: number;
+  /** Output tokens asked for (max_tokens). */
+  requestedTokens?: number;
+  /** Time from the scheduled arrival (or first send) to the send that produced this sample; absent when 0. */
+  queueMs?: number;
+  /** The open loop's in-flight cap held this request back. */
+  waitedForSlot?: true;
+  /** Sent a second time, on a fresh connection, after a kept-alive connection closed under it before any answer. */
+  resent?: true;
+  tokenCountDisagreement?: TokenCountDisagreement;
   ttftMs?: number;
   /** Gaps between successive token-bearing chunks. */
   itlMs: number[];
@@ -83,9 +110,50 @@ export interface LevelResult {
   /** Fraction of requests meeting every SLO, and those requests per second. */
   goodput?: { fraction: number; requestsPerSecond: number };
   spec?: SpecDecodeStats;
+  /** Requested vs generated output tokens of completed requests: unequal work makes unequal figures. */
+  outputLength?: { requestedMean: number; generatedMean: number; shortRequests: number };
+  /** Output-token counts by source over the completed requests, and which source the figures use. */
+  tokenCounts?: TokenCountCheck;
+  /** Requests sent a second time (see RequestSample.resent). */
+  resends?: number;
+  /** Open loop only: offered vs achieved rates and how far the client fell behind its schedule. */
+  rate?: RateCheck;
+  /** Open loop only: TTFT and E2E from each request's send (ttftMs / e2eMs count from its scheduled arrival). */
+  ttftFromSendMs?: Summary;
+  e2eFromSendMs?: Summary;
+  /** Why the level stopped sending before its last request (it had become invalid). */
+  stopped?: string;
   /** The same figures per dataset category, when the prompts have categories. */
   categories?: CategoryResult[];
   samples: RequestSample[];
+}
+
+export interface TokenCountCheck {
+  /** The source the level's token figures use. */
+  method: TokenCountMethod;
+  /** The source was chosen by the user (tokenCounts option): disagreements are recorded, not fatal. */
+  trusted: boolean;
+  /** Completed requests, and those whose counts disagree. */
+  checked: number;
+  disagreeing: number;
+  /** Totals over the disagreeing requests, by source. */
+  usage: number;
+  stream: number;
+  tokenizer?: number;
+}
+
+export interface RateCheck {
+  /** The nominal arrival rate. */
+  offeredPerSecond: number;
+  /** The drawn schedule's own rate (Poisson arrivals of a short run differ from the nominal rate). */
+  scheduledPerSecond: number;
+  /** Requests actually sent per second, first to last send. */
+  sentPerSecond: number;
+  /** Completions per second, first to last completion: below the schedule's rate, the server fell behind. */
+  servedPerSecond: number;
+  /** Requests the in-flight cap held back, and the largest delay of a send behind its schedule. */
+  queuedByCap: number;
+  maxLagMs: number;
 }
 
 /**
@@ -93,7 +161,9 @@ export interface LevelResult {
  * level's wall time (the categories' figures add up to the level's). Spec-decoding stats only from per-request
  * counters: server-wide counters cannot be split by category.
  */
-export type CategoryResult = Omit<LevelResult, 'label' | 'concurrency' | 'targetRequestsPerSecond' | 'categories' | 'samples'> & { category: string };
+export type CategoryResult = Omit<LevelResult, 'label' | 'concurrency' | 'targetRequestsPerSecond' | 'categories' | 'samples' | 'rate' | 'stopped'> & {
+  category: string;
+};
 
 export interface BenchResult {
   schemaVersion: 1;

@@ -1,13 +1,14 @@
 import { writeFileSync } from 'node:fs';
-import { type Command, Option } from 'commander';
+import { Command, Option } from 'commander';
 import type { z } from 'zod';
 import { describeIssues } from '../../config/issues.js';
+import { levelValidity } from '../../experiment/analysis/trial-validity.js';
 import { BACKEND_KINDS } from '../../load/backends.js';
 import { LIMITS, parseDurationMs, parseLengthSpec, promptSourceSchema, sloSchema, workloadSchema } from '../../load/config.js';
 import { DATASET_FORMATS, type DatasetFields, type DatasetFormat } from '../../load/datasets/types.js';
 import { watchLiveness } from '../../load/liveness.js';
 import { runBenchmark } from '../../load/run.js';
-import type { BenchOptions, BenchProgress, BenchResult, PromptSource, Slo, Workload } from '../../load/types.js';
+import type { BenchOptions, BenchProgress, BenchResult, ClientOptions, PromptSource, Slo, TokenCountSource, Workload } from '../../load/types.js';
 import { formatBenchTable, formatProgress } from '../../metrics/table.js';
 import type { BackendKind } from '../../profiles/types.js';
 import { DEFAULT_REQUEST_TIMEOUT } from '../../util/defaults.js';
@@ -35,7 +36,11 @@ interface BenchFlags {
   cachePrompt: boolean;
   warmup: string;
   ignoreEos: boolean;
+  requireFullOutput: boolean;
+  tokenCounts?: TokenCountSource;
+  maxFailedFraction?: string;
   requestTimeout: string;
+  requestTimeoutName: string;
   sloTtftMs?: string;
   sloTpotMs?: string;
   sloE2eMs?: string;
@@ -195,8 +200,11 @@ function progressRenderer(enabled: boolean) {
   };
 }
 
+/** Names of bench's flags in validity messages. */
+const FLAG_NAMES = { requireFullOutput: '--no-require-full-output', tokenCounts: '--token-counts', maxFailedFraction: '--max-failed-fraction' };
+
 /** Exit status and, for a failure, the line saying why and what to do. */
-function verdictOf(result: BenchResult, serverDeath: string | undefined, allowFailures: boolean): { code: number; message?: string } {
+function verdictOf(result: BenchResult, serverDeath: string | undefined, options: ClientOptions): { code: number; message?: string } {
   if (serverDeath !== undefined) {
     return {
       code: ExitCode.serverDied,
@@ -205,19 +213,73 @@ function verdictOf(result: BenchResult, serverDeath: string | undefined, allowFa
   }
   if (result.interrupted) return { code: ExitCode.interrupted };
   const completed = result.levels.reduce((sum, level) => sum + level.completed, 0);
-  const failed = result.levels.reduce((sum, level) => sum + level.failed, 0);
+  const noOutput = result.levels.reduce((sum, level) => sum + (level.errorsByKind['no-output'] ?? 0), 0);
+  if (completed === 0 && noOutput > 0)
+    return {
+      code: ExitCode.failure,
+      message: `the server generated no output tokens for ${noOutput} requests: nothing was measured\n  next: check the server log, the prompt and --output-len (a model that stops at once needs ignore_eos)`,
+    };
   if (completed === 0)
     return {
       code: ExitCode.failure,
       message: 'every measured request failed (see the error counts above)\n  next: check the server log and the --backend / --model flags',
     };
-  if (failed > 0 && !allowFailures) {
-    return {
-      code: ExitCode.failure,
-      message: `${failed} of ${completed + failed} requests failed (see the error counts above): these figures are not a clean measurement\n  next: fix the cause in the server log, or pass --allow-failures to accept them`,
-    };
+  const validity = { ignoreEos: options.ignoreEos, maxFailedFraction: options.maxFailedFraction ?? 0, names: FLAG_NAMES };
+  for (const level of result.levels) {
+    const invalid = levelValidity(level, { ...validity, ...(options.requireFullOutput !== undefined && { requireFullOutput: options.requireFullOutput }) });
+    if (invalid !== undefined) {
+      return {
+        code: ExitCode.failure,
+        message: `${level.label}: ${invalid}: these figures are not a valid measurement\n  next: fix the cause (server log, the lines above), or accept it (--allow-failures, --max-failed-fraction, --no-require-full-output, --token-counts)`,
+      };
+    }
   }
   return { code: ExitCode.ok };
+}
+
+function maxFailedFractionFromFlags(flags: Pick<BenchFlags, 'allowFailures' | 'maxFailedFraction'>): number {
+  if (flags.allowFailures && flags.maxFailedFraction !== undefined)
+    throw usageError('--allow-failures and --max-failed-fraction are alternatives', '--allow-failures is --max-failed-fraction 1');
+  if (flags.allowFailures) return 1;
+  if (flags.maxFailedFraction === undefined) return 0;
+  const fraction = Number(flags.maxFailedFraction);
+  if (!(fraction >= 0 && fraction <= 1))
+    throw usageError(`--max-failed-fraction must be between 0 and 1, got "${flags.maxFailedFraction}"`, 'e.g. --max-failed-fraction 0.05');
+  return fraction;
+}
+
+/** The client options the flags say: the same typed object an experiment's client section resolves into. */
+export function clientOptionsFromFlags(flags: BenchFlags): ClientOptions {
+  return {
+    backend: flags.backend,
+    ...(flags.model !== undefined && { model: flags.model }),
+    workload: validatedAsInFile(workloadSchema, workloadFromFlags(flags)),
+    prompts: validatedAsInFile(promptSourceSchema, promptsFromFlags(flags)),
+    ...(flags.promptSalt !== undefined && { promptSalt: promptSaltFlag(flags.promptSalt) }),
+    ...(!flags.cachePrompt && { cachePrompt: false as const }),
+    warmupRequests: flags.warmup === '0' ? 0 : positiveInt('--warmup', flags.warmup),
+    ignoreEos: flags.ignoreEos,
+    requireFullOutput: flags.requireFullOutput,
+    ...(flags.tokenCounts !== undefined && { tokenCounts: flags.tokenCounts }),
+    maxFailedFraction: maxFailedFractionFromFlags(flags),
+    requestTimeoutMs: parseDurationMs(flags.requestTimeout),
+    ...(flags.sloTtftMs || flags.sloTpotMs || flags.sloE2eMs ? { slo: sloFromFlags(flags) } : {}),
+    ...(flags.tokenizer !== undefined && { tokenizerPath: flags.tokenizer }),
+    specMetrics: flags.specMetrics ? 'auto' : 'none',
+    workers: flags.workers === 'auto' ? 'auto' : positiveInt('--workers', flags.workers),
+  };
+}
+
+/** What `servelab bench ARGV` would run, without running it: the inverse of exec/remote-bench.ts benchArgv. */
+export function parseBenchArgv(argv: readonly string[]): { url: string; options: ClientOptions; requestTimeoutSetting: string } {
+  const program = new Command().exitOverride();
+  let parsed: ReturnType<typeof parseBenchArgv> | undefined;
+  defineBench(program).action((url: string, flags: BenchFlags) => {
+    parsed = { url, options: clientOptionsFromFlags(flags), requestTimeoutSetting: flags.requestTimeoutName };
+  });
+  program.parse([...argv], { from: 'user' });
+  if (!parsed) throw usageError(`not a servelab bench command line: ${argv.join(' ')}`, 'start it with "bench URL"');
+  return parsed;
 }
 
 async function bench(url: string, flags: BenchFlags): Promise<void> {
@@ -233,20 +295,9 @@ async function bench(url: string, flags: BenchFlags): Promise<void> {
   // /health: any answer proves life, and SGLang's /health generates a token, 1 s at least, beyond the probe's timeout.
   const liveness = watchLiveness({ baseUrl: url, path: '/v1/models' });
   const options: BenchOptions = {
+    ...clientOptionsFromFlags(flags),
     baseUrl: url,
-    backend: flags.backend,
-    model: flags.model,
-    workload: validatedAsInFile(workloadSchema, workloadFromFlags(flags)),
-    prompts: validatedAsInFile(promptSourceSchema, promptsFromFlags(flags)),
-    ...(flags.promptSalt !== undefined && { promptSalt: promptSaltFlag(flags.promptSalt) }),
-    ...(!flags.cachePrompt && { cachePrompt: false as const }),
-    warmupRequests: flags.warmup === '0' ? 0 : positiveInt('--warmup', flags.warmup),
-    ignoreEos: flags.ignoreEos,
-    requestTimeoutMs: parseDurationMs(flags.requestTimeout),
-    slo: sloFromFlags(flags),
-    tokenizerPath: flags.tokenizer,
-    specMetrics: flags.specMetrics ? 'auto' : 'none',
-    workers: flags.workers === 'auto' ? 'auto' : positiveInt('--workers', flags.workers),
+    requestTimeoutSetting: flags.requestTimeoutName,
     signal: AbortSignal.any([controller.signal, liveness.signal]),
     verifyServer: liveness.verify,
     onProgress: (update) => progress.update(update),
@@ -270,13 +321,18 @@ async function bench(url: string, flags: BenchFlags): Promise<void> {
   }
   if (flags.json) process.stdout.write(json);
   else process.stdout.write(formatBenchTable(result));
-  const verdict = verdictOf(result, controller.signal.aborted ? undefined : liveness.cause(), flags.allowFailures ?? false);
+  const verdict = verdictOf(result, controller.signal.aborted ? undefined : liveness.cause(), options);
   if (verdict.message) process.stderr.write(`servelab: ${verdict.message}\n`);
   process.exitCode = verdict.code;
 }
 
 export function registerBench(program: Command): void {
-  program
+  defineBench(program).action((url: string, flags: BenchFlags) => bench(url, flags));
+}
+
+/** The bench command's arguments and flags, on `program` (the CLI's, or a bare one that only parses). */
+function defineBench(program: Command): Command {
+  return program
     .command('bench')
     .description('Drive a running inference server with a workload and report TTFT, ITL, TPOT, latency, throughput, goodput and spec-decoding acceptance')
     .argument('<url>', 'server base URL, e.g. http://127.0.0.1:8000')
@@ -312,7 +368,19 @@ export function registerBench(program: Command): void {
     .option('--no-cache-prompt', "send llama.cpp's cache_prompt: false, so no request reuses a cached prompt")
     .option('--warmup <n>', 'warm-up requests before measuring (excluded from results)', '2')
     .option('--no-ignore-eos', 'let the model stop at EOS (default: ignore_eos so output lengths are exact)')
+    .option('--no-require-full-output', 'accept requests that stop short of their output length despite ignore_eos (default: such a level is invalid, exit 1)')
+    .addOption(
+      new Option(
+        '--token-counts <source>',
+        'output-token count to trust when server usage, stream events and --tokenizer disagree (default: a disagreement is exit 1)',
+      ).choices(['usage', 'stream', 'tokenizer']),
+    )
+    .option(
+      '--max-failed-fraction <f>',
+      "fraction of a level's requests that may fail (or be resent); beyond it the level stops at once and is exit 1 (default 0)",
+    )
     .option('--request-timeout <duration>', 'fail a request that receives nothing for this long (stall)', DEFAULT_REQUEST_TIMEOUT)
+    .addOption(new Option('--request-timeout-name <name>', 'how timeout messages name the request timeout').default('--request-timeout').hideHelp())
     .option('--slo-ttft-ms <ms>', 'goodput SLO on time to first token')
     .option('--slo-tpot-ms <ms>', 'goodput SLO on time per output token')
     .option('--slo-e2e-ms <ms>', 'goodput SLO on end-to-end latency')
@@ -325,22 +393,25 @@ export function registerBench(program: Command): void {
     .option('--json', 'print the result JSON on stdout instead of the table')
     .option('--out <file>', 'also write the result JSON to this file')
     .option('--no-progress', 'no progress bar on stderr')
-    .option('--allow-failures', 'exit 0 even when some requests failed (default: any failed request is exit 1)')
+    .option('--allow-failures', 'exit 0 even when requests failed, and keep sending (--max-failed-fraction 1)')
     .addHelpText(
       'after',
       `
 Timing: TTFT is the first chunk carrying output text; ITL the gaps between such chunks (a chunk carrying several
 tokens, as speculative decoding sends, counts once); TPOT = (e2e - TTFT) / (output tokens - 1). Token counts come
-from server-reported usage, else --tokenizer, else counted stream chunks; the method is shown in the result.
+from server-reported usage, else --tokenizer, else counted stream chunks (the method is shown); usage is checked
+against the stream's events and the tokenizer's count, and a disagreement is exit 1 unless --token-counts says
+which to trust. With --rate, TTFT and E2E count from each request's scheduled arrival (client queueing included);
+the from-send figures are in the JSON. Requests that stop short of their length despite ignore_eos are exit 1.
 Quantiles use linear interpolation (numpy's default). Ctrl-C stops and prints what was measured (exit 130).
-Exit status: 0 ok, 1 a request failed (unless --allow-failures) or bad input, 2 usage error, 4 the server died or
-stopped answering during the run (stopped at once), 130 interrupted.
+Exit status: 0 ok, 1 a level is not a valid measurement (failures or resends beyond --max-failed-fraction, early
+stop, disagreeing token counts, no output) or bad input, 2 usage error, 4 the server died or stopped answering
+during the run (stopped at once), 130 interrupted.
 
 Examples:
   servelab bench http://127.0.0.1:8000 --single-stream 8 --output-len 256
   servelab bench http://127.0.0.1:8000 --concurrency 1,4,16,64 --requests 128 --out sweep.json
   servelab bench http://127.0.0.1:8000 --rate 8 --arrival poisson --max-in-flight 64 --slo-ttft-ms 500
   servelab bench http://127.0.0.1:30000 --backend sglang --dataset sharegpt.json --max-output-len 512`,
-    )
-    .action((url: string, flags: BenchFlags) => bench(url, flags));
+    );
 }

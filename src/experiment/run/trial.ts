@@ -59,6 +59,8 @@ export async function measureTrial(
   try {
     const result = await context.executor.bench({
       ...benchOptionsOf(variant, workload, profile, server, cache),
+      // The level stops firing once it can no longer be valid, instead of sending the rest into a broken server.
+      maxFailedFraction: experiment.validity?.maxFailedFraction ?? 0,
       signal,
       verifyServer: liveness.verify,
       onProgress: (progress) => onProgress(progress, progress.levelLabel === WARMUP_LABEL),
@@ -78,7 +80,12 @@ export async function measureTrial(
   const telemetry = await recorder.stop();
   stop.throwIfAborted();
   const died = liveness.cause();
-  const invalid = invalidReason(level, { maxFailedFraction: experiment.validity?.maxFailedFraction ?? 0, ...(died !== undefined && { serverDeath: died }) });
+  const invalid = invalidReason(level, {
+    maxFailedFraction: experiment.validity?.maxFailedFraction ?? 0,
+    ignoreEos: variant.client.ignoreEos,
+    ...(variant.client.requireFullOutput !== undefined && { requireFullOutput: variant.client.requireFullOutput }),
+    ...(died !== undefined && { serverDeath: died }),
+  });
   return {
     ...planned,
     workload,
@@ -112,6 +119,9 @@ export function benchOptionsOf(
     warmupRequests: client.warmupRequests,
     ignoreEos: client.ignoreEos,
     requestTimeoutMs: client.requestTimeoutMs,
+    requestTimeoutSetting: 'client.requestTimeout',
+    ...(client.requireFullOutput !== undefined && { requireFullOutput: client.requireFullOutput }),
+    ...(client.tokenCounts !== undefined && { tokenCounts: client.tokenCounts }),
     ...(client.slo && { slo: client.slo }),
     ...(client.tokenizerPath !== undefined && { tokenizerPath: client.tokenizerPath }),
     ...(client.workers !== undefined && { workers: client.workers }),

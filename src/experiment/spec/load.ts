@@ -235,6 +235,8 @@ function applyClient(base: ClientConfig, overrides: ClientOverrides, serverModel
     ...(model !== undefined && { model }),
     ...(overrides.tokenizer !== undefined && { tokenizerPath: overrides.tokenizer }),
     ...(overrides.workers !== undefined && { workers: overrides.workers }),
+    ...(overrides.requireFullOutput !== undefined && { requireFullOutput: overrides.requireFullOutput }),
+    ...(overrides.tokenCounts !== undefined && { tokenCounts: overrides.tokenCounts }),
   };
 }
 

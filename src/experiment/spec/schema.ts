@@ -23,6 +23,10 @@ const clientOverridesSchema = z.strictObject({
   tokenizer: z.string().min(1).optional(),
   /** Load-generation threads: a count or 'auto' (one per core). */
   workers: z.union([z.literal('auto'), z.number().int().positive()]).optional(),
+  /** With ignoreEos: a trial whose requests stop short of their length is invalid (default true). */
+  requireFullOutput: z.boolean().optional(),
+  /** The output-token count to trust when usage, stream events and tokenizer disagree; unset: a disagreement is invalid. */
+  tokenCounts: z.enum(['usage', 'stream', 'tokenizer']).optional(),
 });
 
 const clientSchema = clientOverridesSchema.extend({

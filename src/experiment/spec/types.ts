@@ -1,6 +1,6 @@
 import type { ExecutorConfig } from '../../exec/types.js';
 import type { PortRange } from '../../launch/port-range.js';
-import type { PromptSource, Slo, Workload } from '../../load/types.js';
+import type { PromptSource, Slo, TokenCountSource, Workload } from '../../load/types.js';
 import type { BackendKind } from '../../profiles/types.js';
 import type { TrialMetrics } from '../../store/types.js';
 import type { PreflightMode } from '../../telemetry/preflight.js';
@@ -35,6 +35,8 @@ export interface ClientConfig {
   cache: CacheMode;
   tokenizerPath?: string;
   workers?: number | 'auto';
+  requireFullOutput?: boolean;
+  tokenCounts?: TokenCountSource;
 }
 
 /** See `client.cache` in schema.ts. */

@@ -2,6 +2,7 @@ import type { BackendKind } from '../../profiles/types.js';
 import type { BackendRequestOptions } from '../backends.js';
 import type { PromptItem } from '../prompts.js';
 import type { RequestOutcome } from '../request.js';
+import type { TokenCountSource } from '../types.js';
 
 /** What a load worker needs to build its own connection pool and request context. */
 export interface WorkerSetup {
@@ -11,6 +12,8 @@ export interface WorkerSetup {
   /** The same request options as the main thread's, so no field is dropped on the way to a worker. */
   backendOptions: BackendRequestOptions;
   requestTimeoutMs: number;
+  requestTimeoutSetting?: string;
+  tokenCounts?: TokenCountSource;
   tokenizerPath?: string;
   connections: number;
   /** bench/client-overhead: attach each request's timing errors against the simulator's send times to its outcome. */

@@ -4,7 +4,7 @@ import { Pool } from 'undici';
 import { messageOf } from '../../util/errors.js';
 import { BACKENDS } from '../backends.js';
 import { groundTruthRecorder } from '../ground-truth.js';
-import { type RequestContext, type RequestOutcome, streamRequest } from '../request.js';
+import { type Arrival, type RequestContext, type RequestOutcome, servedTrackingConnector, streamRequest } from '../request.js';
 import { loadTokenizer } from '../tokenizers/model.js';
 import { type MainMessage, sharedNow, type WorkerLevel, type WorkerMessage, type WorkerSetup } from './protocol.js';
 
@@ -18,7 +18,7 @@ const port = parentPort!;
 const setup = workerData as WorkerSetup;
 const post = (message: WorkerMessage) => port.postMessage(message);
 
-const dispatcher = new Pool(setup.origin, { connections: setup.connections, pipelining: 1 });
+const dispatcher = new Pool(setup.origin, { connections: setup.connections, pipelining: 1, connect: servedTrackingConnector() });
 let controller = new AbortController();
 const recorder = setup.groundTruth ? groundTruthRecorder() : undefined;
 const context: RequestContext = {
@@ -28,6 +28,8 @@ const context: RequestContext = {
   backend: BACKENDS[setup.backend],
   backendOptions: setup.backendOptions,
   requestTimeoutMs: setup.requestTimeoutMs,
+  ...(setup.requestTimeoutSetting !== undefined && { requestTimeoutSetting: setup.requestTimeoutSetting }),
+  ...(setup.tokenCounts !== undefined && { tokenCounts: setup.tokenCounts }),
   tokenizer: setup.tokenizerPath ? loadTokenizer(setup.tokenizerPath) : undefined,
   signal: controller.signal,
   ...(recorder && { onTokenEvent: recorder.onTokenEvent }),
@@ -61,10 +63,10 @@ async function runShare(level: WorkerLevel): Promise<void> {
   };
   const timer = setInterval(flush, FLUSH_MS);
   let sent = 0;
-  const send = async (entry: WorkerLevel['items'][number]) => {
+  const send = async (entry: WorkerLevel['items'][number], arrival?: Arrival) => {
     sent++;
     // Not `pending.push(await ...)`: that would push into the array a flush has already sent.
-    const outcome = await streamRequest(levelContext, entry.item, entry.index);
+    const outcome = await streamRequest(levelContext, entry.item, entry.index, arrival);
     if (recorder) outcome.groundTruth = recorder.take(outcome.state);
     pending.push(outcome);
   };
@@ -74,12 +76,14 @@ async function runShare(level: WorkerLevel): Promise<void> {
     let slotFreed: (() => void) | undefined;
     const running: Array<Promise<void>> = [];
     for (const entry of level.items) {
-      await sleepUntilShared(level.startAt + entry.dueAtMs!, signal);
+      const dueAt = level.startAt + entry.dueAtMs!;
+      await sleepUntilShared(dueAt, signal);
+      const waitedForSlot = inFlight >= level.concurrency;
       while (inFlight >= level.concurrency && !signal.aborted) await new Promise<void>((resolve) => (slotFreed = resolve));
       if (signal.aborted) break;
       inFlight++;
       running.push(
-        send(entry).then(() => {
+        send(entry, { lateMs: sharedNow() - dueAt, waitedForSlot }).then(() => {
           inFlight--;
           slotFreed?.();
           slotFreed = undefined;

@@ -1,0 +1,50 @@
+import { earlyStopLine, tokenCountLine } from '../../metrics/table.js';
+import type { LevelResult } from '../../metrics/types.js';
+
+/** What a level's measurement was asked to be, and how the caller names the settings in its messages. */
+export interface ValidityOptions {
+  /** ignore_eos was sent: every request should produce exactly its requested length. */
+  ignoreEos: boolean;
+  /** With ignoreEos: a request that stopped short makes the level invalid (default true). */
+  requireFullOutput?: boolean;
+  /** Most failed (and, separately, resent) requests allowed, as a fraction of those sent. */
+  maxFailedFraction: number;
+  /** Setting names as the user writes them (defaults: the experiment file's keys). */
+  names?: Partial<Record<'requireFullOutput' | 'tokenCounts' | 'maxFailedFraction', string>>;
+}
+
+const FILE_NAMES = { requireFullOutput: 'client.requireFullOutput: false', tokenCounts: 'client.tokenCounts', maxFailedFraction: 'maxFailedFraction' };
+
+/**
+ * Whether one level's result is a valid measurement: undefined when it is, else why not, in one line. The one
+ * judgement `bench` (its exit status) and the experiment runner (a trial's validity) share. Pure.
+ */
+export function levelValidity(level: LevelResult, options: ValidityOptions): string | undefined {
+  const names = { ...FILE_NAMES, ...options.names };
+  if (level.stopped !== undefined) return level.stopped;
+  const sent = level.completed + level.failed;
+  const noOutput = level.errorsByKind['no-output'] ?? 0;
+  if (noOutput > 0 && level.completed === 0) return `the server generated no output tokens for ${noOutput} of ${sent} requests`;
+  if (level.completed === 0) return sent === 0 ? 'no request was measured' : `all ${sent} requests failed`;
+  if (level.failed > options.maxFailedFraction * sent) {
+    const kinds = Object.entries(level.errorsByKind)
+      .filter(([kind]) => kind !== 'aborted')
+      .map(([kind, count]) => `${kind} ${count}`)
+      .join(', ');
+    return `${level.failed} of ${sent} requests failed (${kinds}), more than ${names.maxFailedFraction} ${options.maxFailedFraction} allows`;
+  }
+  const resends = level.resends ?? 0;
+  if (resends > options.maxFailedFraction * sent) {
+    return `${resends} of ${sent} requests were sent again after their connection closed under them, more than ${names.maxFailedFraction} ${options.maxFailedFraction} allows`;
+  }
+  // Before the early stop: output lengths are judged by a count that must first be trusted.
+  const counts = level.tokenCounts;
+  if (counts && !counts.trusted && counts.disagreeing > 0) {
+    return `${tokenCountLine(counts)}: say which source to trust with ${names.tokenCounts}`;
+  }
+  const output = level.outputLength;
+  if (options.ignoreEos && options.requireFullOutput !== false && output && output.shortRequests > 0) {
+    return `${earlyStopLine(output)} although ignore_eos was asked: the server does not honour it, and unequal work is not comparable (${names.requireFullOutput} accepts it)`;
+  }
+  return undefined;
+}

@@ -1,0 +1,101 @@
+/** Client options as one typed object: what a remote client is told (benchArgv) is what `servelab bench` parses. */
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { parseBenchArgv } from '../src/cli/commands/bench.js';
+import { benchArgv } from '../src/exec/remote-bench.js';
+import { loadExperiment } from '../src/experiment/spec/load.js';
+import type { ClientOptions } from '../src/load/types.js';
+
+/** Every field set, as bench's flag parsing writes them (requireFullOutput, maxFailedFraction and workers always). */
+const CASES: ClientOptions[] = [
+  {
+    backend: 'openai-chat',
+    model: 'm',
+    workload: { kind: 'sweep', concurrencies: [1, 4], requestsPerLevel: 16 },
+    prompts: {
+      kind: 'synthetic',
+      inputTokens: { kind: 'normal', mean: 100, stddev: 10, min: 5, max: 300 },
+      outputTokens: { kind: 'fixed', value: 32 },
+      seed: 3,
+    },
+    promptSalt: 7,
+    cachePrompt: false,
+    warmupRequests: 2,
+    ignoreEos: false,
+    requireFullOutput: false,
+    tokenCounts: 'stream',
+    maxFailedFraction: 0.05,
+    requestTimeoutMs: 60_000,
+    slo: { ttftMs: 200, tpotMs: 20, e2eMs: 5000 },
+    tokenizerPath: '/models/tok.json',
+    specMetrics: 'none',
+    workers: 'auto',
+  },
+  {
+    backend: 'openai-completions',
+    workload: { kind: 'rate', requestsPerSecond: 2.5, arrival: 'constant', maxInFlight: 8, requests: 40 },
+    prompts: { kind: 'jsonl', path: '/data/p.jsonl', seed: 0, maxOutputTokens: 64, shuffle: true, fields: { prompt: 'question' } },
+    warmupRequests: 0,
+    ignoreEos: true,
+    requireFullOutput: true,
+    maxFailedFraction: 0,
+    requestTimeoutMs: 1500,
+    specMetrics: 'auto',
+    workers: 1,
+  },
+  {
+    backend: 'llamacpp',
+    workload: { kind: 'single-stream', requests: 8 },
+    prompts: { kind: 'synthetic', inputTokens: { kind: 'uniform', min: 2, max: 9 }, outputTokens: { kind: 'fixed', value: 128 }, seed: 0 },
+    warmupRequests: 1,
+    ignoreEos: true,
+    requireFullOutput: true,
+    tokenCounts: 'usage',
+    maxFailedFraction: 1,
+    requestTimeoutMs: 60_000,
+    specMetrics: 'auto',
+    workers: 4,
+  },
+];
+
+test('object → benchArgv → bench flag parsing → the same object', () => {
+  for (const options of CASES) {
+    const parsed = parseBenchArgv(benchArgv({ ...options, requestTimeoutSetting: 'client.requestTimeout' }, 'http://h:8000', 'result.json'));
+    assert.equal(parsed.url, 'http://h:8000');
+    assert.equal(parsed.requestTimeoutSetting, 'client.requestTimeout');
+    assert.deepEqual(parsed.options, options);
+  }
+});
+
+test('no maxFailedFraction: the remote client never stops a level early (the caller judges validity)', () => {
+  const { maxFailedFraction: _, ...options } = CASES[1]!;
+  assert.equal(parseBenchArgv(benchArgv(options, 'http://h:8000', 'r.json')).options.maxFailedFraction, 1);
+});
+
+test('experiment file: client.requireFullOutput and client.tokenCounts, per variant too', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'servelab-client-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'exp.yaml');
+  writeFileSync(
+    path,
+    `name: e
+profile: vllm
+server:
+  command: vllm serve m --port {port}
+workloads: [{ kind: single-stream, requests: 8 }]
+client: { requireFullOutput: false }
+variants:
+  a: {}
+  b: { client: { tokenCounts: stream } }
+`,
+  );
+  const [a, b] = loadExperiment(path).variants;
+  assert.deepEqual([a!.client.requireFullOutput, a!.client.tokenCounts], [false, undefined]);
+  assert.deepEqual([b!.client.requireFullOutput, b!.client.tokenCounts], [false, 'stream']);
+  writeFileSync(path, `name: e\nprofile: vllm\nserver: { command: x }\nworkloads: [{ kind: single-stream, requests: 8 }]\nclient: { tokenCounts: guess }\n`);
+  assert.throws(() => loadExperiment(path), /client\.tokenCounts/);
+});
