@@ -3,6 +3,7 @@ import type { Fingerprint } from '../fingerprint/types.js';
 import type { RequestSample } from '../metrics/types.js';
 import type { TrialTelemetry } from '../telemetry/types.js';
 import { redactor } from '../util/redact.js';
+import { encodeTrialMetrics } from './columns.js';
 import type { Db } from './db.js';
 import { encodeVersioned } from './run-json.js';
 import type { RunStatus, TrialRecord } from './types.js';
@@ -110,7 +111,7 @@ export function insertTrial(
         trial.repetition,
         trial.startedAt,
         trial.finishedAt,
-        JSON.stringify(trial.metrics),
+        encodeTrialMetrics(trial.metrics),
         trial.cache ?? null,
         fingerprintId,
       );
