@@ -12,7 +12,7 @@ import { type ClientOverrides, type ExperimentFile, experimentFileSchema, type G
 import type { ClientConfig, Constraint, MetricName, Objective, ResolvedExperiment, ResolvedVariant, ResolvedWorkload, ServerConfig } from './types.js';
 
 /** `{servelab}` in a command is this installation's CLI, so simulator experiments run from any directory. */
-const SERVELAB_BIN = fileURLToPath(new URL('../../../bin/servelab.js', import.meta.url));
+const SERVELAB_BIN = fileURLToPath(new URL('../../../../bin/servelab.js', import.meta.url));
 
 const DEFAULT_CLIENT: ClientConfig = {
   prompts: { kind: 'synthetic', inputTokens: { kind: 'fixed', value: 256 }, outputTokens: { kind: 'fixed', value: 128 }, seed: 0 },
