@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import Database from 'better-sqlite3';
 import { buildRunReport } from '../src/report/model.js';
 import { loadRunData } from '../src/report/queries.js';
 import type { Db } from '../src/store/db.js';
@@ -12,7 +13,7 @@ import { insertDriftAlarm } from '../src/store/drift-alarms.js';
 import { variantHistory } from '../src/store/queries.js';
 import { startUi } from '../src/ui/server.js';
 import { buildFixtureRun, createFixtureStore, type FixtureStore } from './report-fixture.js';
-import { cli } from './support-experiment.js';
+import { cli, tempDir, writeExperiment } from './support-experiment.js';
 
 /** The id of the n-th trial (0-based) of a variant and workload in a run. */
 function trialId(db: Db, runId: number, variant: string, workload: string, n = 0): number {
@@ -153,6 +154,22 @@ describe('corrupt store rows', () => {
       assert.doesNotMatch(body, /internal error/);
       if (status === 422) assert.match(body, /runs row 3, column config_json/);
     }
+  });
+
+  test('a run whose drift history holds an unreadable row of an earlier run: runs to the end, warning once about the row', { timeout: 180_000 }, async (t) => {
+    const dir = tempDir(t, 'corrupt-history');
+    const store = join(dir, 'servelab.db');
+    const file = writeExperiment(dir, 'exp.yaml', { trials: 2 });
+    const first = await cli(['run', file], { store });
+    assert.equal(first.code, 0, first.stderr);
+    const db = new Database(store);
+    db.prepare(`UPDATE trials SET metrics_json = '{"outputTokensPerSecond": 1' WHERE id = 1`).run();
+    db.close();
+    const second = await cli(['run', file], { store });
+    assert.equal(second.code, 0, second.stderr);
+    assert.match(second.stdout, /run 2 done/);
+    const warnings = second.stderr.split('\n').filter((line) => line.startsWith('warning: left out trials row 1, column metrics_json: not valid JSON'));
+    assert.equal(warnings.length, 1, second.stderr);
   });
 
   test('a running run whose runner stopped its heartbeat shows as interrupted with a resume hint; a missing store reads the same in ls and report', {

@@ -90,8 +90,8 @@ export function listExperiments(db: Db): ExperimentSummary[] {
 }
 
 /**
- * Changes exactly when what a report of the run shows changes (a trial stored, status or verdicts written), not on
- * the frequent progress and server updates: lets the UI reuse a rendered report while a run is in flight.
+ * Changes exactly when what a report of the run shows changes (a trial stored, status or verdicts written, its
+ * runner gone), not on the frequent progress and server updates: lets the UI reuse a rendered report while a run is in flight.
  */
 export function runContentKey(db: Db, runId: number): string | undefined {
   const row = db
@@ -102,7 +102,8 @@ export function runContentKey(db: Db, runId: number): string | undefined {
        FROM runs r WHERE r.id = ?`,
     )
     .get(runId);
-  return row === undefined ? undefined : JSON.stringify(row);
+  // A runner going quiet changes the status views derive (viewedRuns), not any row.
+  return row === undefined ? undefined : JSON.stringify([row, staleRunningRuns(db).has(runId)]);
 }
 
 /** The most recent run, for `servelab report` without arguments. */
