@@ -261,9 +261,7 @@ export function leftOutNotes(data: Pick<RunData, 'trials' | 'unreadable'>, metri
   const notes = (data.unreadable ?? []).map((row) => `Left out (unreadable): ${describeUnreadable(row)}.`);
   for (const trial of data.trials) {
     if (Number.isFinite(metricValue(trial.metrics, metric))) continue;
-    notes.push(
-      `Trial ${trial.id} (${trial.variant}, ${trial.workload}, block ${trial.block}) has no ${metric} (${String(trial.metrics[metric] ?? 'missing')}): left out of medians, n and verdicts.`,
-    );
+    notes.push(`Trial ${trial.id} (${trial.variant}, ${trial.workload}, block ${trial.block}) has no measured ${metric}: left out of medians, n and verdicts.`);
   }
   return notes;
 }
