@@ -4,7 +4,7 @@
  * unless the user asks for the stored experiment (`--use-stored`).
  */
 import { existsSync } from 'node:fs';
-import { UserError } from '../../util/errors.js';
+import { messageOf, UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
 import { loadExperiment } from '../spec/load.js';
 import type { ResolvedExperiment } from '../spec/types.js';
@@ -78,7 +78,17 @@ export function experimentDifferences(stored: ResolvedExperiment, file: Resolved
 export function checkResumeFile(runId: number, stored: ResolvedExperiment, file?: string): string | undefined {
   const path = file ?? stored.filePath;
   if (file === undefined && !existsSync(path)) return `run ${runId}: ${path} is gone; resuming the experiment the store kept`;
-  const differences = experimentDifferences(stored, loadExperiment(path));
+  let current: ResolvedExperiment;
+  try {
+    current = loadExperiment(path);
+  } catch (error) {
+    throw new UserError(
+      `run ${runId}: ${path} no longer loads: ${messageOf(error)}`,
+      `fix it, or resume the stored experiment with \`servelab run --resume ${runId} --use-stored\``,
+      ExitCode.failure,
+    );
+  }
+  const differences = experimentDifferences(stored, current);
   if (differences.length === 0) return undefined;
   const list = differences.map((difference) => `${difference.key}: ${difference.before} → ${difference.after}`);
   throw new UserError(
