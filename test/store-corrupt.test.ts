@@ -3,6 +3,7 @@
  * without it; medians, n and verdicts count the same trials.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -124,6 +125,8 @@ describe('corrupt store rows', () => {
     const reported = await cli(['report', '1', '2', '--out', join(store.dir, 'report')], { store: path });
     assert.equal(reported.code, 0, reported.stderr);
     assert.doesNotMatch(reported.stdout + reported.stderr, NO_CRASH);
+    const markdown = readFileSync(join(store.dir, 'report', 'run-1.md'), 'utf8').replaceAll('\\', '');
+    for (const id of [bad.json, bad.text, bad.missing]) assert.ok(markdown.includes(`trials row ${id}, column metrics_json`), `report names row ${id}`);
 
     const diffed = await cli(['diff', '1', '2'], { store: path });
     assert.equal(diffed.code, 0, diffed.stderr);
