@@ -75,7 +75,7 @@ const telemetrySeriesSchema = z
   })
   .passthrough();
 const serverMetricsSchema = z
-  .object({ unavailable: z.string().optional(), series: z.array(z.object({ name: z.string(), points: z.array(z.tuple([z.number(), z.number()])) })) })
+  .object({ unavailable: z.string().optional(), series: z.array(z.object({ name: z.string(), points: z.array(z.tuple([z.number(), figure])) })) })
   .passthrough();
 
 const changesSchema = z.array(z.object({ key: z.string(), before: z.string().optional(), after: z.string().optional() }).passthrough());
