@@ -89,6 +89,21 @@ describe('store: runs and trials', () => {
     assert.equal((db.prepare('SELECT COUNT(*) AS n FROM samples').get() as { n: number }).n, 2);
   });
 
+  test('a stored copy whose figures cannot be read is replaced by the trial measured again (else the run never completes)', (t) => {
+    const { db, experiment } = setup(t);
+    const runId = createRun(db, experiment);
+    const first = insertTrial(db, trialOf(runId, 'baseline', 0, 100), fingerprint('LL'), samples)!;
+    db.prepare(`UPDATE trials SET metrics_json = '{' WHERE id = ?`).run(first);
+    assert.deepEqual(listTrials(db, runId), []);
+    const again = insertTrial(db, trialOf(runId, 'baseline', 0, 101), fingerprint('LL'), samples);
+    assert.ok(again !== undefined);
+    assert.deepEqual(
+      listTrials(db, runId).map((trial) => trial.metrics.outputTokensPerSecond),
+      [101],
+    );
+    assert.equal((db.prepare('SELECT COUNT(*) AS n FROM samples').get() as { n: number }).n, 2);
+  });
+
   test('equal fingerprints share one row; a different one gets its own', (t) => {
     const { db, experiment } = setup(t);
     const runId = createRun(db, experiment);

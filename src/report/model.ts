@@ -16,6 +16,7 @@ import type { Fingerprint, FingerprintChange } from '../fingerprint/types.js';
 import type { DriftAlarmRecord } from '../store/drift-alarms.js';
 import type { RunDetail, TrialHealth } from '../store/queries.js';
 import type { TrialLatencies } from '../store/reads.js';
+import { describeUnreadable, type UnreadableRow } from '../store/row-json.js';
 import type { FingerprintRecord, RunStatus, TrialRecord } from '../store/types.js';
 import type { TrialTelemetry } from '../telemetry/types.js';
 import type { CdfSeries, SpeedupBar, XYSeries } from './charts.js';
@@ -33,6 +34,8 @@ export interface RunData {
   telemetry?: Map<number, TrialTelemetry>;
   /** The drift alarms the runner raised, as stored rows; absent: none known. */
   driftAlarms?: DriftAlarmRecord[];
+  /** Stored values of this run that could not be read, so were left out of every figure. */
+  unreadable?: UnreadableRow[];
 }
 
 export interface VerdictRow {
@@ -134,8 +137,8 @@ export function buildRunReport(data: RunData): RunReport {
   const workloads = orderedWorkloads(experiment, trials);
   const baseline = experiment?.baseline ?? variants[0] ?? '';
   const planned = run.plan.trials.length;
-  const stored = storedVerdictsOf(run);
-  const verdicts = stored ?? (experiment && trials.length > 0 ? computeVerdicts(experiment, trials, data.health, run.plan.schedule === 'blocked') : []);
+  const chosen = runVerdicts(run, trials, data.health);
+  const verdicts = chosen.verdicts;
   const rows = verdictRows(workloads, variants, baseline, trials, metric, verdicts, data.health ?? []);
 
   return {
@@ -155,7 +158,7 @@ export function buildRunReport(data: RunData): RunReport {
     baseline,
     confidence: 1 - (experiment?.verdict.alpha ?? 0.05),
     verdictMethod: verdictMethod(run.plan.schedule === 'blocked'),
-    verdictsFinal: stored !== undefined,
+    verdictsFinal: chosen.final,
     workloads,
     variants,
     rows,
@@ -173,7 +176,7 @@ export function buildRunReport(data: RunData): RunReport {
     ...optional('acceptance', acceptanceSeries(workloads, trials)),
     categories: categoryRows(trials),
     environment: environmentSummary(data, variants, baseline),
-    driftNotes: driftNotes(data, planned, stored !== undefined),
+    driftNotes: [...leftOutNotes(data, metric), ...(chosen.note ? [chosen.note] : []), ...driftNotes(data, planned, chosen.final)],
     machine: machineTrials(trials, data.telemetry ?? new Map()),
   };
 }
@@ -235,6 +238,45 @@ export function compareRuns(a: RunData, b: RunData): RunComparison {
     rows,
     drifted: rows.some((row) => row.decision.kind === 'alarm'),
   };
+}
+
+/**
+ * The verdicts a view shows, counted on the same trials as its medians: the runner's stored ones when each one's
+ * n matches the trials whose metric is a finite number now, else computed here from those trials (a stored row was
+ * altered or is unreadable since the run was finalized). `final`: the stored verdicts stand.
+ */
+export function runVerdicts(
+  run: RunDetail,
+  trials: readonly TrialRecord[],
+  health?: readonly TrialHealth[],
+): { verdicts: VariantVerdict[]; final: boolean; note?: string } {
+  const experiment = experimentOf(run);
+  const stored = storedVerdictsOf(run);
+  const compute = (): VariantVerdict[] => (experiment && trials.length > 0 ? computeVerdicts(experiment, trials, health, run.plan.schedule === 'blocked') : []);
+  if (stored === undefined) return { verdicts: compute(), final: false };
+  if (!experiment) return { verdicts: stored, final: true };
+  const counted = (variant: string, workload: string): number => metricValues([...trials], variant, workload, experiment.metric).length;
+  const agree = stored.every(
+    (verdict) =>
+      verdict.n === undefined ||
+      (verdict.n.baseline === counted(experiment.baseline, verdict.workload) && verdict.n.candidate === counted(verdict.variant, verdict.workload)),
+  );
+  if (agree) return { verdicts: stored, final: true };
+  return {
+    verdicts: compute(),
+    final: false,
+    note: "The runner's stored verdicts counted other trials than the ones readable now: verdicts recomputed from the trials counted here.",
+  };
+}
+
+/** Stored values left out of every figure, and trials whose metric is not a number (counted nowhere), by name. */
+export function leftOutNotes(data: Pick<RunData, 'trials' | 'unreadable'>, metric: MetricName): string[] {
+  const notes = (data.unreadable ?? []).map((row) => `Left out (unreadable): ${describeUnreadable(row)}.`);
+  for (const trial of data.trials) {
+    if (Number.isFinite(metricValue(trial.metrics, metric))) continue;
+    notes.push(`Trial ${trial.id} (${trial.variant}, ${trial.workload}, block ${trial.block}) has no measured ${metric}: left out of medians, n and verdicts.`);
+  }
+  return notes;
 }
 
 function experimentOf(run: RunDetail): ResolvedExperiment | undefined {
@@ -392,9 +434,8 @@ function driftNotes(data: RunData, planned: number | undefined, verdictsFinal: b
   const notes: string[] = [];
   if (run.status === 'drift') notes.push(`Drift alarm stopped this run: ${run.message ?? 'no detail recorded'}`);
   // Alarms accepted with --accept-drift leave no trace in the status: the stored rows say the numbers moved.
-  for (const alarm of data.driftAlarms ?? [])
-    if (alarm.accepted) notes.push(`Drift alarm accepted with --accept-drift: ${alarm.message}`);
-    else if (run.status === 'failed' || run.status === 'interrupted') notes.push(`Run ${run.status}${run.message ? `: ${run.message}` : ''}`);
+  for (const alarm of data.driftAlarms ?? []) if (alarm.accepted) notes.push(`Drift alarm accepted with --accept-drift: ${alarm.message}`);
+  if (run.status === 'failed' || run.status === 'interrupted') notes.push(`Run ${run.status}${run.message ? `: ${run.message}` : ''}`);
   if (!verdictsFinal && trials.length > 0) {
     notes.push(
       run.status === 'running'

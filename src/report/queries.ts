@@ -2,21 +2,28 @@
 import type { Db } from '../store/db.js';
 import { listDriftAlarms } from '../store/drift-alarms.js';
 import { getRun, listTrials, trialHealth } from '../store/queries.js';
-import { fingerprintsByIds, trialLatencies } from '../store/reads.js';
+import { fingerprintsByIds, trialLatencies, viewedRuns } from '../store/reads.js';
+import type { UnreadableRow } from '../store/row-json.js';
 import { runTelemetry } from '../store/telemetry.js';
 import type { RunData } from './model.js';
 
-/** Everything a report needs about one run; undefined when the run is not in the store. */
+/**
+ * Everything a report needs about one run, its status as views show it (viewedRuns); undefined when the run is not
+ * in the store. Stored values that cannot be read are left out and listed in `unreadable`.
+ */
 export function loadRunData(db: Db, runId: number, options: { latencies?: boolean } = {}): RunData | undefined {
-  const run = getRun(db, runId);
-  if (!run) return undefined;
-  const trials = listTrials(db, runId);
+  const found = getRun(db, runId);
+  if (!found) return undefined;
+  const [run] = viewedRuns(db, [found]);
+  const unreadable: UnreadableRow[] = [];
+  const trials = listTrials(db, runId, unreadable);
   return {
-    run,
+    run: run!,
     trials,
     fingerprints: fingerprintsByIds(
       db,
       trials.map((trial) => trial.fingerprintId),
+      unreadable,
     ),
     // Samples are the bulk of the store; callers that draw no latency chart skip them.
     latencies:
@@ -27,7 +34,8 @@ export function loadRunData(db: Db, runId: number, options: { latencies?: boolea
             trials.map((trial) => trial.id),
           ),
     health: trialHealth(db, runId),
-    telemetry: runTelemetry(db, runId),
-    driftAlarms: listDriftAlarms(db, runId),
+    telemetry: runTelemetry(db, runId, unreadable),
+    driftAlarms: listDriftAlarms(db, runId, unreadable),
+    unreadable,
   };
 }

@@ -1,8 +1,9 @@
 /** Drift alarms as rows: what `show` and the report list instead of re-parsing the run's message. */
-import { z } from 'zod';
 import type { FingerprintChange } from '../fingerprint/types.js';
 import { redactor } from '../util/redact.js';
+import { decodeAlarmChanges, decodeAlarmMachine } from './columns.js';
 import type { Db } from './db.js';
+import { skipUnreadable, type UnreadableRow } from './row-json.js';
 
 export interface DriftAlarmRecord {
   variant: string;
@@ -24,6 +25,7 @@ export interface DriftAlarmRecord {
 }
 
 interface DriftAlarmRow {
+  id: number;
   variant: string;
   workload: string;
   metric: string;
@@ -37,9 +39,6 @@ interface DriftAlarmRow {
   message: string;
   raised_at: string;
 }
-
-const changesSchema = z.array(z.object({ key: z.string(), before: z.string().optional(), after: z.string().optional() }).passthrough());
-const machineSchema = z.array(z.string());
 
 export function insertDriftAlarm(db: Db, runId: number, alarm: Omit<DriftAlarmRecord, 'raisedAt'>): void {
   const clean = redactor();
@@ -63,8 +62,11 @@ export function insertDriftAlarm(db: Db, runId: number, alarm: Omit<DriftAlarmRe
   );
 }
 
-/** Oldest first; none from a store written before alarms were rows (read-only views do not migrate). */
-export function listDriftAlarms(db: Db, runId: number): DriftAlarmRecord[] {
+/**
+ * Oldest first; none from a store written before alarms were rows (read-only views do not migrate). An alarm whose
+ * detail lists cannot be read is still listed (its message is a plain column), without that detail, with a warning.
+ */
+export function listDriftAlarms(db: Db, runId: number, skipped?: UnreadableRow[]): DriftAlarmRecord[] {
   if (!db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'drift_alarms'").get()) return [];
   const rows = db.prepare('SELECT * FROM drift_alarms WHERE run_id = ? ORDER BY id').all(runId) as DriftAlarmRow[];
   return rows.map((row) => ({
@@ -75,8 +77,8 @@ export function listDriftAlarms(db: Db, runId: number): DriftAlarmRecord[] {
     reference: row.reference,
     changePct: row.change_pct,
     bandPct: row.band_pct,
-    changes: changesSchema.parse(JSON.parse(row.changes_json)) as FingerprintChange[],
-    machine: machineSchema.parse(JSON.parse(row.machine_json)),
+    changes: (skipUnreadable([row], (found) => decodeAlarmChanges(found.id, found.changes_json), skipped)[0] ?? []) as FingerprintChange[],
+    machine: skipUnreadable([row], (found) => decodeAlarmMachine(found.id, found.machine_json), skipped)[0] ?? [],
     accepted: row.accepted === 1,
     message: row.message,
     raisedAt: row.raised_at,

@@ -1,8 +1,10 @@
 import type { Fingerprint } from '../fingerprint/types.js';
 import type { RequestSample } from '../metrics/types.js';
+import { decodeFingerprint, decodeItl, decodeTrialMetrics, decodeTrialParams } from './columns.js';
 import type { Db } from './db.js';
+import { noteUnreadable, skipUnreadable, type UnreadableRow, UnreadableRowError } from './row-json.js';
 import { decodeExperiment, decodePlan, decodeVerdicts, type StoredExperiment, type StoredPlan, type StoredVerdicts } from './run-json.js';
-import type { RunRecord, RunStatus, TrialMetrics, TrialRecord } from './types.js';
+import type { RunRecord, RunStatus, TrialRecord } from './types.js';
 
 /** Reads of runs, trials and fingerprints for the runner (resume, drift history) and the terminal views. */
 
@@ -50,20 +52,33 @@ function runFromRow(row: RunRow): RunDetail {
     ...(row.git_sha !== null && { gitSha: row.git_sha }),
     config: decodeExperiment(row.id, row.config_json),
     plan: decodePlan(row.id, row.plan_json),
-    ...(row.verdict_json ? { verdicts: decodeVerdicts(row.id, row.verdict_json) } : {}),
+    ...storedVerdicts(row),
     trialCount: row.trial_count,
   };
 }
 
-/** Newest first. */
-export function listRuns(db: Db, options: { experimentName?: string; limit?: number } = {}): RunDetail[] {
+/** Unreadable stored verdicts are left out (with a warning): views then compute them from the trials. */
+function storedVerdicts(row: RunRow): { verdicts?: StoredVerdicts } {
+  if (!row.verdict_json) return {};
+  try {
+    return { verdicts: decodeVerdicts(row.id, row.verdict_json) };
+  } catch (error) {
+    if (!(error instanceof UnreadableRowError)) throw error;
+    noteUnreadable(error.row);
+    return {};
+  }
+}
+
+/** Newest first; a run whose experiment or plan cannot be read is left out with a warning (and added to `skipped`). */
+export function listRuns(db: Db, options: { experimentName?: string; limit?: number } = {}, skipped?: UnreadableRow[]): RunDetail[] {
   const where = options.experimentName === undefined ? '' : 'WHERE e.name = @name';
   const rows = db
     .prepare(`${RUN_SELECT} ${where} ORDER BY r.id DESC LIMIT @limit`)
     .all({ ...(options.experimentName !== undefined && { name: options.experimentName }), limit: options.limit ?? -1 }) as RunRow[];
-  return rows.map(runFromRow);
+  return skipUnreadable(rows, runFromRow, skipped);
 }
 
+/** The run; an UnreadableRowError (a UserError naming the row) when its experiment or plan cannot be read. */
 export function getRun(db: Db, runId: number): RunDetail | undefined {
   const row = db.prepare(`${RUN_SELECT} WHERE r.id = ?`).get(runId) as RunRow | undefined;
   return row && runFromRow(row);
@@ -100,20 +115,23 @@ function trialFromRow(row: TrialRow): TrialRecord {
     serverKey: row.server_key,
     workload: row.workload,
     ...(row.concurrency !== null && { concurrency: row.concurrency }),
-    params: JSON.parse(row.params_json) as Record<string, string | number>,
+    params: decodeTrialParams(row.id, row.params_json),
     block: row.block,
     repetition: row.repetition,
     startedAt: row.started_at,
     finishedAt: row.finished_at,
-    metrics: JSON.parse(row.metrics_json) as TrialMetrics,
+    metrics: decodeTrialMetrics(row.id, row.metrics_json),
     ...(row.cache !== null && { cache: row.cache }),
     fingerprintId: row.fingerprint_id,
   };
 }
 
-/** Trials of a run in the order they finished. */
-export function listTrials(db: Db, runId: number): TrialRecord[] {
-  return (db.prepare('SELECT * FROM trials WHERE run_id = ? ORDER BY id').all(runId) as TrialRow[]).map(trialFromRow);
+/**
+ * Trials of a run in the order they finished. A trial whose stored figures cannot be read is left out of every
+ * use (verdicts, drift, views) with a warning naming its row, and added to `skipped` for views that list them.
+ */
+export function listTrials(db: Db, runId: number, skipped?: UnreadableRow[]): TrialRecord[] {
+  return skipUnreadable(db.prepare('SELECT * FROM trials WHERE run_id = ? ORDER BY id').all(runId) as TrialRow[], trialFromRow, skipped);
 }
 
 /**
@@ -133,15 +151,18 @@ export function variantHistory(
        ORDER BY t.id DESC LIMIT ?`,
     )
     .all(query.experimentName, query.variant, query.workload, query.excludeRunId, query.limit ?? 50) as TrialRow[];
-  return rows.map(trialFromRow);
+  // An unreadable row of an earlier run must not stop this one: it is left out of the history, with a warning.
+  return skipUnreadable(rows, trialFromRow);
 }
 
+/** Undefined when absent or unreadable (warned): a fingerprint only explains a number, it never is one. */
 export function getFingerprint(db: Db, fingerprintId: number): Fingerprint | undefined {
   const row = db.prepare('SELECT json FROM fingerprints WHERE id = ?').get(fingerprintId) as { json: string } | undefined;
-  return row && (JSON.parse(row.json) as Fingerprint);
+  return row && skipUnreadable([row], (found) => decodeFingerprint(fingerprintId, found.json))[0];
 }
 
 interface SampleRow {
+  id: number;
   idx: number;
   sent_at_ms: number;
   input_tokens: number;
@@ -155,14 +176,14 @@ interface SampleRow {
 }
 
 export function trialSamples(db: Db, trialId: number): RequestSample[] {
-  const rows = db.prepare('SELECT * FROM samples WHERE trial_id = ? ORDER BY idx').all(trialId) as SampleRow[];
+  const rows = db.prepare('SELECT rowid AS id, * FROM samples WHERE trial_id = ? ORDER BY idx').all(trialId) as SampleRow[];
   return rows.map((row) => ({
     index: row.idx,
     sentAtMs: row.sent_at_ms,
     inputTokens: row.input_tokens,
     outputTokens: row.output_tokens,
     ...(row.ttft_ms !== null && { ttftMs: row.ttft_ms }),
-    itlMs: JSON.parse(row.itl_json) as number[],
+    itlMs: decodeItl(row.id, row.itl_json),
     ...(row.tpot_ms !== null && { tpotMs: row.tpot_ms }),
     ...(row.e2e_ms !== null && { e2eMs: row.e2e_ms }),
     ...(row.error_kind !== null && {

@@ -3,10 +3,12 @@
  * read-only connection while a runner writes through its own (WAL).
  */
 import { existsSync } from 'node:fs';
-import type { Fingerprint } from '../fingerprint/types.js';
 import { UserError } from '../util/errors.js';
+import { decodeFingerprint } from './columns.js';
 import { type Db, openStore } from './db.js';
+import { leaseStaleMs } from './lease.js';
 import { listRuns, type RunDetail } from './queries.js';
+import { skipUnreadable, type UnreadableRow } from './row-json.js';
 import type { FingerprintRecord, RunRecord } from './types.js';
 
 /** A run without its (large) config, plan and verdicts, for lists. */
@@ -55,7 +57,10 @@ export interface TrialLatencies {
   e2eMs: number[];
 }
 
-/** Open an existing store read-only; readers never migrate or create it (a runner may be writing it). */
+/**
+ * Open an existing store read-only; readers never migrate or create it (a runner may be writing it). Every view
+ * (ls, show, diff, report, ui) opens through here, so a missing store reads the same everywhere.
+ */
 export function openStoreForReading(path: string): Db {
   if (!existsSync(path)) throw new UserError(`no store at ${path}`, 'run an experiment first (`servelab run FILE`), or pass --store PATH');
   const db = openStore(path, { readonly: true });
@@ -74,7 +79,7 @@ export function listExperiments(db: Db): ExperimentSummary[] {
     file_path: string;
     created_at: string;
   }>;
-  const runs = listRuns(db);
+  const runs = viewedRuns(db, listRuns(db));
   return experiments.map((experiment) => ({
     id: experiment.id,
     name: experiment.name,
@@ -85,8 +90,8 @@ export function listExperiments(db: Db): ExperimentSummary[] {
 }
 
 /**
- * Changes exactly when what a report of the run shows changes (a trial stored, status or verdicts written), not on
- * the frequent progress and server updates: lets the UI reuse a rendered report while a run is in flight.
+ * Changes exactly when what a report of the run shows changes (a trial stored, status or verdicts written, its
+ * runner gone), not on the frequent progress and server updates: lets the UI reuse a rendered report while a run is in flight.
  */
 export function runContentKey(db: Db, runId: number): string | undefined {
   const row = db
@@ -97,7 +102,8 @@ export function runContentKey(db: Db, runId: number): string | undefined {
        FROM runs r WHERE r.id = ?`,
     )
     .get(runId);
-  return row === undefined ? undefined : JSON.stringify(row);
+  // A runner going quiet changes the status views derive (viewedRuns), not any row.
+  return row === undefined ? undefined : JSON.stringify([row, staleRunningRuns(db).has(runId)]);
 }
 
 /** The most recent run, for `servelab report` without arguments. */
@@ -106,7 +112,8 @@ export function latestRunId(db: Db): number | undefined {
   return row.id ?? undefined;
 }
 
-export function fingerprintsByIds(db: Db, ids: Iterable<number>): Map<number, FingerprintRecord> {
+/** Fingerprints by id; an unreadable one is left out (warned, added to `skipped`): views then show no environment for it. */
+export function fingerprintsByIds(db: Db, ids: Iterable<number>, skipped?: UnreadableRow[]): Map<number, FingerprintRecord> {
   const unique = [...new Set(ids)];
   const result = new Map<number, FingerprintRecord>();
   if (unique.length === 0) return result;
@@ -115,7 +122,8 @@ export function fingerprintsByIds(db: Db, ids: Iterable<number>): Map<number, Fi
     hash: string;
     json: string;
   }>;
-  for (const row of rows) result.set(row.id, { id: row.id, hash: row.hash, fingerprint: parseJson(row.json) as Fingerprint });
+  for (const record of skipUnreadable(rows, (row) => ({ id: row.id, hash: row.hash, fingerprint: decodeFingerprint(row.id, row.json) }), skipped))
+    result.set(record.id, record);
   return result;
 }
 
@@ -215,10 +223,28 @@ function summarizeRun(run: RunDetail): RunSummary {
   return { ...rest, ...(Array.isArray(planned) && { plannedTrials: planned.length }) };
 }
 
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
+/**
+ * Runs whose row says 'running' while their runner stopped sending heartbeats for longer than the lease's stale
+ * period (killed, or its host gone): run id → last heartbeat. Runs without a lease row (a Slurm run whose jobs
+ * are queued, a store from before leases) are not judged.
+ */
+export function staleRunningRuns(db: Db, nowMs = Date.now()): Map<number, string> {
+  if (!db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'run_leases'").get()) return new Map();
+  const rows = db
+    .prepare("SELECT r.id, max(l.heartbeat_at) AS last FROM runs r JOIN run_leases l ON l.run_id = r.id WHERE r.status = 'running' GROUP BY r.id")
+    .all() as Array<{ id: number; last: string }>;
+  return new Map(rows.filter((row) => nowMs - Date.parse(row.last) > leaseStaleMs()).map((row) => [row.id, row.last]));
+}
+
+/**
+ * Runs as views show them: one whose runner is gone is 'interrupted' with a hint to resume. Derived at read time,
+ * never written: the next runner, not a reader, decides what happened to the run.
+ */
+export function viewedRuns<T extends RunRecord>(db: Db, runs: readonly T[]): T[] {
+  const stale = staleRunningRuns(db);
+  return runs.map((run) => {
+    const last = stale.get(run.id);
+    if (last === undefined) return run;
+    return { ...run, status: 'interrupted', message: `runner gone (no heartbeat since ${last}); resume: \`servelab run --resume ${run.id}\`` };
+  });
 }

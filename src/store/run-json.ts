@@ -5,7 +5,7 @@
  * stamp existed (no `schemaVersion`) are version 0 and read the same way: later fields are optional in the types.
  */
 import { z } from 'zod';
-import { UserError } from '../util/errors.js';
+import { decodeColumn } from './row-json.js';
 
 /** Bump when a stored shape changes incompatibly, and teach `decode` to read the older version. */
 export const RUN_JSON_VERSION = 1;
@@ -66,46 +66,23 @@ export function encodeVersioned(value: object): string {
 }
 
 export function decodeExperiment(runId: number, text: string): StoredExperiment {
-  return withoutVersion(decode(runId, 'experiment', storedExperimentSchema, text));
+  return withoutVersion(decode(runId, 'config_json', 'experiment', storedExperimentSchema, text));
 }
 
 export function decodePlan(runId: number, text: string): StoredPlan {
-  return withoutVersion(decode(runId, 'plan', storedPlanSchema, text));
+  return withoutVersion(decode(runId, 'plan_json', 'plan', storedPlanSchema, text));
 }
 
 export function decodeVerdicts(runId: number, text: string): StoredVerdicts {
-  return decode(runId, 'verdicts', storedVerdictsSchema, text);
+  return decode(runId, 'verdict_json', 'verdicts', storedVerdictsSchema, text);
 }
 
-function decode<T>(runId: number, what: string, schema: z.ZodType<T>, text: string): T {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw unreadable(runId, what, 'not valid JSON');
-  }
-  const stamped = (value as { schemaVersion?: unknown } | null)?.schemaVersion;
-  if (typeof stamped === 'number' && stamped > RUN_JSON_VERSION) {
-    throw new UserError(
-      `run ${runId}: its stored ${what} has format version ${stamped}, newer than this servelab reads (${RUN_JSON_VERSION})`,
-      'read this store with the servelab version that wrote it, or a newer one',
-    );
-  }
-  const result = schema.safeParse(value);
-  if (!result.success) {
-    const issue = result.error.issues[0]!;
-    throw unreadable(runId, what, `${issue.path.join('.') || 'value'}: ${issue.message}`);
-  }
-  // The value as stored, not zod's copy: that one reorders keys, and a resume compares the stored experiment
-  // with the file's by its JSON text. The schemas have no transforms, so nothing else differs.
-  return value as T;
-}
-
-function unreadable(runId: number, what: string, cause: string): UserError {
-  return new UserError(
-    `run ${runId}: its stored ${what} is not in a shape servelab reads (${cause})`,
-    'the store row was altered or written by another tool; start a new run',
-  );
+/**
+ * The value as stored, not zod's copy: that one reorders keys, and a resume compares the stored experiment with
+ * the file's. The schemas have no transforms, so nothing else differs.
+ */
+function decode<T>(runId: number, column: string, what: string, schema: z.ZodType<T>, text: string): T {
+  return decodeColumn({ table: 'runs', rowId: runId, column }, schema, text, { version: RUN_JSON_VERSION, what: `run ${runId}: its stored ${what}` });
 }
 
 function withoutVersion<T extends { schemaVersion?: number | undefined }>(value: T): Omit<T, 'schemaVersion'> {

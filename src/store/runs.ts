@@ -3,7 +3,9 @@ import type { Fingerprint } from '../fingerprint/types.js';
 import type { RequestSample } from '../metrics/types.js';
 import type { TrialTelemetry } from '../telemetry/types.js';
 import { redactor } from '../util/redact.js';
+import { decodeTrialMetrics, decodeTrialParams, encodeTrialMetrics } from './columns.js';
 import type { Db } from './db.js';
+import { describeUnreadable, UnreadableRowError } from './row-json.js';
 import { encodeVersioned } from './run-json.js';
 import type { RunStatus, TrialRecord } from './types.js';
 
@@ -75,7 +77,8 @@ export type NewTrial = Omit<TrialRecord, 'id' | 'fingerprintId'>;
 /**
  * Persist a finished trial, its fingerprint, all its samples and its machine telemetry in ONE transaction. Returns
  * undefined when the trial was already stored (a resumed run racing its earlier self): the UNIQUE key keeps exactly
- * one copy.
+ * one copy. A stored copy whose figures cannot be read (readers leave it out, so a resume measures it again) is
+ * replaced, with a warning: else the run could never be complete.
  */
 export function insertTrial(
   db: Db,
@@ -98,6 +101,7 @@ export function insertTrial(
   );
   return db
     .transaction((): number | undefined => {
+      dropUnreadableCopy(db, trial);
       const fingerprintId = upsertFingerprint(db, fingerprint);
       const result = insertTrialRow.run(
         trial.runId,
@@ -110,7 +114,7 @@ export function insertTrial(
         trial.repetition,
         trial.startedAt,
         trial.finishedAt,
-        JSON.stringify(trial.metrics),
+        encodeTrialMetrics(trial.metrics),
         trial.cache ?? null,
         fingerprintId,
       );
@@ -142,6 +146,23 @@ export function insertTrial(
       return trialId;
     })
     .immediate();
+}
+
+function dropUnreadableCopy(db: Db, trial: NewTrial): void {
+  const row = db
+    .prepare('SELECT id, params_json, metrics_json FROM trials WHERE run_id = ? AND variant = ? AND workload = ? AND block = ? AND repetition = ?')
+    .get(trial.runId, trial.variant, trial.workload, trial.block, trial.repetition) as { id: number; params_json: string; metrics_json: string } | undefined;
+  if (!row) return;
+  try {
+    decodeTrialParams(row.id, row.params_json);
+    decodeTrialMetrics(row.id, row.metrics_json);
+    return;
+  } catch (error) {
+    if (!(error instanceof UnreadableRowError)) throw error;
+    process.stderr.write(`warning: replacing ${describeUnreadable(error.row)} with the trial just measured\n`);
+  }
+  for (const table of ['samples', 'trial_telemetry']) db.prepare(`DELETE FROM ${table} WHERE trial_id = ?`).run(row.id);
+  db.prepare('DELETE FROM trials WHERE id = ?').run(row.id);
 }
 
 export interface InvalidTrial {

@@ -1,5 +1,7 @@
+import { decodePhases } from './columns.js';
 import type { Db } from './db.js';
-import type { PhaseTiming, StartupRecord } from './types.js';
+import { skipUnreadable } from './row-json.js';
+import type { StartupRecord } from './types.js';
 
 interface StartupRow {
   id: number;
@@ -21,7 +23,8 @@ export function recordStartup(db: Db, startup: Omit<StartupRecord, 'id'>): numbe
 /** The most recent successful startup of a config, used to predict time to ready. */
 export function lastReadyStartup(db: Db, configKey: string): StartupRecord | undefined {
   const row = db.prepare("SELECT * FROM startups WHERE config_key = ? AND outcome = 'ready' ORDER BY id DESC LIMIT 1").get(configKey) as StartupRow | undefined;
-  return row && fromRow(row);
+  // An unreadable row only costs the prediction (warned), never the wait.
+  return row && skipUnreadable([row], fromRow)[0];
 }
 
 function fromRow(row: StartupRow): StartupRecord {
@@ -31,7 +34,7 @@ function fromRow(row: StartupRow): StartupRecord {
     startedAt: row.started_at,
     ...(row.ready_ms !== null && { readyMs: row.ready_ms }),
     outcome: row.outcome,
-    phases: JSON.parse(row.phases_json) as PhaseTiming[],
+    phases: decodePhases(row.id, row.phases_json),
     ...(row.run_id !== null && { runId: row.run_id }),
   };
 }

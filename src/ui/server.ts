@@ -27,6 +27,7 @@ import {
   storeVersion,
 } from '../store/reads.js';
 import type { TrialRecord } from '../store/types.js';
+import { isUserError } from '../util/errors.js';
 import { readLogTail } from '../util/log-tail.js';
 import { redactor } from '../util/redact.js';
 import { liveFigures, type ProgressPoint } from './live.js';
@@ -92,7 +93,9 @@ export async function startUi(options: UiOptions): Promise<UiServer> {
   let guard: Guard = { hosts: new Set() };
   const server = createServer((request, response) => {
     handle(state, clients, request, response, guard).catch((error: unknown) => {
-      if (!response.headersSent) send(response, 500, 'text/plain; charset=utf-8', `internal error: ${(error as Error).message}`);
+      // A stored row that cannot be read (named by the store's decoders) is the store's state, not a server fault.
+      if (!response.headersSent && isUserError(error)) sendJson(response, { error: error.message, hint: error.hint }, 422);
+      else if (!response.headersSent) send(response, 500, 'text/plain; charset=utf-8', `internal error: ${(error as Error).message}`);
       else response.end();
     });
   });

@@ -4,6 +4,7 @@ import type { ExecutorConfig } from '../../exec/types.js';
 import { loadCostModel } from '../../experiment/plan/budget.js';
 import { chooseSchedule, formatDuration } from '../../experiment/plan/schedule.js';
 import { campaignSummary } from '../../experiment/run/campaign-report.js';
+import { checkResumeFile } from '../../experiment/run/resume-check.js';
 import { loadRun } from '../../experiment/run/run-store.js';
 import { type RunOutcome, runExperiment } from '../../experiment/run/runner.js';
 import { runOnSlurm } from '../../experiment/run/slurm.js';
@@ -29,6 +30,7 @@ interface RunFlags {
   json?: boolean;
   dryRun?: boolean;
   force?: boolean;
+  useStored?: boolean;
 }
 
 export function registerRun(program: Command): void {
@@ -38,6 +40,7 @@ export function registerRun(program: Command): void {
     .argument('[file]', 'experiment file (YAML)')
     .option('--store <path>', 'result store (default: $SERVELAB_STORE or ~/.servelab/servelab.db)')
     .option('--resume [runId]', "continue an unfinished run (default: the latest unfinished run of FILE's experiment)")
+    .option('--use-stored', 'with --resume: run the experiment the store kept even though the file changed since')
     .option('--accept-drift', 'record and continue when the baseline moved away from its history')
     .option('--accept-env-change', "measure although the servers' configuration (env, args, packages, driver, GPUs…) differs from the last finished run's")
     .option('--run-id <n>', 'attach to an existing run (used by Slurm jobs)')
@@ -121,14 +124,22 @@ interface Target {
   slurm?: { config: SlurmConfig; experimentPath: string };
 }
 
-/** New run from FILE, or an existing run (--run-id, --resume) whose stored experiment and plan are replayed. */
+/**
+ * New run from FILE, or an existing run (--run-id, --resume) whose stored experiment and plan are replayed. A
+ * resume first checks that FILE (or the file the run came from) still is the stored experiment (resume-check.ts).
+ */
 function resolveTarget(db: Db, file: string | undefined, flags: RunFlags): Target {
+  if (flags.useStored && flags.resume === undefined)
+    throw new UserError('--use-stored only applies to a resume', 'run `servelab run --resume RUN_ID --use-stored`', ExitCode.usage);
   const explicitId = flags.runId ?? (typeof flags.resume === 'string' ? flags.resume : undefined);
   if (explicitId !== undefined) {
     const runId = Number(explicitId);
     if (!Number.isInteger(runId) || runId < 1)
       throw new UserError(`run id must be a positive integer, got "${explicitId}"`, 'see run ids with `servelab ls`', ExitCode.usage);
-    return { runId, ...slurmDispatch(loadRun(db, runId).experiment, flags) };
+    const { experiment } = loadRun(db, runId);
+    // A Slurm job (--run-id) runs what its dispatcher checked; a resume checks here.
+    if (flags.runId === undefined) checkResume(runId, experiment, file, flags);
+    return { runId, ...slurmDispatch(experiment, flags) };
   }
   if (file === undefined) throw new UserError('no experiment file given', 'run `servelab run FILE`, or `servelab run --resume RUN_ID`', ExitCode.usage);
   const experiment = loadExperiment(file);
@@ -137,9 +148,21 @@ function resolveTarget(db: Db, file: string | undefined, flags: RunFlags): Targe
     const run = latestUnfinishedRun(db, experiment.name);
     if (!run) throw new UserError(`no unfinished run of experiment "${experiment.name}" to resume`, `start a new one with \`servelab run ${file}\``);
     process.stderr.write(`resuming run ${run.id} (${run.status}, ${run.trialCount} trials measured)\n`);
-    return { runId: run.id, ...slurmDispatch(loadRun(db, run.id).experiment, flags) };
+    const stored = loadRun(db, run.id).experiment;
+    checkResume(run.id, stored, file, flags);
+    return { runId: run.id, ...slurmDispatch(stored, flags) };
   }
   return { experiment, ...slurmDispatch(experiment, flags) };
+}
+
+/** The stored experiment is what runs: refuse when the file differs from it, unless --use-stored says so. */
+function checkResume(runId: number, stored: ResolvedExperiment, file: string | undefined, flags: RunFlags): void {
+  if (flags.useStored) {
+    process.stderr.write(`run ${runId}: running the experiment the store kept (--use-stored)\n`);
+    return;
+  }
+  const note = checkResumeFile(runId, stored, file);
+  if (note !== undefined) process.stderr.write(`${note}\n`);
 }
 
 /**

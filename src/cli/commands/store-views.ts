@@ -1,12 +1,16 @@
 import type { Command } from 'commander';
 import { campaignSummary } from '../../experiment/run/campaign-report.js';
+import { storedExperimentOf } from '../../experiment/spec/stored.js';
 import { formatRunList, formatRunShow } from '../../experiment/text/format.js';
 import { comparisonText } from '../../report/compare-text.js';
-import { compareRuns } from '../../report/model.js';
+import { compareRuns, leftOutNotes, runVerdicts } from '../../report/model.js';
 import { loadRunData } from '../../report/queries.js';
-import { type Db, defaultStorePath, openStore } from '../../store/db.js';
+import { type Db, defaultStorePath } from '../../store/db.js';
 import { type DriftAlarmRecord, listDriftAlarms } from '../../store/drift-alarms.js';
-import { getRun, listInvalidTrials, listRuns, listTrials, type RunDetail, unplannedRestarts } from '../../store/queries.js';
+import { getRun, listInvalidTrials, listRuns, listTrials, type RunDetail, trialHealth, unplannedRestarts } from '../../store/queries.js';
+import { openStoreForReading, viewedRuns } from '../../store/reads.js';
+import type { UnreadableRow } from '../../store/row-json.js';
+import type { StoredVerdicts } from '../../store/run-json.js';
 import { runTelemetry } from '../../store/telemetry.js';
 import type { TrialRecord } from '../../store/types.js';
 import { formatTelemetrySummary } from '../../telemetry/summary.js';
@@ -30,7 +34,10 @@ export function registerStoreViews(program: Command): void {
     .option('--json', 'machine-readable output')
     .action((flags: ViewFlags & { experiment?: string; limit: string }) =>
       withStore(flags, (db) => {
-        const runs = listRuns(db, { ...(flags.experiment !== undefined && { experimentName: flags.experiment }), limit: Number(flags.limit) || 50 });
+        const runs = viewedRuns(
+          db,
+          listRuns(db, { ...(flags.experiment !== undefined && { experimentName: flags.experiment }), limit: Number(flags.limit) || 50 }),
+        );
         if (flags.json)
           return JSON.stringify(
             runs.map(({ config: _config, plan: _plan, ...summary }) => summary),
@@ -49,21 +56,32 @@ export function registerStoreViews(program: Command): void {
     .option('--json', 'machine-readable output')
     .action((runArg: string, flags: ViewFlags) =>
       withStore(flags, (db) => {
-        const run = requireRun(db, runArg);
-        const trials = listTrials(db, run.id);
+        const stored = requireRun(db, runArg);
+        const unreadable: UnreadableRow[] = [];
+        const trials = listTrials(db, stored.id, unreadable);
+        // Medians, n and verdicts count the same trials: stored verdicts that counted others are recomputed.
+        const verdicts = runVerdicts(stored, trials, trialHealth(db, stored.id));
+        const [viewed] = viewedRuns(db, [stored]);
+        const run: RunDetail = { ...viewed!, ...(stored.verdicts !== undefined && { verdicts: verdicts.verdicts as unknown as StoredVerdicts }) };
         const invalidTrials = listInvalidTrials(db, run.id);
         const restarts = unplannedRestarts(db, run.id);
-        const telemetry = runTelemetry(db, run.id);
+        const telemetry = runTelemetry(db, run.id, unreadable);
         const campaign = campaignSummary(db, run.id);
-        const driftAlarms = listDriftAlarms(db, run.id);
+        const driftAlarms = listDriftAlarms(db, run.id, unreadable);
+        const notes = [...leftOutNotes({ trials, unreadable }, storedExperimentOf(run).metric), ...(verdicts.note ? [verdicts.note] : [])];
         if (flags.json) {
           const machine = Object.fromEntries(
             [...telemetry].map(([id, recorded]) => [id, { summary: recorded.summary, serverMetricsUnavailable: recorded.serverMetrics.unavailable }]),
           );
-          return JSON.stringify({ run, trials, invalidTrials, unplannedRestarts: restarts, driftAlarms, telemetry: machine, best: campaign.best }, null, 2);
+          return JSON.stringify(
+            { run, trials, invalidTrials, unplannedRestarts: restarts, driftAlarms, telemetry: machine, best: campaign.best, unreadable, notes },
+            null,
+            2,
+          );
         }
         return [
           formatRunShow(run, trials, invalidTrials, restarts),
+          ...(notes.length > 0 ? ['', 'notes:', ...notes.map((note) => `  ${note}`)] : []),
           ...formatDriftAlarms(driftAlarms),
           ...formatMachineState(trials, telemetry),
           '',
@@ -109,8 +127,7 @@ function formatDriftAlarms(alarms: readonly DriftAlarmRecord[]): string[] {
 }
 
 function withStore(flags: ViewFlags, render: (db: Db) => string): void {
-  const path = defaultStorePath(flags.store);
-  const db = openStore(path, { readonly: true });
+  const db = openStoreForReading(defaultStorePath(flags.store));
   try {
     // Stores written before redaction existed may still hold secrets: nothing printed shows them.
     process.stdout.write(`${redactor().text(render(db))}\n`);

@@ -62,9 +62,11 @@ export function redactExperiment(experiment: ResolvedExperiment): ResolvedExperi
 }
 
 /**
- * A stored run ready to launch servers again (resume, Slurm job). Secrets are not in the store, so a run whose
- * stored experiment holds markers is replayed from its experiment file, and only if that file still resolves to
- * exactly the stored experiment (same markers: same secrets): a resume never runs a different config silently.
+ * A stored run ready to launch servers again (resume, Slurm job): the stored experiment, always. Secrets are not in
+ * the store, so each marker is filled from the run's experiment file, with a secret found there that gives the very
+ * same marker (a keyed hash of the value: the same secret). A marker the file has no secret for refuses the run:
+ * a resume never runs a different config silently. Whether the rest of the file changed is the caller's check
+ * (resume-check.ts), made before the run is taken.
  */
 export function loadRunToExecute(db: Db, runId: number): StoredRun {
   const stored = loadRun(db, runId);
@@ -79,13 +81,49 @@ export function loadRunToExecute(db: Db, runId: number): StoredRun {
       `restore ${path} as it was when the run started, or start a new run`,
     );
   }
-  if (JSON.stringify(redactExperiment(fresh)) !== JSON.stringify(stored.experiment)) {
+  const secrets = new Map<string, string>();
+  collectSecrets(fresh, redactExperiment(fresh), secrets);
+  const missing: string[] = [];
+  const experiment = fillSecrets(stored.experiment, secrets, '', missing) as ResolvedExperiment;
+  if (missing.length > 0) {
     throw new UserError(
-      `run ${runId}: ${path} changed since the run started (the store keeps its secrets only as markers, so it must match)`,
+      `run ${runId}: ${path} changed since the run started: it no longer holds the secrets of ${missing.join(', ')} (the store keeps them only as markers)`,
       `restore ${path} as it was, or start a new run with \`servelab run ${path}\``,
     );
   }
-  return { ...stored, experiment: fresh };
+  return { ...stored, experiment };
+}
+
+const MARKER = /(<redacted:[0-9a-f]{12}>)/;
+
+/** Marker → secret, from each string of the file's experiment and its redacted copy (checked: the secret gives the marker). */
+function collectSecrets(raw: unknown, redacted: unknown, secrets: Map<string, string>): void {
+  if (typeof raw === 'string' && typeof redacted === 'string') {
+    const parts = redacted.split(MARKER);
+    if (parts.length === 1) return;
+    const literal = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    const match = new RegExp(`^${parts.map((part, index) => (index % 2 === 1 ? '([\\s\\S]*?)' : literal(part))).join('')}$`).exec(raw);
+    parts.forEach((part, index) => {
+      const secret = match?.[(index + 1) / 2];
+      if (index % 2 === 1 && secret !== undefined && redactor().value(secret) === part) secrets.set(part, secret);
+    });
+    return;
+  }
+  if (typeof raw !== 'object' || raw === null || typeof redacted !== 'object' || redacted === null) return;
+  for (const [name, value] of Object.entries(raw)) collectSecrets(value, (redacted as Record<string, unknown>)[name], secrets);
+}
+
+/** `stored` with each marker replaced by its secret; the places of markers without one go to `missing`. */
+function fillSecrets(stored: unknown, secrets: Map<string, string>, key: string, missing: string[]): unknown {
+  if (typeof stored === 'string') {
+    if (!containsMarker(stored)) return stored;
+    const parts = stored.split(MARKER);
+    if (parts.some((part, index) => index % 2 === 1 && !secrets.has(part))) missing.push(key);
+    return parts.map((part, index) => (index % 2 === 1 ? (secrets.get(part) ?? part) : part)).join('');
+  }
+  if (Array.isArray(stored)) return stored.map((item, index) => fillSecrets(item, secrets, `${key}[${index}]`, missing));
+  if (typeof stored !== 'object' || stored === null) return stored;
+  return Object.fromEntries(Object.entries(stored).map(([name, value]) => [name, fillSecrets(value, secrets, key ? `${key}.${name}` : name, missing)]));
 }
 
 /**

@@ -1,0 +1,130 @@
+/**
+ * Decoders of the stored JSON columns other than a run's (those are in ./run-json.ts): each checks the fields its
+ * readers rely on and keeps the rest as stored. Trial metrics are stamped with TRIAL_METRICS_VERSION on write;
+ * rows without a stamp are version 0, the same shape. Bump a version on an incompatible shape change and teach the
+ * decoder to read the older one.
+ */
+import { z } from 'zod';
+import type { Fingerprint } from '../fingerprint/types.js';
+import type { ServerMetrics, TelemetrySeries, TelemetrySummary } from '../telemetry/types.js';
+import { decodeColumn } from './row-json.js';
+import type { PhaseTiming, TrialMetrics } from './types.js';
+
+export const TRIAL_METRICS_VERSION = 1;
+
+/** A measured figure; null is how JSON keeps NaN, a figure the trial could not measure (no request completed). */
+const figure = z.number().nullable();
+
+const categorySchema = z
+  .object({
+    completed: z.number(),
+    failed: z.number(),
+    outputTokensPerSecond: figure,
+    ttftMedianMs: figure,
+    tpotMedianMs: figure,
+    e2eMedianMs: figure,
+    acceptanceRate: figure.optional(),
+    meanAcceptedLength: figure.optional(),
+  })
+  .passthrough();
+
+const trialMetricsSchema = z
+  .object({
+    schemaVersion: z.number().int().min(0).optional(),
+    outputTokensPerSecond: figure,
+    requestsPerSecond: figure,
+    perStreamTokensPerSecond: figure,
+    ttftMedianMs: figure,
+    ttftP99Ms: figure,
+    tpotMedianMs: figure,
+    itlP99Ms: figure,
+    e2eMedianMs: figure,
+    completed: z.number().int().min(0),
+    failed: z.number().int().min(0),
+    acceptanceRate: figure.optional(),
+    meanAcceptedLength: figure.optional(),
+    acceptanceByPosition: z.array(figure).optional(),
+    byCategory: z.record(z.string(), categorySchema).optional(),
+  })
+  .passthrough();
+
+const paramsSchema = z.record(z.string(), z.union([z.string(), z.number()]));
+
+const fingerprintSchema = z
+  .object({
+    servelabVersion: z.string(),
+    executor: z.string(),
+    host: z.object({ hostname: z.string() }).passthrough(),
+    gpus: z.array(z.object({ index: z.number(), name: z.string() }).passthrough()),
+  })
+  .passthrough();
+
+const itlSchema = z.array(z.number());
+
+const phasesSchema = z.array(z.object({ phase: z.string(), startMs: z.number(), durationMs: z.number() }).passthrough());
+
+const telemetrySummarySchema = z
+  .object({ gpus: z.array(z.object({ index: z.number() }).passthrough()), processes: z.array(z.unknown()), governors: z.array(z.string()) })
+  .passthrough();
+const telemetrySeriesSchema = z
+  .object({
+    gpu: z.array(z.object({ at: z.number() }).passthrough()),
+    host: z.array(z.unknown()),
+    processes: z.array(z.unknown()),
+    governors: z.array(z.string()),
+  })
+  .passthrough();
+const serverMetricsSchema = z
+  .object({ unavailable: z.string().optional(), series: z.array(z.object({ name: z.string(), points: z.array(z.tuple([z.number(), figure])) })) })
+  .passthrough();
+
+const changesSchema = z.array(z.object({ key: z.string(), before: z.string().optional(), after: z.string().optional() }).passthrough());
+const machineSchema = z.array(z.string());
+
+export function encodeTrialMetrics(metrics: TrialMetrics): string {
+  return JSON.stringify({ schemaVersion: TRIAL_METRICS_VERSION, ...metrics });
+}
+
+export function decodeTrialMetrics(rowId: number, text: string): TrialMetrics {
+  const { schemaVersion: _version, ...metrics } = decodeColumn({ table: 'trials', rowId, column: 'metrics_json' }, trialMetricsSchema, text, {
+    version: TRIAL_METRICS_VERSION,
+  });
+  return metrics as TrialMetrics;
+}
+
+export function decodeTrialParams(rowId: number, text: string): Record<string, string | number> {
+  return decodeColumn({ table: 'trials', rowId, column: 'params_json' }, paramsSchema, text);
+}
+
+export function decodeFingerprint(rowId: number, text: string): Fingerprint {
+  return decodeColumn({ table: 'fingerprints', rowId, column: 'json' }, fingerprintSchema, text) as unknown as Fingerprint;
+}
+
+export function decodeItl(rowId: number, text: string): number[] {
+  return decodeColumn({ table: 'samples', rowId, column: 'itl_json' }, itlSchema, text);
+}
+
+export function decodePhases(rowId: number, text: string): PhaseTiming[] {
+  return decodeColumn({ table: 'startups', rowId, column: 'phases_json' }, phasesSchema, text);
+}
+
+/** trial_telemetry is keyed by its trial: the row id named is the trial's. */
+export function decodeTelemetrySummary(trialId: number, text: string): TelemetrySummary {
+  return decodeColumn({ table: 'trial_telemetry', rowId: trialId, column: 'summary_json' }, telemetrySummarySchema, text) as unknown as TelemetrySummary;
+}
+
+export function decodeTelemetrySeries(trialId: number, text: string): TelemetrySeries {
+  return decodeColumn({ table: 'trial_telemetry', rowId: trialId, column: 'series_json' }, telemetrySeriesSchema, text) as unknown as TelemetrySeries;
+}
+
+export function decodeServerMetrics(trialId: number, text: string): ServerMetrics {
+  return decodeColumn({ table: 'trial_telemetry', rowId: trialId, column: 'server_metrics_json' }, serverMetricsSchema, text) as unknown as ServerMetrics;
+}
+
+export function decodeAlarmChanges(rowId: number, text: string): z.infer<typeof changesSchema> {
+  return decodeColumn({ table: 'drift_alarms', rowId, column: 'changes_json' }, changesSchema, text);
+}
+
+export function decodeAlarmMachine(rowId: number, text: string): string[] {
+  return decodeColumn({ table: 'drift_alarms', rowId, column: 'machine_json' }, machineSchema, text);
+}
