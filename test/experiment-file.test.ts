@@ -156,6 +156,26 @@ grid:
       /requestsPerSecond: expected at least 0\.001/,
     );
     expectError(
+      write(
+        'gamma.yaml',
+        BASE.replace('{ kind: single-stream, requests: 8 }', '{ kind: rate, requestsPerSecond: 4, arrival: gamma, maxInFlight: 4, requests: 8 }'),
+      ),
+      /workloads\[0\]\.burstiness: only gamma arrivals take a burstiness, and they need one/,
+    );
+    const bursty = loadExperiment(
+      write(
+        'gamma-ok.yaml',
+        BASE.replace(
+          '  - { kind: single-stream, requests: 8 }',
+          '  - { kind: rate, requestsPerSecond: 4, maxInFlight: 4, requests: 8 }\n  - { kind: rate, requestsPerSecond: 4, arrival: gamma, burstiness: 0.5, maxInFlight: 4, requests: 8 }',
+        ),
+      ),
+    );
+    assert.deepEqual(
+      bursty.workloads.map((workload) => workload.label),
+      ['rate=4/s', 'rate=4/s,burstiness=0.5'],
+    );
+    expectError(
       write('dataset.yaml', `${BASE}client:\n  prompts: { kind: jsonl, path: prompts.jsonl }\n`),
       new RegExp(`client\\.prompts\\.path: no such file: ${join(dir, 'prompts.jsonl').replace(/[.\\/]/g, '\\$&')}`),
     );

@@ -5,9 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { interArrivalMs } from '../src/load/random.js';
 import type { BenchResult } from '../src/load/types.js';
 import type { SimConfigInput } from '../src/simulate/config.js';
 import { startSimulator } from '../src/simulate/server.js';
+import { mulberry32 } from '../src/util/random.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const fixture = (name: string) => join(repoRoot, 'test/fixtures/load', name);
@@ -67,6 +69,26 @@ describe('servelab bench CLI', () => {
     assert.match(table.stdout, /^single-stream\s+2\s+0\s/m);
     assert.equal(table.stderr, '');
     assert.equal((JSON.parse(readFileSync(out, 'utf8')) as BenchResult).levels[0]!.completed, 2);
+  });
+
+  test('gamma arrivals: the drawn schedule is the seeded one, as bursty as its burstiness says', async (t) => {
+    const server = await sim(t);
+    const args = ['bench', server.url, '--rate', '50', '--burstiness', '0.25', '--requests', '60', ...SMALL, '--seed', '3'];
+    const run = await servelab(t, [...args, '--json']);
+    assert.equal(run.code, 0, run.stderr);
+    const level = (JSON.parse(run.stdout) as BenchResult).levels[0]!;
+    assert.deepEqual([level.label, level.completed], ['rate=50/s,burstiness=0.25', 60]);
+    // The first level's arrivals are drawn from seed + 7919 (load/run.ts seedFor): the same gaps, hence the same CV.
+    const random = mulberry32(3 + 7919);
+    const gaps = Array.from({ length: 59 }, () => interArrivalMs({ requestsPerSecond: 50, arrival: 'gamma', burstiness: 0.25 }, random));
+    const mean = gaps.reduce((sum, gap) => sum + gap, 0) / gaps.length;
+    const cv = Math.sqrt(gaps.reduce((sum, gap) => sum + (gap - mean) ** 2, 0) / (gaps.length - 1)) / mean;
+    const measured = level.rate!.scheduledGapCv!;
+    assert.ok(Math.abs(measured - cv) < 0.02 * cv, `schedule's gap CV ${measured}, drawn ${cv}`);
+    assert.ok(measured > 1.2, `gap CV ${measured}: burstier than Poisson (1), theory 1/sqrt(0.25) = 2`);
+    const table = await servelab(t, args);
+    assert.equal(table.code, 0, table.stderr);
+    assert.match(table.stdout, /rate rate=50\/s,burstiness=0\.25: offered 50(\.0)? req\/s \(schedule [\d.]+, gap CV [\d.]+\)/);
   });
 
   test('unreachable server: one-line cause and next step, exit 1', async (t) => {

@@ -60,6 +60,18 @@ const CASES: ClientOptions[] = [
     specMetrics: 'auto',
     workers: 4,
   },
+  {
+    backend: 'openai-chat',
+    workload: { kind: 'rate', requestsPerSecond: 3, arrival: 'gamma', burstiness: 0.25, maxInFlight: 16, requests: 30 },
+    prompts: { kind: 'synthetic', inputTokens: { kind: 'fixed', value: 64 }, outputTokens: { kind: 'fixed', value: 16 }, seed: 5 },
+    warmupRequests: 2,
+    ignoreEos: true,
+    requireFullOutput: true,
+    maxFailedFraction: 0,
+    requestTimeoutMs: 60_000,
+    specMetrics: 'auto',
+    workers: 1,
+  },
 ];
 
 test('object → benchArgv → bench flag parsing → the same object', () => {

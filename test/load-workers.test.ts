@@ -55,7 +55,7 @@ describe('load workers: partition', () => {
     const shares = partitionLevel({ label: 'rate', requests: 30, rate: { requestsPerSecond: 50, arrival: 'poisson', maxInFlight: 9 } }, prompts, 42, 3);
     const random = mulberry32(42);
     let at = 0;
-    const expected = prompts.map((_, index) => (index === 0 ? 0 : (at += interArrivalMs(50, 'poisson', random))));
+    const expected = prompts.map((_, index) => (index === 0 ? 0 : (at += interArrivalMs({ requestsPerSecond: 50, arrival: 'poisson' }, random))));
     const merged = shares.flatMap((share) => share.items).sort((a, b) => a.index - b.index);
     assert.deepEqual(
       merged.map((entry) => entry.dueAtMs),

@@ -30,6 +30,7 @@ function workloadArgs(workload: Workload): string[] {
         String(workload.requestsPerSecond),
         '--arrival',
         workload.arrival,
+        ...(workload.burstiness !== undefined ? ['--burstiness', String(workload.burstiness)] : []),
         '--max-in-flight',
         String(workload.maxInFlight),
         '--requests',

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { UserError } from '../util/errors.js';
 import { ExitCode } from '../util/exit.js';
 import { DATASET_FORMATS } from './datasets/types.js';
-import type { LengthDistribution, PromptSource, Slo, Workload } from './types.js';
+import { ARRIVAL_PROCESSES, type LengthDistribution, type PromptSource, type Slo, type Workload } from './types.js';
 
 /**
  * zod schemas for the workload / prompts / SLO sections of a benchmark, shared by `servelab bench` and the
@@ -13,7 +13,15 @@ import type { LengthDistribution, PromptSource, Slo, Workload } from './types.js
  * Sane bounds of load inputs, so a typo fails at load time with a message instead of an allocation crash
  * ("Invalid array length" at 1e12 tokens), a timer overflow (1e-9 req/s) or a run that never ends.
  */
-export const LIMITS = { tokens: 10_000_000, count: 10_000_000, concurrency: 100_000, minRate: 0.001, maxRate: 100_000 } as const;
+export const LIMITS = {
+  tokens: 10_000_000,
+  count: 10_000_000,
+  concurrency: 100_000,
+  minRate: 0.001,
+  maxRate: 100_000,
+  minBurstiness: 0.01,
+  maxBurstiness: 10_000,
+} as const;
 
 const positiveInt = z.number().int().positive().max(LIMITS.count, `expected at most ${LIMITS.count}`);
 const tokenCount = z.number().int().positive().max(LIMITS.tokens, `expected at most ${LIMITS.tokens} tokens`);
@@ -99,11 +107,20 @@ export const workloadSchema: z.ZodType<Workload> = z.union([
         .number()
         .min(LIMITS.minRate, `expected at least ${LIMITS.minRate} requests per second`)
         .max(LIMITS.maxRate, `expected at most ${LIMITS.maxRate} requests per second`),
-      arrival: z.enum(['poisson', 'constant']).default('poisson'),
+      arrival: z.enum(ARRIVAL_PROCESSES).default('poisson'),
+      burstiness: z
+        .number()
+        .min(LIMITS.minBurstiness, `expected at least ${LIMITS.minBurstiness}`)
+        .max(LIMITS.maxBurstiness, `expected at most ${LIMITS.maxBurstiness}`)
+        .optional(),
       maxInFlight: concurrency,
       requests: positiveInt,
     })
-    .strict(),
+    .strict()
+    .refine((rate) => (rate.burstiness !== undefined) === (rate.arrival === 'gamma'), {
+      path: ['burstiness'],
+      message: 'only gamma arrivals take a burstiness, and they need one (1 = Poisson, below 1 burstier, above 1 more regular)',
+    }),
   z.object({ kind: z.literal('sweep'), concurrencies: z.array(concurrency).min(1), requestsPerLevel: positiveInt }).strict(),
 ]) as z.ZodType<Workload>;
 

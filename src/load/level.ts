@@ -2,7 +2,7 @@ import { mulberry32 } from '../util/random.js';
 import type { PromptItem } from './prompts.js';
 import { interArrivalMs } from './random.js';
 import { type RequestContext, type RequestOutcome, streamRequest } from './request.js';
-import type { Workload } from './types.js';
+import type { RateSchedule, Workload } from './types.js';
 
 /** One measured level of a workload: a fixed concurrency or an arrival rate. */
 export interface LevelPlan {
@@ -11,7 +11,7 @@ export interface LevelPlan {
   /** Closed loop: this many requests in flight at all times. */
   concurrency?: number;
   /** Open loop: arrivals at this rate, at most maxInFlight in flight (later arrivals wait for a slot). */
-  rate?: { requestsPerSecond: number; arrival: 'poisson' | 'constant'; maxInFlight: number };
+  rate?: RateSchedule;
 }
 
 export function planLevels(workload: Workload): LevelPlan[] {
@@ -23,14 +23,25 @@ export function planLevels(workload: Workload): LevelPlan[] {
     case 'rate':
       return [
         {
-          label: `rate=${workload.requestsPerSecond}/s`,
+          label: rateLabel(workload),
           requests: workload.requests,
-          rate: { requestsPerSecond: workload.requestsPerSecond, arrival: workload.arrival, maxInFlight: workload.maxInFlight },
+          rate: {
+            requestsPerSecond: workload.requestsPerSecond,
+            arrival: workload.arrival,
+            ...(workload.burstiness !== undefined && { burstiness: workload.burstiness }),
+            maxInFlight: workload.maxInFlight,
+          },
         },
       ];
     case 'sweep':
       return workload.concurrencies.map((concurrency) => ({ label: `c=${concurrency}`, requests: workload.requestsPerLevel, concurrency }));
   }
+}
+
+/** "rate=4/s"; gamma arrivals add their burstiness ("rate=4/s,burstiness=0.5"), so both can be workloads of one run. */
+export function rateLabel(schedule: Pick<RateSchedule, 'requestsPerSecond' | 'arrival' | 'burstiness'>): string {
+  const base = `rate=${schedule.requestsPerSecond}/s`;
+  return schedule.arrival === 'gamma' ? `${base},burstiness=${schedule.burstiness ?? 1}` : base;
 }
 
 /** Labels of a workload's levels, e.g. ["c=1", "c=8"]: the names trials and reports use. */
@@ -101,7 +112,7 @@ async function runOpenLoop(
   let slotFreed: (() => void) | undefined;
   const running: Array<Promise<void>> = [];
   for (let index = 0; index < prompts.length; index++) {
-    if (index > 0) dueAt += interArrivalMs(rate.requestsPerSecond, rate.arrival, random);
+    if (index > 0) dueAt += interArrivalMs(rate, random);
     await sleepUntil(start + dueAt, context.signal);
     const waitedForSlot = inFlight >= rate.maxInFlight;
     while (inFlight >= rate.maxInFlight && !context.signal?.aborted) await new Promise<void>((resolve) => (slotFreed = resolve));

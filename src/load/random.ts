@@ -1,5 +1,5 @@
-import { type Random, standardNormal } from '../util/random.js';
-import type { LengthDistribution } from './types.js';
+import { type Random, standardGamma, standardNormal } from '../util/random.js';
+import type { LengthDistribution, RateSchedule } from './types.js';
 
 /** Draw one integer length (always >= 1) from a distribution. */
 export function sampleLength(distribution: LengthDistribution, random: Random): number {
@@ -17,8 +17,24 @@ export function sampleLength(distribution: LengthDistribution, random: Random): 
   }
 }
 
-/** Gap to the next arrival, in ms, for a Poisson process (exponential gaps) or a constant rate. */
-export function interArrivalMs(requestsPerSecond: number, arrival: 'poisson' | 'constant', random: Random): number {
-  const meanMs = 1000 / requestsPerSecond;
-  return arrival === 'constant' ? meanMs : -Math.log(1 - random()) * meanMs;
+/**
+ * Gap to the next arrival, in ms. Poisson: exponential gaps; constant: exactly 1/rate; gamma: shape = burstiness,
+ * scale = 1/(rate·burstiness), so the mean gap stays 1/rate and the gaps' coefficient of variation is
+ * 1/sqrt(burstiness) (1 = Poisson, below 1 burstier, above 1 more regular), as vLLM's `bench serve --burstiness`
+ * draws them (vllm/benchmarks/serve.py `get_request`, vllm-project/vllm@009e6d4a: `theta = 1.0 /
+ * (current_request_rate * burstiness)`, `np.random.gamma(shape=burstiness, scale=theta)`). Unlike vLLM, the drawn
+ * schedule is not rescaled to the nominal span: the level reports the schedule's own rate beside the offered one.
+ */
+export function interArrivalMs(schedule: Pick<RateSchedule, 'requestsPerSecond' | 'arrival' | 'burstiness'>, random: Random): number {
+  const meanMs = 1000 / schedule.requestsPerSecond;
+  switch (schedule.arrival) {
+    case 'constant':
+      return meanMs;
+    case 'poisson':
+      return -Math.log(1 - random()) * meanMs;
+    case 'gamma': {
+      const shape = schedule.burstiness ?? 1;
+      return (standardGamma(shape, random) / shape) * meanMs;
+    }
+  }
 }

@@ -13,11 +13,23 @@ export type LengthDistribution =
 
 export type PromptSource = { kind: 'synthetic'; inputTokens: LengthDistribution; outputTokens: LengthDistribution; seed: number } | DatasetSource;
 
+export const ARRIVAL_PROCESSES = ['poisson', 'constant', 'gamma'] as const;
+export type ArrivalProcess = (typeof ARRIVAL_PROCESSES)[number];
+
+/** An open loop's arrivals: at this mean rate, spaced by the process, at most maxInFlight in flight. */
+export interface RateSchedule {
+  requestsPerSecond: number;
+  arrival: ArrivalProcess;
+  /** Gamma arrivals only: the shape; gaps have a coefficient of variation of 1/sqrt(burstiness) (1 = Poisson). */
+  burstiness?: number;
+  maxInFlight: number;
+}
+
 export type Workload =
   /** One request at a time: the "tok/s" an engineer quotes. */
   | { kind: 'single-stream'; requests: number }
   | { kind: 'concurrency'; concurrency: number; requests: number }
-  | { kind: 'rate'; requestsPerSecond: number; arrival: 'poisson' | 'constant'; maxInFlight: number; requests: number }
+  | ({ kind: 'rate'; requests: number } & RateSchedule)
   | { kind: 'sweep'; concurrencies: number[]; requestsPerLevel: number };
 
 /**

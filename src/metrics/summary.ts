@@ -167,13 +167,23 @@ function spanRate(times: readonly number[]): number | undefined {
   return last > first ? ((times.length - 1) * 1000) / (last - first) : undefined;
 }
 
+/** Coefficient of variation (stddev / mean) of the gaps between sorted times. */
+function gapCv(times: readonly number[]): number {
+  const sorted = [...times].sort((a, b) => a - b);
+  const gaps = sorted.slice(1).map((time, index) => time - sorted[index]!);
+  const mean = gaps.reduce((sum, gap) => sum + gap, 0) / gaps.length;
+  const variance = gaps.reduce((sum, gap) => sum + (gap - mean) ** 2, 0) / (gaps.length - 1);
+  return mean > 0 ? Math.sqrt(variance) / mean : 0;
+}
+
 /**
  * Offered, scheduled, sent and served rates of an open-loop level, from wall-clock send times: a request's
  * scheduled arrival is its send less its queueing, its completion its send plus its time from send.
  */
 function rateCheck(offered: number, samples: readonly RequestSample[]): RateCheck | undefined {
   const sent = samples.filter((sample) => sample.error?.kind !== 'aborted');
-  const scheduled = spanRate(sent.map((sample) => sample.sentAtMs - (sample.queueMs ?? 0)));
+  const scheduledTimes = sent.map((sample) => sample.sentAtMs - (sample.queueMs ?? 0));
+  const scheduled = spanRate(scheduledTimes);
   const sentRate = spanRate(sent.map((sample) => sample.sentAtMs));
   if (scheduled === undefined || sentRate === undefined) return undefined;
   const completions = sent.filter((sample) => !sample.error).map((sample) => sample.sentAtMs + fromSend(sample.e2eMs!, sample));
@@ -182,6 +192,7 @@ function rateCheck(offered: number, samples: readonly RequestSample[]): RateChec
   return {
     offeredPerSecond: offered,
     scheduledPerSecond: scheduled,
+    ...(scheduledTimes.length > 2 && { scheduledGapCv: gapCv(scheduledTimes) }),
     sentPerSecond: sentRate,
     servedPerSecond: spanRate(completions) ?? 0,
     queuedByCap: sent.filter((sample) => sample.waitedForSlot).length,

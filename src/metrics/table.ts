@@ -109,7 +109,7 @@ export function levelNotes(level: LevelResult): string[] {
       ? `; TTFT p50 ${formatNumber(level.ttftMs.median)} ms from arrival, ${formatNumber(level.ttftFromSendMs.median)} ms from send`
       : '';
     notes.push(
-      `rate ${label}: offered ${formatNumber(rate.offeredPerSecond)} req/s (schedule ${formatNumber(rate.scheduledPerSecond)}), sent ${formatNumber(rate.sentPerSecond)}, served ${formatNumber(rate.servedPerSecond)}${fromSend}`,
+      `rate ${label}: offered ${formatNumber(rate.offeredPerSecond)} req/s (schedule ${formatNumber(rate.scheduledPerSecond)}${rate.scheduledGapCv !== undefined ? `, gap CV ${formatNumber(rate.scheduledGapCv)}` : ''}), sent ${formatNumber(rate.sentPerSecond)}, served ${formatNumber(rate.servedPerSecond)}${fromSend}`,
     );
     if (rate.sentPerSecond < BEHIND_SCHEDULE * rate.scheduledPerSecond || rate.queuedByCap > 0) {
       const cap = rate.queuedByCap > 0 ? `; ${rate.queuedByCap} requests waited for the in-flight cap` : '';

@@ -147,6 +147,8 @@ export interface RateCheck {
   offeredPerSecond: number;
   /** The drawn schedule's own rate (Poisson arrivals of a short run differ from the nominal rate). */
   scheduledPerSecond: number;
+  /** Coefficient of variation of the schedule's gaps: 0 constant, ~1 Poisson, ~1/sqrt(burstiness) gamma. */
+  scheduledGapCv?: number;
   /** Requests actually sent per second, first to last send. */
   sentPerSecond: number;
   /** Completions per second, first to last completion: below the schedule's rate, the server fell behind. */

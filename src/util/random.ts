@@ -23,6 +23,26 @@ export function standardNormal(random: Random): number {
   return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * random());
 }
 
+/**
+ * Gamma(shape, 1) deviate by Marsaglia and Tsang (2000); a shape below 1 is boosted by one and scaled back by
+ * U^(1/shape), their standard trick. Mean = shape, variance = shape.
+ */
+export function standardGamma(shape: number, random: Random): number {
+  if (shape < 1) return standardGamma(shape + 1, random) * (1 - random()) ** (1 / shape);
+  const d = shape - 1 / 3;
+  const c = 1 / Math.sqrt(9 * d);
+  for (;;) {
+    let x: number;
+    let v: number;
+    do {
+      x = standardNormal(random);
+      v = 1 + c * x;
+    } while (v <= 0);
+    v = v * v * v;
+    if (Math.log(1 - random()) < 0.5 * x * x + d - d * v + d * Math.log(v)) return d * v;
+  }
+}
+
 /** Seed of an independent stream for one of many parallel consumers (e.g. request n), derived from a base seed. */
 export function deriveSeed(seed: number, stream: number): number {
   let h = (seed ^ Math.imul(stream + 1, 0x9e3779b1)) >>> 0;

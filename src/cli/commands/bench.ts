@@ -9,6 +9,7 @@ import { DATASET_FORMATS, type DatasetFields, type DatasetFormat } from '../../l
 import { watchLiveness } from '../../load/liveness.js';
 import { runBenchmark } from '../../load/run.js';
 import type { BenchOptions, BenchProgress, BenchResult, ClientOptions, PromptSource, Slo, TokenCountSource, Workload } from '../../load/types.js';
+import { ARRIVAL_PROCESSES, type ArrivalProcess } from '../../load/types.js';
 import { formatBenchTable, formatProgress } from '../../metrics/table.js';
 import type { BackendKind } from '../../profiles/types.js';
 import { DEFAULT_REQUEST_TIMEOUT } from '../../util/defaults.js';
@@ -22,7 +23,8 @@ interface BenchFlags {
   concurrency?: string;
   requests?: string;
   rate?: string;
-  arrival: 'poisson' | 'constant';
+  arrival?: ArrivalProcess;
+  burstiness?: string;
   maxInFlight: string;
   inputLen: string;
   outputLen: string;
@@ -87,14 +89,23 @@ function lengthFlag(flag: string, text: string) {
 }
 
 /** Workload from the mutually exclusive --single-stream / --concurrency / --rate flags. */
-export function workloadFromFlags(flags: Pick<BenchFlags, 'singleStream' | 'concurrency' | 'requests' | 'rate' | 'arrival' | 'maxInFlight'>): Workload {
+export function workloadFromFlags(
+  flags: Pick<BenchFlags, 'singleStream' | 'concurrency' | 'requests' | 'rate' | 'arrival' | 'burstiness' | 'maxInFlight'>,
+): Workload {
   const chosen = [flags.singleStream, flags.concurrency, flags.rate].filter((value) => value !== undefined).length;
   if (chosen > 1) throw usageError('--single-stream, --concurrency and --rate are alternatives', 'pick one workload per run');
+  if ((flags.arrival !== undefined || flags.burstiness !== undefined) && flags.rate === undefined) {
+    throw usageError('--arrival and --burstiness shape the arrivals of --rate', 'add --rate R, or leave them out');
+  }
   if (flags.rate !== undefined) {
     // Its bounds are the file's (load/config.ts), checked when the workload goes through the schema.
     const requestsPerSecond = positiveNumber('--rate', flags.rate);
     const requests = flags.requests ? positiveInt('--requests', flags.requests) : Math.max(32, Math.ceil(requestsPerSecond * 10));
-    return { kind: 'rate', requestsPerSecond, arrival: flags.arrival, maxInFlight: positiveInt('--max-in-flight', flags.maxInFlight), requests };
+    // --burstiness alone means gamma arrivals, as in vLLM's bench serve; a wrong pairing is the schema's to word.
+    const burstiness = flags.burstiness !== undefined ? positiveNumber('--burstiness', flags.burstiness) : undefined;
+    const arrival = flags.arrival ?? (burstiness !== undefined ? 'gamma' : 'poisson');
+    const maxInFlight = positiveInt('--max-in-flight', flags.maxInFlight);
+    return { kind: 'rate', requestsPerSecond, arrival, ...(burstiness !== undefined && { burstiness }), maxInFlight, requests };
   }
   if (flags.concurrency !== undefined) {
     const concurrencies = flags.concurrency.split(',').map((part) => positiveInt('--concurrency', part.trim()));
@@ -152,6 +163,7 @@ const FLAG_OF: Record<string, string> = {
   concurrency: '--concurrency',
   concurrencies: '--concurrency',
   requestsPerSecond: '--rate',
+  burstiness: '--burstiness',
   maxInFlight: '--max-in-flight',
   inputTokens: '--input-len',
   outputTokens: '--output-len',
@@ -342,7 +354,11 @@ function defineBench(program: Command): Command {
     .option('--concurrency <list>', 'fixed concurrency; a comma list (1,4,16) sweeps the levels')
     .option('--requests <n>', 'requests per level (default: 4 x concurrency, at least 32; rate: 10 s worth)')
     .option('--rate <r>', 'open loop: r requests per second')
-    .addOption(new Option('--arrival <kind>', 'arrival process of --rate').choices(['poisson', 'constant']).default('poisson'))
+    .addOption(new Option('--arrival <kind>', 'arrival process of --rate (default poisson)').choices(ARRIVAL_PROCESSES))
+    .option(
+      '--burstiness <b>',
+      'gamma arrivals (implies --arrival gamma): gap CV = 1/sqrt(b); 1 = Poisson, below 1 bursts, above 1 more regular (as vLLM bench serve)',
+    )
     .option('--max-in-flight <n>', 'cap on requests in flight with --rate (later arrivals wait)', '256')
     .option('--input-len <len>', 'synthetic prompt tokens: N, normal:MEAN,SD[,MIN,MAX] or uniform:MIN,MAX', '512')
     .option('--output-len <len>', 'synthetic output tokens (same forms)', '128')
@@ -363,7 +379,7 @@ function defineBench(program: Command): Command {
       new Option('--dataset-order <order>', 'request order (default: shuffled by --seed for ShareGPT, file order otherwise)').choices(['shuffled', 'file']),
     )
     .option('--max-output-len <n>', 'cap on output tokens of dataset prompts')
-    .option('--seed <n>', 'seed of synthetic prompts, dataset order and Poisson arrivals', '0')
+    .option('--seed <n>', 'seed of synthetic prompts, dataset order and random arrivals', '0')
     .option('--prompt-salt <n>', 'open every prompt with words derived from N, so no prefix-cache hit carries over from runs with another salt')
     .option('--no-cache-prompt', "send llama.cpp's cache_prompt: false, so no request reuses a cached prompt")
     .option('--warmup <n>', 'warm-up requests before measuring (excluded from results)', '2')
@@ -412,6 +428,7 @@ Examples:
   servelab bench http://127.0.0.1:8000 --single-stream 8 --output-len 256
   servelab bench http://127.0.0.1:8000 --concurrency 1,4,16,64 --requests 128 --out sweep.json
   servelab bench http://127.0.0.1:8000 --rate 8 --arrival poisson --max-in-flight 64 --slo-ttft-ms 500
+  servelab bench http://127.0.0.1:8000 --rate 8 --arrival gamma --burstiness 0.25 --requests 400
   servelab bench http://127.0.0.1:30000 --backend sglang --dataset sharegpt.json --max-output-len 512`,
     );
 }

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { loadConfigFile } from '../../config/load.js';
 import { mentionsPort } from '../../launch/chosen-port.js';
 import { serverIdentity } from '../../launch/identity.js';
+import { rateLabel } from '../../load/level.js';
 import type { PromptSource, Workload } from '../../load/types.js';
 import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../../util/defaults.js';
@@ -159,7 +160,7 @@ export function workloadLabel(workload: Workload): string {
     case 'concurrency':
       return `c=${workload.concurrency}`;
     case 'rate':
-      return `rate=${workload.requestsPerSecond}/s`;
+      return rateLabel(workload);
     case 'sweep':
       return `sweep=${workload.concurrencies.join(',')}`;
   }

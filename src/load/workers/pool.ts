@@ -35,7 +35,7 @@ export function partitionLevel(level: LevelPlan, prompts: readonly PromptItem[],
     const random = mulberry32(seed);
     let at = 0;
     for (let index = 0; index < prompts.length; index++) {
-      if (index > 0) at += interArrivalMs(level.rate.requestsPerSecond, level.rate.arrival, random);
+      if (index > 0) at += interArrivalMs(level.rate, random);
       dueAt.push(at);
     }
   }
