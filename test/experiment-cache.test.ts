@@ -60,6 +60,43 @@ describe('prompt cache control', () => {
     assert.ok(saltedTtft > coldTtft * 0.7, `salted TTFT ${saltedTtft.toFixed(1)} ms vs cold ${coldTtft.toFixed(1)} ms`);
   });
 
+  test('each wire format reads the cached tokens its engine reports: usage, meta_info, timings.cache_n', async (t) => {
+    for (const [engine, backend] of [
+      ['vllm', 'openai-completions'],
+      ['vllm', 'openai-chat'],
+      ['sglang', 'sglang'],
+      ['default', 'llamacpp'],
+    ] as const) {
+      const sim = await startSimulator({
+        engine,
+        startup: { loadMs: 0 },
+        prefixCache: { enabled: true },
+        decode: { ttftBaseMs: 2, prefillMsPerToken: 0, tpotMs: 1, jitter: 0 },
+      });
+      t.after(() => sim.close());
+      await sim.ready;
+      const bench = async () =>
+        (
+          await runBenchmark({
+            baseUrl: sim.url,
+            backend,
+            workload: { kind: 'concurrency', concurrency: 2, requests: 4 },
+            prompts: { kind: 'synthetic', inputTokens: { kind: 'fixed', value: PROMPT_TOKENS }, outputTokens: { kind: 'fixed', value: 4 }, seed: 5 },
+            promptSalt: 9,
+            warmupRequests: 0,
+            ignoreEos: true,
+            requestTimeoutMs: 10_000,
+            specMetrics: 'none',
+          })
+        ).levels[0]!.prefixCache;
+      const cold = await bench();
+      const repeat = await bench();
+      assert.deepEqual([cold?.reporting, cold?.cachedTokens], [4, 0], `${engine}/${backend}: first run cold`);
+      assert.ok(repeat && repeat.reporting === 4 && repeat.hitRate > 0.8, `${engine}/${backend}: repeat hit rate ${repeat?.hitRate}`);
+      assert.equal(repeat.cachedTokens, await hitTokens(sim.url), `${engine}/${backend}: the client's count is the server's`);
+    }
+  });
+
   test("llama.cpp's cache_prompt: false (client.cache: reset with the llamacpp profile) neither uses nor fills the cache, from one thread or from load workers", async (t) => {
     const sim = await cachingSim(t);
     for (const workers of [1, 1, 2, 2]) {
@@ -113,8 +150,15 @@ describe('prompt cache control', () => {
           cache: string;
           metrics_json: string;
         }>
-      ).map((row) => ({ ...row, ttft: (JSON.parse(row.metrics_json) as { ttftMedianMs: number }).ttftMedianMs }));
+      ).map((row) => {
+        const metrics = JSON.parse(row.metrics_json) as { ttftMedianMs: number; prefixCacheHitRate?: number };
+        return { ...row, ttft: metrics.ttftMedianMs, hitRate: metrics.prefixCacheHitRate };
+      });
       assert.equal(trials.length, 6);
+      // Stored per trial from the servers' own usage reports: cold and reset find nothing, warm its earlier trials.
+      const hits = trials.map((trial) => trial.hitRate!);
+      if (cache === 'warm') assert.ok(hits.slice(1).every((rate) => rate > 0.8) && hits[0] === 0, `warm hit rates ${hits.join(', ')}`);
+      else assert.deepEqual(hits, [0, 0, 0, 0, 0, 0]);
       const show = await cli(['show', '1'], { store });
       assert.match(
         show.stdout,
@@ -122,6 +166,7 @@ describe('prompt cache control', () => {
           cache
         ],
       );
+      assert.match(show.stdout, /prefix-cache hit rate \(median over trials, as the server reported it\):\nvariant.*\n-.*\na\s+\d+%\n/);
       const prefillMs = PROMPT_TOKENS * PREFILL_MS_PER_TOKEN;
       if (cache === 'warm') {
         assert.ok(trials.every((trial) => trial.cache === 'warm'));

@@ -97,3 +97,17 @@ test('a level becomes invalid, and stops, at the first failure beyond the allowe
     /^stopped after 2 of 10 requests failed, more than the allowed fraction 0\.1 \(first: timeout: x\)/,
   );
 });
+
+test('a cold-cache trial that found more than 5% of its prompt tokens cached is invalid; warm or unreported is not judged', () => {
+  const warmish = level(ten({ cachedTokens: 1 })); // 10 of 80 prompt tokens: 12.5%
+  assert.deepEqual(warmish.prefixCache, { hitRate: 0.125, cachedTokens: 10, promptTokens: 80, reporting: 10 });
+  assert.match(
+    levelValidity(warmish, { ...strict, coldCache: 'cold' }) ?? '',
+    /^prefix cache: 13% of 80(\.0)? prompt tokens cached \(10 requests reported\) although cache: cold \(at most 5%\): a warm cache it should not have is not a measurement$/,
+  );
+  assert.match(levelValidity(warmish, { ...strict, coldCache: 'reset' }) ?? '', /although cache: reset/);
+  assert.equal(levelValidity(warmish, strict), undefined, 'cache: warm');
+  assert.equal(levelValidity(level(ten({ cachedTokens: 0 })), { ...strict, coldCache: 'cold' }), undefined);
+  assert.equal(levelValidity(level(ten()), { ...strict, coldCache: 'cold' }), undefined, 'a server that reports nothing is not judged');
+  assert.equal(level(ten()).prefixCache, undefined);
+});

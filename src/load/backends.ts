@@ -18,6 +18,8 @@ export interface StreamState {
   collectText: boolean;
   promptTokens?: number;
   completionTokens?: number;
+  /** Prompt tokens the server found in its prefix cache, when it reports them (see readCachedTokens). */
+  cachedTokens?: number;
   /** Speculative-decoding counters reported per request (llama.cpp timings, SGLang meta_info). */
   specDraftTokens?: number;
   specAcceptedTokens?: number;
@@ -148,6 +150,10 @@ function openAiUsage(record: Record<string, any>, state: StreamState): void {
   if (usage && typeof usage === 'object') {
     if (typeof usage.prompt_tokens === 'number') state.promptTokens = usage.prompt_tokens;
     if (typeof usage.completion_tokens === 'number') state.completionTokens = usage.completion_tokens;
+    // vLLM fills it with --enable-prompt-tokens-details (vllm/entrypoints/openai/protocol.py PromptTokenUsageInfo,
+    // UsageInfo.prompt_tokens_details); SGLang's OpenAI server with --enable-cache-report.
+    const details = usage.prompt_tokens_details;
+    if (details && typeof details.cached_tokens === 'number') state.cachedTokens = details.cached_tokens;
   }
 }
 
@@ -222,6 +228,8 @@ const sglang: Backend = {
     if (meta && typeof meta === 'object') {
       if (typeof meta.prompt_tokens === 'number') state.promptTokens = meta.prompt_tokens;
       if (typeof meta.completion_tokens === 'number') state.completionTokens = meta.completion_tokens;
+      // python/sglang/srt/managers/scheduler_output_processor_mixin.py: meta_info "cached_tokens": req.cached_tokens.
+      if (typeof meta.cached_tokens === 'number') state.cachedTokens = meta.cached_tokens;
       if (typeof meta.spec_verify_ct === 'number') state.specVerifySteps = meta.spec_verify_ct;
       if (typeof meta.spec_num_correct_drafts === 'number') state.specAcceptedTokens = meta.spec_num_correct_drafts;
       if (typeof meta.spec_num_proposed_drafts === 'number') state.specDraftTokens = meta.spec_num_proposed_drafts;
@@ -258,7 +266,12 @@ const tgi: Backend = {
   },
 };
 
+/**
+ * llama.cpp's `timings` (tools/server/server.cpp result_timings::to_json): draft counts with speculative decoding,
+ * and `cache_n`, the prompt tokens reused from the slot's cache.
+ */
 function readDraftTimings(timings: Record<string, unknown>, state: StreamState): void {
+  if (typeof timings.cache_n === 'number') state.cachedTokens = timings.cache_n;
   if (typeof timings.draft_n === 'number') state.specDraftTokens = timings.draft_n;
   if (typeof timings.draft_n_accepted === 'number') state.specAcceptedTokens = timings.draft_n_accepted;
 }

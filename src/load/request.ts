@@ -380,6 +380,7 @@ function buildOutcome(
   if (timing.waitedForSlot) sample.waitedForSlot = true;
   if (timing.resent) sample.resent = true;
   if (item.category !== undefined) sample.category = item.category;
+  if (state.cachedTokens !== undefined) sample.cachedTokens = state.cachedTokens;
   if (tokenTimes.length > 0) sample.ttftMs = tokenTimes[0]! - timing.origin;
   if (error) {
     sample.error = error;

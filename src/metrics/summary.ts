@@ -1,5 +1,16 @@
 import { quantileSorted } from 'simple-statistics';
-import type { LevelResult, RateCheck, RequestErrorKind, RequestSample, Slo, SpecDecodeStats, Summary, TokenCountCheck, TokenCountMethod } from './types.js';
+import type {
+  LevelResult,
+  PrefixCacheCheck,
+  RateCheck,
+  RequestErrorKind,
+  RequestSample,
+  Slo,
+  SpecDecodeStats,
+  Summary,
+  TokenCountCheck,
+  TokenCountMethod,
+} from './types.js';
 
 /**
  * Quantiles use simple-statistics' quantileSorted: linear interpolation between closest ranks (R type 7, numpy's
@@ -101,6 +112,8 @@ export function summarizeLevel(input: LevelInput): LevelResult {
   const outputLength = outputLengthOf(completed);
   if (outputLength) result.outputLength = outputLength;
   if (input.tokenCounts) result.tokenCounts = tokenCountCheck(completed, input.tokenCounts, input.spec !== undefined);
+  const prefixCache = prefixCacheOf(completed);
+  if (prefixCache) result.prefixCache = prefixCache;
   const resends = input.samples.filter((sample) => sample.resent).length;
   if (resends > 0) result.resends = resends;
   if (input.stopped !== undefined) result.stopped = input.stopped;
@@ -165,6 +178,21 @@ function spanRate(times: readonly number[]): number | undefined {
     if (time > last) last = time;
   }
   return last > first ? ((times.length - 1) * 1000) / (last - first) : undefined;
+}
+
+/** Prefix-cache hit rate over the completed requests whose server said how many prompt tokens it found cached. */
+function prefixCacheOf(completed: readonly RequestSample[]): PrefixCacheCheck | undefined {
+  let cachedTokens = 0;
+  let promptTokens = 0;
+  let reporting = 0;
+  for (const sample of completed) {
+    if (sample.cachedTokens === undefined) continue;
+    cachedTokens += sample.cachedTokens;
+    promptTokens += sample.inputTokens;
+    reporting++;
+  }
+  if (reporting === 0) return undefined;
+  return { hitRate: promptTokens > 0 ? cachedTokens / promptTokens : 0, cachedTokens, promptTokens, reporting };
 }
 
 /** Coefficient of variation (stddev / mean) of the gaps between sorted times. */

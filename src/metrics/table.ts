@@ -1,4 +1,4 @@
-import { formatNumber, formatSeconds } from '../util/format.js';
+import { formatNumber, formatSeconds, formatShare } from '../util/format.js';
 import type { BenchProgress, BenchResult, LevelResult, Summary } from './types.js';
 
 function fixed(value: number, digits: number): string {
@@ -86,6 +86,11 @@ export function earlyStopLine(output: NonNullable<LevelResult['outputLength']>):
   return `early-stop: ${formatNumber(output.generatedMean)} of ${formatNumber(output.requestedMean)} tokens per request (${output.shortRequests} requests stopped short)`;
 }
 
+/** "prefix cache: 34% of 51,200 prompt tokens cached (40 of 40 requests reported)". */
+export function prefixCacheLine(check: NonNullable<LevelResult['prefixCache']>): string {
+  return `prefix cache: ${formatShare(check.hitRate)} of ${formatNumber(check.promptTokens)} prompt tokens cached (${check.reporting} requests reported)`;
+}
+
 /** "token counts disagree: server usage 2,560 output tokens, the stream 1,280 token events (16 of 16 requests)". */
 export function tokenCountLine(counts: NonNullable<LevelResult['tokenCounts']>): string {
   const tokenizer = counts.tokenizer === undefined ? '' : `, the tokenizer ${formatNumber(counts.tokenizer)}`;
@@ -102,6 +107,7 @@ export function levelNotes(level: LevelResult): string[] {
   if (counts && counts.disagreeing > 0) {
     notes.push(`${tokenCountLine(counts)} at ${label}; figures use ${counts.method}${counts.trusted ? ' (trusted by choice)' : ''}`);
   }
+  if (level.prefixCache) notes.push(`${prefixCacheLine(level.prefixCache)} at ${label}`);
   if (level.resends) notes.push(`resends ${label}: ${level.resends} requests sent again after a kept-alive connection closed under them`);
   const rate = level.rate;
   if (rate) {

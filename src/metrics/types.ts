@@ -45,6 +45,8 @@ export interface RequestSample {
   sentAtMs: number;
   inputTokens: number;
   outputTokens: number;
+  /** Prompt tokens the server reported found in its prefix cache (usage, meta_info or timings); absent when it did not say. */
+  cachedTokens?: number;
   /** Output tokens asked for (max_tokens). */
   requestedTokens?: number;
   /** Time from the scheduled arrival (or first send) to the send that produced this sample; absent when 0. */
@@ -116,6 +118,8 @@ export interface LevelResult {
   tokenCounts?: TokenCountCheck;
   /** Requests sent a second time (see RequestSample.resent). */
   resends?: number;
+  /** Prefix-cache hits over the completed requests whose server reported cached tokens; absent when none did. */
+  prefixCache?: PrefixCacheCheck;
   /** Open loop only: offered vs achieved rates and how far the client fell behind its schedule. */
   rate?: RateCheck;
   /** Open loop only: TTFT and E2E from each request's send (ttftMs / e2eMs count from its scheduled arrival). */
@@ -140,6 +144,15 @@ export interface TokenCountCheck {
   usage: number;
   stream: number;
   tokenizer?: number;
+}
+
+export interface PrefixCacheCheck {
+  /** Cached prompt tokens / prompt tokens, over the reporting requests. */
+  hitRate: number;
+  cachedTokens: number;
+  promptTokens: number;
+  /** Completed requests that reported cached tokens, of `completed`. */
+  reporting: number;
 }
 
 export interface RateCheck {

@@ -11,6 +11,7 @@ import { escapeHtml as esc } from './escape.js';
 import type { Figure } from './figures.js';
 import { machineStateHtml } from './machine.js';
 import type { RunComparison, RunReport } from './model.js';
+import { sideColumns } from './side.js';
 
 /** Styles of the report fragments; the UI page includes them too. */
 export const REPORT_CSS = `
@@ -112,11 +113,12 @@ export function verdictTableHtml(report: RunReport): string {
   if (report.rows.length === 0) return '<p class="empty">No trials measured yet.</p>';
   const multiWorkload = report.workloads.length > 1;
   const confidence = `${Math.round(report.confidence * 100)}% CI`;
-  const head = `<tr>${multiWorkload ? '<th>workload</th>' : ''}<th>variant</th><th class="num">trials</th><th class="num">median ${esc(report.metricUnit || report.metric)}</th><th class="num">ratio vs baseline</th><th class="num">${confidence}</th><th class="num">p-value</th><th class="num">failed requests</th><th class="num">invalid trials</th><th>verdict</th></tr>`;
+  const side = sideColumns(report.rows);
+  const head = `<tr>${multiWorkload ? '<th>workload</th>' : ''}<th>variant</th><th class="num">trials</th><th class="num">median ${esc(report.metricUnit || report.metric)}</th><th class="num">ratio vs baseline</th><th class="num">${confidence}</th><th class="num">p-value</th><th class="num">failed requests</th><th class="num">invalid trials</th>${side.map((column) => `<th class="num">${esc(column.title)}</th>`).join('')}<th>verdict</th></tr>`;
   const body = report.rows
     .map((row) => {
       const verdictClass = row.label === 'faster' || row.label === 'slower' ? row.label : 'neutral';
-      return `<tr class="${row.isBaseline ? 'baseline' : ''}">${multiWorkload ? `<td>${esc(row.workload)}</td>` : ''}<td><code>${esc(row.variant)}</code></td><td class="num">${row.trials}</td><td class="num">${formatNumber(row.median)}</td><td class="num">${formatRatio(row.ratio)}</td><td class="num">${row.isBaseline ? '—' : formatInterval(row.ciLow, row.ciHigh)}</td><td class="num">${formatPValue(row.pValue)}</td><td class="num${row.failedRequests > 0 ? ' warn' : ''}">${row.failedRequests}</td><td class="num${row.invalidTrials > 0 ? ' warn' : ''}">${row.invalidTrials}</td><td><span class="pill ${verdictClass}">${esc(row.label)}</span></td></tr>`;
+      return `<tr class="${row.isBaseline ? 'baseline' : ''}">${multiWorkload ? `<td>${esc(row.workload)}</td>` : ''}<td><code>${esc(row.variant)}</code></td><td class="num">${row.trials}</td><td class="num">${formatNumber(row.median)}</td><td class="num">${formatRatio(row.ratio)}</td><td class="num">${row.isBaseline ? '—' : formatInterval(row.ciLow, row.ciHigh)}</td><td class="num">${formatPValue(row.pValue)}</td><td class="num${row.failedRequests > 0 ? ' warn' : ''}">${row.failedRequests}</td><td class="num${row.invalidTrials > 0 ? ' warn' : ''}">${row.invalidTrials}</td>${side.map((column) => `<td class="num">${column.cell(row)}</td>`).join('')}<td><span class="pill ${verdictClass}">${esc(row.label)}</span></td></tr>`;
     })
     .join('');
   const note = `<p class="muted">${esc(report.verdictMethod)}.${report.verdictsFinal ? '' : ' Verdicts are provisional: the runner has not finalized this run.'}</p>`;

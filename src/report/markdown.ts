@@ -4,6 +4,7 @@ import { acceptanceCell } from '../experiment/text/format.js';
 import { formatDuration, formatInterval, formatNumber, formatPValue, formatRatio, runDurationMs } from '../util/format.js';
 import { escapeMarkdownCell as cell } from './escape.js';
 import type { RunReport } from './model.js';
+import { sideColumns } from './side.js';
 
 export function renderMarkdown(report: RunReport): string {
   const lines: string[] = [];
@@ -23,14 +24,15 @@ export function renderMarkdown(report: RunReport): string {
     lines.push('No trials measured yet.', '');
   } else {
     const multiWorkload = report.workloads.length > 1;
+    const side = sideColumns(report.rows);
     lines.push(
-      `| ${multiWorkload ? 'workload | ' : ''}variant | trials | median ${cell(report.metricUnit || report.metric)} | ratio vs baseline | ${Math.round(report.confidence * 100)}% CI | p-value | failed requests | invalid trials | verdict |`,
-      `|${multiWorkload ? ' --- |' : ''} --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- |`,
+      `| ${multiWorkload ? 'workload | ' : ''}variant | trials | median ${cell(report.metricUnit || report.metric)} | ratio vs baseline | ${Math.round(report.confidence * 100)}% CI | p-value | failed requests | invalid trials | ${side.map((column) => `${column.title} | `).join('')}verdict |`,
+      `|${multiWorkload ? ' --- |' : ''} --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ${side.map(() => '---: | ').join('')}--- |`,
     );
     for (const row of report.rows) {
       const verdict = row.significant ? `**${row.label}**` : row.label;
       lines.push(
-        `| ${multiWorkload ? `${cell(row.workload)} | ` : ''}${cell(row.variant)} | ${row.trials} | ${formatNumber(row.median)} | ${formatRatio(row.ratio)} | ${row.isBaseline ? '—' : formatInterval(row.ciLow, row.ciHigh)} | ${formatPValue(row.pValue)} | ${row.failedRequests} | ${row.invalidTrials} | ${verdict} |`,
+        `| ${multiWorkload ? `${cell(row.workload)} | ` : ''}${cell(row.variant)} | ${row.trials} | ${formatNumber(row.median)} | ${formatRatio(row.ratio)} | ${row.isBaseline ? '—' : formatInterval(row.ciLow, row.ciHigh)} | ${formatPValue(row.pValue)} | ${row.failedRequests} | ${row.invalidTrials} | ${side.map((column) => `${column.cell(row)} | `).join('')}${verdict} |`,
       );
     }
     lines.push('', `_${report.verdictMethod}._`, '');

@@ -21,6 +21,7 @@ import type { FingerprintRecord, RunStatus, TrialRecord } from '../store/types.j
 import type { TrialTelemetry } from '../telemetry/types.js';
 import type { CdfSeries, SpeedupBar, XYSeries } from './charts.js';
 import { type MachineTrial, machineTrials } from './machine.js';
+import { type SideFigures, sideFigures } from './side.js';
 
 /** Everything stored about one run that a report needs. */
 export interface RunData {
@@ -55,6 +56,8 @@ export interface VerdictRow {
   failedRequests: number;
   /** Trials measured but not counted (server died, requests failed); each was re-run. */
   invalidTrials: number;
+  /** Medians over the counted trials of the figures not every trial has (see SIDE_FIGURES). */
+  side: SideFigures;
 }
 
 export interface EnvironmentSummary {
@@ -337,6 +340,7 @@ function verdictRows(
           pairHealth?.failedRequests ??
           trials.filter((trial) => trial.variant === variant && trial.workload === workload).reduce((sum, trial) => sum + trial.metrics.failed, 0),
         invalidTrials: pairHealth?.invalidTrials ?? 0,
+        side: sideFigures(trials.filter((trial) => trial.variant === variant && trial.workload === workload)),
       });
     }
   }

@@ -29,6 +29,8 @@ export interface EngineStep {
   last: boolean;
   /** Why generation ended; set on the last step only. */
   finishReason?: FinishReason;
+  /** The request's prompt tokens found in the prefix cache (the same on every step; SGLang sends it with each chunk). */
+  cachedTokens: number;
 }
 
 export type FinishReason = 'length' | 'stop';
@@ -43,6 +45,8 @@ export interface GenerationOutcome {
   /** From slot grant to the first token, and from there to the last. */
   promptMs: number;
   decodeMs: number;
+  /** Prompt tokens found in the prefix cache (GenerationParams.cachedTokens, 0 without one). */
+  cachedTokens: number;
 }
 
 /** Called per step; a returned promise (e.g. waiting for the socket to drain) holds the next step back. */
@@ -117,6 +121,7 @@ export class SimEngine {
       acceptedDraftTokens: 0,
       promptMs: firstTokenAt - start,
       decodeMs: 0,
+      cachedTokens: params.cachedTokens ?? 0,
     };
     let stepsSinceYield = 0;
     for (let index = 0; ; index += 1) {
@@ -156,7 +161,8 @@ export class SimEngine {
       if (counted) this.metrics.generationTokens += tokens.length;
       this.lastOutputAt = nowMs();
       const last = outcome.finishReason === 'stop' || outcome.completionTokens >= params.maxTokens;
-      const pending = sink({ index, tokens, accepted, totalTokens: outcome.completionTokens, last, ...(last ? { finishReason: outcome.finishReason } : {}) });
+      const step = { index, tokens, accepted, totalTokens: outcome.completionTokens, last, cachedTokens: outcome.cachedTokens };
+      const pending = sink(last ? { ...step, finishReason: outcome.finishReason } : step);
       if (pending) await pending;
       if (signal.aborted) return undefined;
       if (last) break;

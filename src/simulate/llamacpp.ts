@@ -35,8 +35,10 @@ export function llamacppJob(raw: unknown, config: SimConfig): GenerationJob {
     stop_type: outcome.finishReason === 'length' ? 'limit' : 'eos',
     stopped_eos: outcome.finishReason === 'stop',
     stopped_limit: outcome.finishReason === 'length',
+    // tools/server/server.cpp result_timings: cache_n = prompt tokens reused from the slot's cache, prompt_n = evaluated.
     timings: {
-      prompt_n: promptTokens,
+      cache_n: outcome.cachedTokens,
+      prompt_n: promptTokens - outcome.cachedTokens,
       prompt_ms: round(outcome.promptMs),
       prompt_per_token_ms: round(outcome.promptMs / Math.max(1, promptTokens)),
       prompt_per_second: outcome.promptMs > 0 ? round((promptTokens * 1000) / outcome.promptMs) : 0,

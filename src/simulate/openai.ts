@@ -30,10 +30,20 @@ const ChatBody = z.looseObject({
   messages: z.array(z.looseObject({ role: z.string(), content: z.union([z.string(), z.array(ContentPart)]).nullish() })).min(1),
 });
 
-type Usage = { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+type Usage = { prompt_tokens: number; completion_tokens: number; total_tokens: number; prompt_tokens_details?: { cached_tokens: number } };
 
-function usageOf(promptTokens: number, completionTokens: number): Usage {
-  return { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+/**
+ * With a prefix cache, usage says how many prompt tokens it served, as vLLM does with --enable-prompt-tokens-details
+ * (vllm/entrypoints/openai/protocol.py UsageInfo.prompt_tokens_details, PromptTokenUsageInfo.cached_tokens).
+ */
+function usageOf(promptTokens: number, outcome: GenerationOutcome, config: SimConfig): Usage {
+  const completionTokens = outcome.completionTokens;
+  return {
+    prompt_tokens: promptTokens,
+    completion_tokens: completionTokens,
+    total_tokens: promptTokens + completionTokens,
+    ...(config.prefixCache.enabled && { prompt_tokens_details: { cached_tokens: outcome.cachedTokens } }),
+  };
 }
 
 function checkModel(requested: string | undefined, config: SimConfig): string {
@@ -116,14 +126,14 @@ function openAiJob(endpoint: Endpoint, body: CommonBody, promptTokens: number, m
       text += delta;
       return [chunk([endpoint.deltaChoice(delta, step.finishReason ?? null)])];
     },
-    closingEvents: (outcome: GenerationOutcome) => (includeUsage ? [chunk([], usageOf(promptTokens, outcome.completionTokens))] : []),
+    closingEvents: (outcome: GenerationOutcome) => (includeUsage ? [chunk([], usageOf(promptTokens, outcome, config))] : []),
     body: (outcome: GenerationOutcome) => ({
       id,
       object: endpoint.bodyObject,
       created,
       model,
       choices: [endpoint.finalChoice(text, outcome.finishReason)],
-      usage: usageOf(promptTokens, outcome.completionTokens),
+      usage: usageOf(promptTokens, outcome, config),
     }),
   };
 }

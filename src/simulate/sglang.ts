@@ -50,12 +50,13 @@ export function sglangJob(raw: unknown, config: SimConfig): GenerationJob {
       spec_num_proposed_drafts: proposed,
     };
   };
-  const metaInfo = (finishReason: FinishReason | undefined): object => ({
+  // cached_tokens as python/sglang/srt/managers/scheduler_output_processor_mixin.py sends it: req.cached_tokens, every chunk.
+  const metaInfo = (finishReason: FinishReason | undefined, cachedTokens: number): object => ({
     id,
     finish_reason: finishReason === undefined ? null : finishReason === 'length' ? { type: 'length', length: maxTokens } : { type: 'stop', matched: 2 },
     prompt_tokens: promptTokens,
     completion_tokens: completionTokens,
-    cached_tokens: 0,
+    cached_tokens: cachedTokens,
     ...(finishReason === undefined ? {} : specInfo()),
   });
 
@@ -70,9 +71,9 @@ export function sglangJob(raw: unknown, config: SimConfig): GenerationJob {
       if (step.index > 0) verifySteps += 1;
       correctDrafts += step.accepted;
       completionTokens = step.totalTokens;
-      return [{ text: incremental ? added : text, meta_info: metaInfo(step.finishReason), index: 0 }];
+      return [{ text: incremental ? added : text, meta_info: metaInfo(step.finishReason, step.cachedTokens), index: 0 }];
     },
     closingEvents: () => [],
-    body: (outcome) => ({ text, meta_info: metaInfo(outcome.finishReason), index: 0 }),
+    body: (outcome) => ({ text, meta_info: metaInfo(outcome.finishReason, outcome.cachedTokens), index: 0 }),
   };
 }

@@ -44,6 +44,7 @@ const trialMetricsSchema = z
     acceptanceRate: figure.optional(),
     meanAcceptedLength: figure.optional(),
     acceptanceByPosition: z.array(figure).optional(),
+    prefixCacheHitRate: figure.optional(),
     byCategory: z.record(z.string(), categorySchema).optional(),
   })
   .passthrough();

@@ -23,6 +23,8 @@ export interface TrialMetrics {
   failed: number;
   acceptanceRate?: number;
   meanAcceptedLength?: number;
+  /** Prompt tokens the server found in its prefix cache / prompt tokens, where it reported them (see PrefixCacheCheck). */
+  prefixCacheHitRate?: number;
   /** Share of drafts accepted at each draft position (0 = first), where the engine reports it. */
   acceptanceByPosition?: number[];
   /** Per dataset category, when the workload's prompts have categories. */

@@ -12,3 +12,10 @@ export const DEFAULT_READY_TIMEOUT_MS = 30 * 60_000;
 /** A request that has produced nothing for this long is failed as a stall. */
 export const DEFAULT_REQUEST_TIMEOUT = '60s';
 export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
+
+/**
+ * Most of its prompt tokens a `cache: cold` trial may find in the prefix cache. Above it the trial measured a cache
+ * it should not have had (a salt that did not reach the prompt, a carried-over cache) and is invalid. Not 0: prompts
+ * of one trial share their salt words and a dataset's common openings, a few blocks' worth.
+ */
+export const COLD_CACHE_MAX_HIT_RATE = 0.05;

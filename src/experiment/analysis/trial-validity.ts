@@ -1,5 +1,6 @@
-import { earlyStopLine, tokenCountLine } from '../../metrics/table.js';
+import { earlyStopLine, prefixCacheLine, tokenCountLine } from '../../metrics/table.js';
 import type { LevelResult } from '../../metrics/types.js';
+import { COLD_CACHE_MAX_HIT_RATE } from '../../util/defaults.js';
 
 /** What a level's measurement was asked to be, and how the caller names the settings in its messages. */
 export interface ValidityOptions {
@@ -9,6 +10,8 @@ export interface ValidityOptions {
   requireFullOutput?: boolean;
   /** Most failed (and, separately, resent) requests allowed, as a fraction of those sent. */
   maxFailedFraction: number;
+  /** The trial was meant to meet a cold prefix cache: the experiment's `client.cache` mode that promised it. */
+  coldCache?: 'cold' | 'reset';
   /** Setting names as the user writes them (defaults: the experiment file's keys). */
   names?: Partial<Record<'requireFullOutput' | 'tokenCounts' | 'maxFailedFraction', string>>;
 }
@@ -45,6 +48,10 @@ export function levelValidity(level: LevelResult, options: ValidityOptions): str
   const output = level.outputLength;
   if (options.ignoreEos && options.requireFullOutput !== false && output && output.shortRequests > 0) {
     return `${earlyStopLine(output)} although ignore_eos was asked: the server does not honour it, and unequal work is not comparable (${names.requireFullOutput} accepts it)`;
+  }
+  const cache = level.prefixCache;
+  if (options.coldCache && cache && cache.hitRate > COLD_CACHE_MAX_HIT_RATE) {
+    return `${prefixCacheLine(cache)} although cache: ${options.coldCache} (at most ${COLD_CACHE_MAX_HIT_RATE * 100}%): a warm cache it should not have is not a measurement`;
   }
   return undefined;
 }

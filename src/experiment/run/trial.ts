@@ -85,6 +85,7 @@ export async function measureTrial(
     ignoreEos: variant.client.ignoreEos,
     ...(variant.client.requireFullOutput !== undefined && { requireFullOutput: variant.client.requireFullOutput }),
     ...(died !== undefined && { serverDeath: died }),
+    ...(variant.client.cache !== 'warm' && { coldCache: variant.client.cache }),
   });
   return {
     ...planned,

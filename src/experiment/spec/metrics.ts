@@ -17,6 +17,7 @@ export function trialMetricsOf(level: LevelResult): TrialMetrics {
     failed: level.failed,
     ...(level.spec?.acceptanceRate !== undefined && { acceptanceRate: level.spec.acceptanceRate }),
     ...(level.spec?.meanAcceptedLength !== undefined && { meanAcceptedLength: level.spec.meanAcceptedLength }),
+    ...(level.prefixCache && { prefixCacheHitRate: level.prefixCache.hitRate }),
     ...(level.spec?.acceptanceByPosition && { acceptanceByPosition: level.spec.acceptanceByPosition }),
     ...(level.categories && { byCategory: Object.fromEntries(level.categories.map((category) => [category.category, categoryMetricsOf(category)])) }),
   };

@@ -96,6 +96,21 @@ export function formatMedians(experiment: ResolvedExperiment, trials: readonly T
   return table(['variant', ...experiment.workloads.map((workload) => workload.label)], rows);
 }
 
+/** Median prefix-cache hit rate per variant and workload; undefined when no server reported cached tokens. */
+function formatCacheHitRates(experiment: ResolvedExperiment, trials: readonly TrialRecord[]): string | undefined {
+  if (!trials.some((trial) => trial.metrics.prefixCacheHitRate !== undefined)) return undefined;
+  const rows = experiment.variants.map((variant) => [
+    variant.name,
+    ...experiment.workloads.map((workload) => {
+      const values = trials
+        .filter((trial) => trial.variant === variant.name && trial.workload === workload.label)
+        .flatMap((trial) => (typeof trial.metrics.prefixCacheHitRate === 'number' ? [trial.metrics.prefixCacheHitRate] : []));
+      return values.length === 0 ? '-' : formatShare(median(values));
+    }),
+  ]);
+  return table(['variant', ...experiment.workloads.map((workload) => workload.label)], rows);
+}
+
 /** Trials that were measured but not counted, with their causes; empty when there were none. */
 export function formatInvalidTrials(invalid: readonly InvalidTrialRow[]): string[] {
   if (invalid.length === 0) return [];
@@ -150,6 +165,8 @@ export function formatRunShow(run: RunDetail, trials: readonly TrialRecord[], in
     `median ${experiment.metric} (${unit}):`,
     formatMedians(experiment, trials),
   ];
+  const cacheHits = formatCacheHitRates(experiment, trials);
+  if (cacheHits) lines.push('', 'prefix-cache hit rate (median over trials, as the server reported it):', cacheHits);
   const categories = categoryRows(trials);
   if (categories.length > 0) lines.push('', 'per category (medians over trials):', formatCategoryRows(categories));
   if (run.verdicts !== undefined)
