@@ -166,7 +166,10 @@ describe('prompt cache control', () => {
           cache
         ],
       );
-      assert.match(show.stdout, /prefix-cache hit rate \(median over trials, as the server reported it\):\nvariant.*\n-.*\na\s+\d+%\n/);
+      assert.match(
+        show.stdout,
+        /prefix-cache hits \(as the server reported them\), GPU power, energy and cost \(medians over trials\):\nvariant.*\n-.*\na\s+single-stream\s+\d+%\n/,
+      );
       const prefillMs = PROMPT_TOKENS * PREFILL_MS_PER_TOKEN;
       if (cache === 'warm') {
         assert.ok(trials.every((trial) => trial.cache === 'warm'));

@@ -3,6 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { loadExperiment } from '../src/experiment/spec/load.js';
+import { higherIsBetter, metricUnit } from '../src/experiment/spec/metrics.js';
 import { UserError } from '../src/util/errors.js';
 import { cli, tempDir } from './support-experiment.js';
 
@@ -174,6 +175,26 @@ grid:
     assert.deepEqual(
       bursty.workloads.map((workload) => workload.label),
       ['rate=4/s', 'rate=4/s,burstiness=0.5'],
+    );
+    expectError(
+      write('energy.yaml', `${BASE}metric: joulesPerToken\ntelemetry: { enabled: false }\n`),
+      /telemetry\.enabled: joulesPerToken needs the GPU power readings/,
+    );
+    expectError(write('cost.yaml', `${BASE}objective: { minimize: usdPerMillionTokens }\n`), /cost: usdPerMillionTokens needs cost: \{ gpuHourUsd: … \}/);
+    const priced = loadExperiment(
+      write(
+        'priced.yaml',
+        `${BASE}objective: { minimize: joulesPerToken, subjectTo: { usdPerMillionTokens: "< 2" } }\ncost: { gpuHourUsd: 2.5 }\nbudget: { gpuHours: 1, gpusPerServer: 4 }\n`,
+      ),
+    );
+    assert.deepEqual([priced.cost, priced.objective?.metric, priced.objective?.direction], [{ gpuHourUsd: 2.5, gpus: 4 }, 'joulesPerToken', 'minimize']);
+    assert.deepEqual(
+      (['joulesPerToken', 'tokensPerJoule', 'usdPerMillionTokens'] as const).map((metric) => [higherIsBetter(metric), metricUnit(metric)]),
+      [
+        [false, 'J/tok'],
+        [true, 'tok/J'],
+        [false, '$/Mtok'],
+      ],
     );
     expectError(
       write('dataset.yaml', `${BASE}client:\n  prompts: { kind: jsonl, path: prompts.jsonl }\n`),

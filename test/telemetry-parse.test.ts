@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { parseDriverCudaVersion, parseNvccVersion, parseNvlinkStatus, parseTopology } from '../src/fingerprint/nvidia-smi-text.js';
 import { NVIDIA_SMI_FIELDS, parseNcclLibraryVersion } from '../src/fingerprint/parse.js';
+import { meanPowerW } from '../src/telemetry/energy.js';
 import { parseGovernors, parseHostProbe, parseLoadavg } from '../src/telemetry/host.js';
 import {
   clockEventReasons,
@@ -183,5 +184,24 @@ describe('preflight findings', () => {
     assert.deepEqual(visibleGpus({ CUDA_VISIBLE_DEVICES: '1,2' }), [1, 2]);
     assert.equal(visibleGpus({ CUDA_VISIBLE_DEVICES: 'GPU-abc' }), undefined);
     assert.deepEqual(evaluatePreflight({ gpuRows: [busyRow()], processes: [], governors: [], gpus: [1] }), []);
+  });
+});
+
+describe('GPU energy from the captured power readings', () => {
+  test('mean power over a window: the idle and the power-capped stretch of the busy capture, summed over GPUs', () => {
+    const samples = samplesOf('lms-busy.csv'); // one reading per 200 ms: ~80 W for 2 s, a ramp, then ~690 W
+    const idle = meanPowerW(samples, 0, 1800)!;
+    assert.deepEqual([idle.gpus, Math.round(idle.watts * 10) / 10], [1, 80.1]);
+    const capped = meanPowerW(samples, 3400, 3800)!;
+    assert.ok(Math.abs(capped.watts - 689.7) < 0.2, `capped ${capped.watts} W`);
+    // Trapezoids over the ramp: between the two plateaus, by the area under the readings.
+    const whole = meanPowerW(samples, 0, 3800)!.watts;
+    let area = 0;
+    for (let i = 1; i < samples.length; i++) area += ((samples[i]!.powerW! + samples[i - 1]!.powerW!) / 2) * 200;
+    assert.ok(Math.abs(whole - area / 3800) < 1e-9 && whole > 250 && whole < 400, `whole capture ${whole} W`);
+    const twoGpus = meanPowerW([...samples, ...samples.map((sample) => ({ ...sample, index: 1 }))], 3400, 3800)!;
+    assert.deepEqual([twoGpus.gpus, Math.round(twoGpus.watts)], [2, Math.round(2 * capped.watts)]);
+    assert.equal(Math.round(meanPowerW(samples, 10_000, 20_000)!.watts), Math.round(whole), 'no reading in the window: all of them');
+    assert.equal(meanPowerW([{ at: 0, index: 0 }], 0, 1), undefined);
   });
 });

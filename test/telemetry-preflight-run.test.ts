@@ -77,4 +77,40 @@ describe('preflight and GPU telemetry in a run (nvidia-smi replaying the busy H2
     assert.equal(summary.gpus[0]?.reasonShare['SW power cap'], 1);
     assert.equal(summary.gpus[0]?.memoryUsedMaxMiB, 31731);
   });
+
+  test('energy and cost per trial: the replayed 689 W reading over the level gives J/tok, tok/J and $/Mtok; metric: joulesPerToken', async (t) => {
+    const dir = tempDir(t, 'energy-run');
+    replayingNvidiaSmi(dir);
+    const store = join(dir, 'servelab.db');
+    const previousPath = process.env.PATH;
+    process.env.PATH = `${dir}:${previousPath ?? ''}`;
+    t.after(() => (process.env.PATH = previousPath));
+    const file = writeExperiment(dir, 'energy.yaml', {
+      name: 'energy',
+      trials: 2,
+      metric: 'joulesPerToken',
+      cost: { gpuHourUsd: 3.6 },
+      telemetry: { interval: 0.1 },
+      preflight: 'off',
+    });
+    const run = await cli(['run', file], { store });
+    assert.equal(run.code, 0, run.stderr);
+    const db = new Database(store, { readonly: true });
+    t.after(() => db.close());
+    const watts = Number(parseQueryCsv(fixture('lms-busy.csv'), CAPTURE_FIELDS).at(-1)!['power.draw']);
+    const rows = db.prepare('SELECT metrics_json FROM trials ORDER BY id').all() as Array<{ metrics_json: string }>;
+    assert.equal(rows.length, 2);
+    for (const row of rows) {
+      const metrics = JSON.parse(row.metrics_json) as Record<string, number>;
+      const rate = metrics.outputTokensPerSecond!;
+      assert.equal(metrics.powerW, watts);
+      assert.ok(Math.abs(metrics.joulesPerToken! - watts / rate) < 1e-9 * metrics.joulesPerToken!, JSON.stringify(metrics));
+      assert.ok(Math.abs(metrics.tokensPerJoule! * metrics.joulesPerToken! - 1) < 1e-12);
+      // 3.60 $ per GPU hour, 1 GPU: 1e6 tokens take 1e6 / rate seconds = 1000 / rate dollars.
+      assert.ok(Math.abs(metrics.usdPerMillionTokens! - 1000 / rate) < 1e-9 * metrics.usdPerMillionTokens!);
+    }
+    const show = await cli(['show', '1'], { store });
+    assert.match(show.stdout, /metric: joulesPerToken \(J\/tok\)/);
+    assert.match(show.stdout, /variant\s+workload\s+GPU W\s+J\/tok\s+\$\/Mtok\n-.*\nbaseline\s+single-stream\s+689\s+[\d.]+\s+[\d.]+\n/);
+  });
 });

@@ -3,6 +3,7 @@
  * exported as fragments so `servelab ui` shows exactly the same tables. Every stored string goes through escapeHtml.
  */
 
+import { sideColumns } from '../experiment/spec/side-figures.js';
 import { acceptanceCell } from '../experiment/text/format.js';
 import type { FingerprintChange } from '../fingerprint/types.js';
 import { formatDuration, formatInterval, formatNumber, formatPercent, formatPValue, formatRatio, runDurationMs } from '../util/format.js';
@@ -11,7 +12,6 @@ import { escapeHtml as esc } from './escape.js';
 import type { Figure } from './figures.js';
 import { machineStateHtml } from './machine.js';
 import type { RunComparison, RunReport } from './model.js';
-import { sideColumns } from './side.js';
 
 /** Styles of the report fragments; the UI page includes them too. */
 export const REPORT_CSS = `

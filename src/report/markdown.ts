@@ -1,10 +1,10 @@
 /** The Markdown summary of a run: verdict table, environment, drift notes (for PRs, chat, terminals). */
 
+import { sideColumns } from '../experiment/spec/side-figures.js';
 import { acceptanceCell } from '../experiment/text/format.js';
 import { formatDuration, formatInterval, formatNumber, formatPValue, formatRatio, runDurationMs } from '../util/format.js';
 import { escapeMarkdownCell as cell } from './escape.js';
 import type { RunReport } from './model.js';
-import { sideColumns } from './side.js';
 
 export function renderMarkdown(report: RunReport): string {
   const lines: string[] = [];

@@ -9,6 +9,7 @@ import { verdictMethod } from '../experiment/analysis/verdict.js';
 import { computeVerdicts } from '../experiment/analysis/verdicts.js';
 import { type CategoryRow, categoryRows } from '../experiment/spec/categories.js';
 import { metricUnit, metricValue } from '../experiment/spec/metrics.js';
+import { type SideFigures, sideFigures } from '../experiment/spec/side-figures.js';
 import { storedExperimentOf, storedVerdictsOf } from '../experiment/spec/stored.js';
 import type { MetricName, ResolvedExperiment, VariantVerdict } from '../experiment/spec/types.js';
 import { diffFingerprints, flattenFingerprint, formatChanges, isVolatileKey } from '../fingerprint/diff.js';
@@ -21,7 +22,6 @@ import type { FingerprintRecord, RunStatus, TrialRecord } from '../store/types.j
 import type { TrialTelemetry } from '../telemetry/types.js';
 import type { CdfSeries, SpeedupBar, XYSeries } from './charts.js';
 import { type MachineTrial, machineTrials } from './machine.js';
-import { type SideFigures, sideFigures } from './side.js';
 
 /** Everything stored about one run that a report needs. */
 export interface RunData {

@@ -45,6 +45,10 @@ const trialMetricsSchema = z
     meanAcceptedLength: figure.optional(),
     acceptanceByPosition: z.array(figure).optional(),
     prefixCacheHitRate: figure.optional(),
+    powerW: figure.optional(),
+    joulesPerToken: figure.optional(),
+    tokensPerJoule: figure.optional(),
+    usdPerMillionTokens: figure.optional(),
     byCategory: z.record(z.string(), categorySchema).optional(),
   })
   .passthrough();

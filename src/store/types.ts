@@ -25,6 +25,12 @@ export interface TrialMetrics {
   meanAcceptedLength?: number;
   /** Prompt tokens the server found in its prefix cache / prompt tokens, where it reported them (see PrefixCacheCheck). */
   prefixCacheHitRate?: number;
+  /** Mean power of the server host's GPUs during the level (nvidia-smi power.draw, summed over GPUs), and what it buys. */
+  powerW?: number;
+  joulesPerToken?: number;
+  tokensPerJoule?: number;
+  /** GPU cost of a million output tokens at the experiment's `cost.gpuHourUsd`. */
+  usdPerMillionTokens?: number;
   /** Share of drafts accepted at each draft position (0 = first), where the engine reports it. */
   acceptanceByPosition?: number[];
   /** Per dataset category, when the workload's prompts have categories. */

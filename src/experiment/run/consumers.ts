@@ -53,7 +53,10 @@ export class TrialConsumers {
       log(`${where}: INVALID${level ? ` (${level.completed} ok, ${level.failed} failed)` : ''}: ${reason}`);
       return { valid: false, reason };
     }
-    const metrics = trialMetricsOf(level);
+    const metrics = trialMetricsOf(level, {
+      ...(measured.telemetry && { gpuSamples: measured.telemetry.series.gpu }),
+      ...(experiment.cost && { cost: experiment.cost }),
+    });
     journal.validTrial(
       {
         variant: trial.variant,

@@ -90,6 +90,10 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
     if (labels.has(workload.label)) fail(`workloads`, `workload "${workload.label}" appears twice (entry ${index})`);
     labels.add(workload.label);
   });
+  const judged = [file.metric, file.objective?.maximize, file.objective?.minimize, ...Object.keys(file.objective?.subjectTo ?? {})];
+  const energy = judged.find((metric) => metric === 'joulesPerToken' || metric === 'tokensPerJoule');
+  if (energy && !file.telemetry.enabled) fail('telemetry.enabled', `${energy} needs the GPU power readings of telemetry: set it to true`);
+  if (judged.includes('usdPerMillionTokens') && !file.cost) fail('cost', 'usdPerMillionTokens needs cost: { gpuHourUsd: … }');
 
   return {
     name: file.name,
@@ -117,6 +121,7 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
         ...(file.budget.gpuHours !== undefined && { gpuHours: file.budget.gpuHours }),
       },
     }),
+    ...(file.cost && { cost: { gpuHourUsd: file.cost.gpuHourUsd, gpus: file.cost.gpus ?? file.budget?.gpusPerServer ?? 1 } }),
     ...(file.maxRestarts !== undefined && { maxRestarts: file.maxRestarts }),
     stopping: file.stopping,
     ...(file.objective && { objective: resolveObjective(file.objective, workloads, fail) }),

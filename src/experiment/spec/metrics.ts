@@ -1,10 +1,19 @@
 import type { CategoryResult, LevelResult } from '../../load/types.js';
 import type { CategoryMetrics, TrialMetrics } from '../../store/types.js';
+import { meanPowerW } from '../../telemetry/energy.js';
+import type { GpuSample } from '../../telemetry/types.js';
 import type { MetricName } from './types.js';
 
+/** What turns a level's throughput into energy and money: the GPU readings of its trial, the price of a GPU hour. */
+export interface EfficiencyInputs {
+  gpuSamples?: readonly GpuSample[];
+  cost?: { gpuHourUsd: number; gpus: number };
+}
+
 /** The figures of one measured level that a trial keeps (samples are stored separately). */
-export function trialMetricsOf(level: LevelResult): TrialMetrics {
+export function trialMetricsOf(level: LevelResult, efficiency: EfficiencyInputs = {}): TrialMetrics {
   return {
+    ...efficiencyOf(level, efficiency),
     outputTokensPerSecond: level.outputTokensPerSecond,
     requestsPerSecond: level.requestsPerSecond,
     perStreamTokensPerSecond: level.outputTokensPerSecondPerStream.median,
@@ -23,6 +32,28 @@ export function trialMetricsOf(level: LevelResult): TrialMetrics {
   };
 }
 
+/**
+ * Joules per output token = the GPUs' mean power over the level / its output tokens per second (energy and tokens
+ * over the same span); dollars per million output tokens = the GPUs' hourly price / tokens per hour.
+ */
+function efficiencyOf(level: LevelResult, { gpuSamples, cost }: EfficiencyInputs): Partial<TrialMetrics> {
+  const rate = level.outputTokensPerSecond;
+  if (!(rate > 0)) return {};
+  // The level's span on the wall clock: first send to last completion (e2e counts from the scheduled arrival).
+  let from = Number.POSITIVE_INFINITY;
+  let to = Number.NEGATIVE_INFINITY;
+  for (const sample of level.samples) {
+    if (sample.error) continue;
+    from = Math.min(from, sample.sentAtMs);
+    to = Math.max(to, sample.sentAtMs - (sample.queueMs ?? 0) + (sample.e2eMs ?? 0));
+  }
+  const power = gpuSamples && from <= to ? meanPowerW(gpuSamples, from, to) : undefined;
+  return {
+    ...(power && { powerW: power.watts, joulesPerToken: power.watts / rate, tokensPerJoule: rate / power.watts }),
+    ...(cost && { usdPerMillionTokens: (cost.gpuHourUsd * cost.gpus * 1e6) / (3600 * rate) }),
+  };
+}
+
 function categoryMetricsOf(category: CategoryResult): CategoryMetrics {
   return {
     completed: category.completed,
@@ -36,9 +67,9 @@ function categoryMetricsOf(category: CategoryResult): CategoryMetrics {
   };
 }
 
-/** Latencies (…Ms) improve downwards, rates upwards. */
+/** Latencies (…Ms), energy and cost per token improve downwards, rates upwards. */
 export function higherIsBetter(metric: MetricName): boolean {
-  return !metric.endsWith('Ms');
+  return !metric.endsWith('Ms') && metric !== 'joulesPerToken' && metric !== 'usdPerMillionTokens';
 }
 
 export function metricUnit(metric: MetricName): string {
@@ -46,6 +77,9 @@ export function metricUnit(metric: MetricName): string {
   if (metric === 'requestsPerSecond') return 'req/s';
   if (metric === 'perStreamTokensPerSecond') return 'tok/s/stream';
   if (metric === 'outputTokensPerSecond') return 'tok/s';
+  if (metric === 'joulesPerToken') return 'J/tok';
+  if (metric === 'tokensPerJoule') return 'tok/J';
+  if (metric === 'usdPerMillionTokens') return '$/Mtok';
   return '';
 }
 

@@ -143,6 +143,8 @@ export const experimentFileSchema = z.strictObject({
   /** Passes of a blocked schedule (default 2: one forward, one reversed, so slow drift cancels). */
   passes: z.number().int().min(1).optional(),
   budget: budgetSchema.optional(),
+  /** Price of one GPU hour, for $ per million output tokens; gpus: GPUs a server holds (default budget.gpusPerServer, else 1). */
+  cost: z.strictObject({ gpuHourUsd: z.number().positive(), gpus: z.number().int().min(1).optional() }).optional(),
   maxRestarts: z.number().int().min(0).optional(),
   /** fixed: every planned trial; race: drop configs significantly worse than the best after each pass. */
   stopping: z.enum(['fixed', 'race']).default('fixed'),

@@ -68,10 +68,14 @@ export const METRIC_NAMES = [
   'tpotMedianMs',
   'itlP99Ms',
   'e2eMedianMs',
+  'joulesPerToken',
+  'tokensPerJoule',
+  'usdPerMillionTokens',
 ] as const satisfies ReadonlyArray<NumericKey<TrialMetrics>>;
 export type MetricName = (typeof METRIC_NAMES)[number];
 
-type NumericKey<T> = { [K in keyof T]-?: T[K] extends number ? K : never }[keyof T];
+/** Numeric fields, optional ones included (energy and cost: a trial without power readings has none, read as NaN). */
+type NumericKey<T> = { [K in keyof T]-?: NonNullable<T[K]> extends number ? K : never }[keyof T];
 
 /** The experiment after defaults, grid expansion and sweep expansion; stored as runs.config_json so a resume replays it. */
 export interface ResolvedExperiment {
@@ -104,6 +108,8 @@ export interface ResolvedExperiment {
   schedule?: ScheduleSetting;
   passes?: number;
   budget?: Budget;
+  /** `cost:` with its GPU count resolved. */
+  cost?: { gpuHourUsd: number; gpus: number };
   maxRestarts?: number;
   stopping?: 'fixed' | 'race';
   objective?: Objective;

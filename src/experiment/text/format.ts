@@ -5,6 +5,7 @@ import { formatNumber, formatPercent, formatPValue, formatShare } from '../../ut
 import { verdictMethod } from '../analysis/verdict.js';
 import { type CategoryRow, categoryRows } from '../spec/categories.js';
 import { metricUnit, metricValue } from '../spec/metrics.js';
+import { sideColumns, sideFigures } from '../spec/side-figures.js';
 import { storedExperimentOf, storedVerdictsOf } from '../spec/stored.js';
 import type { MetricName, ResolvedExperiment, VariantVerdict } from '../spec/types.js';
 
@@ -96,19 +97,21 @@ export function formatMedians(experiment: ResolvedExperiment, trials: readonly T
   return table(['variant', ...experiment.workloads.map((workload) => workload.label)], rows);
 }
 
-/** Median prefix-cache hit rate per variant and workload; undefined when no server reported cached tokens. */
-function formatCacheHitRates(experiment: ResolvedExperiment, trials: readonly TrialRecord[]): string | undefined {
-  if (!trials.some((trial) => trial.metrics.prefixCacheHitRate !== undefined)) return undefined;
-  const rows = experiment.variants.map((variant) => [
-    variant.name,
-    ...experiment.workloads.map((workload) => {
-      const values = trials
-        .filter((trial) => trial.variant === variant.name && trial.workload === workload.label)
-        .flatMap((trial) => (typeof trial.metrics.prefixCacheHitRate === 'number' ? [trial.metrics.prefixCacheHitRate] : []));
-      return values.length === 0 ? '-' : formatShare(median(values));
-    }),
-  ]);
-  return table(['variant', ...experiment.workloads.map((workload) => workload.label)], rows);
+/** Medians per variant and workload of the side figures (cache hits, power, energy, cost); undefined when no trial has one. */
+function formatSideFigures(experiment: ResolvedExperiment, trials: readonly TrialRecord[]): string | undefined {
+  const rows = experiment.variants.flatMap((variant) =>
+    experiment.workloads.map((workload) => ({
+      variant: variant.name,
+      workload: workload.label,
+      side: sideFigures(trials.filter((trial) => trial.variant === variant.name && trial.workload === workload.label)),
+    })),
+  );
+  const columns = sideColumns(rows);
+  if (columns.length === 0) return undefined;
+  return table(
+    ['variant', 'workload', ...columns.map((column) => column.title)],
+    rows.map((row) => [row.variant, row.workload, ...columns.map((column) => column.cell(row))]),
+  );
 }
 
 /** Trials that were measured but not counted, with their causes; empty when there were none. */
@@ -165,8 +168,8 @@ export function formatRunShow(run: RunDetail, trials: readonly TrialRecord[], in
     `median ${experiment.metric} (${unit}):`,
     formatMedians(experiment, trials),
   ];
-  const cacheHits = formatCacheHitRates(experiment, trials);
-  if (cacheHits) lines.push('', 'prefix-cache hit rate (median over trials, as the server reported it):', cacheHits);
+  const side = formatSideFigures(experiment, trials);
+  if (side) lines.push('', 'prefix-cache hits (as the server reported them), GPU power, energy and cost (medians over trials):', side);
   const categories = categoryRows(trials);
   if (categories.length > 0) lines.push('', 'per category (medians over trials):', formatCategoryRows(categories));
   if (run.verdicts !== undefined)

@@ -1,13 +1,14 @@
 import { median } from 'simple-statistics';
-import type { TrialRecord } from '../store/types.js';
-import { formatShare } from '../util/format.js';
+import type { TrialRecord } from '../../store/types.js';
+import { formatNumber, formatShare } from '../../util/format.js';
 
-/** Per-trial figures shown beside the metric when some trial has them: prefix-cache hits, energy, cost. */
-export const SIDE_FIGURES = [{ key: 'prefixCacheHitRate', title: 'prefix-cache hits', format: formatShare }] as const satisfies ReadonlyArray<{
-  key: keyof TrialRecord['metrics'];
-  title: string;
-  format: (value: number) => string;
-}>;
+/** Per-trial figures shown beside the metric (show, report) when some trial has them: prefix-cache hits, energy, cost. */
+export const SIDE_FIGURES = [
+  { key: 'prefixCacheHitRate', title: 'prefix-cache hits', format: formatShare },
+  { key: 'powerW', title: 'GPU W', format: formatNumber },
+  { key: 'joulesPerToken', title: 'J/tok', format: formatNumber },
+  { key: 'usdPerMillionTokens', title: '$/Mtok', format: formatNumber },
+] as const satisfies ReadonlyArray<{ key: keyof TrialRecord['metrics']; title: string; format: (value: number) => string }>;
 
 export type SideFigures = Partial<Record<(typeof SIDE_FIGURES)[number]['key'], number>>;
 
@@ -24,7 +25,7 @@ export function sideFigures(trials: readonly TrialRecord[]): SideFigures {
   return side;
 }
 
-/** The side figures some row has, as columns: title and each row's cell. */
+/** The side figures some row has, as columns: title and each row's cell ("—" where a row lacks it). */
 export function sideColumns(rows: ReadonlyArray<{ side: SideFigures }>): Array<{ title: string; cell: (row: { side: SideFigures }) => string }> {
   return SIDE_FIGURES.filter(({ key }) => rows.some((row) => row.side[key] !== undefined)).map(({ key, title, format }) => ({
     title,
