@@ -8,24 +8,18 @@ import { LIMITS, parseDurationMs, parseLengthSpec, promptSourceSchema, sloSchema
 import { DATASET_FORMATS, type DatasetFields, type DatasetFormat } from '../../load/datasets/types.js';
 import { watchLiveness } from '../../load/liveness.js';
 import { runBenchmark } from '../../load/run.js';
-import type { BenchOptions, BenchProgress, BenchResult, ClientOptions, PromptSource, Slo, TokenCountSource, Workload } from '../../load/types.js';
-import { ARRIVAL_PROCESSES, type ArrivalProcess } from '../../load/types.js';
+import type { BenchOptions, BenchProgress, BenchResult, ClientOptions, PromptSource, Slo, TokenCountSource } from '../../load/types.js';
+import { ARRIVAL_PROCESSES } from '../../load/types.js';
 import { formatBenchTable, formatProgress } from '../../metrics/table.js';
 import type { BackendKind } from '../../profiles/types.js';
 import { DEFAULT_REQUEST_TIMEOUT } from '../../util/defaults.js';
 import { messageOf, UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
+import { DEFAULT_SINGLE_STREAM_REQUESTS, positiveInt, positiveNumber, usageError, type WorkloadFlags, workloadFromFlags } from './bench-flags.js';
 
-interface BenchFlags {
+interface BenchFlags extends WorkloadFlags {
   backend: BackendKind;
   model?: string;
-  singleStream?: string;
-  concurrency?: string;
-  requests?: string;
-  rate?: string;
-  arrival?: ArrivalProcess;
-  burstiness?: string;
-  maxInFlight: string;
   inputLen: string;
   outputLen: string;
   dataset?: string;
@@ -61,61 +55,12 @@ function promptSaltFlag(text: string): number {
   return salt;
 }
 
-const DEFAULT_SINGLE_STREAM_REQUESTS = 8;
-
-function usageError(message: string, hint: string): UserError {
-  return new UserError(message, hint, ExitCode.usage);
-}
-
-function positiveInt(flag: string, text: string, max: number = LIMITS.count): number {
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < 1) throw usageError(`${flag} must be a positive integer, got "${text}"`, `e.g. ${flag} 8`);
-  if (value > max) throw usageError(`${flag} must be at most ${max}, got "${text}"`, `e.g. ${flag} 8`);
-  return value;
-}
-
-function positiveNumber(flag: string, text: string): number {
-  const value = Number(text);
-  if (!Number.isFinite(value) || value <= 0) throw usageError(`${flag} must be a positive number, got "${text}"`, `e.g. ${flag} 4`);
-  return value;
-}
-
 function lengthFlag(flag: string, text: string) {
   try {
     return parseLengthSpec(text);
   } catch (error) {
     throw usageError(`${flag}: ${messageOf(error)}`, `e.g. ${flag} 512 or ${flag} normal:512,64`);
   }
-}
-
-/** Workload from the mutually exclusive --single-stream / --concurrency / --rate flags. */
-export function workloadFromFlags(
-  flags: Pick<BenchFlags, 'singleStream' | 'concurrency' | 'requests' | 'rate' | 'arrival' | 'burstiness' | 'maxInFlight'>,
-): Workload {
-  const chosen = [flags.singleStream, flags.concurrency, flags.rate].filter((value) => value !== undefined).length;
-  if (chosen > 1) throw usageError('--single-stream, --concurrency and --rate are alternatives', 'pick one workload per run');
-  if ((flags.arrival !== undefined || flags.burstiness !== undefined) && flags.rate === undefined) {
-    throw usageError('--arrival and --burstiness shape the arrivals of --rate', 'add --rate R, or leave them out');
-  }
-  if (flags.rate !== undefined) {
-    // Its bounds are the file's (load/config.ts), checked when the workload goes through the schema.
-    const requestsPerSecond = positiveNumber('--rate', flags.rate);
-    const requests = flags.requests ? positiveInt('--requests', flags.requests) : Math.max(32, Math.ceil(requestsPerSecond * 10));
-    // --burstiness alone means gamma arrivals, as in vLLM's bench serve; a wrong pairing is the schema's to word.
-    const burstiness = flags.burstiness !== undefined ? positiveNumber('--burstiness', flags.burstiness) : undefined;
-    const arrival = flags.arrival ?? (burstiness !== undefined ? 'gamma' : 'poisson');
-    const maxInFlight = positiveInt('--max-in-flight', flags.maxInFlight);
-    return { kind: 'rate', requestsPerSecond, arrival, ...(burstiness !== undefined && { burstiness }), maxInFlight, requests };
-  }
-  if (flags.concurrency !== undefined) {
-    const concurrencies = flags.concurrency.split(',').map((part) => positiveInt('--concurrency', part.trim()));
-    const requests = flags.requests ? positiveInt('--requests', flags.requests) : Math.max(32, 4 * Math.max(...concurrencies));
-    return concurrencies.length === 1
-      ? { kind: 'concurrency', concurrency: concurrencies[0]!, requests }
-      : { kind: 'sweep', concurrencies, requestsPerLevel: requests };
-  }
-  const requests = flags.singleStream ?? flags.requests;
-  return { kind: 'single-stream', requests: requests ? positiveInt('--single-stream', requests) : DEFAULT_SINGLE_STREAM_REQUESTS };
 }
 
 const FIELD_KEYS: ReadonlyArray<keyof DatasetFields> = ['prompt', 'output', 'outputTokens', 'category', 'conversations'];
