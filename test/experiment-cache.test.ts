@@ -9,8 +9,11 @@ import { describe, type TestContext, test } from 'node:test';
 import { loadExperiment } from '../src/experiment/spec/load.js';
 import { runBenchmark } from '../src/load/run.js';
 import type { BenchOptions } from '../src/load/types.js';
+import { prefixCacheLine } from '../src/metrics/table.js';
 import { startSimulator } from '../src/simulate/server.js';
 import { openStore } from '../src/store/db.js';
+import { prefixCacheFromCounters } from '../src/telemetry/prefix-cache.js';
+import { selectEngineMetrics } from '../src/telemetry/scrape.js';
 import { cli, simCommand, tempDir, writeExperiment } from './support-experiment.js';
 
 const PROMPT_TOKENS = 120;
@@ -95,6 +98,42 @@ describe('prompt cache control', () => {
       assert.ok(repeat && repeat.reporting === 4 && repeat.hitRate > 0.8, `${engine}/${backend}: repeat hit rate ${repeat?.hitRate}`);
       assert.equal(repeat.cachedTokens, await hitTokens(sim.url), `${engine}/${backend}: the client's count is the server's`);
     }
+  });
+
+  test("vLLM's prefix-cache counters, scraped over a run, give the same hit rate as the requests' own reports", async (t) => {
+    const sim = await startSimulator({
+      engine: 'vllm',
+      startup: { loadMs: 0 },
+      prefixCache: { enabled: true },
+      decode: { ttftBaseMs: 2, tpotMs: 1, jitter: 0 },
+    });
+    t.after(() => sim.close());
+    await sim.ready;
+    // Two readings of /metrics, before and after, as the trial recorder's scraper takes them (selectEngineMetrics).
+    const scrape = async () => selectEngineMetrics(await (await fetch(`${sim.url}/metrics`)).text());
+    const before = await scrape();
+    const levels = [];
+    for (let run = 0; run < 2; run++) {
+      const result = await runBenchmark({
+        baseUrl: sim.url,
+        backend: 'openai-completions',
+        workload: { kind: 'concurrency', concurrency: 2, requests: 6 },
+        prompts: { kind: 'synthetic', inputTokens: { kind: 'fixed', value: PROMPT_TOKENS }, outputTokens: { kind: 'fixed', value: 4 }, seed: 5 },
+        warmupRequests: 0,
+        ignoreEos: true,
+        requestTimeoutMs: 10_000,
+        specMetrics: 'none',
+      });
+      levels.push(result.levels[0]!.prefixCache!);
+    }
+    const after = await scrape();
+    const counted = prefixCacheFromCounters(
+      [...after.keys()].map((name) => ({ name, points: [[0, before.get(name) ?? 0] as [number, number], [1, after.get(name)!] as [number, number]] })),
+    )!;
+    const reported = { cached: levels[0]!.cachedTokens + levels[1]!.cachedTokens, prompt: levels[0]!.promptTokens + levels[1]!.promptTokens };
+    assert.deepEqual([counted.cachedTokens, counted.promptTokens], [reported.cached, reported.prompt], JSON.stringify(counted));
+    assert.ok(Math.abs(counted.hitRate - 0.5 * levels[1]!.hitRate) < 0.01, `counters ${counted.hitRate}, second run alone ${levels[1]!.hitRate}`);
+    assert.match(prefixCacheLine(counted), /^prefix cache: \d+% of [\d,.]+ prompt tokens cached \(server counters vllm:prefix_cache_hits \/ _queries\)$/);
   });
 
   test("llama.cpp's cache_prompt: false (client.cache: reset with the llamacpp profile) neither uses nor fills the cache, from one thread or from load workers", async (t) => {

@@ -88,7 +88,8 @@ export function earlyStopLine(output: NonNullable<LevelResult['outputLength']>):
 
 /** "prefix cache: 34% of 51,200 prompt tokens cached (40 of 40 requests reported)". */
 export function prefixCacheLine(check: NonNullable<LevelResult['prefixCache']>): string {
-  return `prefix cache: ${formatShare(check.hitRate)} of ${formatNumber(check.promptTokens)} prompt tokens cached (${check.reporting} requests reported)`;
+  const source = check.counters === undefined ? `${check.reporting} requests reported` : `server counters ${check.counters}`;
+  return `prefix cache: ${formatShare(check.hitRate)} of ${formatNumber(check.promptTokens)} prompt tokens cached (${source})`;
 }
 
 /** "token counts disagree: server usage 2,560 output tokens, the stream 1,280 token events (16 of 16 requests)". */

@@ -151,8 +151,10 @@ export interface PrefixCacheCheck {
   hitRate: number;
   cachedTokens: number;
   promptTokens: number;
-  /** Completed requests that reported cached tokens, of `completed`. */
+  /** Completed requests that reported cached tokens, of `completed`; 0 when the figures are server counters. */
   reporting: number;
+  /** Set when no request reported: the deltas of the server's prefix-cache counters over the trial (warm-up included). */
+  counters?: string;
 }
 
 export interface RateCheck {

@@ -87,8 +87,17 @@ const escapeLabel = (value: string): string => value.replace(/["\\]/g, '\\$&');
  * personality labels every sample with `engine` as vLLM V1 does (vllm/v1/metrics/loggers.py) and exports the
  * spec-decode families only with speculative decoding on, as vLLM registers them only then.
  */
-export function renderMetrics(model: string, counters: SimCounters, vllm?: { draftTokens: number }): string {
+export function renderMetrics(
+  model: string,
+  counters: SimCounters,
+  vllm?: { draftTokens: number; prefixCache?: { queryTokens: number; hitTokens: number } },
+): string {
   const out = new Exposition(vllm ? `{engine="0",model_name="${escapeLabel(model)}"}` : `{model_name="${escapeLabel(model)}"}`);
+  if (vllm?.prefixCache) {
+    // vllm/v1/metrics/loggers.py: counters of prompt tokens looked up in, and found in, the prefix cache.
+    out.add('vllm:prefix_cache_queries', 'counter', 'Prefix cache queries, in terms of number of queried tokens.', vllm.prefixCache.queryTokens);
+    out.add('vllm:prefix_cache_hits', 'counter', 'Prefix cache hits, in terms of number of cached tokens.', vllm.prefixCache.hitTokens);
+  }
   out.add('vllm:num_requests_running', 'gauge', 'Number of requests in model execution batches.', counters.running);
   out.add('vllm:num_requests_waiting', 'gauge', 'Number of requests waiting to be processed.', counters.waiting);
   out.add('vllm:prompt_tokens', 'counter', 'Number of prefill tokens processed.', counters.promptTokens);

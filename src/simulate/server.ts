@@ -147,7 +147,8 @@ export async function startSimulator(input: SimConfigInput = {}, options: Simula
   async function metricsText(): Promise<string> {
     const counters = await serverCounters();
     if (config.engine === 'sglang') return renderSglangMetrics(config.model, counters, config.decode.spec.draftTokens);
-    return renderMetrics(config.model, counters, config.engine === 'vllm' ? { draftTokens: config.decode.spec.draftTokens } : undefined);
+    const vllm = config.engine === 'vllm' ? { draftTokens: config.decode.spec.draftTokens, ...(prefixCache && { prefixCache }) } : undefined;
+    return renderMetrics(config.model, counters, vllm);
   }
 
   /** The whole server's counters: this engine's, or every worker's summed. */

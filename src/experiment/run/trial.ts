@@ -4,6 +4,7 @@ import { WARMUP_LABEL } from '../../load/run.js';
 import type { BenchOptions, BenchProgress, LevelResult } from '../../load/types.js';
 import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
 import type { ServerProfile } from '../../profiles/types.js';
+import { prefixCacheFromCounters } from '../../telemetry/prefix-cache.js';
 import { startTrialRecorder } from '../../telemetry/trial.js';
 import type { TrialTelemetry } from '../../telemetry/types.js';
 import type { PlannedTrial, ResolvedVariant, ResolvedWorkload } from '../spec/types.js';
@@ -79,6 +80,8 @@ export async function measureTrial(
   }
   const telemetry = await recorder.stop();
   stop.throwIfAborted();
+  const counted = level && !level.prefixCache && telemetry ? prefixCacheFromCounters(telemetry.serverMetrics.series) : undefined;
+  if (level && counted) level = { ...level, prefixCache: counted };
   const died = liveness.cause();
   const invalid = invalidReason(level, {
     maxFailedFraction: experiment.validity?.maxFailedFraction ?? 0,
