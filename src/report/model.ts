@@ -12,8 +12,8 @@ import { metricUnit, metricValue } from '../experiment/spec/metrics.js';
 import { type SideFigures, sideFigures } from '../experiment/spec/side-figures.js';
 import { storedExperimentOf, storedVerdictsOf } from '../experiment/spec/stored.js';
 import type { MetricName, ResolvedExperiment, VariantVerdict } from '../experiment/spec/types.js';
-import { diffFingerprints, flattenFingerprint, formatChanges, isVolatileKey } from '../fingerprint/diff.js';
-import type { Fingerprint, FingerprintChange } from '../fingerprint/types.js';
+import { diffFingerprints, formatChanges } from '../fingerprint/diff.js';
+import type { FingerprintChange } from '../fingerprint/types.js';
 import type { DriftAlarmRecord } from '../store/drift-alarms.js';
 import type { RunDetail, TrialHealth } from '../store/queries.js';
 import type { TrialLatencies } from '../store/reads.js';
@@ -21,7 +21,9 @@ import { describeUnreadable, type UnreadableRow } from '../store/row-json.js';
 import type { FingerprintRecord, RunStatus, TrialRecord } from '../store/types.js';
 import type { TrialTelemetry } from '../telemetry/types.js';
 import type { CdfSeries, SpeedupBar, XYSeries } from './charts.js';
+import { environmentSummary, representativeFingerprint } from './environment.js';
 import { type MachineTrial, machineTrials } from './machine.js';
+import { acceptanceSeries, latencySeries, metricValues, throughputSeries } from './series.js';
 
 /** Everything stored about one run that a report needs. */
 export interface RunData {
@@ -300,13 +302,6 @@ function orderedWorkloads(experiment: ResolvedExperiment | undefined, trials: Tr
   return [...concurrency.keys()].sort((x, y) => concurrency.get(x)! - concurrency.get(y)! || x.localeCompare(y));
 }
 
-function metricValues(trials: TrialRecord[], variant: string, workload: string, metric: MetricName): number[] {
-  return trials
-    .filter((trial) => trial.variant === variant && trial.workload === workload)
-    .map((trial) => metricValue(trial.metrics, metric))
-    .filter(Number.isFinite);
-}
-
 function verdictRows(
   workloads: string[],
   variants: string[],
@@ -345,92 +340,6 @@ function verdictRows(
     }
   }
   return rows;
-}
-
-function throughputSeries(workloads: string[], variants: string[], trials: TrialRecord[]): RunReport['throughput'] {
-  const series = variants.map((variant) => ({
-    name: variant,
-    points: workloads.flatMap((workload): Array<[string, number]> => {
-      const values = metricValues(trials, variant, workload, 'outputTokensPerSecond');
-      return values.length > 0 ? [[workload, median(values)]] : [];
-    }),
-  }));
-  return { categories: workloads, series: series.filter((line) => line.points.length > 0) };
-}
-
-/** CDFs at the heaviest workload that has samples: where variants differ most in queueing. */
-function latencySeries(workloads: string[], variants: string[], data: RunData): RunReport['latency'] {
-  for (const workload of [...workloads].reverse()) {
-    const perVariant = variants.map((variant) => {
-      const ids = data.trials.filter((trial) => trial.variant === variant && trial.workload === workload).map((trial) => trial.id);
-      const latencies = ids.map((id) => data.latencies.get(id)).filter((entry) => entry !== undefined);
-      return { name: variant, ttft: latencies.flatMap((entry) => entry.ttftMs), e2e: latencies.flatMap((entry) => entry.e2eMs) };
-    });
-    if (perVariant.some((entry) => entry.ttft.length > 0 || entry.e2e.length > 0)) {
-      return {
-        workload,
-        ttft: perVariant.filter((entry) => entry.ttft.length > 0).map((entry) => ({ name: entry.name, values: entry.ttft })),
-        e2e: perVariant.filter((entry) => entry.e2e.length > 0).map((entry) => ({ name: entry.name, values: entry.e2e })),
-      };
-    }
-  }
-  return undefined;
-}
-
-/**
- * Median acceptance rate against the sweep parameter that sets the speculation depth. The parameter is the
- * numeric one named like "steps" (else like "draft"/"tokens", else the first numeric one); without any numeric
- * parameter the variants themselves are the x axis.
- */
-function acceptanceSeries(workloads: string[], trials: TrialRecord[]): RunReport['acceptance'] {
-  const measured = trials.filter((trial) => typeof trial.metrics.acceptanceRate === 'number' && Number.isFinite(trial.metrics.acceptanceRate));
-  if (measured.length === 0) return undefined;
-  const numericKeys = [...new Set(measured.flatMap((trial) => Object.keys(trial.params)))].filter((key) =>
-    measured.every(
-      (trial) =>
-        typeof trial.params[key] === 'number' ||
-        (typeof trial.params[key] === 'string' && trial.params[key] !== '' && Number.isFinite(Number(trial.params[key]))),
-    ),
-  );
-  const parameter = numericKeys.find((key) => /step/i.test(key)) ?? numericKeys.find((key) => /draft|token|spec/i.test(key)) ?? numericKeys[0];
-  const xOf = (trial: TrialRecord): number | string => (parameter === undefined ? trial.variant : Number(trial.params[parameter]));
-  const series = workloads.flatMap((workload) => {
-    const groups = new Map<number | string, number[]>();
-    for (const trial of measured.filter((candidate) => candidate.workload === workload)) {
-      const x = xOf(trial);
-      groups.set(x, [...(groups.get(x) ?? []), trial.metrics.acceptanceRate!]);
-    }
-    return groups.size > 0 ? [{ name: workload, points: [...groups].map(([x, values]): [number | string, number] => [x, median(values)]) }] : [];
-  });
-  return { parameter: parameter ?? 'variant', series };
-}
-
-function environmentSummary(data: RunData, variants: string[], baseline: string): EnvironmentSummary {
-  const fingerprints = [...new Set(data.trials.map((trial) => trial.fingerprintId))]
-    .map((id) => data.fingerprints.get(id)?.fingerprint)
-    .filter((fingerprint) => fingerprint !== undefined);
-  const flats = fingerprints.map(flattenFingerprint);
-  const first = flats[0] ?? {};
-  const common = Object.entries(first)
-    // Readings of the moment (host load, current clock) are machine state, shown with the telemetry, not the environment.
-    .filter(([key, value]) => !isVolatileKey(key) && flats.every((flat) => flat[key] === value))
-    .map(([key, value]) => ({ key, value }));
-  const reference = representativeFingerprint(data, baseline);
-  const variantChanges = reference
-    ? variants
-        .filter((variant) => variant !== baseline)
-        .flatMap((variant) => {
-          const fingerprint = representativeFingerprint(data, variant, false);
-          return fingerprint ? [{ variant, changes: diffFingerprints(reference, fingerprint) }] : [];
-        })
-    : [];
-  return { common, variants: variantChanges, distinctFingerprints: fingerprints.length };
-}
-
-/** The fingerprint of a variant's first trial (or of the run's first trial when the variant has none). */
-function representativeFingerprint(data: RunData, variant: string | undefined, fallback = true): Fingerprint | undefined {
-  const trial = data.trials.find((candidate) => candidate.variant === variant) ?? (fallback ? data.trials[0] : undefined);
-  return trial && data.fingerprints.get(trial.fingerprintId)?.fingerprint;
 }
 
 function driftNotes(data: RunData, planned: number | undefined, verdictsFinal: boolean): string[] {
