@@ -42,3 +42,15 @@ export class PrefixCache {
     this.blocks.clear();
   }
 }
+
+/**
+ * Cached leading tokens of a request's prompt, whatever its protocol (OpenAI prompt or messages, SGLang text or
+ * input_ids, TGI inputs); a llama.cpp request with `cache_prompt: false` neither uses nor fills the cache.
+ */
+export function cachedPrefixTokens(cache: PrefixCache, body: unknown, promptTokens: number): number {
+  const fields = (body ?? {}) as Record<string, unknown>;
+  if (fields.cache_prompt === false) return 0;
+  const prompt = fields.prompt ?? fields.messages ?? fields.text ?? fields.input_ids ?? fields.inputs;
+  if (prompt === undefined) return 0;
+  return cache.lookup(typeof prompt === 'string' ? prompt : JSON.stringify(prompt), promptTokens);
+}

@@ -13,7 +13,7 @@ import { type CounterSnapshot, renderMetrics, renderSglangMetrics, type SimCount
 import type { EnvLookup } from './model.js';
 import { chatJob, completionJob } from './openai.js';
 import { type EngineHttp, engineHttp } from './personality.js';
-import { PrefixCache } from './prefix-cache.js';
+import { cachedPrefixTokens, PrefixCache } from './prefix-cache.js';
 import { sglangJob } from './sglang.js';
 import { runStartup, type ServerState, vllmLogLine } from './startup.js';
 import { isTgiBody, tgiJob } from './tgi.js';
@@ -361,18 +361,6 @@ function statsFormat(engine: SimConfig['engine']): (before: CounterSnapshot, cur
     return (before, current) => statsLines(before, current).map((line) => vllmLine('APIServer', process.pid, 'INFO', 'loggers.py:236', line));
   if (engine === 'sglang') return (before, current) => [sglangLine(sglangDecodeLine(before, current))];
   return defaultStats;
-}
-
-/**
- * Cached leading tokens of a request's prompt, whatever its protocol (OpenAI prompt or messages, SGLang text or
- * input_ids, TGI inputs); a llama.cpp request with `cache_prompt: false` neither uses nor fills the cache.
- */
-function cachedPrefixTokens(cache: PrefixCache, body: unknown, promptTokens: number): number {
-  const fields = (body ?? {}) as Record<string, unknown>;
-  if (fields.cache_prompt === false) return 0;
-  const prompt = fields.prompt ?? fields.messages ?? fields.text ?? fields.input_ids ?? fields.inputs;
-  if (prompt === undefined) return 0;
-  return cache.lookup(typeof prompt === 'string' ? prompt : JSON.stringify(prompt), promptTokens);
 }
 
 /** At most one fault per request, drawn from the request's own seeded stream. */
