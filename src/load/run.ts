@@ -261,7 +261,7 @@ interface LevelRunner {
  */
 export function tooManyFailures(failed: number, planned: number, maxFailedFraction: number | undefined, first?: string): string | undefined {
   if (maxFailedFraction === undefined || failed <= maxFailedFraction * planned) return undefined;
-  return `stopped after ${failed} of ${planned} requests failed, more than the allowed fraction ${maxFailedFraction}${first ? ` (first: ${first})` : ''}`;
+  return `stopped after ${failed} of ${planned} requests failed, more than maxFailedFraction ${maxFailedFraction} allows${first ? ` (first: ${first})` : ''}`;
 }
 
 const PROGRESS_INTERVAL_MS = 250;
