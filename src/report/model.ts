@@ -7,6 +7,7 @@ import { median } from 'simple-statistics';
 import { type DriftCheck, type DriftDecision, driftStatus, formatDriftAlarm, judgeDrift } from '../experiment/analysis/drift.js';
 import { verdictMethod } from '../experiment/analysis/verdict.js';
 import { computeVerdicts } from '../experiment/analysis/verdicts.js';
+import { workNotes } from '../experiment/analysis/work-notes.js';
 import { type CategoryRow, categoryRows } from '../experiment/spec/categories.js';
 import { metricUnit, metricValue } from '../experiment/spec/metrics.js';
 import { storedExperimentOf, storedVerdictsOf } from '../experiment/spec/stored.js';
@@ -461,6 +462,7 @@ function driftNotes(data: RunData, planned: number | undefined, verdictsFinal: b
     const affected = trials.filter((trial) => (trial.metrics.failed ?? 0) > 0).length;
     notes.push(`${failed} failed requests in ${affected} of ${trials.length} trials (excluded from latency figures).`);
   }
+  notes.push(...workNotes(trials));
   return notes;
 }
 

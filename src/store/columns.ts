@@ -45,6 +45,10 @@ const trialMetricsSchema = z
     meanAcceptedLength: figure.optional(),
     acceptanceByPosition: z.array(figure).optional(),
     byCategory: z.record(z.string(), categorySchema).optional(),
+    outputLength: z.object({ requestedMean: figure, generatedMean: figure, shortRequests: z.number().int().min(0) }).optional(),
+    tokenCounts: z.object({ method: z.string(), checked: z.number().int().min(0), disagreeing: z.number().int().min(0) }).optional(),
+    resends: z.number().int().min(0).optional(),
+    rate: z.object({ offeredPerSecond: figure, servedPerSecond: figure, queuedByCap: z.number().int().min(0), maxLagMs: figure }).optional(),
   })
   .passthrough();
 

@@ -27,6 +27,14 @@ export interface TrialMetrics {
   acceptanceByPosition?: number[];
   /** Per dataset category, when the workload's prompts have categories. */
   byCategory?: Record<string, CategoryMetrics>;
+  /** Requested vs generated output tokens; present when some request stopped short (unequal work). */
+  outputLength?: { requestedMean: number; generatedMean: number; shortRequests: number };
+  /** Which output-token count the figures use, and in how many requests the sources disagreed. */
+  tokenCounts?: { method: string; checked: number; disagreeing: number };
+  /** Requests resent after a kept-alive connection closed under them. */
+  resends?: number;
+  /** Open loop: the offered rate and the rate the server actually served. */
+  rate?: { offeredPerSecond: number; servedPerSecond: number; queuedByCap: number; maxLagMs: number };
 }
 
 export interface CategoryMetrics {

@@ -74,7 +74,8 @@ export class TrialConsumers {
     );
     this.done += 1;
     const value = formatNumber(metricValue(metrics, experiment.metric));
-    log(`${where}: ${value} ${metricUnit(experiment.metric)} (${metrics.completed} ok, ${metrics.failed} failed)`);
+    const resent = metrics.resends ? `, ${metrics.resends} resent` : '';
+    log(`${where}: ${value} ${metricUnit(experiment.metric)} (${metrics.completed} ok, ${metrics.failed} failed${resent})`);
     const alarm = this.drift(trial, fingerprint, measured.telemetry?.summary);
     return alarm === undefined ? { valid: true } : { valid: true, alarm };
   }

@@ -18,6 +18,19 @@ export function trialMetricsOf(level: LevelResult): TrialMetrics {
     ...(level.spec?.acceptanceRate !== undefined && { acceptanceRate: level.spec.acceptanceRate }),
     ...(level.spec?.meanAcceptedLength !== undefined && { meanAcceptedLength: level.spec.meanAcceptedLength }),
     ...(level.spec?.acceptanceByPosition && { acceptanceByPosition: level.spec.acceptanceByPosition }),
+    ...(level.outputLength && level.outputLength.shortRequests > 0 && { outputLength: level.outputLength }),
+    ...(level.tokenCounts && {
+      tokenCounts: { method: level.tokenCounts.method, checked: level.tokenCounts.checked, disagreeing: level.tokenCounts.disagreeing },
+    }),
+    ...(level.resends !== undefined && level.resends > 0 && { resends: level.resends }),
+    ...(level.rate && {
+      rate: {
+        offeredPerSecond: level.rate.offeredPerSecond,
+        servedPerSecond: level.rate.servedPerSecond,
+        queuedByCap: level.rate.queuedByCap,
+        maxLagMs: level.rate.maxLagMs,
+      },
+    }),
     ...(level.categories && { byCategory: Object.fromEntries(level.categories.map((category) => [category.category, categoryMetricsOf(category)])) }),
   };
 }

@@ -3,6 +3,7 @@ import type { InvalidTrialRow, RunDetail } from '../../store/queries.js';
 import type { TrialRecord } from '../../store/types.js';
 import { formatNumber, formatPercent, formatPValue, formatShare } from '../../util/format.js';
 import { verdictMethod } from '../analysis/verdict.js';
+import { workNotes } from '../analysis/work-notes.js';
 import { type CategoryRow, categoryRows } from '../spec/categories.js';
 import { metricUnit, metricValue } from '../spec/metrics.js';
 import { storedExperimentOf, storedVerdictsOf } from '../spec/stored.js';
@@ -121,6 +122,8 @@ export function formatRunShow(run: RunDetail, trials: readonly TrialRecord[], in
       `${serverCount} server configs, ${plan.restarts} restarts${unplannedRestarts > 0 ? ` (+${unplannedRestarts} after a server died)` : ''}; seed ${plan.seed}`,
     `metric: ${experiment.metric} (${unit}); baseline: ${experiment.baseline}`,
     `prefix cache: ${cacheSummary(trials)}`,
+    `output-token counts from: ${tokenCountSources(trials)}`,
+    ...withHeading('work notes:', workNotes(trials)),
     '',
     'trials:',
     table(
@@ -155,6 +158,16 @@ export function formatRunShow(run: RunDetail, trials: readonly TrialRecord[], in
   if (run.verdicts !== undefined)
     lines.push('', 'verdicts vs baseline:', formatVerdicts(storedVerdictsOf(run)!, experiment.metric, experiment.baseline, run.plan.schedule === 'blocked'));
   return lines.join('\n');
+}
+
+/** The sources the trials' token figures used: "server-usage", "stream-chunks (usage disagreed)", … */
+function tokenCountSources(trials: readonly TrialRecord[]): string {
+  const sources = new Set(trials.map((trial) => trial.metrics.tokenCounts?.method ?? 'not recorded'));
+  return sources.size === 0 ? '-' : [...sources].join(', ');
+}
+
+function withHeading(heading: string, lines: readonly string[]): string[] {
+  return lines.length === 0 ? [] : ['', heading, ...lines.map((line) => `  ${line}`)];
 }
 
 /** How the run's trials met the prefix cache, salts left out: "cold (a prompt salt per trial)", "warm", … */
