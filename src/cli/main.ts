@@ -21,6 +21,7 @@ const commandLoaders: Record<string, () => Promise<Register>> = {
   plan: async () => (await import('./commands/plan.js')).registerPlan,
   ls: async () => (await import('./commands/store-views.js')).registerStoreViews,
   report: async () => (await import('./commands/report.js')).registerReport,
+  export: async () => (await import('./commands/export.js')).registerExport,
   ui: async () => (await import('./commands/ui.js')).registerUi,
 };
 commandLoaders.show = commandLoaders.ls!;
