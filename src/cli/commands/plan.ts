@@ -7,6 +7,7 @@ import type { ResolvedExperiment } from '../../experiment/spec/types.js';
 import { formatPlanChoice } from '../../experiment/text/plan-format.js';
 import { defaultStorePath, openStore } from '../../store/db.js';
 import { UserError } from '../../util/errors.js';
+import { simulatorDeclaredCosts } from '../sim-costs.js';
 
 export function registerPlan(program: Command): void {
   program
@@ -27,7 +28,7 @@ export function costedPlan(experiment: ResolvedExperiment, storeOption: string |
   const path = defaultStorePath(storeOption);
   const db = existsSync(path) ? openStore(path) : undefined;
   try {
-    return chooseSchedule(experiment, loadCostModel(db, experiment));
+    return chooseSchedule(experiment, loadCostModel(db, experiment, simulatorDeclaredCosts));
   } finally {
     db?.close();
   }
