@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { durationSchema } from '../../config/duration.js';
+import { acceptsFormsOf } from '../../config/issues.js';
 import { executorConfigSchema } from '../../exec/config.js';
 import { argvSchema, envNameList, envSchema, serverSchema } from '../../launch/server-schema.js';
 import { promptSourceSchema, sloSchema, workloadSchema } from '../../load/config.js';
@@ -63,22 +64,25 @@ const WORKLOAD_KINDS = ['single-stream', 'concurrency', 'rate', 'sweep'] as cons
  * The load module's workload schema, with the error of the branch the user meant (by `kind`) instead of zod's
  * generic "Invalid input" for a failed union.
  */
-const workloadEntrySchema = z.unknown().transform((value, ctx): z.output<typeof workloadSchema> => {
-  const result = workloadSchema.safeParse(value);
-  if (result.success) return result.data;
-  const kind = (value as { kind?: unknown } | null)?.kind;
-  if (!WORKLOAD_KINDS.includes(kind as (typeof WORKLOAD_KINDS)[number])) {
-    ctx.addIssue({ code: 'custom', path: ['kind'], message: `expected kind: ${WORKLOAD_KINDS.join(', ')}` });
+const workloadEntrySchema = acceptsFormsOf(
+  z.unknown().transform((value, ctx): z.output<typeof workloadSchema> => {
+    const result = workloadSchema.safeParse(value);
+    if (result.success) return result.data;
+    const kind = (value as { kind?: unknown } | null)?.kind;
+    if (!WORKLOAD_KINDS.includes(kind as (typeof WORKLOAD_KINDS)[number])) {
+      ctx.addIssue({ code: 'custom', path: ['kind'], message: `expected kind: ${WORKLOAD_KINDS.join(', ')}` });
+      return z.NEVER;
+    }
+    const union = result.error.issues.find((issue) => issue.code === 'invalid_union');
+    const branches = union && 'errors' in union ? (union.errors as z.core.$ZodIssue[][]) : [result.error.issues];
+    // The branch that did not reject `kind` is the one this entry is written for.
+    const meant = branches.find((issues) => !issues.some((issue) => issue.path[0] === 'kind')) ?? branches[0]!;
+    // Forwarded whole (code, keys, bounds), so the config loader can word them and place unknown keys.
+    for (const issue of meant) ctx.addIssue(issue as z.core.$ZodRawIssue);
     return z.NEVER;
-  }
-  const union = result.error.issues.find((issue) => issue.code === 'invalid_union');
-  const branches = union && 'errors' in union ? (union.errors as z.core.$ZodIssue[][]) : [result.error.issues];
-  // The branch that did not reject `kind` is the one this entry is written for.
-  const meant = branches.find((issues) => !issues.some((issue) => issue.path[0] === 'kind')) ?? branches[0]!;
-  // Forwarded whole (code, keys, bounds), so the config loader can word them and place unknown keys.
-  for (const issue of meant) ctx.addIssue(issue as z.core.$ZodRawIssue);
-  return z.NEVER;
-});
+  }),
+  workloadSchema,
+);
 
 /** A constraint on a metric, e.g. "< 500" or ">= 20". */
 const constraintSchema = z.string().regex(/^\s*(<=|>=|<|>)\s*-?\d+(\.\d+)?\s*$/, 'expected a comparison like "< 500" or ">= 20"');
