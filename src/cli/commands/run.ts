@@ -17,7 +17,7 @@ import { latestUnfinishedRun } from '../../store/queries.js';
 import { UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
 import { simulatorDeclaredCosts } from '../sim-costs.js';
-import { enforceLimits } from './plan.js';
+import { EXPERIMENT_FILE_HELP, enforceLimits } from './plan.js';
 
 type SlurmConfig = Extract<ExecutorConfig, { kind: 'slurm' }>;
 
@@ -38,6 +38,7 @@ export function registerRun(program: Command): void {
   program
     .command('run')
     .description('run an experiment file: interleaved trials of every variant, drift alarm, verdicts vs the baseline')
+    .addHelpText('after', `\n${EXPERIMENT_FILE_HELP}`)
     .argument('[file]', 'experiment file (YAML)')
     .option('--store <path>', 'result store (default: $SERVELAB_STORE or ~/.servelab/servelab.db)')
     .option('--resume [runId]', "continue an unfinished run (default: the latest unfinished run of FILE's experiment)")

@@ -64,6 +64,9 @@ const WORKLOAD_KINDS = ['single-stream', 'concurrency', 'rate', 'sweep'] as cons
  * The load module's workload schema, with the error of the branch the user meant (by `kind`) instead of zod's
  * generic "Invalid input" for a failed union.
  */
+/** The forms a workload entry accepts (the file reference lists them). */
+export const workloadFormsSchema: z.ZodType = workloadSchema;
+
 const workloadEntrySchema = acceptsFormsOf(
   z.unknown().transform((value, ctx): z.output<typeof workloadSchema> => {
     const result = workloadSchema.safeParse(value);
