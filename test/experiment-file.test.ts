@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { parseBenchArgv } from '../src/cli/commands/bench.js';
 import { loadExperiment } from '../src/experiment/spec/load.js';
+import { DEFAULT_MAX_IN_FLIGHT } from '../src/util/defaults.js';
 import { UserError } from '../src/util/errors.js';
 import { cli, tempDir } from './support-experiment.js';
 
@@ -201,6 +203,61 @@ grid:
     );
     expectError(write('metric.yaml', `${BASE}metric: tokps\n`), /metric: expected one of "outputTokensPerSecond", "requestsPerSecond"/);
     expectError(write('zero.yaml', BASE.replace('requests: 8', 'requests: 0')), /workloads\[0\]\.requests: expected more than 0, got 0/);
+  });
+
+  test('an unknown key at any depth lists the keys allowed there, as at the top level', (t) => {
+    const dir = tempDir(t, 'expfile');
+    const cases: Array<[string, string, RegExp]> = [
+      [
+        'server',
+        BASE.replace('  env:', '  comand: x\n  env:'),
+        /server\.comand: unknown key "comand" \(did you mean "command"\?\); keys allowed here: command, env, unsetEnv/,
+      ],
+      ['workload', BASE.replace('requests: 8 }', 'requests: 8, reqs: 2 }'), /workloads\[0\]\.reqs: unknown key "reqs"; keys allowed here: kind, requests$/],
+      [
+        'rate',
+        BASE.replace('{ kind: single-stream, requests: 8 }', '{ kind: rate, requestsPerSecond: 2, requests: 8, burst: 1 }'),
+        /workloads\[0\]\.burst: unknown key "burst"; keys allowed here: kind, requestsPerSecond, arrival, maxInFlight, requests$/,
+      ],
+      [
+        'dataset',
+        `${BASE}client:\n  prompts: { kind: jsonl, path: p.jsonl, sed: 1 }\n`,
+        /client\.prompts\.sed: unknown key "sed" \(did you mean "seed"\?\); keys allowed here: kind, path, seed, shuffle/,
+      ],
+      [
+        'length',
+        `${BASE}client:\n  prompts: { kind: synthetic, inputTokens: { kind: fixed, value: 8, x: 1 }, outputTokens: 8 }\n`,
+        /client\.prompts\.inputTokens\.x: unknown key "x"; keys allowed here: kind, value$/,
+      ],
+      [
+        'variant-client',
+        `${BASE}variants:\n  a:\n    client: { warmup: 1 }\n`,
+        /variants\.a\.client\.warmup: unknown key "warmup"; keys allowed here: prompts, warmupRequests/,
+      ],
+      [
+        'executor',
+        `${BASE}executor: { kind: ssh, host: h, hots: 1 }\n`,
+        /executor\.hots: unknown key "hots" \(did you mean "host"\?\); keys allowed here: kind, host/,
+      ],
+    ];
+    for (const [name, text, pattern] of cases) {
+      const path = join(dir, `${name}.yaml`);
+      writeFileSync(path, text);
+      expectError(path, pattern);
+    }
+  });
+
+  test("a file's defaults are the bench flags' (one defaults module): a rate workload's maxInFlight", (t) => {
+    const dir = tempDir(t, 'expfile');
+    const path = join(dir, 'rate.yaml');
+    writeFileSync(path, BASE.replace('{ kind: single-stream, requests: 8 }', '{ kind: rate, requestsPerSecond: 2, requests: 8 }'));
+    const fromFile = loadExperiment(path).workloads[0]!.workload;
+    const fromFlags = parseBenchArgv(['bench', 'http://127.0.0.1:1', '--rate', '2', '--requests', '8']).options.workload;
+    assert.equal(fromFile.kind, 'rate');
+    assert.equal(fromFlags.kind, 'rate');
+    assert.equal(fromFile.kind === 'rate' && fromFile.maxInFlight, DEFAULT_MAX_IN_FLIGHT);
+    assert.equal(fromFlags.kind === 'rate' && fromFlags.maxInFlight, DEFAULT_MAX_IN_FLIGHT);
+    assert.deepEqual(fromFile, fromFlags);
   });
 
   test('`servelab run` with a bad file exits non-zero with file, key and next step, no stack trace', async (t) => {

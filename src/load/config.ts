@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { acceptsFormsOf } from '../config/issues.js';
+import { DEFAULT_MAX_IN_FLIGHT } from '../util/defaults.js';
 import { UserError } from '../util/errors.js';
 import { ExitCode } from '../util/exit.js';
 import { DATASET_FORMATS } from './datasets/types.js';
@@ -40,25 +42,33 @@ export const lengthDistributionSchema: z.ZodType<LengthDistribution> = z.union([
  * A length given either as a distribution object or as the CLI shorthand (`512`, `normal:512,64`, `uniform:100,200`).
  * Dispatched on the value's type rather than a zod union, so the error is the one of the form the user wrote.
  */
-export const lengthSpecSchema = z.unknown().transform((value, ctx): LengthDistribution => {
-  const report = (issues: readonly z.core.$ZodIssue[]): never => {
-    for (const issue of issues) ctx.addIssue({ code: 'custom', path: issue.path as PropertyKey[], message: issue.message });
-    return z.NEVER;
-  };
-  if (typeof value === 'number') {
-    const parsed = tokenCount.safeParse(value);
-    return parsed.success ? { kind: 'fixed', value: parsed.data } : report(parsed.error.issues);
-  }
-  if (typeof value === 'string') {
-    try {
-      return parseLengthSpec(value);
-    } catch (error) {
-      return report([{ code: 'custom', path: [], message: (error as Error).message, input: value }]);
+export const lengthSpecSchema = acceptsFormsOf(
+  z.unknown().transform((value, ctx): LengthDistribution => {
+    const report = (issues: readonly z.core.$ZodIssue[]): never => {
+      // Unknown keys forwarded whole, so the config loader lists the keys allowed; the rest keep their own words.
+      for (const issue of issues) {
+        ctx.addIssue(
+          issue.code === 'unrecognized_keys' ? (issue as z.core.$ZodRawIssue) : { code: 'custom', path: issue.path as PropertyKey[], message: issue.message },
+        );
+      }
+      return z.NEVER;
+    };
+    if (typeof value === 'number') {
+      const parsed = tokenCount.safeParse(value);
+      return parsed.success ? { kind: 'fixed', value: parsed.data } : report(parsed.error.issues);
     }
-  }
-  const parsed = lengthDistributionSchema.safeParse(value);
-  return parsed.success ? parsed.data : report(parsed.error.issues);
-});
+    if (typeof value === 'string') {
+      try {
+        return parseLengthSpec(value);
+      } catch (error) {
+        return report([{ code: 'custom', path: [], message: (error as Error).message, input: value }]);
+      }
+    }
+    const parsed = lengthDistributionSchema.safeParse(value);
+    return parsed.success ? parsed.data : report(parsed.error.issues);
+  }),
+  z.union([z.number().int().positive(), z.string(), lengthDistributionSchema]),
+);
 
 const fieldName = z.string().min(1);
 
@@ -100,7 +110,7 @@ export const workloadSchema: z.ZodType<Workload> = z.union([
         .min(LIMITS.minRate, `expected at least ${LIMITS.minRate} requests per second`)
         .max(LIMITS.maxRate, `expected at most ${LIMITS.maxRate} requests per second`),
       arrival: z.enum(['poisson', 'constant']).default('poisson'),
-      maxInFlight: concurrency,
+      maxInFlight: concurrency.default(DEFAULT_MAX_IN_FLIGHT),
       requests: positiveInt,
     })
     .strict(),

@@ -110,6 +110,9 @@ function phases(...pairs: Array<[string, RegExp]>): LogPattern[] {
 const vllm: ServerProfile = {
   name: 'vllm',
   checkedVersions: 'vllm 0.19',
+  // An 8B model on one GPU: weights, torch.compile and CUDA-graph capture take minutes (the fixtures'
+  // "init engine … took" lines range from 1 s to 45 s after weights; cold compile caches add a minute or more).
+  typicalStartupMs: 3 * 60_000,
   healthPath: '/health',
   openaiCompatible: true,
   modelsPath: '/v1/models',
@@ -168,6 +171,8 @@ const vllm: ServerProfile = {
 const sglang: ServerProfile = {
   name: 'sglang',
   checkedVersions: 'sglang 0.5.15',
+  // As vLLM: weights, KV-pool sizing and CUDA-graph capture of a mid-size model.
+  typicalStartupMs: 3 * 60_000,
   healthPath: '/health',
   openaiCompatible: true,
   modelsPath: '/v1/models',

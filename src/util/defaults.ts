@@ -12,3 +12,6 @@ export const DEFAULT_READY_TIMEOUT_MS = 30 * 60_000;
 /** A request that has produced nothing for this long is failed as a stall. */
 export const DEFAULT_REQUEST_TIMEOUT = '60s';
 export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
+
+/** Requests in flight at most under an open-loop rate (`bench --max-in-flight`, a rate workload's `maxInFlight`). */
+export const DEFAULT_MAX_IN_FLIGHT = 256;

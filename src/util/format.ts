@@ -57,6 +57,11 @@ export function formatDuration(ms: number | null | undefined): string {
   return `${Math.floor(minutes / 60)} h ${String(minutes % 60).padStart(2, '0')} min`;
 }
 
+/** A predicted duration, which may be unknown (no history and nothing declared): said so, never a dash or a guess. */
+export function formatPredicted(ms: number | undefined): string {
+  return ms === undefined ? 'unknown' : formatDuration(ms);
+}
+
 /** Compact duration for progress lines: 850ms, 4.2s, 42s, 3m05s, 1h02m. */
 export function formatSeconds(ms: number): string {
   if (ms < 1000) return `${Math.round(ms)}ms`;

@@ -11,7 +11,7 @@ import { runBenchmark } from '../../load/run.js';
 import type { BenchOptions, BenchProgress, BenchResult, ClientOptions, PromptSource, Slo, TokenCountSource, Workload } from '../../load/types.js';
 import { formatBenchTable, formatProgress } from '../../metrics/table.js';
 import type { BackendKind } from '../../profiles/types.js';
-import { DEFAULT_REQUEST_TIMEOUT } from '../../util/defaults.js';
+import { DEFAULT_MAX_IN_FLIGHT, DEFAULT_REQUEST_TIMEOUT } from '../../util/defaults.js';
 import { messageOf, UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
 
@@ -343,7 +343,7 @@ function defineBench(program: Command): Command {
     .option('--requests <n>', 'requests per level (default: 4 x concurrency, at least 32; rate: 10 s worth)')
     .option('--rate <r>', 'open loop: r requests per second')
     .addOption(new Option('--arrival <kind>', 'arrival process of --rate').choices(['poisson', 'constant']).default('poisson'))
-    .option('--max-in-flight <n>', 'cap on requests in flight with --rate (later arrivals wait)', '256')
+    .option('--max-in-flight <n>', 'cap on requests in flight with --rate (later arrivals wait)', String(DEFAULT_MAX_IN_FLIGHT))
     .option('--input-len <len>', 'synthetic prompt tokens: N, normal:MEAN,SD[,MIN,MAX] or uniform:MIN,MAX', '512')
     .option('--output-len <len>', 'synthetic output tokens (same forms)', '128')
     .option(

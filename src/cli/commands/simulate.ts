@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os';
-import { type Command, InvalidArgumentError, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { isSimulatorReplica, runSimulatorReplica, startSimulatorCluster } from '../../simulate/cluster.js';
 import {
   type EngineKind,
@@ -10,6 +10,7 @@ import {
   type FaultConfig,
   FaultKinds,
   resolveSimConfig,
+  type SimConfig,
   type SimConfigInput,
 } from '../../simulate/config.js';
 import { startSimulator } from '../../simulate/server.js';
@@ -158,7 +159,33 @@ function overridesFrom(flags: SimulateFlags): SimConfigInput {
 }
 
 export function registerSimulate(program: Command): void {
-  program
+  defineSimulate(program).action(async (flags: SimulateFlags) => {
+    if (isSimulatorReplica()) return runSimulatorReplica();
+    await simulate(flags);
+  });
+}
+
+/**
+ * The simulator's config from a `simulate …` argument list, as the command would resolve it; undefined when the
+ * arguments do not parse (the plan then has no declared figures, and the run will say what is wrong).
+ */
+export function simConfigOfArgv(argv: readonly string[]): SimConfig | undefined {
+  const program = new Command().exitOverride().configureOutput({ writeOut: () => {}, writeErr: () => {} });
+  let config: SimConfig | undefined;
+  defineSimulate(program).action((flags: SimulateFlags) => {
+    config = resolveSimConfig(flags.config, overridesFrom(flags), flagOf);
+  });
+  try {
+    program.parse(['simulate', ...argv], { from: 'user' });
+  } catch {
+    return undefined;
+  }
+  return config;
+}
+
+/** The simulate command's flags, on `program` (the CLI's, or a bare one that only parses). */
+function defineSimulate(program: Command): Command {
+  return program
     .command('simulate')
     .description('Run the built-in simulated LLM server (OpenAI, SGLang, TGI and llama.cpp APIs) in the foreground')
     .option('--config <file>', 'YAML/JSON simulator config; flags override its values')
@@ -205,37 +232,33 @@ export function registerSimulate(program: Command): void {
       '--workers <n|auto>',
       'simulator processes behind the one port, each a data-parallel replica with its own --max-batch; /metrics sums them (default 1)',
       workerCount,
-    )
-    .action(async (flags: SimulateFlags) => {
-      if (isSimulatorReplica()) return runSimulatorReplica();
-      const config = resolveSimConfig(flags.config, overridesFrom(flags), flagOf);
-      if (flags.printConfig) {
-        process.stdout.write(`${JSON.stringify(config, null, 2)}\n`);
-        return;
-      }
-      const log = (line: string): void => void process.stdout.write(`${line}\n`);
-      // A real engine crash ends the process; flush the traceback first.
-      const onCrash = (): void => void process.stdout.write('', () => process.exit(1));
-      const workers = flags.workers ?? 1;
-      if (workers > 1 && (config.engine === 'vllm' || config.engine === 'sglang')) {
-        throw new UserError(`--engine ${config.engine} cannot be combined with --workers`, 'drop one of the two flags', 2);
-      }
-      if (workers > 1 && config.prefixCache.enabled) {
-        throw new UserError(
-          '--prefix-cache cannot be combined with --workers: each worker would cache only the prompts it served',
-          'drop one of the two flags',
-          2,
-        );
-      }
-      const simulator = workers > 1 ? await startSimulatorCluster(config, workers, { log, onCrash }) : await startSimulator(config, { log, onCrash });
-      const shutdown = (signal: NodeJS.Signals): void => {
-        log(`INFO:     Shutting down (${signal})`);
-        void simulator.close().then(() => {
-          log('INFO:     Finished server process');
-          process.exit(0);
-        });
-      };
-      process.once('SIGTERM', shutdown);
-      process.once('SIGINT', shutdown);
+    );
+}
+
+async function simulate(flags: SimulateFlags): Promise<void> {
+  const config = resolveSimConfig(flags.config, overridesFrom(flags), flagOf);
+  if (flags.printConfig) {
+    process.stdout.write(`${JSON.stringify(config, null, 2)}\n`);
+    return;
+  }
+  const log = (line: string): void => void process.stdout.write(`${line}\n`);
+  // A real engine crash ends the process; flush the traceback first.
+  const onCrash = (): void => void process.stdout.write('', () => process.exit(1));
+  const workers = flags.workers ?? 1;
+  if (workers > 1 && (config.engine === 'vllm' || config.engine === 'sglang')) {
+    throw new UserError(`--engine ${config.engine} cannot be combined with --workers`, 'drop one of the two flags', 2);
+  }
+  if (workers > 1 && config.prefixCache.enabled) {
+    throw new UserError('--prefix-cache cannot be combined with --workers: each worker would cache only the prompts it served', 'drop one of the two flags', 2);
+  }
+  const simulator = workers > 1 ? await startSimulatorCluster(config, workers, { log, onCrash }) : await startSimulator(config, { log, onCrash });
+  const shutdown = (signal: NodeJS.Signals): void => {
+    log(`INFO:     Shutting down (${signal})`);
+    void simulator.close().then(() => {
+      log('INFO:     Finished server process');
+      process.exit(0);
     });
+  };
+  process.once('SIGTERM', shutdown);
+  process.once('SIGINT', shutdown);
 }

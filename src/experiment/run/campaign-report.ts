@@ -1,10 +1,10 @@
 import { listRaceEvents } from '../../store/campaign.js';
 import type { Db } from '../../store/db.js';
 import { listTrials } from '../../store/queries.js';
+import { formatDuration, formatPredicted } from '../../util/format.js';
 import { type BestVerdict, bestConfig } from '../analysis/best.js';
 import { loadCostModel, predictPlan } from '../plan/budget.js';
 import { planExperiment } from '../plan/plan.js';
-import { formatDuration } from '../plan/schedule.js';
 import { formatBestVerdict, formatSpecView, hasSpecFigures } from '../text/best-format.js';
 import { gpuHoursText } from '../text/plan-format.js';
 import { loadRun } from './run-store.js';
@@ -35,7 +35,7 @@ export function campaignSummary(db: Db, runId: number): { best: BestVerdict; tex
   };
   const full = predictPlan(planExperiment(input), experiment, loadCostModel(db, experiment));
   lines.push(
-    `GPU-hours: ${gpuHoursText((wallMs / 3_600_000) * gpus)} used (${formatDuration(wallMs)} × ${gpus} GPU${gpus === 1 ? '' : 's'}, ${trials.length} trials) vs ${gpuHoursText(full.gpuHours)} predicted for the full interleaved grid (${formatDuration(full.wallMs)}, ${full.trials} trials, ${full.restarts} restarts)`,
+    `GPU-hours: ${gpuHoursText((wallMs / 3_600_000) * gpus)} used (${formatDuration(wallMs)} × ${gpus} GPU${gpus === 1 ? '' : 's'}, ${trials.length} trials) vs ${gpuHoursText(full.gpuHours)} predicted for the full interleaved grid (${formatPredicted(full.wallMs)}, ${full.trials} trials, ${full.restarts} restarts)`,
   );
   return { best, text: lines.join('\n') };
 }

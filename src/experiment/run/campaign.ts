@@ -71,6 +71,8 @@ export function campaignControl(
     const next = plan.trials.filter((trial) => trial.block === afterPass + 1 && !out.has(trial.variant));
     if (next.length === 0) return undefined;
     const predicted = predictPlan({ trials: next }, experiment, loadCostModel(db, experiment));
+    // This run has recorded its first pass by now; a figure still unknown leaves the budget unjudged, not exceeded.
+    if (predicted.wallMs === undefined) return undefined;
     const elapsedMs = Date.now() - Date.parse(startedAt);
     const wallMs = elapsedMs + predicted.wallMs;
     const gpuHours = (wallMs / 3_600_000) * budget.gpusPerServer;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { durationSchema } from '../../config/duration.js';
+import { acceptsFormsOf } from '../../config/issues.js';
 import { executorConfigSchema } from '../../exec/config.js';
 import { argvSchema, envNameList, envSchema, serverSchema } from '../../launch/server-schema.js';
 import { promptSourceSchema, sloSchema, workloadSchema } from '../../load/config.js';
@@ -42,8 +43,7 @@ const clientSchema = clientOverridesSchema.extend({
 });
 
 const variantSchema = z.strictObject({
-  /** Appended to server.command. */
-  args: argvSchema.optional(),
+  args: argvSchema.optional().describe('Appended to server.command.'),
   env: envSchema.optional(),
   unsetEnv: envNameList.optional(),
   client: clientOverridesSchema.optional(),
@@ -63,22 +63,28 @@ const WORKLOAD_KINDS = ['single-stream', 'concurrency', 'rate', 'sweep'] as cons
  * The load module's workload schema, with the error of the branch the user meant (by `kind`) instead of zod's
  * generic "Invalid input" for a failed union.
  */
-const workloadEntrySchema = z.unknown().transform((value, ctx): z.output<typeof workloadSchema> => {
-  const result = workloadSchema.safeParse(value);
-  if (result.success) return result.data;
-  const kind = (value as { kind?: unknown } | null)?.kind;
-  if (!WORKLOAD_KINDS.includes(kind as (typeof WORKLOAD_KINDS)[number])) {
-    ctx.addIssue({ code: 'custom', path: ['kind'], message: `expected kind: ${WORKLOAD_KINDS.join(', ')}` });
+/** The forms a workload entry accepts (the file reference lists them). */
+export const workloadFormsSchema: z.ZodType = workloadSchema;
+
+const workloadEntrySchema = acceptsFormsOf(
+  z.unknown().transform((value, ctx): z.output<typeof workloadSchema> => {
+    const result = workloadSchema.safeParse(value);
+    if (result.success) return result.data;
+    const kind = (value as { kind?: unknown } | null)?.kind;
+    if (!WORKLOAD_KINDS.includes(kind as (typeof WORKLOAD_KINDS)[number])) {
+      ctx.addIssue({ code: 'custom', path: ['kind'], message: `expected kind: ${WORKLOAD_KINDS.join(', ')}` });
+      return z.NEVER;
+    }
+    const union = result.error.issues.find((issue) => issue.code === 'invalid_union');
+    const branches = union && 'errors' in union ? (union.errors as z.core.$ZodIssue[][]) : [result.error.issues];
+    // The branch that did not reject `kind` is the one this entry is written for.
+    const meant = branches.find((issues) => !issues.some((issue) => issue.path[0] === 'kind')) ?? branches[0]!;
+    // Forwarded whole (code, keys, bounds), so the config loader can word them and place unknown keys.
+    for (const issue of meant) ctx.addIssue(issue as z.core.$ZodRawIssue);
     return z.NEVER;
-  }
-  const union = result.error.issues.find((issue) => issue.code === 'invalid_union');
-  const branches = union && 'errors' in union ? (union.errors as z.core.$ZodIssue[][]) : [result.error.issues];
-  // The branch that did not reject `kind` is the one this entry is written for.
-  const meant = branches.find((issues) => !issues.some((issue) => issue.path[0] === 'kind')) ?? branches[0]!;
-  // Forwarded whole (code, keys, bounds), so the config loader can word them and place unknown keys.
-  for (const issue of meant) ctx.addIssue(issue as z.core.$ZodRawIssue);
-  return z.NEVER;
-});
+  }),
+  workloadSchema,
+);
 
 /** A constraint on a metric, e.g. "< 500" or ">= 20". */
 const constraintSchema = z.string().regex(/^\s*(<=|>=|<|>)\s*-?\d+(\.\d+)?\s*$/, 'expected a comparison like "< 500" or ">= 20"');
@@ -102,51 +108,93 @@ const budgetSchema = z
   .refine((budget) => budget.wallTime !== undefined || budget.gpuHours !== undefined, 'expected wallTime and/or gpuHours');
 
 export const experimentFileSchema = z.strictObject({
-  name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'expected a name of letters, digits, ".", "_" or "-"'),
-  description: z.string().optional(),
-  profile: z.string().refine((name) => name in BUILTIN_PROFILES, {
-    message: `expected a built-in profile: ${Object.keys(BUILTIN_PROFILES).join(', ')}`,
-  }),
+  name: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'expected a name of letters, digits, ".", "_" or "-"')
+    .meta({ description: "The experiment's name: its runs' history (drift, predictions) is kept under it.", examples: ['llama31-8b-eagle3'] }),
+  description: z.string().optional().describe('One line on what the experiment asks; shown in reports.'),
+  profile: z
+    .string()
+    .refine((name) => name in BUILTIN_PROFILES, {
+      message: `expected a built-in profile: ${Object.keys(BUILTIN_PROFILES).join(', ')}`,
+    })
+    .meta({
+      description: `The server's profile (health paths, log phases, fatal causes, wire format): ${Object.keys(BUILTIN_PROFILES).join(', ')}.`,
+      examples: ['vllm'],
+    }),
   /** The same keys and rules as a `servelab launch --config` file (launch/server-schema.ts). */
-  server: serverSchema,
-  executor: executorConfigSchema,
+  server: serverSchema.describe('How to start the server; the keys of a `servelab launch --config` file.'),
+  executor: executorConfigSchema.describe('Where servers run: this machine, an SSH host or a Slurm cluster.'),
   fingerprint: z
     .strictObject({ envPatterns: z.array(z.string()).default([]), redact: z.array(z.string()).default([]) })
-    .default({ envPatterns: [], redact: [] }),
-  client: clientSchema.prefault({}),
-  workloads: z.array(workloadEntrySchema).min(1, 'expected at least one workload'),
-  trials: z.number().int().min(1).max(1000).default(5),
-  seed: z.number().int().default(1),
-  baseline: z.string().optional(),
-  metric: z.enum(METRIC_NAMES).default('outputTokensPerSecond'),
-  verdict: z.strictObject({ alpha: z.number().gt(0).lt(1).default(0.05), minEffect: z.number().min(0).default(0) }).default({ alpha: 0.05, minEffect: 0 }),
-  drift: z.strictObject({ relativeBand: z.number().min(0).default(0.05), sigmas: z.number().min(0).default(3) }).default({ relativeBand: 0.05, sigmas: 3 }),
+    .default({ envPatterns: [], redact: [] })
+    .describe('Extra env-name patterns a fingerprint records, and patterns of values to redact.'),
+  client: clientSchema.prefault({}).describe('The load client: prompts, warm-up, timeouts, SLOs, cache mode.'),
+  workloads: z
+    .array(workloadEntrySchema)
+    .min(1, 'expected at least one workload')
+    .meta({ description: 'What each trial measures; see the workload kinds below.', examples: [[{ kind: 'single-stream', requests: 16 }]] }),
+  trials: z.number().int().min(1).max(1000).default(5).describe('Repetitions of every (variant, workload) pair; ≥ 4 for a rank test to reach p < 0.05.'),
+  seed: z.number().int().default(1).describe('Seed of the plan order.'),
+  baseline: z.string().optional().describe('The variant the others are compared with; default: the first variant.'),
+  metric: z.enum(METRIC_NAMES).default('outputTokensPerSecond').describe('The metric of verdicts and the drift alarm (see metric names).'),
+  verdict: z
+    .strictObject({
+      alpha: z.number().gt(0).lt(1).default(0.05).describe('Significance level of the rank-sum test.'),
+      minEffect: z.number().min(0).default(0).describe('Smallest relative effect that counts (0.02 = 2%).'),
+    })
+    .default({ alpha: 0.05, minEffect: 0 })
+    .describe('When a variant differs from the baseline.'),
+  drift: z
+    .strictObject({
+      relativeBand: z.number().min(0).default(0.05).describe('Smallest noise band around the history median (0.05 = ±5%).'),
+      sigmas: z.number().min(0).default(3).describe('Width of the prediction interval, in standard deviations.'),
+    })
+    .default({ relativeBand: 0.05, sigmas: 3 })
+    .describe("The drift alarm: a variant's first trials against its history."),
   /** Machine checks before each server start: strict stops the run on a finding, warn logs it, off skips them. */
-  preflight: z.enum(['strict', 'warn', 'off']).default('warn'),
+  preflight: z
+    .enum(['strict', 'warn', 'off'])
+    .default('warn')
+    .describe('Machine checks before each server start: strict stops the run on a finding, warn logs it, off skips them.'),
   /** GPU/host sampling and server /metrics scraping during each trial. */
   telemetry: z
-    .strictObject({ enabled: z.boolean().default(true), interval: durationSchema.default(1000), serverMetrics: z.boolean().default(true) })
-    .default({ enabled: true, interval: 1000, serverMetrics: true }),
+    .strictObject({
+      enabled: z.boolean().default(true).describe('Sample at all.'),
+      interval: durationSchema.default(1000).describe('Sampling and scraping period.'),
+      serverMetrics: z.boolean().default(true).describe("Scrape the server's Prometheus endpoint."),
+    })
+    .default({ enabled: true, interval: 1000, serverMetrics: true })
+    .describe('GPU/host sampling and server /metrics scraping during each trial.'),
   /** A trial counts only when at most this fraction of its requests failed (and its server stayed up). */
-  maxFailedFraction: z.number().min(0).max(1).default(0),
+  maxFailedFraction: z.number().min(0).max(1).default(0).describe('A trial counts only when at most this fraction of its requests failed.'),
   /** Times an invalid trial is measured again, in place, before the run stops. */
-  trialRetries: z.number().int().min(0).max(10).default(2),
+  trialRetries: z.number().int().min(0).max(10).default(2).describe('Times an invalid trial is measured again, in place, before the run stops.'),
   variants: z
     .record(
       z.string().regex(VARIANT_NAME, VARIANT_NAME_RULE),
       variantSchema.nullable().transform((v) => v ?? {}),
     )
-    .default({}),
-  grid: z.array(gridSchema).default([]),
+    .default({})
+    .describe('Named variants: args, env and client settings over the base server and client (see how they combine).'),
+  grid: z.array(gridSchema).default([]).describe('Variants from every combination of parameter values.'),
   /** interleaved: every pass visits every server config once per repetition; blocked: few passes, several trials per start; auto: by startup/trial cost. */
-  schedule: z.enum(['interleaved', 'blocked', 'auto']).default('interleaved'),
+  schedule: z
+    .enum(['interleaved', 'blocked', 'auto'])
+    .default('interleaved')
+    .describe(
+      'interleaved: every pass visits every server config once per repetition; blocked: few passes, several trials per start; auto: by startup/trial cost.',
+    ),
   /** Passes of a blocked schedule (default 2: one forward, one reversed, so slow drift cancels). */
-  passes: z.number().int().min(1).optional(),
-  budget: budgetSchema.optional(),
-  maxRestarts: z.number().int().min(0).optional(),
+  passes: z.number().int().min(1).optional().describe('Passes of a blocked schedule (default 2: one forward, one reversed).'),
+  budget: budgetSchema.optional().describe('Limits a plan must fit; `run` refuses a plan over them unless --force.'),
+  maxRestarts: z.number().int().min(0).optional().describe('Server restarts a plan may need at most.'),
   /** fixed: every planned trial; race: drop configs significantly worse than the best after each pass. */
-  stopping: z.enum(['fixed', 'race']).default('fixed'),
-  objective: objectiveSchema.optional(),
+  stopping: z
+    .enum(['fixed', 'race'])
+    .default('fixed')
+    .describe('fixed: every planned trial; race: drop configs significantly worse than the best after each pass.'),
+  objective: objectiveSchema.optional().describe('The best config: a metric to maximize or minimize, subject to constraints.'),
 });
 
 export type ExperimentFile = z.output<typeof experimentFileSchema>;
