@@ -70,9 +70,12 @@ export const COMMON_CAUSE_PATTERNS: FatalPattern[] = [
     hint: 'check NCCL_* variables, GPU visibility and interconnect; rerun with NCCL_DEBUG=INFO for detail',
   },
   {
-    // torch >= 2.9 raises torch.AcceleratorError for CUDA errors (vllm#37159, LlamaFactory#10240).
+    // torch >= 2.9 raises torch.AcceleratorError for CUDA errors (vllm#37159, LlamaFactory#10240); vLLM V0's
+    // model_runner_base.py _wrapper re-raises a fault while serving as "RuntimeError: Error in model execution: CUDA
+    // error: an illegal memory access was encountered" (vllm#11366, vllm#12233).
     name: 'CUDA error',
-    pattern: /RuntimeError: CUDA error|torch\.AcceleratorError: CUDA error|CUDA driver version is insufficient|no CUDA-capable device|CUBLAS_STATUS_\w+_ERROR/,
+    pattern:
+      /RuntimeError: (Error in model execution: )?CUDA error|torch\.AcceleratorError: CUDA error|CUDA driver version is insufficient|no CUDA-capable device|CUBLAS_STATUS_\w+_ERROR/,
     hint: 'check the driver/toolkit match and CUDA_VISIBLE_DEVICES (nvidia-smi)',
   },
 ];
