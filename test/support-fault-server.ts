@@ -5,7 +5,7 @@
  * fatal CUDA error and serves on, hangs (health answers, the first token never comes).
  *
  * In-process (`startFaultServer`) or as a server process that `servelab run` launches:
- * `node support-fault-server.js --port N [--fatal-after N] [--hang-after N] [--tpot-ms N]`.
+ * `node support-fault-server.js --port N [--fatal-after N] [--hang-after N] [--tpot-ms N] [--output-share S] [--usage-factor F]`.
  */
 
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -113,7 +113,15 @@ async function serveFaults(faults: Faults, port = 0): Promise<FaultServer & { cl
 }
 
 /** Numeric flags of the process form: each is a Faults key in kebab case. */
-const FLAGS = { port: 'port', 'fatal-after': 'fatalAfter', 'hang-after': 'hangAfter', 'tpot-ms': 'tpotMs', 'ttft-ms': 'ttftMs' } as const;
+const FLAGS = {
+  port: 'port',
+  'fatal-after': 'fatalAfter',
+  'hang-after': 'hangAfter',
+  'tpot-ms': 'tpotMs',
+  'ttft-ms': 'ttftMs',
+  'output-share': 'outputShare',
+  'usage-factor': 'usageFactor',
+} as const;
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const { values } = parseArgs({ options: Object.fromEntries(Object.keys(FLAGS).map((flag) => [flag, { type: 'string' }])) });

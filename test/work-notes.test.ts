@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { workNotes } from '../src/experiment/analysis/work-notes.js';
 import type { TrialMetrics, TrialRecord } from '../src/store/types.js';
+import { cli, tempDir, writeExperiment } from './support-experiment.js';
 
 const base: TrialMetrics = {
   outputTokensPerSecond: 100,
@@ -49,4 +53,41 @@ test('work notes name unequal work, disagreeing token counts, resends and a serv
     'open c=4: offered 20.0 req/s, served 5.85 req/s in 1 of 1 trials: the server fell behind (latency counts from each scheduled arrival)',
   ]);
   assert.deepEqual(workNotes([trial('baseline', { tokenCounts: { method: 'server-usage', checked: 40, disagreeing: 0 } })]), []);
+});
+
+const FAULT_SERVER = fileURLToPath(new URL('./support-fault-server.js', import.meta.url));
+
+test('servelab run: a variant that stops short (accepted) and one whose usage lies (stream trusted) are named in show and the report', {
+  timeout: 120_000,
+}, async (t) => {
+  const dir = tempDir(t, 'work-notes');
+  const store = join(dir, 'servelab.db');
+  const file = writeExperiment(dir, 'notes.yaml', {
+    name: 'work-notes',
+    profile: 'openai',
+    trials: 1,
+    server: { command: ['node', FAULT_SERVER, '--port', '{port}', '--tpot-ms', '2'], readyTimeout: '5m', verifyServing: false },
+    client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens: 20, seed: 3 }, warmupRequests: 1 },
+    workloads: [{ kind: 'single-stream', requests: 4 }],
+    variants: {
+      baseline: {},
+      short: { args: ['--output-share', '0.4'], client: { requireFullOutput: false } },
+      lying: { args: ['--usage-factor', '2'], client: { tokenCounts: 'stream' } },
+    },
+  });
+  const run = await cli(['run', file], { store });
+  assert.equal(run.code, 0, run.stderr);
+  const show = await cli(['show', '1'], { store });
+  assert.equal(show.code, 0, show.stderr);
+  assert.match(show.stdout, /short single-stream: early-stop: 8\.00 of 20\.0 tokens per request in 1 of 1 trials \(4 requests stopped short; unequal work\)/);
+  assert.match(show.stdout, /lying single-stream: token counts disagreed in 4 requests over 1 of 1 trials; figures use stream-chunks/);
+  assert.doesNotMatch(show.stdout, /baseline single-stream: /);
+  assert.match(show.stdout, /output-token counts from: .*stream-chunks/);
+  const report = await cli(['report', '1', '--out', join(dir, 'report'), '--json'], { store });
+  assert.equal(report.code, 0, report.stderr);
+  const written = JSON.stringify(JSON.parse(report.stdout));
+  const htmlPath = /"([^"]+\.html)"/.exec(written)?.[1];
+  assert.ok(htmlPath, written);
+  const html = readFileSync(htmlPath, 'utf8');
+  assert.match(html, /short single-stream: early-stop: 8\.00 of 20\.0 tokens per request/);
 });
