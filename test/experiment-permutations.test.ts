@@ -1,6 +1,6 @@
 /**
  * The runner's decisions over many permutations, on a fake machine (support-fake-executor.ts): race eliminations,
- * validity retries, drift confirmation. The runner, plan, journal, store and analysis code are the real ones; one
+ * validity retries, drift confirmation, schedules. The runner, plan, journal, store and analysis code are the real ones; one
  * end-to-end test per concern (campaign-race, experiment-validity, experiment-drift) runs them on simulators.
  */
 import assert from 'node:assert/strict';
@@ -238,4 +238,23 @@ describe('drift confirmation', () => {
     assert.deepEqual(db.prepare('SELECT accepted FROM drift_alarms').all(), [{ accepted: 1 }]);
     assert.equal(count(db, 'SELECT COUNT(*) AS n FROM trials WHERE run_id = 2'), 4);
   });
+});
+
+describe('schedules', () => {
+  const variants = { baseline: {}, k2: { args: ['--spec-draft-tokens', '2'] }, k4: { args: ['--spec-draft-tokens', '4'] } };
+
+  for (const [schedule, restarts] of [
+    ['blocked', 2 * 2],
+    ['interleaved', 3 * 2],
+  ] as const) {
+    test(`${schedule}: the planned restarts are the executed ones`, async (t) => {
+      const { db, run } = lab(t);
+      const { outcome, error, executor } = await run({ name: `plan-${schedule}`, trials: 3, schedule, variants }, () => ({ tpotMs: 4 }));
+      assert.equal(outcome?.status, 'done', error);
+      const stored = JSON.parse((db.prepare('SELECT plan_json FROM runs').get() as { plan_json: string }).plan_json) as { restarts: number };
+      assert.equal(stored.restarts, restarts);
+      assert.equal(executor.launches.length - 1, restarts);
+      assert.equal(count(db, 'SELECT COUNT(*) AS n FROM servers') - 1, restarts);
+    });
+  }
 });
