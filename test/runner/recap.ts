@@ -15,7 +15,7 @@ interface TestEvent {
   };
 }
 
-export interface Failure {
+interface Failure {
   file: string;
   test: string;
   error: string;
@@ -23,6 +23,7 @@ export interface Failure {
 
 export default async function* recap(source: AsyncIterable<TestEvent>): AsyncGenerator<string> {
   const failures: Failure[] = [];
+  let cancelled = 0;
   // Names of the tests being reported, by file and nesting: a failure is named with the suites around it.
   const open = new Map<string, string[]>();
   for await (const { type, data } of source) {
@@ -35,18 +36,27 @@ export default async function* recap(source: AsyncIterable<TestEvent>): AsyncGen
     }
     if (type !== 'test:fail') continue;
     const error = data.details?.error;
-    // A suite fails because a test in it failed: that test is the one to name.
-    if (errorField(error, 'failureType') === 'subtestsFailed') continue;
+    // A suite fails because a test in it failed, a test is cancelled because its parent failed or timed out: the
+    // test that failed is the one to name.
+    const kind = errorField(error, 'failureType');
+    if (kind === 'subtestsFailed') continue;
+    if (kind === 'cancelledByParent') {
+      cancelled += 1;
+      continue;
+    }
     const suites = (open.get(file) ?? []).slice(0, data.nesting);
-    failures.push({ file: shortPath(file), test: [...suites, data.name].join(' › '), error: firstLine(error) });
+    // node:test names a file that failed outside any test (it exited non-zero, it could not load) by its path.
+    const test = data.name === file ? '(the file itself)' : [...suites, data.name].join(' › ');
+    failures.push({ file: shortPath(file), test, error: firstLine(error) });
   }
-  yield formatRecap(failures);
+  yield formatRecap(failures, cancelled);
 }
 
-export function formatRecap(failures: Failure[]): string {
-  if (failures.length === 0) return 'recap: no failing tests\n';
+function formatRecap(failures: Failure[], cancelled: number): string {
+  if (failures.length === 0 && cancelled === 0) return 'recap: no failing tests\n';
   const lines = failures.map((failure) => `  ✖ ${failure.file || '(no file)'}: ${failure.test}\n      ${failure.error}`);
-  return `recap: ${failures.length} failing test${failures.length === 1 ? '' : 's'}\n${lines.join('\n')}\n`;
+  const also = cancelled > 0 ? `  (and ${cancelled} cancelled with a parent that failed or timed out)\n` : '';
+  return `recap: ${failures.length} failing test${failures.length === 1 ? '' : 's'}\n${lines.map((line) => `${line}\n`).join('')}${also}`;
 }
 
 /**
