@@ -24,6 +24,9 @@ export const SLOW = new Set([
   'exec-remote-shell',
   'exec-slurm',
   'exec-ssh',
+  'exec-ssh-run',
+  'export',
+  'experiment-log-watch',
   'experiment-cache',
   'experiment-drift',
   'experiment-lease',
@@ -63,6 +66,7 @@ export const SLOW = new Set([
   'ui-escape',
   'ui-live',
   'ui-navigation',
+  'work-notes',
 ]);
 
 const TEST_DIR = fileURLToPath(new URL('..', import.meta.url));
