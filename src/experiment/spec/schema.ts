@@ -87,7 +87,8 @@ const objectiveSchema = z
   .strictObject({
     maximize: z.enum(METRIC_NAMES).optional(),
     minimize: z.enum(METRIC_NAMES).optional(),
-    subjectTo: z.partialRecord(z.enum(METRIC_NAMES), constraintSchema).default({}),
+    /** outputMatch: token agreement with the baseline's greedy answers (quality.equivalence, on by it). */
+    subjectTo: z.partialRecord(z.enum([...METRIC_NAMES, 'outputMatch']), constraintSchema).default({}),
     /** Workload the objective is judged on (default: the first). */
     workload: z.string().optional(),
   })
@@ -147,6 +148,20 @@ export const experimentFileSchema = z.strictObject({
   /** fixed: every planned trial; race: drop configs significantly worse than the best after each pass. */
   stopping: z.enum(['fixed', 'race']).default('fixed'),
   objective: objectiveSchema.optional(),
+  quality: z
+    .strictObject({
+      /**
+       * Greedy answers of every variant compared with the baseline's: the same prompts (from the baseline's client
+       * prompt source) sent once per server start, untimed, before its trials (src/experiment/run/equivalence.ts).
+       */
+      equivalence: z
+        .strictObject({
+          prompts: z.number().int().min(1).max(1000).default(16),
+          outputTokens: z.number().int().min(1).max(32768).default(128),
+        })
+        .optional(),
+    })
+    .optional(),
 });
 
 export type ExperimentFile = z.output<typeof experimentFileSchema>;
