@@ -3,7 +3,10 @@ import { test } from 'node:test';
 import { equivalenceStatus } from '../src/experiment/analysis/equivalence.js';
 import { compareOutputs } from '../src/metrics/output-match.js';
 import type { RequestOutput } from '../src/metrics/types.js';
+import { insertEquivalencePass, listEquivalencePasses } from '../src/store/equivalence.js';
+import type { UnreadableRow } from '../src/store/row-json.js';
 import { formatAgreement } from '../src/util/format.js';
+import { buildFixtureRun, createFixtureStore } from './report-fixture.js';
 
 /** The pure comparison and status rules of quality.equivalence and compare-outputs. */
 
@@ -59,4 +62,23 @@ test('agreement never rounds up to 100%', () => {
   assert.equal(formatAgreement(0.9996), '99.9%');
   assert.equal(formatAgreement(1), '100%');
   assert.equal(formatAgreement(undefined), '—');
+});
+
+test('stored passes read back through the versioned decoder; an altered row is named and skipped', (t) => {
+  const store = createFixtureStore();
+  t.after(() => store.cleanup());
+  const runId = buildFixtureRun(store);
+  const outputs = [out(1, 'a b', { tokenIds: [1, 2], finishReason: 'length' })];
+  insertEquivalencePass(store.db, runId, { variant: 'base', serverId: 1, concurrency: 1, startedAt: '2026-01-01T00:00:00Z', outputs });
+  insertEquivalencePass(store.db, runId, { variant: 'base', serverId: 1, concurrency: 16, startedAt: '2026-01-01T00:00:01Z', outputs });
+  store.db.prepare('UPDATE equivalence_outputs SET outputs_json = \'{"outputs": 3}\' WHERE concurrency = 16').run();
+  const skipped: UnreadableRow[] = [];
+  const passes = listEquivalencePasses(store.db, runId, skipped);
+  assert.deepEqual(
+    passes.map((pass) => [pass.concurrency, pass.outputs]),
+    [[1, outputs]],
+  );
+  assert.equal(skipped.length, 1);
+  assert.equal(skipped[0]!.table, 'equivalence_outputs');
+  assert.equal(skipped[0]!.column, 'outputs_json');
 });
