@@ -11,7 +11,7 @@ import { loadPrompts, type PromptItem, saltPrompts } from './prompts.js';
 import { type RequestContext, type RequestOutcome, servedTrackingConnector } from './request.js';
 import { counterSource, scrapeSglangServerInfo, scrapeSpecCounters, specFromCounterDelta, specFromResponses } from './spec.js';
 import { loadTokenizer, type ModelTokenizer } from './tokenizers/model.js';
-import type { BenchOptions, BenchResult, LevelResult, RequestSample, SpecDecodeStats, TokenCountMethod } from './types.js';
+import type { BenchOptions, BenchResult, LevelResult, RequestOutput, RequestSample, SpecDecodeStats, TokenCountMethod } from './types.js';
 import { LoadWorkers, resolveWorkerCount } from './workers/pool.js';
 
 const CONNECT_TIMEOUT_MS = 5000;
@@ -140,10 +140,16 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
   const startedAt = new Date().toISOString();
   const results: LevelResult[] = [];
   const measured: RequestOutcome[] = [];
+  const outputs: RequestOutput[] = [];
   let workers: LoadWorkers | undefined;
   try {
     const model = options.model ?? (options.backend.startsWith('openai') ? await discoverModel(dispatcher, baseUrl) : undefined);
-    const backendOptions: BackendRequestOptions = { model, ignoreEos: options.ignoreEos, ...(options.cachePrompt === false && { cachePrompt: false }) };
+    const backendOptions: BackendRequestOptions = {
+      model,
+      ignoreEos: options.ignoreEos,
+      ...(options.cachePrompt === false && { cachePrompt: false }),
+      ...(options.collectOutputs && { collectOutputs: true }),
+    };
     if (workerCount > 1) {
       workers = await LoadWorkers.start(
         workerCount,
@@ -204,8 +210,9 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
       const probe = specProbe(options, dispatcher, baseUrl);
       await probe.before();
       const levelPrompts = prompts.slice(offset, offset + level.requests);
-      offset += level.requests;
       const run = await runMeasuredLevel(runner, level, levelPrompts, options, levelIndex);
+      if (options.collectOutputs) for (const outcome of run.outcomes) outputs.push(requestOutput(outcome, level.label, offset));
+      offset += level.requests;
       // Not push(...outcomes): a level of tens of thousands of requests would overflow the call stack.
       for (const outcome of run.outcomes) measured.push(outcome);
       const spec = options.signal?.aborted ? undefined : await probe.after(run.outcomes);
@@ -235,11 +242,23 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
       levels: results,
     };
     if (model) result.model = model;
+    if (options.collectOutputs) result.outputs = outputs;
     return result;
   } finally {
     await workers?.close();
     await dispatcher.destroy();
   }
+}
+
+function requestOutput({ sample, state }: RequestOutcome, level: string, offset: number): RequestOutput {
+  return {
+    prompt: offset + sample.index,
+    level,
+    text: state.text,
+    ...(state.tokenIds && { tokenIds: state.tokenIds }),
+    ...(state.finishReason !== undefined && { finishReason: state.finishReason }),
+    ...(sample.error && { error: sample.error.kind }),
+  };
 }
 
 /** Runs one level in this thread or across load workers; `live`: onTokenEvent (live token counts) is called. */

@@ -7,6 +7,7 @@ import { acceptanceCell } from '../experiment/text/format.js';
 import type { FingerprintChange } from '../fingerprint/types.js';
 import { formatDuration, formatInterval, formatNumber, formatPercent, formatPValue, formatRatio, runDurationMs } from '../util/format.js';
 import { CAMPAIGN_CSS } from './campaign-html.js';
+import { EQUIVALENCE_CSS } from './equivalence-html.js';
 import { escapeHtml as esc } from './escape.js';
 import type { Figure } from './figures.js';
 import { machineStateHtml } from './machine.js';
@@ -59,7 +60,7 @@ export function renderHtmlReport(report: RunReport, figures: Figure[], compariso
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${esc(report.experimentName)} — run ${report.runId} · servelab report</title>
-<style>${REPORT_CSS}${CAMPAIGN_CSS}
+<style>${REPORT_CSS}${CAMPAIGN_CSS}${EQUIVALENCE_CSS}
 main { max-width:1240px; margin:0 auto; padding:28px 28px 48px; }
 header.top { display:flex; align-items:center; gap:12px; flex-wrap:wrap; }
 footer { margin-top:40px; font-size:12px; color:var(--muted); }

@@ -121,6 +121,15 @@ export const SimConfigSchema = z.strictObject({
       healthCheckTimeoutMs: z.number().min(0).default(20_000),
     })
     .prefault({}),
+  /** How greedy answers differ from the seed's reference answer per prompt (src/simulate/output.ts). */
+  output: z
+    .strictObject({
+      /** Share of generated tokens replaced by another token. */
+      lossy: z.number().min(0).max(1).default(0),
+      /** Tokens identical to the reference before the rest of each answer differs. */
+      divergenceAfter: z.number().int().min(0).optional(),
+    })
+    .prefault({}),
   /** A prefix cache: repeated prompt prefixes skip their prefill cost (TTFT shrinks on repeats). */
   prefixCache: z
     .strictObject({

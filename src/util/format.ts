@@ -39,6 +39,15 @@ export function formatShare(fraction: number | null | undefined): string {
   return fraction === null || fraction === undefined || !Number.isFinite(fraction) ? '—' : `${Math.round(fraction * 100)}%`;
 }
 
+/**
+ * A share that must not round up to a whole: tenths of a percent, rounded down, so only exactly 1 prints "100%"
+ * (0.9996 → "99.9%"; output agreement, where 99.96% is not 100%).
+ */
+export function formatAgreement(fraction: number | null | undefined): string {
+  if (fraction === null || fraction === undefined || !Number.isFinite(fraction)) return '—';
+  return fraction === 1 ? '100%' : `${(Math.floor(fraction * 1000) / 10).toFixed(1)}%`;
+}
+
 /** Signed percent with one decimal, e.g. "+12.5%", "−3.0%". */
 export function formatPercent(value: number | null | undefined): string {
   if (value === null || value === undefined || !Number.isFinite(value)) return '—';

@@ -2,18 +2,20 @@ import { writeFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import type { z } from 'zod';
 import { describeIssues } from '../../config/issues.js';
-import { levelValidity } from '../../experiment/analysis/trial-validity.js';
 import { BACKEND_KINDS } from '../../load/backends.js';
 import { LIMITS, parseDurationMs, parseLengthSpec, promptSourceSchema, sloSchema, workloadSchema } from '../../load/config.js';
 import { DATASET_FORMATS, type DatasetFields, type DatasetFormat } from '../../load/datasets/types.js';
 import { watchLiveness } from '../../load/liveness.js';
+import { writeOutputsFile } from '../../load/outputs-file.js';
 import { runBenchmark } from '../../load/run.js';
-import type { BenchOptions, BenchProgress, BenchResult, ClientOptions, PromptSource, Slo, TokenCountSource, Workload } from '../../load/types.js';
-import { formatBenchTable, formatProgress } from '../../metrics/table.js';
+import type { BenchOptions, BenchResult, ClientOptions, PromptSource, Slo, TokenCountSource, Workload } from '../../load/types.js';
+import { formatBenchTable } from '../../metrics/table.js';
 import type { BackendKind } from '../../profiles/types.js';
 import { DEFAULT_MAX_IN_FLIGHT, DEFAULT_REQUEST_TIMEOUT } from '../../util/defaults.js';
 import { messageOf, UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
+import { verdictOf } from '../bench-verdict.js';
+import { progressRenderer } from '../progress.js';
 
 interface BenchFlags {
   backend: BackendKind;
@@ -51,6 +53,8 @@ interface BenchFlags {
   out?: string;
   progress: boolean;
   allowFailures?: boolean;
+  collectOutputs?: boolean;
+  saveOutputs?: string;
 }
 
 function promptSaltFlag(text: string): number {
@@ -176,67 +180,6 @@ function validatedAsInFile<T>(schema: z.ZodType<T>, value: T): T {
   throw usageError(`${flag}: ${problem.message}`, 'see `servelab bench --help` for the accepted values');
 }
 
-/** Live progress on stderr: redrawn in place on a terminal, one line per finished level otherwise. */
-function progressRenderer(enabled: boolean) {
-  const tty = process.stderr.isTTY === true;
-  let last: BenchProgress | undefined;
-  let lastDraw = 0;
-  const flush = () => {
-    if (last) process.stderr.write(tty ? `\r\x1b[K${formatProgress(last)}\n` : `${formatProgress(last)}\n`);
-    last = undefined;
-  };
-  return {
-    update(progress: BenchProgress) {
-      if (!enabled) return;
-      if (last && last.levelLabel !== progress.levelLabel) flush();
-      last = progress;
-      const now = Date.now();
-      if (tty && now - lastDraw >= 100) {
-        lastDraw = now;
-        process.stderr.write(`\r\x1b[K${formatProgress(progress)}`);
-      }
-    },
-    flush,
-  };
-}
-
-/** Names of bench's flags in validity messages. */
-const FLAG_NAMES = { requireFullOutput: '--no-require-full-output', tokenCounts: '--token-counts', maxFailedFraction: '--max-failed-fraction' };
-
-/** Exit status and, for a failure, the line saying why and what to do. */
-function verdictOf(result: BenchResult, serverDeath: string | undefined, options: ClientOptions): { code: number; message?: string } {
-  if (serverDeath !== undefined) {
-    return {
-      code: ExitCode.serverDied,
-      message: `${serverDeath}; the benchmark was stopped and its figures are incomplete\n  next: check the server log, restart the server and run again`,
-    };
-  }
-  if (result.interrupted) return { code: ExitCode.interrupted };
-  const completed = result.levels.reduce((sum, level) => sum + level.completed, 0);
-  const noOutput = result.levels.reduce((sum, level) => sum + (level.errorsByKind['no-output'] ?? 0), 0);
-  if (completed === 0 && noOutput > 0)
-    return {
-      code: ExitCode.failure,
-      message: `the server generated no output tokens for ${noOutput} requests: nothing was measured\n  next: check the server log, the prompt and --output-len (a model that stops at once needs ignore_eos)`,
-    };
-  if (completed === 0)
-    return {
-      code: ExitCode.failure,
-      message: 'every measured request failed (see the error counts above)\n  next: check the server log and the --backend / --model flags',
-    };
-  const validity = { ignoreEos: options.ignoreEos, maxFailedFraction: options.maxFailedFraction ?? 0, names: FLAG_NAMES };
-  for (const level of result.levels) {
-    const invalid = levelValidity(level, { ...validity, ...(options.requireFullOutput !== undefined && { requireFullOutput: options.requireFullOutput }) });
-    if (invalid !== undefined) {
-      return {
-        code: ExitCode.failure,
-        message: `${level.label}: ${invalid}: these figures are not a valid measurement\n  next: fix the cause (server log, the lines above), or accept it (--allow-failures, --max-failed-fraction, --no-require-full-output, --token-counts)`,
-      };
-    }
-  }
-  return { code: ExitCode.ok };
-}
-
 function maxFailedFractionFromFlags(flags: Pick<BenchFlags, 'allowFailures' | 'maxFailedFraction'>): number {
   if (flags.allowFailures && flags.maxFailedFraction !== undefined)
     throw usageError('--allow-failures and --max-failed-fraction are alternatives', '--allow-failures is --max-failed-fraction 1');
@@ -267,6 +210,7 @@ export function clientOptionsFromFlags(flags: BenchFlags): ClientOptions {
     ...(flags.tokenizer !== undefined && { tokenizerPath: flags.tokenizer }),
     specMetrics: flags.specMetrics ? 'auto' : 'none',
     workers: flags.workers === 'auto' ? 'auto' : positiveInt('--workers', flags.workers),
+    ...((flags.collectOutputs || flags.saveOutputs !== undefined) && { collectOutputs: true }),
   };
 }
 
@@ -310,6 +254,8 @@ async function bench(url: string, flags: BenchFlags): Promise<void> {
     progress.flush();
     process.off('SIGINT', onSigint);
   }
+  if (flags.saveOutputs !== undefined) writeOutputsFile(flags.saveOutputs, result.outputs ?? []);
+  if (!flags.collectOutputs) delete result.outputs;
   const json = `${JSON.stringify(result, null, 2)}\n`;
   if (flags.out) {
     try {
@@ -391,6 +337,11 @@ function defineBench(program: Command): Command {
     .option('--workers <n|auto>', 'load-generation threads, each with its own event loop and connections (auto = one per core)', '1')
     .option('--no-spec-metrics', 'do not scrape speculative-decoding statistics')
     .option('--json', 'print the result JSON on stdout instead of the table')
+    .option('--collect-outputs', "keep each measured request's answer (text, token ids, finish reason) in the result JSON's outputs")
+    .option(
+      '--save-outputs <file>',
+      'write each measured answer as JSON Lines (for servelab compare-outputs); asks for token ids where the API has a field for it',
+    )
     .option('--out <file>', 'also write the result JSON to this file')
     .option('--no-progress', 'no progress bar on stderr')
     .option('--allow-failures', 'exit 0 even when requests failed, and keep sending (--max-failed-fraction 1)')

@@ -182,9 +182,9 @@ function report(db: Db, outcome: RunOutcome, json: boolean): void {
   switch (outcome.status) {
     case 'done':
       if (!json) {
-        process.stdout.write(
-          `run ${outcome.runId} done\n${formatVerdicts(outcome.verdicts ?? [], experiment.metric, experiment.baseline, plan.schedule === 'blocked')}\n\n${campaignSummary(db, outcome.runId).text}\n`,
-        );
+        const campaign = campaignSummary(db, outcome.runId);
+        const verdicts = formatVerdicts(outcome.verdicts ?? [], experiment.metric, experiment.baseline, plan.schedule === 'blocked', campaign.equivalence);
+        process.stdout.write(`run ${outcome.runId} done\n${verdicts}\n\n${campaign.text}\n`);
       }
       return;
     case 'drift':

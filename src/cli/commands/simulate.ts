@@ -46,6 +46,8 @@ interface SimulateFlags {
   statsIntervalMs?: number;
   closeKeptAlive?: boolean;
   prefixCache?: boolean;
+  lossy?: number;
+  divergenceAfter?: number;
   envSpeedup: EnvSpeedup[];
   fault: FaultConfig[];
   workers?: number;
@@ -119,6 +121,8 @@ const FLAG_OF_KEY: Record<string, string> = {
   statsIntervalMs: '--stats-interval-ms',
   closeKeptAlive: '--close-kept-alive',
   'prefixCache.enabled': '--prefix-cache',
+  'output.lossy': '--lossy',
+  'output.divergenceAfter': '--divergence-after',
 };
 
 function flagOf(keyPath: string): string {
@@ -153,6 +157,7 @@ function overridesFrom(flags: SimulateFlags): SimConfigInput {
     statsIntervalMs: flags.statsIntervalMs,
     closeKeptAlive: flags.closeKeptAlive,
     prefixCache: { enabled: flags.prefixCache },
+    output: { lossy: flags.lossy, divergenceAfter: flags.divergenceAfter },
     envSpeedups: flags.envSpeedup.length > 0 ? flags.envSpeedup : undefined,
     faults: flags.fault.length > 0 ? flags.fault : undefined,
   };
@@ -226,6 +231,8 @@ function defineSimulate(program: Command): Command {
     .option('--stats-interval-ms <ms>', 'log vLLM-style throughput lines this often while busy; 0 = never (default 10000)', number)
     .option('--close-kept-alive', 'close each connection after a streamed response while advertising keep-alive, like llama-server')
     .option('--prefix-cache', 'cache prompt prefixes: a repeated prefix costs no prefill (POST /reset_prefix_cache or /flush_cache clears it)')
+    .option('--lossy <share>', 'replace this share of greedy (temperature 0) output tokens with other tokens, the same ones every run (default 0)', number)
+    .option('--divergence-after <n>', 'greedy outputs equal the reference for n tokens, then differ (default: never)', integer)
     .option('--env-speedup <NAME=VALUE:FACTOR>', 'decode speed x FACTOR when env NAME equals VALUE (repeatable)', envSpeedup, [])
     .option('--fault <KIND:RATE[:AFTER_TOKENS]>', `inject client-visible faults: ${FaultKinds.join('|')} (repeatable)`, fault, [])
     .option(

@@ -74,13 +74,24 @@ export function registerStoreViews(program: Command): void {
             [...telemetry].map(([id, recorded]) => [id, { summary: recorded.summary, serverMetricsUnavailable: recorded.serverMetrics.unavailable }]),
           );
           return JSON.stringify(
-            { run, trials, invalidTrials, unplannedRestarts: restarts, driftAlarms, telemetry: machine, best: campaign.best, unreadable, notes },
+            {
+              run,
+              trials,
+              invalidTrials,
+              unplannedRestarts: restarts,
+              driftAlarms,
+              telemetry: machine,
+              best: campaign.best,
+              ...(campaign.equivalence && { equivalence: campaign.equivalence }),
+              unreadable,
+              notes,
+            },
             null,
             2,
           );
         }
         return [
-          formatRunShow(run, trials, invalidTrials, restarts),
+          formatRunShow(run, trials, invalidTrials, restarts, campaign.equivalence),
           ...(notes.length > 0 ? ['', 'notes:', ...notes.map((note) => `  ${note}`)] : []),
           ...formatDriftAlarms(driftAlarms),
           ...formatMachineState(trials, telemetry),

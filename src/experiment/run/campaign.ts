@@ -5,6 +5,7 @@ import { raceStep } from '../analysis/race.js';
 import { loadCostModel, predictPlan } from '../plan/budget.js';
 import { formatDuration } from '../plan/schedule.js';
 import type { Plan, PlannedTrial, ResolvedExperiment } from '../spec/types.js';
+import { storedOutputMatches } from './equivalence.js';
 import type { RunJournal } from './journal.js';
 
 /**
@@ -40,7 +41,8 @@ export function campaignControl(
       const afterPass = pass - 1;
       decidedThrough = afterPass;
       if (experiment.stopping === 'race') {
-        const decision = raceStep(experiment, listTrials(db, runId), eliminated(), afterPass, plan.schedule === 'blocked');
+        const matches = storedOutputMatches(db, runId, experiment);
+        const decision = raceStep(experiment, listTrials(db, runId), eliminated(), afterPass, plan.schedule === 'blocked', matches);
         for (const entry of decision.eliminate) {
           journal.raceEvent({ kind: 'eliminated', afterPass, variant: entry.variant, reason: entry.reason });
           log(`race: ${entry.variant} eliminated after pass ${afterPass + 1}: ${entry.reason}`);

@@ -2,6 +2,7 @@ import { UserError } from '../../util/errors.js';
 import type { PlannedTrial } from '../spec/types.js';
 import type { TrialConsumers } from './consumers.js';
 import type { RunContext } from './context.js';
+import { sendEquivalencePasses } from './equivalence.js';
 import { preflightBeforeStart, withPreflight } from './machine.js';
 import { guardReference } from './reference-guard.js';
 import type { ServerHandle, ServerLifecycle } from './server-lifecycle.js';
@@ -35,6 +36,7 @@ export async function runStretch(
     const fingerprint = withPreflight(await servers.fingerprint(server.running), preflight);
     const target = { runId: context.runId, experimentName: experiment.name, filePath: experiment.filePath, serverKey, variants: variants.map((v) => v.name) };
     guardReference(context.db, target, fingerprint, { accept: context.acceptEnvChange, log: context.log });
+    await sendEquivalencePasses(context, server, variants);
     for (const trial of trials) {
       const variant = experiment.variants.find((candidate) => candidate.name === trial.variant)!;
       for (let attempt = 0; ; attempt += 1) {

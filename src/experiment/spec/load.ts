@@ -119,6 +119,10 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
     ...(file.maxRestarts !== undefined && { maxRestarts: file.maxRestarts }),
     stopping: file.stopping,
     ...(file.objective && { objective: resolveObjective(file.objective, workloads, fail) }),
+    // An outputMatch constraint needs the answers: it turns the check on with its defaults.
+    ...((file.quality?.equivalence || file.objective?.subjectTo.outputMatch !== undefined) && {
+      quality: { equivalence: file.quality?.equivalence ?? { prompts: 16, outputTokens: 128 } },
+    }),
   };
 }
 
@@ -131,13 +135,16 @@ function resolveObjective(
   if (!workloads.some((candidate) => candidate.label === workload)) {
     fail('objective.workload', `unknown workload "${workload}" (workloads: ${workloads.map((candidate) => candidate.label).join(', ')})`);
   }
-  const constraints = Object.entries(objective.subjectTo).map(([metric, text]): Constraint => {
-    const match = /^\s*(<=|>=|<|>)\s*(-?\d+(?:\.\d+)?)\s*$/.exec(text!)!;
-    return { metric: metric as MetricName, op: match[1] as Constraint['op'], value: Number(match[2]) };
-  });
+  const parse = (text: string) => {
+    const match = /^\s*(<=|>=|<|>)\s*(-?\d+(?:\.\d+)?)\s*$/.exec(text)!;
+    return { op: match[1] as Constraint['op'], value: Number(match[2]) };
+  };
+  const { outputMatch, ...metrics } = objective.subjectTo;
+  const constraints = Object.entries(metrics).map(([metric, text]): Constraint => ({ metric: metric as MetricName, ...parse(text!) }));
+  const quality = outputMatch !== undefined && { outputMatch: parse(outputMatch) };
   return objective.maximize !== undefined
-    ? { metric: objective.maximize, direction: 'maximize', workload, constraints }
-    : { metric: objective.minimize!, direction: 'minimize', workload, constraints };
+    ? { metric: objective.maximize, direction: 'maximize', workload, constraints, ...quality }
+    : { metric: objective.minimize!, direction: 'minimize', workload, constraints, ...quality };
 }
 
 /** Identity of a server configuration: variants with equal keys share one running server. */

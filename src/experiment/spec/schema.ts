@@ -93,7 +93,8 @@ const objectiveSchema = z
   .strictObject({
     maximize: z.enum(METRIC_NAMES).optional(),
     minimize: z.enum(METRIC_NAMES).optional(),
-    subjectTo: z.partialRecord(z.enum(METRIC_NAMES), constraintSchema).default({}),
+    /** outputMatch: token agreement with the baseline's greedy answers (quality.equivalence, on by it). */
+    subjectTo: z.partialRecord(z.enum([...METRIC_NAMES, 'outputMatch']), constraintSchema).default({}),
     /** Workload the objective is judged on (default: the first). */
     workload: z.string().optional(),
   })
@@ -195,6 +196,22 @@ export const experimentFileSchema = z.strictObject({
     .default('fixed')
     .describe('fixed: every planned trial; race: drop configs significantly worse than the best after each pass.'),
   objective: objectiveSchema.optional().describe('The best config: a metric to maximize or minimize, subject to constraints.'),
+  quality: z
+    .strictObject({
+      /**
+       * Greedy answers of every variant compared with the baseline's: the same prompts (from the baseline's client
+       * prompt source) sent once per server start, untimed, before its trials (src/experiment/run/equivalence.ts).
+       */
+      equivalence: z
+        .strictObject({
+          prompts: z.number().int().min(1).max(1000).default(16),
+          outputTokens: z.number().int().min(1).max(32768).default(128),
+        })
+        .optional()
+        .describe('Greedy answers of every variant compared with the baseline, untimed, once per server start (see docs).'),
+    })
+    .optional()
+    .describe('Checks that a faster config did not change the answers.'),
 });
 
 export type ExperimentFile = z.output<typeof experimentFileSchema>;

@@ -107,6 +107,14 @@ export interface ResolvedExperiment {
   maxRestarts?: number;
   stopping?: 'fixed' | 'race';
   objective?: Objective;
+  /** Absent when the file asks for no quality check. */
+  quality?: { equivalence?: EquivalenceSettings };
+}
+
+/** quality.equivalence after defaults: how many prompts, answered with how many tokens (temperature 0, ignore_eos). */
+export interface EquivalenceSettings {
+  prompts: number;
+  outputTokens: number;
 }
 
 export type ScheduleSetting = 'interleaved' | 'blocked' | 'auto';
@@ -129,6 +137,8 @@ export interface Objective {
   direction: 'maximize' | 'minimize';
   workload: string;
   constraints: Constraint[];
+  /** subjectTo.outputMatch: token agreement with the baseline's greedy answers (analysis/equivalence.ts). */
+  outputMatch?: { op: Constraint['op']; value: number };
 }
 
 export interface PlannedTrial {

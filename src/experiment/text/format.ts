@@ -2,12 +2,14 @@ import { median } from 'simple-statistics';
 import type { InvalidTrialRow, RunDetail } from '../../store/queries.js';
 import type { TrialRecord } from '../../store/types.js';
 import { formatNumber, formatPercent, formatPValue, formatShare } from '../../util/format.js';
+import type { EquivalenceReport } from '../analysis/equivalence.js';
 import { verdictMethod } from '../analysis/verdict.js';
 import { workNotes } from '../analysis/work-notes.js';
 import { type CategoryRow, categoryRows } from '../spec/categories.js';
 import { metricUnit, metricValue } from '../spec/metrics.js';
 import { storedExperimentOf, storedVerdictsOf } from '../spec/stored.js';
 import type { MetricName, ResolvedExperiment, VariantVerdict } from '../spec/types.js';
+import { equivalenceCell } from './equivalence-format.js';
 
 /** Plain-text tables for `servelab run`, `ls`, `show` and `diff`. Pure: data in, lines out. */
 
@@ -27,7 +29,13 @@ function percent(ratio: number | null): string {
 }
 
 /** `blocked`: the run's schedule is blocked (verdicts within passes), said under the table (verdictMethod). */
-export function formatVerdicts(verdicts: readonly VariantVerdict[], metric: MetricName, baseline: string, blocked: boolean): string {
+export function formatVerdicts(
+  verdicts: readonly VariantVerdict[],
+  metric: MetricName,
+  baseline: string,
+  blocked: boolean,
+  equivalence?: EquivalenceReport,
+): string {
   if (verdicts.length === 0) return `only the baseline "${baseline}" was measured: nothing to compare`;
   const unit = metricUnit(metric);
   const rows = verdicts.map((verdict) => [
@@ -42,8 +50,10 @@ export function formatVerdicts(verdicts: readonly VariantVerdict[], metric: Metr
     pairOf(verdict.failedRequests),
     pairOf(verdict.invalidTrials),
     verdict.label,
+    ...(equivalence ? [equivalenceCell(equivalence, verdict.variant)!] : []),
   ]);
-  return `${table(['variant', 'workload', `${baseline} ${unit}`, `variant ${unit}`, 'change', 'CI', 'p', 'n', 'failed req', 'invalid trials', 'verdict'], rows)}\n(${verdictMethod(blocked)})`;
+  const header = ['variant', 'workload', `${baseline} ${unit}`, `variant ${unit}`, 'change', 'CI', 'p', 'n', 'failed req', 'invalid trials', 'verdict'];
+  return `${table(equivalence ? [...header, 'outputs'] : header, rows)}\n(${verdictMethod(blocked)})`;
 }
 
 /** "baseline/variant" counts; "?" for runs finalized before they were recorded. */
@@ -109,7 +119,13 @@ export function formatInvalidTrials(invalid: readonly InvalidTrialRow[]): string
   ];
 }
 
-export function formatRunShow(run: RunDetail, trials: readonly TrialRecord[], invalid: readonly InvalidTrialRow[] = [], unplannedRestarts = 0): string {
+export function formatRunShow(
+  run: RunDetail,
+  trials: readonly TrialRecord[],
+  invalid: readonly InvalidTrialRow[] = [],
+  unplannedRestarts = 0,
+  equivalence?: EquivalenceReport,
+): string {
   const experiment = storedExperimentOf(run);
   const plan = run.plan;
   const serverCount = new Set(plan.trials.map((trial) => trial.serverKey)).size;
@@ -156,7 +172,11 @@ export function formatRunShow(run: RunDetail, trials: readonly TrialRecord[], in
   const categories = categoryRows(trials);
   if (categories.length > 0) lines.push('', 'per category (medians over trials):', formatCategoryRows(categories));
   if (run.verdicts !== undefined)
-    lines.push('', 'verdicts vs baseline:', formatVerdicts(storedVerdictsOf(run)!, experiment.metric, experiment.baseline, run.plan.schedule === 'blocked'));
+    lines.push(
+      '',
+      'verdicts vs baseline:',
+      formatVerdicts(storedVerdictsOf(run)!, experiment.metric, experiment.baseline, run.plan.schedule === 'blocked', equivalence),
+    );
   return lines.join('\n');
 }
 
