@@ -101,7 +101,8 @@ export function trialOrderChart(title: string, yName: string, series: XYSeries[]
               xAxis: span.from - 0.5,
               name: formatBlock(span.block),
               itemStyle: { color: position % 2 === 0 ? '#f3f6f9' : '#ffffff' },
-              label: { position: 'insideTop', color: MUTED, fontSize: 10, fontFamily: FONT },
+              // Above the plot: inside it, the label sat on the highest points.
+              label: { position: 'top', distance: 2, color: MUTED, fontSize: 10, fontFamily: FONT },
             },
             { xAxis: span.to + 0.5 },
           ]),
@@ -160,7 +161,7 @@ export function speedupChart(changes: SpeedupBar[], options: ChartSize & { metri
       data: bars.map((bar) => bar.label),
       axisLabel: { color: MUTED, interval: 0, fontSize: 11, fontFamily: FONT, rotate: tilt ? 32 : 0 },
     },
-    yAxis: { ...axis('change vs baseline (%)'), type: 'value', min: floorTo(low - pad, 1), max: ceilTo(high + pad, 1) },
+    yAxis: { ...axis('change vs baseline (%)'), type: 'value', min: floorTo(low - pad, 10), max: ceilTo(high + pad, 10) },
     series: [
       {
         type: 'bar',
@@ -169,7 +170,8 @@ export function speedupChart(changes: SpeedupBar[], options: ChartSize & { metri
         data: bars.map((bar) => ({ value: bar.ratio, itemStyle: { color: VERDICT_COLOURS[bar.verdict] ?? NEUTRAL } })),
         label: {
           show: true,
-          position: 'top',
+          // Beside the bar: above it, the CI whisker ran through the text.
+          position: 'right',
           color: TEXT,
           fontFamily: FONT,
           fontSize: 11,

@@ -24,7 +24,7 @@ h2 { font-size:16px; margin:28px 0 10px; font-weight:600; }
 code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size:12.5px; }
 .muted { color:var(--muted); }
 .card { background:#fff; border:1px solid var(--border); border-radius:8px; padding:16px 18px; }
-.pill { display:inline-block; padding:1px 10px; border-radius:999px; font-size:12px; font-weight:600; border:1px solid transparent; vertical-align:middle; }
+.pill { display:inline-block; padding:1px 10px; border-radius:999px; font-size:12px; font-weight:600; border:1px solid transparent; vertical-align:middle; white-space:nowrap; }
 .pill.done, .pill.ready, .pill.faster { background:var(--good-bg); color:var(--good); border-color:#aceebb; }
 .pill.failed, .pill.drift, .pill.slower { background:var(--bad-bg); color:var(--bad); border-color:#ffcecb; }
 .pill.running, .pill.starting { background:#ddf4ff; color:var(--accent); border-color:#b6e3ff; }
@@ -37,6 +37,7 @@ table.data { width:100%; border-collapse:collapse; background:#fff; border:1px s
 table.data th, table.data td { padding:7px 12px; border-bottom:1px solid #eaeef2; text-align:left; vertical-align:top; }
 table.data th { background:var(--soft); font-size:12px; font-weight:600; color:var(--muted); text-transform:uppercase; letter-spacing:.03em; }
 table.data td.num, table.data th.num { text-align:right; font-variant-numeric:tabular-nums; }
+table.data td.num { white-space:nowrap; }
 table.data td.warn { color:#b45309; font-weight:600; }
 table.data tr:last-child td { border-bottom:none; }
 table.data tr.baseline td { background:#fbfcfd; color:var(--muted); }

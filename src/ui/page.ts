@@ -27,10 +27,10 @@ pre.log { background:#0d1117; color:#e6edf3; border-radius:8px; padding:12px 14p
 .progress .bar div { height:100%; background:var(--good); }
 .diff-pick { display:flex; gap:10px; align-items:center; margin-bottom:10px; }
 select { font:inherit; padding:4px 8px; border:1px solid var(--border); border-radius:6px; background:#fff; }
-.hidden { display:none; }
 .loading { display:flex; align-items:center; gap:10px; color:var(--muted); padding:24px 0; }
 .loading .spinner { width:16px; height:16px; border:2px solid var(--border); border-top-color:var(--accent); border-radius:50%; animation:spin .8s linear infinite; }
 @keyframes spin { to { transform:rotate(360deg); } }
+.hidden { display:none; }
 `;
 
 export const PAGE_HTML = `<!doctype html>
@@ -68,6 +68,7 @@ export const PAGE_HTML = `<!doctype html>
     <div id="verdicts"></div>
     <h2>Charts</h2>
     <div id="figures"></div>
+    <div id="trials"></div>
     <h2>Drift notes</h2>
     <div id="notes"></div>
     <h2>Fingerprint diff between runs</h2>
@@ -221,6 +222,7 @@ async function refreshRun() {
   $('facts').innerHTML = data.html.facts;
   $('verdicts').innerHTML = data.html.verdicts;
   $('figures').innerHTML = data.html.figures;
+  $('trials').innerHTML = data.html.trials;
   $('notes').innerHTML = data.html.notes;
   $('environment').innerHTML = data.html.environment;
   $('machine').innerHTML = data.html.machine;

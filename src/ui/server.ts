@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { hostname, networkInterfaces } from 'node:os';
 import { compareRuns } from '../report/compare.js';
 import { reportFigures } from '../report/figures.js';
-import { comparisonHtml, driftNotesHtml, environmentHtml, figuresHtml, runFactsHtml, verdictTableHtml } from '../report/html.js';
+import { comparisonHtml, driftNotesHtml, environmentHtml, figuresHtml, runFactsHtml, trialTableHtml, verdictTableHtml } from '../report/html.js';
 import { machineStateHtml } from '../report/machine.js';
 import { buildRunReport } from '../report/model.js';
 import { loadRunData } from '../report/queries.js';
@@ -133,7 +133,7 @@ export async function startUi(options: UiOptions): Promise<UiServer> {
 interface RunView {
   run: { id: number; experimentName: string; status: string; startedAt: string; finishedAt: string | null; message: string | null };
   trials: TrialRecord[];
-  html: { facts: string; verdicts: string; figures: string; notes: string; environment: string; machine: string };
+  html: { facts: string; verdicts: string; figures: string; trials: string; notes: string; environment: string; machine: string };
 }
 
 /** What the server remembers: the store version, log sizes, in-flight throughput history and rendered views. */
@@ -196,6 +196,7 @@ class UiState {
         facts: runFactsHtml(report),
         verdicts: verdictTableHtml(report),
         figures: figuresHtml(reportFigures(report)),
+        trials: trialTableHtml(report),
         notes: driftNotesHtml(report),
         environment: environmentHtml(report),
         machine: machineStateHtml(report.machine),

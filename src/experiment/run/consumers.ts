@@ -19,9 +19,14 @@ export class TrialConsumers {
     private readonly drift: DriftWatch,
   ) {}
 
+  /** "trial 3/20 baseline c=8": how the log, progress, `show`, the report and the UI all name a trial. */
+  nameOf(trial: PlannedTrial): string {
+    return `${formatTrialNumber(trial.index + 1, this.total)} ${trial.variant} ${trial.workload}`;
+  }
+
   /** Progress of `trial` while it runs (the journal throttles it). */
   progressOf(trial: PlannedTrial): TrialProgress {
-    const label = `${formatTrialNumber(trial.index + 1, this.total)} ${labelOf(trial)}`;
+    const label = this.nameOf(trial);
     return (progress, warmingUp) => this.context.journal.progress(label, progress, warmingUp);
   }
 
@@ -29,7 +34,7 @@ export class TrialConsumers {
   completed(measured: MeasuredTrial, fingerprint: Fingerprint): TrialOutcome {
     const { journal, experiment, log } = this.context;
     const { trial, level } = measured;
-    const where = `${formatTrialNumber(trial.index + 1, this.total)} ${labelOf(trial)}`;
+    const where = this.nameOf(trial);
     if (measured.invalid !== undefined || !level) {
       const reason = measured.invalid ?? 'the load client measured nothing';
       journal.invalidTrial({
@@ -72,9 +77,4 @@ export class TrialConsumers {
     const alarm = this.drift(trial, fingerprint, measured.telemetry?.summary);
     return alarm === undefined ? { valid: true } : { valid: true, alarm };
   }
-}
-
-/** The trial's number is its identity in every view; variant and workload say what it measured. */
-function labelOf(trial: PlannedTrial): string {
-  return `${trial.variant} ${trial.workload}`;
 }
