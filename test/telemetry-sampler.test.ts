@@ -157,7 +157,7 @@ describe('telemetry in an experiment run', () => {
 
     const show = await cli(['show', '1'], { store });
     assert.equal(show.code, 0, show.stderr);
-    assert.match(show.stdout, /machine state per trial:\n {2}trial 1 baseline single-stream #1: \d+ server metrics scraped\n/);
+    assert.match(show.stdout, /machine state per trial:\n {2}trial 1\/\d+ baseline single-stream: \d+ server metrics scraped\n/);
     assert.match(show.stdout, /host: load [\d.]+ median/);
 
     const out = join(dir, 'report');

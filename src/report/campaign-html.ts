@@ -10,7 +10,7 @@ import { metricUnit, metricValue } from '../experiment/spec/metrics.js';
 import type { MetricName, ResolvedExperiment } from '../experiment/spec/types.js';
 import { acceptanceByPositionMedians, orderedVariants } from '../experiment/text/best-format.js';
 import type { TrialRecord } from '../store/types.js';
-import { formatInterval, formatNumber, formatPercent, formatPValue, formatRatio } from '../util/format.js';
+import { formatChange, formatChangeInterval, formatNumber, formatPValue } from '../util/format.js';
 import { parameterChart, positionBarChart, type XYSeries } from './charts.js';
 import { escapeHtml as esc } from './escape.js';
 import type { Figure } from './figures.js';
@@ -37,7 +37,7 @@ export function bestConfigHtml(experiment: ResolvedExperiment, best: BestVerdict
             ? `eliminated after pass ${row.eliminated.afterPass + 1}: ${esc(row.eliminated.reason)}`
             : row.feasible
               ? row.variant === best.winner
-                ? '<span class="pill faster">winner</span>'
+                ? winnerPill(best)
                 : ''
               : `infeasible: ${esc(row.violations.join('; '))}`
         }</td></tr>`,
@@ -51,7 +51,7 @@ export function bestConfigHtml(experiment: ResolvedExperiment, best: BestVerdict
           .map((cell) =>
             cell.row === cell.column
               ? '<td class="self">·</td>'
-              : `<td class="num ${cell.better ? 'better' : cell.worse ? 'worse' : ''}" data-row="${esc(cell.row)}" data-column="${esc(cell.column)}" title="ratio ${esc(formatRatio(cell.ratio))}, CI ${esc(formatInterval(cell.ciLow, cell.ciHigh))}, p ${esc(formatPValue(cell.pValue))}, Holm-adjusted p ${esc(formatPValue(cell.pAdjusted))}">${esc(changeOf(cell.ratio))}</td>`,
+              : `<td class="num ${cell.better ? 'better' : cell.worse ? 'worse' : ''}" data-row="${esc(cell.row)}" data-column="${esc(cell.column)}" title="change ${esc(formatChange(cell.ratio))}, CI ${esc(formatChangeInterval(cell.ciLow, cell.ciHigh))}, p ${esc(formatPValue(cell.pValue))}, Holm-adjusted p ${esc(formatPValue(cell.pAdjusted))}">${esc(formatChange(cell.ratio))}</td>`,
           )
           .join('')}</tr>`,
     )
@@ -64,11 +64,14 @@ export function bestConfigHtml(experiment: ResolvedExperiment, best: BestVerdict
 }
 
 function effectHtml(verdict: Verdict): string {
-  return `${esc(changeOf(verdict.ratio))} (CI ${esc(formatInterval(verdict.ciLow, verdict.ciHigh))}, p ${esc(formatPValue(verdict.pValue))}): <span class="pill ${verdict.label === 'faster' || verdict.label === 'slower' ? verdict.label : 'neutral'}">${esc(verdict.label)}</span>`;
+  return `${esc(formatChange(verdict.ratio))} (CI ${esc(formatChangeInterval(verdict.ciLow, verdict.ciHigh))}, p ${esc(formatPValue(verdict.pValue))}): <span class="pill ${verdict.label === 'faster' || verdict.label === 'slower' ? verdict.label : 'neutral'}">${esc(verdict.label)}</span>`;
 }
 
-function changeOf(ratio: number | null): string {
-  return ratio === null ? '—' : formatPercent((ratio - 1) * 100);
+/** Green "winner" only when the verdict says so (significantly better than every other); else a neutral "ranks first". */
+function winnerPill(best: BestVerdict): string {
+  return best.clear || best.runnerUp === undefined
+    ? '<span class="pill faster">winner</span>'
+    : '<span class="pill neutral">ranks first (not significant)</span>';
 }
 
 /** Speculative-decoding table: throughput next to TPOT, ITL p99, acceptance, mean accepted length and acceptance by draft position, medians over trials. */

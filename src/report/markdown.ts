@@ -1,7 +1,7 @@
 /** The Markdown summary of a run: verdict table, environment, drift notes (for PRs, chat, terminals). */
 
 import { acceptanceCell } from '../experiment/text/format.js';
-import { formatDuration, formatInterval, formatNumber, formatPValue, formatRatio, runDurationMs } from '../util/format.js';
+import { formatChange, formatChangeInterval, formatDuration, formatNumber, formatPValue, runDurationMs } from '../util/format.js';
 import { escapeMarkdownCell as cell } from './escape.js';
 import type { RunReport } from './model.js';
 
@@ -24,17 +24,17 @@ export function renderMarkdown(report: RunReport): string {
   } else {
     const multiWorkload = report.workloads.length > 1;
     lines.push(
-      `| ${multiWorkload ? 'workload | ' : ''}variant | trials | median ${cell(report.metricUnit || report.metric)} | ratio vs baseline | ${Math.round(report.confidence * 100)}% CI | p-value | failed requests | invalid trials | verdict |`,
+      `| ${multiWorkload ? 'workload | ' : ''}variant | trials | median ${cell(report.metricUnit || report.metric)} | change vs baseline | ${Math.round(report.confidence * 100)}% CI of change | p-value | failed requests (this variant) | invalid trials (this variant) | verdict |`,
       `|${multiWorkload ? ' --- |' : ''} --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- |`,
     );
     for (const row of report.rows) {
       const verdict = row.significant ? `**${row.label}**` : row.label;
       lines.push(
-        `| ${multiWorkload ? `${cell(row.workload)} | ` : ''}${cell(row.variant)} | ${row.trials} | ${formatNumber(row.median)} | ${formatRatio(row.ratio)} | ${row.isBaseline ? '—' : formatInterval(row.ciLow, row.ciHigh)} | ${formatPValue(row.pValue)} | ${row.failedRequests} | ${row.invalidTrials} | ${verdict} |`,
+        `| ${multiWorkload ? `${cell(row.workload)} | ` : ''}${cell(row.variant)} | ${row.trials} | ${formatNumber(row.median)} | ${row.isBaseline ? '—' : formatChange(row.ratio)} | ${row.isBaseline ? '—' : formatChangeInterval(row.ciLow, row.ciHigh)} | ${formatPValue(row.pValue)} | ${row.failedRequests} | ${row.invalidTrials} | ${verdict} |`,
       );
     }
     lines.push('', `_${report.verdictMethod}._`, '');
-    if (!report.verdictsFinal) lines.push('_Verdicts are provisional: the runner has not finalized this run._', '');
+    if (report.verdictsNote) lines.push(`_${report.verdictsNote}_`, '');
   }
 
   if (report.categories.length > 0) {

@@ -14,11 +14,12 @@ import { UserError } from '../util/errors.js';
 import { ExitCode } from '../util/exit.js';
 import { redactor } from '../util/redact.js';
 import { bestConfigHtml, campaignFigures, specTableHtml } from './campaign-html.js';
+import { compareRuns } from './compare.js';
 import { equivalenceHtml } from './equivalence-html.js';
 import { type Figure, reportFigures } from './figures.js';
 import { renderHtmlReport } from './html.js';
 import { renderMarkdown } from './markdown.js';
-import { buildRunReport, compareRuns, type RunData } from './model.js';
+import { buildRunReport, type RunData } from './model.js';
 import { loadRunData } from './queries.js';
 
 export interface WrittenReport {

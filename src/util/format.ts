@@ -14,14 +14,6 @@ export function formatNumber(value: number | null | undefined): string {
   return value.toFixed(2);
 }
 
-export function formatRatio(value: number | null | undefined): string {
-  return value === null || value === undefined || !Number.isFinite(value) ? '—' : `${value.toFixed(3)}×`;
-}
-
-export function formatInterval(low: number | null | undefined, high: number | null | undefined): string {
-  return low === null || low === undefined || high === null || high === undefined ? '—' : `[${low.toFixed(3)}, ${high.toFixed(3)}]`;
-}
-
 export function formatPValue(value: number | null | undefined): string {
   if (value === null || value === undefined || !Number.isFinite(value)) return '—';
   return value < 0.001 ? '<0.001' : value.toFixed(3);
@@ -85,4 +77,24 @@ export function formatSeconds(ms: number): string {
 
 export function runDurationMs(startedAt: string, finishedAt: string | undefined, now = Date.now()): number {
   return (finishedAt ? Date.parse(finishedAt) : now) - Date.parse(startedAt);
+}
+
+/** A ratio vs the baseline as its signed change: 1.125 → "+12.5%" (verdict tables, charts and CLI alike). */
+export function formatChange(ratio: number | null | undefined): string {
+  return ratio === null || ratio === undefined || !Number.isFinite(ratio) ? '—' : formatPercent((ratio - 1) * 100);
+}
+
+/** A confidence interval of a ratio, in the unit of formatChange: "+3.0% … +8.0%". */
+export function formatChangeInterval(low: number | null | undefined, high: number | null | undefined): string {
+  return low === null || low === undefined || high === null || high === undefined ? '—' : `${formatChange(low)} … ${formatChange(high)}`;
+}
+
+/** "trial 3/20": the 1-based run-order position out of the planned trials (experiment/spec/trial-number.ts). */
+export function formatTrialNumber(position: number | undefined, total: number): string {
+  return `trial ${position ?? '?'}/${total}`;
+}
+
+/** Blocks are stored 0-based and shown 1-based, like trial numbers. */
+export function formatBlock(block: number): string {
+  return `block ${block + 1}`;
 }

@@ -2,7 +2,7 @@
  * `npm test` and `npm run test:fast`: node:test over dist/test/*.test.js with the usual reporter on stdout (its
  * `ℹ skipped N` / `# skipped N` summary is what CI checks), then a recap of every failing test (recap.ts).
  *
- *   node dist/test/runner/run.js [--fast] [FILE...]
+ *   node dist/test/runner/run.js [--fast] [FILE... | NAME...]    (NAME: export = dist/test/export.test.js)
  *
  * --fast leaves out the slow files listed in SLOW (the inner loop).
  */
@@ -74,9 +74,10 @@ const TEST_DIR = fileURLToPath(new URL('..', import.meta.url));
 const args = process.argv.slice(2);
 const fast = args.includes('--fast');
 const named = args.filter((arg) => arg !== '--fast');
+// A name is a path, or a test file's short name ("export" → dist/test/export.test.js).
 const files =
   named.length > 0
-    ? named
+    ? named.map((name) => (name.includes('/') || name.endsWith('.js') ? name : join(TEST_DIR, `${name}.test.js`)))
     : readdirSync(TEST_DIR)
         .filter((name) => name.endsWith('.test.js') && !(fast && SLOW.has(name.slice(0, -'.test.js'.length))))
         .sort()

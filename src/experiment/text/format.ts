@@ -1,7 +1,7 @@
 import { median } from 'simple-statistics';
 import type { InvalidTrialRow, RunDetail } from '../../store/queries.js';
 import type { TrialRecord } from '../../store/types.js';
-import { formatNumber, formatPercent, formatPValue, formatShare } from '../../util/format.js';
+import { formatBlock, formatChange, formatChangeInterval, formatNumber, formatPValue, formatShare, formatTrialNumber } from '../../util/format.js';
 import type { EquivalenceReport } from '../analysis/equivalence.js';
 import { verdictMethod } from '../analysis/verdict.js';
 import { workNotes } from '../analysis/work-notes.js';
@@ -23,11 +23,6 @@ export function table(header: string[], rows: string[][]): string {
   return [line(header), line(widths.map((width) => '-'.repeat(width))), ...rows.map(line)].join('\n');
 }
 
-/** Change of a ratio as a signed percent: 1.125 → "+12.5%". */
-function percent(ratio: number | null): string {
-  return ratio === null ? formatPercent(null) : formatPercent((ratio - 1) * 100);
-}
-
 /** `blocked`: the run's schedule is blocked (verdicts within passes), said under the table (verdictMethod). */
 export function formatVerdicts(
   verdicts: readonly VariantVerdict[],
@@ -43,8 +38,8 @@ export function formatVerdicts(
     verdict.workload,
     formatNumber(verdict.baselineMedian),
     formatNumber(verdict.candidateMedian),
-    percent(verdict.ratio),
-    verdict.ciLow === null || verdict.ciHigh === null ? 'n/a' : `${percent(verdict.ciLow)} … ${percent(verdict.ciHigh)}`,
+    formatChange(verdict.ratio),
+    formatChangeInterval(verdict.ciLow, verdict.ciHigh),
     verdict.pValue === null ? 'n/a' : formatPValue(verdict.pValue),
     `${verdict.n.baseline}/${verdict.n.candidate}`,
     pairOf(verdict.failedRequests),
@@ -52,7 +47,20 @@ export function formatVerdicts(
     verdict.label,
     ...(equivalence ? [equivalenceCell(equivalence, verdict.variant)!] : []),
   ]);
-  const header = ['variant', 'workload', `${baseline} ${unit}`, `variant ${unit}`, 'change', 'CI', 'p', 'n', 'failed req', 'invalid trials', 'verdict'];
+  // Paired columns say which side is which: "n 4/4" alone leaves the reader to guess.
+  const header = [
+    'variant',
+    'workload',
+    `${baseline} ${unit}`,
+    `variant ${unit}`,
+    'change',
+    'CI of change',
+    'p',
+    'n (base/var)',
+    'failed req (base/var)',
+    'invalid trials (base/var)',
+    'verdict',
+  ];
   return `${table(equivalence ? [...header, 'outputs'] : header, rows)}\n(${verdictMethod(blocked)})`;
 }
 
@@ -89,7 +97,7 @@ function verdictSummary(run: RunDetail): string {
   const verdicts = storedVerdictsOf(run) ?? [];
   const notable = verdicts.filter((verdict) => verdict.significant);
   if (notable.length === 0) return verdicts.length === 0 ? '' : 'no significant difference';
-  return notable.map((verdict) => `${verdict.variant}@${verdict.workload} ${verdict.label} ${percent(verdict.ratio)}`).join('; ');
+  return notable.map((verdict) => `${verdict.variant}@${verdict.workload} ${verdict.label} ${formatChange(verdict.ratio)}`).join('; ');
 }
 
 /** Median of the metric per variant (rows) and workload (columns). */
@@ -114,7 +122,7 @@ export function formatInvalidTrials(invalid: readonly InvalidTrialRow[]): string
     `invalid trials: ${invalid.length} (not counted; each was measured again)`,
     table(
       ['variant', 'workload', 'block', 'attempt', 'ok', 'failed', 'cause'],
-      invalid.map((row) => [row.variant, row.workload, String(row.block), String(row.attempt + 1), String(row.completed), String(row.failed), row.reason]),
+      invalid.map((row) => [row.variant, row.workload, formatBlock(row.block), String(row.attempt + 1), String(row.completed), String(row.failed), row.reason]),
     ),
   ];
 }
@@ -143,7 +151,7 @@ export function formatRunShow(
     '',
     'trials:',
     table(
-      ['#', 'block', 'variant', 'workload', unit, 'ok', 'failed', 'finished'],
+      ['trial', 'block', 'variant', 'workload', unit, 'ok', 'failed', 'finished'],
       plan.trials.map((planned) => {
         const trial = trials.find(
           (candidate) =>
@@ -153,8 +161,8 @@ export function formatRunShow(
             candidate.repetition === planned.repetition,
         );
         return [
-          String(planned.index + 1),
-          String(planned.block),
+          formatTrialNumber(planned.index + 1, plan.trials.length),
+          formatBlock(planned.block),
           planned.variant,
           planned.workload,
           trial ? formatNumber(metricValue(trial.metrics, experiment.metric)) : '-',
