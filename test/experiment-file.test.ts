@@ -3,8 +3,21 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { parseBenchArgv } from '../src/cli/commands/bench.js';
+import { benchOptionsOf } from '../src/experiment/run/trial.js';
 import { loadExperiment } from '../src/experiment/spec/load.js';
-import { DEFAULT_MAX_IN_FLIGHT } from '../src/util/defaults.js';
+import type { RunningServer } from '../src/launch/types.js';
+import type { ClientOptions } from '../src/load/types.js';
+import { BUILTIN_PROFILES } from '../src/profiles/builtin.js';
+import {
+  DEFAULT_INPUT_TOKENS,
+  DEFAULT_LOAD_WORKERS,
+  DEFAULT_MAX_FAILED_FRACTION,
+  DEFAULT_MAX_IN_FLIGHT,
+  DEFAULT_PROMPT_SEED,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  DEFAULT_SYNTHETIC_OUTPUT_TOKENS,
+  DEFAULT_WARMUP_REQUESTS,
+} from '../src/util/defaults.js';
 import { UserError } from '../src/util/errors.js';
 import { cli, tempDir } from './support-experiment.js';
 
@@ -258,6 +271,51 @@ grid:
     assert.equal(fromFile.kind === 'rate' && fromFile.maxInFlight, DEFAULT_MAX_IN_FLIGHT);
     assert.equal(fromFlags.kind === 'rate' && fromFlags.maxInFlight, DEFAULT_MAX_IN_FLIGHT);
     assert.deepEqual(fromFile, fromFlags);
+  });
+
+  test('a default client section and a default bench command line measure alike (one defaults module)', (t) => {
+    const dir = tempDir(t, 'expfile');
+    const path = join(dir, 'exp.yaml');
+    const url = 'http://127.0.0.1:1';
+    // What a trial hands the load client: the variant's client on a running server (no model reported), warm cache.
+    const fromFile = (text: string): ClientOptions => {
+      writeFileSync(path, text);
+      const experiment = loadExperiment(path);
+      const server = { baseUrl: url, ready: {} } as unknown as RunningServer;
+      const {
+        baseUrl: _,
+        requestTimeoutSetting: __,
+        ...options
+      } = benchOptionsOf(experiment.variants[0]!, experiment.workloads[0]!, BUILTIN_PROFILES[experiment.variants[0]!.server.profile]!, server, {
+        record: 'warm',
+      });
+      return effective({ ...options, maxFailedFraction: experiment.validity!.maxFailedFraction });
+    };
+    const fromFlags = (...flags: string[]): ClientOptions => effective(parseBenchArgv(['bench', url, '--single-stream', '8', ...flags]).options);
+    // Unset means the load client's default: one worker (load/run.ts), a short output invalid (levelValidity).
+    const effective = (options: ClientOptions): ClientOptions => ({
+      ...options,
+      workers: options.workers ?? DEFAULT_LOAD_WORKERS,
+      requireFullOutput: options.requireFullOutput ?? true,
+    });
+
+    const bench = fromFlags();
+    assert.deepEqual(fromFile(BASE), bench);
+    // Compared: backend (vllm's is bench's), workload, prompts (lengths, seed), warm-up, ignore_eos, full output,
+    // token counts, failed fraction, request timeout, workers, spec metrics, model, SLO, prompt salt.
+    assert.equal(bench.warmupRequests, DEFAULT_WARMUP_REQUESTS);
+    assert.deepEqual(bench.prompts, {
+      kind: 'synthetic',
+      inputTokens: { kind: 'fixed', value: DEFAULT_INPUT_TOKENS },
+      outputTokens: { kind: 'fixed', value: DEFAULT_SYNTHETIC_OUTPUT_TOKENS },
+      seed: DEFAULT_PROMPT_SEED,
+    });
+    assert.equal(bench.requestTimeoutMs, DEFAULT_REQUEST_TIMEOUT_MS);
+    assert.equal(bench.maxFailedFraction, DEFAULT_MAX_FAILED_FRACTION);
+    assert.equal(bench.ignoreEos, true);
+    // A synthetic source that names one length takes the other's default, as a bench flag does.
+    assert.deepEqual(fromFile(`${BASE}client: { prompts: { kind: synthetic, inputTokens: 1024 } }\n`), fromFlags('--input-len', '1024'));
+    assert.deepEqual(fromFile(`${BASE}client: { prompts: { kind: synthetic } }\n`), bench);
   });
 
   test('`servelab run` with a bad file exits non-zero with file, key and next step, no stack trace', async (t) => {

@@ -144,7 +144,7 @@ describe('validity retries', () => {
       assert.equal(outcome, undefined);
       assert.match(
         error ?? '',
-        new RegExp(`^trial baseline single-stream #2 was invalid ${trialRetries + 1} times; last: 1 of 3 requests failed \\(http-5xx 1\\)`),
+        new RegExp(`^trial \\d+/\\d+ baseline single-stream was invalid ${trialRetries + 1} times; last: 1 of 3 requests failed \\(http-5xx 1\\)`),
       );
       assert.equal(executor.benches, 1 + trialRetries + 1);
       assert.equal(count(db, 'SELECT COUNT(*) AS n FROM invalid_trials'), trialRetries + 1);

@@ -58,6 +58,11 @@ describe('servelab export', () => {
       for (const [key, value] of Object.entries(trial.metrics)) {
         if (key === 'acceptanceByPosition') {
           (value as number[]).forEach((share, index) => assert.equal(read(row[`${key}.${index}`]), share));
+        } else if (typeof value === 'object' && value !== null) {
+          // Nested figures (tokenCounts, outputLength, rate, byCategory) flattened with dots.
+          for (const [field, inner] of Object.entries(value)) {
+            if (typeof inner !== 'object') assert.equal(read(row[`${key}.${field}`]), inner, `trial ${trial.id} ${key}.${field}`);
+          }
         } else {
           assert.equal(read(row[key]), value, `trial ${trial.id} ${key}`);
         }

@@ -1,5 +1,6 @@
 import { levelValidity } from '../experiment/analysis/trial-validity.js';
 import type { BenchResult, ClientOptions } from '../load/types.js';
+import { DEFAULT_MAX_FAILED_FRACTION } from '../util/defaults.js';
 import { ExitCode } from '../util/exit.js';
 
 /** Names of bench's flags in validity messages. */
@@ -26,7 +27,7 @@ export function verdictOf(result: BenchResult, serverDeath: string | undefined, 
       code: ExitCode.failure,
       message: 'every measured request failed (see the error counts above)\n  next: check the server log and the --backend / --model flags',
     };
-  const validity = { ignoreEos: options.ignoreEos, maxFailedFraction: options.maxFailedFraction ?? 0, names: FLAG_NAMES };
+  const validity = { ignoreEos: options.ignoreEos, maxFailedFraction: options.maxFailedFraction ?? DEFAULT_MAX_FAILED_FRACTION, names: FLAG_NAMES };
   for (const level of result.levels) {
     const invalid = levelValidity(level, { ...validity, ...(options.requireFullOutput !== undefined && { requireFullOutput: options.requireFullOutput }) });
     if (invalid !== undefined) {

@@ -4,6 +4,8 @@ import { formsOf } from './issues.js';
 /**
  * What a file reference needs to know of a zod schema: each key's type in words, whether it is required, its
  * default, and the description and example its schema carries (`.describe()` / `.meta({ description, examples })`).
+ * A key that is optional in the schema (a variant's override, say) but defaulted downstream names that default with
+ * `.meta({ default })`, written as a file would write it.
  * docs/experiment-file.md is rendered from this, so the reference cannot drift from what the loader accepts.
  */
 
@@ -13,6 +15,8 @@ export interface KeyDoc {
   required: boolean;
   /** The default, when the key has one (as a file would write it). */
   default?: unknown;
+  /** A section whose keys carry their own defaults (its default holds parsed values, not what a file writes). */
+  sectionDefault?: boolean;
   description?: string;
   example?: unknown;
 }
@@ -22,6 +26,7 @@ interface Def {
   innerType?: z.ZodType;
   in?: z.ZodType;
   element?: z.ZodType;
+  keyType?: z.ZodType;
   valueType?: z.ZodType;
   options?: z.ZodType[];
   shape?: Record<string, z.ZodType>;
@@ -57,6 +62,14 @@ export function optionsOf(schema: z.ZodType): z.ZodType[] {
   return def.type === 'union' ? (def.options ?? []).flatMap(optionsOf) : [bare(schema)];
 }
 
+/** The schema of each entry of a list or mapping-of-name (a grid entry, a variant). */
+export function entryOf(schema: z.ZodType): z.ZodType {
+  const def = defOf(bare(schema));
+  const entry = def.type === 'array' ? def.element : def.type === 'record' ? def.valueType : undefined;
+  if (!entry) throw new Error(`not a list or mapping of entries: ${def.type}`);
+  return entry;
+}
+
 /** The `kind` values an object form stands for. */
 export function kindsOf(schema: z.ZodType): string[] {
   const kind = shapeOf(schema)?.kind;
@@ -73,7 +86,7 @@ function describeKey(key: string, schema: z.ZodType): KeyDoc {
   let required = true;
   let defaultValue: unknown;
   let hasDefault = false;
-  let meta: { description?: string; examples?: unknown[] } = {};
+  let meta: { description?: string; examples?: unknown[]; default?: unknown } = {};
   for (let node: z.ZodType | undefined = schema, guard = 0; node && guard < 20; guard++) {
     meta = { ...(z.globalRegistry.get(node) as typeof meta | undefined), ...meta };
     const def = defOf(node);
@@ -85,13 +98,19 @@ function describeKey(key: string, schema: z.ZodType): KeyDoc {
     }
     node = formsOf(node) ?? (def.type === 'pipe' ? def.in : def.innerType);
   }
+  if (!hasDefault && meta.default !== undefined) {
+    hasDefault = true;
+    defaultValue = meta.default;
+  }
   const type = typeText(schema);
+  const section = hasDefault && defOf(bare(schema)).type === 'object';
   return {
     key,
     type,
     required,
+    ...(section && { sectionDefault: true }),
     // A duration's default is held in ms; a file writes "30m" (a bare number would be seconds).
-    ...(hasDefault && { default: type === 'duration' && typeof defaultValue === 'number' ? durationText(defaultValue) : defaultValue }),
+    ...(hasDefault && !section && { default: type === 'duration' && typeof defaultValue === 'number' ? durationText(defaultValue) : defaultValue }),
     ...(meta.description !== undefined && { description: meta.description }),
     ...(meta.examples?.[0] !== undefined && { example: meta.examples[0] }),
   };
@@ -130,11 +149,15 @@ export function typeText(schema: z.ZodType): string {
     case 'array':
       return `list of ${typeText(def.element!)}`;
     case 'record':
-      return `mapping of name → ${typeText(def.valueType!)}`;
+      return `mapping of ${(def.keyType && titleOf(def.keyType)) ?? 'name'} → ${typeText(def.valueType!)}`;
     case 'object':
       return kindsOf(node).length > 0 ? `mapping (kind ${kindsOf(node).join(', ')})` : 'mapping';
-    case 'union':
+    case 'union': {
+      // Forms told apart by `kind` read as one mapping: "mapping (kind local, ssh, slurm)".
+      const kinds = (def.options ?? []).map(kindsOf);
+      if (kinds.every((each) => each.length > 0)) return `mapping (kind ${kinds.flat().join(', ')})`;
       return [...new Set((def.options ?? []).map(typeText))].join(' or ');
+    }
     default:
       return def.type;
   }

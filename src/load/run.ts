@@ -3,6 +3,7 @@ import { connect } from 'node:net';
 import { type Dispatcher, Pool, request } from 'undici';
 import { summarizeCategories } from '../metrics/categories.js';
 import { type LevelInput, summarizeLevel } from '../metrics/summary.js';
+import { DEFAULT_LOAD_WORKERS } from '../util/defaults.js';
 import { messageOf, UserError } from '../util/errors.js';
 import { ExitCode } from '../util/exit.js';
 import { BACKENDS, type BackendRequestOptions } from './backends.js';
@@ -126,7 +127,7 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
   }
   const tokenizer: ModelTokenizer | undefined = options.tokenizerPath ? loadTokenizer(options.tokenizerPath) : undefined;
   const levels = planLevels(options.workload);
-  const workerCount = resolveWorkerCount(options.workers ?? 1, Math.max(...levels.map(maxInFlight)));
+  const workerCount = resolveWorkerCount(options.workers ?? DEFAULT_LOAD_WORKERS, Math.max(...levels.map(maxInFlight)));
   // Each worker's first requests are cold (JIT, connections): the warm-up, when there is one, reaches every worker.
   const warmupRequests = options.warmupRequests > 0 ? Math.max(options.warmupRequests, workerCount > 1 ? workerCount : 0) : 0;
   const totalRequests = warmupRequests + levels.reduce((sum, level) => sum + level.requests, 0);

@@ -48,6 +48,7 @@ export const SLOW = new Set([
   'load-sim',
   'load-workers',
   'package-api',
+  'quality-equivalence',
   'ready-machine',
   'ready-wait',
   'report-html',
@@ -66,6 +67,7 @@ export const SLOW = new Set([
   'ui-escape',
   'ui-live',
   'ui-navigation',
+  'ui-report-views',
   'work-notes',
 ]);
 

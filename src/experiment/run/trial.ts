@@ -6,6 +6,7 @@ import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
 import type { ServerProfile } from '../../profiles/types.js';
 import { startTrialRecorder } from '../../telemetry/trial.js';
 import type { TrialTelemetry } from '../../telemetry/types.js';
+import { DEFAULT_MAX_FAILED_FRACTION } from '../../util/defaults.js';
 import type { PlannedTrial, ResolvedVariant, ResolvedWorkload } from '../spec/types.js';
 import { resetCache, type TrialCache, trialCache } from './cache.js';
 import type { RunContext } from './context.js';
@@ -63,7 +64,7 @@ export async function measureTrial(
     const result = await context.executor.bench({
       ...benchOptionsOf(variant, workload, profile, server, cache),
       // The level stops firing once it can no longer be valid, instead of sending the rest into a broken server.
-      maxFailedFraction: experiment.validity?.maxFailedFraction ?? 0,
+      maxFailedFraction: experiment.validity?.maxFailedFraction ?? DEFAULT_MAX_FAILED_FRACTION,
       signal,
       verifyServer: liveness.verify,
       onProgress: (progress) => onProgress(progress, progress.levelLabel === WARMUP_LABEL),
@@ -86,7 +87,7 @@ export async function measureTrial(
   stop.throwIfAborted();
   const died = liveness.cause();
   const invalid = invalidReason(level, {
-    maxFailedFraction: experiment.validity?.maxFailedFraction ?? 0,
+    maxFailedFraction: experiment.validity?.maxFailedFraction ?? DEFAULT_MAX_FAILED_FRACTION,
     ignoreEos: variant.client.ignoreEos,
     ...(variant.client.requireFullOutput !== undefined && { requireFullOutput: variant.client.requireFullOutput }),
     ...(died !== undefined && { serverDeath: died }),

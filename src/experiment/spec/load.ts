@@ -6,7 +6,13 @@ import { mentionsPort } from '../../launch/chosen-port.js';
 import { serverIdentity } from '../../launch/identity.js';
 import type { PromptSource, Workload } from '../../load/types.js';
 import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
-import { DEFAULT_REQUEST_TIMEOUT_MS } from '../../util/defaults.js';
+import {
+  DEFAULT_INPUT_TOKENS,
+  DEFAULT_PROMPT_SEED,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  DEFAULT_SYNTHETIC_OUTPUT_TOKENS,
+  DEFAULT_WARMUP_REQUESTS,
+} from '../../util/defaults.js';
 import { UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
 import { type ClientOverrides, type ExperimentFile, experimentFileSchema, type GridSpec, VARIANT_NAME, VARIANT_NAME_RULE, type VariantSpec } from './schema.js';
@@ -16,8 +22,13 @@ import type { ClientConfig, Constraint, MetricName, Objective, ResolvedExperimen
 const SERVELAB_BIN = fileURLToPath(new URL('../../../../bin/servelab.js', import.meta.url));
 
 const DEFAULT_CLIENT: ClientConfig = {
-  prompts: { kind: 'synthetic', inputTokens: { kind: 'fixed', value: 256 }, outputTokens: { kind: 'fixed', value: 128 }, seed: 0 },
-  warmupRequests: 1,
+  prompts: {
+    kind: 'synthetic',
+    inputTokens: { kind: 'fixed', value: DEFAULT_INPUT_TOKENS },
+    outputTokens: { kind: 'fixed', value: DEFAULT_SYNTHETIC_OUTPUT_TOKENS },
+    seed: DEFAULT_PROMPT_SEED,
+  },
+  warmupRequests: DEFAULT_WARMUP_REQUESTS,
   ignoreEos: true,
   requestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS,
   cache: 'cold',

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { describeKeys, type KeyDoc, kindsOf, optionsOf, shapeOf } from '../../config/schema-doc.js';
+import { describeKeys, entryOf, type KeyDoc, kindsOf, optionsOf, shapeOf } from '../../config/schema-doc.js';
 import { workloadLabel } from '../spec/load.js';
 import { higherIsBetter, metricUnit } from '../spec/metrics.js';
 import { experimentFileSchema, workloadFormsSchema } from '../spec/schema.js';
@@ -21,19 +21,20 @@ export function renderExperimentFileDoc(): string {
     '',
     'An experiment file (YAML or JSON) is what `servelab run FILE` and `servelab plan FILE` read. Unknown keys are',
     'refused with the keys allowed at that place; a duration is `"90s"`, `"20m"`, `"1h"`, `"500ms"` or a number of',
-    'seconds. Required keys have no default.',
+    'seconds. Required keys have no default; a key marked — is optional, and its meaning says what leaving it out does.',
     '',
     keyTable('Top level', top),
     keyTable('`server:`', at('server')),
     ...optionsOf(at('executor')).map((form) => keyTable(`\`executor:\` kind ${kindsOf(form).join(', ')}`, form)),
     keyTable('`client:` (variants may override all but backend, slo and cache)', client),
     ...optionsOf(shapeOf(client)!.prompts!).map((form) => keyTable(`\`client.prompts:\` kind ${kindsOf(form).join(', ')}`, form)),
+    keyTable('`client.prompts.fields:` (dataset record fields)', shapeOf(optionsOf(shapeOf(client)!.prompts!).at(-1)!)!.fields!),
     lengthSection(),
     keyTable('`client.slo:`', shapeOf(client)!.slo!),
     workloadSection(),
-    keyTable('`variants.<name>:`', (shapeOf(top)!.variants as unknown as { _zod: { def: { innerType: z.ZodType } } })._zod.def.innerType),
+    keyTable('`variants.<name>:`', entryOf(at('variants'))),
     variantMergeSection(),
-    keyTable('`grid:` entries', gridEntry(at('grid'))),
+    keyTable('`grid:` entries', entryOf(at('grid'))),
     placeholderSection(),
     ...['fingerprint', 'verdict', 'drift', 'telemetry', 'budget', 'objective'].map((key) => keyTable(`\`${key}:\``, at(key))),
     metricSection(),
@@ -50,9 +51,8 @@ function keyTable(title: string, schema: z.ZodType): string {
 
 function defaultCell(doc: KeyDoc): string {
   if (doc.required) return 'required';
+  if (doc.sectionDefault) return 'see its keys';
   if (!('default' in doc)) return '—';
-  // A section's default holds parsed values (durations in ms): its keys' own defaults are listed in its table.
-  if (typeof doc.default === 'object' && doc.default !== null && !Array.isArray(doc.default) && Object.keys(doc.default).length > 0) return 'see its keys';
   return `\`${JSON.stringify(doc.default)}\``;
 }
 
@@ -62,10 +62,6 @@ function exampleText(doc: KeyDoc): string {
 
 function cell(text: string): string {
   return text.replaceAll('|', '\\|').replaceAll('\n', ' ');
-}
-
-function gridEntry(grid: z.ZodType): z.ZodType {
-  return (grid as unknown as { _zod: { def: { innerType: { _zod: { def: { element: z.ZodType } } } } } })._zod.def.innerType._zod.def.element;
 }
 
 function lengthSection(): string {
