@@ -25,6 +25,7 @@ const categorySchema = z
     e2eMedianMs: figure,
     acceptanceRate: figure.optional(),
     meanAcceptedLength: figure.optional(),
+    verifyStepMs: figure.optional(),
   })
   .passthrough();
 
@@ -44,6 +45,7 @@ const trialMetricsSchema = z
     acceptanceRate: figure.optional(),
     meanAcceptedLength: figure.optional(),
     acceptanceByPosition: z.array(figure).optional(),
+    verifyStepMs: figure.optional(),
     byCategory: z.record(z.string(), categorySchema).optional(),
   })
   .passthrough();

@@ -18,6 +18,7 @@ export function trialMetricsOf(level: LevelResult): TrialMetrics {
     ...(level.spec?.acceptanceRate !== undefined && { acceptanceRate: level.spec.acceptanceRate }),
     ...(level.spec?.meanAcceptedLength !== undefined && { meanAcceptedLength: level.spec.meanAcceptedLength }),
     ...(level.spec?.acceptanceByPosition && { acceptanceByPosition: level.spec.acceptanceByPosition }),
+    ...(level.spec?.verifyStepMs !== undefined && { verifyStepMs: level.spec.verifyStepMs }),
     ...(level.categories && { byCategory: Object.fromEntries(level.categories.map((category) => [category.category, categoryMetricsOf(category)])) }),
   };
 }
@@ -32,6 +33,7 @@ function categoryMetricsOf(category: CategoryResult): CategoryMetrics {
     e2eMedianMs: category.e2eMs.median,
     ...(category.spec?.acceptanceRate !== undefined && { acceptanceRate: category.spec.acceptanceRate }),
     ...(category.spec?.meanAcceptedLength !== undefined && { meanAcceptedLength: category.spec.meanAcceptedLength }),
+    ...(category.spec?.verifyStepMs !== undefined && { verifyStepMs: category.spec.verifyStepMs }),
   };
 }
 
