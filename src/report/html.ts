@@ -125,8 +125,7 @@ export function verdictTableHtml(report: RunReport): string {
 
 /** Medians per dataset category: where acceptance and latency differ by what is asked. */
 export function categoryTableHtml(report: RunReport): string {
-  const head =
-    '<tr><th>variant</th><th>workload</th><th>category</th><th class="num">trials</th><th class="num">ok</th><th class="num">failed</th><th class="num">tok/s</th><th class="num">TTFT ms p50</th><th class="num">TPOT ms p50</th><th class="num">${ACCEPTANCE_HEADER}</th></tr>';
+  const head = `<tr><th>variant</th><th>workload</th><th>category</th><th class="num">trials</th><th class="num">ok</th><th class="num">failed</th><th class="num">tok/s</th><th class="num">TTFT ms p50</th><th class="num">TPOT ms p50</th><th class="num">${esc(ACCEPTANCE_HEADER)}</th></tr>`;
   const body = report.categories
     .map(
       (row) =>
