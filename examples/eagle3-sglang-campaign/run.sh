@@ -7,13 +7,18 @@
 #       of the store (the real history stays clean);
 #   (c) tuning restored: a race over EAGLE-3 steps x draft tokens with an A/A control, its best config with CIs vs
 #       the baseline and the runner-up, verify-step times, and the HTML report.
-# Usage: examples/eagle3-sglang-campaign/run.sh [OUT_DIR]   (default ./servelab-demo-eagle3; it is emptied first)
+# Usage: examples/eagle3-sglang-campaign/run.sh [OUT_DIR]   (default ./servelab-demo-eagle3; an earlier demo's output there is replaced)
 # DEMO_QUICK=1 scales it down (shorter loads, fewer trials, grid 2 x 1) for the test: test/campaign-demo.test.ts.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 servelab="$here/../../bin/servelab.js"
 out="$(mkdir -p "${1:-servelab-demo-eagle3}" && cd "${1:-servelab-demo-eagle3}" && pwd)"
+# Emptied only when it is empty already or an earlier demo's output: never someone's directory by mistake.
+if [ -n "$(ls -A "$out")" ] && [ ! -f "$out/files/race.yaml" ]; then
+  echo "run.sh: $out is not empty and not an earlier demo's output; give a new or empty directory" >&2
+  exit 2
+fi
 rm -rf "${out:?}"/*
 mkdir -p "$out/files"
 cp "$here/reference.yaml" "$here/race.yaml" "$out/files/"
