@@ -10,7 +10,7 @@ import { BACKENDS, type BackendRequestOptions } from './backends.js';
 import { type LevelPlan, type LevelRun, maxInFlight, planLevels, runLevel } from './level.js';
 import { loadPrompts, type PromptItem, saltPrompts } from './prompts.js';
 import { type RequestContext, type RequestOutcome, servedTrackingConnector } from './request.js';
-import { counterSource, scrapeSglangServerInfo, scrapeSpecCounters, specFromCounterDelta, specFromResponses } from './spec.js';
+import { counterSource, scrapeSglangServerInfo, scrapeSpecCounters, specFromCounterDelta, specFromResponses, withVerifyStepTime } from './spec.js';
 import { loadTokenizer, type ModelTokenizer } from './tokenizers/model.js';
 import type { BenchOptions, BenchResult, LevelResult, RequestOutput, RequestSample, SpecDecodeStats, TokenCountMethod } from './types.js';
 import { LoadWorkers, resolveWorkerCount } from './workers/pool.js';
@@ -86,12 +86,22 @@ function withCounterExtras(fromResponses: SpecDecodeStats, fromCounters: SpecDec
     ...(fromResponses.meanAcceptedLength === undefined &&
       fromCounters.meanAcceptedLength !== undefined && { meanAcceptedLength: fromCounters.meanAcceptedLength }),
     ...(fromCounters.acceptanceByPosition && { acceptanceByPosition: fromCounters.acceptanceByPosition }),
+    ...(fromResponses.verifySteps === undefined && fromCounters.verifySteps !== undefined && { verifySteps: fromCounters.verifySteps }),
   };
   return Object.keys(extras).length === 0 ? fromResponses : { ...fromResponses, ...extras, source: `${fromResponses.source} + ${fromCounters.source}` };
 }
 
 function specProbe(options: BenchOptions, dispatcher: Dispatcher, baseUrl: string): SpecProbe {
   let before: Awaited<ReturnType<typeof scrapeSpecCounters>>;
+  /** The level's stats from the best source (see ./spec.ts). */
+  const counted = async (outcomes: readonly RequestOutcome[]): Promise<SpecDecodeStats | undefined> => {
+    const fromResponses = specFromResponses(outcomes.filter((outcome) => !outcome.sample.error).map((outcome) => outcome.state));
+    const after = before && (await scrapeSpecCounters(dispatcher, baseUrl));
+    const fromCounters = before && after && after.engine === before.engine ? specFromCounterDelta(before, after, counterSource(after)) : undefined;
+    if (fromResponses) return fromCounters ? withCounterExtras(fromResponses, fromCounters) : fromResponses;
+    if (fromCounters) return fromCounters;
+    return options.backend === 'sglang' ? scrapeSglangServerInfo(dispatcher, baseUrl) : undefined;
+  };
   return {
     async before() {
       if (options.specMetrics === 'none') return;
@@ -99,12 +109,14 @@ function specProbe(options: BenchOptions, dispatcher: Dispatcher, baseUrl: strin
     },
     async after(outcomes) {
       if (options.specMetrics === 'none') return undefined;
-      const fromResponses = specFromResponses(outcomes.filter((outcome) => !outcome.sample.error).map((outcome) => outcome.state));
-      const after = before && (await scrapeSpecCounters(dispatcher, baseUrl));
-      const fromCounters = before && after && after.engine === before.engine ? specFromCounterDelta(before, after, counterSource(after)) : undefined;
-      if (fromResponses) return fromCounters ? withCounterExtras(fromResponses, fromCounters) : fromResponses;
-      if (fromCounters) return fromCounters;
-      return options.backend === 'sglang' ? scrapeSglangServerInfo(dispatcher, baseUrl) : undefined;
+      const stats = await counted(outcomes);
+      return (
+        stats &&
+        withVerifyStepTime(
+          stats,
+          outcomes.map((outcome) => outcome.sample),
+        )
+      );
     },
   };
 }
@@ -357,7 +369,8 @@ async function runMeasuredLevel(
 function categorySpec(outcomes: readonly RequestOutcome[], samples: readonly RequestSample[], options: BenchOptions): SpecDecodeStats | undefined {
   if (options.specMetrics === 'none') return undefined;
   const wanted = new Set(samples);
-  return specFromResponses(outcomes.filter((outcome) => wanted.has(outcome.sample) && !outcome.sample.error).map((outcome) => outcome.state));
+  const stats = specFromResponses(outcomes.filter((outcome) => wanted.has(outcome.sample) && !outcome.sample.error).map((outcome) => outcome.state));
+  return stats && withVerifyStepTime(stats, samples);
 }
 
 function seedFor(options: BenchOptions, levelIndex: number): number {

@@ -86,6 +86,13 @@ export interface SpecDecodeStats {
   acceptanceByPosition?: number[];
   draftTokens?: number;
   acceptedTokens?: number;
+  /** Verify steps (target-model forwards) of the level: SGLang's verify count, vLLM's drafts. */
+  verifySteps?: number;
+  /**
+   * Decode time of the completed requests / their verify steps: what one speculative step (draft + verify pass)
+   * costs a request. No engine reports the draft pass apart in what servelab reads, so it is included.
+   */
+  verifyStepMs?: number;
 }
 
 export interface LevelResult {

@@ -91,13 +91,14 @@ export function specTableHtml(experiment: ResolvedExperiment, trials: readonly T
         medianOf(trials, variant.name, workload.label, 'itlP99Ms'),
         optional(variant.name, workload.label, (metrics) => (metrics.acceptanceRate === undefined ? undefined : metrics.acceptanceRate * 100)),
         optional(variant.name, workload.label, (metrics) => metrics.meanAcceptedLength),
+        optional(variant.name, workload.label, (metrics) => metrics.verifyStepMs),
       ];
       const byPosition = acceptanceByPositionMedians(trials.filter((trial) => trial.variant === variant.name && trial.workload === workload.label));
       const positions = byPosition.length === 0 ? '-' : byPosition.map((value) => (value * 100).toFixed(0)).join('/');
       return `<tr><td><code>${esc(variant.name)}</code></td><td>${esc(workload.label)}</td>${cells.map((value) => `<td class="num">${formatNumber(value)}</td>`).join('')}<td class="num by-position">${positions}</td></tr>`;
     }),
   );
-  return `<table class="data spec"><thead><tr><th>variant</th><th>workload</th><th class="num">tok/s</th><th class="num">TPOT ms</th><th class="num">ITL p99 ms</th><th class="num">acceptance %</th><th class="num">mean accepted length</th><th class="num" title="share of drafts whose i-th token was accepted, by draft position">accept % by pos</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
+  return `<table class="data spec"><thead><tr><th>variant</th><th>workload</th><th class="num">tok/s</th><th class="num">TPOT ms</th><th class="num">ITL p99 ms</th><th class="num">acceptance %</th><th class="num">mean accepted length</th><th class="num" title="decode time per verify step (target forward, draft pass included)">verify step ms</th><th class="num" title="share of drafts whose i-th token was accepted, by draft position">accept % by pos</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
 }
 
 /** Medians of a metric per (variant, workload) over a run's trials. */

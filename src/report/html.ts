@@ -3,7 +3,7 @@
  * exported as fragments so `servelab ui` shows exactly the same tables. Every stored string goes through escapeHtml.
  */
 
-import { acceptanceCell } from '../experiment/text/format.js';
+import { ACCEPTANCE_HEADER, acceptanceCell } from '../experiment/text/format.js';
 import type { FingerprintChange } from '../fingerprint/types.js';
 import { formatChange, formatChangeInterval, formatDuration, formatNumber, formatPercent, formatPValue, runDurationMs } from '../util/format.js';
 import { CAMPAIGN_CSS } from './campaign-html.js';
@@ -134,8 +134,7 @@ export function verdictTableHtml(report: RunReport): string {
 
 /** Medians per dataset category: where acceptance and latency differ by what is asked. */
 export function categoryTableHtml(report: RunReport): string {
-  const head =
-    '<tr><th>variant</th><th>workload</th><th>category</th><th class="num">trials</th><th class="num">ok</th><th class="num">failed</th><th class="num">tok/s</th><th class="num">TTFT ms p50</th><th class="num">TPOT ms p50</th><th class="num">spec acc/len</th></tr>';
+  const head = `<tr><th>variant</th><th>workload</th><th>category</th><th class="num">trials</th><th class="num">ok</th><th class="num">failed</th><th class="num">tok/s</th><th class="num">TTFT ms p50</th><th class="num">TPOT ms p50</th><th class="num">${esc(ACCEPTANCE_HEADER)}</th></tr>`;
   const body = report.categories
     .map(
       (row) =>

@@ -1,6 +1,6 @@
 /** The Markdown summary of a run: verdict table, environment, drift notes (for PRs, chat, terminals). */
 
-import { acceptanceCell } from '../experiment/text/format.js';
+import { ACCEPTANCE_HEADER, acceptanceCell } from '../experiment/text/format.js';
 import { formatChange, formatChangeInterval, formatDuration, formatNumber, formatPValue, runDurationMs } from '../util/format.js';
 import { escapeMarkdownCell as cell } from './escape.js';
 import type { RunReport } from './model.js';
@@ -41,7 +41,7 @@ export function renderMarkdown(report: RunReport): string {
     lines.push(
       '## Per category',
       '',
-      '| variant | workload | category | trials | ok | failed | tok/s | TTFT ms p50 | TPOT ms p50 | spec acc/len |',
+      `| variant | workload | category | trials | ok | failed | tok/s | TTFT ms p50 | TPOT ms p50 | ${ACCEPTANCE_HEADER} |`,
       '| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     );
     for (const row of report.categories) {

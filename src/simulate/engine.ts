@@ -128,7 +128,8 @@ export class SimEngine {
     let stepsSinceYield = 0;
     for (let index = 0; ; index += 1) {
       if (index > 0) {
-        const stepMs = sampleStepMs(config, this.scheduler.running, this.speedup / driftFactor(config, Date.now() - this.driftOrigin), rng);
+        const drift = driftFactor(config, Date.now() - this.driftOrigin);
+        const stepMs = sampleStepMs(config, this.scheduler.running, this.speedup / drift, rng, drift);
         // Absolute deadlines keep timer lateness from accumulating; but a server that fell more than a step
         // behind (overloaded host) restarts its schedule rather than bursting to catch up.
         deadline = Math.max(deadline + stepMs, nowMs() - stepMs);

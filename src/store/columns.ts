@@ -28,6 +28,7 @@ const categorySchema = z
     e2eMedianMs: figure,
     acceptanceRate: figure.optional(),
     meanAcceptedLength: figure.optional(),
+    verifyStepMs: figure.optional(),
   })
   .passthrough();
 
@@ -47,6 +48,7 @@ const trialMetricsSchema = z
     acceptanceRate: figure.optional(),
     meanAcceptedLength: figure.optional(),
     acceptanceByPosition: z.array(figure).optional(),
+    verifyStepMs: figure.optional(),
     byCategory: z.record(z.string(), categorySchema).optional(),
     outputLength: z.object({ requestedMean: figure, generatedMean: figure, shortRequests: z.number().int().min(0) }).optional(),
     tokenCounts: z.object({ method: z.string(), checked: z.number().int().min(0), disagreeing: z.number().int().min(0) }).optional(),

@@ -25,6 +25,8 @@ export interface TrialMetrics {
   meanAcceptedLength?: number;
   /** Share of drafts accepted at each draft position (0 = first), where the engine reports it. */
   acceptanceByPosition?: number[];
+  /** Decode time per verify step (target forward, draft pass included), where the engine counts verify steps. */
+  verifyStepMs?: number;
   /** Per dataset category, when the workload's prompts have categories. */
   byCategory?: Record<string, CategoryMetrics>;
   /** Requested vs generated output tokens; present when some request stopped short (unequal work). */
@@ -46,6 +48,7 @@ export interface CategoryMetrics {
   e2eMedianMs: number;
   acceptanceRate?: number;
   meanAcceptedLength?: number;
+  verifyStepMs?: number;
 }
 
 export type RunStatus = 'running' | 'done' | 'failed' | 'interrupted' | 'drift';

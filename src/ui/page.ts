@@ -66,6 +66,7 @@ export const PAGE_HTML = `<!doctype html>
     </section>
     <h2>Comparison</h2>
     <div id="verdicts"></div>
+    <div id="spec"></div>
     <h2>Charts</h2>
     <div id="figures"></div>
     <div id="trials"></div>
@@ -221,6 +222,7 @@ async function refreshRun() {
   // Fragments below are rendered and escaped by the server (same code as the HTML report).
   $('facts').innerHTML = data.html.facts;
   $('verdicts').innerHTML = data.html.verdicts;
+  $('spec').innerHTML = data.html.spec;
   $('figures').innerHTML = data.html.figures;
   $('trials').innerHTML = data.html.trials;
   $('notes').innerHTML = data.html.notes;

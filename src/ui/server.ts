@@ -9,6 +9,9 @@ import { stat } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname, networkInterfaces } from 'node:os';
+import { storedExperimentOf } from '../experiment/spec/stored.js';
+import { hasSpecFigures } from '../experiment/text/best-format.js';
+import { specTableHtml } from '../report/campaign-html.js';
 import { compareRuns } from '../report/compare.js';
 import { reportFigures } from '../report/figures.js';
 import { comparisonHtml, driftNotesHtml, environmentHtml, figuresHtml, runFactsHtml, trialTableHtml, verdictTableHtml } from '../report/html.js';
@@ -133,7 +136,7 @@ export async function startUi(options: UiOptions): Promise<UiServer> {
 interface RunView {
   run: { id: number; experimentName: string; status: string; startedAt: string; finishedAt: string | null; message: string | null };
   trials: TrialRecord[];
-  html: { facts: string; verdicts: string; figures: string; trials: string; notes: string; environment: string; machine: string };
+  html: { facts: string; verdicts: string; spec: string; figures: string; trials: string; notes: string; environment: string; machine: string };
 }
 
 /** What the server remembers: the store version, log sizes, in-flight throughput history and rendered views. */
@@ -195,6 +198,8 @@ class UiState {
       html: {
         facts: runFactsHtml(report),
         verdicts: verdictTableHtml(report),
+        // Acceptance, accepted length and verify-step time side by side, as in the report's campaign section.
+        spec: hasSpecFigures(data.trials) ? `<h2>Speculative decoding</h2>${specTableHtml(storedExperimentOf(data.run), data.trials)}` : '',
         figures: figuresHtml(reportFigures(report)),
         trials: trialTableHtml(report),
         notes: driftNotesHtml(report),

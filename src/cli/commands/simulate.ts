@@ -43,6 +43,13 @@ interface SimulateFlags {
   specDraftTokens?: number;
   specAcceptance?: number;
   specDraftOverhead?: number;
+  specAcceptanceDecay?: number;
+  specDraftStepCost?: number;
+  speculativeAlgorithm?: string;
+  speculativeNumSteps?: number;
+  speculativeEagleTopk?: number;
+  speculativeNumDraftTokens?: number;
+  tpSize?: number;
   statsIntervalMs?: number;
   closeKeptAlive?: boolean;
   prefixCache?: boolean;
@@ -118,6 +125,12 @@ const FLAG_OF_KEY: Record<string, string> = {
   'decode.spec.draftTokens': '--spec-draft-tokens',
   'decode.spec.acceptance': '--spec-acceptance',
   'decode.spec.draftOverhead': '--spec-draft-overhead',
+  'decode.spec.acceptanceDecay': '--spec-acceptance-decay',
+  'decode.spec.draftStepCost': '--spec-draft-step-cost',
+  'decode.spec.steps': '--speculative-num-steps',
+  'decode.spec.topk': '--speculative-eagle-topk',
+  'sglang.tpSize': '--tp-size',
+  'sglang.speculativeAlgorithm': '--speculative-algorithm',
   statsIntervalMs: '--stats-interval-ms',
   closeKeptAlive: '--close-kept-alive',
   'prefixCache.enabled': '--prefix-cache',
@@ -135,7 +148,12 @@ function flagOf(keyPath: string): string {
 function overridesFrom(flags: SimulateFlags): SimConfigInput {
   return {
     engine: flags.engine,
-    sglang: { incrementalStreamingOutput: flags.incrementalStreamingOutput, healthCheckTimeoutMs: flags.healthCheckTimeoutMs },
+    sglang: {
+      incrementalStreamingOutput: flags.incrementalStreamingOutput,
+      healthCheckTimeoutMs: flags.healthCheckTimeoutMs,
+      tpSize: flags.tpSize,
+      speculativeAlgorithm: flags.speculativeAlgorithm,
+    },
     host: flags.host,
     port: flags.port,
     model: flags.model,
@@ -152,7 +170,16 @@ function overridesFrom(flags: SimulateFlags): SimConfigInput {
       eosProbability: flags.eosProbability,
       defaultMaxTokens: flags.defaultMaxTokens,
       maxModelLen: flags.maxModelLen,
-      spec: { draftTokens: flags.specDraftTokens, acceptance: flags.specAcceptance, draftOverhead: flags.specDraftOverhead },
+      spec: {
+        // SGLang's speculative_num_draft_tokens counts the tree's root (the last verified token): drafts = n - 1.
+        draftTokens: flags.speculativeNumDraftTokens === undefined ? flags.specDraftTokens : Math.max(0, flags.speculativeNumDraftTokens - 1),
+        acceptance: flags.specAcceptance,
+        draftOverhead: flags.specDraftOverhead,
+        acceptanceDecay: flags.specAcceptanceDecay,
+        draftStepCost: flags.specDraftStepCost,
+        steps: flags.speculativeNumSteps,
+        topk: flags.speculativeEagleTopk,
+      },
     },
     statsIntervalMs: flags.statsIntervalMs,
     closeKeptAlive: flags.closeKeptAlive,
@@ -228,6 +255,13 @@ function defineSimulate(program: Command): Command {
     .option('--spec-draft-tokens <k>', 'speculative decoding draft length; 0 = off (default 0)', integer)
     .option('--spec-acceptance <p>', 'per-draft-token acceptance probability (default 0.7)', number)
     .option('--spec-draft-overhead <fraction>', 'verification step cost per draft token, fraction of tpot (default 0.1)', number)
+    .option('--spec-acceptance-decay <f>', 'acceptance at draft depth i is --spec-acceptance x f^i (default 1)', number)
+    .option('--spec-draft-step-cost <fraction>', 'cost of one draft-model step, fraction of tpot; --env-speedup leaves it alone (default 0)', number)
+    .option('--speculative-algorithm <name>', "sglang: as SGLang's flag (EAGLE, EAGLE3, NEXTN…); only logged")
+    .option('--speculative-num-steps <n>', "sglang: draft-model steps per verify (the draft tree's depth), as SGLang's flag", integer)
+    .option('--speculative-eagle-topk <n>', "sglang: candidates per draft step, as SGLang's flag; 1 makes draft tokens = steps + 1 (default 1)", integer)
+    .option('--speculative-num-draft-tokens <n>', "sglang: tokens verified per step, the tree's root included, as SGLang's flag", integer)
+    .option('--tp-size <n>', 'sglang: tensor-parallel ranks, each logging its load lines (TP0…); no effect on timing (default 1)', integer)
     .option('--stats-interval-ms <ms>', 'log vLLM-style throughput lines this often while busy; 0 = never (default 10000)', number)
     .option('--close-kept-alive', 'close each connection after a streamed response while advertising keep-alive, like llama-server')
     .option('--prefix-cache', 'cache prompt prefixes: a repeated prefix costs no prefill (POST /reset_prefix_cache or /flush_cache clears it)')

@@ -31,6 +31,7 @@ export function trialMetricsOf(level: LevelResult): TrialMetrics {
         maxLagMs: level.rate.maxLagMs,
       },
     }),
+    ...(level.spec?.verifyStepMs !== undefined && { verifyStepMs: level.spec.verifyStepMs }),
     ...(level.categories && { byCategory: Object.fromEntries(level.categories.map((category) => [category.category, categoryMetricsOf(category)])) }),
   };
 }
@@ -45,6 +46,7 @@ function categoryMetricsOf(category: CategoryResult): CategoryMetrics {
     e2eMedianMs: category.e2eMs.median,
     ...(category.spec?.acceptanceRate !== undefined && { acceptanceRate: category.spec.acceptanceRate }),
     ...(category.spec?.meanAcceptedLength !== undefined && { meanAcceptedLength: category.spec.meanAcceptedLength }),
+    ...(category.spec?.verifyStepMs !== undefined && { verifyStepMs: category.spec.verifyStepMs }),
   };
 }
 

@@ -68,10 +68,13 @@ export const METRIC_NAMES = [
   'tpotMedianMs',
   'itlP99Ms',
   'e2eMedianMs',
+  /** Speculative decoding: decode time per verify step (NaN for a trial whose server counts none). */
+  'verifyStepMs',
 ] as const satisfies ReadonlyArray<NumericKey<TrialMetrics>>;
 export type MetricName = (typeof METRIC_NAMES)[number];
 
-type NumericKey<T> = { [K in keyof T]-?: T[K] extends number ? K : never }[keyof T];
+/** Keys whose values are numbers, optional ones (a figure not every trial has) included. */
+type NumericKey<T> = { [K in keyof T]-?: NonNullable<T[K]> extends number ? K : never }[keyof T];
 
 /** The experiment after defaults, grid expansion and sweep expansion; stored as runs.config_json so a resume replays it. */
 export interface ResolvedExperiment {

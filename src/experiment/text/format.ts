@@ -204,16 +204,20 @@ function cacheSummary(trials: readonly TrialRecord[]): string {
   return modes.size === 0 ? '-' : [...modes].join(', ');
 }
 
-/** Acceptance as "71%", mean accepted length as "2.40", "-" when not measured. */
-export function acceptanceCell(row: Pick<CategoryRow, 'acceptanceRate' | 'meanAcceptedLength'>): string {
+/** Acceptance as "71%", mean accepted length as "2.40", verify-step time as "12.3", "-" when not measured. */
+export function acceptanceCell(row: Pick<CategoryRow, 'acceptanceRate' | 'meanAcceptedLength' | 'verifyStepMs'>): string {
   const rate = row.acceptanceRate === undefined ? '-' : formatShare(row.acceptanceRate);
   const length = row.meanAcceptedLength === undefined ? '-' : formatNumber(row.meanAcceptedLength);
-  return `${rate}/${length}`;
+  const step = row.verifyStepMs === undefined ? '-' : formatNumber(row.verifyStepMs);
+  return `${rate}/${length}/${step}`;
 }
+
+/** Header of `acceptanceCell`'s column. */
+export const ACCEPTANCE_HEADER = 'spec acc/len/verify ms';
 
 export function formatCategoryRows(rows: readonly CategoryRow[]): string {
   return table(
-    ['variant', 'workload', 'category', 'trials', 'ok', 'failed', 'tok/s', 'TTFT ms p50', 'TPOT ms p50', 'spec acc/len'],
+    ['variant', 'workload', 'category', 'trials', 'ok', 'failed', 'tok/s', 'TTFT ms p50', 'TPOT ms p50', ACCEPTANCE_HEADER],
     rows.map((row) => [
       row.variant,
       row.workload,
