@@ -21,44 +21,39 @@ import { waitFor } from './support-wait.js';
 
 const ci = ciSshd();
 
+/**
+ * A temp dir, a model name unique to the test (its server processes are found and killed by it), the simulator's
+ * command with that model, and an ssh executor section for the CI sshd whose remote dir is in the temp dir.
+ */
+function sshRunSetup(t: TestContext, speed: { loadMs: number; tpotMs: number }) {
+  const sshd = ci.sshd!;
+  const dir = mkdtempSync(join(tmpdir(), 'servelab-ssh-run-'));
+  const model = uniqueModel();
+  t.after(() => {
+    for (const pid of processesWith(model)) process.kill(pid, 'SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const timing = ['--load-ms', String(speed.loadMs), '--jitter', '0', '--ttft-ms', '1', '--tpot-ms', String(speed.tpotMs)];
+  const command = [process.execPath, BIN, 'simulate', '--port', '{port}', '--model', model, ...timing];
+  const executor = {
+    kind: 'ssh',
+    host: sshd.host,
+    port: sshd.port,
+    identityFile: sshd.identityFile,
+    sshOptions: [`UserKnownHostsFile=${sshd.knownHosts}`],
+    remoteDir: join(dir, 'remote'),
+    client: 'local',
+  };
+  return { dir, model, command, executor };
+}
+
 describe('servelab run with an ssh executor against a real sshd', { timeout: 300_000 }, () => {
   test('connections dropped while the server loads: the experiment still succeeds and leaves no server behind', needs(ci.skip), async (t) => {
-    const sshd = ci.sshd!;
-    const dir = mkdtempSync(join(tmpdir(), 'servelab-ssh-run-'));
-    const model = uniqueModel();
-    t.after(() => {
-      for (const pid of processesWith(model)) process.kill(pid, 'SIGKILL');
-      rmSync(dir, { recursive: true, force: true });
-    });
-    const command = [
-      process.execPath,
-      BIN,
-      'simulate',
-      '--port',
-      '{port}',
-      '--model',
-      model,
-      '--load-ms',
-      '5000',
-      '--jitter',
-      '0',
-      '--ttft-ms',
-      '1',
-      '--tpot-ms',
-      '1',
-    ];
+    const { dir, model, command, executor } = sshRunSetup(t, { loadMs: 5000, tpotMs: 1 });
     const experiment = writeExperiment(dir, 'exp.yaml', {
       name: 'ssh-drop',
       server: { command, readyTimeout: '120s' },
-      executor: {
-        kind: 'ssh',
-        host: sshd.host,
-        port: sshd.port,
-        identityFile: sshd.identityFile,
-        sshOptions: [`UserKnownHostsFile=${sshd.knownHosts}`],
-        remoteDir: join(dir, 'remote'),
-        client: 'local',
-      },
+      executor,
       client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens: 8, seed: 1 }, warmupRequests: 1 },
       trials: 2,
       variants: { base: {} },
@@ -98,43 +93,12 @@ describe('servelab run with an ssh executor against a real sshd', { timeout: 300
 
 /** `servelab run` of a small ssh experiment in the background, with its store and the server's model name. */
 async function startSshRun(t: TestContext, name: string, trials: number) {
-  const sshd = ci.sshd!;
-  const dir = mkdtempSync(join(tmpdir(), 'servelab-ssh-run-'));
-  const model = uniqueModel();
-  t.after(() => {
-    for (const pid of processesWith(model)) process.kill(pid, 'SIGKILL');
-    rmSync(dir, { recursive: true, force: true });
-  });
   // Trials of ~2 s (6 requests × 40 tokens × 8 ms): long enough to break one in the middle.
-  const command = [
-    process.execPath,
-    BIN,
-    'simulate',
-    '--port',
-    '{port}',
-    '--model',
-    model,
-    '--load-ms',
-    '200',
-    '--jitter',
-    '0',
-    '--ttft-ms',
-    '1',
-    '--tpot-ms',
-    '8',
-  ];
+  const { dir, model, command, executor } = sshRunSetup(t, { loadMs: 200, tpotMs: 8 });
   const experiment = writeExperiment(dir, 'exp.yaml', {
     name,
     server: { command, readyTimeout: '120s' },
-    executor: {
-      kind: 'ssh',
-      host: sshd.host,
-      port: sshd.port,
-      identityFile: sshd.identityFile,
-      sshOptions: [`UserKnownHostsFile=${sshd.knownHosts}`],
-      remoteDir: join(dir, 'remote'),
-      client: 'local',
-    },
+    executor,
     client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens: 40, seed: 1 }, warmupRequests: 1 },
     workloads: [{ kind: 'single-stream', requests: 6 }],
     trials,
