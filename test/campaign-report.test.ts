@@ -57,7 +57,10 @@ describe('best-config report', () => {
     assert.ok(best.matrix.flat().every((cell) => !cell.better && !cell.worse));
     assert.match((await page.locator('table.pairwise td[data-row]').first().getAttribute('title')) ?? '', /Holm-adjusted p \d/);
     assert.match(await page.locator('div.best').innerText(), /ranks first, but is not significantly better than/);
-    assert.match(await page.locator('table.ranking tbody tr').first().innerText(), new RegExp(`${best.winner}[\\s\\S]*winner`));
+    // The badge says what the verdict says: first in the ranking, not a significant winner (no green "winner").
+    const first = page.locator('table.ranking tbody tr').first();
+    assert.match(await first.innerText(), new RegExp(`${best.winner}[\\s\\S]*ranks first \\(not significant\\)`));
+    assert.equal(await first.locator('.pill.faster').count(), 0);
     assert.match(await page.locator('div.best').innerText(), /vs the baseline \(baseline\): \+\d/);
 
     // The grid parameter is drawn on a value axis: its tick labels are numbers in order.

@@ -4,7 +4,7 @@
  */
 
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
@@ -12,7 +12,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { SshExecutor } from '../src/exec/ssh.js';
 import type { ExecutorConfig } from '../src/exec/types.js';
 import { groupAlive } from '../src/launch/process-group.js';
@@ -20,15 +19,11 @@ import type { ServerSpec } from '../src/launch/types.js';
 import type { BenchOptions } from '../src/load/types.js';
 import { BUILTIN_PROFILES } from '../src/profiles/builtin.js';
 import { NotReadyError } from '../src/ready/errors.js';
-import { openStore } from '../src/store/db.js';
-import { listInvalidTrials, listRuns, listTrials } from '../src/store/queries.js';
-import { processAlive } from '../src/util/proc-identity.js';
-import { writeExperiment } from './support-experiment.js';
 import { firstStartLosesPort } from './support-port-race.js';
-import { CI_DIR, ciSshd, needs } from './support-services.js';
+import { ciSshd, needs } from './support-services.js';
+import { BIN, killSshdSessions, processesWith, uniqueModel } from './support-ssh.js';
 import { waitFor } from './support-wait.js';
 
-const BIN = fileURLToPath(new URL('../../bin/servelab.js', import.meta.url));
 const ci = ciSshd();
 const NO_SSH_CLIENT = spawnSync('ssh', ['-V']).error ? 'no `ssh` client on PATH: apt-get install openssh-client' : undefined;
 
@@ -56,36 +51,6 @@ function setup(t: TestContext, client: 'local' | 'remote' = 'local') {
     rmSync(dir, { recursive: true, force: true });
   });
   return { executor, dir, lines, model };
-}
-
-/** A model name unique to one test: finds that test's server processes on the "host" (this machine). */
-function uniqueModel(): string {
-  return `ssh-test-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
-}
-
-/** Every process as pid, parent pid and command line, from /proc (slim CI images have no procps/pgrep). */
-function processTable(): Array<{ pid: number; ppid: number; cmdline: string }> {
-  const table = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      // Field 4 (ppid) follows the command name, which is in parentheses and may contain spaces.
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replaceAll('\0', ' ');
-      table.push({ pid: Number(entry), ppid, cmdline });
-    } catch {
-      // exited while we looked
-    }
-  }
-  return table;
-}
-
-/** Pids of processes whose command line contains `token`. */
-function processesWith(token: string): number[] {
-  return processTable()
-    .filter((entry) => entry.cmdline.includes(token) && entry.pid !== process.pid)
-    .map((entry) => entry.pid);
 }
 
 function simulatorSpec(dir: string, model: string, args: string[], readyTimeoutMs = 120_000): ServerSpec {
@@ -120,22 +85,6 @@ function jobGroups(dir: string): number[] {
     .map((job) => join(remote, job, 'pgid'))
     .filter(existsSync)
     .map((file) => Number(readFileSync(file, 'utf8').trim()));
-}
-
-/** Drop every connection to the test sshd: kill its per-connection processes (children of the listener). */
-function killSshdSessions(): number {
-  const listener = readFileSync(join(CI_DIR, 'ssh', 'sshd.pid'), 'utf8').trim();
-  const children = processTable()
-    .filter((entry) => entry.ppid === Number(listener))
-    .map((entry) => entry.pid);
-  for (const pid of children) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-  return children.length;
 }
 
 describe('ssh executor against a real sshd', { timeout: 300_000 }, () => {
@@ -322,81 +271,6 @@ describe('ssh executor against a real sshd', { timeout: 300_000 }, () => {
   });
 });
 
-describe('servelab run with an ssh executor against a real sshd', { timeout: 300_000 }, () => {
-  test('connections dropped while the server loads: the experiment still succeeds and leaves no server behind', needs(ci.skip), async (t) => {
-    const sshd = ci.sshd!;
-    const dir = mkdtempSync(join(tmpdir(), 'servelab-ssh-run-'));
-    const model = uniqueModel();
-    t.after(() => {
-      for (const pid of processesWith(model)) process.kill(pid, 'SIGKILL');
-      rmSync(dir, { recursive: true, force: true });
-    });
-    const command = [
-      process.execPath,
-      BIN,
-      'simulate',
-      '--port',
-      '{port}',
-      '--model',
-      model,
-      '--load-ms',
-      '5000',
-      '--jitter',
-      '0',
-      '--ttft-ms',
-      '1',
-      '--tpot-ms',
-      '1',
-    ];
-    const experiment = writeExperiment(dir, 'exp.yaml', {
-      name: 'ssh-drop',
-      server: { command, readyTimeout: '120s' },
-      executor: {
-        kind: 'ssh',
-        host: sshd.host,
-        port: sshd.port,
-        identityFile: sshd.identityFile,
-        sshOptions: [`UserKnownHostsFile=${sshd.knownHosts}`],
-        remoteDir: join(dir, 'remote'),
-        client: 'local',
-      },
-      client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens: 8, seed: 1 }, warmupRequests: 1 },
-      trials: 2,
-      variants: { base: {} },
-    });
-    const child = spawn(process.execPath, [BIN, 'run', experiment, '--store', join(dir, 'store.db'), '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    t.after(() => child.kill('SIGKILL'));
-    let stderr = '';
-    let stdout = '';
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    let exitCode: number | null | undefined;
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve((exitCode = code))));
-
-    // Once the server runs on the "host" (and is still loading), cut every SSH connection, twice.
-    const deadline = Date.now() + 60_000;
-    while (processesWith(model).length === 0 && exitCode === undefined && Date.now() < deadline) await delay(100);
-    assert.ok(processesWith(model).length > 0, `server never started:\n${stderr}`);
-    const serverPids = processesWith(model);
-    assert.ok(killSshdSessions() > 0);
-    await delay(1500);
-    killSshdSessions();
-
-    assert.equal(await exited, 0, stderr);
-    assert.match(stderr, /lost; reconnecting/);
-    assert.equal(JSON.parse(stdout).status, 'done', stdout);
-    const db = openStore(join(dir, 'store.db'), { readonly: true });
-    t.after(() => db.close());
-    const run = listRuns(db)[0]!;
-    assert.equal(listTrials(db, run.id).length, 2);
-    assert.ok(
-      serverPids.every((pid) => !processAlive(pid)),
-      'the server that survived the drops was stopped at the end',
-    );
-    assert.deepEqual(processesWith(model), []);
-  });
-});
-
 test('ssh executor: a host that refuses us is a clear UserError', { ...needs(NO_SSH_CLIENT), timeout: 60_000 }, async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'servelab-ssh-test-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
@@ -407,118 +281,4 @@ test('ssh executor: a host that refuses us is a clear UserError', { ...needs(NO_
   );
   t.after(() => executor.close());
   await assert.rejects(executor.run(['true']), /cannot connect to 127\.0\.0\.1 over ssh: .*refused/i);
-});
-
-/** `servelab run` of a small ssh experiment in the background, with its store and the server's model name. */
-async function startSshRun(t: TestContext, name: string, trials: number) {
-  const sshd = ci.sshd!;
-  const dir = mkdtempSync(join(tmpdir(), 'servelab-ssh-run-'));
-  const model = uniqueModel();
-  t.after(() => {
-    for (const pid of processesWith(model)) process.kill(pid, 'SIGKILL');
-    rmSync(dir, { recursive: true, force: true });
-  });
-  // Trials of ~2 s (6 requests × 40 tokens × 8 ms): long enough to break one in the middle.
-  const command = [
-    process.execPath,
-    BIN,
-    'simulate',
-    '--port',
-    '{port}',
-    '--model',
-    model,
-    '--load-ms',
-    '200',
-    '--jitter',
-    '0',
-    '--ttft-ms',
-    '1',
-    '--tpot-ms',
-    '8',
-  ];
-  const experiment = writeExperiment(dir, 'exp.yaml', {
-    name,
-    server: { command, readyTimeout: '120s' },
-    executor: {
-      kind: 'ssh',
-      host: sshd.host,
-      port: sshd.port,
-      identityFile: sshd.identityFile,
-      sshOptions: [`UserKnownHostsFile=${sshd.knownHosts}`],
-      remoteDir: join(dir, 'remote'),
-      client: 'local',
-    },
-    client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens: 40, seed: 1 }, warmupRequests: 1 },
-    workloads: [{ kind: 'single-stream', requests: 6 }],
-    trials,
-    variants: { base: {} },
-  });
-  const store = join(dir, 'store.db');
-  const child = spawn(process.execPath, [BIN, 'run', experiment, '--store', store, '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  t.after(() => child.kill('SIGKILL'));
-  let stderr = '';
-  let stdout = '';
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-  assert.ok(await waitFor(() => existsSync(store), 60_000), 'store created');
-  const db = openStore(store, { readonly: true });
-  t.after(() => db.close());
-  /** Resolves once the first trial has measured a request. */
-  const trialInFlight = async () => {
-    const inFlight = () => {
-      try {
-        return ((db.prepare('SELECT completed FROM progress').get() as { completed: number } | undefined)?.completed ?? 0) >= 1;
-      } catch {
-        return false; // schema not there yet
-      }
-    };
-    assert.ok(await waitFor(inFlight, 90_000), `no trial started:\n${stderr}`);
-  };
-  return { db, model, exited, trialInFlight, stderr: () => stderr, stdout: () => stdout };
-}
-
-describe('trial validity over a real sshd', { ...needs(ci.skip), timeout: 300_000 }, () => {
-  test('the server killed with SIGKILL mid-trial: trial invalid, server restarted on the host, trial re-run', async (t) => {
-    const run = await startSshRun(t, 'ssh-kill9', 2);
-    await run.trialInFlight();
-    const victims = processesWith(run.model);
-    assert.ok(victims.length > 0);
-    for (const pid of victims) process.kill(pid, 'SIGKILL');
-
-    assert.equal(await run.exited, 0, run.stderr());
-    assert.match(run.stderr(), /INVALID( \(\d+ ok, \d+ failed\))?: server .* during the trial/);
-    assert.match(run.stderr(), /restarting it \(unplanned restart 1\)/);
-    assert.equal(JSON.parse(run.stdout()).status, 'done', run.stdout());
-    const runId = listRuns(run.db)[0]!.id;
-    assert.equal(listTrials(run.db, runId).length, 2);
-    assert.ok(listTrials(run.db, runId).every((trial) => trial.metrics.failed === 0));
-    assert.equal(listInvalidTrials(run.db, runId).length, 1);
-    assert.deepEqual(processesWith(run.model), []);
-  });
-
-  test('the SSH connection dropped mid-trial: trial invalid, re-run on the same server once the forward is back', async (t) => {
-    const run = await startSshRun(t, 'ssh-drop-trial', 2);
-    await run.trialInFlight();
-    const serverPids = processesWith(run.model);
-    assert.ok(killSshdSessions() > 0);
-
-    assert.equal(await run.exited, 0, run.stderr());
-    assert.match(run.stderr(), /lost; reconnecting/);
-    assert.match(run.stderr(), /INVALID( \(\d+ ok, \d+ failed\))?: server .* during the trial/);
-    assert.match(run.stderr(), /server is up and answering; measuring the trial again/);
-    assert.doesNotMatch(run.stderr(), /restarting it/);
-    const runId = listRuns(run.db)[0]!.id;
-    const trials = listTrials(run.db, runId);
-    assert.equal(trials.length, 2);
-    assert.ok(
-      trials.every((trial) => trial.metrics.failed === 0),
-      'no request failed during the reconnect in a counted trial',
-    );
-    assert.ok(listInvalidTrials(run.db, runId).length >= 1);
-    assert.ok(
-      serverPids.every((pid) => !processAlive(pid)),
-      'the server that survived the drop was stopped at the end',
-    );
-  });
 });

@@ -2,8 +2,23 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { parseBenchArgv } from '../src/cli/commands/bench.js';
+import { benchOptionsOf } from '../src/experiment/run/trial.js';
 import { loadExperiment } from '../src/experiment/spec/load.js';
 import { higherIsBetter, metricUnit } from '../src/experiment/spec/metrics.js';
+import type { RunningServer } from '../src/launch/types.js';
+import type { ClientOptions } from '../src/load/types.js';
+import { BUILTIN_PROFILES } from '../src/profiles/builtin.js';
+import {
+  DEFAULT_INPUT_TOKENS,
+  DEFAULT_LOAD_WORKERS,
+  DEFAULT_MAX_FAILED_FRACTION,
+  DEFAULT_MAX_IN_FLIGHT,
+  DEFAULT_PROMPT_SEED,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  DEFAULT_SYNTHETIC_OUTPUT_TOKENS,
+  DEFAULT_WARMUP_REQUESTS,
+} from '../src/util/defaults.js';
 import { UserError } from '../src/util/errors.js';
 import { cli, tempDir } from './support-experiment.js';
 
@@ -242,6 +257,106 @@ grid:
     );
     expectError(write('metric.yaml', `${BASE}metric: tokps\n`), /metric: expected one of "outputTokensPerSecond", "requestsPerSecond"/);
     expectError(write('zero.yaml', BASE.replace('requests: 8', 'requests: 0')), /workloads\[0\]\.requests: expected more than 0, got 0/);
+  });
+
+  test('an unknown key at any depth lists the keys allowed there, as at the top level', (t) => {
+    const dir = tempDir(t, 'expfile');
+    const cases: Array<[string, string, RegExp]> = [
+      [
+        'server',
+        BASE.replace('  env:', '  comand: x\n  env:'),
+        /server\.comand: unknown key "comand" \(did you mean "command"\?\); keys allowed here: command, env, unsetEnv/,
+      ],
+      ['workload', BASE.replace('requests: 8 }', 'requests: 8, reqs: 2 }'), /workloads\[0\]\.reqs: unknown key "reqs"; keys allowed here: kind, requests$/],
+      [
+        'rate',
+        BASE.replace('{ kind: single-stream, requests: 8 }', '{ kind: rate, requestsPerSecond: 2, requests: 8, burst: 1 }'),
+        /workloads\[0\]\.burst: unknown key "burst"; keys allowed here: kind, requestsPerSecond, arrival, burstiness, maxInFlight, requests$/,
+      ],
+      [
+        'dataset',
+        `${BASE}client:\n  prompts: { kind: jsonl, path: p.jsonl, sed: 1 }\n`,
+        /client\.prompts\.sed: unknown key "sed" \(did you mean "seed"\?\); keys allowed here: kind, path, seed, shuffle/,
+      ],
+      [
+        'length',
+        `${BASE}client:\n  prompts: { kind: synthetic, inputTokens: { kind: fixed, value: 8, x: 1 }, outputTokens: 8 }\n`,
+        /client\.prompts\.inputTokens\.x: unknown key "x"; keys allowed here: kind, value$/,
+      ],
+      [
+        'variant-client',
+        `${BASE}variants:\n  a:\n    client: { warmup: 1 }\n`,
+        /variants\.a\.client\.warmup: unknown key "warmup"; keys allowed here: prompts, warmupRequests/,
+      ],
+      [
+        'executor',
+        `${BASE}executor: { kind: ssh, host: h, hots: 1 }\n`,
+        /executor\.hots: unknown key "hots" \(did you mean "host"\?\); keys allowed here: kind, host/,
+      ],
+    ];
+    for (const [name, text, pattern] of cases) {
+      const path = join(dir, `${name}.yaml`);
+      writeFileSync(path, text);
+      expectError(path, pattern);
+    }
+  });
+
+  test("a file's defaults are the bench flags' (one defaults module): a rate workload's maxInFlight", (t) => {
+    const dir = tempDir(t, 'expfile');
+    const path = join(dir, 'rate.yaml');
+    writeFileSync(path, BASE.replace('{ kind: single-stream, requests: 8 }', '{ kind: rate, requestsPerSecond: 2, requests: 8 }'));
+    const fromFile = loadExperiment(path).workloads[0]!.workload;
+    const fromFlags = parseBenchArgv(['bench', 'http://127.0.0.1:1', '--rate', '2', '--requests', '8']).options.workload;
+    assert.equal(fromFile.kind, 'rate');
+    assert.equal(fromFlags.kind, 'rate');
+    assert.equal(fromFile.kind === 'rate' && fromFile.maxInFlight, DEFAULT_MAX_IN_FLIGHT);
+    assert.equal(fromFlags.kind === 'rate' && fromFlags.maxInFlight, DEFAULT_MAX_IN_FLIGHT);
+    assert.deepEqual(fromFile, fromFlags);
+  });
+
+  test('a default client section and a default bench command line measure alike (one defaults module)', (t) => {
+    const dir = tempDir(t, 'expfile');
+    const path = join(dir, 'exp.yaml');
+    const url = 'http://127.0.0.1:1';
+    // What a trial hands the load client: the variant's client on a running server (no model reported), warm cache.
+    const fromFile = (text: string): ClientOptions => {
+      writeFileSync(path, text);
+      const experiment = loadExperiment(path);
+      const server = { baseUrl: url, ready: {} } as unknown as RunningServer;
+      const {
+        baseUrl: _,
+        requestTimeoutSetting: __,
+        ...options
+      } = benchOptionsOf(experiment.variants[0]!, experiment.workloads[0]!, BUILTIN_PROFILES[experiment.variants[0]!.server.profile]!, server, {
+        record: 'warm',
+      });
+      return effective({ ...options, maxFailedFraction: experiment.validity!.maxFailedFraction });
+    };
+    const fromFlags = (...flags: string[]): ClientOptions => effective(parseBenchArgv(['bench', url, '--single-stream', '8', ...flags]).options);
+    // Unset means the load client's default: one worker (load/run.ts), a short output invalid (levelValidity).
+    const effective = (options: ClientOptions): ClientOptions => ({
+      ...options,
+      workers: options.workers ?? DEFAULT_LOAD_WORKERS,
+      requireFullOutput: options.requireFullOutput ?? true,
+    });
+
+    const bench = fromFlags();
+    assert.deepEqual(fromFile(BASE), bench);
+    // Compared: backend (vllm's is bench's), workload, prompts (lengths, seed), warm-up, ignore_eos, full output,
+    // token counts, failed fraction, request timeout, workers, spec metrics, model, SLO, prompt salt.
+    assert.equal(bench.warmupRequests, DEFAULT_WARMUP_REQUESTS);
+    assert.deepEqual(bench.prompts, {
+      kind: 'synthetic',
+      inputTokens: { kind: 'fixed', value: DEFAULT_INPUT_TOKENS },
+      outputTokens: { kind: 'fixed', value: DEFAULT_SYNTHETIC_OUTPUT_TOKENS },
+      seed: DEFAULT_PROMPT_SEED,
+    });
+    assert.equal(bench.requestTimeoutMs, DEFAULT_REQUEST_TIMEOUT_MS);
+    assert.equal(bench.maxFailedFraction, DEFAULT_MAX_FAILED_FRACTION);
+    assert.equal(bench.ignoreEos, true);
+    // A synthetic source that names one length takes the other's default, as a bench flag does.
+    assert.deepEqual(fromFile(`${BASE}client: { prompts: { kind: synthetic, inputTokens: 1024 } }\n`), fromFlags('--input-len', '1024'));
+    assert.deepEqual(fromFile(`${BASE}client: { prompts: { kind: synthetic } }\n`), bench);
   });
 
   test('`servelab run` with a bad file exits non-zero with file, key and next step, no stack trace', async (t) => {

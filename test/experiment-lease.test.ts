@@ -117,7 +117,7 @@ describe('lease fencing', { timeout: 180_000 }, () => {
     assert.doesNotMatch(paused.stderr, NO_STACK);
     const resumed = await second.done;
     assert.equal(resumed.code, 0, resumed.stderr);
-    assert.match(resumed.stderr, new RegExp(`taking over the lease of pid ${first.child.pid} on \\S+ \\(its runner has been silent for \\d+ s: paused`));
+    assert.match(resumed.stderr, new RegExp(`taking over the lease of pid ${first.child.pid} on \\S+ \\(its runner has been silent for [\\d.]+ s: paused`));
 
     const trials = first.db.prepare('SELECT variant, workload, block, repetition FROM trials').all();
     assert.equal(trials.length, 3, 'every planned trial stored');

@@ -81,7 +81,7 @@ describe('resume', () => {
         for (const pid of serverPids(db)) orphans.add(pid);
         if (count() !== 2) return undefined;
         const progress = db.prepare('SELECT trial_label, completed FROM progress').get() as { trial_label: string; completed: number } | undefined;
-        return progress?.trial_label.includes('(trial 3/6)') && progress.completed >= 1 ? true : undefined;
+        return progress?.trial_label.startsWith('trial 3/6 ') && progress.completed >= 1 ? true : undefined;
       },
       60_000,
     );

@@ -134,7 +134,7 @@ describe('trial validity', { timeout: 240_000 }, () => {
     assert.equal(result.code, 1, result.stderr);
     assert.match(
       result.stderr,
-      /trial baseline single-stream #1 was invalid 2 times; last: \d+ of 12 requests failed \(maxFailedFraction 0\); first: http-5xx/,
+      /trial \d+\/\d+ baseline single-stream was invalid 2 times; last: stopped after \d+ of 12 requests failed, more than maxFailedFraction 0 allows \(first: http-5xx/,
     );
     assert.match(result.stderr, /last lines of .*\.log:\n {2}\| /);
     assert.match(result.stderr, new RegExp(`servelab run ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} --resume 1`));

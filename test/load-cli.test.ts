@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { interArrivalMs } from '../src/load/random.js';
 import type { BenchResult } from '../src/load/types.js';
@@ -196,18 +197,29 @@ describe('servelab bench CLI', () => {
       server.stderr.on('data', onData);
     });
     let killedAt = 0;
+    let ended = false;
     const startedAt = Date.now();
-    // 60 requests × 20 tokens × 10 ms ≈ 12 s if nothing stopped it; the kill comes after ~1 s.
+    // 60 requests × 20 tokens × 10 ms ≈ 12 s if nothing stopped it. The kill comes once the bench is measuring (a
+    // request is in the server), not after a guessed delay: on a loaded machine the client may take longer than
+    // that just to start, and a server killed before its first request is a different case (unreachable, exit 1).
+    const killWhenServing = async () => {
+      while (!ended) {
+        const state = (await (await fetch(`${url}/sim/state`)).json()) as { running: number };
+        if (state.running > 0) {
+          killedAt = Date.now();
+          server.kill('SIGKILL');
+          return;
+        }
+        await delay(25);
+      }
+    };
     const run = await servelab(
       t,
       ['bench', url, '--single-stream', '60', '--input-len', '10', '--output-len', '20', '--warmup', '0', '--json', '--no-progress'],
-      () => {
-        setTimeout(() => {
-          killedAt = Date.now();
-          server.kill('SIGKILL');
-        }, 1_000);
-      },
+      // A failed poll means the server is gone already: the assertions below say how the bench took it.
+      () => void killWhenServing().catch(() => {}),
     );
+    ended = true;
     assert.equal(run.code, 4, run.stderr);
     assert.match(run.stderr, /server stopped accepting connections .*the benchmark was stopped/);
     const result = JSON.parse(run.stdout) as BenchResult;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { workloadFromFlags } from '../src/cli/commands/bench-flags.js';
+import { workloadFromFlags } from '../src/cli/commands/bench-options.js';
 import { lengthSpecSchema, parseDurationMs, parseLengthSpec, promptSourceSchema, workloadSchema } from '../src/load/config.js';
 import { planLevels, workloadLabels } from '../src/load/level.js';
 import { loadPrompts } from '../src/load/prompts.js';

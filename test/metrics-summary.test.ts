@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { newStreamState } from '../src/load/backends.js';
-import { specCountersFromMetrics, specFromCounterDelta, specFromResponses } from '../src/load/spec.js';
+import { specCountersFromMetrics, specFromCounterDelta, specFromResponses, withVerifyStepTime } from '../src/load/spec.js';
 import type { BenchResult, RequestSample } from '../src/load/types.js';
 import { parsePrometheusByLabel, parsePrometheusTotals } from '../src/metrics/prometheus.js';
 import { meetsSlo, summarize, summarizeLevel } from '../src/metrics/summary.js';
@@ -78,7 +78,7 @@ describe('speculative decoding stats', () => {
       { engine: 'vllm', drafts: 30, draftTokens: 120, acceptedTokens: 80 },
       'test',
     );
-    assert.deepEqual(stats, { source: 'test', acceptanceRate: 0.75, draftTokens: 80, acceptedTokens: 60, meanAcceptedLength: 4 });
+    assert.deepEqual(stats, { source: 'test', acceptanceRate: 0.75, draftTokens: 80, acceptedTokens: 60, meanAcceptedLength: 4, verifySteps: 20 });
     assert.equal(
       specFromCounterDelta(
         { engine: 'vllm', drafts: 1, draftTokens: 4, acceptedTokens: 1 },
@@ -87,6 +87,23 @@ describe('speculative decoding stats', () => {
       ),
       undefined,
     );
+  });
+
+  test('verify-step time: decode time (e2e - TTFT) of the completed requests over the verify steps', () => {
+    const sample = (ttftMs: number, e2eMs: number, failed = false): RequestSample => ({
+      index: 0,
+      sentAtMs: 0,
+      inputTokens: 8,
+      outputTokens: 10,
+      ttftMs,
+      e2eMs,
+      itlMs: [],
+      ...(failed && { error: { kind: 'timeout' as const, message: 'x' } }),
+    });
+    const samples = [sample(20, 220), sample(30, 330), sample(10, 5000, true)];
+    assert.equal(withVerifyStepTime({ source: 'x', verifySteps: 25 }, samples).verifyStepMs, 20);
+    // No verify steps counted (llama.cpp's timings): nothing to divide by.
+    assert.equal(withVerifyStepTime({ source: 'x', acceptanceRate: 0.5 }, samples).verifyStepMs, undefined);
   });
 
   test('per-position counter: series summed per label value, the delta divided by drafts', () => {
@@ -148,7 +165,7 @@ describe('table', () => {
         sample(0, { ttftMs: 12.5, tpotMs: 3, e2eMs: 24.5, itlMs: [3, 3, 3, 3] }),
         sample(1, { error: { kind: 'http-5xx', message: 'HTTP 500: boom' } }),
       ],
-      spec: { source: 'sim', acceptanceRate: 0.7, meanAcceptedLength: 2.5 },
+      spec: { source: 'sim', acceptanceRate: 0.7, meanAcceptedLength: 2.5, verifySteps: 40, verifyStepMs: 23.4 },
     });
     const result: BenchResult = {
       schemaVersion: 1,
@@ -164,7 +181,7 @@ describe('table', () => {
     assert.match(lines[1]!, /^level\s+ok\s+fail/);
     assert.match(lines[2]!, /^c=4\s+1\s+1\s+1\.00\s+5\.0\s/);
     assert.match(lines[2]!, /12\.5\/12\.5/);
-    assert.match(lines[2]!, /70%\/2\.50$/);
+    assert.match(lines[2]!, /70%\/2\.50\/23\.4$/);
     assert.match(table, /errors c=4: http-5xx 1 \(first: HTTP 500: boom\)/);
     assert.match(table, /counted stream events/);
     assert.match(table, /INTERRUPTED/);

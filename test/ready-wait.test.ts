@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, type TestContext, test } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../src/launch/port.js';
 import { BUILTIN_PROFILES } from '../src/profiles/builtin.js';
@@ -37,6 +38,20 @@ async function startSimulator(t: TestContext, args: string[]): Promise<string> {
     return await found;
   } finally {
     clearTimeout(timer);
+  }
+}
+
+/**
+ * Resolves once the simulator is in `state` (/sim/state): a wait with a short timeout then starts from the state it
+ * is about, however long a loaded machine took to start the simulator.
+ */
+async function simState(url: string, state: string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const now = (await (await fetch(`${url}/sim/state`)).json()) as { state: string };
+    if (now.state === state) return;
+    if (Date.now() > deadline) assert.fail(`simulator still ${now.state}, not ${state}`);
+    await delay(25);
   }
 }
 
@@ -76,6 +91,7 @@ describe('waitForReady against the simulator', () => {
 
   test('health ok but not serving (no model, generation 503) is not ready: times out naming why', async (t) => {
     const url = await startSimulator(t, ['--load-ms', '50', '--fail', 'not-serving']);
+    await simState(url, 'not-serving');
     const error = await notReady(waitForReady({ baseUrl: url, profile: openai, timeoutMs: 4_000 }));
     assert.equal(error.kind, 'timeout');
     assert.equal(error.exitCode, 3);
@@ -84,6 +100,7 @@ describe('waitForReady against the simulator', () => {
 
   test('a server that hangs while loading times out with its last health answer', async (t) => {
     const url = await startSimulator(t, ['--load-ms', '60000', '--fail', 'hang', '--fail-at-ms', '10']);
+    await simState(url, 'hung');
     const error = await notReady(waitForReady({ baseUrl: url, profile: openai, timeoutMs: 2_000 }));
     assert.equal(error.kind, 'timeout');
     assert.match(error.message, /not ready after 2\.0s: waiting for health \(503: loading\)/);

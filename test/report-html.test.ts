@@ -45,7 +45,20 @@ describe('servelab report', () => {
     );
     assert.deepEqual(
       figures.map((figure) => figure.id),
-      ['throughput', 'speedup', 'ttft-cdf', 'e2e-cdf', 'acceptance', 'param-steps', 'acceptance-by-position', 'pareto-user', 'pareto-ttft'],
+      [
+        'trials-0',
+        'trials-1',
+        'trials-2',
+        'throughput',
+        'speedup',
+        'ttft-cdf',
+        'e2e-cdf',
+        'acceptance',
+        'param-steps',
+        'acceptance-by-position',
+        'pareto-user',
+        'pareto-ttft',
+      ],
     );
     for (const figure of figures) {
       assert.ok(figure.width > 300 && figure.height > 200, `${figure.id} has size ${figure.width}x${figure.height}`);
@@ -87,10 +100,10 @@ describe('servelab report', () => {
     const markdown = readFileSync(written!.markdown, 'utf8');
     assert.match(
       markdown,
-      /\| workload \| variant \| trials \| median tok\/s \| ratio vs baseline \| 95% CI \| p-value \| failed requests \| invalid trials \| verdict \|/,
+      /\| workload \| variant \| trials \| median tok\/s \| change vs baseline \| 95% CI of change \| p-value \| failed requests \(this variant\) \| invalid trials \(this variant\) \| verdict \|/,
     );
-    assert.match(markdown, /\| c=1 \| eagle3-s4 \| 4 \| [\d.,]+ \| 1\.\d+× \| \[1\.\d+, 1\.\d+\] \| 0\.029 \| 0 \| 0 \| \*\*faster\*\* \|/);
-    assert.match(markdown, /\| c=32 \| eagle3-s6 \| 4 \| [\d.,]+ \| 0\.\d+× \| .* \| \*\*slower\*\* \|/);
+    assert.match(markdown, /\| c=1 \| eagle3-s4 \| 4 \| [\d.,]+ \| \+\d+\.\d% \| \+\d+\.\d% … \+\d+\.\d% \| 0\.029 \| 0 \| 0 \| \*\*faster\*\* \|/);
+    assert.match(markdown, /\| c=32 \| eagle3-s6 \| 4 \| [\d.,]+ \| −\d+\.\d% \| .* \| \*\*slower\*\* \|/);
     assert.match(markdown, /\| gpus\.0\.name \| NVIDIA H200 \|/);
     assert.match(markdown, /## Drift notes\n\nNone/);
   });

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { cdfPoints } from '../src/report/charts.js';
-import { buildRunReport, compareRuns } from '../src/report/model.js';
+import { compareRuns } from '../src/report/compare.js';
+import { buildRunReport } from '../src/report/model.js';
 import { loadRunData } from '../src/report/queries.js';
 import { insertDriftAlarm } from '../src/store/drift-alarms.js';
 import { buildFixtureRun, createFixtureStore } from './report-fixture.js';

@@ -257,6 +257,8 @@ describe('sglang personality', () => {
     assert.match(native.source, /spec_num_correct_drafts/);
     assert.ok(Math.abs(native.acceptanceRate! - rate) < 0.08, `native acceptance ${native.acceptanceRate} vs ${rate}`);
     assert.ok(Math.abs(native.meanAcceptedLength! - length) < 0.25, `native accepted length ${native.meanAcceptedLength} vs ${length}`);
+    // Verify steps from spec_verify_calls (counters) and spec_verify_ct (meta_info); each step costs at least its tpot.
+    for (const stats of [openai, native]) assert.ok(stats.verifySteps! > 0 && stats.verifyStepMs! >= 1, JSON.stringify(stats));
     const info = (await (await request(`${server.url}/server_info`)).body.json()) as { speculative_num_draft_tokens: number };
     assert.equal(info.speculative_num_draft_tokens, 4);
     assert.ok(

@@ -10,11 +10,14 @@ import {
   driftFactor,
   envSpeedup,
   expectedAcceptanceRate,
+  expectedDraftMs,
   expectedE2eMs,
   expectedStepMs,
   expectedTokensPerStep,
   expectedTpotMs,
   expectedTtftMs,
+  expectedVerifyMs,
+  levelCandidates,
   sampleAcceptedDrafts,
   sampleJitter,
   sampleStepMs,
@@ -27,6 +30,29 @@ import { deriveSeed, mulberry32 } from '../src/util/random.js';
 const withSpec = (draftTokens: number, acceptance: number) => parseSimConfig({ decode: { tpotMs: 10, spec: { draftTokens, acceptance, draftOverhead: 0.1 } } });
 
 describe('speculative decoding model', () => {
+  test("EAGLE tree: SGLang's topk-1 chain rule, candidates per depth, tuned NCCL speeding the verify pass only", () => {
+    const eagle = (steps: number, topk: number, draftTokens: number) =>
+      parseSimConfig({
+        envSpeedups: [{ name: 'NCCL_PROTO', value: 'LL', factor: 1.5 }],
+        decode: { tpotMs: 10, spec: { draftTokens, steps, topk, acceptance: 0.8, acceptanceDecay: 0.5, draftOverhead: 0.1, draftStepCost: 0.2 } },
+      });
+    // topk 1: draft tokens = steps (+ the root), whatever was asked; the request is kept for SGLang's warning.
+    const chain = eagle(2, 1, 5);
+    assert.equal(chain.decode.spec.draftTokens, 2);
+    assert.equal(chain.decode.spec.requestedDraftTokens, 5);
+    assert.deepEqual(levelCandidates(chain), [1, 1]);
+    assert.ok(Math.abs(expectedTokensPerStep(chain) - (1 + 0.8 + 0.8 * 0.4)) < 1e-12);
+    // topk 2: the drafts beyond the chain are alternatives at the shallowest depths, topk at most per depth.
+    assert.deepEqual(levelCandidates(eagle(2, 2, 3)), [2, 1]);
+    assert.deepEqual(levelCandidates(eagle(1, 2, 3)), [2]);
+    assert.ok(Math.abs(expectedTokensPerStep(eagle(1, 2, 2)) - (1 + (1 - 0.2 ** 2))) < 1e-12);
+    // Draft steps cost the same with or without the NCCL tuning; the verify pass does not.
+    const tree = eagle(3, 2, 4);
+    assert.equal(expectedDraftMs(tree), 10 * 0.2 * 3);
+    assert.ok(Math.abs(expectedVerifyMs(tree, 1, { NCCL_PROTO: 'LL' }) - (10 * 1.4) / 1.5) < 1e-12);
+    assert.equal(expectedStepMs(tree, 1, {}), expectedVerifyMs(tree) + expectedDraftMs(tree));
+  });
+
   test('expected tokens per step is the truncated geometric mean (1 - p^(k+1)) / (1 - p)', () => {
     assert.equal(expectedTokensPerStep(withSpec(0, 0.7)), 1);
     assert.equal(expectedTokensPerStep(withSpec(4, 1)), 5);

@@ -1,12 +1,18 @@
 /**
  * A tiny OpenAI-compatible streaming server (/v1/completions, /v1/models, /health) that misbehaves on purpose, the
  * ways adversarial testing found real servers do: stops short despite ignore_eos, generates nothing, reports usage
- * that is not what it streamed, resets connections after reading a request, takes long for the first token.
+ * that is not what it streamed, resets connections after reading a request, takes long for the first token, logs a
+ * fatal CUDA error and serves on, hangs (health answers, the first token never comes).
+ *
+ * In-process (`startFaultServer`) or as a server process that `servelab run` launches:
+ * `node support-fault-server.js --port N [--fatal-after N] [--hang-after N] [--tpot-ms N] [--output-share S] [--usage-factor F]`.
  */
 
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TestContext } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 
 export interface Faults {
   /** Share of the requested max_tokens generated, then finish_reason "stop" (default 1: all of them, "length"). */
@@ -18,7 +24,23 @@ export interface Faults {
   /** Delay before the first token, and between tokens, ms. */
   ttftMs?: number;
   tpotMs?: number;
+  /** Once this many requests arrived (1-based count), FATAL_LINES go to stderr, once; serving goes on. */
+  fatalAfter?: number;
+  /** Requests after this many (1-based count) never get a first token; /health still answers. */
+  hangAfter?: number;
 }
+
+/**
+ * A vLLM V1 worker's CUDA fault while serving, as vllm#14404 shows it (multiproc_executor.py:375 "WorkerProc hit
+ * an exception", vllm/v1/worker/gpu_worker.py execute_model); also vllm#6976, vllm#13939.
+ */
+export const FATAL_LINES = [
+  '(VllmWorker rank=0 pid=4242) ERROR 03-06 06:49:30 [multiproc_executor.py:375] WorkerProc hit an exception.',
+  '(VllmWorker rank=0 pid=4242) ERROR 03-06 06:49:30 [multiproc_executor.py:375] Traceback (most recent call last):',
+  '(VllmWorker rank=0 pid=4242) ERROR 03-06 06:49:30 [multiproc_executor.py:375]   File "/workspace/vllm/vllm/v1/worker/gpu_worker.py", line 226, in execute_model',
+  '(VllmWorker rank=0 pid=4242) ERROR 03-06 06:49:30 [multiproc_executor.py:375]     output = self.model_runner.execute_model(scheduler_output)',
+  '(VllmWorker rank=0 pid=4242) ERROR 03-06 06:49:30 [multiproc_executor.py:375] RuntimeError: CUDA error: an illegal memory access was encountered',
+];
 
 export interface FaultServer {
   url: string;
@@ -31,11 +53,22 @@ export interface FaultServer {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function startFaultServer(t: TestContext, faults: Faults = {}): Promise<FaultServer> {
+  const server = await serveFaults(faults);
+  t.after(() => server.close());
+  return server;
+}
+
+async function serveFaults(faults: Faults, port = 0): Promise<FaultServer & { close(): Promise<void> }> {
   let requests = 0;
   let resets = 0;
   const chunk = (res: ServerResponse, value: unknown) => res.write(`data: ${JSON.stringify(value)}\n\n`);
   const complete = async (req: IncomingMessage, res: ServerResponse, body: string) => {
     const count = ++requests;
+    if (count === faults.fatalAfter) {
+      // The time it was written, for the test to measure how soon the trial stopped.
+      process.stderr.write(`fault server: request ${count}, fatal error written at ${Date.now()}\n${FATAL_LINES.join('\n')}\n`);
+    }
+    if (faults.hangAfter !== undefined && count > faults.hangAfter) return;
     if (faults.resetEvery && count % faults.resetEvery === 0) {
       resets++;
       req.socket.resetAndDestroy();
@@ -66,13 +99,34 @@ export async function startFaultServer(t: TestContext, faults: Faults = {}): Pro
       res.writeHead(404).end();
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.after(
-    () =>
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    requests: () => requests,
+    resets: () => resets,
+    close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
         server.close(() => resolve());
       }),
-  );
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requests: () => requests, resets: () => resets };
+  };
+}
+
+/** Numeric flags of the process form: each is a Faults key in kebab case. */
+const FLAGS = {
+  port: 'port',
+  'fatal-after': 'fatalAfter',
+  'hang-after': 'hangAfter',
+  'tpot-ms': 'tpotMs',
+  'ttft-ms': 'ttftMs',
+  'output-share': 'outputShare',
+  'usage-factor': 'usageFactor',
+} as const;
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const { values } = parseArgs({ options: Object.fromEntries(Object.keys(FLAGS).map((flag) => [flag, { type: 'string' }])) });
+  const faults: Faults & { port?: number } = {};
+  for (const [flag, key] of Object.entries(FLAGS)) if (typeof values[flag] === 'string') faults[key] = Number(values[flag]);
+  const server = await serveFaults(faults, faults.port);
+  console.log(`fault server listening on ${server.url}`);
 }

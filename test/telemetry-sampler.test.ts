@@ -1,25 +1,62 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { readdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { describe, test } from 'node:test';
+import { describe, type TestContext, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { LocalExecutor } from '../src/exec/local.js';
 import { SshExecutor } from '../src/exec/ssh.js';
+import type { CommandResult, CommandRunner } from '../src/fingerprint/types.js';
 import { spawnSimulator } from '../src/simulate/child.js';
 import { runPreflight } from '../src/telemetry/preflight.js';
 import { startSampler } from '../src/telemetry/sampler.js';
 import { startScraper } from '../src/telemetry/scrape.js';
 import { cli, tempDir, writeExperiment } from './support-experiment.js';
 import { ciSshd, needs } from './support-services.js';
+import { waitFor } from './support-wait.js';
 
 /** This test machine has no nvidia-smi; on a GPU host the GPU parts are checked by the parser tests' captures. */
 const hasNvidiaSmi = async (): Promise<boolean> => (await new LocalExecutor().run(['nvidia-smi', '-L'], 5000)).code === 0;
 
+/**
+ * An executor's command runner, counting the host readings it answered: a test stops the sampler once it has the
+ * readings it checks, however long a loaded machine takes for each (a fixed sleep would assume how many fit in it).
+ */
+function counting(inner: CommandRunner): CommandRunner & { hostReadings: number } {
+  const runner = {
+    hostLabel: inner.hostLabel,
+    hostReadings: 0,
+    async run(argv: string[], timeoutMs?: number): Promise<CommandResult> {
+      const result = await inner.run(argv, timeoutMs);
+      if (argv[0] === 'sh') runner.hostReadings += 1;
+      return result;
+    },
+  };
+  return runner;
+}
+
+/** An HTTP proxy to `target` on 127.0.0.1 that counts the responses it relayed; closed after the test. */
+async function countingProxy(t: TestContext, target: string): Promise<{ url: string; relayed: () => number }> {
+  let relayed = 0;
+  const proxy = createServer(async (request, response) => {
+    const upstream = await fetch(new URL(request.url ?? '/', target));
+    response.writeHead(upstream.status, { 'content-type': upstream.headers.get('content-type') ?? 'text/plain' }).end(await upstream.text());
+    relayed += 1;
+  });
+  proxy.listen(0, '127.0.0.1');
+  await once(proxy, 'listening');
+  t.after(() => proxy.close());
+  return { url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, relayed: () => relayed };
+}
+
 describe('sampler on a host without nvidia-smi', () => {
   test('GPU part absent with the reason; host load and CPU count still sampled', async (t) => {
     if (await hasNvidiaSmi()) return t.skip('nvidia-smi present: graceful absence cannot be shown here');
-    const sampler = startSampler(new LocalExecutor(), { intervalMs: 50 });
-    await new Promise((resolve) => setTimeout(resolve, 400));
+    const runner = counting(new LocalExecutor());
+    const sampler = startSampler(runner, { intervalMs: 50 });
+    assert.ok(await waitFor(() => runner.hostReadings >= 2, 30_000), 'two host readings');
     const series = await sampler.stop();
     assert.equal(series.gpuUnavailable, 'nvidia-smi not found');
     assert.deepEqual(series.gpu, []);
@@ -30,8 +67,9 @@ describe('sampler on a host without nvidia-smi', () => {
 
   test('the local -lms stream reports the missing nvidia-smi the same way', async (t) => {
     if (await hasNvidiaSmi()) return t.skip('nvidia-smi present');
-    const sampler = startSampler(new LocalExecutor(), { intervalMs: 50, local: true });
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    const runner = counting(new LocalExecutor());
+    const sampler = startSampler(runner, { intervalMs: 50, local: true });
+    assert.ok(await waitFor(() => runner.hostReadings >= 1, 30_000), 'a host reading');
     const series = await sampler.stop();
     assert.equal(series.gpuUnavailable, 'nvidia-smi not found');
     assert.ok(series.host.length >= 1);
@@ -64,11 +102,12 @@ describe('sampler through an SSH executor (the CI sshd on 127.0.0.1)', () => {
       { workDir: dir, log: () => {} },
     );
     t.after(() => executor.close());
-    const sampler = startSampler(executor, { intervalMs: 100 });
-    await new Promise((resolve) => setTimeout(resolve, 3000));
+    const runner = counting(executor);
+    const sampler = startSampler(runner, { intervalMs: 100 });
+    // Each reading is a round trip over SSH: wait for one, however long a loaded machine takes.
+    assert.ok(await waitFor(() => runner.hostReadings >= 1, 30_000), 'a host reading over SSH');
     const series = await sampler.stop();
     assert.equal(series.gpuUnavailable, 'nvidia-smi not found');
-    // Each reading is a round trip over SSH: on a loaded test machine only a few fit in 3 s.
     assert.ok(series.host.length >= 1, `${series.host.length} host samples`);
     assert.ok((series.cpus ?? 0) >= 1);
     const report = await runPreflight(executor);
@@ -80,8 +119,9 @@ describe('server metrics scraper', () => {
   test('vLLM-style series from the simulator’s /metrics; a server without the endpoint says so', async (t) => {
     const sim = await spawnSimulator(['--load-ms', '0']);
     t.after(() => sim.stop());
-    const scraper = startScraper(sim.url, { intervalMs: 50 });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    const proxy = await countingProxy(t, sim.url);
+    const scraper = startScraper(proxy.url, { intervalMs: 50 });
+    assert.ok(await waitFor(() => proxy.relayed() >= 2, 30_000), 'two scrapes answered');
     const metrics = await scraper.stop();
     assert.equal(metrics.unavailable, undefined);
     const running = metrics.series.find((series) => series.name === 'vllm:num_requests_running');
@@ -117,7 +157,7 @@ describe('telemetry in an experiment run', () => {
 
     const show = await cli(['show', '1'], { store });
     assert.equal(show.code, 0, show.stderr);
-    assert.match(show.stdout, /machine state per trial:\n {2}trial 1 baseline single-stream #1: \d+ server metrics scraped\n/);
+    assert.match(show.stdout, /machine state per trial:\n {2}trial 1\/\d+ baseline single-stream: \d+ server metrics scraped\n/);
     assert.match(show.stdout, /host: load [\d.]+ median/);
 
     const out = join(dir, 'report');

@@ -94,7 +94,7 @@ test('a level becomes invalid, and stops, at the first failure beyond the allowe
   assert.equal(tooManyFailures(1, 10, 0.1), undefined);
   assert.match(
     tooManyFailures(2, 10, 0.1, 'timeout: x') ?? '',
-    /^stopped after 2 of 10 requests failed, more than the allowed fraction 0\.1 \(first: timeout: x\)/,
+    /^stopped after 2 of 10 requests failed, more than maxFailedFraction 0\.1 allows \(first: timeout: x\)/,
   );
 });
 

@@ -120,7 +120,7 @@ test('servelab ui follows a live experiment: server phase to ready, log tail, ch
   await page.locator('#run-status.done').waitFor({ timeout: 20_000 });
   // 2 workloads x (baseline + short), with a CI for the candidate rows.
   await until('the final verdict table', async () => ((await page.locator('#verdicts table.verdicts tbody tr').count()) === 4 ? true : undefined), 10_000);
-  assert.match(await page.locator('#verdicts').innerText(), /\[\d\.\d{3}, \d\.\d{3}\]/);
+  assert.match(await page.locator('#verdicts').innerText(), /[+−]\d+\.\d% … [+−]\d+\.\d%/);
   const bars = await page.$$eval(
     '#figures figure[data-figure="speedup"] path',
     (paths) => paths.filter((path) => path.getBoundingClientRect().height > 0).length,
@@ -140,18 +140,22 @@ test('live figures: one throughput and TTFT chart per workload; the in-flight li
     assert.ok(workloads.length >= 2, `fixture has several workloads: ${workloads.join(', ')}`);
     const startedAt = trials[0]!.startedAt;
     const at = Date.parse(trials.at(-1)!.finishedAt);
+    const point = (atMs: number, trialLabel: string, outputTokensPerSecond: number) => ({
+      atMs,
+      progress: { runId, trialLabel, completed: 1, total: 10, outputTokensPerSecond, updatedAt: new Date(atMs).toISOString() },
+    });
     const inFlight = [
-      { atMs: at + 100, trialLabel: 'baseline c=1 #3 (trial 13/36)', outputTokensPerSecond: 80 },
-      { atMs: at + 200, trialLabel: 'eagle3-s2 c=32 #3 (trial 14/36), warming up', outputTokensPerSecond: 0 },
-      { atMs: at + 300, trialLabel: 'eagle3-s2 c=32 #3 (trial 14/36)', outputTokensPerSecond: 900 },
-      { atMs: at + 400, trialLabel: 'eagle3-s2 c=32 #3 (trial 14/36)', outputTokensPerSecond: 950 },
+      point(at + 100, 'trial 13/36 baseline c=1', 80),
+      point(at + 200, 'trial 14/36 eagle3-s2 c=32, warming up', 0),
+      point(at + 300, 'trial 14/36 eagle3-s2 c=32', 900),
+      point(at + 400, 'trial 14/36 eagle3-s2 c=32', 950),
     ];
     const figures = liveFigures(startedAt, trials, inFlight);
     const ids = figures.map((figure) => figure.id);
     assert.deepEqual(ids, [...workloads.flatMap((_, index) => [`live-throughput-${index}`, `live-ttft-${index}`]), 'live-in-flight']);
     workloads.forEach((workload, index) => assert.ok(figures[2 * index]!.title.endsWith(workload)));
     const inFlightFigure = figures.at(-1)!;
-    assert.equal(inFlightFigure.title, 'Trial in flight: eagle3-s2 c=32 #3 (trial 14/36)');
+    assert.equal(inFlightFigure.title, 'Trial in flight: trial 14/36 eagle3-s2 c=32');
     assert.doesNotMatch(inFlightFigure.svg, /baseline c=1/, 'the previous trial is not on the in-flight chart');
   } finally {
     store.cleanup();

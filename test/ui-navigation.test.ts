@@ -47,22 +47,24 @@ test('ui opens on the live run, else the newest; groups runs by experiment name;
   assert.equal(await page.locator('#diff-a').inputValue(), String(first));
   assert.equal(await page.locator('#diff-b').inputValue(), String(live));
 
-  // Once no run is live, a fresh visit opens on the newest run; with no earlier run of its own experiment,
-  // the diff compares it with the newest other run.
+  // Once no run is live, a fresh visit opens on the newest run; with no other run of its own experiment, there
+  // is nothing to diff (runs of another experiment are not offered).
   setRunStatus(store.db, live, 'interrupted');
   await page.goto(ui.url);
   await page.reload();
   await page.locator('#run-title', { hasText: `other · run ${newest}` }).waitFor({ timeout: 15_000 });
-  assert.equal(await page.locator('#diff-a').inputValue(), String(live));
-  assert.equal(await page.locator('#diff-b').inputValue(), String(newest));
+  await page.locator('#diff', { hasText: 'No other run of other to compare with' }).waitFor({ timeout: 10_000 });
+  assert.ok(await page.locator('#diff-pick').isHidden());
 
   // A pair the user picks stays through later refreshes.
-  await page.locator('#diff-a').selectOption(String(first));
-  await page.locator('#diff-b').selectOption(String(live));
+  await page.goto(`${ui.url}#run=${live}`);
+  await page.locator('#run-title', { hasText: `sweep · run ${live}` }).waitFor({ timeout: 15_000 });
+  await page.locator('#diff-a').selectOption(String(live));
+  await page.locator('#diff-b').selectOption(String(first));
   setRunStatus(store.db, newest, 'failed', 'a later change to the store');
   await page.locator(`nav a[data-run="${newest}"] .pill`, { hasText: 'failed' }).waitFor({ timeout: 10_000 });
-  assert.equal(await page.locator('#diff-a').inputValue(), String(first));
-  assert.equal(await page.locator('#diff-b').inputValue(), String(live));
+  assert.equal(await page.locator('#diff-a').inputValue(), String(live));
+  assert.equal(await page.locator('#diff-b').inputValue(), String(first));
   assert.deepEqual(problems, []);
 });
 

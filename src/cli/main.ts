@@ -17,10 +17,12 @@ const commandLoaders: Record<string, () => Promise<Register>> = {
   launch: async () => (await import('./commands/launch.js')).registerLaunch,
   log: async () => (await import('./commands/log.js')).registerLog,
   bench: async () => (await import('./commands/bench.js')).registerBench,
+  'compare-outputs': async () => (await import('./commands/compare-outputs.js')).registerCompareOutputs,
   run: async () => (await import('./commands/run.js')).registerRun,
   plan: async () => (await import('./commands/plan.js')).registerPlan,
   ls: async () => (await import('./commands/store-views.js')).registerStoreViews,
   report: async () => (await import('./commands/report.js')).registerReport,
+  export: async () => (await import('./commands/export.js')).registerExport,
   ui: async () => (await import('./commands/ui.js')).registerUi,
 };
 commandLoaders.show = commandLoaders.ls!;

@@ -34,4 +34,5 @@ export const durationSchema = z
       ctx.addIssue({ code: 'custom', message: (error as Error).message });
       return z.NEVER;
     }
-  });
+  })
+  .meta({ title: 'duration' });

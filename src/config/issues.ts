@@ -41,6 +41,23 @@ export function renamedKeys<Schema extends z.ZodType>(schema: Schema, renamed: R
   return schema;
 }
 
+const FORMS = new WeakMap<object, z.ZodType>();
+
+/**
+ * Mark a schema that validates by hand (a `z.unknown().transform`, for errors of the form the author meant) with
+ * the schema of the forms it accepts, so an unknown key inside it is listed with the keys allowed there, and the
+ * file reference (docs/experiment-file.md) can describe it. The schema itself is returned.
+ */
+export function acceptsFormsOf<Schema extends z.ZodType>(schema: Schema, forms: z.ZodType): Schema {
+  FORMS.set(schema, forms);
+  return schema;
+}
+
+/** The forms a hand-validating schema accepts (see acceptsFormsOf). */
+export function formsOf(schema: object): z.ZodType | undefined {
+  return FORMS.get(schema);
+}
+
 /** The first issue worth showing, described. Unknown keys come first: they usually explain a "missing" key. */
 export function describeIssues(schema: z.ZodType, input: unknown, issues: readonly z.core.$ZodIssue[]): Problem {
   const flat = issues.flatMap((issue) => flatten(issue, [], input));
@@ -187,8 +204,10 @@ interface SchemaNode {
 function unwrap(node: SchemaNode, value: unknown): SchemaNode | undefined {
   for (let guard = 0; guard < 20; guard++) {
     const def = node._zod.def;
-    const next =
-      def.type === 'pipe'
+    const forms = FORMS.get(node) as SchemaNode | undefined;
+    const next = forms
+      ? forms
+      : def.type === 'pipe'
         ? def.in
         : def.type === 'lazy'
           ? def.getter?.()
@@ -210,8 +229,9 @@ function pickOption(options: SchemaNode[], value: unknown): SchemaNode | undefin
   const objects = options.map((option) => unwrap(option, value)).filter((option): option is SchemaNode => option?._zod.def.type === 'object');
   const kind = isMapping(value) ? value.kind : undefined;
   const byKind = objects.find((option) => {
-    const literal = option._zod.def.shape?.kind?._zod.def as { values?: unknown[] } | undefined;
-    return literal?.values?.includes(kind) ?? false;
+    // A literal lists its values; an enum (several kinds sharing one shape) its entries.
+    const def = option._zod.def.shape?.kind?._zod.def as { values?: unknown[]; entries?: Record<string, unknown> } | undefined;
+    return (def?.values ?? Object.values(def?.entries ?? {})).includes(kind);
   });
   return byKind ?? (objects.length === 1 ? objects[0] : undefined);
 }

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import type { ExecutorConfig } from './types.js';
 
 /** Slurm time limits: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, or UNLIMITED. */
 const SLURM_TIME = /^(UNLIMITED|infinite|\d+(:\d{1,2}){0,2}|\d+-\d{1,2}(:\d{1,2}){0,2})$/;
@@ -17,35 +16,52 @@ const directiveWord = (what: string) =>
     .min(1)
     .regex(/^[^\s\0]+$/, `${what} must be one word (no spaces or line breaks)`);
 
-const localSchema = z.strictObject({ kind: z.literal('local') });
+const localSchema = z.strictObject({ kind: z.literal('local').describe('Servers and the load client on this machine.') });
 
 const sshSchema = z.strictObject({
-  kind: z.literal('ssh'),
-  host: z.string().min(1, 'expected an ssh host (alias from ~/.ssh/config or user@host)'),
-  port: z.number().int().min(1).max(65535).optional(),
-  identityFile: z.string().min(1).optional(),
-  sshOptions: z.array(z.string().regex(/^[A-Za-z][A-Za-z0-9]*[ =]/, 'expected an ssh option like "StrictHostKeyChecking=accept-new"')).optional(),
-  remoteServelab: oneLine('remoteServelab').optional(),
-  remoteDir: oneLine('remoteDir').optional(),
+  kind: z.literal('ssh').describe('Servers on an SSH host, each started detached there and reached through a port forward.'),
+  host: z
+    .string()
+    .min(1, 'expected an ssh host (alias from ~/.ssh/config or user@host)')
+    .meta({ description: 'Anything ssh accepts: an alias from ~/.ssh/config or user@host.', examples: ['gpu-box'] }),
+  port: z.number().int().min(1).max(65535).optional().describe("SSH port; default: ssh's own (22 or ~/.ssh/config)."),
+  identityFile: z.string().min(1).optional().describe('Private key file (ssh -i).'),
+  sshOptions: z
+    .array(z.string().regex(/^[A-Za-z][A-Za-z0-9]*[ =]/, 'expected an ssh option like "StrictHostKeyChecking=accept-new"'))
+    .optional()
+    .meta({ description: 'Extra ssh -o options.', examples: [['StrictHostKeyChecking=accept-new']] }),
+  remoteServelab: oneLine('remoteServelab').optional().meta({ description: 'Command that runs servelab on the host.', default: 'servelab' }),
+  remoteDir: oneLine('remoteDir').optional().meta({ description: 'Directory on the host for server logs and state.', default: '~/.servelab/remote' }),
   // Local by default: the client on this machine is what the user normally has; 'remote' opts out of network latency.
-  client: z.enum(['local', 'remote']).default('local'),
+  client: z
+    .enum(['local', 'remote'])
+    .default('local')
+    .describe(
+      'Where the load client runs: local (this machine, through the forward) or remote (on the host, whose servelab it needs: no network latency in the figures).',
+    ),
 });
 
 const slurmSchema = z.strictObject({
-  kind: z.literal('slurm'),
-  partition: directiveWord('partition').optional(),
-  gpusPerJob: z.number().int().min(0).optional(),
-  timeLimit: z.string().regex(SLURM_TIME, 'expected a Slurm time limit like "90", "1:30:00" or "1-00:00:00"').optional(),
-  sbatchArgs: z.array(directiveWord('an sbatch argument').regex(/^--?[A-Za-z]/, 'expected an sbatch option like "--account=foo"')).optional(),
-  retries: z.number().int().min(0).max(100).default(0),
-  remoteServelab: oneLine('remoteServelab').optional(),
+  kind: z
+    .literal('slurm')
+    .describe("One sbatch job per server config, each running that config's trials on its node into this run's store (its path must be reachable there)."),
+  partition: directiveWord('partition').optional().describe("#SBATCH --partition; default: the cluster's."),
+  gpusPerJob: z.number().int().min(0).optional().describe('#SBATCH --gres=gpu:N; default: none asked.'),
+  timeLimit: z
+    .string()
+    .regex(SLURM_TIME, 'expected a Slurm time limit like "90", "1:30:00" or "1-00:00:00"')
+    .optional()
+    .meta({ description: "#SBATCH --time; default: the partition's.", examples: ['1:30:00'] }),
+  sbatchArgs: z
+    .array(directiveWord('an sbatch argument').regex(/^--?[A-Za-z]/, 'expected an sbatch option like "--account=foo"'))
+    .optional()
+    .meta({ description: 'Extra #SBATCH options, one word each.', examples: [['--account=foo']] }),
+  retries: z.number().int().min(0).max(100).default(0).describe('Times a failed or cancelled job is resubmitted; it measures only the missing trials.'),
+  remoteServelab: oneLine('remoteServelab').optional().describe('Command that runs servelab on the nodes; default: this servelab.'),
 });
 
 /** The `executor:` section of an experiment file; absent means run everything on this machine. */
 export const executorConfigSchema = z.discriminatedUnion('kind', [localSchema, sshSchema, slurmSchema]).default({ kind: 'local' });
 
-// Compile-time guarantee that the parsed value is exactly the contract type.
-type Parsed = z.output<typeof executorConfigSchema>;
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-const parsedMatchesContract: Same<Parsed, ExecutorConfig> = true;
-void parsedMatchesContract;
+/** `executor:` as parsed; what each key means is in the schema's descriptions (and docs/experiment-file.md). */
+export type ExecutorConfig = z.output<typeof executorConfigSchema>;

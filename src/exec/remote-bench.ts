@@ -91,6 +91,7 @@ export function benchArgv(options: ClientOptions & { requestTimeoutSetting?: str
     ...(options.tokenizerPath ? ['--tokenizer', options.tokenizerPath] : []),
     ...(options.workers !== undefined ? ['--workers', String(options.workers)] : []),
     ...(options.specMetrics === 'none' ? ['--no-spec-metrics'] : []),
+    ...(options.collectOutputs ? ['--collect-outputs'] : []),
     '--json',
     '--no-progress',
     '--out',

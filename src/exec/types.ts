@@ -19,33 +19,4 @@ export interface Executor extends CommandRunner {
   close(): Promise<void>;
 }
 
-/** `executor:` section of an experiment file. */
-export type ExecutorConfig =
-  | { kind: 'local' }
-  | {
-      kind: 'ssh';
-      /** Anything `ssh` accepts: an alias from ~/.ssh/config, user@host. */
-      host: string;
-      port?: number;
-      identityFile?: string;
-      /** Extra `-o` options, e.g. ["StrictHostKeyChecking=accept-new"]. */
-      sshOptions?: string[];
-      /** Command that runs servelab on the host (default: "servelab"). */
-      remoteServelab?: string;
-      /** Directory on the host for logs and state (default: ~/.servelab/remote). */
-      remoteDir?: string;
-      /** Where the load client runs. */
-      client: 'local' | 'remote';
-    }
-  | {
-      kind: 'slurm';
-      partition?: string;
-      gpusPerJob?: number;
-      timeLimit?: string;
-      /** Extra #SBATCH lines, e.g. ["--account=foo"]. */
-      sbatchArgs?: string[];
-      /** Times a failed or cancelled job is resubmitted. */
-      retries: number;
-      /** Command that runs servelab on the nodes (default: this servelab). */
-      remoteServelab?: string;
-    };
+export type { ExecutorConfig } from './config.js';

@@ -5,6 +5,7 @@ import { performance } from 'node:perf_hooks';
 import type { ReadyResult } from '../ready/types.js';
 import { waitForReady } from '../ready/wait.js';
 import { messageOf, UserError } from '../util/errors.js';
+import { ExitCode } from '../util/exit.js';
 import { readLastLines } from '../util/log-tail.js';
 import { redactor } from '../util/redact.js';
 import { startOnChosenPort } from './chosen-port.js';
@@ -22,13 +23,18 @@ const STOP_GRACE_MS = 10_000;
 const FATAL_SETTLE_MS = 500;
 
 /** The server log, opened for appending; a directory or an unwritable path is a clean error before anything starts. */
-function openLog(path: string): number {
+function openLog(path: string, exitCode?: (typeof ExitCode)[keyof typeof ExitCode]): number {
   try {
     mkdirSync(dirname(path), { recursive: true });
     return openSync(path, 'a');
   } catch (error) {
-    throw new UserError(`cannot write the server log ${path}: ${messageOf(error)}`, 'give --log a file path you can write (not a directory)');
+    throw new UserError(`cannot write the server log ${path}: ${messageOf(error)}`, 'give --log a file path you can write (not a directory)', exitCode);
   }
+}
+
+/** Usage check before anything starts (`launch --log`): the log can be opened for appending. */
+export function assertLogWritable(path: string): void {
+  closeSync(openLog(path, ExitCode.usage));
 }
 
 /** A server launched on this machine: it is stopped when this process dies, unless detached. */

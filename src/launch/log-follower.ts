@@ -17,12 +17,16 @@ export class LogFollower {
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
 
+  private readonly keepLines: number;
+
+  /** pollMs: the fallback read cadence (inotify usually hands lines over sooner); keepLines: for lastLines(). */
   constructor(
     path: string,
     startOffset: number,
     private readonly onLine: (line: string) => void,
-    private readonly keepLines = 200,
+    options: { keepLines?: number; pollMs?: number } = {},
   ) {
+    this.keepLines = options.keepLines ?? 200;
     this.fd = openSync(path, 'r');
     this.offset = startOffset;
     try {
@@ -31,7 +35,7 @@ export class LogFollower {
     } catch {
       // Watching is an optimisation; the poll below still follows the file.
     }
-    this.timer = setInterval(() => this.pump(), 100);
+    this.timer = setInterval(() => this.pump(), options.pollMs ?? 100);
     this.timer.unref();
   }
 

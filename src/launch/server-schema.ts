@@ -36,19 +36,32 @@ const portRangeSchema = z.string().transform((text, ctx) => {
 });
 
 export const serverShape = {
-  command: argvSchema.refine((argv) => argv.length > 0, 'expected a non-empty command'),
+  command: argvSchema
+    .refine((argv) => argv.length > 0, 'expected a non-empty command')
+    .meta({
+      description: 'The server command, a list or one string split on whitespace.',
+      examples: [['vllm', 'serve', 'meta-llama/Llama-3.1-8B-Instruct', '--port', '{port}']],
+    }),
   // An `env:` left empty in YAML is null: the same as no entries.
-  env: envSchema.nullish().transform((env) => env ?? {}),
-  unsetEnv: envNameList.nullish().transform((names) => names ?? []),
-  cwd: z.string().optional(),
-  /** Fixed port for {port}; default: a free port picked at each launch. */
-  port: portSchema.optional(),
-  /** Where that free port is picked, "LO-HI" (a firewall opening, ports a cluster reserves); default: below the ephemeral range. */
-  portRange: portRangeSchema.optional(),
-  readyTimeout: durationSchema.default(DEFAULT_READY_TIMEOUT_MS),
-  /** Check /v1/models and one tiny generation after health; default: the experiment true, launch the profile's. */
-  verifyServing: z.boolean().optional(),
-  model: z.string().min(1).optional(),
+  env: envSchema
+    .nullish()
+    .transform((env) => env ?? {})
+    .meta({ description: "Variables set in the server's environment.", examples: [{ NCCL_PROTO: 'LL' }] }),
+  unsetEnv: envNameList
+    .nullish()
+    .transform((names) => names ?? [])
+    .describe("Variables removed from the server's environment."),
+  cwd: z.string().optional().describe('Working directory of the server, relative to the file.'),
+  port: portSchema.optional().describe('Fixed port for {port}; default: a free port picked at each launch.'),
+  portRange: portRangeSchema
+    .optional()
+    .meta({ description: 'Where that free port is picked (a firewall opening); default: below the ephemeral range.', examples: ['18000-18100'] }),
+  readyTimeout: durationSchema.default(DEFAULT_READY_TIMEOUT_MS).describe('How long the server may take to become ready.'),
+  verifyServing: z
+    .boolean()
+    .optional()
+    .describe("Check /v1/models and one tiny generation after health; default: true in an experiment, the profile's in launch."),
+  model: z.string().min(1).optional().describe('Model name the client sends; default: the first of /v1/models.'),
 };
 
 type ServerFields = { port?: number | undefined; portRange?: unknown };

@@ -16,6 +16,11 @@ export interface StreamState {
   /** Output text so far; collected only when a local tokenizer will need it. */
   text: string;
   collectText: boolean;
+  /** Keep what the answer was (text, token ids, finish reason), for output comparison (see BackendRequestOptions.collectOutputs). */
+  collectOutputs: boolean;
+  /** Generated token ids, where the server gives them. */
+  tokenIds?: number[];
+  finishReason?: string;
   promptTokens?: number;
   completionTokens?: number;
   /** Prompt tokens the server found in its prefix cache, when it reports them (see readCachedTokens). */
@@ -35,8 +40,8 @@ export interface StreamState {
   templateBuilds: number;
 }
 
-export function newStreamState(collectText: boolean): StreamState {
-  return { tokenEvents: 0, text: '', collectText, previousText: '', done: false, templateBuilds: 0 };
+export function newStreamState(collectText: boolean, collectOutputs = false): StreamState {
+  return { tokenEvents: 0, text: '', collectText: collectText || collectOutputs, collectOutputs, previousText: '', done: false, templateBuilds: 0 };
 }
 
 export interface BackendRequestOptions {
@@ -44,6 +49,11 @@ export interface BackendRequestOptions {
   ignoreEos: boolean;
   /** false: ask llama.cpp not to reuse its cached prompt (`cache_prompt: false`); other servers ignore the field. */
   cachePrompt?: false;
+  /**
+   * Keep each answer (text, token ids, finish reason) and ask for its token ids the way the protocol's engine gives
+   * them: vLLM's `return_token_ids`, llama.cpp's `return_tokens` (SGLang's /generate and TGI always send them).
+   */
+  collectOutputs?: boolean;
 }
 
 export interface Backend {
@@ -145,6 +155,17 @@ function addText(state: StreamState, text: unknown): boolean {
   return true;
 }
 
+/** Appends the ids an event carries (a list of numbers), when outputs are kept. */
+function addIds(state: StreamState, ids: unknown): void {
+  if (!state.collectOutputs || !Array.isArray(ids)) return;
+  const kept = (state.tokenIds ??= []);
+  for (const id of ids) if (typeof id === 'number') kept.push(id);
+}
+
+function noteFinish(state: StreamState, reason: unknown): void {
+  if (state.collectOutputs && typeof reason === 'string' && reason !== '') state.finishReason = reason;
+}
+
 function openAiUsage(record: Record<string, any>, state: StreamState): void {
   const usage = record.usage;
   if (usage && typeof usage === 'object') {
@@ -168,6 +189,7 @@ function openAiBody(extra: Record<string, unknown>, item: PromptItem, options: B
     // vLLM/SGLang extension; servers that do not know it ignore it.
     ...(options.ignoreEos ? { ignore_eos: true } : {}),
     ...(options.cachePrompt === false && { cache_prompt: false }),
+    ...(options.collectOutputs && { return_token_ids: true }),
   });
 }
 
@@ -180,7 +202,12 @@ function openAiBackend(path: string, prompt: (item: PromptItem) => Record<string
       openAiUsage(record, state);
       // llama.cpp's OpenAI-compatible stream carries the same `timings` (draft counts) on its final chunk.
       if (record.timings && typeof record.timings === 'object') readDraftTimings(record.timings, state);
-      return addText(state, textOf(record.choices?.[0]));
+      const choice = record.choices?.[0];
+      if (state.collectOutputs && choice) {
+        addIds(state, choice.token_ids);
+        noteFinish(state, choice.finish_reason);
+      }
+      return addText(state, textOf(choice));
     }),
   };
 }
@@ -233,12 +260,17 @@ const sglang: Backend = {
       if (typeof meta.spec_verify_ct === 'number') state.specVerifySteps = meta.spec_verify_ct;
       if (typeof meta.spec_num_correct_drafts === 'number') state.specAcceptedTokens = meta.spec_num_correct_drafts;
       if (typeof meta.spec_num_proposed_drafts === 'number') state.specDraftTokens = meta.spec_num_proposed_drafts;
+      noteFinish(state, meta.finish_reason?.type);
     }
     const text = record.text;
     if (typeof text !== 'string' || text.length === 0) return false;
     const previous = state.previousText;
     state.previousText = text;
-    if (!state.incrementalText && text.startsWith(previous)) return addText(state, text.slice(previous.length));
+    const incremental = state.incrementalText === true || !text.startsWith(previous);
+    // output_ids follow the text: the whole answer so far, or only the new ids with incremental output.
+    if (state.collectOutputs && !incremental) state.tokenIds = [];
+    addIds(state, record.output_ids);
+    if (!incremental) return addText(state, text.slice(previous.length));
     state.incrementalText = true;
     return addText(state, text);
   },
@@ -258,10 +290,12 @@ const tgi: Backend = {
     if (details && typeof details === 'object') {
       if (typeof details.generated_tokens === 'number') state.completionTokens = details.generated_tokens;
       if (Array.isArray(details.prefill) && details.prefill.length > 0) state.promptTokens = details.prefill.length;
+      noteFinish(state, details.finish_reason);
     }
     if (typeof record.generated_text === 'string') state.done = true;
     const token = record.token;
     if (!token || token.special) return false;
+    addIds(state, [token.id]);
     return addText(state, token.text);
   },
 };
@@ -287,11 +321,15 @@ const llamacpp: Backend = {
       stream: true,
       ...(options.ignoreEos ? { ignore_eos: true } : {}),
       ...(options.cachePrompt === false && { cache_prompt: false }),
+      ...(options.collectOutputs && { return_tokens: true }),
     }),
   parse(data, state) {
     const record = parseEvent(data, state);
+    addIds(state, record.tokens);
     if (record.stop === true) {
       state.done = true;
+      // stop_type: "limit" is the length limit; "eos" and "word" (a stop string) end the answer.
+      if (typeof record.stop_type === 'string') noteFinish(state, record.stop_type === 'limit' ? 'length' : 'stop');
       if (typeof record.tokens_predicted === 'number') state.completionTokens = record.tokens_predicted;
       if (typeof record.tokens_evaluated === 'number') state.promptTokens = record.tokens_evaluated;
       const timings = record.timings;

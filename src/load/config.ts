@@ -1,6 +1,9 @@
 import { z } from 'zod';
+import { acceptsFormsOf } from '../config/issues.js';
+import { DEFAULT_INPUT_TOKENS, DEFAULT_MAX_IN_FLIGHT, DEFAULT_PROMPT_SEED, DEFAULT_SYNTHETIC_OUTPUT_TOKENS } from '../util/defaults.js';
 import { UserError } from '../util/errors.js';
 import { ExitCode } from '../util/exit.js';
+import { DEFAULT_OUTPUT_TOKENS } from './datasets/load.js';
 import { DATASET_FORMATS } from './datasets/types.js';
 import { ARRIVAL_PROCESSES, type LengthDistribution, type PromptSource, type Slo, type Workload } from './types.js';
 
@@ -48,84 +51,147 @@ export const lengthDistributionSchema: z.ZodType<LengthDistribution> = z.union([
  * A length given either as a distribution object or as the CLI shorthand (`512`, `normal:512,64`, `uniform:100,200`).
  * Dispatched on the value's type rather than a zod union, so the error is the one of the form the user wrote.
  */
-export const lengthSpecSchema = z.unknown().transform((value, ctx): LengthDistribution => {
-  const report = (issues: readonly z.core.$ZodIssue[]): never => {
-    for (const issue of issues) ctx.addIssue({ code: 'custom', path: issue.path as PropertyKey[], message: issue.message });
-    return z.NEVER;
-  };
-  if (typeof value === 'number') {
-    const parsed = tokenCount.safeParse(value);
-    return parsed.success ? { kind: 'fixed', value: parsed.data } : report(parsed.error.issues);
-  }
-  if (typeof value === 'string') {
-    try {
-      return parseLengthSpec(value);
-    } catch (error) {
-      return report([{ code: 'custom', path: [], message: (error as Error).message, input: value }]);
+export const lengthSpecSchema = acceptsFormsOf(
+  z.unknown().transform((value, ctx): LengthDistribution => {
+    const report = (issues: readonly z.core.$ZodIssue[]): never => {
+      // Unknown keys forwarded whole, so the config loader lists the keys allowed; the rest keep their own words.
+      for (const issue of issues) {
+        ctx.addIssue(
+          issue.code === 'unrecognized_keys' ? (issue as z.core.$ZodRawIssue) : { code: 'custom', path: issue.path as PropertyKey[], message: issue.message },
+        );
+      }
+      return z.NEVER;
+    };
+    if (typeof value === 'number') {
+      const parsed = tokenCount.safeParse(value);
+      return parsed.success ? { kind: 'fixed', value: parsed.data } : report(parsed.error.issues);
     }
-  }
-  const parsed = lengthDistributionSchema.safeParse(value);
-  return parsed.success ? parsed.data : report(parsed.error.issues);
-});
+    if (typeof value === 'string') {
+      try {
+        return parseLengthSpec(value);
+      } catch (error) {
+        return report([{ code: 'custom', path: [], message: (error as Error).message, input: value }]);
+      }
+    }
+    const parsed = lengthDistributionSchema.safeParse(value);
+    return parsed.success ? parsed.data : report(parsed.error.issues);
+  }),
+  z.union([z.number().int().positive(), z.string(), lengthDistributionSchema]),
+);
 
 const fieldName = z.string().min(1);
 
 /** Record field names of a dataset (see DatasetFields). */
 export const datasetFieldsSchema = z
-  .object({ prompt: fieldName, output: fieldName, outputTokens: fieldName, category: fieldName, conversations: fieldName })
+  .object({
+    prompt: fieldName.meta({ description: 'Field holding the prompt text.', default: 'prompt' }),
+    output: fieldName.meta({ description: "Field holding a reference reply: its token count is the request's output length.", default: 'output' }),
+    outputTokens: fieldName.meta({ description: 'Field holding an explicit output length in tokens.', default: 'max_tokens' }),
+    category: fieldName.meta({ description: 'Field holding a category: the result is also summarised per category.', default: 'category' }),
+    conversations: fieldName.meta({ description: 'Field holding a ShareGPT conversation.', default: 'conversations' }),
+  })
   .partial()
   .strict();
+
+const promptSeed = z.number().int().default(DEFAULT_PROMPT_SEED);
+/** A token length in a file: defaulted through the form a file writes (a number), named "token length" in the reference. */
+const tokenLength = (tokens: number, description: string) =>
+  lengthSpecSchema.prefault(tokens).meta({ title: 'token length', description, examples: ['normal:512,64'] });
 
 export const promptSourceSchema: z.ZodType<PromptSource> = z.union([
   z
     .object({
-      kind: z.literal('synthetic'),
-      inputTokens: lengthSpecSchema,
-      outputTokens: lengthSpecSchema,
-      seed: z.number().int().default(0),
+      kind: z.literal('synthetic').describe('Generated prompts of the lengths asked for.'),
+      inputTokens: tokenLength(
+        DEFAULT_INPUT_TOKENS,
+        'Prompt length in tokens: that many common words (about as many tokens), or exactly that many tokens with `tokenizer`.',
+      ),
+      outputTokens: tokenLength(DEFAULT_SYNTHETIC_OUTPUT_TOKENS, 'Output length asked for (max_tokens; exact with ignoreEos).'),
+      seed: promptSeed.describe('Seed of the lengths and words of the prompts, and of Poisson arrivals.'),
     })
     .strict(),
   z
     .object({
-      kind: z.enum(DATASET_FORMATS),
-      path: z.string().min(1),
-      seed: z.number().int().default(0),
-      shuffle: z.boolean().optional(),
-      maxOutputTokens: tokenCount.optional(),
-      fields: datasetFieldsSchema.optional(),
+      kind: z
+        .enum(DATASET_FORMATS)
+        .describe('sharegpt: every reply of a conversation is a request (multi-turn); jsonl, csv, parquet: one record, one request.'),
+      path: z
+        .string()
+        .min(1)
+        .meta({
+          description: 'The dataset file, relative to the experiment file (read on the host, as written, by a remote client).',
+          examples: ['sharegpt.json'],
+        }),
+      seed: promptSeed.describe('Seed of the shuffled order and of Poisson arrivals.'),
+      shuffle: z.boolean().optional().describe('Send requests in an order shuffled by seed; default: true for sharegpt, file order otherwise.'),
+      maxOutputTokens: tokenCount
+        .optional()
+        .describe(`Cap on each request's output tokens (a record with no length of its own asks ${DEFAULT_OUTPUT_TOKENS}).`),
+      fields: datasetFieldsSchema.optional().meta({ description: 'Which record field holds what (see its keys).', examples: [{ prompt: 'question' }] }),
     })
     .strict(),
 ]) as z.ZodType<PromptSource>;
 
 export const workloadSchema: z.ZodType<Workload> = z.union([
-  z.object({ kind: z.literal('single-stream'), requests: positiveInt }).strict(),
-  z.object({ kind: z.literal('concurrency'), concurrency, requests: positiveInt }).strict(),
   z
     .object({
-      kind: z.literal('rate'),
+      kind: z.literal('single-stream').describe('One request at a time: the decode speed of a single stream.'),
+      requests: positiveInt.describe('Requests measured (after the warm-up).'),
+    })
+    .strict(),
+  z
+    .object({
+      kind: z.literal('concurrency').describe('Closed loop: a new request as soon as one finishes.'),
+      concurrency: concurrency.describe('Requests kept in flight.'),
+      requests: positiveInt.describe('Requests measured (after the warm-up).'),
+    })
+    .strict(),
+  z
+    .object({
+      kind: z
+        .literal('rate')
+        .describe("Open loop: requests arrive on a schedule whatever the server's speed; TTFT and latency count from the scheduled arrival."),
       requestsPerSecond: z
         .number()
         .min(LIMITS.minRate, `expected at least ${LIMITS.minRate} requests per second`)
-        .max(LIMITS.maxRate, `expected at most ${LIMITS.maxRate} requests per second`),
-      arrival: z.enum(ARRIVAL_PROCESSES).default('poisson'),
+        .max(LIMITS.maxRate, `expected at most ${LIMITS.maxRate} requests per second`)
+        .describe('Mean arrival rate.'),
+      arrival: z
+        .enum(ARRIVAL_PROCESSES)
+        .default('poisson')
+        .describe('poisson: random gaps (seeded by prompts.seed); constant: equal gaps; gamma: gamma-distributed gaps shaped by burstiness.'),
       burstiness: z
         .number()
         .min(LIMITS.minBurstiness, `expected at least ${LIMITS.minBurstiness}`)
         .max(LIMITS.maxBurstiness, `expected at most ${LIMITS.maxBurstiness}`)
-        .optional(),
-      maxInFlight: concurrency,
-      requests: positiveInt,
+        .optional()
+        .describe("Shape of gamma arrivals (vLLM bench serve's --burstiness): 1 = Poisson, below 1 burstier, above 1 more regular."),
+      maxInFlight: concurrency.default(DEFAULT_MAX_IN_FLIGHT).describe('Cap on requests in flight; later arrivals wait (and the wait counts).'),
+      requests: positiveInt.describe('Requests measured (after the warm-up).'),
     })
     .strict()
     .refine((rate) => (rate.burstiness !== undefined) === (rate.arrival === 'gamma'), {
       path: ['burstiness'],
       message: 'only gamma arrivals take a burstiness, and they need one (1 = Poisson, below 1 burstier, above 1 more regular)',
     }),
-  z.object({ kind: z.literal('sweep'), concurrencies: z.array(concurrency).min(1), requestsPerLevel: positiveInt }).strict(),
+  z
+    .object({
+      kind: z.literal('sweep').describe('Shorthand for one concurrency workload per level.'),
+      concurrencies: z
+        .array(concurrency)
+        .min(1)
+        .meta({ description: 'The levels.', examples: [[1, 8, 32]] }),
+      requestsPerLevel: positiveInt.describe('Requests measured at each level.'),
+    })
+    .strict(),
 ]) as z.ZodType<Workload>;
 
 export const sloSchema: z.ZodType<Slo> = z
-  .object({ ttftMs: z.number().positive().optional(), tpotMs: z.number().positive().optional(), e2eMs: z.number().positive().optional() })
+  .object({
+    ttftMs: z.number().positive().optional().describe('Time to first token a good request stays within, in ms.'),
+    tpotMs: z.number().positive().optional().describe('Time per output token a good request stays within, in ms.'),
+    e2eMs: z.number().positive().optional().describe('End-to-end latency a good request stays within, in ms.'),
+  })
   .strict();
 
 /** Parse `512`, `fixed:512`, `normal:MEAN,STDDEV[,MIN,MAX]` or `uniform:MIN,MAX`. */

@@ -81,7 +81,7 @@ export interface Arrival {
  */
 export function streamRequest(context: RequestContext, item: PromptItem, index: number, arrival?: Arrival): Promise<RequestOutcome> {
   const { backend, signal } = context;
-  const state = newStreamState(context.tokenizer !== undefined);
+  const state = newStreamState(context.tokenizer !== undefined, context.backendOptions.collectOutputs === true);
   const tokenTimes: number[] = [];
   let chunkArrival = 0;
   let formatError: Error | undefined;

@@ -3,15 +3,16 @@ import { connect } from 'node:net';
 import { type Dispatcher, Pool, request } from 'undici';
 import { summarizeCategories } from '../metrics/categories.js';
 import { type LevelInput, summarizeLevel } from '../metrics/summary.js';
+import { DEFAULT_LOAD_WORKERS } from '../util/defaults.js';
 import { messageOf, UserError } from '../util/errors.js';
 import { ExitCode } from '../util/exit.js';
 import { BACKENDS, type BackendRequestOptions } from './backends.js';
 import { type LevelPlan, type LevelRun, maxInFlight, planLevels, runLevel } from './level.js';
 import { loadPrompts, type PromptItem, saltPrompts } from './prompts.js';
 import { type RequestContext, type RequestOutcome, servedTrackingConnector } from './request.js';
-import { counterSource, scrapeSglangServerInfo, scrapeSpecCounters, specFromCounterDelta, specFromResponses } from './spec.js';
+import { counterSource, scrapeSglangServerInfo, scrapeSpecCounters, specFromCounterDelta, specFromResponses, withVerifyStepTime } from './spec.js';
 import { loadTokenizer, type ModelTokenizer } from './tokenizers/model.js';
-import type { BenchOptions, BenchResult, LevelResult, RequestSample, SpecDecodeStats, TokenCountMethod } from './types.js';
+import type { BenchOptions, BenchResult, LevelResult, RequestOutput, RequestSample, SpecDecodeStats, TokenCountMethod } from './types.js';
 import { LoadWorkers, resolveWorkerCount } from './workers/pool.js';
 
 const CONNECT_TIMEOUT_MS = 5000;
@@ -85,12 +86,22 @@ function withCounterExtras(fromResponses: SpecDecodeStats, fromCounters: SpecDec
     ...(fromResponses.meanAcceptedLength === undefined &&
       fromCounters.meanAcceptedLength !== undefined && { meanAcceptedLength: fromCounters.meanAcceptedLength }),
     ...(fromCounters.acceptanceByPosition && { acceptanceByPosition: fromCounters.acceptanceByPosition }),
+    ...(fromResponses.verifySteps === undefined && fromCounters.verifySteps !== undefined && { verifySteps: fromCounters.verifySteps }),
   };
   return Object.keys(extras).length === 0 ? fromResponses : { ...fromResponses, ...extras, source: `${fromResponses.source} + ${fromCounters.source}` };
 }
 
 function specProbe(options: BenchOptions, dispatcher: Dispatcher, baseUrl: string): SpecProbe {
   let before: Awaited<ReturnType<typeof scrapeSpecCounters>>;
+  /** The level's stats from the best source (see ./spec.ts). */
+  const counted = async (outcomes: readonly RequestOutcome[]): Promise<SpecDecodeStats | undefined> => {
+    const fromResponses = specFromResponses(outcomes.filter((outcome) => !outcome.sample.error).map((outcome) => outcome.state));
+    const after = before && (await scrapeSpecCounters(dispatcher, baseUrl));
+    const fromCounters = before && after && after.engine === before.engine ? specFromCounterDelta(before, after, counterSource(after)) : undefined;
+    if (fromResponses) return fromCounters ? withCounterExtras(fromResponses, fromCounters) : fromResponses;
+    if (fromCounters) return fromCounters;
+    return options.backend === 'sglang' ? scrapeSglangServerInfo(dispatcher, baseUrl) : undefined;
+  };
   return {
     async before() {
       if (options.specMetrics === 'none') return;
@@ -98,12 +109,14 @@ function specProbe(options: BenchOptions, dispatcher: Dispatcher, baseUrl: strin
     },
     async after(outcomes) {
       if (options.specMetrics === 'none') return undefined;
-      const fromResponses = specFromResponses(outcomes.filter((outcome) => !outcome.sample.error).map((outcome) => outcome.state));
-      const after = before && (await scrapeSpecCounters(dispatcher, baseUrl));
-      const fromCounters = before && after && after.engine === before.engine ? specFromCounterDelta(before, after, counterSource(after)) : undefined;
-      if (fromResponses) return fromCounters ? withCounterExtras(fromResponses, fromCounters) : fromResponses;
-      if (fromCounters) return fromCounters;
-      return options.backend === 'sglang' ? scrapeSglangServerInfo(dispatcher, baseUrl) : undefined;
+      const stats = await counted(outcomes);
+      return (
+        stats &&
+        withVerifyStepTime(
+          stats,
+          outcomes.map((outcome) => outcome.sample),
+        )
+      );
     },
   };
 }
@@ -126,7 +139,7 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
   }
   const tokenizer: ModelTokenizer | undefined = options.tokenizerPath ? loadTokenizer(options.tokenizerPath) : undefined;
   const levels = planLevels(options.workload);
-  const workerCount = resolveWorkerCount(options.workers ?? 1, Math.max(...levels.map(maxInFlight)));
+  const workerCount = resolveWorkerCount(options.workers ?? DEFAULT_LOAD_WORKERS, Math.max(...levels.map(maxInFlight)));
   // Each worker's first requests are cold (JIT, connections): the warm-up, when there is one, reaches every worker.
   const warmupRequests = options.warmupRequests > 0 ? Math.max(options.warmupRequests, workerCount > 1 ? workerCount : 0) : 0;
   const totalRequests = warmupRequests + levels.reduce((sum, level) => sum + level.requests, 0);
@@ -140,10 +153,16 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
   const startedAt = new Date().toISOString();
   const results: LevelResult[] = [];
   const measured: RequestOutcome[] = [];
+  const outputs: RequestOutput[] = [];
   let workers: LoadWorkers | undefined;
   try {
     const model = options.model ?? (options.backend.startsWith('openai') ? await discoverModel(dispatcher, baseUrl) : undefined);
-    const backendOptions: BackendRequestOptions = { model, ignoreEos: options.ignoreEos, ...(options.cachePrompt === false && { cachePrompt: false }) };
+    const backendOptions: BackendRequestOptions = {
+      model,
+      ignoreEos: options.ignoreEos,
+      ...(options.cachePrompt === false && { cachePrompt: false }),
+      ...(options.collectOutputs && { collectOutputs: true }),
+    };
     if (workerCount > 1) {
       workers = await LoadWorkers.start(
         workerCount,
@@ -204,8 +223,9 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
       const probe = specProbe(options, dispatcher, baseUrl);
       await probe.before();
       const levelPrompts = prompts.slice(offset, offset + level.requests);
-      offset += level.requests;
       const run = await runMeasuredLevel(runner, level, levelPrompts, options, levelIndex);
+      if (options.collectOutputs) for (const outcome of run.outcomes) outputs.push(requestOutput(outcome, level.label, offset));
+      offset += level.requests;
       // Not push(...outcomes): a level of tens of thousands of requests would overflow the call stack.
       for (const outcome of run.outcomes) measured.push(outcome);
       const spec = options.signal?.aborted ? undefined : await probe.after(run.outcomes);
@@ -235,11 +255,23 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
       levels: results,
     };
     if (model) result.model = model;
+    if (options.collectOutputs) result.outputs = outputs;
     return result;
   } finally {
     await workers?.close();
     await dispatcher.destroy();
   }
+}
+
+function requestOutput({ sample, state }: RequestOutcome, level: string, offset: number): RequestOutput {
+  return {
+    prompt: offset + sample.index,
+    level,
+    text: state.text,
+    ...(state.tokenIds && { tokenIds: state.tokenIds }),
+    ...(state.finishReason !== undefined && { finishReason: state.finishReason }),
+    ...(sample.error && { error: sample.error.kind }),
+  };
 }
 
 /** Runs one level in this thread or across load workers; `live`: onTokenEvent (live token counts) is called. */
@@ -261,7 +293,7 @@ interface LevelRunner {
  */
 export function tooManyFailures(failed: number, planned: number, maxFailedFraction: number | undefined, first?: string): string | undefined {
   if (maxFailedFraction === undefined || failed <= maxFailedFraction * planned) return undefined;
-  return `stopped after ${failed} of ${planned} requests failed, more than the allowed fraction ${maxFailedFraction}${first ? ` (first: ${first})` : ''}`;
+  return `stopped after ${failed} of ${planned} requests failed, more than maxFailedFraction ${maxFailedFraction} allows${first ? ` (first: ${first})` : ''}`;
 }
 
 const PROGRESS_INTERVAL_MS = 250;
@@ -337,7 +369,8 @@ async function runMeasuredLevel(
 function categorySpec(outcomes: readonly RequestOutcome[], samples: readonly RequestSample[], options: BenchOptions): SpecDecodeStats | undefined {
   if (options.specMetrics === 'none') return undefined;
   const wanted = new Set(samples);
-  return specFromResponses(outcomes.filter((outcome) => wanted.has(outcome.sample) && !outcome.sample.error).map((outcome) => outcome.state));
+  const stats = specFromResponses(outcomes.filter((outcome) => wanted.has(outcome.sample) && !outcome.sample.error).map((outcome) => outcome.state));
+  return stats && withVerifyStepTime(stats, samples);
 }
 
 function seedFor(options: BenchOptions, levelIndex: number): number {

@@ -2,7 +2,7 @@ import { type Dispatcher, request } from 'undici';
 import { parsePrometheusByLabel, parsePrometheusTotals } from '../metrics/prometheus.js';
 import type { StreamState } from './backends.js';
 import { closedUnderUs } from './request.js';
-import type { SpecDecodeStats } from './types.js';
+import type { RequestSample, SpecDecodeStats } from './types.js';
 
 /**
  * Speculative-decoding statistics of one level, from the best source available:
@@ -142,7 +142,7 @@ export function specFromCounterDelta(before: SpecCounters, after: SpecCounters, 
   const drafts = after.drafts - before.drafts;
   const draftTokens = after.draftTokens !== undefined && before.draftTokens !== undefined ? after.draftTokens - before.draftTokens : undefined;
   if (draftTokens === undefined ? drafts <= 0 : draftTokens <= 0) return undefined;
-  const stats: SpecDecodeStats = { source, acceptedTokens };
+  const stats: SpecDecodeStats = { source, acceptedTokens, ...(drafts > 0 && { verifySteps: drafts }) };
   if (draftTokens !== undefined) Object.assign(stats, { acceptanceRate: acceptedTokens / draftTokens, draftTokens });
   if (drafts > 0) stats.meanAcceptedLength = 1 + acceptedTokens / drafts;
   const [first, last] = [before.acceptedPerPosition, after.acceptedPerPosition];
@@ -179,10 +179,11 @@ export function specFromResponses(states: readonly StreamState[]): SpecDecodeSta
   }
   if (verifySteps > 0) {
     const meanAcceptedLength = verifiedTokens / verifySteps;
-    if (!correctDrafts) return { source: 'sglang meta_info ((completion_tokens - 1) / spec_verify_ct)', meanAcceptedLength };
+    if (!correctDrafts) return { source: 'sglang meta_info ((completion_tokens - 1) / spec_verify_ct)', meanAcceptedLength, verifySteps };
     return {
       source: 'sglang meta_info (spec_num_correct_drafts, spec_num_proposed_drafts, spec_verify_ct)',
       meanAcceptedLength,
+      verifySteps,
       ...(haveDraft && draftTokens > 0 && { acceptanceRate: acceptedTokens / draftTokens, draftTokens }),
       acceptedTokens,
     };
@@ -191,6 +192,21 @@ export function specFromResponses(states: readonly StreamState[]): SpecDecodeSta
     return { source: 'llama.cpp timings (draft_n, draft_n_accepted)', acceptanceRate: acceptedTokens / draftTokens, draftTokens, acceptedTokens };
   }
   return undefined;
+}
+
+/**
+ * The stats with `verifyStepMs`: the decode time (e2e - TTFT) of the completed requests over the verify steps the
+ * stats counted. Per-request counters (SGLang meta_info) cover exactly those requests; a counter delta covers what
+ * finished during the level, the same requests when none failed. Unchanged without verify steps (llama.cpp's
+ * timings count drafted tokens, not steps). Pure.
+ */
+export function withVerifyStepTime(stats: SpecDecodeStats, samples: readonly RequestSample[]): SpecDecodeStats {
+  if (stats.verifySteps === undefined || stats.verifySteps <= 0) return stats;
+  let decodeMs = 0;
+  for (const sample of samples) {
+    if (!sample.error && sample.e2eMs !== undefined && sample.ttftMs !== undefined) decodeMs += sample.e2eMs - sample.ttftMs;
+  }
+  return decodeMs > 0 ? { ...stats, verifyStepMs: decodeMs / stats.verifySteps } : stats;
 }
 
 /**

@@ -63,6 +63,8 @@ export interface ClientOptions {
   workers?: number | 'auto';
   /** Prometheus/props endpoint scraping for speculative-decoding stats; 'auto' picks by backend. */
   specMetrics: 'auto' | 'none';
+  /** Keep each measured request's answer (text, token ids, finish reason) in the result's `outputs`. */
+  collectOutputs?: boolean;
 }
 
 /** A run of the load client: its options, the server, and the caller's hooks. */

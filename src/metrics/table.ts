@@ -17,7 +17,8 @@ function specCell(level: LevelResult): string {
   if (!spec) return '-';
   const rate = spec.acceptanceRate === undefined ? '-' : `${fixed(spec.acceptanceRate * 100, 0)}%`;
   const length = spec.meanAcceptedLength === undefined ? '-' : fixed(spec.meanAcceptedLength, 2);
-  return `${rate}/${length}`;
+  const step = spec.verifyStepMs === undefined ? '-' : fixed(spec.verifyStepMs, 1);
+  return `${rate}/${length}/${step}`;
 }
 
 const COLUMNS: Array<{ title: string; cell: (level: LevelResult) => string; left?: boolean }> = [
@@ -32,7 +33,7 @@ const COLUMNS: Array<{ title: string; cell: (level: LevelResult) => string; left
   { title: 'ITL ms p50/p99', cell: (level) => pair(level.itlMs) },
   { title: 'E2E ms p50/p99', cell: (level) => pair(level.e2eMs) },
   { title: 'goodput', cell: (level) => (level.goodput ? `${fixed(level.goodput.fraction * 100, 0)}%` : '-') },
-  { title: 'spec acc/len', cell: (level) => specCell(level) },
+  { title: 'spec acc/len/verify ms', cell: (level) => specCell(level) },
 ];
 
 /** The terminal table of a benchmark result: one row per level, then error counts and notes. */
@@ -64,7 +65,7 @@ export function formatBenchTable(result: BenchResult): string {
     }
   }
   const specSources = [...new Set(result.levels.flatMap((level) => (level.spec ? [level.spec.source] : [])))];
-  if (specSources.length > 0) lines.push(`spec decoding: acceptance rate / mean accepted length from ${specSources.join('; ')}`);
+  if (specSources.length > 0) lines.push(`spec decoding: acceptance rate / mean accepted length / decode ms per verify step from ${specSources.join('; ')}`);
   if (result.tokenCountMethod === 'stream-chunks')
     lines.push('note: the server reported no token usage; output tokens are counted stream events (spec decoding undercounts)');
   if (result.levels.some((level) => level.rate))

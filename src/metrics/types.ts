@@ -88,6 +88,13 @@ export interface SpecDecodeStats {
   acceptanceByPosition?: number[];
   draftTokens?: number;
   acceptedTokens?: number;
+  /** Verify steps (target-model forwards) of the level: SGLang's verify count, vLLM's drafts. */
+  verifySteps?: number;
+  /**
+   * Decode time of the completed requests / their verify steps: what one speculative step (draft + verify pass)
+   * costs a request. No engine reports the draft pass apart in what servelab reads, so it is included.
+   */
+  verifyStepMs?: number;
 }
 
 export interface LevelResult {
@@ -192,4 +199,19 @@ export interface BenchResult {
   /** True when Ctrl-C or an abort ended the run early; the levels hold what was measured. */
   interrupted: boolean;
   levels: LevelResult[];
+  /** Each measured request's answer, only when the client was asked to keep them (ClientOptions.collectOutputs). */
+  outputs?: RequestOutput[];
+}
+
+/** What one request answered, for comparing the outputs of two servers or configs (src/metrics/output-match.ts). */
+export interface RequestOutput {
+  /** Position of the prompt in the client's prompt sequence (warm-up included): the same prompt source and seed give the same prompt. */
+  prompt: number;
+  level: string;
+  text: string;
+  /** Generated token ids, where the server returned them. */
+  tokenIds?: number[];
+  finishReason?: string;
+  /** The request failed (error kind): its text is what arrived before. */
+  error?: string;
 }

@@ -70,9 +70,12 @@ export const COMMON_CAUSE_PATTERNS: FatalPattern[] = [
     hint: 'check NCCL_* variables, GPU visibility and interconnect; rerun with NCCL_DEBUG=INFO for detail',
   },
   {
-    // torch >= 2.9 raises torch.AcceleratorError for CUDA errors (vllm#37159, LlamaFactory#10240).
+    // torch >= 2.9 raises torch.AcceleratorError for CUDA errors (vllm#37159, LlamaFactory#10240); vLLM V0's
+    // model_runner_base.py _wrapper re-raises a fault while serving as "RuntimeError: Error in model execution: CUDA
+    // error: an illegal memory access was encountered" (vllm#11366, vllm#12233).
     name: 'CUDA error',
-    pattern: /RuntimeError: CUDA error|torch\.AcceleratorError: CUDA error|CUDA driver version is insufficient|no CUDA-capable device|CUBLAS_STATUS_\w+_ERROR/,
+    pattern:
+      /RuntimeError: (Error in model execution: )?CUDA error|torch\.AcceleratorError: CUDA error|CUDA driver version is insufficient|no CUDA-capable device|CUBLAS_STATUS_\w+_ERROR/,
     hint: 'check the driver/toolkit match and CUDA_VISIBLE_DEVICES (nvidia-smi)',
   },
 ];
@@ -110,6 +113,9 @@ function phases(...pairs: Array<[string, RegExp]>): LogPattern[] {
 const vllm: ServerProfile = {
   name: 'vllm',
   checkedVersions: 'vllm 0.19',
+  // An 8B model on one GPU: weights, torch.compile and CUDA-graph capture take minutes (the fixtures'
+  // "init engine … took" lines range from 1 s to 45 s after weights; cold compile caches add a minute or more).
+  typicalStartupMs: 3 * 60_000,
   healthPath: '/health',
   openaiCompatible: true,
   modelsPath: '/v1/models',
@@ -168,6 +174,8 @@ const vllm: ServerProfile = {
 const sglang: ServerProfile = {
   name: 'sglang',
   checkedVersions: 'sglang 0.5.15',
+  // As vLLM: weights, KV-pool sizing and CUDA-graph capture of a mid-size model.
+  typicalStartupMs: 3 * 60_000,
   healthPath: '/health',
   openaiCompatible: true,
   modelsPath: '/v1/models',

@@ -52,4 +52,9 @@ export interface ServerProfile {
    * check that does work (SGLang's takes 1 s at least) would look like a hung server to a 1 s liveness probe.
    */
   livenessPath?: string;
+  /**
+   * A typical time to ready, which a plan without history shows as "typical for <profile>, no history": a rough
+   * figure for a mid-size model, never a measurement of yours. Unset: the plan says the startup is unknown.
+   */
+  typicalStartupMs?: number;
 }

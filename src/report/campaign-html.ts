@@ -10,7 +10,7 @@ import { metricUnit, metricValue } from '../experiment/spec/metrics.js';
 import type { MetricName, ResolvedExperiment } from '../experiment/spec/types.js';
 import { acceptanceByPositionMedians, orderedVariants } from '../experiment/text/best-format.js';
 import type { TrialRecord } from '../store/types.js';
-import { formatInterval, formatNumber, formatPercent, formatPValue, formatRatio } from '../util/format.js';
+import { formatChange, formatChangeInterval, formatNumber, formatPValue } from '../util/format.js';
 import { parameterChart, positionBarChart, type XYSeries } from './charts.js';
 import { escapeHtml as esc } from './escape.js';
 import type { Figure } from './figures.js';
@@ -37,7 +37,7 @@ export function bestConfigHtml(experiment: ResolvedExperiment, best: BestVerdict
             ? `eliminated after pass ${row.eliminated.afterPass + 1}: ${esc(row.eliminated.reason)}`
             : row.feasible
               ? row.variant === best.winner
-                ? '<span class="pill faster">winner</span>'
+                ? winnerPill(best)
                 : ''
               : `infeasible: ${esc(row.violations.join('; '))}`
         }</td></tr>`,
@@ -51,7 +51,7 @@ export function bestConfigHtml(experiment: ResolvedExperiment, best: BestVerdict
           .map((cell) =>
             cell.row === cell.column
               ? '<td class="self">·</td>'
-              : `<td class="num ${cell.better ? 'better' : cell.worse ? 'worse' : ''}" data-row="${esc(cell.row)}" data-column="${esc(cell.column)}" title="ratio ${esc(formatRatio(cell.ratio))}, CI ${esc(formatInterval(cell.ciLow, cell.ciHigh))}, p ${esc(formatPValue(cell.pValue))}, Holm-adjusted p ${esc(formatPValue(cell.pAdjusted))}">${esc(changeOf(cell.ratio))}</td>`,
+              : `<td class="num ${cell.better ? 'better' : cell.worse ? 'worse' : ''}" data-row="${esc(cell.row)}" data-column="${esc(cell.column)}" title="change ${esc(formatChange(cell.ratio))}, CI ${esc(formatChangeInterval(cell.ciLow, cell.ciHigh))}, p ${esc(formatPValue(cell.pValue))}, Holm-adjusted p ${esc(formatPValue(cell.pAdjusted))}">${esc(formatChange(cell.ratio))}</td>`,
           )
           .join('')}</tr>`,
     )
@@ -64,11 +64,14 @@ export function bestConfigHtml(experiment: ResolvedExperiment, best: BestVerdict
 }
 
 function effectHtml(verdict: Verdict): string {
-  return `${esc(changeOf(verdict.ratio))} (CI ${esc(formatInterval(verdict.ciLow, verdict.ciHigh))}, p ${esc(formatPValue(verdict.pValue))}): <span class="pill ${verdict.label === 'faster' || verdict.label === 'slower' ? verdict.label : 'neutral'}">${esc(verdict.label)}</span>`;
+  return `${esc(formatChange(verdict.ratio))} (CI ${esc(formatChangeInterval(verdict.ciLow, verdict.ciHigh))}, p ${esc(formatPValue(verdict.pValue))}): <span class="pill ${verdict.label === 'faster' || verdict.label === 'slower' ? verdict.label : 'neutral'}">${esc(verdict.label)}</span>`;
 }
 
-function changeOf(ratio: number | null): string {
-  return ratio === null ? '—' : formatPercent((ratio - 1) * 100);
+/** Green "winner" only when the verdict says so (significantly better than every other); else a neutral "ranks first". */
+function winnerPill(best: BestVerdict): string {
+  return best.clear || best.runnerUp === undefined
+    ? '<span class="pill faster">winner</span>'
+    : '<span class="pill neutral">ranks first (not significant)</span>';
 }
 
 /** Speculative-decoding table: throughput next to TPOT, ITL p99, acceptance, mean accepted length and acceptance by draft position, medians over trials. */
@@ -88,13 +91,14 @@ export function specTableHtml(experiment: ResolvedExperiment, trials: readonly T
         medianOf(trials, variant.name, workload.label, 'itlP99Ms'),
         optional(variant.name, workload.label, (metrics) => (metrics.acceptanceRate === undefined ? undefined : metrics.acceptanceRate * 100)),
         optional(variant.name, workload.label, (metrics) => metrics.meanAcceptedLength),
+        optional(variant.name, workload.label, (metrics) => metrics.verifyStepMs),
       ];
       const byPosition = acceptanceByPositionMedians(trials.filter((trial) => trial.variant === variant.name && trial.workload === workload.label));
       const positions = byPosition.length === 0 ? '-' : byPosition.map((value) => (value * 100).toFixed(0)).join('/');
       return `<tr><td><code>${esc(variant.name)}</code></td><td>${esc(workload.label)}</td>${cells.map((value) => `<td class="num">${formatNumber(value)}</td>`).join('')}<td class="num by-position">${positions}</td></tr>`;
     }),
   );
-  return `<table class="data spec"><thead><tr><th>variant</th><th>workload</th><th class="num">tok/s</th><th class="num">TPOT ms</th><th class="num">ITL p99 ms</th><th class="num">acceptance %</th><th class="num">mean accepted length</th><th class="num" title="share of drafts whose i-th token was accepted, by draft position">accept % by pos</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
+  return `<table class="data spec"><thead><tr><th>variant</th><th>workload</th><th class="num">tok/s</th><th class="num">TPOT ms</th><th class="num">ITL p99 ms</th><th class="num">acceptance %</th><th class="num">mean accepted length</th><th class="num" title="decode time per verify step (target forward, draft pass included)">verify step ms</th><th class="num" title="share of drafts whose i-th token was accepted, by draft position">accept % by pos</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
 }
 
 /** Medians of a metric per (variant, workload) over a run's trials. */

@@ -4,6 +4,7 @@
  * echarts escapes the text it writes into the SVG, so stored names (variants, workloads) are safe to pass in.
  */
 import * as echarts from 'echarts';
+import { formatBlock, formatChange } from '../util/format.js';
 
 export interface ChartSize {
   width?: number;
@@ -32,6 +33,13 @@ export interface SpeedupBar {
   verdict: string;
 }
 
+/** Trial numbers (1-based run order) a block of the plan spans. */
+export interface BlockSpan {
+  block: number;
+  from: number;
+  to: number;
+}
+
 /** Colour-blind-safe palette (Okabe–Ito, reordered for contrast on white). */
 export const PALETTE = ['#0072B2', '#E69F00', '#009E73', '#CC79A7', '#56B4E9', '#D55E00', '#F0E442', '#000000'];
 const VERDICT_COLOURS: Record<string, string> = { faster: '#1a7f37', slower: '#cf222e' };
@@ -41,20 +49,65 @@ const MUTED = '#57606a';
 const GRID_LINE = '#eaeef2';
 const FONT = '-apple-system, "Segoe UI", Helvetica, Arial, sans-serif';
 
-/** Median output tok/s per workload level, one line per variant; x is a category (workload labels in order). */
+/**
+ * Median output tok/s per workload, one bar per variant. Workloads are categories (single-stream, c=8): a line
+ * between them would draw a trend through values nobody measured.
+ */
 export function throughputChart(categories: string[], series: XYSeries[], options: ChartSize & { yName?: string; title?: string } = {}): string {
   return render(options, {
-    ...base(options.title ?? 'Throughput vs concurrency', series.length),
-    xAxis: { ...axis('workload'), type: 'category', data: categories, boundaryGap: categories.length === 1 },
+    ...base(
+      options.title ?? 'Median throughput per workload',
+      series.map((line) => line.name),
+      options.width,
+    ),
+    xAxis: { ...axis('workload'), type: 'category', data: categories },
     yAxis: { ...axis(options.yName ?? 'output tok/s'), type: 'value', scale: false },
+    series: series.map((line, index) => bars(line.name, line.points, index)),
+  });
+}
+
+/**
+ * Each trial's value at its run-order position (1-based, as every view numbers trials), coloured by variant, with
+ * the plan's blocks shaded in turn: an outlier or a slow block is visible here, never in a median.
+ */
+export function trialOrderChart(title: string, yName: string, series: XYSeries[], blocks: BlockSpan[], total: number, options: ChartSize = {}): string {
+  return render(options, {
+    ...base(
+      title,
+      series.map((line) => line.name),
+      options.width,
+    ),
+    xAxis: {
+      ...axis('trial (run order)'),
+      type: 'value',
+      min: 0.5,
+      max: total + 0.5,
+      minInterval: 1,
+      axisLabel: { color: MUTED, fontSize: 11, fontFamily: FONT, formatter: wholeOnly },
+    },
+    yAxis: { ...axis(yName), type: 'value', scale: true },
     series: series.map((line, index) => ({
-      type: 'line',
+      type: 'scatter',
       name: line.name,
       data: line.points,
       symbol: 'circle',
-      symbolSize: 7,
-      lineStyle: { width: 2.5 },
+      symbolSize: 9,
       color: PALETTE[index % PALETTE.length],
+      ...(index === 0 && {
+        markArea: {
+          silent: true,
+          data: blocks.map((span, position) => [
+            {
+              xAxis: span.from - 0.5,
+              name: formatBlock(span.block),
+              itemStyle: { color: position % 2 === 0 ? '#f3f6f9' : '#ffffff' },
+              // Above the plot: inside it, the label sat on the highest points.
+              label: { position: 'top', distance: 2, color: MUTED, fontSize: 10, fontFamily: FONT },
+            },
+            { xAxis: span.to + 0.5 },
+          ]),
+        },
+      }),
     })),
   });
 }
@@ -62,7 +115,11 @@ export function throughputChart(categories: string[], series: XYSeries[], option
 /** Empirical CDF of a latency per variant (x: ms, y: fraction of requests at or below). */
 export function cdfChart(title: string, unit: string, series: CdfSeries[], options: ChartSize = {}): string {
   return render(options, {
-    ...base(title, series.length),
+    ...base(
+      title,
+      series.map((entry) => entry.name),
+      options.width,
+    ),
     xAxis: { ...axis(unit), type: 'value', scale: true },
     yAxis: { ...axis('fraction ≤ x'), type: 'value', min: 0, max: 1 },
     series: series.map((line, index) => ({
@@ -77,16 +134,26 @@ export function cdfChart(title: string, unit: string, series: CdfSeries[], optio
   });
 }
 
-/** Ratio vs baseline per variant with its confidence interval as error bars and a reference line at 1. */
-export function speedupChart(bars: SpeedupBar[], options: ChartSize & { metric?: string; confidence?: number } = {}): string {
-  const values = bars.flatMap((bar) => [bar.ratio, bar.ciLow ?? bar.ratio, bar.ciHigh ?? bar.ratio, 1]);
+/**
+ * Change vs baseline per variant (percent, the unit of every verdict table) with its confidence interval as error
+ * bars and a reference line at 0 (the baseline); bar colours are the verdict badges' colours.
+ */
+export function speedupChart(changes: SpeedupBar[], options: ChartSize & { metric?: string; confidence?: number } = {}): string {
+  const percent = (ratio: number): number => (ratio - 1) * 100;
+  const bars = changes.map((bar) => ({
+    ...bar,
+    ratio: percent(bar.ratio),
+    ...(bar.ciLow !== undefined && { ciLow: percent(bar.ciLow) }),
+    ...(bar.ciHigh !== undefined && { ciHigh: percent(bar.ciHigh) }),
+  }));
+  const values = bars.flatMap((bar) => [bar.ratio, bar.ciLow ?? bar.ratio, bar.ciHigh ?? bar.ratio, 0]);
   const low = Math.min(...values);
   const high = Math.max(...values);
-  const pad = Math.max((high - low) * 0.1, 0.02);
+  const pad = Math.max((high - low) * 0.1, 1);
   // Long "variant · workload" labels collide when there are many bars: tilt them and make room below.
   const tilt = bars.length * Math.max(...bars.map((bar) => bar.label.length), 0) > 70;
   return render(options, {
-    ...base(`Ratio vs baseline${options.metric ? ` (${options.metric})` : ''}, ${Math.round((options.confidence ?? 0.95) * 100)}% CI`, 0),
+    ...base(`Change vs baseline${options.metric ? ` (${options.metric})` : ''}, ${Math.round((options.confidence ?? 0.95) * 100)}% CI`, [], options.width),
     grid: { left: 64, right: 24, top: 52, bottom: tilt ? 86 : 48 },
     xAxis: {
       ...axis(''),
@@ -94,27 +161,28 @@ export function speedupChart(bars: SpeedupBar[], options: ChartSize & { metric?:
       data: bars.map((bar) => bar.label),
       axisLabel: { color: MUTED, interval: 0, fontSize: 11, fontFamily: FONT, rotate: tilt ? 32 : 0 },
     },
-    yAxis: { ...axis('ratio'), type: 'value', min: floorTo(Math.max(0, low - pad), 0.1), max: ceilTo(high + pad, 0.1) },
+    yAxis: { ...axis('change vs baseline (%)'), type: 'value', min: floorTo(low - pad, 10), max: ceilTo(high + pad, 10) },
     series: [
       {
         type: 'bar',
-        name: 'ratio',
+        name: 'change',
         barMaxWidth: 48,
-        data: bars.map((bar) => ({ value: bar.ratio, itemStyle: { color: VERDICT_COLOURS[bar.verdict] ?? NEUTRAL, borderRadius: [3, 3, 0, 0] } })),
+        data: bars.map((bar) => ({ value: bar.ratio, itemStyle: { color: VERDICT_COLOURS[bar.verdict] ?? NEUTRAL } })),
         label: {
           show: true,
-          position: 'insideBottom',
-          color: '#fff',
+          // Beside the bar: above it, the CI whisker ran through the text.
+          position: 'right',
+          color: TEXT,
           fontFamily: FONT,
           fontSize: 11,
-          formatter: (p: { value: number }) => `${p.value.toFixed(3)}×`,
+          formatter: (p: { value: number }) => formatChange(1 + p.value / 100),
         },
         markLine: {
           silent: true,
           symbol: 'none',
-          data: [{ yAxis: 1 }],
+          data: [{ yAxis: 0 }],
           lineStyle: { color: TEXT, type: 'dashed', width: 1 },
-          label: { formatter: '1.0 = baseline', position: 'insideEndTop', color: MUTED, fontFamily: FONT, fontSize: 11 },
+          label: { formatter: '0 = baseline', position: 'insideEndTop', color: MUTED, fontFamily: FONT, fontSize: 11 },
         },
       },
       {
@@ -128,18 +196,45 @@ export function speedupChart(bars: SpeedupBar[], options: ChartSize & { metric?:
   });
 }
 
-/** A metric (acceptance rate) against a numeric sweep parameter (steps), one line per workload. */
+/**
+ * A metric (acceptance rate) against a sweep parameter (steps), one series per workload: lines over a numeric
+ * parameter with at least 3 values, else bars per value (categories, or too few points for a line to mean anything).
+ */
 export function parameterChart(title: string, xName: string, yName: string, series: XYSeries[], options: ChartSize & { yMax?: number } = {}): string {
   const numeric = series.every((line) => line.points.every(([x]) => typeof x === 'number'));
-  const categories = numeric ? [] : [...new Set(series.flatMap((line) => line.points.map(([x]) => String(x))))];
+  const xs = [...new Set(series.flatMap((line) => line.points.map(([x]) => x)))];
+  const yAxis = { ...axis(yName), type: 'value', min: 0, ...(options.yMax !== undefined && { max: options.yMax }) };
+  if (!numeric || xs.length < 3) {
+    const categories = (numeric ? [...xs].sort((a, b) => Number(a) - Number(b)) : xs).map(String);
+    return render(options, {
+      ...base(
+        title,
+        series.map((line) => line.name),
+        options.width,
+      ),
+      xAxis: { ...axis(xName), type: 'category', data: categories },
+      yAxis,
+      series: series.map((line, index) =>
+        bars(
+          line.name,
+          line.points.map(([x, y]): [string, number] => [String(x), y]),
+          index,
+        ),
+      ),
+    });
+  }
   return render(options, {
-    ...base(title, series.length),
-    xAxis: numeric ? { ...axis(xName), type: 'value', scale: true, minInterval: 1 } : { ...axis(xName), type: 'category', data: categories },
-    yAxis: { ...axis(yName), type: 'value', min: 0, ...(options.yMax !== undefined && { max: options.yMax }) },
+    ...base(
+      title,
+      series.map((line) => line.name),
+      options.width,
+    ),
+    xAxis: { ...axis(xName), type: 'value', scale: true, minInterval: 1 },
+    yAxis,
     series: series.map((line, index) => ({
       type: 'line',
       name: line.name,
-      data: numeric ? [...line.points].sort((a, b) => Number(a[0]) - Number(b[0])) : line.points,
+      data: [...line.points].sort((a, b) => Number(a[0]) - Number(b[0])),
       symbol: 'circle',
       symbolSize: 7,
       lineStyle: { width: 2.5 },
@@ -152,7 +247,11 @@ export function parameterChart(title: string, xName: string, yName: string, seri
 export function positionBarChart(title: string, series: Array<{ name: string; values: number[] }>, options: ChartSize = {}): string {
   const positions = Math.max(0, ...series.map((entry) => entry.values.length));
   return render(options, {
-    ...base(title, series.length),
+    ...base(
+      title,
+      series.map((entry) => entry.name),
+      options.width,
+    ),
     xAxis: { ...axis('draft position'), type: 'category', data: Array.from({ length: positions }, (_, index) => String(index + 1)) },
     yAxis: { ...axis('accepted share of drafts'), type: 'value', min: 0, max: 1 },
     series: series.map((entry, index) => ({
@@ -169,7 +268,11 @@ export function positionBarChart(title: string, series: Array<{ name: string; va
 /** A value over time (x: seconds since the run started), one line per series: the live charts of `servelab ui`. */
 export function timelineChart(title: string, yName: string, series: XYSeries[], options: ChartSize = {}): string {
   return render(options, {
-    ...base(title, series.length),
+    ...base(
+      title,
+      series.map((entry) => entry.name),
+      options.width,
+    ),
     xAxis: { ...axis('s since start'), type: 'value', scale: true },
     yAxis: { ...axis(yName), type: 'value', min: 0 },
     series: series.map((line, index) => ({
@@ -216,18 +319,34 @@ function errorBar(_params: unknown, api: RenderApi): object {
   };
 }
 
-function base(title: string, seriesCount: number): Record<string, unknown> {
+/**
+ * Title on the first line, the legend on its own lines below it: side by side, a long title ran into the legend.
+ * The legend wraps; the plot starts below as many legend lines as the names need (estimated from their length).
+ */
+function base(title: string, names: string[], width = 640): Record<string, unknown> {
+  const legendWidth = names.reduce((sum, name) => sum + 30 + name.length * 6.5, 0);
+  const legendLines = names.length === 0 ? 0 : Math.ceil(legendWidth / (width - 24));
   return {
     animation: false,
     backgroundColor: '#ffffff',
     textStyle: { fontFamily: FONT, color: TEXT },
     title: { text: title, left: 12, top: 8, textStyle: { fontSize: 14, fontWeight: 600, color: TEXT, fontFamily: FONT } },
     legend:
-      seriesCount > 0
-        ? { top: 8, right: 12, type: 'plain', itemWidth: 16, itemHeight: 9, textStyle: { color: MUTED, fontSize: 11, fontFamily: FONT } }
+      names.length > 0
+        ? { top: 32, left: 12, right: 12, type: 'plain', itemWidth: 16, itemHeight: 9, textStyle: { color: MUTED, fontSize: 11, fontFamily: FONT } }
         : { show: false },
-    grid: { left: 64, right: 24, top: seriesCount > 3 ? 72 : 52, bottom: 48 },
+    grid: { left: 64, right: 24, top: 44 + legendLines * 20 + 12, bottom: 48 },
   };
+}
+
+/** One bar series of categorical points, in the palette colour of its position. */
+function bars(name: string, points: Array<[number | string, number]>, index: number): Record<string, unknown> {
+  return { type: 'bar', name, data: points, barMaxWidth: 32, itemStyle: { borderRadius: [3, 3, 0, 0] }, color: PALETTE[index % PALETTE.length] };
+}
+
+/** Axis labels at whole trial numbers only (a value axis also ticks at halves when zoomed in). */
+function wholeOnly(value: number): string {
+  return Number.isInteger(value) ? String(value) : '';
 }
 
 function axis(name: string): Record<string, unknown> {

@@ -4,7 +4,7 @@ import { metricUnit } from '../experiment/spec/metrics.js';
 import { table } from '../experiment/text/format.js';
 import { formatChanges } from '../fingerprint/diff.js';
 import { formatNumber, formatPercent } from '../util/format.js';
-import type { RunComparison } from './model.js';
+import type { RunComparison } from './compare.js';
 
 export function comparisonText(comparison: RunComparison): string {
   const { runA, runB } = comparison;

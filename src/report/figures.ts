@@ -1,23 +1,38 @@
 /** The report's charts as SVG, rendered from the report model: shared by the HTML report and `servelab ui`. */
-import { type ChartSize, cdfChart, parameterChart, speedupChart, throughputChart } from './charts.js';
+import { type ChartSize, cdfChart, parameterChart, speedupChart, throughputChart, trialOrderChart } from './charts.js';
 import type { RunReport } from './model.js';
 
 export interface Figure {
-  /** Stable name, e.g. "throughput", "speedup", "ttft-cdf", "e2e-cdf", "acceptance", "live-throughput". */
+  /** Stable name, e.g. "trials-0", "throughput", "speedup", "ttft-cdf", "e2e-cdf", "acceptance", "live-throughput-0". */
   id: string;
   title: string;
   svg: string;
 }
 
 export function reportFigures(report: RunReport, size: ChartSize = {}): Figure[] {
-  const figures: Figure[] = [];
+  const figures: Figure[] = report.trialOrder.map((entry, index) => ({
+    id: `trials-${index}`,
+    title: `Each trial in run order: ${entry.workload}`,
+    svg: trialOrderChart(
+      `${report.metricUnit || report.metric} per trial, ${entry.workload}`,
+      report.metricUnit || report.metric,
+      entry.series,
+      entry.blocks,
+      entry.total,
+      size,
+    ),
+  }));
   if (report.throughput.series.length > 0) {
-    figures.push({ id: 'throughput', title: 'Throughput vs concurrency', svg: throughputChart(report.throughput.categories, report.throughput.series, size) });
+    figures.push({
+      id: 'throughput',
+      title: 'Median throughput per workload',
+      svg: throughputChart(report.throughput.categories, report.throughput.series, size),
+    });
   }
   if (report.speedup.length > 0) {
     figures.push({
       id: 'speedup',
-      title: 'Speedup vs baseline',
+      title: 'Change vs baseline',
       svg: speedupChart(report.speedup, { ...size, metric: report.metric, confidence: report.confidence }),
     });
   }

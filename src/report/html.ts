@@ -4,14 +4,16 @@
  */
 
 import { sideColumns } from '../experiment/spec/side-figures.js';
-import { acceptanceCell } from '../experiment/text/format.js';
+import { ACCEPTANCE_HEADER, acceptanceCell } from '../experiment/text/format.js';
 import type { FingerprintChange } from '../fingerprint/types.js';
-import { formatDuration, formatInterval, formatNumber, formatPercent, formatPValue, formatRatio, runDurationMs } from '../util/format.js';
+import { formatChange, formatChangeInterval, formatDuration, formatNumber, formatPercent, formatPValue, runDurationMs } from '../util/format.js';
 import { CAMPAIGN_CSS } from './campaign-html.js';
+import type { RunComparison } from './compare.js';
+import { EQUIVALENCE_CSS } from './equivalence-html.js';
 import { escapeHtml as esc } from './escape.js';
 import type { Figure } from './figures.js';
 import { machineStateHtml } from './machine.js';
-import type { RunComparison, RunReport } from './model.js';
+import type { RunReport } from './model.js';
 
 /** Styles of the report fragments; the UI page includes them too. */
 export const REPORT_CSS = `
@@ -24,7 +26,7 @@ h2 { font-size:16px; margin:28px 0 10px; font-weight:600; }
 code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size:12.5px; }
 .muted { color:var(--muted); }
 .card { background:#fff; border:1px solid var(--border); border-radius:8px; padding:16px 18px; }
-.pill { display:inline-block; padding:1px 10px; border-radius:999px; font-size:12px; font-weight:600; border:1px solid transparent; vertical-align:middle; }
+.pill { display:inline-block; padding:1px 10px; border-radius:999px; font-size:12px; font-weight:600; border:1px solid transparent; vertical-align:middle; white-space:nowrap; }
 .pill.done, .pill.ready, .pill.faster { background:var(--good-bg); color:var(--good); border-color:#aceebb; }
 .pill.failed, .pill.drift, .pill.slower { background:var(--bad-bg); color:var(--bad); border-color:#ffcecb; }
 .pill.running, .pill.starting { background:#ddf4ff; color:var(--accent); border-color:#b6e3ff; }
@@ -37,6 +39,7 @@ table.data { width:100%; border-collapse:collapse; background:#fff; border:1px s
 table.data th, table.data td { padding:7px 12px; border-bottom:1px solid #eaeef2; text-align:left; vertical-align:top; }
 table.data th { background:var(--soft); font-size:12px; font-weight:600; color:var(--muted); text-transform:uppercase; letter-spacing:.03em; }
 table.data td.num, table.data th.num { text-align:right; font-variant-numeric:tabular-nums; }
+table.data td.num { white-space:nowrap; }
 table.data td.warn { color:#b45309; font-weight:600; }
 table.data tr:last-child td { border-bottom:none; }
 table.data tr.baseline td { background:#fbfcfd; color:var(--muted); }
@@ -60,7 +63,7 @@ export function renderHtmlReport(report: RunReport, figures: Figure[], compariso
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${esc(report.experimentName)} — run ${report.runId} · servelab report</title>
-<style>${REPORT_CSS}${CAMPAIGN_CSS}
+<style>${REPORT_CSS}${CAMPAIGN_CSS}${EQUIVALENCE_CSS}
 main { max-width:1240px; margin:0 auto; padding:28px 28px 48px; }
 header.top { display:flex; align-items:center; gap:12px; flex-wrap:wrap; }
 footer { margin-top:40px; font-size:12px; color:var(--muted); }
@@ -76,6 +79,7 @@ ${verdictTableHtml(report)}
 ${campaign ? `<h2>Best config</h2>\n${campaign}` : ''}
 <h2>Charts</h2>
 ${figuresHtml(figures)}
+${trialTableHtml(report)}
 ${report.categories.length > 0 ? `<h2>Per category</h2>${categoryTableHtml(report)}` : ''}
 <h2>Drift notes</h2>
 ${driftNotesHtml(report)}
@@ -98,7 +102,7 @@ export function statusPill(status: string): string {
 export function runFactsHtml(report: RunReport): string {
   const facts: Array<[string, string]> = [
     ['Status', report.status],
-    ['Trials', `${report.trialCount}${report.plannedTrials !== undefined ? ` / ${report.plannedTrials}` : ''}`],
+    ['Trials done', trialsDone(report.trialCount, report.plannedTrials)],
     ['Duration', formatDuration(runDurationMs(report.startedAt, report.finishedAt))],
     ['Baseline', report.baseline],
     [`Metric · ${report.metric}`, report.metricUnit || report.metric],
@@ -109,26 +113,30 @@ export function runFactsHtml(report: RunReport): string {
   }`;
 }
 
+/** "2/20": trials stored of those planned, worded the same in the facts, the UI's sidebar and its progress. */
+export function trialsDone(stored: number, planned: number): string {
+  return `${stored}/${planned}`;
+}
+
 export function verdictTableHtml(report: RunReport): string {
   if (report.rows.length === 0) return '<p class="empty">No trials measured yet.</p>';
   const multiWorkload = report.workloads.length > 1;
   const confidence = `${Math.round(report.confidence * 100)}% CI`;
   const side = sideColumns(report.rows);
-  const head = `<tr>${multiWorkload ? '<th>workload</th>' : ''}<th>variant</th><th class="num">trials</th><th class="num">median ${esc(report.metricUnit || report.metric)}</th><th class="num">ratio vs baseline</th><th class="num">${confidence}</th><th class="num">p-value</th><th class="num">failed requests</th><th class="num">invalid trials</th>${side.map((column) => `<th class="num">${esc(column.title)}</th>`).join('')}<th>verdict</th></tr>`;
+  const head = `<tr>${multiWorkload ? '<th>workload</th>' : ''}<th>variant</th><th class="num">trials</th><th class="num">median ${esc(report.metricUnit || report.metric)}</th><th class="num">change vs baseline</th><th class="num">${confidence} of change</th><th class="num">p-value</th><th class="num">failed requests (this variant)</th><th class="num">invalid trials (this variant)</th>${side.map((column) => `<th class="num">${esc(column.title)}</th>`).join('')}<th>verdict</th></tr>`;
   const body = report.rows
     .map((row) => {
       const verdictClass = row.label === 'faster' || row.label === 'slower' ? row.label : 'neutral';
-      return `<tr class="${row.isBaseline ? 'baseline' : ''}">${multiWorkload ? `<td>${esc(row.workload)}</td>` : ''}<td><code>${esc(row.variant)}</code></td><td class="num">${row.trials}</td><td class="num">${formatNumber(row.median)}</td><td class="num">${formatRatio(row.ratio)}</td><td class="num">${row.isBaseline ? '—' : formatInterval(row.ciLow, row.ciHigh)}</td><td class="num">${formatPValue(row.pValue)}</td><td class="num${row.failedRequests > 0 ? ' warn' : ''}">${row.failedRequests}</td><td class="num${row.invalidTrials > 0 ? ' warn' : ''}">${row.invalidTrials}</td>${side.map((column) => `<td class="num">${column.cell(row)}</td>`).join('')}<td><span class="pill ${verdictClass}">${esc(row.label)}</span></td></tr>`;
+      return `<tr class="${row.isBaseline ? 'baseline' : ''}">${multiWorkload ? `<td>${esc(row.workload)}</td>` : ''}<td><code>${esc(row.variant)}</code></td><td class="num">${row.trials}</td><td class="num">${formatNumber(row.median)}</td><td class="num">${row.isBaseline ? '—' : formatChange(row.ratio)}</td><td class="num">${row.isBaseline ? '—' : formatChangeInterval(row.ciLow, row.ciHigh)}</td><td class="num">${formatPValue(row.pValue)}</td><td class="num${row.failedRequests > 0 ? ' warn' : ''}">${row.failedRequests}</td><td class="num${row.invalidTrials > 0 ? ' warn' : ''}">${row.invalidTrials}</td>${side.map((column) => `<td class="num">${column.cell(row)}</td>`).join('')}<td><span class="pill ${verdictClass}">${esc(row.label)}</span></td></tr>`;
     })
     .join('');
-  const note = `<p class="muted">${esc(report.verdictMethod)}.${report.verdictsFinal ? '' : ' Verdicts are provisional: the runner has not finalized this run.'}</p>`;
+  const note = `<p class="muted">${esc(report.verdictMethod)}.${report.verdictsNote ? ` ${esc(report.verdictsNote)}` : ''}</p>`;
   return `<table class="data verdicts"><thead>${head}</thead><tbody>${body}</tbody></table>${note}`;
 }
 
 /** Medians per dataset category: where acceptance and latency differ by what is asked. */
 export function categoryTableHtml(report: RunReport): string {
-  const head =
-    '<tr><th>variant</th><th>workload</th><th>category</th><th class="num">trials</th><th class="num">ok</th><th class="num">failed</th><th class="num">tok/s</th><th class="num">TTFT ms p50</th><th class="num">TPOT ms p50</th><th class="num">spec acc/len</th></tr>';
+  const head = `<tr><th>variant</th><th>workload</th><th>category</th><th class="num">trials</th><th class="num">ok</th><th class="num">failed</th><th class="num">tok/s</th><th class="num">TTFT ms p50</th><th class="num">TPOT ms p50</th><th class="num">${esc(ACCEPTANCE_HEADER)}</th></tr>`;
   const body = report.categories
     .map(
       (row) =>
@@ -136,6 +144,19 @@ export function categoryTableHtml(report: RunReport): string {
     )
     .join('');
   return `<table class="data categories"><thead>${head}</thead><tbody>${body}</tbody></table>`;
+}
+
+/** Every stored trial in run order, numbered as the runner's log and `servelab show` number them. */
+export function trialTableHtml(report: RunReport): string {
+  if (report.trialRows.length === 0) return '<p class="empty">No trials measured yet.</p>';
+  const head = `<tr><th>trial</th><th>block</th><th>variant</th><th>workload</th><th class="num">${esc(report.metricUnit || report.metric)}</th><th class="num">ok requests</th><th class="num">failed requests</th><th>finished</th></tr>`;
+  const body = report.trialRows
+    .map(
+      (row) =>
+        `<tr><td class="mono">${esc(row.number)}</td><td>${esc(row.block)}</td><td><code>${esc(row.variant)}</code></td><td>${esc(row.workload)}</td><td class="num">${formatNumber(row.value)}</td><td class="num">${row.completed}</td><td class="num${row.failed > 0 ? ' warn' : ''}">${row.failed}</td><td class="mono">${esc(row.finishedAt.replace('T', ' ').slice(0, 19))}</td></tr>`,
+    )
+    .join('');
+  return `<details class="trials"><summary>${report.trialRows.length} trials in run order</summary><table class="data trials"><thead>${head}</thead><tbody>${body}</tbody></table></details>`;
 }
 
 export function figuresHtml(figures: Figure[]): string {
@@ -176,13 +197,15 @@ export function comparisonHtml(comparison: RunComparison): string {
         .map((row) => `<li class="alarm">Drift alarm (${esc(row.workload)}): ${esc(row.alarm)}</li>`)
         .join('')}<li>The runner's drift rule alarms on ${alarms.length} of ${comparison.rows.length} variant/workload pairs (highlighted below).</li></ul>`
     : '<p class="muted">The runner\'s drift rule raises no alarm on these runs.</p>';
+  // The drift rule compares the later run's mean (its first trials, as the runner sees them) with the earlier run's median.
+  const statistic = `<p class="muted">Per pair: the median of run ${comparison.runA}'s trials against the mean of run ${comparison.runB}'s, as the runner's drift rule judges them (${esc(comparison.metric)}).</p>`;
   const rows =
     comparison.rows.length === 0
       ? '<p class="empty">The runs share no variant and workload to compare.</p>'
-      : `<table class="data drift"><thead><tr><th>variant</th><th>workload</th><th class="num">run ${comparison.runA}</th><th class="num">run ${comparison.runB}</th><th class="num">change</th><th class="num">noise band</th><th>status</th></tr></thead><tbody>${comparison.rows
+      : `<table class="data drift"><thead><tr><th>variant</th><th>workload</th><th class="num">run ${comparison.runA}: median</th><th class="num">run ${comparison.runB}: mean</th><th class="num">change</th><th class="num">noise band</th><th>status</th></tr></thead><tbody>${comparison.rows
           .map(
             (row) =>
-              `<tr class="${row.decision.kind === 'alarm' ? 'alarm' : ''}"><td><code>${esc(row.variant)}</code></td><td>${esc(row.workload)}</td><td class="num">${formatNumber(row.check.reference)}</td><td class="num">${formatNumber(row.check.current)}</td><td class="num">${formatPercent(row.check.changePct)}</td><td class="num">±${row.check.band.toFixed(1)}%</td><td><span class="pill ${row.decision.kind === 'alarm' ? 'drift' : 'neutral'}" title="${esc(row.decision.reason)}">${esc(row.status)}</span>${row.status === 'within noise' ? '' : ` ${esc(row.decision.reason)}`}</td></tr>`,
+              `<tr class="${row.decision.kind === 'alarm' ? 'alarm' : ''}"><td><code>${esc(row.variant)}</code></td><td>${esc(row.workload)}</td><td class="num">${formatNumber(row.check.reference)} <span class="muted">(n=${row.historySize})</span></td><td class="num">${formatNumber(row.check.current)} <span class="muted">(n=${row.currentSize})</span></td><td class="num">${formatPercent(row.check.changePct)}</td><td class="num">±${row.check.band.toFixed(1)}%</td><td><span class="pill ${row.decision.kind === 'alarm' ? 'drift' : 'neutral'}" title="${esc(row.decision.reason)}">${esc(row.status)}</span>${row.status === 'within noise' ? '' : ` ${esc(row.decision.reason)}`}</td></tr>`,
           )
           .join('')}</tbody></table>`;
   const changes =
@@ -191,7 +214,7 @@ export function comparisonHtml(comparison: RunComparison): string {
       : `<table class="data changes"><thead><tr><th>fact</th><th>run ${comparison.runA}</th><th>run ${comparison.runB}</th></tr></thead><tbody>${comparison.changes
           .map((change) => `<tr class="alarm">${changeCells(change)}</tr>`)
           .join('')}</tbody></table>`;
-  return `${banner}${rows}<h2>Environment diff</h2>${changes}`;
+  return `${banner}${statistic}${rows}<h2>Environment diff</h2>${changes}`;
 }
 
 /** A fact before/after; `strike` marks the old value as replaced (a diff), not just different (a variant). */

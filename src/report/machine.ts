@@ -23,7 +23,12 @@ export interface MachineTrial {
 
 const COUNTER = /_total$/;
 
-export function machineTrials(trials: readonly TrialRecord[], telemetry: ReadonlyMap<number, TrialTelemetry>): MachineTrial[] {
+/** `numberText`: the trial's number as every view writes it ("trial 3/20"). */
+export function machineTrials(
+  trials: readonly TrialRecord[],
+  telemetry: ReadonlyMap<number, TrialTelemetry>,
+  numberText: (trial: TrialRecord) => string,
+): MachineTrial[] {
   const views: MachineTrial[] = [];
   for (const trial of trials) {
     const recorded = telemetry.get(trial.id);
@@ -39,7 +44,7 @@ export function machineTrials(trials: readonly TrialRecord[], telemetry: Readonl
       }));
     const view: MachineTrial = {
       trialId: trial.id,
-      label: `trial ${trial.id} · ${trial.variant} · ${trial.workload} #${trial.repetition + 1}`,
+      label: `${numberText(trial)} · ${trial.variant} · ${trial.workload}`,
       lines: formatTelemetrySummary(recorded.summary),
       smClock: perGpu((sample) => sample.smClockMHz),
       power: perGpu((sample) => sample.powerW),

@@ -1,8 +1,8 @@
 /** The Markdown summary of a run: verdict table, environment, drift notes (for PRs, chat, terminals). */
 
 import { sideColumns } from '../experiment/spec/side-figures.js';
-import { acceptanceCell } from '../experiment/text/format.js';
-import { formatDuration, formatInterval, formatNumber, formatPValue, formatRatio, runDurationMs } from '../util/format.js';
+import { ACCEPTANCE_HEADER, acceptanceCell } from '../experiment/text/format.js';
+import { formatChange, formatChangeInterval, formatDuration, formatNumber, formatPValue, runDurationMs } from '../util/format.js';
 import { escapeMarkdownCell as cell } from './escape.js';
 import type { RunReport } from './model.js';
 
@@ -26,24 +26,24 @@ export function renderMarkdown(report: RunReport): string {
     const multiWorkload = report.workloads.length > 1;
     const side = sideColumns(report.rows);
     lines.push(
-      `| ${multiWorkload ? 'workload | ' : ''}variant | trials | median ${cell(report.metricUnit || report.metric)} | ratio vs baseline | ${Math.round(report.confidence * 100)}% CI | p-value | failed requests | invalid trials | ${side.map((column) => `${column.title} | `).join('')}verdict |`,
-      `|${multiWorkload ? ' --- |' : ''} --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ${side.map(() => '---: | ').join('')}--- |`,
+      `| ${multiWorkload ? 'workload | ' : ''}variant | trials | median ${cell(report.metricUnit || report.metric)} | change vs baseline | ${Math.round(report.confidence * 100)}% CI of change | p-value | failed requests (this variant) | invalid trials (this variant) | ${side.map((column) => `${column.title} | `).join('')}verdict |`,
+      `|${multiWorkload ? ' --- |' : ''} --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- |`,
     );
     for (const row of report.rows) {
       const verdict = row.significant ? `**${row.label}**` : row.label;
       lines.push(
-        `| ${multiWorkload ? `${cell(row.workload)} | ` : ''}${cell(row.variant)} | ${row.trials} | ${formatNumber(row.median)} | ${formatRatio(row.ratio)} | ${row.isBaseline ? '—' : formatInterval(row.ciLow, row.ciHigh)} | ${formatPValue(row.pValue)} | ${row.failedRequests} | ${row.invalidTrials} | ${side.map((column) => `${column.cell(row)} | `).join('')}${verdict} |`,
+        `| ${multiWorkload ? `${cell(row.workload)} | ` : ''}${cell(row.variant)} | ${row.trials} | ${formatNumber(row.median)} | ${row.isBaseline ? '—' : formatChange(row.ratio)} | ${row.isBaseline ? '—' : formatChangeInterval(row.ciLow, row.ciHigh)} | ${formatPValue(row.pValue)} | ${row.failedRequests} | ${row.invalidTrials} | ${side.map((column) => `${column.cell(row)} | `).join('')}${verdict} |`,
       );
     }
     lines.push('', `_${report.verdictMethod}._`, '');
-    if (!report.verdictsFinal) lines.push('_Verdicts are provisional: the runner has not finalized this run._', '');
+    if (report.verdictsNote) lines.push(`_${report.verdictsNote}_`, '');
   }
 
   if (report.categories.length > 0) {
     lines.push(
       '## Per category',
       '',
-      '| variant | workload | category | trials | ok | failed | tok/s | TTFT ms p50 | TPOT ms p50 | spec acc/len |',
+      `| variant | workload | category | trials | ok | failed | tok/s | TTFT ms p50 | TPOT ms p50 | ${ACCEPTANCE_HEADER} |`,
       '| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     );
     for (const row of report.categories) {

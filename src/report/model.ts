@@ -4,26 +4,27 @@
  */
 
 import { median } from 'simple-statistics';
-import { type DriftCheck, type DriftDecision, driftStatus, formatDriftAlarm, judgeDrift } from '../experiment/analysis/drift.js';
 import { verdictMethod } from '../experiment/analysis/verdict.js';
 import { computeVerdicts } from '../experiment/analysis/verdicts.js';
+import { workNotes } from '../experiment/analysis/work-notes.js';
 import { type CategoryRow, categoryRows } from '../experiment/spec/categories.js';
 import { metricUnit, metricValue } from '../experiment/spec/metrics.js';
 import { type SideFigures, sideFigures } from '../experiment/spec/side-figures.js';
 import { storedExperimentOf, storedVerdictsOf } from '../experiment/spec/stored.js';
+import { type TrialSlot, trialNumbers } from '../experiment/spec/trial-number.js';
 import type { MetricName, ResolvedExperiment, VariantVerdict } from '../experiment/spec/types.js';
-import { diffFingerprints, formatChanges } from '../fingerprint/diff.js';
-import type { FingerprintChange } from '../fingerprint/types.js';
+import { diffFingerprints, flattenFingerprint, formatChanges, isVolatileKey } from '../fingerprint/diff.js';
+import type { Fingerprint, FingerprintChange } from '../fingerprint/types.js';
 import type { DriftAlarmRecord } from '../store/drift-alarms.js';
 import type { RunDetail, TrialHealth } from '../store/queries.js';
 import type { TrialLatencies } from '../store/reads.js';
 import { describeUnreadable, type UnreadableRow } from '../store/row-json.js';
 import type { FingerprintRecord, RunStatus, TrialRecord } from '../store/types.js';
 import type { TrialTelemetry } from '../telemetry/types.js';
+import { formatBlock, formatTrialNumber } from '../util/format.js';
 import type { CdfSeries, SpeedupBar, XYSeries } from './charts.js';
-import { environmentSummary, representativeFingerprint } from './environment.js';
 import { type MachineTrial, machineTrials } from './machine.js';
-import { acceptanceSeries, latencySeries, metricValues, throughputSeries } from './series.js';
+import { acceptanceSeries, latencySeries, metricValues, type TrialOrderSeries, throughputSeries, trialOrderSeries } from './series.js';
 
 /** Everything stored about one run that a report needs. */
 export interface RunData {
@@ -81,7 +82,7 @@ export interface RunReport {
   servelabVersion: string;
   gitSha?: string;
   trialCount: number;
-  plannedTrials?: number;
+  plannedTrials: number;
   metric: string;
   metricUnit: string;
   baseline: string;
@@ -91,9 +92,15 @@ export interface RunReport {
   verdictMethod: string;
   /** False when verdicts were computed here from an unfinished run's trials rather than stored by the runner. */
   verdictsFinal: boolean;
+  /** Why the verdicts are not the runner's final ones, worded for the run's status; absent when they are. */
+  verdictsNote?: string;
   workloads: string[];
   variants: string[];
   rows: VerdictRow[];
+  /** Each counted trial at its run-order position, per workload, with the plan's blocks. */
+  trialOrder: TrialOrderSeries[];
+  /** The stored trials in run order, numbered as every view numbers them. */
+  trialRows: TrialRow[];
   throughput: { categories: string[]; series: XYSeries[] };
   latency?: { workload: string; ttft: CdfSeries[]; e2e: CdfSeries[] };
   speedup: SpeedupBar[];
@@ -105,33 +112,17 @@ export interface RunReport {
   machine: MachineTrial[];
 }
 
-export interface DriftRow {
+export interface TrialRow {
+  /** "trial 3/20" (formatTrialNumber). */
+  number: string;
+  /** "block 1" (formatBlock). */
+  block: string;
   variant: string;
   workload: string;
-  /** The drift rule's judgement (judgeDrift), exactly as the runner judged or would judge run B against run A. */
-  decision: DriftDecision;
-  /** decision.check: the figure judged. */
-  check: DriftCheck;
-  /** Short status (driftStatus): DRIFT, not confirmed, history too short… */
-  status: string;
-  /** Run A's trials of the pair: the history. */
-  historySize: number;
-  /** The runner's one-line alarm text, set only when the rule alarms. */
-  alarm?: string;
-}
-
-/** Run B against run A: environment changes and whether each variant's numbers moved beyond noise. */
-export interface RunComparison {
-  runA: number;
-  runB: number;
-  metric: MetricName;
-  /** Baseline variant of run B: its alarms are the ones the runner acts on. */
-  baseline: string;
-  /** The variant whose fingerprints `changes` compares (absent when the runs share none). */
-  environmentVariant?: string;
-  changes: FingerprintChange[];
-  rows: DriftRow[];
-  drifted: boolean;
+  value: number;
+  completed: number;
+  failed: number;
+  finishedAt: string;
 }
 
 export function buildRunReport(data: RunData): RunReport {
@@ -145,6 +136,8 @@ export function buildRunReport(data: RunData): RunReport {
   const chosen = runVerdicts(run, trials, data.health);
   const verdicts = chosen.verdicts;
   const rows = verdictRows(workloads, variants, baseline, trials, metric, verdicts, data.health ?? []);
+  const numberOf = trialNumbers(run.plan);
+  const verdictsNote = chosen.final || trials.length === 0 ? undefined : unfinalizedNote(run.status, trials.length, planned);
 
   return {
     runId: run.id,
@@ -157,16 +150,19 @@ export function buildRunReport(data: RunData): RunReport {
     servelabVersion: run.servelabVersion,
     ...(run.gitSha !== undefined && { gitSha: run.gitSha }),
     trialCount: trials.length,
-    ...(planned !== undefined && { plannedTrials: planned }),
+    plannedTrials: planned,
     metric,
     metricUnit: metricUnit(metric),
     baseline,
     confidence: 1 - (experiment?.verdict.alpha ?? 0.05),
     verdictMethod: verdictMethod(run.plan.schedule === 'blocked'),
     verdictsFinal: chosen.final,
+    ...(verdictsNote !== undefined && { verdictsNote }),
     workloads,
     variants,
     rows,
+    trialOrder: trialOrderSeries(workloads, variants, trials, run.plan, numberOf, metric),
+    trialRows: trialRows(trials, numberOf, planned, metric),
     throughput: throughputSeries(workloads, variants, trials),
     ...optional('latency', latencySeries(workloads, variants, data)),
     speedup: rows
@@ -181,67 +177,8 @@ export function buildRunReport(data: RunData): RunReport {
     ...optional('acceptance', acceptanceSeries(workloads, trials)),
     categories: categoryRows(trials),
     environment: environmentSummary(data, variants, baseline),
-    driftNotes: [...leftOutNotes(data, metric), ...(chosen.note ? [chosen.note] : []), ...driftNotes(data, planned, chosen.final)],
-    machine: machineTrials(trials, data.telemetry ?? new Map()),
-  };
-}
-
-/**
- * Compare two runs with the runner's drift rule (judgeDrift): per variant and workload both have, B's first trials
- * (in order) against A's trials as history, with B's drift settings and planned trials — the judgement `run`,
- * `diff`, the report and the UI all show — plus the environment diff of their fingerprints of one variant.
- */
-export function compareRuns(a: RunData, b: RunData): RunComparison {
-  const experiment = experimentOf(b.run) ?? experimentOf(a.run);
-  const metric: MetricName = experiment?.metric ?? 'outputTokensPerSecond';
-  const band = experiment?.drift ?? { relativeBand: 0.05, sigmas: 3 };
-  // Compare like with like: the same variant's environment in both runs (the baseline when both measured it).
-  const shared = new Set(a.trials.map((trial) => trial.variant));
-  const variant = [experiment?.baseline, ...b.trials.map((trial) => trial.variant)].find(
-    (name) => name !== undefined && shared.has(name) && b.trials.some((trial) => trial.variant === name),
-  );
-  const fingerprintA = representativeFingerprint(a, variant);
-  const fingerprintB = representativeFingerprint(b, variant);
-  const changes = fingerprintA && fingerprintB ? diffFingerprints(fingerprintA, fingerprintB) : [];
-  const rows: DriftRow[] = [];
-  for (const workload of orderedWorkloads(experiment, b.trials)) {
-    for (const name of orderedVariants(experiment, b.trials)) {
-      const history = metricValues(a.trials, name, workload, metric);
-      const current = metricValues(b.trials, name, workload, metric);
-      const planned = b.run.plan.trials.filter((trial) => trial.variant === name && trial.workload === workload).length;
-      const decision = history.length > 0 ? judgeDrift(current, history, { ...band, confirmable: (planned || current.length) >= 2 }) : undefined;
-      if (!decision) continue;
-      const { check } = decision;
-      rows.push({
-        variant: name,
-        workload,
-        decision,
-        check,
-        status: driftStatus(decision, history.length),
-        historySize: history.length,
-        ...(decision.kind === 'alarm' && {
-          alarm: formatDriftAlarm({
-            variant: name,
-            metricLabel: metricUnit(metric),
-            current: check.current,
-            reference: check.reference,
-            changePct: check.changePct,
-            changes,
-          }),
-        }),
-      });
-    }
-  }
-  const baseline = experiment?.baseline ?? b.trials[0]?.variant ?? '';
-  return {
-    runA: a.run.id,
-    runB: b.run.id,
-    metric,
-    baseline,
-    ...(variant !== undefined && { environmentVariant: variant }),
-    changes,
-    rows,
-    drifted: rows.some((row) => row.decision.kind === 'alarm'),
+    driftNotes: [...leftOutNotes(data, metric), ...(chosen.note ? [chosen.note] : []), ...(verdictsNote ? [verdictsNote] : []), ...driftNotes(data)],
+    machine: machineTrials(trials, data.telemetry ?? new Map(), (trial) => formatTrialNumber(numberOf(trial), planned)),
   };
 }
 
@@ -275,28 +212,53 @@ export function runVerdicts(
 }
 
 /** Stored values left out of every figure, and trials whose metric is not a number (counted nowhere), by name. */
-export function leftOutNotes(data: Pick<RunData, 'trials' | 'unreadable'>, metric: MetricName): string[] {
+export function leftOutNotes(data: Pick<RunData, 'trials' | 'unreadable'> & { run: Pick<RunDetail, 'plan'> }, metric: MetricName): string[] {
   const notes = (data.unreadable ?? []).map((row) => `Left out (unreadable): ${describeUnreadable(row)}.`);
+  const numberOf = trialNumbers(data.run.plan);
   for (const trial of data.trials) {
     if (Number.isFinite(metricValue(trial.metrics, metric))) continue;
-    notes.push(`Trial ${trial.id} (${trial.variant}, ${trial.workload}, block ${trial.block}) has no measured ${metric}: left out of medians, n and verdicts.`);
+    const number = formatTrialNumber(numberOf(trial), data.run.plan.trials.length);
+    notes.push(`${number} (${trial.variant}, ${trial.workload}, ${formatBlock(trial.block)}) has no measured ${metric}: left out of medians, n and verdicts.`);
   }
   return notes;
 }
 
-function experimentOf(run: RunDetail): ResolvedExperiment | undefined {
+/** Said once, in the verdict table and the notes alike: a stopped run is not "provisional", it will not go on. */
+function unfinalizedNote(status: RunStatus, trials: number, planned: number): string {
+  return status === 'running'
+    ? `Verdicts are provisional: computed from ${trials} of ${planned} planned trials so far.`
+    : `Verdicts computed by the report from the ${trials} of ${planned} planned trials stored: the runner did not finalize this ${status} run.`;
+}
+
+function trialRows(trials: readonly TrialRecord[], numberOf: (slot: TrialSlot) => number | undefined, planned: number, metric: MetricName): TrialRow[] {
+  return trials
+    .map((trial) => ({ trial, position: numberOf(trial) ?? Number.POSITIVE_INFINITY }))
+    .sort((a, b) => a.position - b.position || a.trial.id - b.trial.id)
+    .map(({ trial, position }) => ({
+      number: formatTrialNumber(Number.isFinite(position) ? position : undefined, planned),
+      block: formatBlock(trial.block),
+      variant: trial.variant,
+      workload: trial.workload,
+      value: metricValue(trial.metrics, metric),
+      completed: trial.metrics.completed,
+      failed: trial.metrics.failed,
+      finishedAt: trial.finishedAt,
+    }));
+}
+
+export function experimentOf(run: RunDetail): ResolvedExperiment | undefined {
   const config = storedExperimentOf(run);
   // The store checked names, variants and workloads; verdicts also need the verdict settings.
   return config.verdict ? config : undefined;
 }
 
-function orderedVariants(experiment: ResolvedExperiment | undefined, trials: TrialRecord[]): string[] {
+export function orderedVariants(experiment: ResolvedExperiment | undefined, trials: TrialRecord[]): string[] {
   const names = experiment?.variants.map((variant) => variant.name) ?? [];
   return [...new Set([...names, ...trials.map((trial) => trial.variant)])];
 }
 
 /** The experiment's order (a sweep is already ascending); otherwise single-stream, then by concurrency. */
-function orderedWorkloads(experiment: ResolvedExperiment | undefined, trials: TrialRecord[]): string[] {
+export function orderedWorkloads(experiment: ResolvedExperiment | undefined, trials: TrialRecord[]): string[] {
   if (experiment) return [...new Set([...experiment.workloads.map((workload) => workload.label), ...trials.map((trial) => trial.workload)])];
   const concurrency = new Map(trials.map((trial) => [trial.workload, trial.workload === 'single-stream' ? 0 : (trial.concurrency ?? Infinity)]));
   return [...concurrency.keys()].sort((x, y) => concurrency.get(x)! - concurrency.get(y)! || x.localeCompare(y));
@@ -342,20 +304,43 @@ function verdictRows(
   return rows;
 }
 
-function driftNotes(data: RunData, planned: number | undefined, verdictsFinal: boolean): string[] {
+function environmentSummary(data: RunData, variants: string[], baseline: string): EnvironmentSummary {
+  const fingerprints = [...new Set(data.trials.map((trial) => trial.fingerprintId))]
+    .map((id) => data.fingerprints.get(id)?.fingerprint)
+    .filter((fingerprint) => fingerprint !== undefined);
+  const flats = fingerprints.map(flattenFingerprint);
+  const first = flats[0] ?? {};
+  const common = Object.entries(first)
+    // Readings of the moment (host load, current clock) are machine state, shown with the telemetry, not the environment.
+    .filter(([key, value]) => !isVolatileKey(key) && flats.every((flat) => flat[key] === value))
+    .map(([key, value]) => ({ key, value }));
+  const reference = representativeFingerprint(data, baseline);
+  const variantChanges = reference
+    ? variants
+        .filter((variant) => variant !== baseline)
+        .flatMap((variant) => {
+          const fingerprint = representativeFingerprint(data, variant, false);
+          return fingerprint ? [{ variant, changes: diffFingerprints(reference, fingerprint) }] : [];
+        })
+    : [];
+  return { common, variants: variantChanges, distinctFingerprints: fingerprints.length };
+}
+
+/** The fingerprint of a variant's first trial (or of the run's first trial when the variant has none). */
+export function representativeFingerprint(data: RunData, variant: string | undefined, fallback = true): Fingerprint | undefined {
+  const trial = data.trials.find((candidate) => candidate.variant === variant) ?? (fallback ? data.trials[0] : undefined);
+  return trial && data.fingerprints.get(trial.fingerprintId)?.fingerprint;
+}
+
+function driftNotes(data: RunData): string[] {
   const { run, trials } = data;
+  const numberOf = trialNumbers(run.plan);
+  const numberText = (trial: TrialRecord): string => formatTrialNumber(numberOf(trial), run.plan.trials.length);
   const notes: string[] = [];
   if (run.status === 'drift') notes.push(`Drift alarm stopped this run: ${run.message ?? 'no detail recorded'}`);
   // Alarms accepted with --accept-drift leave no trace in the status: the stored rows say the numbers moved.
   for (const alarm of data.driftAlarms ?? []) if (alarm.accepted) notes.push(`Drift alarm accepted with --accept-drift: ${alarm.message}`);
   if (run.status === 'failed' || run.status === 'interrupted') notes.push(`Run ${run.status}${run.message ? `: ${run.message}` : ''}`);
-  if (!verdictsFinal && trials.length > 0) {
-    notes.push(
-      run.status === 'running'
-        ? `Verdicts are provisional: computed from ${trials.length}${planned !== undefined ? ` of ${planned}` : ''} planned trials so far.`
-        : `Verdicts computed by the report from the ${trials.length} stored trials: the runner did not finalize this ${run.status} run.`,
-    );
-  }
   // The same variant must see the same environment in every trial; a change mid-run is drift inside the run.
   const byVariant = new Map<string, TrialRecord[]>();
   for (const trial of trials) byVariant.set(trial.variant, [...(byVariant.get(trial.variant) ?? []), trial]);
@@ -366,7 +351,9 @@ function driftNotes(data: RunData, planned: number | undefined, verdictsFinal: b
       if (!before || !after || variantTrials[i - 1]!.fingerprintId === variantTrials[i]!.fingerprintId) continue;
       const changes = diffFingerprints(before, after);
       if (changes.length > 0)
-        notes.push(`${variant}: environment changed between trials ${variantTrials[i - 1]!.id} and ${variantTrials[i]!.id}: ${formatChanges(changes)}`);
+        notes.push(
+          `${variant}: environment changed between ${numberText(variantTrials[i - 1]!)} and ${numberText(variantTrials[i]!)}: ${formatChanges(changes)}`,
+        );
     }
   }
   const failed = trials.reduce((sum, trial) => sum + (trial.metrics.failed ?? 0), 0);
@@ -374,6 +361,7 @@ function driftNotes(data: RunData, planned: number | undefined, verdictsFinal: b
     const affected = trials.filter((trial) => (trial.metrics.failed ?? 0) > 0).length;
     notes.push(`${failed} failed requests in ${affected} of ${trials.length} trials (excluded from latency figures).`);
   }
+  notes.push(...workNotes(trials));
   return notes;
 }
 

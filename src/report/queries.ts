@@ -1,10 +1,13 @@
 /** Assembles everything a report of one run needs from the store's read-only views. */
+
+import type { RequestSample } from '../metrics/types.js';
 import type { Db } from '../store/db.js';
 import { listDriftAlarms } from '../store/drift-alarms.js';
-import { getRun, listTrials, trialHealth } from '../store/queries.js';
+import { getRun, listTrials, type RunDetail, trialHealth, trialSamples } from '../store/queries.js';
 import { fingerprintsByIds, trialLatencies, viewedRuns } from '../store/reads.js';
 import type { UnreadableRow } from '../store/row-json.js';
 import { runTelemetry } from '../store/telemetry.js';
+import type { TrialRecord } from '../store/types.js';
 import type { RunData } from './model.js';
 
 /**
@@ -38,4 +41,23 @@ export function loadRunData(db: Db, runId: number, options: { latencies?: boolea
     driftAlarms: listDriftAlarms(db, runId, unreadable),
     unreadable,
   };
+}
+
+/** What `servelab export` writes: a run's readable trials and, for request-level formats, their requests. */
+export interface ExportData {
+  run: RunDetail;
+  trials: TrialRecord[];
+  /** Requests per trial id; empty when not asked for. */
+  samples: Map<number, RequestSample[]>;
+  /** Stored values left out (each also warned on stderr). */
+  unreadable: UnreadableRow[];
+}
+
+export function loadExportData(db: Db, runId: number, options: { samples: boolean }): ExportData | undefined {
+  const run = getRun(db, runId);
+  if (!run) return undefined;
+  const unreadable: UnreadableRow[] = [];
+  const trials = listTrials(db, runId, unreadable);
+  const samples = new Map(options.samples ? trials.map((trial) => [trial.id, trialSamples(db, trial.id, unreadable)]) : []);
+  return { run, trials, samples, unreadable };
 }

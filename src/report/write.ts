@@ -2,19 +2,24 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { bestConfig } from '../experiment/analysis/best.js';
+import { experimentEquivalence, outputMatches } from '../experiment/analysis/equivalence.js';
 import { storedExperimentOf } from '../experiment/spec/stored.js';
 import { formatBestVerdict, formatSpecView, hasSpecFigures } from '../experiment/text/best-format.js';
+import { formatEquivalence } from '../experiment/text/equivalence-format.js';
 import { listRaceEvents } from '../store/campaign.js';
 import type { Db } from '../store/db.js';
+import { listEquivalencePasses } from '../store/equivalence.js';
 import { latestRunId } from '../store/reads.js';
 import { UserError } from '../util/errors.js';
 import { ExitCode } from '../util/exit.js';
 import { redactor } from '../util/redact.js';
 import { bestConfigHtml, campaignFigures, specTableHtml } from './campaign-html.js';
+import { compareRuns } from './compare.js';
+import { equivalenceHtml } from './equivalence-html.js';
 import { type Figure, reportFigures } from './figures.js';
 import { renderHtmlReport } from './html.js';
 import { renderMarkdown } from './markdown.js';
-import { buildRunReport, compareRuns, type RunData } from './model.js';
+import { buildRunReport, type RunData } from './model.js';
 import { loadRunData } from './queries.js';
 
 export interface WrittenReport {
@@ -59,12 +64,18 @@ function campaignOf(db: Db, data: RunData): CampaignParts {
   const eliminations = listRaceEvents(db, data.run.id).flatMap((event) =>
     event.kind === 'eliminated' && event.variant !== undefined ? [{ variant: event.variant, afterPass: event.afterPass, reason: event.reason }] : [],
   );
-  const best = bestConfig(experiment, data.trials, { eliminations, blocked: data.run.plan.schedule === 'blocked' });
+  const equivalence = experimentEquivalence(experiment, listEquivalencePasses(db, data.run.id));
+  const outputMatch = equivalence && outputMatches(equivalence);
+  const best = bestConfig(experiment, data.trials, { eliminations, blocked: data.run.plan.schedule === 'blocked', ...(outputMatch && { outputMatch }) });
   return {
-    html: bestConfigHtml(experiment, best) + (hasSpecFigures(data.trials) ? `\n<h2>Speculative decoding</h2>${specTableHtml(experiment, data.trials)}` : ''),
+    html:
+      bestConfigHtml(experiment, best) +
+      (equivalence ? `\n${equivalenceHtml(equivalence)}` : '') +
+      (hasSpecFigures(data.trials) ? `\n<h2>Speculative decoding</h2>${specTableHtml(experiment, data.trials)}` : ''),
     figures: campaignFigures(experiment, best, data.trials),
     markdown:
       `\n## Best config\n\n\`\`\`\n${formatBestVerdict(experiment, best)}\n\`\`\`\n` +
+      (equivalence ? `\n## Output equivalence\n\n\`\`\`\n${formatEquivalence(equivalence)}\n\`\`\`\n` : '') +
       (hasSpecFigures(data.trials) ? `\n## Speculative decoding\n\n\`\`\`\n${formatSpecView(experiment, data.trials)}\n\`\`\`\n` : ''),
   };
 }

@@ -36,13 +36,29 @@ const StartupSchema = z.strictObject({
     .prefault({}),
 });
 
+/**
+ * Speculative decoding. Plain form: a chain of `draftTokens` drafts per verify step. EAGLE form (SGLang's flags):
+ * `steps` draft-model steps (the tree's depth), `topk` candidates per step, `draftTokens` = SGLang's
+ * speculative_num_draft_tokens - 1 (the tree's nodes, the root being the last verified token); the nodes beyond
+ * the chain are alternatives at the shallowest depths, up to topk per depth (see model.ts `levelCandidates`).
+ */
 const SpecSchema = z.strictObject({
-  /** Draft length k; 0 turns speculative decoding off. */
+  /** Drafts proposed per verify step (tree nodes); 0 turns speculative decoding off. */
   draftTokens: z.number().int().min(0).max(64).default(0),
   /** Probability that each draft token is accepted, given all before it were. */
   acceptance: z.number().min(0).max(1).default(0.7),
   /** Extra verification-step cost per draft token, as a fraction of tpot. */
   draftOverhead: z.number().min(0).default(0.1),
+  /** Draft-model steps (tree depth); default: draftTokens (a chain). */
+  steps: z.number().int().min(1).max(64).optional(),
+  /** Candidates per draft step (SGLang's --speculative-eagle-topk). */
+  topk: z.number().int().min(1).max(16).default(1),
+  /** Acceptance at depth i is acceptance x decay^i: a draft model guesses worse the further it looks ahead. */
+  acceptanceDecay: z.number().min(0).max(1).default(1),
+  /** Cost of one draft-model step, as a fraction of tpot; tuned NCCL (envSpeedups) does not speed it up. */
+  draftStepCost: z.number().min(0).default(0),
+  /** Set by the simulator: the draft tokens asked for before SGLang's topk-1 rule replaced them (logged as SGLang does). */
+  requestedDraftTokens: z.number().int().min(0).optional(),
 });
 
 const DecodeSchema = z.strictObject({
@@ -119,6 +135,19 @@ export const SimConfigSchema = z.strictObject({
       incrementalStreamingOutput: z.boolean().default(false),
       /** SGLANG_HEALTH_CHECK_TIMEOUT: how long /health waits for the scheduler before answering 503. */
       healthCheckTimeoutMs: z.number().min(0).default(20_000),
+      /** --tp-size: tensor-parallel ranks, each logging its load lines as TPn (one process plays them all). */
+      tpSize: z.number().int().min(1).max(64).default(1),
+      /** --speculative-algorithm, as logged in server_args (EAGLE3 when unset and spec is on). */
+      speculativeAlgorithm: z.string().min(1).optional(),
+    })
+    .prefault({}),
+  /** How greedy answers differ from the seed's reference answer per prompt (src/simulate/output.ts). */
+  output: z
+    .strictObject({
+      /** Share of generated tokens replaced by another token. */
+      lossy: z.number().min(0).max(1).default(0),
+      /** Tokens identical to the reference before the rest of each answer differs. */
+      divergenceAfter: z.number().int().min(0).optional(),
     })
     .prefault({}),
   /** A prefix cache: repeated prompt prefixes skip their prefill cost (TTFT shrinks on repeats). */
@@ -149,10 +178,22 @@ export interface ParseContext {
 /** Validate a (partial) config object and fill in defaults; bad input is a UserError. */
 export function parseSimConfig(input: unknown, context: ParseContext = {}): SimConfig {
   const result = SimConfigSchema.safeParse(input ?? {});
-  if (result.success) return result.data;
+  if (result.success) return chainRule(result.data);
   const issue = result.error.issues[0]!;
   const name = (context.nameOf ?? ((key: string) => key))(formatKeyPath(issue.path));
   throw new UserError(`${context.source ?? 'simulator config'}: ${name}: ${issue.message}`, `fix ${name} (see servelab simulate --help)`, context.exitCode);
+}
+
+/**
+ * SGLang's rule for a chain (python/sglang/srt/server_args.py, `_handle_speculative_decoding`: "speculative_num_draft_tokens
+ * is adjusted to speculative_num_steps + 1 when speculative_eagle_topk == 1"): with topk 1 and steps given, the
+ * drafts per verify step are the steps.
+ */
+function chainRule(config: SimConfig): SimConfig {
+  const spec = config.decode.spec;
+  if (spec.topk !== 1 || spec.steps === undefined || spec.draftTokens === spec.steps) return config;
+  const adjusted = { ...spec, draftTokens: spec.steps, ...(spec.draftTokens > 0 && { requestedDraftTokens: spec.draftTokens }) };
+  return { ...config, decode: { ...config.decode, spec: adjusted } };
 }
 
 /**

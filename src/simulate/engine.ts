@@ -3,6 +3,7 @@ import { nowMs, sleepUntil, yieldToEventLoop } from './clock.js';
 import type { SimConfig } from './config.js';
 import { type SimCounters, SimMetrics } from './metrics.js';
 import { driftFactor, type EnvLookup, envSpeedup, sampleAcceptedDrafts, sampleStepMs, sampleTtftMs } from './model.js';
+import { greedyOutput } from './output.js';
 import { BatchScheduler } from './scheduler.js';
 import { type SimToken, sampleToken } from './text.js';
 
@@ -12,6 +13,11 @@ export interface GenerationParams {
   cachedTokens?: number;
   maxTokens: number;
   ignoreEos: boolean;
+  /**
+   * The prompt as text (JSON for token ids or messages) when the request decodes greedily (temperature 0 or top-k 1):
+   * its tokens then depend on the prompt alone (src/simulate/output.ts); otherwise they are drawn per request.
+   */
+  greedyPrompt?: string;
   /** The server's own request (SGLang's health-check generation): not in the per-request counters. */
   internal?: boolean;
 }
@@ -123,10 +129,12 @@ export class SimEngine {
       decodeMs: 0,
       cachedTokens: params.cachedTokens ?? 0,
     };
+    const greedy = params.greedyPrompt === undefined ? undefined : greedyOutput(config.decode.seed, params.greedyPrompt, config.output);
     let stepsSinceYield = 0;
     for (let index = 0; ; index += 1) {
       if (index > 0) {
-        const stepMs = sampleStepMs(config, this.scheduler.running, this.speedup / driftFactor(config, Date.now() - this.driftOrigin), rng);
+        const drift = driftFactor(config, Date.now() - this.driftOrigin);
+        const stepMs = sampleStepMs(config, this.scheduler.running, this.speedup / drift, rng, drift);
         // Absolute deadlines keep timer lateness from accumulating; but a server that fell more than a step
         // behind (overloaded host) restarts its schedule rather than bursting to catch up.
         deadline = Math.max(deadline + stepMs, nowMs() - stepMs);
@@ -151,8 +159,9 @@ export class SimEngine {
       const tokens: SimToken[] = [];
       const wanted = Math.min(accepted + 1, params.maxTokens - outcome.completionTokens);
       while (tokens.length < wanted) {
-        tokens.push(sampleToken(rng));
-        if (!params.ignoreEos && eosProbability > 0 && rng() < eosProbability) {
+        const position = outcome.completionTokens + tokens.length;
+        tokens.push(greedy ? greedy.token(position) : sampleToken(rng));
+        if (!params.ignoreEos && eosProbability > 0 && (greedy ? greedy.eosAfter(position, eosProbability) : rng() < eosProbability)) {
           outcome.finishReason = 'stop';
           break;
         }

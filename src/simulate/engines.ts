@@ -140,27 +140,49 @@ function vllmScript(config: SimConfig, url: string, pid: number): Script {
   };
 }
 
+/**
+ * server_args as SGLang logs them (the speculative fields with spec on; EAGLE's draft tokens count the tree's root),
+ * then its warning when the topk-1 chain rule replaced the draft tokens asked for (python/sglang/srt/server_args.py
+ * `_handle_speculative_decoding`).
+ */
+function sglangArgsLines(config: SimConfig, port: string): string[] {
+  const { spec } = config.decode;
+  const on = spec.draftTokens > 0;
+  const speculative = on
+    ? `speculative_algorithm='${config.sglang.speculativeAlgorithm ?? 'EAGLE3'}', speculative_num_steps=${spec.steps ?? spec.draftTokens}, ` +
+      `speculative_eagle_topk=${spec.topk}, speculative_num_draft_tokens=${spec.draftTokens + 1}`
+    : 'speculative_algorithm=None, speculative_num_draft_tokens=None';
+  const args = sglangLine(
+    `server_args=ServerArgs(model_path='${config.model}', port=${port}, tp_size=${config.sglang.tpSize}, ${speculative}, ` +
+      `incremental_streaming_output=${config.sglang.incrementalStreamingOutput ? 'True' : 'False'})`,
+    undefined,
+  );
+  const adjusted =
+    spec.requestedDraftTokens === undefined
+      ? []
+      : [sglangLine('speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when speculative_eagle_topk == 1', undefined)];
+  return [...adjusted, args];
+}
+
+/** One line per tensor-parallel rank (TP0, TP1, …), as each scheduler process logs its own. */
+function perRank(config: SimConfig, message: string): string[] {
+  return Array.from({ length: config.sglang.tpSize }, (_, rank) => sglangLine(message, `TP${rank}`));
+}
+
 function sglangScript(config: SimConfig, url: string, pid: number): Script {
-  const k = config.decode.spec.draftTokens;
   const batchSizes = [1, 2, 4, 8, 12, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256].filter((bs) => bs <= config.decode.maxBatch);
   const port = new URL(url).port;
   return {
     steps: [
+      { share: 0, lines: () => sglangArgsLines(config, port) },
       {
-        share: 0,
-        lines: () => [
-          sglangLine(
-            `server_args=ServerArgs(model_path='${config.model}', port=${port}, speculative_algorithm=${k > 0 ? "'EAGLE3'" : 'None'}, ` +
-              `speculative_num_draft_tokens=${k > 0 ? k + 1 : 'None'}, incremental_streaming_output=${config.sglang.incrementalStreamingOutput ? 'True' : 'False'})`,
-            undefined,
-          ),
-        ],
+        share: 0.03,
+        lines: () => [...perRank(config, 'Init torch distributed begin.'), ...perRank(config, 'Init torch distributed ends. mem usage=0.00 GB')],
       },
-      { share: 0.03, lines: () => [sglangLine('Init torch distributed begin.'), sglangLine('Init torch distributed ends. mem usage=0.00 GB')] },
-      { share: 0.05, lines: () => [sglangLine('Load weight begin. avail mem=78.50 GB')] },
+      { share: 0.05, lines: () => perRank(config, 'Load weight begin. avail mem=78.50 GB') },
       {
         share: 0.4,
-        lines: () => [sglangLine('Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=63.42 GB, mem usage=15.08 GB.')],
+        lines: () => perRank(config, 'Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=63.42 GB, mem usage=15.08 GB.'),
       },
       {
         share: 0.45,

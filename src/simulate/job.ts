@@ -42,3 +42,24 @@ export function badRequest(issue: { path: ReadonlyArray<PropertyKey>; message: s
   const where = issue?.path.map(String).join('.') ?? '';
   return new HttpError(400, `${where ? `${where}: ` : ''}${issue?.message ?? 'invalid request'}`, 'BadRequestError', where || null);
 }
+
+/** Sampling fields as the request set them (each protocol names and nests them its own way). */
+export interface Sampling {
+  temperature?: number | null | undefined;
+  top_k?: number | null | undefined;
+}
+
+/**
+ * The prompt's key for GenerationParams.greedyPrompt when the request decodes greedily: temperature 0 or top-k 1,
+ * or nothing set where the engine's default is greedy (TGI's do_sample false).
+ */
+export function greedyPrompt(prompt: unknown, sampling: Sampling, greedyByDefault = false): string | undefined {
+  const greedy = sampling.temperature === 0 || sampling.top_k === 1 || (greedyByDefault && sampling.temperature == null && sampling.top_k == null);
+  if (!greedy) return undefined;
+  return typeof prompt === 'string' ? prompt : JSON.stringify(prompt);
+}
+
+/** Ids of a step's tokens (what token-id fields carry). */
+export function stepIds(step: EngineStep): number[] {
+  return step.tokens.map((token) => token.id);
+}

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { SimConfig } from './config.js';
 import type { EngineStep, GenerationOutcome } from './engine.js';
-import { badRequest, checkContextLength, type GenerationJob } from './job.js';
+import { badRequest, checkContextLength, type GenerationJob, greedyPrompt, stepIds } from './job.js';
 import { countTokens } from './text.js';
 
 const CompletionBody = z.looseObject({
@@ -10,6 +10,10 @@ const CompletionBody = z.looseObject({
   n_predict: z.number().int().min(-1).nullish(),
   stream: z.boolean().nullish(),
   ignore_eos: z.boolean().nullish(),
+  temperature: z.number().nullish(),
+  top_k: z.number().int().nullish(),
+  /** tools/server/README.md `return_tokens`: the generated token ids in `tokens` (else `tokens` stays empty). */
+  return_tokens: z.boolean().nullish(),
 });
 
 const round = (value: number): number => Math.round(value * 1000) / 1000;
@@ -25,9 +29,13 @@ export function llamacppJob(raw: unknown, config: SimConfig): GenerationJob {
   checkContextLength(config, promptTokens, maxTokens);
   const specOn = config.decode.spec.draftTokens > 0;
   let text = '';
+  const ids: number[] = [];
+  // Only where the personality is llama.cpp's (or servelab's own, which speaks every protocol).
+  const returnTokens = body.return_tokens === true && (config.engine === 'llamacpp' || config.engine === 'default');
 
   const final = (outcome: GenerationOutcome, content: string): object => ({
     content,
+    ...(returnTokens && { tokens: content === '' ? [] : ids }),
     stop: true,
     model: config.model,
     tokens_predicted: outcome.completionTokens,
@@ -51,14 +59,16 @@ export function llamacppJob(raw: unknown, config: SimConfig): GenerationJob {
   });
 
   return {
-    params: { promptTokens, maxTokens, ignoreEos: body.ignore_eos === true },
+    params: { promptTokens, maxTokens, ignoreEos: body.ignore_eos === true, greedyPrompt: greedyPrompt(body.prompt, body) },
     stream: body.stream === true,
     endsWithDone: false,
     openingEvents: () => [],
     stepEvents(step: EngineStep) {
       const delta = step.tokens.map((token) => token.text).join('');
       text += delta;
-      return [{ content: delta, stop: false, id_slot: 0, index: 0 }];
+      const added = stepIds(step);
+      ids.push(...added);
+      return [{ content: delta, ...(returnTokens && { tokens: added }), stop: false, id_slot: 0, index: 0 }];
     },
     // llama.cpp ends the stream with a content-less event carrying stop=true and the timings.
     closingEvents: (outcome) => [final(outcome, '')],

@@ -27,18 +27,56 @@ export function expectedTtftMs(config: SimConfig, inputTokens: number, active = 
   return (ttftBaseMs + prefillMsPerToken * inputTokens) * batchFactor(config, active);
 }
 
-/** One decode (or, with spec on, one verification) step. */
-export function expectedStepMs(config: SimConfig, active = 1, env: EnvLookup = {}): number {
+/** The target model's forward of one step (decode, or verification of the drafts): what tuned NCCL speeds up. */
+export function expectedVerifyMs(config: SimConfig, active = 1, env: EnvLookup = {}): number {
   const { tpotMs, spec } = config.decode;
   return (tpotMs * batchFactor(config, active) * (1 + spec.draftOverhead * spec.draftTokens)) / envSpeedup(config, env);
 }
 
-/** Mean tokens emitted per step: accepted draft run + 1 bonus token, i.e. (1 - p^(k+1)) / (1 - p). */
+/** The draft model's steps before a verification, every step run even where the tree is shallower (0 with spec off). */
+export function expectedDraftMs(config: SimConfig, active = 1): number {
+  const { tpotMs, spec } = config.decode;
+  return spec.draftTokens === 0 ? 0 : tpotMs * batchFactor(config, active) * spec.draftStepCost * (spec.steps ?? spec.draftTokens);
+}
+
+/** One decode (or, with spec on, one draft + verification) step. */
+export function expectedStepMs(config: SimConfig, active = 1, env: EnvLookup = {}): number {
+  return expectedVerifyMs(config, active, env) + expectedDraftMs(config, active);
+}
+
+/** Depth of the draft tree: the draft steps, at most the drafts (0 with spec off). */
+export function draftDepth(config: SimConfig): number {
+  const { draftTokens, steps } = config.decode.spec;
+  return Math.min(steps ?? draftTokens, draftTokens);
+}
+
+/** Candidates at each depth: one chain, the remaining drafts as alternatives at the shallowest depths, topk at most. */
+export function levelCandidates(config: SimConfig): number[] {
+  const { draftTokens, topk } = config.decode.spec;
+  const depth = draftDepth(config);
+  let extra = draftTokens - depth;
+  return Array.from({ length: depth }, () => {
+    const alternatives = Math.min(topk - 1, extra);
+    extra -= alternatives;
+    return 1 + alternatives;
+  });
+}
+
+/** Chance that depth i (0-based) holds an accepted token, given every depth before it did. */
+function levelAcceptance(config: SimConfig): number[] {
+  const { acceptance: p, acceptanceDecay } = config.decode.spec;
+  return levelCandidates(config).map((candidates, depth) => 1 - (1 - p * acceptanceDecay ** depth) ** candidates);
+}
+
+/** Mean tokens emitted per step: accepted draft run + 1 bonus token; for a chain of k, (1 - p^(k+1)) / (1 - p). */
 export function expectedTokensPerStep(config: SimConfig): number {
-  const { draftTokens: k, acceptance: p } = config.decode.spec;
-  if (k === 0) return 1;
-  if (p === 1) return k + 1;
-  return (1 - p ** (k + 1)) / (1 - p);
+  let reach = 1;
+  let tokens = 1;
+  for (const chance of levelAcceptance(config)) {
+    reach *= chance;
+    tokens += reach;
+  }
+  return tokens;
 }
 
 /** Accepted draft tokens / proposed draft tokens, in expectation (undefined with spec off). */
@@ -73,14 +111,17 @@ export function sampleTtftMs(config: SimConfig, inputTokens: number, active: num
   return expectedTtftMs(config, inputTokens, active) * sampleJitter(config.decode.jitter, rng);
 }
 
-export function sampleStepMs(config: SimConfig, active: number, speedup: number, rng: Random): number {
-  return (expectedStepMs(config, active) / speedup) * sampleJitter(config.decode.jitter, rng);
+/** `speedup` (env tuning and drift) divides the target's forward; the draft model's steps only drift. */
+export function sampleStepMs(config: SimConfig, active: number, speedup: number, rng: Random, drift = 1): number {
+  return (expectedVerifyMs(config, active) / speedup + expectedDraftMs(config, active) * drift) * sampleJitter(config.decode.jitter, rng);
 }
 
-/** Draft tokens accepted in one verification step: the leading run of Bernoulli(p) successes, at most k. */
+/** Draft tokens accepted in one verification step: the leading run of depths where a candidate was right. */
 export function sampleAcceptedDrafts(config: SimConfig, rng: Random): number {
-  const { draftTokens: k, acceptance: p } = config.decode.spec;
   let accepted = 0;
-  while (accepted < k && rng() < p) accepted += 1;
+  for (const chance of levelAcceptance(config)) {
+    if (rng() >= chance) break;
+    accepted += 1;
+  }
   return accepted;
 }

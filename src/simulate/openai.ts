@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { SimConfig } from './config.js';
 import type { EngineStep, FinishReason, GenerationOutcome } from './engine.js';
 import { HttpError } from './http.js';
-import { badRequest, checkContextLength, type GenerationJob, requestId } from './job.js';
+import { badRequest, checkContextLength, type GenerationJob, greedyPrompt, requestId, stepIds } from './job.js';
 import { countTokens } from './text.js';
 
 const CommonFields = {
@@ -12,6 +12,10 @@ const CommonFields = {
   stream_options: z.looseObject({ include_usage: z.boolean().nullish() }).nullish(),
   ignore_eos: z.boolean().nullish(),
   n: z.literal(1, { message: 'the simulator supports only n=1' }).nullish(),
+  temperature: z.number().nullish(),
+  top_k: z.number().int().nullish(),
+  /** vLLM's extension (vllm/entrypoints/openai/protocol.py `return_token_ids`): each choice carries `token_ids`, per chunk the new ones. */
+  return_token_ids: z.boolean().nullish(),
 };
 
 const CompletionBody = z.looseObject({
@@ -101,13 +105,16 @@ const CHAT_COMPLETIONS: Endpoint = {
 
 type CommonBody = z.output<z.ZodObject<typeof CommonFields>>;
 
-function openAiJob(endpoint: Endpoint, body: CommonBody, promptTokens: number, maxTokens: number, config: SimConfig): GenerationJob {
+function openAiJob(endpoint: Endpoint, body: CommonBody, prompt: unknown, promptTokens: number, maxTokens: number, config: SimConfig): GenerationJob {
   const model = checkModel(body.model, config);
   checkContextLength(config, promptTokens, maxTokens);
   const includeUsage = body.stream_options?.include_usage === true;
   const id = requestId(endpoint.idPrefix);
   const created = Math.floor(Date.now() / 1000);
   let text = '';
+  const ids: number[] = [];
+  // Only the vLLM personality (and servelab's own) knows the field; others ignore it as unknown.
+  const returnIds = body.return_token_ids === true && (config.engine === 'vllm' || config.engine === 'default');
   const chunk = (choices: object[], usage?: Usage): object => ({
     id,
     object: endpoint.chunkObject,
@@ -117,14 +124,17 @@ function openAiJob(endpoint: Endpoint, body: CommonBody, promptTokens: number, m
     ...(includeUsage ? { usage: usage ?? null } : {}),
   });
   return {
-    params: { promptTokens, maxTokens, ignoreEos: body.ignore_eos === true },
+    params: { promptTokens, maxTokens, ignoreEos: body.ignore_eos === true, greedyPrompt: greedyPrompt(prompt, body) },
     stream: body.stream === true,
     endsWithDone: true,
     openingEvents: () => (endpoint.openingChoices.length > 0 ? [chunk(endpoint.openingChoices)] : []),
     stepEvents(step: EngineStep) {
       const delta = step.tokens.map((token) => token.text).join('');
       text += delta;
-      return [chunk([endpoint.deltaChoice(delta, step.finishReason ?? null)])];
+      const added = stepIds(step);
+      ids.push(...added);
+      const choice = endpoint.deltaChoice(delta, step.finishReason ?? null);
+      return [chunk([returnIds ? { ...choice, token_ids: added } : choice])];
     },
     closingEvents: (outcome: GenerationOutcome) => (includeUsage ? [chunk([], usageOf(promptTokens, outcome, config))] : []),
     body: (outcome: GenerationOutcome) => ({
@@ -132,7 +142,7 @@ function openAiJob(endpoint: Endpoint, body: CommonBody, promptTokens: number, m
       object: endpoint.bodyObject,
       created,
       model,
-      choices: [endpoint.finalChoice(text, outcome.finishReason)],
+      choices: [{ ...endpoint.finalChoice(text, outcome.finishReason), ...(returnIds && { token_ids: ids }) }],
       usage: usageOf(promptTokens, outcome, config),
     }),
   };
@@ -143,7 +153,7 @@ export function completionJob(raw: unknown, config: SimConfig): GenerationJob {
   const parsed = CompletionBody.safeParse(raw);
   if (!parsed.success) throw badRequest(parsed.error.issues[0]);
   const body = parsed.data;
-  return openAiJob(COMPLETIONS, body, promptTokensOf(body.prompt), body.max_tokens ?? config.decode.defaultMaxTokens, config);
+  return openAiJob(COMPLETIONS, body, body.prompt, promptTokensOf(body.prompt), body.max_tokens ?? config.decode.defaultMaxTokens, config);
 }
 
 /** POST /v1/chat/completions */
@@ -152,5 +162,5 @@ export function chatJob(raw: unknown, config: SimConfig): GenerationJob {
   if (!parsed.success) throw badRequest(parsed.error.issues[0]);
   const body = parsed.data;
   const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? config.decode.defaultMaxTokens;
-  return openAiJob(CHAT_COMPLETIONS, body, messageTokens(body.messages), maxTokens, config);
+  return openAiJob(CHAT_COMPLETIONS, body, body.messages, messageTokens(body.messages), maxTokens, config);
 }

@@ -18,8 +18,6 @@ import { sglangJob } from './sglang.js';
 import { runStartup, type ServerState, vllmLogLine } from './startup.js';
 import { isTgiBody, tgiJob } from './tgi.js';
 
-const CLOSE_KEPT_ALIVE_AFTER_MS = 20;
-
 export interface SimulatorOptions {
   /** Receives every log line, vLLM-style (default: discarded). */
   log?: (line: string) => void;
@@ -222,14 +220,14 @@ export async function startSimulator(input: SimConfigInput = {}, options: Simula
     if (!outcome) return;
     await sse.events(job.closingEvents(outcome), job.endsWithDone);
     sse.end();
-    if (config.closeKeptAlive) closeSoon(res.socket);
+    if (config.closeKeptAlive) dropNextRequestOn(res.socket);
   }
 
   /** llama-server's close comes a moment after the response: a request sent on the socket meanwhile is lost. */
-  function closeSoon(socket: Socket | null): void {
-    if (!socket) return;
-    closingSockets.add(socket);
-    setTimeout(() => socket.destroy(), CLOSE_KEPT_ALIVE_AFTER_MS).unref();
+  // The next request on the socket is read and dropped unanswered (see createServer above): the close always bites,
+  // however late the client reuses the connection, where a timed close would race the client's next send.
+  function dropNextRequestOn(socket: Socket | null): void {
+    if (socket) closingSockets.add(socket);
   }
 
   async function unstreamed(res: ServerResponse, job: GenerationJob, rng: Random, cancelled: AbortController, fault: FaultConfig | undefined): Promise<void> {

@@ -1,13 +1,20 @@
 import { z } from 'zod';
 import type { SimConfig } from './config.js';
 import type { EngineStep, FinishReason } from './engine.js';
-import { badRequest, checkContextLength, type GenerationJob, requestId } from './job.js';
+import { badRequest, checkContextLength, type GenerationJob, greedyPrompt, requestId, stepIds } from './job.js';
 import { countTokens } from './text.js';
 
 const GenerateBody = z.looseObject({
   text: z.union([z.string(), z.array(z.string()).length(1, { message: 'the simulator supports exactly one prompt per request' })]).optional(),
   input_ids: z.array(z.number().int()).min(1).optional(),
-  sampling_params: z.looseObject({ max_new_tokens: z.number().int().min(1).nullish(), ignore_eos: z.boolean().nullish() }).nullish(),
+  sampling_params: z
+    .looseObject({
+      max_new_tokens: z.number().int().min(1).nullish(),
+      ignore_eos: z.boolean().nullish(),
+      temperature: z.number().nullish(),
+      top_k: z.number().int().nullish(),
+    })
+    .nullish(),
   stream: z.boolean().nullish(),
 });
 
@@ -35,6 +42,10 @@ export function sglangJob(raw: unknown, config: SimConfig): GenerationJob {
   const incremental = config.sglang.incrementalStreamingOutput;
   const id = requestId('');
   let text = '';
+  const ids: number[] = [];
+  // SGLang's /generate always answers output_ids: cumulative, or only the new ids with incremental output
+  // (python/sglang/srt/managers/tokenizer_manager.py `_handle_batch_output`); the vLLM personality's server has no /generate.
+  const withIds = config.engine === 'sglang' || config.engine === 'default';
   let verifySteps = 0;
   let correctDrafts = 0;
   let completionTokens = 0;
@@ -61,7 +72,12 @@ export function sglangJob(raw: unknown, config: SimConfig): GenerationJob {
   });
 
   return {
-    params: { promptTokens, maxTokens, ignoreEos: body.sampling_params?.ignore_eos === true },
+    params: {
+      promptTokens,
+      maxTokens,
+      ignoreEos: body.sampling_params?.ignore_eos === true,
+      greedyPrompt: greedyPrompt(body.input_ids ?? body.text, body.sampling_params ?? {}),
+    },
     stream: body.stream === true,
     endsWithDone: true,
     openingEvents: () => [],
@@ -71,9 +87,12 @@ export function sglangJob(raw: unknown, config: SimConfig): GenerationJob {
       if (step.index > 0) verifySteps += 1;
       correctDrafts += step.accepted;
       completionTokens = step.totalTokens;
-      return [{ text: incremental ? added : text, meta_info: metaInfo(step.finishReason, step.cachedTokens), index: 0 }];
+      const newIds = stepIds(step);
+      ids.push(...newIds);
+      const outputIds = withIds ? { output_ids: incremental ? newIds : [...ids] } : {};
+      return [{ text: incremental ? added : text, ...outputIds, meta_info: metaInfo(step.finishReason, step.cachedTokens), index: 0 }];
     },
     closingEvents: () => [],
-    body: (outcome) => ({ text, meta_info: metaInfo(outcome.finishReason, outcome.cachedTokens), index: 0 }),
+    body: (outcome) => ({ text, ...(withIds && { output_ids: ids }), meta_info: metaInfo(outcome.finishReason, outcome.cachedTokens), index: 0 }),
   };
 }

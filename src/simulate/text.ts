@@ -19,7 +19,12 @@ export function countTokens(text: string): number {
   return trimmed === '' ? 0 : trimmed.split(/\s+/).length;
 }
 
-export function sampleToken(rng: Random): SimToken {
-  const id = Math.floor(rng() * VOCABULARY.length);
+export const VOCABULARY_SIZE = VOCABULARY.length;
+
+export function tokenOf(id: number): SimToken {
   return { id, text: ` ${VOCABULARY[id]!}` };
+}
+
+export function sampleToken(rng: Random): SimToken {
+  return tokenOf(Math.floor(rng() * VOCABULARY.length));
 }

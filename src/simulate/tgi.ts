@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { SimConfig } from './config.js';
 import type { EngineStep, FinishReason } from './engine.js';
-import { badRequest, checkContextLength, type GenerationJob } from './job.js';
+import { badRequest, checkContextLength, type GenerationJob, greedyPrompt } from './job.js';
 import { countTokens } from './text.js';
 
 const GenerateBody = z.looseObject({
@@ -11,6 +11,9 @@ const GenerateBody = z.looseObject({
       max_new_tokens: z.number().int().min(1).nullish(),
       /** Not a TGI parameter; accepted so benchmarks can ask for exact lengths. */
       ignore_eos: z.boolean().nullish(),
+      temperature: z.number().nullish(),
+      top_k: z.number().int().nullish(),
+      do_sample: z.boolean().nullish(),
     })
     .nullish(),
   stream: z.boolean().nullish(),
@@ -37,7 +40,13 @@ export function tgiJob(raw: unknown, config: SimConfig, forceStream: boolean): G
   let text = '';
   let tokenIndex = 0;
   return {
-    params: { promptTokens, maxTokens, ignoreEos: body.parameters?.ignore_eos === true },
+    params: {
+      promptTokens,
+      maxTokens,
+      ignoreEos: body.parameters?.ignore_eos === true,
+      // TGI decodes greedily unless do_sample is set (text-generation-inference docs: parameters.do_sample, default false).
+      greedyPrompt: body.parameters?.do_sample === true ? undefined : greedyPrompt(body.inputs, body.parameters ?? {}, true),
+    },
     stream: forceStream || body.stream === true,
     endsWithDone: false,
     openingEvents: () => [],

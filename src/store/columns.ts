@@ -6,11 +6,14 @@
  */
 import { z } from 'zod';
 import type { Fingerprint } from '../fingerprint/types.js';
+import type { RequestOutput } from '../metrics/types.js';
 import type { ServerMetrics, TelemetrySeries, TelemetrySummary } from '../telemetry/types.js';
 import { decodeColumn } from './row-json.js';
 import type { PhaseTiming, TrialMetrics } from './types.js';
 
 export const TRIAL_METRICS_VERSION = 1;
+/** Stamp of equivalence_outputs.outputs_json ({ schemaVersion, outputs }). */
+export const EQUIVALENCE_OUTPUTS_VERSION = 1;
 
 /** A measured figure; null is how JSON keeps NaN, a figure the trial could not measure (no request completed). */
 const figure = z.number().nullable();
@@ -25,6 +28,7 @@ const categorySchema = z
     e2eMedianMs: figure,
     acceptanceRate: figure.optional(),
     meanAcceptedLength: figure.optional(),
+    verifyStepMs: figure.optional(),
   })
   .passthrough();
 
@@ -49,7 +53,12 @@ const trialMetricsSchema = z
     joulesPerToken: figure.optional(),
     tokensPerJoule: figure.optional(),
     usdPerMillionTokens: figure.optional(),
+    verifyStepMs: figure.optional(),
     byCategory: z.record(z.string(), categorySchema).optional(),
+    outputLength: z.object({ requestedMean: figure, generatedMean: figure, shortRequests: z.number().int().min(0) }).optional(),
+    tokenCounts: z.object({ method: z.string(), checked: z.number().int().min(0), disagreeing: z.number().int().min(0) }).optional(),
+    resends: z.number().int().min(0).optional(),
+    rate: z.object({ offeredPerSecond: figure, servedPerSecond: figure, queuedByCap: z.number().int().min(0), maxLagMs: figure }).optional(),
   })
   .passthrough();
 
@@ -132,4 +141,32 @@ export function decodeAlarmChanges(rowId: number, text: string): z.infer<typeof 
 
 export function decodeAlarmMachine(rowId: number, text: string): string[] {
   return decodeColumn({ table: 'drift_alarms', rowId, column: 'machine_json' }, machineSchema, text);
+}
+
+const equivalenceOutputsSchema = z
+  .object({
+    schemaVersion: z.number().int().min(0).optional(),
+    outputs: z.array(
+      z
+        .object({
+          prompt: z.number().int(),
+          level: z.string(),
+          text: z.string(),
+          tokenIds: z.array(z.number()).optional(),
+          finishReason: z.string().optional(),
+          error: z.string().optional(),
+        })
+        .passthrough(),
+    ),
+  })
+  .passthrough();
+
+export function encodeEquivalenceOutputs(outputs: readonly RequestOutput[]): string {
+  return JSON.stringify({ schemaVersion: EQUIVALENCE_OUTPUTS_VERSION, outputs });
+}
+
+export function decodeEquivalenceOutputs(rowId: number, text: string): RequestOutput[] {
+  return decodeColumn({ table: 'equivalence_outputs', rowId, column: 'outputs_json' }, equivalenceOutputsSchema, text, {
+    version: EQUIVALENCE_OUTPUTS_VERSION,
+  }).outputs;
 }

@@ -246,4 +246,22 @@ export const migrations: ReadonlyArray<{ version: number; description: string; s
       CREATE INDEX drift_alarms_run ON drift_alarms (run_id);
     `,
   },
+  {
+    version: 10,
+    description: 'greedy outputs of the equivalence check',
+    sql: `
+      -- One row per pass of quality.equivalence: the same prompts sent to one variant on one server start (untimed,
+      -- before its trials), at one concurrency; outputs_json holds every answer (text, token ids, finish reason).
+      CREATE TABLE equivalence_outputs (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs (id),
+        variant TEXT NOT NULL,
+        server_id INTEGER NOT NULL,
+        concurrency INTEGER NOT NULL,
+        started_at TEXT NOT NULL,
+        outputs_json TEXT NOT NULL
+      );
+      CREATE INDEX equivalence_outputs_run ON equivalence_outputs (run_id, variant);
+    `,
+  },
 ];

@@ -175,9 +175,17 @@ interface SampleRow {
   error_message: string | null;
 }
 
-export function trialSamples(db: Db, trialId: number): RequestSample[] {
+/**
+ * The requests of a trial in the order they were sent. A request whose stored ITL cannot be read is left out with a
+ * warning naming its row (samples rowid), and added to `skipped` for views that list them.
+ */
+export function trialSamples(db: Db, trialId: number, skipped?: UnreadableRow[]): RequestSample[] {
   const rows = db.prepare('SELECT rowid AS id, * FROM samples WHERE trial_id = ? ORDER BY idx').all(trialId) as SampleRow[];
-  return rows.map((row) => ({
+  return skipUnreadable(rows, sampleFromRow, skipped);
+}
+
+function sampleFromRow(row: SampleRow): RequestSample {
+  return {
     index: row.idx,
     sentAtMs: row.sent_at_ms,
     inputTokens: row.input_tokens,
@@ -189,7 +197,7 @@ export function trialSamples(db: Db, trialId: number): RequestSample[] {
     ...(row.error_kind !== null && {
       error: { kind: row.error_kind as NonNullable<RequestSample['error']>['kind'], message: row.error_message ?? '' },
     }),
-  }));
+  };
 }
 
 /** Per (variant, workload) of a run: failed requests in counted trials, and trials that did not count. */

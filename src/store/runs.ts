@@ -199,7 +199,7 @@ export function insertInvalidTrial(db: Db, trial: InvalidTrial): void {
     trial.finishedAt,
     trial.completed,
     trial.failed,
-    trial.reason,
+    clean(trial.reason),
   );
 }
 

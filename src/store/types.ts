@@ -33,8 +33,18 @@ export interface TrialMetrics {
   usdPerMillionTokens?: number;
   /** Share of drafts accepted at each draft position (0 = first), where the engine reports it. */
   acceptanceByPosition?: number[];
+  /** Decode time per verify step (target forward, draft pass included), where the engine counts verify steps. */
+  verifyStepMs?: number;
   /** Per dataset category, when the workload's prompts have categories. */
   byCategory?: Record<string, CategoryMetrics>;
+  /** Requested vs generated output tokens; present when some request stopped short (unequal work). */
+  outputLength?: { requestedMean: number; generatedMean: number; shortRequests: number };
+  /** Which output-token count the figures use, and in how many requests the sources disagreed. */
+  tokenCounts?: { method: string; checked: number; disagreeing: number };
+  /** Requests resent after a kept-alive connection closed under them. */
+  resends?: number;
+  /** Open loop: the offered rate and the rate the server actually served. */
+  rate?: { offeredPerSecond: number; servedPerSecond: number; queuedByCap: number; maxLagMs: number };
 }
 
 export interface CategoryMetrics {
@@ -46,6 +56,7 @@ export interface CategoryMetrics {
   e2eMedianMs: number;
   acceptanceRate?: number;
   meanAcceptedLength?: number;
+  verifyStepMs?: number;
 }
 
 export type RunStatus = 'running' | 'done' | 'failed' | 'interrupted' | 'drift';

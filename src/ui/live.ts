@@ -1,14 +1,14 @@
 /** Live charts of a running experiment: per-trial figures over time, one chart per workload, plus the trial in flight. */
 import { timelineChart, type XYSeries } from '../report/charts.js';
 import type { Figure } from '../report/figures.js';
+import type { ProgressRecord } from '../store/reads.js';
 import type { TrialRecord } from '../store/types.js';
 
-/** Throughput of the trial in flight as the UI saw it, sampled whenever the runner updated its progress row. */
+/** The runner's progress row as the UI saw it, sampled whenever the runner updated it (the in-flight panel shows the last). */
 export interface ProgressPoint {
   atMs: number;
-  /** The runner's label of the trial in flight: points of one trial share it. */
-  trialLabel: string;
-  outputTokensPerSecond: number;
+  /** progress.trialLabel names the trial in flight: points of one trial share it. */
+  progress: ProgressRecord;
 }
 
 /**
@@ -51,14 +51,14 @@ export function liveFigures(runStartedAt: string, trials: TrialRecord[], inFligh
     }
   });
   // Only the current trial's points: earlier ones belong to other trials, often of other workloads.
-  const current = inFlight.at(-1)?.trialLabel;
-  const points = inFlight.filter((point) => point.trialLabel === current && point.outputTokensPerSecond > 0);
+  const current = inFlight.at(-1)?.progress.trialLabel;
+  const points = inFlight.filter((point) => point.progress.trialLabel === current && point.progress.outputTokensPerSecond > 0);
   if (current !== undefined && points.length > 0) {
-    const series: XYSeries[] = [{ name: current, points: points.map((point) => [seconds(point.atMs), point.outputTokensPerSecond]) }];
+    const series: XYSeries[] = [{ name: 'output tok/s', points: points.map((point) => [seconds(point.atMs), point.progress.outputTokensPerSecond]) }];
     figures.push({
       id: 'live-in-flight',
       title: `Trial in flight: ${current}`,
-      svg: timelineChart(`Output tok/s of the trial in flight: ${current}`, 'tok/s', series),
+      svg: timelineChart(`In flight: ${current}`, 'tok/s', series),
     });
   }
   return figures;

@@ -27,6 +27,9 @@ pre.log { background:#0d1117; color:#e6edf3; border-radius:8px; padding:12px 14p
 .progress .bar div { height:100%; background:var(--good); }
 .diff-pick { display:flex; gap:10px; align-items:center; margin-bottom:10px; }
 select { font:inherit; padding:4px 8px; border:1px solid var(--border); border-radius:6px; background:#fff; }
+.loading { display:flex; align-items:center; gap:10px; color:var(--muted); padding:24px 0; }
+.loading .spinner { width:16px; height:16px; border:2px solid var(--border); border-top-color:var(--accent); border-radius:50%; animation:spin .8s linear infinite; }
+@keyframes spin { to { transform:rotate(360deg); } }
 .hidden { display:none; }
 `;
 
@@ -44,6 +47,7 @@ export const PAGE_HTML = `<!doctype html>
   <div id="experiments"><p class="empty" style="padding:0 18px">Loading…</p></div>
 </nav>
 <main>
+  <div id="loading" class="loading" role="status"><span class="spinner"></span><span id="loading-text">Loading…</span></div>
   <div id="empty" class="hidden"><h1>No runs yet</h1><p class="muted">Start one with <code>servelab run FILE</code>; it appears here as soon as it starts.</p></div>
   <div id="run" class="hidden">
     <header class="top"><h1 id="run-title"></h1><span id="run-status" class="pill"></span></header>
@@ -62,12 +66,14 @@ export const PAGE_HTML = `<!doctype html>
     </section>
     <h2>Comparison</h2>
     <div id="verdicts"></div>
+    <div id="spec"></div>
     <h2>Charts</h2>
     <div id="figures"></div>
+    <div id="trials"></div>
     <h2>Drift notes</h2>
     <div id="notes"></div>
     <h2>Fingerprint diff between runs</h2>
-    <div class="diff-pick"><select id="diff-a"></select><span class="muted">→</span><select id="diff-b"></select></div>
+    <div class="diff-pick" id="diff-pick"><select id="diff-a"></select><span class="muted">→</span><select id="diff-b"></select></div>
     <div id="diff"></div>
     <h2>Environment</h2>
     <div id="environment"></div>
@@ -81,7 +87,7 @@ export const PAGE_HTML = `<!doctype html>
 `;
 
 export const APP_JS = String.raw`'use strict';
-const state = { runId: null, serverId: null, serverPicked: false, servers: [], runs: [], runStatus: null, diffPicked: false };
+const state = { runId: null, shownRunId: null, serverId: null, serverPicked: false, servers: [], runs: [], runStatus: null, diffPicked: false };
 const $ = (id) => document.getElementById(id);
 
 function el(tag, props, children) {
@@ -149,38 +155,47 @@ async function refreshExperiments() {
   for (const group of groups) {
     container.appendChild(el('h3', { text: group.name, title: group.filePaths.join('\n') }));
     for (const run of group.runs) {
+      // Worded as the run's "Trials done" fact (trialsDone in report/html.ts): stored trials of those planned.
       const progress = run.plannedTrials ? run.trialCount + '/' + run.plannedTrials : String(run.trialCount);
       container.appendChild(el('a', { href: '#run=' + run.id, 'data-run': String(run.id), className: run.id === state.runId ? 'selected' : '' }, [
-        el('span', { text: 'run ' + run.id + ' · ' + progress + ' trials' }),
+        el('span', { className: 'trials-done', text: 'run ' + run.id + ' · ' + progress + ' done' }),
         el('span', { className: 'pill ' + run.status, text: run.status }),
       ]));
     }
   }
   if (state.runs.length === 0) container.replaceChildren(el('p', { className: 'empty', style: 'padding:0 18px', text: 'No experiments yet.' }));
   $('empty').classList.toggle('hidden', state.runs.length > 0);
+  if (state.runs.length === 0) $('loading').classList.add('hidden');
   fillDiffPickers();
 }
 
+/** Runs the diff may pick from: those of the shown run's experiment (drift across experiments means nothing). */
+function diffCandidates() {
+  const shown = state.runs.find((run) => run.id === state.runId);
+  return shown ? state.runs.filter((run) => run.experiment === shown.experiment) : [];
+}
+
 /**
- * Default pair: the previous run of the same experiment → the run shown (or, without one, the newest other run →
- * it). Once the user picks a pair, it stays.
+ * Default pair: the previous run of the same experiment → the run shown (or, without one, the next one after it).
+ * Once the user picks a pair, it stays while the same experiment is shown.
  */
-function defaultDiffPair() {
-  const shown = state.runs.find((run) => run.id === state.runId) || state.runs[0];
+function defaultDiffPair(candidates) {
+  const shown = candidates.find((run) => run.id === state.runId);
   if (!shown) return [undefined, undefined];
-  const older = (run) => run.id < shown.id;
-  const previous = state.runs.filter((run) => run.experiment === shown.experiment && older(run)).sort((a, b) => b.id - a.id)[0]
-    || state.runs.filter((run) => run.id !== shown.id).sort((a, b) => b.id - a.id)[0];
-  return [previous, shown];
+  const previous = candidates.filter((run) => run.id < shown.id).sort((a, b) => b.id - a.id)[0];
+  if (previous) return [previous, shown];
+  return [shown, candidates.filter((run) => run.id > shown.id).sort((a, b) => a.id - b.id)[0]];
 }
 
 function fillDiffPickers() {
-  const defaults = defaultDiffPair();
+  const candidates = diffCandidates();
+  const defaults = defaultDiffPair(candidates);
+  $('diff-pick').classList.toggle('hidden', candidates.length < 2);
   ['diff-a', 'diff-b'].forEach((id, index) => {
     const select = $(id);
     const previous = select.value;
-    select.replaceChildren(...state.runs.map((run) => el('option', { value: String(run.id), text: run.label })));
-    const kept = state.diffPicked ? state.runs.find((run) => String(run.id) === previous) : undefined;
+    select.replaceChildren(...candidates.map((run) => el('option', { value: String(run.id), text: run.label })));
+    const kept = state.diffPicked ? candidates.find((run) => String(run.id) === previous) : undefined;
     const preferred = kept || defaults[index];
     if (preferred) select.value = String(preferred.id);
   });
@@ -188,7 +203,17 @@ function fillDiffPickers() {
 
 async function refreshRun() {
   if (state.runId === null) return;
-  const data = await getJson('/api/runs/' + state.runId);
+  const runId = state.runId;
+  if (state.shownRunId !== runId) {
+    // Another run's tables would be wrong and a blank pane looks broken: say what is coming until it is there.
+    $('run').classList.add('hidden');
+    $('loading-text').textContent = 'Loading run ' + runId + '…';
+    $('loading').classList.remove('hidden');
+  }
+  const data = await getJson('/api/runs/' + runId);
+  if (state.runId !== runId) return;
+  state.shownRunId = runId;
+  $('loading').classList.add('hidden');
   $('run').classList.remove('hidden');
   $('run-title').textContent = data.run.experimentName + ' · run ' + data.run.id;
   $('run-status').textContent = data.run.status;
@@ -197,7 +222,9 @@ async function refreshRun() {
   // Fragments below are rendered and escaped by the server (same code as the HTML report).
   $('facts').innerHTML = data.html.facts;
   $('verdicts').innerHTML = data.html.verdicts;
+  $('spec').innerHTML = data.html.spec;
   $('figures').innerHTML = data.html.figures;
+  $('trials').innerHTML = data.html.trials;
   $('notes').innerHTML = data.html.notes;
   $('environment').innerHTML = data.html.environment;
   $('machine').innerHTML = data.html.machine;
@@ -271,7 +298,12 @@ async function refreshLog() {
 async function refreshDiff() {
   const a = $('diff-a').value;
   const b = $('diff-b').value;
-  if (!a || !b || a === b) { $('diff').replaceChildren(el('p', { className: 'empty', text: 'Pick two different runs to compare (the store needs at least two).' })); return; }
+  if (diffCandidates().length < 2) {
+    const shown = state.runs.find((run) => run.id === state.runId);
+    $('diff').replaceChildren(el('p', { className: 'empty', text: 'No other run of ' + (shown ? shown.experiment : 'this experiment') + ' to compare with: runs are compared within one experiment.' }));
+    return;
+  }
+  if (!a || !b || a === b) { $('diff').replaceChildren(el('p', { className: 'empty', text: 'Pick two different runs of this experiment to compare.' })); return; }
   const data = await getJson('/api/diff?a=' + a + '&b=' + b);
   $('diff').innerHTML = data.html;
 }
@@ -308,7 +340,11 @@ function report(error) {
 }
 
 window.addEventListener('hashchange', () => {
+  const previous = state.runs.find((run) => run.id === state.runId);
   state.runId = selectedFromHash();
+  const next = state.runs.find((run) => run.id === state.runId);
+  // A pair picked for one experiment means nothing for another.
+  if (!previous || !next || previous.experiment !== next.experiment) state.diffPicked = false;
   state.serverId = null;
   state.serverPicked = false;
   refreshAll().catch(report);
@@ -323,4 +359,6 @@ for (const id of ['diff-a', 'diff-b']) {
 setInterval(() => { if (state.runStatus === 'running') renderServers(); }, 1000);
 state.runId = selectedFromHash();
 connect();
+// The first page needs no store change to be drawn: fetch it now, not when the event stream opens.
+refreshAll().catch(report);
 `;

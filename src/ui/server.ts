@@ -9,12 +9,17 @@ import { stat } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname, networkInterfaces } from 'node:os';
+import { storedExperimentOf } from '../experiment/spec/stored.js';
+import { hasSpecFigures } from '../experiment/text/best-format.js';
+import { specTableHtml } from '../report/campaign-html.js';
+import { compareRuns } from '../report/compare.js';
 import { reportFigures } from '../report/figures.js';
-import { comparisonHtml, driftNotesHtml, environmentHtml, figuresHtml, runFactsHtml, verdictTableHtml } from '../report/html.js';
+import { comparisonHtml, driftNotesHtml, environmentHtml, figuresHtml, runFactsHtml, trialTableHtml, verdictTableHtml } from '../report/html.js';
 import { machineStateHtml } from '../report/machine.js';
-import { buildRunReport, compareRuns } from '../report/model.js';
+import { buildRunReport } from '../report/model.js';
 import { loadRunData } from '../report/queries.js';
 import type { Db } from '../store/db.js';
+import { getRun } from '../store/queries.js';
 import {
   getServer,
   listExperiments,
@@ -131,7 +136,7 @@ export async function startUi(options: UiOptions): Promise<UiServer> {
 interface RunView {
   run: { id: number; experimentName: string; status: string; startedAt: string; finishedAt: string | null; message: string | null };
   trials: TrialRecord[];
-  html: { facts: string; verdicts: string; figures: string; notes: string; environment: string; machine: string };
+  html: { facts: string; verdicts: string; spec: string; figures: string; trials: string; notes: string; environment: string; machine: string };
 }
 
 /** What the server remembers: the store version, log sizes, in-flight throughput history and rendered views. */
@@ -193,7 +198,10 @@ class UiState {
       html: {
         facts: runFactsHtml(report),
         verdicts: verdictTableHtml(report),
+        // Acceptance, accepted length and verify-step time side by side, as in the report's campaign section.
+        spec: hasSpecFigures(data.trials) ? `<h2>Speculative decoding</h2>${specTableHtml(storedExperimentOf(data.run), data.trials)}` : '',
         figures: figuresHtml(reportFigures(report)),
+        trials: trialTableHtml(report),
         notes: driftNotesHtml(report),
         environment: environmentHtml(report),
         machine: machineStateHtml(report.machine),
@@ -221,15 +229,18 @@ class UiState {
     return this.progress.get(runId) ?? [];
   }
 
-  /** One point per progress update of each running run: the throughput of each trial while it runs. */
-  private recordProgress(): void {
+  /**
+   * One point per progress update of each running run: the throughput of each trial while it runs. Called on every
+   * poll and before each answer, so the in-flight panel and its chart are both drawn from the newest point.
+   */
+  recordProgress(): void {
     for (const runId of runningRunsWithProgress(this.db)) {
       const progress = runProgress(this.db, runId);
       if (!progress) continue;
       const atMs = Date.parse(progress.updatedAt);
       const history = this.progress.get(runId) ?? [];
       if (history.at(-1)?.atMs === atMs) continue;
-      history.push({ atMs, trialLabel: progress.trialLabel, outputTokensPerSecond: progress.outputTokensPerSecond });
+      history.push({ atMs, progress });
       this.progress.set(runId, history.slice(-600));
     }
   }
@@ -266,11 +277,14 @@ async function handle(state: UiState, clients: Set<ServerResponse>, request: Inc
     const view = state.runView(runId);
     if (!view) return sendJson(response, { error: `run ${runId} is not in the store` }, 404);
     const live = view.run.status === 'running';
+    // The panel's figures and the in-flight chart's last point are one stored progress row, read once.
+    state.recordProgress();
+    const history = live ? state.progressOf(runId) : [];
     return sendJson(response, {
       run: view.run,
       servers: runServers(db, runId),
-      progress: runProgress(db, runId) ?? null,
-      html: { ...view.html, live: live ? figuresHtml(liveFigures(view.run.startedAt, view.trials, state.progressOf(runId))) : '' },
+      progress: history.at(-1)?.progress ?? null,
+      html: { ...view.html, live: live ? figuresHtml(liveFigures(view.run.startedAt, view.trials, history)) : '' },
     });
   }
   if ((match = url.pathname.match(/^\/api\/servers\/(\d+)\/log$/))) {
@@ -279,7 +293,11 @@ async function handle(state: UiState, clients: Set<ServerResponse>, request: Inc
     return sendJson(response, { serverId: server.id, logPath: server.logPath, ...(await readLogTail(server.logPath)) });
   }
   if (url.pathname === '/api/diff') {
-    const diff = state.diffView(Number(url.searchParams.get('a')), Number(url.searchParams.get('b')));
+    const [a, b] = [Number(url.searchParams.get('a')), Number(url.searchParams.get('b'))];
+    // Drift is judged between runs of one experiment: across experiments the "change" would compare different work.
+    const names = new Set([getRun(db, a)?.experimentName, getRun(db, b)?.experimentName]);
+    if (names.size !== 1 || names.has(undefined)) return sendJson(response, { error: 'pick two runs of the same experiment' }, 404);
+    const diff = state.diffView(a, b);
     if (!diff) return sendJson(response, { error: 'pick two runs of the store' }, 404);
     return sendJson(response, diff);
   }

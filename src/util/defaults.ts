@@ -19,3 +19,22 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
  * of one trial share their salt words and a dataset's common openings, a few blocks' worth.
  */
 export const COLD_CACHE_MAX_HIT_RATE = 0.05;
+
+/** Requests in flight at most under an open-loop rate (`bench --max-in-flight`, a rate workload's `maxInFlight`). */
+export const DEFAULT_MAX_IN_FLIGHT = 256;
+
+/** Warm-up requests before each measurement, excluded from results (`bench --warmup`, `client.warmupRequests`). */
+export const DEFAULT_WARMUP_REQUESTS = 1;
+
+/** Synthetic prompt and output lengths in tokens (`bench --input-len/--output-len`, a synthetic `client.prompts`). */
+export const DEFAULT_INPUT_TOKENS = 256;
+export const DEFAULT_SYNTHETIC_OUTPUT_TOKENS = 128;
+
+/** Seed of synthetic prompts, dataset order and Poisson arrivals (`bench --seed`, `client.prompts.seed`). */
+export const DEFAULT_PROMPT_SEED = 0;
+
+/** Fraction of requests that may fail with the measurement still counting (`bench --max-failed-fraction`, `maxFailedFraction`). */
+export const DEFAULT_MAX_FAILED_FRACTION = 0;
+
+/** Load-generation threads (`bench --workers`, `client.workers`): this thread only. */
+export const DEFAULT_LOAD_WORKERS = 1;

@@ -14,14 +14,6 @@ export function formatNumber(value: number | null | undefined): string {
   return value.toFixed(2);
 }
 
-export function formatRatio(value: number | null | undefined): string {
-  return value === null || value === undefined || !Number.isFinite(value) ? '—' : `${value.toFixed(3)}×`;
-}
-
-export function formatInterval(low: number | null | undefined, high: number | null | undefined): string {
-  return low === null || low === undefined || high === null || high === undefined ? '—' : `[${low.toFixed(3)}, ${high.toFixed(3)}]`;
-}
-
 export function formatPValue(value: number | null | undefined): string {
   if (value === null || value === undefined || !Number.isFinite(value)) return '—';
   return value < 0.001 ? '<0.001' : value.toFixed(3);
@@ -37,6 +29,15 @@ export function formatWholePercent(pct: number): string {
 /** A fraction as an unsigned whole percent, e.g. 0.713 → "71%" (acceptance rates). */
 export function formatShare(fraction: number | null | undefined): string {
   return fraction === null || fraction === undefined || !Number.isFinite(fraction) ? '—' : `${Math.round(fraction * 100)}%`;
+}
+
+/**
+ * A share that must not round up to a whole: tenths of a percent, rounded down, so only exactly 1 prints "100%"
+ * (0.9996 → "99.9%"; output agreement, where 99.96% is not 100%).
+ */
+export function formatAgreement(fraction: number | null | undefined): string {
+  if (fraction === null || fraction === undefined || !Number.isFinite(fraction)) return '—';
+  return fraction === 1 ? '100%' : `${(Math.floor(fraction * 1000) / 10).toFixed(1)}%`;
 }
 
 /** Signed percent with one decimal, e.g. "+12.5%", "−3.0%". */
@@ -57,6 +58,11 @@ export function formatDuration(ms: number | null | undefined): string {
   return `${Math.floor(minutes / 60)} h ${String(minutes % 60).padStart(2, '0')} min`;
 }
 
+/** A predicted duration, which may be unknown (no history and nothing declared): said so, never a dash or a guess. */
+export function formatPredicted(ms: number | undefined): string {
+  return ms === undefined ? 'unknown' : formatDuration(ms);
+}
+
 /** Compact duration for progress lines: 850ms, 4.2s, 42s, 3m05s, 1h02m. */
 export function formatSeconds(ms: number): string {
   if (ms < 1000) return `${Math.round(ms)}ms`;
@@ -71,4 +77,24 @@ export function formatSeconds(ms: number): string {
 
 export function runDurationMs(startedAt: string, finishedAt: string | undefined, now = Date.now()): number {
   return (finishedAt ? Date.parse(finishedAt) : now) - Date.parse(startedAt);
+}
+
+/** A ratio vs the baseline as its signed change: 1.125 → "+12.5%" (verdict tables, charts and CLI alike). */
+export function formatChange(ratio: number | null | undefined): string {
+  return ratio === null || ratio === undefined || !Number.isFinite(ratio) ? '—' : formatPercent((ratio - 1) * 100);
+}
+
+/** A confidence interval of a ratio, in the unit of formatChange: "+3.0% … +8.0%". */
+export function formatChangeInterval(low: number | null | undefined, high: number | null | undefined): string {
+  return low === null || low === undefined || high === null || high === undefined ? '—' : `${formatChange(low)} … ${formatChange(high)}`;
+}
+
+/** "trial 3/20": the 1-based run-order position out of the planned trials (experiment/spec/trial-number.ts). */
+export function formatTrialNumber(position: number | undefined, total: number): string {
+  return `trial ${position ?? '?'}/${total}`;
+}
+
+/** Blocks are stored 0-based and shown 1-based, like trial numbers. */
+export function formatBlock(block: number): string {
+  return `block ${block + 1}`;
 }

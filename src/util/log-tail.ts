@@ -40,7 +40,10 @@ export function readLastLines(path: string, count: number, maxBytes = 256 * 1024
     return [];
   }
   try {
-    const size = fstatSync(fd).size;
+    const stat = fstatSync(fd);
+    // A directory opens for reading on Linux but cannot be read: it has no lines either.
+    if (!stat.isFile()) return [];
+    const size = stat.size;
     const start = Math.max(0, size - maxBytes);
     const buffer = Buffer.alloc(size - start);
     readSync(fd, buffer, 0, buffer.length, start);

@@ -1,231 +1,27 @@
 import { writeFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
-import type { z } from 'zod';
-import { describeIssues } from '../../config/issues.js';
-import { levelValidity } from '../../experiment/analysis/trial-validity.js';
 import { BACKEND_KINDS } from '../../load/backends.js';
-import { LIMITS, parseDurationMs, parseLengthSpec, promptSourceSchema, sloSchema, workloadSchema } from '../../load/config.js';
-import { DATASET_FORMATS, type DatasetFields, type DatasetFormat } from '../../load/datasets/types.js';
+import { DATASET_FORMATS } from '../../load/datasets/types.js';
 import { watchLiveness } from '../../load/liveness.js';
+import { writeOutputsFile } from '../../load/outputs-file.js';
 import { runBenchmark } from '../../load/run.js';
-import type { BenchOptions, BenchProgress, BenchResult, ClientOptions, PromptSource, Slo, TokenCountSource } from '../../load/types.js';
-import { ARRIVAL_PROCESSES } from '../../load/types.js';
-import { formatBenchTable, formatProgress } from '../../metrics/table.js';
-import type { BackendKind } from '../../profiles/types.js';
-import { DEFAULT_REQUEST_TIMEOUT } from '../../util/defaults.js';
+import { ARRIVAL_PROCESSES, type BenchOptions, type BenchResult, type ClientOptions } from '../../load/types.js';
+import { formatBenchTable } from '../../metrics/table.js';
+import {
+  DEFAULT_INPUT_TOKENS,
+  DEFAULT_LOAD_WORKERS,
+  DEFAULT_MAX_FAILED_FRACTION,
+  DEFAULT_MAX_IN_FLIGHT,
+  DEFAULT_PROMPT_SEED,
+  DEFAULT_REQUEST_TIMEOUT,
+  DEFAULT_SYNTHETIC_OUTPUT_TOKENS,
+  DEFAULT_WARMUP_REQUESTS,
+} from '../../util/defaults.js';
 import { messageOf, UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
-import { DEFAULT_SINGLE_STREAM_REQUESTS, positiveInt, positiveNumber, usageError, type WorkloadFlags, workloadFromFlags } from './bench-flags.js';
-
-interface BenchFlags extends WorkloadFlags {
-  backend: BackendKind;
-  model?: string;
-  inputLen: string;
-  outputLen: string;
-  dataset?: string;
-  datasetFormat?: DatasetFormat;
-  datasetField: string[];
-  datasetOrder?: 'shuffled' | 'file';
-  maxOutputLen?: string;
-  seed: string;
-  promptSalt?: string;
-  cachePrompt: boolean;
-  warmup: string;
-  ignoreEos: boolean;
-  requireFullOutput: boolean;
-  tokenCounts?: TokenCountSource;
-  maxFailedFraction?: string;
-  requestTimeout: string;
-  requestTimeoutName: string;
-  sloTtftMs?: string;
-  sloTpotMs?: string;
-  sloE2eMs?: string;
-  tokenizer?: string;
-  workers: string;
-  specMetrics: boolean;
-  json?: boolean;
-  out?: string;
-  progress: boolean;
-  allowFailures?: boolean;
-}
-
-function promptSaltFlag(text: string): number {
-  const salt = Number(text);
-  if (!Number.isInteger(salt)) throw usageError(`--prompt-salt must be an integer, got "${text}"`, 'e.g. --prompt-salt 7');
-  return salt;
-}
-
-function lengthFlag(flag: string, text: string) {
-  try {
-    return parseLengthSpec(text);
-  } catch (error) {
-    throw usageError(`${flag}: ${messageOf(error)}`, `e.g. ${flag} 512 or ${flag} normal:512,64`);
-  }
-}
-
-const FIELD_KEYS: ReadonlyArray<keyof DatasetFields> = ['prompt', 'output', 'outputTokens', 'category', 'conversations'];
-
-/** `--dataset-field prompt=question --dataset-field category=topic` into a field mapping. */
-function datasetFieldsFromFlags(pairs: readonly string[]): DatasetFields {
-  const fields: DatasetFields = {};
-  for (const pair of pairs) {
-    const [key, name] = pair.split('=', 2) as [string, string | undefined];
-    if (!FIELD_KEYS.includes(key as keyof DatasetFields) || !name) {
-      throw usageError(`--dataset-field must be KEY=NAME with KEY one of ${FIELD_KEYS.join(', ')}, got "${pair}"`, 'e.g. --dataset-field prompt=question');
-    }
-    fields[key as keyof DatasetFields] = name;
-  }
-  return fields;
-}
-
-function promptsFromFlags(flags: BenchFlags): PromptSource {
-  const seed = Number(flags.seed);
-  if (!Number.isInteger(seed)) throw usageError(`--seed must be an integer, got "${flags.seed}"`, 'e.g. --seed 1');
-  const maxOutputTokens = flags.maxOutputLen ? positiveInt('--max-output-len', flags.maxOutputLen, LIMITS.tokens) : undefined;
-  if (flags.dataset) {
-    const extension = /\.(jsonl|csv|parquet)$/i.exec(flags.dataset)?.[1]?.toLowerCase() as DatasetFormat | undefined;
-    const source: PromptSource = { kind: flags.datasetFormat ?? extension ?? 'sharegpt', path: flags.dataset, seed };
-    if (maxOutputTokens !== undefined) source.maxOutputTokens = maxOutputTokens;
-    if (flags.datasetOrder) source.shuffle = flags.datasetOrder === 'shuffled';
-    if (flags.datasetField.length > 0) source.fields = datasetFieldsFromFlags(flags.datasetField);
-    return source;
-  }
-  return { kind: 'synthetic', inputTokens: lengthFlag('--input-len', flags.inputLen), outputTokens: lengthFlag('--output-len', flags.outputLen), seed };
-}
-
-function sloFromFlags(flags: BenchFlags): Slo | undefined {
-  const slo: Slo = {};
-  if (flags.sloTtftMs) slo.ttftMs = positiveNumber('--slo-ttft-ms', flags.sloTtftMs);
-  if (flags.sloTpotMs) slo.tpotMs = positiveNumber('--slo-tpot-ms', flags.sloTpotMs);
-  if (flags.sloE2eMs) slo.e2eMs = positiveNumber('--slo-e2e-ms', flags.sloE2eMs);
-  return Object.keys(slo).length > 0 ? validatedAsInFile(sloSchema, slo) : undefined;
-}
-
-/** The flag that sets each field of the workload, prompts and SLO objects. */
-const FLAG_OF: Record<string, string> = {
-  requests: '--requests',
-  requestsPerLevel: '--requests',
-  concurrency: '--concurrency',
-  concurrencies: '--concurrency',
-  requestsPerSecond: '--rate',
-  burstiness: '--burstiness',
-  maxInFlight: '--max-in-flight',
-  inputTokens: '--input-len',
-  outputTokens: '--output-len',
-  maxOutputTokens: '--max-output-len',
-  seed: '--seed',
-  path: '--dataset',
-  fields: '--dataset-field',
-  ttftMs: '--slo-ttft-ms',
-  tpotMs: '--slo-tpot-ms',
-  e2eMs: '--slo-e2e-ms',
-};
-
-/**
- * The flags' value through the experiment file's own schema (load/config.ts), so `bench` accepts exactly what a
- * `workloads:` entry accepts: the flag parsers above read the text, the schema has the last word on the value.
- */
-function validatedAsInFile<T>(schema: z.ZodType<T>, value: T): T {
-  const result = schema.safeParse(value);
-  if (result.success) return result.data;
-  const problem = describeIssues(schema, value, result.error.issues);
-  const flag = FLAG_OF[String(problem.path[0])] ?? 'flags';
-  throw usageError(`${flag}: ${problem.message}`, 'see `servelab bench --help` for the accepted values');
-}
-
-/** Live progress on stderr: redrawn in place on a terminal, one line per finished level otherwise. */
-function progressRenderer(enabled: boolean) {
-  const tty = process.stderr.isTTY === true;
-  let last: BenchProgress | undefined;
-  let lastDraw = 0;
-  const flush = () => {
-    if (last) process.stderr.write(tty ? `\r\x1b[K${formatProgress(last)}\n` : `${formatProgress(last)}\n`);
-    last = undefined;
-  };
-  return {
-    update(progress: BenchProgress) {
-      if (!enabled) return;
-      if (last && last.levelLabel !== progress.levelLabel) flush();
-      last = progress;
-      const now = Date.now();
-      if (tty && now - lastDraw >= 100) {
-        lastDraw = now;
-        process.stderr.write(`\r\x1b[K${formatProgress(progress)}`);
-      }
-    },
-    flush,
-  };
-}
-
-/** Names of bench's flags in validity messages. */
-const FLAG_NAMES = { requireFullOutput: '--no-require-full-output', tokenCounts: '--token-counts', maxFailedFraction: '--max-failed-fraction' };
-
-/** Exit status and, for a failure, the line saying why and what to do. */
-function verdictOf(result: BenchResult, serverDeath: string | undefined, options: ClientOptions): { code: number; message?: string } {
-  if (serverDeath !== undefined) {
-    return {
-      code: ExitCode.serverDied,
-      message: `${serverDeath}; the benchmark was stopped and its figures are incomplete\n  next: check the server log, restart the server and run again`,
-    };
-  }
-  if (result.interrupted) return { code: ExitCode.interrupted };
-  const completed = result.levels.reduce((sum, level) => sum + level.completed, 0);
-  const noOutput = result.levels.reduce((sum, level) => sum + (level.errorsByKind['no-output'] ?? 0), 0);
-  if (completed === 0 && noOutput > 0)
-    return {
-      code: ExitCode.failure,
-      message: `the server generated no output tokens for ${noOutput} requests: nothing was measured\n  next: check the server log, the prompt and --output-len (a model that stops at once needs ignore_eos)`,
-    };
-  if (completed === 0)
-    return {
-      code: ExitCode.failure,
-      message: 'every measured request failed (see the error counts above)\n  next: check the server log and the --backend / --model flags',
-    };
-  const validity = { ignoreEos: options.ignoreEos, maxFailedFraction: options.maxFailedFraction ?? 0, names: FLAG_NAMES };
-  for (const level of result.levels) {
-    const invalid = levelValidity(level, { ...validity, ...(options.requireFullOutput !== undefined && { requireFullOutput: options.requireFullOutput }) });
-    if (invalid !== undefined) {
-      return {
-        code: ExitCode.failure,
-        message: `${level.label}: ${invalid}: these figures are not a valid measurement\n  next: fix the cause (server log, the lines above), or accept it (--allow-failures, --max-failed-fraction, --no-require-full-output, --token-counts)`,
-      };
-    }
-  }
-  return { code: ExitCode.ok };
-}
-
-function maxFailedFractionFromFlags(flags: Pick<BenchFlags, 'allowFailures' | 'maxFailedFraction'>): number {
-  if (flags.allowFailures && flags.maxFailedFraction !== undefined)
-    throw usageError('--allow-failures and --max-failed-fraction are alternatives', '--allow-failures is --max-failed-fraction 1');
-  if (flags.allowFailures) return 1;
-  if (flags.maxFailedFraction === undefined) return 0;
-  const fraction = Number(flags.maxFailedFraction);
-  if (!(fraction >= 0 && fraction <= 1))
-    throw usageError(`--max-failed-fraction must be between 0 and 1, got "${flags.maxFailedFraction}"`, 'e.g. --max-failed-fraction 0.05');
-  return fraction;
-}
-
-/** The client options the flags say: the same typed object an experiment's client section resolves into. */
-export function clientOptionsFromFlags(flags: BenchFlags): ClientOptions {
-  return {
-    backend: flags.backend,
-    ...(flags.model !== undefined && { model: flags.model }),
-    workload: validatedAsInFile(workloadSchema, workloadFromFlags(flags)),
-    prompts: validatedAsInFile(promptSourceSchema, promptsFromFlags(flags)),
-    ...(flags.promptSalt !== undefined && { promptSalt: promptSaltFlag(flags.promptSalt) }),
-    ...(!flags.cachePrompt && { cachePrompt: false as const }),
-    warmupRequests: flags.warmup === '0' ? 0 : positiveInt('--warmup', flags.warmup),
-    ignoreEos: flags.ignoreEos,
-    requireFullOutput: flags.requireFullOutput,
-    ...(flags.tokenCounts !== undefined && { tokenCounts: flags.tokenCounts }),
-    maxFailedFraction: maxFailedFractionFromFlags(flags),
-    requestTimeoutMs: parseDurationMs(flags.requestTimeout),
-    ...(flags.sloTtftMs || flags.sloTpotMs || flags.sloE2eMs ? { slo: sloFromFlags(flags) } : {}),
-    ...(flags.tokenizer !== undefined && { tokenizerPath: flags.tokenizer }),
-    specMetrics: flags.specMetrics ? 'auto' : 'none',
-    workers: flags.workers === 'auto' ? 'auto' : positiveInt('--workers', flags.workers),
-  };
-}
+import { verdictOf } from '../bench-verdict.js';
+import { progressRenderer } from '../progress.js';
+import { type BenchFlags, clientOptionsFromFlags, DEFAULT_SINGLE_STREAM_REQUESTS, FIELD_KEYS, usageError } from './bench-options.js';
 
 /** What `servelab bench ARGV` would run, without running it: the inverse of exec/remote-bench.ts benchArgv. */
 export function parseBenchArgv(argv: readonly string[]): { url: string; options: ClientOptions; requestTimeoutSetting: string } {
@@ -267,6 +63,8 @@ async function bench(url: string, flags: BenchFlags): Promise<void> {
     progress.flush();
     process.off('SIGINT', onSigint);
   }
+  if (flags.saveOutputs !== undefined) writeOutputsFile(flags.saveOutputs, result.outputs ?? []);
+  if (!flags.collectOutputs) delete result.outputs;
   const json = `${JSON.stringify(result, null, 2)}\n`;
   if (flags.out) {
     try {
@@ -304,9 +102,9 @@ function defineBench(program: Command): Command {
       '--burstiness <b>',
       'gamma arrivals (implies --arrival gamma): gap CV = 1/sqrt(b); 1 = Poisson, below 1 bursts, above 1 more regular (as vLLM bench serve)',
     )
-    .option('--max-in-flight <n>', 'cap on requests in flight with --rate (later arrivals wait)', '256')
-    .option('--input-len <len>', 'synthetic prompt tokens: N, normal:MEAN,SD[,MIN,MAX] or uniform:MIN,MAX', '512')
-    .option('--output-len <len>', 'synthetic output tokens (same forms)', '128')
+    .option('--max-in-flight <n>', 'cap on requests in flight with --rate (later arrivals wait)', String(DEFAULT_MAX_IN_FLIGHT))
+    .option('--input-len <len>', 'synthetic prompt tokens: N, normal:MEAN,SD[,MIN,MAX] or uniform:MIN,MAX', String(DEFAULT_INPUT_TOKENS))
+    .option('--output-len <len>', 'synthetic output tokens (same forms)', String(DEFAULT_SYNTHETIC_OUTPUT_TOKENS))
     .option(
       '--dataset <file>',
       'prompts from a ShareGPT JSON (every reply a multi-turn request), JSONL, CSV or Parquet file (records {prompt, max_tokens?, output?, category?})',
@@ -324,10 +122,10 @@ function defineBench(program: Command): Command {
       new Option('--dataset-order <order>', 'request order (default: shuffled by --seed for ShareGPT, file order otherwise)').choices(['shuffled', 'file']),
     )
     .option('--max-output-len <n>', 'cap on output tokens of dataset prompts')
-    .option('--seed <n>', 'seed of synthetic prompts, dataset order and random arrivals', '0')
+    .option('--seed <n>', 'seed of synthetic prompts, dataset order and random arrivals', String(DEFAULT_PROMPT_SEED))
     .option('--prompt-salt <n>', 'open every prompt with words derived from N, so no prefix-cache hit carries over from runs with another salt')
     .option('--no-cache-prompt', "send llama.cpp's cache_prompt: false, so no request reuses a cached prompt")
-    .option('--warmup <n>', 'warm-up requests before measuring (excluded from results)', '2')
+    .option('--warmup <n>', 'warm-up requests before measuring (excluded from results)', String(DEFAULT_WARMUP_REQUESTS))
     .option('--no-ignore-eos', 'let the model stop at EOS (default: ignore_eos so output lengths are exact)')
     .option('--no-require-full-output', 'accept requests that stop short of their output length despite ignore_eos (default: such a level is invalid, exit 1)')
     .addOption(
@@ -338,7 +136,7 @@ function defineBench(program: Command): Command {
     )
     .option(
       '--max-failed-fraction <f>',
-      "fraction of a level's requests that may fail (or be resent); beyond it the level stops at once and is exit 1 (default 0)",
+      `fraction of a level's requests that may fail (or be resent); beyond it the level stops at once and is exit 1 (default ${DEFAULT_MAX_FAILED_FRACTION})`,
     )
     .option('--request-timeout <duration>', 'fail a request that receives nothing for this long (stall)', DEFAULT_REQUEST_TIMEOUT)
     .addOption(new Option('--request-timeout-name <name>', 'how timeout messages name the request timeout').default('--request-timeout').hideHelp())
@@ -349,9 +147,14 @@ function defineBench(program: Command): Command {
       '--tokenizer <path>',
       "the model's tokenizer.json, model directory or NAME-<encoding>.tiktoken vocabulary: exact synthetic lengths, chat template, token counts when the server reports no usage",
     )
-    .option('--workers <n|auto>', 'load-generation threads, each with its own event loop and connections (auto = one per core)', '1')
+    .option('--workers <n|auto>', 'load-generation threads, each with its own event loop and connections (auto = one per core)', String(DEFAULT_LOAD_WORKERS))
     .option('--no-spec-metrics', 'do not scrape speculative-decoding statistics')
     .option('--json', 'print the result JSON on stdout instead of the table')
+    .option('--collect-outputs', "keep each measured request's answer (text, token ids, finish reason) in the result JSON's outputs")
+    .option(
+      '--save-outputs <file>',
+      'write each measured answer as JSON Lines (for servelab compare-outputs); asks for token ids where the API has a field for it',
+    )
     .option('--out <file>', 'also write the result JSON to this file')
     .option('--no-progress', 'no progress bar on stderr')
     .option('--allow-failures', 'exit 0 even when requests failed, and keep sending (--max-failed-fraction 1)')

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { parseDurationMs } from '../../config/duration.js';
 import { portPlan } from '../../launch/chosen-port.js';
 import { configKey, type LaunchFile, loadLaunchFile } from '../../launch/config.js';
-import { type LaunchedServer, launchServer } from '../../launch/launch.js';
+import { assertLogWritable, type LaunchedServer, launchServer } from '../../launch/launch.js';
 import { assertPortFree } from '../../launch/port-owner.js';
 import { type PortRange, parsePortRange } from '../../launch/port-range.js';
 import { envNameList, envSchema, portSchema } from '../../launch/server-schema.js';
@@ -115,6 +115,7 @@ Examples:
       // Usage errors exit 2 before anything starts: a contradictory or missing port, a fixed port someone holds.
       const plan = portPlan(spec);
       if ('fixed' in plan) await asUsageError(assertPortFree(plan.fixed, host ?? '127.0.0.1'));
+      if (host === undefined) assertLogWritable(logPath);
 
       const key = configKey({ command, env, unsetEnv, profile: profile.name });
       const db = openHistory(flags.store);

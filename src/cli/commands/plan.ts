@@ -7,10 +7,16 @@ import type { ResolvedExperiment } from '../../experiment/spec/types.js';
 import { formatPlanChoice } from '../../experiment/text/plan-format.js';
 import { defaultStorePath, openStore } from '../../store/db.js';
 import { UserError } from '../../util/errors.js';
+import { simulatorDeclaredCosts } from '../sim-costs.js';
+
+/** Where `run --help` and `plan --help` send a user who writes an experiment file. */
+export const EXPERIMENT_FILE_HELP =
+  'The experiment file: every key with its type, default and an example, workload kinds and names, placeholders,\nhow variants merge, metric names: docs/experiment-file.md (in the servelab package and repository).';
 
 export function registerPlan(program: Command): void {
   program
     .command('plan')
+    .addHelpText('after', `\n${EXPERIMENT_FILE_HELP}`)
     .description("show an experiment's schedule, restarts, predicted wall time and GPU-hours, and the budget check")
     .argument('<file>', 'experiment file (YAML)')
     .option('--store <path>', 'result store the costs are predicted from (default: $SERVELAB_STORE or ~/.servelab/servelab.db)')
@@ -27,7 +33,7 @@ export function costedPlan(experiment: ResolvedExperiment, storeOption: string |
   const path = defaultStorePath(storeOption);
   const db = existsSync(path) ? openStore(path) : undefined;
   try {
-    return chooseSchedule(experiment, loadCostModel(db, experiment));
+    return chooseSchedule(experiment, loadCostModel(db, experiment, simulatorDeclaredCosts));
   } finally {
     db?.close();
   }

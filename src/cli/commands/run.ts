@@ -2,7 +2,7 @@ import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import type { ExecutorConfig } from '../../exec/types.js';
 import { loadCostModel } from '../../experiment/plan/budget.js';
-import { chooseSchedule, formatDuration } from '../../experiment/plan/schedule.js';
+import { chooseSchedule } from '../../experiment/plan/schedule.js';
 import { campaignSummary } from '../../experiment/run/campaign-report.js';
 import { checkResumeFile } from '../../experiment/run/resume-check.js';
 import { loadRun } from '../../experiment/run/run-store.js';
@@ -11,12 +11,13 @@ import { runOnSlurm } from '../../experiment/run/slurm.js';
 import { loadExperiment } from '../../experiment/spec/load.js';
 import type { Plan, ResolvedExperiment } from '../../experiment/spec/types.js';
 import { formatVerdicts } from '../../experiment/text/format.js';
-import { formatPlanChoice } from '../../experiment/text/plan-format.js';
+import { formatPlanChoice, predictedText, sourcesNote } from '../../experiment/text/plan-format.js';
 import { type Db, defaultStorePath, openStore } from '../../store/db.js';
 import { latestUnfinishedRun } from '../../store/queries.js';
 import { UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
-import { enforceLimits } from './plan.js';
+import { simulatorDeclaredCosts } from '../sim-costs.js';
+import { EXPERIMENT_FILE_HELP, enforceLimits } from './plan.js';
 
 type SlurmConfig = Extract<ExecutorConfig, { kind: 'slurm' }>;
 
@@ -37,6 +38,7 @@ export function registerRun(program: Command): void {
   program
     .command('run')
     .description('run an experiment file: interleaved trials of every variant, drift alarm, verdicts vs the baseline')
+    .addHelpText('after', `\n${EXPERIMENT_FILE_HELP}`)
     .argument('[file]', 'experiment file (YAML)')
     .option('--store <path>', 'result store (default: $SERVELAB_STORE or ~/.servelab/servelab.db)')
     .option('--resume [runId]', "continue an unfinished run (default: the latest unfinished run of FILE's experiment)")
@@ -55,7 +57,7 @@ export function registerRun(program: Command): void {
         try {
           if (file === undefined) throw new UserError('--dry-run needs an experiment file', 'run `servelab run FILE --dry-run`', ExitCode.usage);
           const experiment = loadExperiment(file);
-          process.stdout.write(`${formatPlanChoice(experiment, chooseSchedule(experiment, loadCostModel(db, experiment)))}\n`);
+          process.stdout.write(`${formatPlanChoice(experiment, chooseSchedule(experiment, loadCostModel(db, experiment, simulatorDeclaredCosts)))}\n`);
           return;
         } finally {
           db.close();
@@ -76,10 +78,10 @@ export function registerRun(program: Command): void {
         const acceptEnvChange = flags.acceptEnvChange ?? false;
         let plan: Plan | undefined;
         if (target.experiment) {
-          const choice = chooseSchedule(target.experiment, loadCostModel(db, target.experiment));
+          const choice = chooseSchedule(target.experiment, loadCostModel(db, target.experiment, simulatorDeclaredCosts));
           enforceLimits(target.experiment, choice, flags.force ?? false);
           log(
-            `plan: ${choice.schedule}, ${choice.plan.trials.length} trials, ${choice.plan.restarts} restarts, predicted ${formatDuration(choice.prediction.wallMs)} (${choice.reason})`,
+            `plan: ${choice.schedule}, ${choice.plan.trials.length} trials, ${choice.plan.restarts} restarts, predicted ${predictedText(choice.prediction)} (${choice.reason})${sourcesNote(choice.prediction)}`,
           );
           plan = choice.plan;
         }
@@ -180,9 +182,9 @@ function report(db: Db, outcome: RunOutcome, json: boolean): void {
   switch (outcome.status) {
     case 'done':
       if (!json) {
-        process.stdout.write(
-          `run ${outcome.runId} done\n${formatVerdicts(outcome.verdicts ?? [], experiment.metric, experiment.baseline, plan.schedule === 'blocked')}\n\n${campaignSummary(db, outcome.runId).text}\n`,
-        );
+        const campaign = campaignSummary(db, outcome.runId);
+        const verdicts = formatVerdicts(outcome.verdicts ?? [], experiment.metric, experiment.baseline, plan.schedule === 'blocked', campaign.equivalence);
+        process.stdout.write(`run ${outcome.runId} done\n${verdicts}\n\n${campaign.text}\n`);
       }
       return;
     case 'drift':

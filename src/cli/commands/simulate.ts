@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os';
-import { type Command, InvalidArgumentError, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { isSimulatorReplica, runSimulatorReplica, startSimulatorCluster } from '../../simulate/cluster.js';
 import {
   type EngineKind,
@@ -10,6 +10,7 @@ import {
   type FaultConfig,
   FaultKinds,
   resolveSimConfig,
+  type SimConfig,
   type SimConfigInput,
 } from '../../simulate/config.js';
 import { startSimulator } from '../../simulate/server.js';
@@ -42,9 +43,18 @@ interface SimulateFlags {
   specDraftTokens?: number;
   specAcceptance?: number;
   specDraftOverhead?: number;
+  specAcceptanceDecay?: number;
+  specDraftStepCost?: number;
+  speculativeAlgorithm?: string;
+  speculativeNumSteps?: number;
+  speculativeEagleTopk?: number;
+  speculativeNumDraftTokens?: number;
+  tpSize?: number;
   statsIntervalMs?: number;
   closeKeptAlive?: boolean;
   prefixCache?: boolean;
+  lossy?: number;
+  divergenceAfter?: number;
   envSpeedup: EnvSpeedup[];
   fault: FaultConfig[];
   workers?: number;
@@ -115,9 +125,17 @@ const FLAG_OF_KEY: Record<string, string> = {
   'decode.spec.draftTokens': '--spec-draft-tokens',
   'decode.spec.acceptance': '--spec-acceptance',
   'decode.spec.draftOverhead': '--spec-draft-overhead',
+  'decode.spec.acceptanceDecay': '--spec-acceptance-decay',
+  'decode.spec.draftStepCost': '--spec-draft-step-cost',
+  'decode.spec.steps': '--speculative-num-steps',
+  'decode.spec.topk': '--speculative-eagle-topk',
+  'sglang.tpSize': '--tp-size',
+  'sglang.speculativeAlgorithm': '--speculative-algorithm',
   statsIntervalMs: '--stats-interval-ms',
   closeKeptAlive: '--close-kept-alive',
   'prefixCache.enabled': '--prefix-cache',
+  'output.lossy': '--lossy',
+  'output.divergenceAfter': '--divergence-after',
 };
 
 function flagOf(keyPath: string): string {
@@ -130,7 +148,12 @@ function flagOf(keyPath: string): string {
 function overridesFrom(flags: SimulateFlags): SimConfigInput {
   return {
     engine: flags.engine,
-    sglang: { incrementalStreamingOutput: flags.incrementalStreamingOutput, healthCheckTimeoutMs: flags.healthCheckTimeoutMs },
+    sglang: {
+      incrementalStreamingOutput: flags.incrementalStreamingOutput,
+      healthCheckTimeoutMs: flags.healthCheckTimeoutMs,
+      tpSize: flags.tpSize,
+      speculativeAlgorithm: flags.speculativeAlgorithm,
+    },
     host: flags.host,
     port: flags.port,
     model: flags.model,
@@ -147,18 +170,54 @@ function overridesFrom(flags: SimulateFlags): SimConfigInput {
       eosProbability: flags.eosProbability,
       defaultMaxTokens: flags.defaultMaxTokens,
       maxModelLen: flags.maxModelLen,
-      spec: { draftTokens: flags.specDraftTokens, acceptance: flags.specAcceptance, draftOverhead: flags.specDraftOverhead },
+      spec: {
+        // SGLang's speculative_num_draft_tokens counts the tree's root (the last verified token): drafts = n - 1.
+        draftTokens: flags.speculativeNumDraftTokens === undefined ? flags.specDraftTokens : Math.max(0, flags.speculativeNumDraftTokens - 1),
+        acceptance: flags.specAcceptance,
+        draftOverhead: flags.specDraftOverhead,
+        acceptanceDecay: flags.specAcceptanceDecay,
+        draftStepCost: flags.specDraftStepCost,
+        steps: flags.speculativeNumSteps,
+        topk: flags.speculativeEagleTopk,
+      },
     },
     statsIntervalMs: flags.statsIntervalMs,
     closeKeptAlive: flags.closeKeptAlive,
     prefixCache: { enabled: flags.prefixCache },
+    output: { lossy: flags.lossy, divergenceAfter: flags.divergenceAfter },
     envSpeedups: flags.envSpeedup.length > 0 ? flags.envSpeedup : undefined,
     faults: flags.fault.length > 0 ? flags.fault : undefined,
   };
 }
 
 export function registerSimulate(program: Command): void {
-  program
+  defineSimulate(program).action(async (flags: SimulateFlags) => {
+    if (isSimulatorReplica()) return runSimulatorReplica();
+    await simulate(flags);
+  });
+}
+
+/**
+ * The simulator's config from a `simulate …` argument list, as the command would resolve it; undefined when the
+ * arguments do not parse (the plan then has no declared figures, and the run will say what is wrong).
+ */
+export function simConfigOfArgv(argv: readonly string[]): SimConfig | undefined {
+  const program = new Command().exitOverride().configureOutput({ writeOut: () => {}, writeErr: () => {} });
+  let config: SimConfig | undefined;
+  defineSimulate(program).action((flags: SimulateFlags) => {
+    config = resolveSimConfig(flags.config, overridesFrom(flags), flagOf);
+  });
+  try {
+    program.parse(['simulate', ...argv], { from: 'user' });
+  } catch {
+    return undefined;
+  }
+  return config;
+}
+
+/** The simulate command's flags, on `program` (the CLI's, or a bare one that only parses). */
+function defineSimulate(program: Command): Command {
+  return program
     .command('simulate')
     .description('Run the built-in simulated LLM server (OpenAI, SGLang, TGI and llama.cpp APIs) in the foreground')
     .option('--config <file>', 'YAML/JSON simulator config; flags override its values')
@@ -196,46 +255,51 @@ export function registerSimulate(program: Command): void {
     .option('--spec-draft-tokens <k>', 'speculative decoding draft length; 0 = off (default 0)', integer)
     .option('--spec-acceptance <p>', 'per-draft-token acceptance probability (default 0.7)', number)
     .option('--spec-draft-overhead <fraction>', 'verification step cost per draft token, fraction of tpot (default 0.1)', number)
+    .option('--spec-acceptance-decay <f>', 'acceptance at draft depth i is --spec-acceptance x f^i (default 1)', number)
+    .option('--spec-draft-step-cost <fraction>', 'cost of one draft-model step, fraction of tpot; --env-speedup leaves it alone (default 0)', number)
+    .option('--speculative-algorithm <name>', "sglang: as SGLang's flag (EAGLE, EAGLE3, NEXTN…); only logged")
+    .option('--speculative-num-steps <n>', "sglang: draft-model steps per verify (the draft tree's depth), as SGLang's flag", integer)
+    .option('--speculative-eagle-topk <n>', "sglang: candidates per draft step, as SGLang's flag; 1 makes draft tokens = steps + 1 (default 1)", integer)
+    .option('--speculative-num-draft-tokens <n>', "sglang: tokens verified per step, the tree's root included, as SGLang's flag", integer)
+    .option('--tp-size <n>', 'sglang: tensor-parallel ranks, each logging its load lines (TP0…); no effect on timing (default 1)', integer)
     .option('--stats-interval-ms <ms>', 'log vLLM-style throughput lines this often while busy; 0 = never (default 10000)', number)
     .option('--close-kept-alive', 'close each connection after a streamed response while advertising keep-alive, like llama-server')
     .option('--prefix-cache', 'cache prompt prefixes: a repeated prefix costs no prefill (POST /reset_prefix_cache or /flush_cache clears it)')
+    .option('--lossy <share>', 'replace this share of greedy (temperature 0) output tokens with other tokens, the same ones every run (default 0)', number)
+    .option('--divergence-after <n>', 'greedy outputs equal the reference for n tokens, then differ (default: never)', integer)
     .option('--env-speedup <NAME=VALUE:FACTOR>', 'decode speed x FACTOR when env NAME equals VALUE (repeatable)', envSpeedup, [])
     .option('--fault <KIND:RATE[:AFTER_TOKENS]>', `inject client-visible faults: ${FaultKinds.join('|')} (repeatable)`, fault, [])
     .option(
       '--workers <n|auto>',
       'simulator processes behind the one port, each a data-parallel replica with its own --max-batch; /metrics sums them (default 1)',
       workerCount,
-    )
-    .action(async (flags: SimulateFlags) => {
-      if (isSimulatorReplica()) return runSimulatorReplica();
-      const config = resolveSimConfig(flags.config, overridesFrom(flags), flagOf);
-      if (flags.printConfig) {
-        process.stdout.write(`${JSON.stringify(config, null, 2)}\n`);
-        return;
-      }
-      const log = (line: string): void => void process.stdout.write(`${line}\n`);
-      // A real engine crash ends the process; flush the traceback first.
-      const onCrash = (): void => void process.stdout.write('', () => process.exit(1));
-      const workers = flags.workers ?? 1;
-      if (workers > 1 && (config.engine === 'vllm' || config.engine === 'sglang')) {
-        throw new UserError(`--engine ${config.engine} cannot be combined with --workers`, 'drop one of the two flags', 2);
-      }
-      if (workers > 1 && config.prefixCache.enabled) {
-        throw new UserError(
-          '--prefix-cache cannot be combined with --workers: each worker would cache only the prompts it served',
-          'drop one of the two flags',
-          2,
-        );
-      }
-      const simulator = workers > 1 ? await startSimulatorCluster(config, workers, { log, onCrash }) : await startSimulator(config, { log, onCrash });
-      const shutdown = (signal: NodeJS.Signals): void => {
-        log(`INFO:     Shutting down (${signal})`);
-        void simulator.close().then(() => {
-          log('INFO:     Finished server process');
-          process.exit(0);
-        });
-      };
-      process.once('SIGTERM', shutdown);
-      process.once('SIGINT', shutdown);
+    );
+}
+
+async function simulate(flags: SimulateFlags): Promise<void> {
+  const config = resolveSimConfig(flags.config, overridesFrom(flags), flagOf);
+  if (flags.printConfig) {
+    process.stdout.write(`${JSON.stringify(config, null, 2)}\n`);
+    return;
+  }
+  const log = (line: string): void => void process.stdout.write(`${line}\n`);
+  // A real engine crash ends the process; flush the traceback first.
+  const onCrash = (): void => void process.stdout.write('', () => process.exit(1));
+  const workers = flags.workers ?? 1;
+  if (workers > 1 && (config.engine === 'vllm' || config.engine === 'sglang')) {
+    throw new UserError(`--engine ${config.engine} cannot be combined with --workers`, 'drop one of the two flags', 2);
+  }
+  if (workers > 1 && config.prefixCache.enabled) {
+    throw new UserError('--prefix-cache cannot be combined with --workers: each worker would cache only the prompts it served', 'drop one of the two flags', 2);
+  }
+  const simulator = workers > 1 ? await startSimulatorCluster(config, workers, { log, onCrash }) : await startSimulator(config, { log, onCrash });
+  const shutdown = (signal: NodeJS.Signals): void => {
+    log(`INFO:     Shutting down (${signal})`);
+    void simulator.close().then(() => {
+      log('INFO:     Finished server process');
+      process.exit(0);
     });
+  };
+  process.once('SIGTERM', shutdown);
+  process.once('SIGINT', shutdown);
 }

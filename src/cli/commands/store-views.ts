@@ -1,9 +1,11 @@
 import type { Command } from 'commander';
 import { campaignSummary } from '../../experiment/run/campaign-report.js';
 import { storedExperimentOf } from '../../experiment/spec/stored.js';
+import { trialNumbers } from '../../experiment/spec/trial-number.js';
 import { formatRunList, formatRunShow } from '../../experiment/text/format.js';
+import { compareRuns } from '../../report/compare.js';
 import { comparisonText } from '../../report/compare-text.js';
-import { compareRuns, leftOutNotes, runVerdicts } from '../../report/model.js';
+import { leftOutNotes, runVerdicts } from '../../report/model.js';
 import { loadRunData } from '../../report/queries.js';
 import { type Db, defaultStorePath } from '../../store/db.js';
 import { type DriftAlarmRecord, listDriftAlarms } from '../../store/drift-alarms.js';
@@ -17,6 +19,7 @@ import { formatTelemetrySummary } from '../../telemetry/summary.js';
 import type { TrialTelemetry } from '../../telemetry/types.js';
 import { UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
+import { formatTrialNumber } from '../../util/format.js';
 import { redactor } from '../../util/redact.js';
 
 interface ViewFlags {
@@ -68,22 +71,35 @@ export function registerStoreViews(program: Command): void {
         const telemetry = runTelemetry(db, run.id, unreadable);
         const campaign = campaignSummary(db, run.id);
         const driftAlarms = listDriftAlarms(db, run.id, unreadable);
-        const notes = [...leftOutNotes({ trials, unreadable }, storedExperimentOf(run).metric), ...(verdicts.note ? [verdicts.note] : [])];
+        const notes = [...leftOutNotes({ trials, unreadable, run }, storedExperimentOf(run).metric), ...(verdicts.note ? [verdicts.note] : [])];
         if (flags.json) {
           const machine = Object.fromEntries(
             [...telemetry].map(([id, recorded]) => [id, { summary: recorded.summary, serverMetricsUnavailable: recorded.serverMetrics.unavailable }]),
           );
           return JSON.stringify(
-            { run, trials, invalidTrials, unplannedRestarts: restarts, driftAlarms, telemetry: machine, best: campaign.best, unreadable, notes },
+            {
+              run,
+              trials,
+              invalidTrials,
+              unplannedRestarts: restarts,
+              driftAlarms,
+              telemetry: machine,
+              best: campaign.best,
+              ...(campaign.equivalence && { equivalence: campaign.equivalence }),
+              unreadable,
+              notes,
+            },
             null,
             2,
           );
         }
+        const numberOf = trialNumbers(run.plan);
+        const numberText = (trial: TrialRecord): string => formatTrialNumber(numberOf(trial), run.plan.trials.length);
         return [
-          formatRunShow(run, trials, invalidTrials, restarts),
+          formatRunShow(run, trials, invalidTrials, restarts, campaign.equivalence),
           ...(notes.length > 0 ? ['', 'notes:', ...notes.map((note) => `  ${note}`)] : []),
           ...formatDriftAlarms(driftAlarms),
-          ...formatMachineState(trials, telemetry),
+          ...formatMachineState(trials, telemetry, numberText),
           '',
           campaign.text,
         ].join('\n');
@@ -108,13 +124,13 @@ export function registerStoreViews(program: Command): void {
 }
 
 /** A "machine state" section: each trial's telemetry summary, indented under its label. */
-function formatMachineState(trials: TrialRecord[], telemetry: Map<number, TrialTelemetry>): string[] {
+function formatMachineState(trials: TrialRecord[], telemetry: Map<number, TrialTelemetry>, numberText: (trial: TrialRecord) => string): string[] {
   const lines: string[] = [];
   for (const trial of trials) {
     const recorded = telemetry.get(trial.id);
     if (!recorded) continue;
     const metrics = recorded.serverMetrics.unavailable ?? `${recorded.serverMetrics.series.length} server metrics scraped`;
-    lines.push(`  trial ${trial.id} ${trial.variant} ${trial.workload} #${trial.repetition + 1}: ${metrics}`);
+    lines.push(`  ${numberText(trial)} ${trial.variant} ${trial.workload}: ${metrics}`);
     for (const line of formatTelemetrySummary(recorded.summary)) lines.push(`    ${line}`);
   }
   return lines.length > 0 ? ['', 'machine state per trial:', ...lines] : [];

@@ -80,6 +80,17 @@ export interface BestOptions {
   eliminations?: readonly Elimination[];
   /** The plan's schedule is blocked: configs are compared within passes (see compareBlocked). */
   blocked?: boolean;
+  /** Each config's token agreement with the baseline's greedy answers (equivalence.ts `outputMatches`), for subjectTo.outputMatch. */
+  outputMatch?: ReadonlyMap<string, number>;
+}
+
+/** subjectTo.outputMatch broken by a config, or unproven (its answers were not compared): a changed config is not a win. */
+export function outputMatchViolations(objective: Objective, outputMatch: ReadonlyMap<string, number> | undefined, variant: string): string[] {
+  const constraint = objective.outputMatch;
+  if (!constraint) return [];
+  const value = outputMatch?.get(variant);
+  if (value === undefined) return [`outputMatch not measured (needs ${constraint.op} ${constraint.value})`];
+  return holds(value, { metric: objective.metric, ...constraint }) ? [] : [`outputMatch ${value.toFixed(3)} (needs ${constraint.op} ${constraint.value})`];
 }
 
 /** Constraints a config's medians break on the objective's workload. */
@@ -107,7 +118,7 @@ function holds(value: number, { op, value: limit }: Constraint): boolean {
 export function bestConfig(
   experiment: ResolvedExperiment,
   trials: readonly TrialRecord[],
-  { eliminations = [], blocked = false }: BestOptions = {},
+  { eliminations = [], blocked = false, outputMatch }: BestOptions = {},
 ): BestVerdict {
   const objective = objectiveOf(experiment);
   const sign = objective.direction === 'maximize' ? 1 : -1;
@@ -119,7 +130,10 @@ export function bestConfig(
   };
   const rows = experiment.variants.map((variant) => {
     const values = objectiveValues(objective, trials, variant.name);
-    const violations = constraintViolations(objective.constraints, objective.workload, trials, variant.name);
+    const violations = [
+      ...constraintViolations(objective.constraints, objective.workload, trials, variant.name),
+      ...outputMatchViolations(objective, outputMatch, variant.name),
+    ];
     const eliminated = eliminations.find((entry) => entry.variant === variant.name);
     return {
       variant: variant.name,

@@ -1,7 +1,7 @@
 import { median } from 'simple-statistics';
 import type { TrialRecord } from '../../store/types.js';
 import type { ResolvedExperiment } from '../spec/types.js';
-import { constraintViolations, type Elimination, objectiveOf, objectiveValues } from './best.js';
+import { constraintViolations, type Elimination, objectiveOf, objectiveValues, outputMatchViolations } from './best.js';
 import { holmAdjust } from './holm.js';
 import { compareSamples } from './verdict.js';
 
@@ -24,6 +24,8 @@ export function raceStep(
   eliminated: ReadonlySet<string>,
   afterPass: number,
   blocked: boolean,
+  /** Token agreement with the baseline's answers per config (subjectTo.outputMatch). */
+  outputMatch?: ReadonlyMap<string, number>,
 ): RaceDecision {
   // After the first pass of a blocked schedule each config was measured in its own stretch of time, so a drift of
   // the machine is indistinguishable from a difference of configs: nothing is decided before the reversed pass.
@@ -34,7 +36,10 @@ export function raceStep(
     .map((variant) => ({ variant: variant.name, values: objectiveValues(objective, trials, variant.name) }))
     .filter((entry) => !eliminated.has(entry.variant) && entry.values.length > 0);
   const feasible = remaining.filter((entry) => {
-    const violations = entry.values.length >= 2 ? constraintViolations(objective.constraints, objective.workload, trials, entry.variant) : [];
+    const violations = [
+      ...(entry.values.length >= 2 ? constraintViolations(objective.constraints, objective.workload, trials, entry.variant) : []),
+      ...outputMatchViolations(objective, outputMatch, entry.variant),
+    ];
     if (violations.length > 0) eliminate.push({ variant: entry.variant, afterPass, reason: `breaks ${violations.join('; ')}` });
     return violations.length === 0;
   });

@@ -1,19 +1,22 @@
 import { median } from 'simple-statistics';
 import { configKey } from '../../launch/config.js';
+import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
 import { recentReadyMs, recentTrialDurationsMs } from '../../store/campaign.js';
 import type { Db } from '../../store/db.js';
 import type { Plan, ResolvedExperiment, ServerConfig } from '../spec/types.js';
+import { type DeclaredCosts, declaredTrialMs, START_OVERHEAD_MS } from './trial-estimate.js';
 
-/** Stated fallbacks when the store has no history: a mid-size model load, and a minute of measurement. */
-export const DEFAULT_STARTUP_MS = 5 * 60_000;
-export const DEFAULT_TRIAL_MS = 60_000;
+/**
+ * A predicted duration and where it comes from, best first: the store's history (median of `samples` recorded
+ * values); what the server declares about itself (the simulator's flags); the engine's typical figure (a profile's
+ * `typicalStartupMs`: a startup only); else unknown, shown as such rather than as a made-up number.
+ */
+export type Estimate =
+  | { ms: number; source: 'history'; samples: number }
+  | { ms: number; source: 'declared' | 'typical'; samples: 0; basis: string }
+  | { ms: undefined; source: 'unknown'; samples: 0 };
 
-export interface Estimate {
-  ms: number;
-  /** history: median of `samples` recorded values; default: no history, the stated fallback. */
-  source: 'history' | 'default';
-  samples: number;
-}
+export const UNKNOWN: Estimate = { ms: undefined, source: 'unknown', samples: 0 };
 
 /** Predicted startup per server config and duration per (variant, workload) trial, keyed as the plan keys them. */
 export interface CostModel {
@@ -27,22 +30,25 @@ export interface ConfigPrediction {
   starts: number;
   trials: number;
   startupMs: Estimate;
-  /** Measuring time of this config's planned trials. */
-  measureMs: number;
+  /** Measuring time of this config's planned trials; undefined when any of them is unknown. */
+  measureMs: number | undefined;
+  /** Where its trial figures come from (each source used at least once). */
+  trialSources: Array<Estimate['source']>;
 }
 
 export interface PlanPrediction {
   trials: number;
   starts: number;
   restarts: number;
-  startupTotalMs: number;
-  measureMs: number;
-  wallMs: number;
-  gpuHours: number;
+  /** Each total is undefined when a figure it sums is unknown: never a number missing a part. */
+  startupTotalMs: number | undefined;
+  measureMs: number | undefined;
+  wallMs: number | undefined;
+  gpuHours: number | undefined;
   gpusPerServer: number;
   configs: ConfigPrediction[];
-  /** True when any figure fell back to a default. */
-  usesDefaults: boolean;
+  /** Every source a figure came from, best first; anything but ['history'] is said next to the prediction. */
+  sources: Array<Estimate['source']>;
 }
 
 /** The history key the runner records a config's startups under (shared with `servelab launch`). */
@@ -54,54 +60,70 @@ export function costPairKey(variant: string, workload: string): string {
   return JSON.stringify([variant, workload]);
 }
 
+/** What the caller can read of a server's own declared speed (the CLI reads the simulator's flags). */
+export type DeclaredCostsOf = (server: ServerConfig) => DeclaredCosts | undefined;
+
 /**
  * Costs from the store: median of the config's last startups, and of the pair's recorded trial durations in this
- * experiment (any variant of the same workload when the pair has none). Without a store: stated defaults.
+ * experiment (any variant of the same workload when the pair has none). Without history: the server's declared
+ * figures, else the engine's typical startup, else unknown.
  */
-export function loadCostModel(db: Db | undefined, experiment: ResolvedExperiment): CostModel {
+export function loadCostModel(db: Db | undefined, experiment: ResolvedExperiment, declaredOf?: DeclaredCostsOf): CostModel {
   const startups: Record<string, Estimate> = {};
   const trials: Record<string, Estimate> = {};
   for (const variant of experiment.variants) {
-    startups[variant.serverKey] ??= estimate(db ? recentReadyMs(db, startupKeyOf(variant.server)) : [], DEFAULT_STARTUP_MS);
-    for (const { label } of experiment.workloads) {
+    const declared = declaredOf?.(variant.server);
+    startups[variant.serverKey] ??= fromHistory(db ? recentReadyMs(db, startupKeyOf(variant.server)) : []) ?? startupWithoutHistory(variant.server, declared);
+    for (const { label, workload } of experiment.workloads) {
       const own = db ? recentTrialDurationsMs(db, { experimentName: experiment.name, workload: label, variant: variant.name }) : [];
       const any = own.length > 0 || !db ? own : recentTrialDurationsMs(db, { experimentName: experiment.name, workload: label });
-      trials[costPairKey(variant.name, label)] = estimate(any, DEFAULT_TRIAL_MS);
+      const trialMs = declared && declaredTrialMs(declared, workload, variant.client);
+      trials[costPairKey(variant.name, label)] =
+        fromHistory(any) ?? (trialMs !== undefined ? { ms: trialMs, source: 'declared', samples: 0, basis: declared!.basis } : UNKNOWN);
     }
   }
   return { startups, trials };
 }
 
-function estimate(values: number[], fallback: number): Estimate {
-  return values.length > 0 ? { ms: median(values), source: 'history', samples: values.length } : { ms: fallback, source: 'default', samples: 0 };
+function fromHistory(values: number[]): Estimate | undefined {
+  return values.length > 0 ? { ms: median(values), source: 'history', samples: values.length } : undefined;
 }
+
+function startupWithoutHistory(server: ServerConfig, declared: DeclaredCosts | undefined): Estimate {
+  if (declared) return { ms: declared.startupMs + START_OVERHEAD_MS, source: 'declared', samples: 0, basis: declared.basis };
+  const typical = BUILTIN_PROFILES[server.profile]?.typicalStartupMs;
+  return typical === undefined ? UNKNOWN : { ms: typical, source: 'typical', samples: 0, basis: `typical for ${server.profile}, no history` };
+}
+
+const SOURCE_ORDER: ReadonlyArray<Estimate['source']> = ['history', 'declared', 'typical', 'unknown'];
 
 /** Wall time and GPU-hours of a plan, run one server at a time: every start of a config plus every trial. */
 export function predictPlan(plan: Pick<Plan, 'trials'>, experiment: ResolvedExperiment, costs: CostModel): PlanPrediction {
   const configs = new Map<string, ConfigPrediction>();
-  const defaultEstimate: Estimate = { ms: DEFAULT_TRIAL_MS, source: 'default', samples: 0 };
-  let usesDefaults = false;
+  const sources = new Set<Estimate['source']>();
   let previousKey: string | undefined;
   for (const trial of plan.trials) {
     let config = configs.get(trial.serverKey);
     if (!config) {
-      const startupMs = costs.startups[trial.serverKey] ?? { ms: DEFAULT_STARTUP_MS, source: 'default', samples: 0 };
+      const startupMs = costs.startups[trial.serverKey] ?? UNKNOWN;
       const variants = experiment.variants.filter((variant) => variant.serverKey === trial.serverKey).map((variant) => variant.name);
-      config = { serverKey: trial.serverKey, variants, starts: 0, trials: 0, startupMs, measureMs: 0 };
+      config = { serverKey: trial.serverKey, variants, starts: 0, trials: 0, startupMs, measureMs: 0, trialSources: [] };
       configs.set(trial.serverKey, config);
+      sources.add(startupMs.source);
     }
     if (trial.serverKey !== previousKey) config.starts += 1;
     previousKey = trial.serverKey;
-    const trialMs = costs.trials[costPairKey(trial.variant, trial.workload)] ?? defaultEstimate;
-    usesDefaults ||= trialMs.source === 'default' || config.startupMs.source === 'default';
+    const trialMs = costs.trials[costPairKey(trial.variant, trial.workload)] ?? UNKNOWN;
+    sources.add(trialMs.source);
+    if (!config.trialSources.includes(trialMs.source)) config.trialSources.push(trialMs.source);
     config.trials += 1;
-    config.measureMs += trialMs.ms;
+    config.measureMs = sum(config.measureMs, trialMs.ms);
   }
   const list = [...configs.values()];
-  const starts = list.reduce((sum, config) => sum + config.starts, 0);
-  const startupTotalMs = list.reduce((sum, config) => sum + config.starts * config.startupMs.ms, 0);
-  const measureMs = list.reduce((sum, config) => sum + config.measureMs, 0);
-  const wallMs = startupTotalMs + measureMs;
+  const starts = list.reduce((total, config) => total + config.starts, 0);
+  const startupTotalMs = list.reduce<number | undefined>((total, config) => sum(total, times(config.starts, config.startupMs.ms)), 0);
+  const measureMs = list.reduce<number | undefined>((total, config) => sum(total, config.measureMs), 0);
+  const wallMs = sum(startupTotalMs, measureMs);
   const gpusPerServer = experiment.budget?.gpusPerServer ?? 1;
   return {
     trials: plan.trials.length,
@@ -110,9 +132,18 @@ export function predictPlan(plan: Pick<Plan, 'trials'>, experiment: ResolvedExpe
     startupTotalMs,
     measureMs,
     wallMs,
-    gpuHours: (wallMs / 3_600_000) * gpusPerServer,
+    gpuHours: wallMs === undefined ? undefined : (wallMs / 3_600_000) * gpusPerServer,
     gpusPerServer,
     configs: list,
-    usesDefaults,
+    sources: SOURCE_ORDER.filter((source) => sources.has(source)),
   };
+}
+
+function sum(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined || b === undefined ? undefined : a + b;
+}
+
+/** A config started 0 times costs nothing, even when its startup is unknown. */
+function times(count: number, ms: number | undefined): number | undefined {
+  return count === 0 ? 0 : ms === undefined ? undefined : count * ms;
 }

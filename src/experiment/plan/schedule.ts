@@ -57,8 +57,8 @@ export interface ScheduleOption {
 export interface ScheduleChoice extends ScheduleOption {
   /** Both candidates, for the trade-off line of `servelab plan`. */
   options: ScheduleOption[];
-  /** Mean predicted startup / mean predicted trial time. */
-  startupToTrialRatio: number;
+  /** Mean predicted startup / mean predicted trial time; undefined when either is unknown. */
+  startupToTrialRatio: number | undefined;
   /** Why this schedule, in one sentence. */
   reason: string;
 }
@@ -128,6 +128,15 @@ export function chooseSchedule(experiment: ResolvedExperiment, costs: CostModel)
     const chosen = options.find((option) => option.schedule === setting)!;
     return { ...chosen, options, startupToTrialRatio: ratio, reason: `schedule: ${setting} (as the experiment file says)` };
   }
+  if (ratio === undefined) {
+    const chosen = options[0]!;
+    return {
+      ...chosen,
+      options,
+      startupToTrialRatio: ratio,
+      reason: 'auto: startup or trial costs unknown (no history), so interleaved, the safer comparison',
+    };
+  }
   const preferred = ratio >= AUTO_BLOCKED_RATIO ? 'blocked' : 'interleaved';
   const fits = (option: ScheduleOption): boolean => limitViolations(experiment, option.prediction).length === 0;
   let chosen = options.find((option) => option.schedule === preferred)!;
@@ -143,26 +152,38 @@ export function chooseSchedule(experiment: ResolvedExperiment, costs: CostModel)
   return { ...chosen, options, startupToTrialRatio: ratio, reason };
 }
 
-function startupToTrialRatio(prediction: PlanPrediction): number {
+/** Mean predicted startup / mean predicted trial time; undefined when either is unknown. */
+function startupToTrialRatio(prediction: PlanPrediction): number | undefined {
   const starts = prediction.configs.filter((config) => config.starts > 0);
-  const meanStartup = starts.reduce((sum, config) => sum + config.startupMs.ms, 0) / Math.max(1, starts.length);
+  if (prediction.measureMs === undefined || starts.some((config) => config.startupMs.ms === undefined)) return undefined;
+  const meanStartup = starts.reduce((sum, config) => sum + config.startupMs.ms!, 0) / Math.max(1, starts.length);
   const trials = prediction.configs.reduce((sum, config) => sum + config.trials, 0);
   const meanTrial = prediction.measureMs / Math.max(1, trials);
   return meanTrial > 0 ? meanStartup / meanTrial : Number.POSITIVE_INFINITY;
 }
 
-/** Budget and restart limits a predicted plan breaks, one phrase each ("the budget of 2.0 h wall time (3.1 h)"). */
+/**
+ * Budget and restart limits a predicted plan breaks, one phrase each ("the budget of 2.0 h wall time (3.1 h)"). An
+ * unknown wall time breaks none: `uncheckedBudget` says so instead.
+ */
 export function limitViolations(experiment: ResolvedExperiment, prediction: PlanPrediction): string[] {
   const violations: string[] = [];
   const { budget, maxRestarts } = experiment;
   if (maxRestarts !== undefined && prediction.restarts > maxRestarts) violations.push(`maxRestarts ${maxRestarts} (${prediction.restarts} planned)`);
-  if (budget?.wallTimeMs !== undefined && prediction.wallMs > budget.wallTimeMs) {
+  if (budget?.wallTimeMs !== undefined && prediction.wallMs !== undefined && prediction.wallMs > budget.wallTimeMs) {
     violations.push(`the wall-time budget of ${formatDuration(budget.wallTimeMs)} (${formatDuration(prediction.wallMs)} predicted)`);
   }
-  if (budget?.gpuHours !== undefined && prediction.gpuHours > budget.gpuHours) {
+  if (budget?.gpuHours !== undefined && prediction.gpuHours !== undefined && prediction.gpuHours > budget.gpuHours) {
     violations.push(`the budget of ${budget.gpuHours} GPU-hours (${formatNumber(prediction.gpuHours)} predicted)`);
   }
   return violations;
+}
+
+/** Why the budget cannot be checked (the wall time is unknown), or undefined when it can or there is none. */
+export function uncheckedBudget(experiment: ResolvedExperiment, prediction: PlanPrediction): string | undefined {
+  const budget = experiment.budget;
+  if (!budget || prediction.wallMs !== undefined) return undefined;
+  return 'the budget cannot be checked: the wall time is unknown until a run has recorded startups and trials';
 }
 
 // Re-exported for the callers in experiment/run/ that still import it from here.

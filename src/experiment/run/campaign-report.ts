@@ -1,27 +1,33 @@
 import { listRaceEvents } from '../../store/campaign.js';
 import type { Db } from '../../store/db.js';
+import { listEquivalencePasses } from '../../store/equivalence.js';
 import { listTrials } from '../../store/queries.js';
+import { formatDuration, formatPredicted } from '../../util/format.js';
 import { type BestVerdict, bestConfig } from '../analysis/best.js';
+import { type EquivalenceReport, experimentEquivalence, outputMatches } from '../analysis/equivalence.js';
 import { loadCostModel, predictPlan } from '../plan/budget.js';
 import { planExperiment } from '../plan/plan.js';
-import { formatDuration } from '../plan/schedule.js';
 import { formatBestVerdict, formatSpecView, hasSpecFigures } from '../text/best-format.js';
+import { formatEquivalence } from '../text/equivalence-format.js';
 import { gpuHoursText } from '../text/plan-format.js';
 import { loadRun } from './run-store.js';
 
 /** A run's campaign view: race decisions, the best-config verdict, the speculative-decoding table, GPU-hours. */
-export function campaignSummary(db: Db, runId: number): { best: BestVerdict; text: string } {
+export function campaignSummary(db: Db, runId: number): { best: BestVerdict; text: string; equivalence?: EquivalenceReport } {
   const { run, experiment, plan } = loadRun(db, runId);
   const trials = listTrials(db, runId);
   const events = listRaceEvents(db, runId);
   const eliminations = events.flatMap((event) =>
     event.kind === 'eliminated' && event.variant !== undefined ? [{ variant: event.variant, afterPass: event.afterPass, reason: event.reason }] : [],
   );
-  const best = bestConfig(experiment, trials, { eliminations, blocked: plan.schedule === 'blocked' });
+  const equivalence = experimentEquivalence(experiment, listEquivalencePasses(db, runId));
+  const outputMatch = equivalence && outputMatches(equivalence);
+  const best = bestConfig(experiment, trials, { eliminations, blocked: plan.schedule === 'blocked', ...(outputMatch && { outputMatch }) });
   const lines: string[] = [];
   const stop = events.find((event) => event.kind === 'stop');
   if (experiment.stopping === 'race' || stop) lines.push(stop ? `campaign: ${stop.reason}` : 'campaign: ran to its trial cap without a clear winner', '');
   if (experiment.variants.length > 1) lines.push(formatBestVerdict(experiment, best), '');
+  if (equivalence) lines.push(formatEquivalence(equivalence), '');
   if (hasSpecFigures(trials)) lines.push('speculative decoding (medians over trials):', formatSpecView(experiment, trials), '');
 
   // Used: wall time of the run × GPUs per server; full grid: the interleaved plan of every trial at today's costs.
@@ -35,7 +41,7 @@ export function campaignSummary(db: Db, runId: number): { best: BestVerdict; tex
   };
   const full = predictPlan(planExperiment(input), experiment, loadCostModel(db, experiment));
   lines.push(
-    `GPU-hours: ${gpuHoursText((wallMs / 3_600_000) * gpus)} used (${formatDuration(wallMs)} × ${gpus} GPU${gpus === 1 ? '' : 's'}, ${trials.length} trials) vs ${gpuHoursText(full.gpuHours)} predicted for the full interleaved grid (${formatDuration(full.wallMs)}, ${full.trials} trials, ${full.restarts} restarts)`,
+    `GPU-hours: ${gpuHoursText((wallMs / 3_600_000) * gpus)} used (${formatDuration(wallMs)} × ${gpus} GPU${gpus === 1 ? '' : 's'}, ${trials.length} trials) vs ${gpuHoursText(full.gpuHours)} predicted for the full interleaved grid (${formatPredicted(full.wallMs)}, ${full.trials} trials, ${full.restarts} restarts)`,
   );
-  return { best, text: lines.join('\n') };
+  return { best, text: lines.join('\n'), ...(equivalence && { equivalence }) };
 }

@@ -5,6 +5,7 @@ import { raceStep } from '../analysis/race.js';
 import { loadCostModel, predictPlan } from '../plan/budget.js';
 import { formatDuration } from '../plan/schedule.js';
 import type { Plan, PlannedTrial, ResolvedExperiment } from '../spec/types.js';
+import { storedOutputMatches } from './equivalence.js';
 import type { RunJournal } from './journal.js';
 
 /**
@@ -40,7 +41,8 @@ export function campaignControl(
       const afterPass = pass - 1;
       decidedThrough = afterPass;
       if (experiment.stopping === 'race') {
-        const decision = raceStep(experiment, listTrials(db, runId), eliminated(), afterPass, plan.schedule === 'blocked');
+        const matches = storedOutputMatches(db, runId, experiment);
+        const decision = raceStep(experiment, listTrials(db, runId), eliminated(), afterPass, plan.schedule === 'blocked', matches);
         for (const entry of decision.eliminate) {
           journal.raceEvent({ kind: 'eliminated', afterPass, variant: entry.variant, reason: entry.reason });
           log(`race: ${entry.variant} eliminated after pass ${afterPass + 1}: ${entry.reason}`);
@@ -71,6 +73,8 @@ export function campaignControl(
     const next = plan.trials.filter((trial) => trial.block === afterPass + 1 && !out.has(trial.variant));
     if (next.length === 0) return undefined;
     const predicted = predictPlan({ trials: next }, experiment, loadCostModel(db, experiment));
+    // This run has recorded its first pass by now; a figure still unknown leaves the budget unjudged, not exceeded.
+    if (predicted.wallMs === undefined) return undefined;
     const elapsedMs = Date.now() - Date.parse(startedAt);
     const wallMs = elapsedMs + predicted.wallMs;
     const gpuHours = (wallMs / 3_600_000) * budget.gpusPerServer;

@@ -1,5 +1,5 @@
 import type { Fingerprint } from '../../fingerprint/types.js';
-import { formatNumber } from '../../util/format.js';
+import { formatNumber, formatTrialNumber } from '../../util/format.js';
 import { metricUnit, metricValue, trialMetricsOf } from '../spec/metrics.js';
 import type { PlannedTrial } from '../spec/types.js';
 import type { RunContext } from './context.js';
@@ -13,20 +13,20 @@ export type TrialOutcome = { valid: true; alarm?: string } | { valid: false; rea
  * log reports it, the drift watch judges it. Its progress goes to the journal while it runs. Nothing else writes.
  */
 export class TrialConsumers {
-  private done: number;
-
   constructor(
     private readonly context: RunContext,
     private readonly total: number,
-    alreadyDone: number,
     private readonly drift: DriftWatch,
-  ) {
-    this.done = alreadyDone;
+  ) {}
+
+  /** "trial 3/20 baseline c=8": how the log, progress, `show`, the report and the UI all name a trial. */
+  nameOf(trial: PlannedTrial): string {
+    return `${formatTrialNumber(trial.index + 1, this.total)} ${trial.variant} ${trial.workload}`;
   }
 
   /** Progress of `trial` while it runs (the journal throttles it). */
   progressOf(trial: PlannedTrial): TrialProgress {
-    const label = `${labelOf(trial)} (trial ${this.position()})`;
+    const label = this.nameOf(trial);
     return (progress, warmingUp) => this.context.journal.progress(label, progress, warmingUp);
   }
 
@@ -34,7 +34,7 @@ export class TrialConsumers {
   completed(measured: MeasuredTrial, fingerprint: Fingerprint): TrialOutcome {
     const { journal, experiment, log } = this.context;
     const { trial, level } = measured;
-    const where = `trial ${this.position()} ${labelOf(trial)}`;
+    const where = this.nameOf(trial);
     if (measured.invalid !== undefined || !level) {
       const reason = measured.invalid ?? 'the load client measured nothing';
       journal.invalidTrial({
@@ -75,18 +75,10 @@ export class TrialConsumers {
       level.samples,
       measured.telemetry,
     );
-    this.done += 1;
     const value = formatNumber(metricValue(metrics, experiment.metric));
-    log(`${where}: ${value} ${metricUnit(experiment.metric)} (${metrics.completed} ok, ${metrics.failed} failed)`);
+    const resent = metrics.resends ? `, ${metrics.resends} resent` : '';
+    log(`${where}: ${value} ${metricUnit(experiment.metric)} (${metrics.completed} ok, ${metrics.failed} failed${resent})`);
     const alarm = this.drift(trial, fingerprint, measured.telemetry?.summary);
     return alarm === undefined ? { valid: true } : { valid: true, alarm };
   }
-
-  private position(): string {
-    return `${this.done + 1}/${this.total}`;
-  }
-}
-
-function labelOf(trial: PlannedTrial): string {
-  return `${trial.variant} ${trial.workload} #${trial.repetition + 1}`;
 }

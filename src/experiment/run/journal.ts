@@ -5,6 +5,7 @@ import type { RaceEvent } from '../../store/campaign.js';
 import { recordRaceEvent } from '../../store/campaign.js';
 import type { Db } from '../../store/db.js';
 import { type DriftAlarmRecord, insertDriftAlarm } from '../../store/drift-alarms.js';
+import { type EquivalencePass, insertEquivalencePass } from '../../store/equivalence.js';
 import type { Lease } from '../../store/lease.js';
 import {
   type InvalidTrial,
@@ -101,5 +102,9 @@ export class RunJournal {
 
   raceEvent(event: RaceEvent): void {
     this.fence(() => recordRaceEvent(this.db, this.runId, event));
+  }
+
+  equivalencePass(pass: EquivalencePass): void {
+    this.fence(() => insertEquivalencePass(this.db, this.runId, pass));
   }
 }

@@ -107,7 +107,7 @@ async function runLeased(options: RunOptions, runId: number, lease: Lease, log: 
     throw error;
   }
   const servers = new ServerLifecycle(context);
-  const consumers = new TrialConsumers(context, plan.trials.length, done.size, driftWatch(context, plan));
+  const consumers = new TrialConsumers(context, plan.trials.length, driftWatch(context, plan));
   try {
     if (run.status !== 'running') journal.runStatus('running');
     // Campaign hook (race eliminations, budget stop) between passes; a Slurm job runs its config's trials as planned.

@@ -2,6 +2,7 @@ import { UserError } from '../../util/errors.js';
 import type { PlannedTrial } from '../spec/types.js';
 import type { TrialConsumers } from './consumers.js';
 import type { RunContext } from './context.js';
+import { sendEquivalencePasses } from './equivalence.js';
 import { preflightBeforeStart, withPreflight } from './machine.js';
 import { guardReference } from './reference-guard.js';
 import type { ServerHandle, ServerLifecycle } from './server-lifecycle.js';
@@ -35,6 +36,7 @@ export async function runStretch(
     const fingerprint = withPreflight(await servers.fingerprint(server.running), preflight);
     const target = { runId: context.runId, experimentName: experiment.name, filePath: experiment.filePath, serverKey, variants: variants.map((v) => v.name) };
     guardReference(context.db, target, fingerprint, { accept: context.acceptEnvChange, log: context.log });
+    await sendEquivalencePasses(context, server, variants);
     for (const trial of trials) {
       const variant = experiment.variants.find((candidate) => candidate.name === trial.variant)!;
       for (let attempt = 0; ; attempt += 1) {
@@ -44,7 +46,7 @@ export async function runStretch(
           if (outcome.alarm) return outcome.alarm;
           break;
         }
-        if (attempt >= retries) throw await trialFailure(context, server, trial, outcome.reason, attempt + 1);
+        if (attempt >= retries) throw await trialFailure(context, server, consumers.nameOf(trial), outcome.reason, attempt + 1);
         server = await servers.reverify(server, variants[0]!, label);
       }
     }
@@ -58,11 +60,11 @@ export async function runStretch(
 }
 
 /** The run stops: cause, the end of the server log, and how to continue. */
-async function trialFailure(context: RunContext, server: ServerHandle, trial: PlannedTrial, reason: string, attempts: number): Promise<UserError> {
+async function trialFailure(context: RunContext, server: ServerHandle, trialName: string, reason: string, attempts: number): Promise<UserError> {
   const lines = await server.running.logTail(15).catch(() => []);
   const tail = lines.length > 0 ? lines.map((line) => `  | ${line}`).join('\n') : '  (no log written)';
   return new UserError(
-    `trial ${trial.variant} ${trial.workload} #${trial.repetition + 1} was invalid ${attempts} times; last: ${reason}\nlast lines of ${server.running.logPath}:\n${tail}`,
+    `${trialName} was invalid ${attempts} times; last: ${reason}\nlast lines of ${server.running.logPath}:\n${tail}`,
     `fix the cause, then \`servelab run ${context.experiment.filePath} --resume ${context.runId}\` (measured trials are kept)`,
   );
 }

@@ -7,9 +7,11 @@ import type { ServerProfile } from '../../profiles/types.js';
 import { prefixCacheFromCounters } from '../../telemetry/prefix-cache.js';
 import { startTrialRecorder } from '../../telemetry/trial.js';
 import type { TrialTelemetry } from '../../telemetry/types.js';
+import { DEFAULT_MAX_FAILED_FRACTION } from '../../util/defaults.js';
 import type { PlannedTrial, ResolvedVariant, ResolvedWorkload } from '../spec/types.js';
 import { resetCache, type TrialCache, trialCache } from './cache.js';
 import type { RunContext } from './context.js';
+import { watchServerLog } from './log-watch.js';
 import { invalidReason } from './validity.js';
 
 /** One measurement of a planned trial, valid or not: what every trial consumer (store, log, drift watch) gets. */
@@ -54,14 +56,16 @@ export async function measureTrial(
   const startedAt = new Date().toISOString();
   // Nothing is fired into a dead server: its death aborts the load client within a second.
   const liveness = watchLiveness({ baseUrl: server.baseUrl, path: profile.livenessPath ?? profile.healthPath, exited: server.exited.then(describeExit) });
-  const signal = AbortSignal.any([stop, liveness.signal]);
+  // Nor into one that logged a fatal error (a CUDA error, an NCCL failure) while it still answers.
+  const serverLog = watchServerLog(server.logPath, profile, context.log);
+  const signal = AbortSignal.any([stop, liveness.signal, serverLog.signal]);
   let level: LevelResult | undefined;
   const recorder = startTrialRecorder(context.executor, server.baseUrl, experiment.telemetry);
   try {
     const result = await context.executor.bench({
       ...benchOptionsOf(variant, workload, profile, server, cache),
       // The level stops firing once it can no longer be valid, instead of sending the rest into a broken server.
-      maxFailedFraction: experiment.validity?.maxFailedFraction ?? 0,
+      maxFailedFraction: experiment.validity?.maxFailedFraction ?? DEFAULT_MAX_FAILED_FRACTION,
       signal,
       verifyServer: liveness.verify,
       onProgress: (progress) => onProgress(progress, progress.levelLabel === WARMUP_LABEL),
@@ -72,23 +76,26 @@ export async function measureTrial(
     // trial; check at once rather than waiting for the next probe.
     stop.throwIfAborted();
     await liveness.verify();
-    if (liveness.cause() === undefined) throw error;
+    if (liveness.cause() === undefined && !serverLog.signal.aborted) throw error;
   } finally {
     liveness.stop();
+    void serverLog.stop();
     // Also when the load client threw: the sampler is a child process. stop() is idempotent.
     void recorder.stop();
   }
   const telemetry = await recorder.stop();
+  const loggedFatal = await serverLog.stop();
   stop.throwIfAborted();
   const counted = level && !level.prefixCache && telemetry ? prefixCacheFromCounters(telemetry.serverMetrics.series) : undefined;
   if (level && counted) level = { ...level, prefixCache: counted };
   const died = liveness.cause();
   const invalid = invalidReason(level, {
-    maxFailedFraction: experiment.validity?.maxFailedFraction ?? 0,
+    maxFailedFraction: experiment.validity?.maxFailedFraction ?? DEFAULT_MAX_FAILED_FRACTION,
     ignoreEos: variant.client.ignoreEos,
     ...(variant.client.requireFullOutput !== undefined && { requireFullOutput: variant.client.requireFullOutput }),
     ...(died !== undefined && { serverDeath: died }),
     ...(variant.client.cache !== 'warm' && { coldCache: variant.client.cache }),
+    ...(loggedFatal && { loggedFatal }),
   });
   return {
     ...planned,

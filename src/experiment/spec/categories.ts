@@ -14,6 +14,7 @@ export interface CategoryRow {
   tpotMedianMs?: number;
   acceptanceRate?: number;
   meanAcceptedLength?: number;
+  verifyStepMs?: number;
 }
 
 function medianOf(values: Array<number | undefined>): number | undefined {
@@ -47,6 +48,7 @@ export function categoryRows(trials: readonly TrialRecord[]): CategoryRow[] {
       tpotMedianMs: medianOf(metrics.map((entry) => (entry.completed > 0 ? entry.tpotMedianMs : undefined))),
       acceptanceRate: medianOf(metrics.map((entry) => entry.acceptanceRate)),
       meanAcceptedLength: medianOf(metrics.map((entry) => entry.meanAcceptedLength)),
+      verifyStepMs: medianOf(metrics.map((entry) => entry.verifyStepMs)),
     };
     for (const [key, value] of Object.entries(figures)) if (value !== undefined) (row as unknown as Record<string, number>)[key] = value;
     return row;

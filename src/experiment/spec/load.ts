@@ -7,7 +7,13 @@ import { serverIdentity } from '../../launch/identity.js';
 import { rateLabel } from '../../load/level.js';
 import type { PromptSource, Workload } from '../../load/types.js';
 import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
-import { DEFAULT_REQUEST_TIMEOUT_MS } from '../../util/defaults.js';
+import {
+  DEFAULT_INPUT_TOKENS,
+  DEFAULT_PROMPT_SEED,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  DEFAULT_SYNTHETIC_OUTPUT_TOKENS,
+  DEFAULT_WARMUP_REQUESTS,
+} from '../../util/defaults.js';
 import { UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
 import { type ClientOverrides, type ExperimentFile, experimentFileSchema, type GridSpec, VARIANT_NAME, VARIANT_NAME_RULE, type VariantSpec } from './schema.js';
@@ -17,8 +23,13 @@ import type { ClientConfig, Constraint, MetricName, Objective, ResolvedExperimen
 const SERVELAB_BIN = fileURLToPath(new URL('../../../../bin/servelab.js', import.meta.url));
 
 const DEFAULT_CLIENT: ClientConfig = {
-  prompts: { kind: 'synthetic', inputTokens: { kind: 'fixed', value: 256 }, outputTokens: { kind: 'fixed', value: 128 }, seed: 0 },
-  warmupRequests: 1,
+  prompts: {
+    kind: 'synthetic',
+    inputTokens: { kind: 'fixed', value: DEFAULT_INPUT_TOKENS },
+    outputTokens: { kind: 'fixed', value: DEFAULT_SYNTHETIC_OUTPUT_TOKENS },
+    seed: DEFAULT_PROMPT_SEED,
+  },
+  warmupRequests: DEFAULT_WARMUP_REQUESTS,
   ignoreEos: true,
   requestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS,
   cache: 'cold',
@@ -125,6 +136,10 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
     ...(file.maxRestarts !== undefined && { maxRestarts: file.maxRestarts }),
     stopping: file.stopping,
     ...(file.objective && { objective: resolveObjective(file.objective, workloads, fail) }),
+    // An outputMatch constraint needs the answers: it turns the check on with its defaults.
+    ...((file.quality?.equivalence || file.objective?.subjectTo.outputMatch !== undefined) && {
+      quality: { equivalence: file.quality?.equivalence ?? { prompts: 16, outputTokens: 128 } },
+    }),
   };
 }
 
@@ -137,13 +152,16 @@ function resolveObjective(
   if (!workloads.some((candidate) => candidate.label === workload)) {
     fail('objective.workload', `unknown workload "${workload}" (workloads: ${workloads.map((candidate) => candidate.label).join(', ')})`);
   }
-  const constraints = Object.entries(objective.subjectTo).map(([metric, text]): Constraint => {
-    const match = /^\s*(<=|>=|<|>)\s*(-?\d+(?:\.\d+)?)\s*$/.exec(text!)!;
-    return { metric: metric as MetricName, op: match[1] as Constraint['op'], value: Number(match[2]) };
-  });
+  const parse = (text: string) => {
+    const match = /^\s*(<=|>=|<|>)\s*(-?\d+(?:\.\d+)?)\s*$/.exec(text)!;
+    return { op: match[1] as Constraint['op'], value: Number(match[2]) };
+  };
+  const { outputMatch, ...metrics } = objective.subjectTo;
+  const constraints = Object.entries(metrics).map(([metric, text]): Constraint => ({ metric: metric as MetricName, ...parse(text!) }));
+  const quality = outputMatch !== undefined && { outputMatch: parse(outputMatch) };
   return objective.maximize !== undefined
-    ? { metric: objective.maximize, direction: 'maximize', workload, constraints }
-    : { metric: objective.minimize!, direction: 'minimize', workload, constraints };
+    ? { metric: objective.maximize, direction: 'maximize', workload, constraints, ...quality }
+    : { metric: objective.minimize!, direction: 'minimize', workload, constraints, ...quality };
 }
 
 /** Identity of a server configuration: variants with equal keys share one running server. */

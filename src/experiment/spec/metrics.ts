@@ -28,6 +28,20 @@ export function trialMetricsOf(level: LevelResult, efficiency: EfficiencyInputs 
     ...(level.spec?.meanAcceptedLength !== undefined && { meanAcceptedLength: level.spec.meanAcceptedLength }),
     ...(level.prefixCache && { prefixCacheHitRate: level.prefixCache.hitRate }),
     ...(level.spec?.acceptanceByPosition && { acceptanceByPosition: level.spec.acceptanceByPosition }),
+    ...(level.outputLength && level.outputLength.shortRequests > 0 && { outputLength: level.outputLength }),
+    ...(level.tokenCounts && {
+      tokenCounts: { method: level.tokenCounts.method, checked: level.tokenCounts.checked, disagreeing: level.tokenCounts.disagreeing },
+    }),
+    ...(level.resends !== undefined && level.resends > 0 && { resends: level.resends }),
+    ...(level.rate && {
+      rate: {
+        offeredPerSecond: level.rate.offeredPerSecond,
+        servedPerSecond: level.rate.servedPerSecond,
+        queuedByCap: level.rate.queuedByCap,
+        maxLagMs: level.rate.maxLagMs,
+      },
+    }),
+    ...(level.spec?.verifyStepMs !== undefined && { verifyStepMs: level.spec.verifyStepMs }),
     ...(level.categories && { byCategory: Object.fromEntries(level.categories.map((category) => [category.category, categoryMetricsOf(category)])) }),
   };
 }
@@ -64,6 +78,7 @@ function categoryMetricsOf(category: CategoryResult): CategoryMetrics {
     e2eMedianMs: category.e2eMs.median,
     ...(category.spec?.acceptanceRate !== undefined && { acceptanceRate: category.spec.acceptanceRate }),
     ...(category.spec?.meanAcceptedLength !== undefined && { meanAcceptedLength: category.spec.meanAcceptedLength }),
+    ...(category.spec?.verifyStepMs !== undefined && { verifyStepMs: category.spec.verifyStepMs }),
   };
 }
 

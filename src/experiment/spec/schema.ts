@@ -1,10 +1,19 @@
 import { z } from 'zod';
 import { durationSchema } from '../../config/duration.js';
+import { acceptsFormsOf } from '../../config/issues.js';
 import { executorConfigSchema } from '../../exec/config.js';
 import { argvSchema, envNameList, envSchema, serverSchema } from '../../launch/server-schema.js';
 import { promptSourceSchema, sloSchema, workloadSchema } from '../../load/config.js';
 import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
 import { BACKEND_KINDS } from '../../profiles/types.js';
+import {
+  DEFAULT_INPUT_TOKENS,
+  DEFAULT_LOAD_WORKERS,
+  DEFAULT_MAX_FAILED_FRACTION,
+  DEFAULT_REQUEST_TIMEOUT,
+  DEFAULT_SYNTHETIC_OUTPUT_TOKENS,
+  DEFAULT_WARMUP_REQUESTS,
+} from '../../util/defaults.js';
 import { METRIC_NAMES } from './types.js';
 
 /** zod schema of an experiment file as written by the user (before grid expansion and defaults of ./load.ts). */
@@ -13,142 +22,274 @@ import { METRIC_NAMES } from './types.js';
 export const VARIANT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 export const VARIANT_NAME_RULE = 'expected a variant name of letters, digits, ".", "_" or "-"';
 
+// Optional here (a variant's value replaces the experiment's only when given); the defaults named with
+// `.meta({ default })` are the ones ./load.ts resolves to, from the defaults bench's flags use too.
 const clientOverridesSchema = z.strictObject({
-  prompts: promptSourceSchema.optional(),
-  warmupRequests: z.number().int().min(0).max(100_000).optional(),
-  ignoreEos: z.boolean().optional(),
-  requestTimeout: durationSchema.optional(),
-  model: z.string().min(1).optional(),
-  /** The model's tokenizer.json or model directory (exact prompt lengths, chat template, counts without usage). */
-  tokenizer: z.string().min(1).optional(),
-  /** Load-generation threads: a count or 'auto' (one per core). */
-  workers: z.union([z.literal('auto'), z.number().int().positive()]).optional(),
-  /** With ignoreEos: a trial whose requests stop short of their length is invalid (default true). */
-  requireFullOutput: z.boolean().optional(),
-  /** The output-token count to trust when usage, stream events and tokenizer disagree; unset: a disagreement is invalid. */
-  tokenCounts: z.enum(['usage', 'stream', 'tokenizer']).optional(),
+  prompts: promptSourceSchema.optional().meta({
+    description: 'Where prompts come from: generated (synthetic) or a dataset file.',
+    default: { kind: 'synthetic', inputTokens: DEFAULT_INPUT_TOKENS, outputTokens: DEFAULT_SYNTHETIC_OUTPUT_TOKENS },
+  }),
+  warmupRequests: z.number().int().min(0).max(100_000).optional().meta({
+    description: "Requests sent before each trial's measurement and not counted (raised to one per worker; 0: none).",
+    default: DEFAULT_WARMUP_REQUESTS,
+  }),
+  ignoreEos: z
+    .boolean()
+    .optional()
+    .meta({ description: 'Ask the server to ignore end-of-sequence, so every request produces exactly its output length.', default: true }),
+  requestTimeout: durationSchema
+    .optional()
+    .meta({ description: 'A request that receives nothing for this long fails as a stall.', default: DEFAULT_REQUEST_TIMEOUT }),
+  model: z.string().min(1).optional().describe('Model name sent with requests; default: server.model, else the first of /v1/models.'),
+  tokenizer: z
+    .string()
+    .min(1)
+    .optional()
+    .meta({
+      description:
+        "The model's tokenizer.json, model directory or NAME-<encoding>.tiktoken file: exact prompt lengths, the chat template, token counts when the server reports no usage.",
+      examples: ['/models/Llama-3.1-8B-Instruct'],
+    }),
+  workers: z
+    .union([z.literal('auto'), z.number().int().positive()])
+    .optional()
+    .meta({ description: 'Load-generation threads, each with its own connections: a count or auto (one per core).', default: DEFAULT_LOAD_WORKERS }),
+  requireFullOutput: z
+    .boolean()
+    .optional()
+    .meta({ description: 'With ignoreEos: a trial whose requests stop short of their output length is invalid; false accepts them.', default: true }),
+  tokenCounts: z
+    .enum(['usage', 'stream', 'tokenizer'])
+    .optional()
+    .describe(
+      "The output-token count to trust when the server's usage, the stream's events and the tokenizer disagree; unset: a disagreement makes the trial invalid.",
+    ),
 });
 
 const clientSchema = clientOverridesSchema.extend({
-  backend: z.enum(BACKEND_KINDS).optional(),
-  slo: sloSchema.optional(),
-  /**
-   * cold (default): each trial's prompts open with a per-trial salt, so no prefix-cache hit crosses trials; warm: the
-   * same prompts in every trial (a trial's cache state then depends on its place in the plan). One value for all
-   * variants: a comparison between a cold and a warm variant would measure the cache. reset: cold through the
-   * profile's cache-reset API instead (vLLM /reset_prefix_cache, SGLang /flush_cache, llama.cpp cache_prompt: false).
-   */
-  cache: z.enum(['cold', 'warm', 'reset']).default('cold'),
+  backend: z.enum(BACKEND_KINDS).optional().describe("The wire format requests are sent in; default: the profile's."),
+  slo: sloSchema.optional().describe('Goodput: the share (and rate) of requests meeting every SLO given.'),
+  // One value for all variants: a comparison between a cold and a warm variant would measure the cache.
+  cache: z
+    .enum(['cold', 'warm', 'reset'])
+    .default('cold')
+    .describe(
+      "cold: each trial's prompts open with a per-trial salt, so no prefix-cache hit crosses trials; warm: the same prompts in every trial (a trial's cache state then depends on its place in the plan); reset: cold through the profile's cache-reset API (vLLM /reset_prefix_cache, SGLang /flush_cache, llama.cpp cache_prompt: false).",
+    ),
 });
 
 const variantSchema = z.strictObject({
-  /** Appended to server.command. */
-  args: argvSchema.optional(),
-  env: envSchema.optional(),
-  unsetEnv: envNameList.optional(),
-  client: clientOverridesSchema.optional(),
+  args: argvSchema.optional().meta({ description: 'Arguments appended to server.command.', examples: [['--enable-chunked-prefill']] }),
+  env: envSchema
+    .optional()
+    .meta({ description: 'Variables merged over server.env (the variant wins per name).', examples: [{ VLLM_ATTENTION_BACKEND: 'FLASHINFER' }] }),
+  unsetEnv: envNameList.optional().describe('Variables removed from the merged environment.'),
+  client: clientOverridesSchema.optional().describe("`client:` keys (all but backend, slo and cache) that replace the experiment's for this variant."),
 });
 
 const gridSchema = variantSchema.extend({
-  /** Variant name template, e.g. "eagle3-s{steps}-d{draft}"; every parameter must appear in it. */
-  name: z.string().min(1),
+  name: z
+    .string()
+    .min(1)
+    .meta({ description: 'Variant name template; every parameter must appear in it as {param}.', examples: ['eagle3-s{steps}-d{draft}'] }),
   params: z
     .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected a parameter name'), z.array(z.union([z.string(), z.number()])).min(1))
-    .refine((params) => Object.keys(params).length > 0, 'expected at least one parameter'),
+    .refine((params) => Object.keys(params).length > 0, 'expected at least one parameter')
+    .meta({ description: 'Values of each parameter; every combination becomes a variant.', examples: [{ steps: [2, 4], draft: [1, 3] }] }),
 });
 
 const WORKLOAD_KINDS = ['single-stream', 'concurrency', 'rate', 'sweep'] as const;
+
+/** The forms a workload entry accepts (the file reference lists them). */
+export const workloadFormsSchema: z.ZodType = workloadSchema;
 
 /**
  * The load module's workload schema, with the error of the branch the user meant (by `kind`) instead of zod's
  * generic "Invalid input" for a failed union.
  */
-const workloadEntrySchema = z.unknown().transform((value, ctx): z.output<typeof workloadSchema> => {
-  const result = workloadSchema.safeParse(value);
-  if (result.success) return result.data;
-  const kind = (value as { kind?: unknown } | null)?.kind;
-  if (!WORKLOAD_KINDS.includes(kind as (typeof WORKLOAD_KINDS)[number])) {
-    ctx.addIssue({ code: 'custom', path: ['kind'], message: `expected kind: ${WORKLOAD_KINDS.join(', ')}` });
+const workloadEntrySchema = acceptsFormsOf(
+  z.unknown().transform((value, ctx): z.output<typeof workloadSchema> => {
+    const result = workloadSchema.safeParse(value);
+    if (result.success) return result.data;
+    const kind = (value as { kind?: unknown } | null)?.kind;
+    if (!WORKLOAD_KINDS.includes(kind as (typeof WORKLOAD_KINDS)[number])) {
+      ctx.addIssue({ code: 'custom', path: ['kind'], message: `expected kind: ${WORKLOAD_KINDS.join(', ')}` });
+      return z.NEVER;
+    }
+    const union = result.error.issues.find((issue) => issue.code === 'invalid_union');
+    const branches = union && 'errors' in union ? (union.errors as z.core.$ZodIssue[][]) : [result.error.issues];
+    // The branch that did not reject `kind` is the one this entry is written for.
+    const meant = branches.find((issues) => !issues.some((issue) => issue.path[0] === 'kind')) ?? branches[0]!;
+    // Forwarded whole (code, keys, bounds), so the config loader can word them and place unknown keys.
+    for (const issue of meant) ctx.addIssue(issue as z.core.$ZodRawIssue);
     return z.NEVER;
-  }
-  const union = result.error.issues.find((issue) => issue.code === 'invalid_union');
-  const branches = union && 'errors' in union ? (union.errors as z.core.$ZodIssue[][]) : [result.error.issues];
-  // The branch that did not reject `kind` is the one this entry is written for.
-  const meant = branches.find((issues) => !issues.some((issue) => issue.path[0] === 'kind')) ?? branches[0]!;
-  // Forwarded whole (code, keys, bounds), so the config loader can word them and place unknown keys.
-  for (const issue of meant) ctx.addIssue(issue as z.core.$ZodRawIssue);
-  return z.NEVER;
-});
+  }),
+  workloadSchema,
+);
 
 /** A constraint on a metric, e.g. "< 500" or ">= 20". */
-const constraintSchema = z.string().regex(/^\s*(<=|>=|<|>)\s*-?\d+(\.\d+)?\s*$/, 'expected a comparison like "< 500" or ">= 20"');
+const constraintSchema = z
+  .string()
+  .regex(/^\s*(<=|>=|<|>)\s*-?\d+(\.\d+)?\s*$/, 'expected a comparison like "< 500" or ">= 20"')
+  .meta({ title: 'comparison' });
+
+/** A metric name (the reference lists them with their units). */
+const metricName = z.enum(METRIC_NAMES).meta({ title: 'metric name' });
 
 const objectiveSchema = z
   .strictObject({
-    maximize: z.enum(METRIC_NAMES).optional(),
-    minimize: z.enum(METRIC_NAMES).optional(),
-    subjectTo: z.partialRecord(z.enum(METRIC_NAMES), constraintSchema).default({}),
-    /** Workload the objective is judged on (default: the first). */
-    workload: z.string().optional(),
+    maximize: metricName.optional().describe('The metric to maximize; give this or minimize.'),
+    minimize: metricName.optional().describe('The metric to minimize; give this or maximize.'),
+    subjectTo: z
+      .partialRecord(z.enum([...METRIC_NAMES, 'outputMatch']), constraintSchema)
+      .default({})
+      .meta({
+        description:
+          "Constraints on a config's medians on the objective's workload; a config breaking one cannot be best. outputMatch: token agreement with the baseline's greedy answers (turns quality.equivalence on).",
+        examples: [{ ttftP99Ms: '< 500' }],
+      }),
+    workload: z.string().optional().describe('The workload (by its name, see workload names) the objective is judged on; default: the first.'),
   })
   .refine((objective) => (objective.maximize === undefined) !== (objective.minimize === undefined), 'expected exactly one of maximize or minimize');
 
 const budgetSchema = z
   .strictObject({
-    wallTime: durationSchema.optional(),
-    gpuHours: z.number().positive().optional(),
-    gpusPerServer: z.number().int().min(1).default(1),
+    wallTime: durationSchema.optional().meta({ description: 'Predicted wall time the plan may take.', examples: ['8h'] }),
+    gpuHours: z.number().positive().optional().describe('Predicted GPU-hours the plan may take (wall time × gpusPerServer).'),
+    gpusPerServer: z.number().int().min(1).default(1).describe('GPUs one server occupies, for gpuHours.'),
   })
   .refine((budget) => budget.wallTime !== undefined || budget.gpuHours !== undefined, 'expected wallTime and/or gpuHours');
 
 export const experimentFileSchema = z.strictObject({
-  name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'expected a name of letters, digits, ".", "_" or "-"'),
-  description: z.string().optional(),
-  profile: z.string().refine((name) => name in BUILTIN_PROFILES, {
-    message: `expected a built-in profile: ${Object.keys(BUILTIN_PROFILES).join(', ')}`,
-  }),
-  /** The same keys and rules as a `servelab launch --config` file (launch/server-schema.ts). */
-  server: serverSchema,
-  executor: executorConfigSchema,
+  name: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'expected a name of letters, digits, ".", "_" or "-"')
+    .meta({ description: "The experiment's name: its runs' history (drift, predictions) is kept under it.", examples: ['llama31-8b-eagle3'] }),
+  description: z.string().optional().describe('One line on what the experiment asks; shown in reports.'),
+  profile: z
+    .string()
+    .refine((name) => name in BUILTIN_PROFILES, {
+      message: `expected a built-in profile: ${Object.keys(BUILTIN_PROFILES).join(', ')}`,
+    })
+    .meta({
+      description: `The server's profile (health paths, log phases, fatal causes, wire format): ${Object.keys(BUILTIN_PROFILES).join(', ')}.`,
+      examples: ['vllm'],
+    }),
+  server: serverSchema.describe('How to start the server; the keys of a `servelab launch --config` file.'),
+  executor: executorConfigSchema.describe('Where servers run: this machine, an SSH host or a Slurm cluster.'),
   fingerprint: z
-    .strictObject({ envPatterns: z.array(z.string()).default([]), redact: z.array(z.string()).default([]) })
-    .default({ envPatterns: [], redact: [] }),
-  client: clientSchema.prefault({}),
-  workloads: z.array(workloadEntrySchema).min(1, 'expected at least one workload'),
-  trials: z.number().int().min(1).max(1000).default(5),
-  seed: z.number().int().default(1),
-  baseline: z.string().optional(),
-  metric: z.enum(METRIC_NAMES).default('outputTokensPerSecond'),
-  verdict: z.strictObject({ alpha: z.number().gt(0).lt(1).default(0.05), minEffect: z.number().min(0).default(0) }).default({ alpha: 0.05, minEffect: 0 }),
-  drift: z.strictObject({ relativeBand: z.number().min(0).default(0.05), sigmas: z.number().min(0).default(3) }).default({ relativeBand: 0.05, sigmas: 3 }),
-  /** Machine checks before each server start: strict stops the run on a finding, warn logs it, off skips them. */
-  preflight: z.enum(['strict', 'warn', 'off']).default('warn'),
-  /** GPU/host sampling and server /metrics scraping during each trial. */
+    .strictObject({
+      envPatterns: z
+        .array(z.string())
+        .default([])
+        .meta({
+          description:
+            "Glob patterns (`*`, `?`) of variable names a fingerprint records from the server's environment, on top of the built-in ones (NCCL_*, CUDA_*, VLLM_*, SGLANG_*, …).",
+          examples: [['MY_KERNEL_*']],
+        }),
+      redact: z
+        .array(z.string())
+        .default([])
+        .meta({
+          description:
+            'Glob patterns of names whose values are secrets (matched ignoring case), on top of the built-in ones (*TOKEN*, *KEY*, *SECRET*, …): stored and shown redacted.',
+          examples: [['*_LICENSE']],
+        }),
+    })
+    .default({ envPatterns: [], redact: [] })
+    .describe("What a trial's fingerprint records of the server's environment, and which values it hides."),
+  client: clientSchema.prefault({}).describe('The load client: prompts, warm-up, timeouts, SLOs, cache mode.'),
+  workloads: z
+    .array(workloadEntrySchema)
+    .min(1, 'expected at least one workload')
+    .meta({ description: 'What each trial measures; see the workload kinds below.', examples: [[{ kind: 'single-stream', requests: 16 }]] }),
+  trials: z.number().int().min(1).max(1000).default(5).describe('Repetitions of every (variant, workload) pair; ≥ 4 for a rank test to reach p < 0.05.'),
+  seed: z.number().int().default(1).describe('Seed of the plan order.'),
+  baseline: z.string().optional().describe('The variant the others are compared with; default: the first variant.'),
+  metric: metricName.default('outputTokensPerSecond').describe('The metric of verdicts and the drift alarm (see metric names).'),
+  verdict: z
+    .strictObject({
+      alpha: z.number().gt(0).lt(1).default(0.05).describe('Significance level of the rank-sum test.'),
+      minEffect: z.number().min(0).default(0).describe('Smallest relative effect that counts (0.02 = 2%).'),
+    })
+    .default({ alpha: 0.05, minEffect: 0 })
+    .describe('When a variant differs from the baseline.'),
+  drift: z
+    .strictObject({
+      relativeBand: z.number().min(0).default(0.05).describe('Smallest noise band around the history median (0.05 = ±5%).'),
+      sigmas: z.number().min(0).default(3).describe('Width of the prediction interval, in standard deviations.'),
+    })
+    .default({ relativeBand: 0.05, sigmas: 3 })
+    .describe("The drift alarm: a variant's first trials against its history."),
+  preflight: z
+    .enum(['strict', 'warn', 'off'])
+    .default('warn')
+    .describe('Machine checks before each server start: strict stops the run on a finding, warn logs it, off skips them.'),
   telemetry: z
-    .strictObject({ enabled: z.boolean().default(true), interval: durationSchema.default(1000), serverMetrics: z.boolean().default(true) })
-    .default({ enabled: true, interval: 1000, serverMetrics: true }),
-  /** A trial counts only when at most this fraction of its requests failed (and its server stayed up). */
-  maxFailedFraction: z.number().min(0).max(1).default(0),
-  /** Times an invalid trial is measured again, in place, before the run stops. */
-  trialRetries: z.number().int().min(0).max(10).default(2),
+    .strictObject({
+      enabled: z.boolean().default(true).describe('Sample at all.'),
+      interval: durationSchema.default(1000).describe('Sampling and scraping period.'),
+      serverMetrics: z.boolean().default(true).describe("Scrape the server's Prometheus endpoint."),
+    })
+    .default({ enabled: true, interval: 1000, serverMetrics: true })
+    .describe('GPU/host sampling and server /metrics scraping during each trial.'),
+  maxFailedFraction: z
+    .number()
+    .min(0)
+    .max(1)
+    .default(DEFAULT_MAX_FAILED_FRACTION)
+    .describe('A trial counts only when at most this fraction of its requests failed (and its server stayed up).'),
+  trialRetries: z.number().int().min(0).max(10).default(2).describe('Times an invalid trial is measured again, in place, before the run stops.'),
   variants: z
     .record(
       z.string().regex(VARIANT_NAME, VARIANT_NAME_RULE),
       variantSchema.nullable().transform((v) => v ?? {}),
     )
-    .default({}),
-  grid: z.array(gridSchema).default([]),
-  /** interleaved: every pass visits every server config once per repetition; blocked: few passes, several trials per start; auto: by startup/trial cost. */
-  schedule: z.enum(['interleaved', 'blocked', 'auto']).default('interleaved'),
-  /** Passes of a blocked schedule (default 2: one forward, one reversed, so slow drift cancels). */
-  passes: z.number().int().min(1).optional(),
-  budget: budgetSchema.optional(),
-  /** Price of one GPU hour, for $ per million output tokens; gpus: GPUs a server holds (default budget.gpusPerServer, else 1). */
-  cost: z.strictObject({ gpuHourUsd: z.number().positive(), gpus: z.number().int().min(1).optional() }).optional(),
-  maxRestarts: z.number().int().min(0).optional(),
-  /** fixed: every planned trial; race: drop configs significantly worse than the best after each pass. */
-  stopping: z.enum(['fixed', 'race']).default('fixed'),
-  objective: objectiveSchema.optional(),
+    .default({})
+    .meta({
+      description: 'Named variants: args, env and client settings over the base server and client (see how they combine).',
+      examples: [{ baseline: {}, 'chunked-prefill': { args: ['--enable-chunked-prefill'] } }],
+    }),
+  grid: z.array(gridSchema).default([]).describe('Variants from every combination of parameter values (on top of any `variants:`).'),
+  schedule: z
+    .enum(['interleaved', 'blocked', 'auto'])
+    .default('interleaved')
+    .describe(
+      'interleaved: every pass visits every server config once per repetition; blocked: few passes, several trials per start; auto: by startup/trial cost.',
+    ),
+  passes: z.number().int().min(1).optional().describe('Passes of a blocked schedule; default 2: one forward, one reversed, so slow drift cancels.'),
+  budget: budgetSchema
+    .optional()
+    .describe('Limits the predicted plan must fit (unchecked while its wall time cannot be predicted); `run` refuses a plan over them unless --force.'),
+  cost: z
+    .strictObject({
+      gpuHourUsd: z.number().positive().describe('Price of one GPU hour in USD.'),
+      gpus: z.number().int().min(1).optional().describe('GPUs a server holds; default budget.gpusPerServer, else 1.'),
+    })
+    .optional()
+    .describe('GPU price, for $ per million output tokens (usdPerMillionTokens).'),
+  maxRestarts: z.number().int().min(0).optional().describe('Server restarts a plan may need at most.'),
+  stopping: z
+    .enum(['fixed', 'race'])
+    .default('fixed')
+    .describe('fixed: every planned trial; race: drop configs significantly worse than the best after each pass.'),
+  objective: objectiveSchema.optional().describe('The best config: a metric to maximize or minimize, subject to constraints.'),
+  quality: z
+    .strictObject({
+      /**
+       * Greedy answers of every variant compared with the baseline's: the same prompts (from the baseline's client
+       * prompt source) sent once per server start, untimed, before its trials (src/experiment/run/equivalence.ts).
+       */
+      equivalence: z
+        .strictObject({
+          prompts: z.number().int().min(1).max(1000).default(16),
+          outputTokens: z.number().int().min(1).max(32768).default(128),
+        })
+        .optional()
+        .describe('Greedy answers of every variant compared with the baseline, untimed, once per server start (see docs).'),
+    })
+    .optional()
+    .describe('Checks that a faster config did not change the answers.'),
 });
 
 export type ExperimentFile = z.output<typeof experimentFileSchema>;

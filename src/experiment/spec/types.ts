@@ -68,13 +68,16 @@ export const METRIC_NAMES = [
   'tpotMedianMs',
   'itlP99Ms',
   'e2eMedianMs',
+  /** Speculative decoding: decode time per verify step (NaN for a trial whose server counts none). */
+  'verifyStepMs',
+  /** Energy and cost (NaN for a trial without power readings or without `cost:`). */
   'joulesPerToken',
   'tokensPerJoule',
   'usdPerMillionTokens',
 ] as const satisfies ReadonlyArray<NumericKey<TrialMetrics>>;
 export type MetricName = (typeof METRIC_NAMES)[number];
 
-/** Numeric fields, optional ones included (energy and cost: a trial without power readings has none, read as NaN). */
+/** Keys whose values are numbers, optional ones (a figure not every trial has) included. */
 type NumericKey<T> = { [K in keyof T]-?: NonNullable<T[K]> extends number ? K : never }[keyof T];
 
 /** The experiment after defaults, grid expansion and sweep expansion; stored as runs.config_json so a resume replays it. */
@@ -113,6 +116,14 @@ export interface ResolvedExperiment {
   maxRestarts?: number;
   stopping?: 'fixed' | 'race';
   objective?: Objective;
+  /** Absent when the file asks for no quality check. */
+  quality?: { equivalence?: EquivalenceSettings };
+}
+
+/** quality.equivalence after defaults: how many prompts, answered with how many tokens (temperature 0, ignore_eos). */
+export interface EquivalenceSettings {
+  prompts: number;
+  outputTokens: number;
 }
 
 export type ScheduleSetting = 'interleaved' | 'blocked' | 'auto';
@@ -135,6 +146,8 @@ export interface Objective {
   direction: 'maximize' | 'minimize';
   workload: string;
   constraints: Constraint[];
+  /** subjectTo.outputMatch: token agreement with the baseline's greedy answers (analysis/equivalence.ts). */
+  outputMatch?: { op: Constraint['op']; value: number };
 }
 
 export interface PlannedTrial {

@@ -67,7 +67,7 @@ const SPEC_COLUMNS: Array<{ metric: MetricName; header: string }> = [
 
 /**
  * Speculative-decoding view: per variant and workload, throughput next to TPOT, ITL, acceptance rate and mean
- * accepted length (bonus token included), medians over trials. Variants in grid-parameter order.
+ * accepted length (bonus token included) and decode time per verify step, medians over trials. Variants in grid-parameter order.
  */
 export function formatSpecView(experiment: ResolvedExperiment, trials: readonly TrialRecord[]): string {
   const rows = orderedVariants(experiment).flatMap((variant) =>
@@ -83,12 +83,16 @@ export function formatSpecView(experiment: ResolvedExperiment, trials: readonly 
         ...SPEC_COLUMNS.map((column) => med((trial) => metricValue(trial.metrics, column.metric))),
         med((trial) => (trial.metrics.acceptanceRate === undefined ? undefined : trial.metrics.acceptanceRate * 100)),
         med((trial) => trial.metrics.meanAcceptedLength),
+        med((trial) => trial.metrics.verifyStepMs),
         positionCell(own),
         String(own.length),
       ];
     }),
   );
-  return table(['variant', 'workload', ...SPEC_COLUMNS.map((column) => column.header), 'accept %', 'accepted len', 'accept % by pos', 'n'], rows);
+  return table(
+    ['variant', 'workload', ...SPEC_COLUMNS.map((column) => column.header), 'accept %', 'accepted len', 'verify step ms', 'accept % by pos', 'n'],
+    rows,
+  );
 }
 
 /** Median acceptance per draft position over the trials that report it, e.g. `91%/78%/60%`; `-` when none does. */

@@ -1,13 +1,16 @@
 import { median } from 'simple-statistics';
 import type { InvalidTrialRow, RunDetail } from '../../store/queries.js';
 import type { TrialRecord } from '../../store/types.js';
-import { formatNumber, formatPercent, formatPValue, formatShare } from '../../util/format.js';
+import { formatBlock, formatChange, formatChangeInterval, formatNumber, formatPValue, formatShare, formatTrialNumber } from '../../util/format.js';
+import type { EquivalenceReport } from '../analysis/equivalence.js';
 import { verdictMethod } from '../analysis/verdict.js';
+import { workNotes } from '../analysis/work-notes.js';
 import { type CategoryRow, categoryRows } from '../spec/categories.js';
 import { metricUnit, metricValue } from '../spec/metrics.js';
 import { sideColumns, sideFigures } from '../spec/side-figures.js';
 import { storedExperimentOf, storedVerdictsOf } from '../spec/stored.js';
 import type { MetricName, ResolvedExperiment, VariantVerdict } from '../spec/types.js';
+import { equivalenceCell } from './equivalence-format.js';
 
 /** Plain-text tables for `servelab run`, `ls`, `show` and `diff`. Pure: data in, lines out. */
 
@@ -21,13 +24,14 @@ export function table(header: string[], rows: string[][]): string {
   return [line(header), line(widths.map((width) => '-'.repeat(width))), ...rows.map(line)].join('\n');
 }
 
-/** Change of a ratio as a signed percent: 1.125 → "+12.5%". */
-function percent(ratio: number | null): string {
-  return ratio === null ? formatPercent(null) : formatPercent((ratio - 1) * 100);
-}
-
 /** `blocked`: the run's schedule is blocked (verdicts within passes), said under the table (verdictMethod). */
-export function formatVerdicts(verdicts: readonly VariantVerdict[], metric: MetricName, baseline: string, blocked: boolean): string {
+export function formatVerdicts(
+  verdicts: readonly VariantVerdict[],
+  metric: MetricName,
+  baseline: string,
+  blocked: boolean,
+  equivalence?: EquivalenceReport,
+): string {
   if (verdicts.length === 0) return `only the baseline "${baseline}" was measured: nothing to compare`;
   const unit = metricUnit(metric);
   const rows = verdicts.map((verdict) => [
@@ -35,15 +39,30 @@ export function formatVerdicts(verdicts: readonly VariantVerdict[], metric: Metr
     verdict.workload,
     formatNumber(verdict.baselineMedian),
     formatNumber(verdict.candidateMedian),
-    percent(verdict.ratio),
-    verdict.ciLow === null || verdict.ciHigh === null ? 'n/a' : `${percent(verdict.ciLow)} … ${percent(verdict.ciHigh)}`,
+    formatChange(verdict.ratio),
+    formatChangeInterval(verdict.ciLow, verdict.ciHigh),
     verdict.pValue === null ? 'n/a' : formatPValue(verdict.pValue),
     `${verdict.n.baseline}/${verdict.n.candidate}`,
     pairOf(verdict.failedRequests),
     pairOf(verdict.invalidTrials),
     verdict.label,
+    ...(equivalence ? [equivalenceCell(equivalence, verdict.variant)!] : []),
   ]);
-  return `${table(['variant', 'workload', `${baseline} ${unit}`, `variant ${unit}`, 'change', 'CI', 'p', 'n', 'failed req', 'invalid trials', 'verdict'], rows)}\n(${verdictMethod(blocked)})`;
+  // Paired columns say which side is which: "n 4/4" alone leaves the reader to guess.
+  const header = [
+    'variant',
+    'workload',
+    `${baseline} ${unit}`,
+    `variant ${unit}`,
+    'change',
+    'CI of change',
+    'p',
+    'n (base/var)',
+    'failed req (base/var)',
+    'invalid trials (base/var)',
+    'verdict',
+  ];
+  return `${table(equivalence ? [...header, 'outputs'] : header, rows)}\n(${verdictMethod(blocked)})`;
 }
 
 /** "baseline/variant" counts; "?" for runs finalized before they were recorded. */
@@ -79,7 +98,7 @@ function verdictSummary(run: RunDetail): string {
   const verdicts = storedVerdictsOf(run) ?? [];
   const notable = verdicts.filter((verdict) => verdict.significant);
   if (notable.length === 0) return verdicts.length === 0 ? '' : 'no significant difference';
-  return notable.map((verdict) => `${verdict.variant}@${verdict.workload} ${verdict.label} ${percent(verdict.ratio)}`).join('; ');
+  return notable.map((verdict) => `${verdict.variant}@${verdict.workload} ${verdict.label} ${formatChange(verdict.ratio)}`).join('; ');
 }
 
 /** Median of the metric per variant (rows) and workload (columns). */
@@ -121,12 +140,18 @@ export function formatInvalidTrials(invalid: readonly InvalidTrialRow[]): string
     `invalid trials: ${invalid.length} (not counted; each was measured again)`,
     table(
       ['variant', 'workload', 'block', 'attempt', 'ok', 'failed', 'cause'],
-      invalid.map((row) => [row.variant, row.workload, String(row.block), String(row.attempt + 1), String(row.completed), String(row.failed), row.reason]),
+      invalid.map((row) => [row.variant, row.workload, formatBlock(row.block), String(row.attempt + 1), String(row.completed), String(row.failed), row.reason]),
     ),
   ];
 }
 
-export function formatRunShow(run: RunDetail, trials: readonly TrialRecord[], invalid: readonly InvalidTrialRow[] = [], unplannedRestarts = 0): string {
+export function formatRunShow(
+  run: RunDetail,
+  trials: readonly TrialRecord[],
+  invalid: readonly InvalidTrialRow[] = [],
+  unplannedRestarts = 0,
+  equivalence?: EquivalenceReport,
+): string {
   const experiment = storedExperimentOf(run);
   const plan = run.plan;
   const serverCount = new Set(plan.trials.map((trial) => trial.serverKey)).size;
@@ -139,10 +164,12 @@ export function formatRunShow(run: RunDetail, trials: readonly TrialRecord[], in
       `${serverCount} server configs, ${plan.restarts} restarts${unplannedRestarts > 0 ? ` (+${unplannedRestarts} after a server died)` : ''}; seed ${plan.seed}`,
     `metric: ${experiment.metric} (${unit}); baseline: ${experiment.baseline}`,
     `prefix cache: ${cacheSummary(trials)}`,
+    `output-token counts from: ${tokenCountSources(trials)}`,
+    ...withHeading('work notes:', workNotes(trials)),
     '',
     'trials:',
     table(
-      ['#', 'block', 'variant', 'workload', unit, 'ok', 'failed', 'finished'],
+      ['trial', 'block', 'variant', 'workload', unit, 'ok', 'failed', 'finished'],
       plan.trials.map((planned) => {
         const trial = trials.find(
           (candidate) =>
@@ -152,8 +179,8 @@ export function formatRunShow(run: RunDetail, trials: readonly TrialRecord[], in
             candidate.repetition === planned.repetition,
         );
         return [
-          String(planned.index + 1),
-          String(planned.block),
+          formatTrialNumber(planned.index + 1, plan.trials.length),
+          formatBlock(planned.block),
           planned.variant,
           planned.workload,
           trial ? formatNumber(metricValue(trial.metrics, experiment.metric)) : '-',
@@ -173,8 +200,22 @@ export function formatRunShow(run: RunDetail, trials: readonly TrialRecord[], in
   const categories = categoryRows(trials);
   if (categories.length > 0) lines.push('', 'per category (medians over trials):', formatCategoryRows(categories));
   if (run.verdicts !== undefined)
-    lines.push('', 'verdicts vs baseline:', formatVerdicts(storedVerdictsOf(run)!, experiment.metric, experiment.baseline, run.plan.schedule === 'blocked'));
+    lines.push(
+      '',
+      'verdicts vs baseline:',
+      formatVerdicts(storedVerdictsOf(run)!, experiment.metric, experiment.baseline, run.plan.schedule === 'blocked', equivalence),
+    );
   return lines.join('\n');
+}
+
+/** The sources the trials' token figures used: "server-usage", "stream-chunks (usage disagreed)", … */
+function tokenCountSources(trials: readonly TrialRecord[]): string {
+  const sources = new Set(trials.map((trial) => trial.metrics.tokenCounts?.method ?? 'not recorded'));
+  return sources.size === 0 ? '-' : [...sources].join(', ');
+}
+
+function withHeading(heading: string, lines: readonly string[]): string[] {
+  return lines.length === 0 ? [] : ['', heading, ...lines.map((line) => `  ${line}`)];
 }
 
 /** How the run's trials met the prefix cache, salts left out: "cold (a prompt salt per trial)", "warm", … */
@@ -183,16 +224,20 @@ function cacheSummary(trials: readonly TrialRecord[]): string {
   return modes.size === 0 ? '-' : [...modes].join(', ');
 }
 
-/** Acceptance as "71%", mean accepted length as "2.40", "-" when not measured. */
-export function acceptanceCell(row: Pick<CategoryRow, 'acceptanceRate' | 'meanAcceptedLength'>): string {
+/** Acceptance as "71%", mean accepted length as "2.40", verify-step time as "12.3", "-" when not measured. */
+export function acceptanceCell(row: Pick<CategoryRow, 'acceptanceRate' | 'meanAcceptedLength' | 'verifyStepMs'>): string {
   const rate = row.acceptanceRate === undefined ? '-' : formatShare(row.acceptanceRate);
   const length = row.meanAcceptedLength === undefined ? '-' : formatNumber(row.meanAcceptedLength);
-  return `${rate}/${length}`;
+  const step = row.verifyStepMs === undefined ? '-' : formatNumber(row.verifyStepMs);
+  return `${rate}/${length}/${step}`;
 }
+
+/** Header of `acceptanceCell`'s column. */
+export const ACCEPTANCE_HEADER = 'spec acc/len/verify ms';
 
 export function formatCategoryRows(rows: readonly CategoryRow[]): string {
   return table(
-    ['variant', 'workload', 'category', 'trials', 'ok', 'failed', 'tok/s', 'TTFT ms p50', 'TPOT ms p50', 'spec acc/len'],
+    ['variant', 'workload', 'category', 'trials', 'ok', 'failed', 'tok/s', 'TTFT ms p50', 'TPOT ms p50', ACCEPTANCE_HEADER],
     rows.map((row) => [
       row.variant,
       row.workload,

@@ -1,6 +1,6 @@
-import { formatDuration, formatNumber } from '../../util/format.js';
-import type { Estimate } from '../plan/budget.js';
-import { limitViolations, type ScheduleChoice } from '../plan/schedule.js';
+import { formatNumber, formatPredicted } from '../../util/format.js';
+import type { Estimate, PlanPrediction } from '../plan/budget.js';
+import { limitViolations, type ScheduleChoice, uncheckedBudget } from '../plan/schedule.js';
 import type { ResolvedExperiment } from '../spec/types.js';
 import { table } from './format.js';
 
@@ -19,40 +19,77 @@ export function formatPlanChoice(experiment: ResolvedExperiment, choice: Schedul
         option.schedule + (option.schedule === choice.schedule ? ' *' : ''),
         String(option.plan.blocks),
         String(option.prediction.restarts),
-        formatDuration(option.prediction.startupTotalMs),
-        formatDuration(option.prediction.measureMs),
-        formatDuration(option.prediction.wallMs),
+        formatPredicted(option.prediction.startupTotalMs),
+        formatPredicted(option.prediction.measureMs),
+        formatPredicted(option.prediction.wallMs),
         gpuHoursText(option.prediction.gpuHours),
       ]),
     ),
     '',
     'server configs:',
     table(
-      ['config', 'variants', 'starts', 'trials', 'startup each', 'measuring'],
+      ['config', 'variants', 'starts', 'trials', 'startup each', 'measuring', 'trial figures'],
       prediction.configs.map((config) => [
         config.serverKey.slice(0, 8),
         config.variants.join(', '),
         String(config.starts),
         String(config.trials),
         estimateText(config.startupMs),
-        formatDuration(config.measureMs),
+        formatPredicted(config.measureMs),
+        config.trialSources.map((source) => SOURCE_WORDS[source]).join(', '),
       ]),
     ),
     '',
-    `predicted: ${formatDuration(prediction.wallMs)} wall time, ${gpuHoursText(prediction.gpuHours)} GPU-hours (${prediction.gpusPerServer} GPU${prediction.gpusPerServer === 1 ? '' : 's'} per server)` +
-      (prediction.usesDefaults ? '; "default" figures have no history in the store yet' : "; from the store's history"),
+    `predicted: ${predictedText(prediction)}, ${prediction.gpusPerServer} GPU${prediction.gpusPerServer === 1 ? '' : 's'} per server${sourcesNote(prediction)}`,
   ];
   const violations = limitViolations(experiment, prediction);
   if (experiment.budget || experiment.maxRestarts !== undefined) {
-    lines.push(violations.length === 0 ? 'budget: within every limit' : `budget: OVER ${violations.join('; ')}`);
+    const unchecked = uncheckedBudget(experiment, prediction);
+    lines.push(violations.length > 0 ? `budget: OVER ${violations.join('; ')}` : unchecked ? `budget: ${unchecked}` : 'budget: within every limit');
   }
   return lines.join('\n');
 }
 
+const SOURCE_WORDS: Record<Estimate['source'], string> = {
+  history: "store's history",
+  declared: "the server's declared speed",
+  typical: "the engine's typical figure",
+  unknown: 'unknown',
+};
+
 function estimateText(estimate: Estimate): string {
-  return estimate.source === 'history' ? `${formatDuration(estimate.ms)} (median of ${estimate.samples} startups)` : `${formatDuration(estimate.ms)} (default)`;
+  switch (estimate.source) {
+    case 'history':
+      return `${formatPredicted(estimate.ms)} (median of ${estimate.samples} startups)`;
+    case 'declared':
+    case 'typical':
+      return `${formatPredicted(estimate.ms)} (${estimate.basis})`;
+    case 'unknown':
+      return 'unknown (no history)';
+  }
 }
 
-export function gpuHoursText(gpuHours: number): string {
-  return formatNumber(gpuHours);
+/** The first line of `run` and the last of `plan`: wall time and GPU-hours, or what is unknown. */
+export function predictedText(prediction: PlanPrediction): string {
+  if (prediction.wallMs === undefined) {
+    const known = prediction.startupTotalMs !== undefined ? `startups ${formatPredicted(prediction.startupTotalMs)}` : undefined;
+    return `wall time unknown${known ? ` (${known}; trial lengths unknown)` : ''}`;
+  }
+  return `${formatPredicted(prediction.wallMs)} wall time, ${gpuHoursText(prediction.gpuHours)} GPU-hours`;
+}
+
+/** Where the figures come from, when not all from history ("; …"), so no prediction passes for a measurement. */
+export function sourcesNote(prediction: PlanPrediction): string {
+  const sources = prediction.sources;
+  if (sources.length === 1 && sources[0] === 'history') return "; from the store's history";
+  const parts = [
+    sources.includes('declared') && "the server's declared speed (its flags) where there is no history",
+    sources.includes('typical') && "the engine's typical startup where there is no history (not a measurement of yours)",
+    sources.includes('unknown') && 'unknown where there is neither history nor a declared figure: a first run records them',
+  ].filter((part): part is string => typeof part === 'string');
+  return `; ${parts.join('; ')}`;
+}
+
+export function gpuHoursText(gpuHours: number | undefined): string {
+  return gpuHours === undefined ? 'unknown' : formatNumber(gpuHours);
 }

@@ -1,0 +1,222 @@
+import type { z } from 'zod';
+import { describeIssues } from '../../config/issues.js';
+import { LIMITS, parseDurationMs, parseLengthSpec, promptSourceSchema, sloSchema, workloadSchema } from '../../load/config.js';
+import type { DatasetFields, DatasetFormat } from '../../load/datasets/types.js';
+import type { ArrivalProcess, ClientOptions, PromptSource, Slo, TokenCountSource, Workload } from '../../load/types.js';
+import type { BackendKind } from '../../profiles/types.js';
+import { DEFAULT_MAX_FAILED_FRACTION } from '../../util/defaults.js';
+import { messageOf, UserError } from '../../util/errors.js';
+import { ExitCode } from '../../util/exit.js';
+
+/**
+ * `servelab bench` flags into ClientOptions: the flag parsers read the text, the experiment file's own schemas
+ * (load/config.ts) have the last word on the values, so bench accepts exactly what a file accepts.
+ */
+
+export interface BenchFlags {
+  backend: BackendKind;
+  model?: string;
+  singleStream?: string;
+  concurrency?: string;
+  requests?: string;
+  rate?: string;
+  arrival?: ArrivalProcess;
+  burstiness?: string;
+  maxInFlight: string;
+  inputLen: string;
+  outputLen: string;
+  dataset?: string;
+  datasetFormat?: DatasetFormat;
+  datasetField: string[];
+  datasetOrder?: 'shuffled' | 'file';
+  maxOutputLen?: string;
+  seed: string;
+  promptSalt?: string;
+  cachePrompt: boolean;
+  warmup: string;
+  ignoreEos: boolean;
+  requireFullOutput: boolean;
+  tokenCounts?: TokenCountSource;
+  maxFailedFraction?: string;
+  requestTimeout: string;
+  requestTimeoutName: string;
+  sloTtftMs?: string;
+  sloTpotMs?: string;
+  sloE2eMs?: string;
+  tokenizer?: string;
+  workers: string;
+  specMetrics: boolean;
+  collectOutputs?: boolean;
+  saveOutputs?: string;
+  json?: boolean;
+  out?: string;
+  progress: boolean;
+  allowFailures?: boolean;
+}
+
+function promptSaltFlag(text: string): number {
+  const salt = Number(text);
+  if (!Number.isInteger(salt)) throw usageError(`--prompt-salt must be an integer, got "${text}"`, 'e.g. --prompt-salt 7');
+  return salt;
+}
+
+export const DEFAULT_SINGLE_STREAM_REQUESTS = 8;
+
+export function usageError(message: string, hint: string): UserError {
+  return new UserError(message, hint, ExitCode.usage);
+}
+
+function positiveInt(flag: string, text: string, max: number = LIMITS.count): number {
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 1) throw usageError(`${flag} must be a positive integer, got "${text}"`, `e.g. ${flag} 8`);
+  if (value > max) throw usageError(`${flag} must be at most ${max}, got "${text}"`, `e.g. ${flag} 8`);
+  return value;
+}
+
+function positiveNumber(flag: string, text: string): number {
+  const value = Number(text);
+  if (!Number.isFinite(value) || value <= 0) throw usageError(`${flag} must be a positive number, got "${text}"`, `e.g. ${flag} 4`);
+  return value;
+}
+
+function lengthFlag(flag: string, text: string) {
+  try {
+    return parseLengthSpec(text);
+  } catch (error) {
+    throw usageError(`${flag}: ${messageOf(error)}`, `e.g. ${flag} 512 or ${flag} normal:512,64`);
+  }
+}
+
+/** Workload from the mutually exclusive --single-stream / --concurrency / --rate flags. */
+export function workloadFromFlags(
+  flags: Pick<BenchFlags, 'singleStream' | 'concurrency' | 'requests' | 'rate' | 'arrival' | 'burstiness' | 'maxInFlight'>,
+): Workload {
+  const chosen = [flags.singleStream, flags.concurrency, flags.rate].filter((value) => value !== undefined).length;
+  if (chosen > 1) throw usageError('--single-stream, --concurrency and --rate are alternatives', 'pick one workload per run');
+  if ((flags.arrival !== undefined || flags.burstiness !== undefined) && flags.rate === undefined) {
+    throw usageError('--arrival and --burstiness shape the arrivals of --rate', 'add --rate R, or leave them out');
+  }
+  if (flags.rate !== undefined) {
+    // Its bounds are the file's (load/config.ts), checked when the workload goes through the schema.
+    const requestsPerSecond = positiveNumber('--rate', flags.rate);
+    const requests = flags.requests ? positiveInt('--requests', flags.requests) : Math.max(32, Math.ceil(requestsPerSecond * 10));
+    // --burstiness alone means gamma arrivals, as in vLLM's bench serve; a wrong pairing is the schema's to word.
+    const burstiness = flags.burstiness !== undefined ? positiveNumber('--burstiness', flags.burstiness) : undefined;
+    const arrival = flags.arrival ?? (burstiness !== undefined ? 'gamma' : 'poisson');
+    const maxInFlight = positiveInt('--max-in-flight', flags.maxInFlight);
+    return { kind: 'rate', requestsPerSecond, arrival, ...(burstiness !== undefined && { burstiness }), maxInFlight, requests };
+  }
+  if (flags.concurrency !== undefined) {
+    const concurrencies = flags.concurrency.split(',').map((part) => positiveInt('--concurrency', part.trim()));
+    const requests = flags.requests ? positiveInt('--requests', flags.requests) : Math.max(32, 4 * Math.max(...concurrencies));
+    return concurrencies.length === 1
+      ? { kind: 'concurrency', concurrency: concurrencies[0]!, requests }
+      : { kind: 'sweep', concurrencies, requestsPerLevel: requests };
+  }
+  const requests = flags.singleStream ?? flags.requests;
+  return { kind: 'single-stream', requests: requests ? positiveInt('--single-stream', requests) : DEFAULT_SINGLE_STREAM_REQUESTS };
+}
+
+export const FIELD_KEYS: ReadonlyArray<keyof DatasetFields> = ['prompt', 'output', 'outputTokens', 'category', 'conversations'];
+
+/** `--dataset-field prompt=question --dataset-field category=topic` into a field mapping. */
+function datasetFieldsFromFlags(pairs: readonly string[]): DatasetFields {
+  const fields: DatasetFields = {};
+  for (const pair of pairs) {
+    const [key, name] = pair.split('=', 2) as [string, string | undefined];
+    if (!FIELD_KEYS.includes(key as keyof DatasetFields) || !name) {
+      throw usageError(`--dataset-field must be KEY=NAME with KEY one of ${FIELD_KEYS.join(', ')}, got "${pair}"`, 'e.g. --dataset-field prompt=question');
+    }
+    fields[key as keyof DatasetFields] = name;
+  }
+  return fields;
+}
+
+function promptsFromFlags(flags: BenchFlags): PromptSource {
+  const seed = Number(flags.seed);
+  if (!Number.isInteger(seed)) throw usageError(`--seed must be an integer, got "${flags.seed}"`, 'e.g. --seed 1');
+  const maxOutputTokens = flags.maxOutputLen ? positiveInt('--max-output-len', flags.maxOutputLen, LIMITS.tokens) : undefined;
+  if (flags.dataset) {
+    const extension = /\.(jsonl|csv|parquet)$/i.exec(flags.dataset)?.[1]?.toLowerCase() as DatasetFormat | undefined;
+    const source: PromptSource = { kind: flags.datasetFormat ?? extension ?? 'sharegpt', path: flags.dataset, seed };
+    if (maxOutputTokens !== undefined) source.maxOutputTokens = maxOutputTokens;
+    if (flags.datasetOrder) source.shuffle = flags.datasetOrder === 'shuffled';
+    if (flags.datasetField.length > 0) source.fields = datasetFieldsFromFlags(flags.datasetField);
+    return source;
+  }
+  return { kind: 'synthetic', inputTokens: lengthFlag('--input-len', flags.inputLen), outputTokens: lengthFlag('--output-len', flags.outputLen), seed };
+}
+
+function sloFromFlags(flags: BenchFlags): Slo | undefined {
+  const slo: Slo = {};
+  if (flags.sloTtftMs) slo.ttftMs = positiveNumber('--slo-ttft-ms', flags.sloTtftMs);
+  if (flags.sloTpotMs) slo.tpotMs = positiveNumber('--slo-tpot-ms', flags.sloTpotMs);
+  if (flags.sloE2eMs) slo.e2eMs = positiveNumber('--slo-e2e-ms', flags.sloE2eMs);
+  return Object.keys(slo).length > 0 ? validatedAsInFile(sloSchema, slo) : undefined;
+}
+
+/** The flag that sets each field of the workload, prompts and SLO objects. */
+const FLAG_OF: Record<string, string> = {
+  requests: '--requests',
+  requestsPerLevel: '--requests',
+  concurrency: '--concurrency',
+  concurrencies: '--concurrency',
+  requestsPerSecond: '--rate',
+  burstiness: '--burstiness',
+  maxInFlight: '--max-in-flight',
+  inputTokens: '--input-len',
+  outputTokens: '--output-len',
+  maxOutputTokens: '--max-output-len',
+  seed: '--seed',
+  path: '--dataset',
+  fields: '--dataset-field',
+  ttftMs: '--slo-ttft-ms',
+  tpotMs: '--slo-tpot-ms',
+  e2eMs: '--slo-e2e-ms',
+};
+
+/**
+ * The flags' value through the experiment file's own schema (load/config.ts), so `bench` accepts exactly what a
+ * `workloads:` entry accepts: the flag parsers above read the text, the schema has the last word on the value.
+ */
+function validatedAsInFile<T>(schema: z.ZodType<T>, value: T): T {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const problem = describeIssues(schema, value, result.error.issues);
+  const flag = FLAG_OF[String(problem.path[0])] ?? 'flags';
+  throw usageError(`${flag}: ${problem.message}`, 'see `servelab bench --help` for the accepted values');
+}
+
+function maxFailedFractionFromFlags(flags: Pick<BenchFlags, 'allowFailures' | 'maxFailedFraction'>): number {
+  if (flags.allowFailures && flags.maxFailedFraction !== undefined)
+    throw usageError('--allow-failures and --max-failed-fraction are alternatives', '--allow-failures is --max-failed-fraction 1');
+  if (flags.allowFailures) return 1;
+  if (flags.maxFailedFraction === undefined) return DEFAULT_MAX_FAILED_FRACTION;
+  const fraction = Number(flags.maxFailedFraction);
+  if (!(fraction >= 0 && fraction <= 1))
+    throw usageError(`--max-failed-fraction must be between 0 and 1, got "${flags.maxFailedFraction}"`, 'e.g. --max-failed-fraction 0.05');
+  return fraction;
+}
+
+/** The client options the flags say: the same typed object an experiment's client section resolves into. */
+export function clientOptionsFromFlags(flags: BenchFlags): ClientOptions {
+  return {
+    backend: flags.backend,
+    ...(flags.model !== undefined && { model: flags.model }),
+    workload: validatedAsInFile(workloadSchema, workloadFromFlags(flags)),
+    prompts: validatedAsInFile(promptSourceSchema, promptsFromFlags(flags)),
+    ...(flags.promptSalt !== undefined && { promptSalt: promptSaltFlag(flags.promptSalt) }),
+    ...(!flags.cachePrompt && { cachePrompt: false as const }),
+    warmupRequests: flags.warmup === '0' ? 0 : positiveInt('--warmup', flags.warmup),
+    ignoreEos: flags.ignoreEos,
+    requireFullOutput: flags.requireFullOutput,
+    ...(flags.tokenCounts !== undefined && { tokenCounts: flags.tokenCounts }),
+    maxFailedFraction: maxFailedFractionFromFlags(flags),
+    requestTimeoutMs: parseDurationMs(flags.requestTimeout),
+    ...(flags.sloTtftMs || flags.sloTpotMs || flags.sloE2eMs ? { slo: sloFromFlags(flags) } : {}),
+    ...(flags.tokenizer !== undefined && { tokenizerPath: flags.tokenizer }),
+    specMetrics: flags.specMetrics ? 'auto' : 'none',
+    workers: flags.workers === 'auto' ? 'auto' : positiveInt('--workers', flags.workers),
+    ...((flags.collectOutputs || flags.saveOutputs !== undefined) && { collectOutputs: true }),
+  };
+}

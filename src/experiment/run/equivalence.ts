@@ -1,0 +1,84 @@
+/**
+ * quality.equivalence in a run: at each server start, before its trials, every variant of the start answers the same
+ * prompts greedily (temperature 0, ignore_eos, fixed length), untimed; the baseline also answers them all at once
+ * (concurrency N) for the A/A floor. Before the trials, so no trial's timing includes them, and before any trial's
+ * cache reset; cold trials salt their prompts, so these unsalted ones share no prefix with them (a warm-cache run
+ * sends the same prompts as its trials anyway).
+ */
+import type { PromptSource } from '../../load/types.js';
+import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
+import type { Db } from '../../store/db.js';
+import { listEquivalencePasses } from '../../store/equivalence.js';
+import { messageOf } from '../../util/errors.js';
+import { experimentEquivalence, outputMatches } from '../analysis/equivalence.js';
+import type { EquivalenceSettings, ResolvedExperiment, ResolvedVariant } from '../spec/types.js';
+import type { RunContext } from './context.js';
+import type { ServerHandle } from './server-lifecycle.js';
+import { benchOptionsOf } from './trial.js';
+
+/** One request before the answers, so a cold server's first request (compilation, caches) is not among them. */
+const WARMUP_REQUESTS = 1;
+
+/** The baseline's prompt source with every answer `outputTokens` long: the same prompts for every variant. */
+function equivalencePrompts(source: PromptSource, outputTokens: number): PromptSource {
+  return source.kind === 'synthetic' ? { ...source, outputTokens: { kind: 'fixed', value: outputTokens } } : { ...source, maxOutputTokens: outputTokens };
+}
+
+/** Send and store the passes of this start's variants; a pass that fails is logged and left out (its status: not measured). */
+export async function sendEquivalencePasses(context: RunContext, server: ServerHandle, variants: readonly ResolvedVariant[]): Promise<void> {
+  const { experiment } = context;
+  const settings = experiment.quality?.equivalence;
+  if (!settings) return;
+  const baseline = experiment.variants.find((variant) => variant.name === experiment.baseline)!;
+  const prompts = equivalencePrompts(baseline.client.prompts, settings.outputTokens);
+  for (const variant of variants) {
+    const concurrencies = variant.name === experiment.baseline && settings.prompts > 1 ? [1, settings.prompts] : [1];
+    for (const concurrency of concurrencies) {
+      context.signal.throwIfAborted();
+      try {
+        await sendPass(context, server, variant, settings, prompts, concurrency);
+      } catch (error) {
+        context.signal.throwIfAborted();
+        context.log(`equivalence: ${variant.name} (c=${concurrency}) not measured on this start: ${messageOf(error)}`);
+      }
+    }
+  }
+}
+
+async function sendPass(
+  context: RunContext,
+  server: ServerHandle,
+  variant: ResolvedVariant,
+  settings: EquivalenceSettings,
+  prompts: PromptSource,
+  concurrency: number,
+): Promise<void> {
+  const profile = BUILTIN_PROFILES[variant.server.profile]!;
+  const workload =
+    concurrency === 1
+      ? { kind: 'single-stream' as const, requests: settings.prompts }
+      : { kind: 'concurrency' as const, concurrency, requests: settings.prompts };
+  const startedAt = new Date().toISOString();
+  const result = await context.executor.bench({
+    ...benchOptionsOf(variant, { label: 'equivalence', workload }, profile, server.running, { record: 'equivalence' }),
+    prompts,
+    warmupRequests: WARMUP_REQUESTS,
+    ignoreEos: true,
+    requireFullOutput: false,
+    maxFailedFraction: 1,
+    specMetrics: 'none',
+    collectOutputs: true,
+    signal: context.signal,
+  });
+  const outputs = result.outputs ?? [];
+  const failed = outputs.filter((output) => output.error !== undefined).length;
+  if (outputs.length === 0) throw new Error('the load client returned no answers');
+  context.journal.equivalencePass({ variant: variant.name, serverId: server.rowId, concurrency, startedAt, outputs });
+  context.log(`equivalence: ${variant.name} answered ${outputs.length - failed}/${outputs.length} prompts (c=${concurrency}, untimed)`);
+}
+
+/** Per config, token agreement with the baseline's answers, for subjectTo.outputMatch; undefined without the check. */
+export function storedOutputMatches(db: Db, runId: number, experiment: ResolvedExperiment): Map<string, number> | undefined {
+  const report = experimentEquivalence(experiment, listEquivalencePasses(db, runId));
+  return report && outputMatches(report);
+}

@@ -1,0 +1,148 @@
+import type { z } from 'zod';
+import { describeKeys, entryOf, type KeyDoc, kindsOf, optionsOf, shapeOf } from '../../config/schema-doc.js';
+import { workloadLabel } from '../spec/load.js';
+import { higherIsBetter, metricUnit } from '../spec/metrics.js';
+import { experimentFileSchema, workloadFormsSchema } from '../spec/schema.js';
+import { METRIC_NAMES } from '../spec/types.js';
+
+/**
+ * docs/experiment-file.md, rendered from the experiment file's zod schema (keys, types, defaults, descriptions and
+ * examples live there) and from the code that names workloads and metrics. `npm run docs:gen` writes it; a test
+ * fails when the checked-in file differs, so the reference cannot drift.
+ */
+export function renderExperimentFileDoc(): string {
+  const top = experimentFileSchema as unknown as z.ZodType;
+  const at = (key: string): z.ZodType => shapeOf(top)![key]!;
+  const client = at('client');
+  const sections = [
+    '# The experiment file',
+    '',
+    '<!-- Generated from src/experiment/spec/schema.ts by `npm run docs:gen`: edit the schema descriptions, not this file. -->',
+    '',
+    'An experiment file (YAML or JSON) is what `servelab run FILE` and `servelab plan FILE` read. Unknown keys are',
+    'refused with the keys allowed at that place; a duration is `"90s"`, `"20m"`, `"1h"`, `"500ms"` or a number of',
+    'seconds. Required keys have no default; a key marked — is optional, and its meaning says what leaving it out does.',
+    '',
+    keyTable('Top level', top),
+    keyTable('`server:`', at('server')),
+    ...optionsOf(at('executor')).map((form) => keyTable(`\`executor:\` kind ${kindsOf(form).join(', ')}`, form)),
+    keyTable('`client:` (variants may override all but backend, slo and cache)', client),
+    ...optionsOf(shapeOf(client)!.prompts!).map((form) => keyTable(`\`client.prompts:\` kind ${kindsOf(form).join(', ')}`, form)),
+    keyTable('`client.prompts.fields:` (dataset record fields)', shapeOf(optionsOf(shapeOf(client)!.prompts!).at(-1)!)!.fields!),
+    lengthSection(),
+    keyTable('`client.slo:`', shapeOf(client)!.slo!),
+    workloadSection(),
+    keyTable('`variants.<name>:`', entryOf(at('variants'))),
+    variantMergeSection(),
+    keyTable('`grid:` entries', entryOf(at('grid'))),
+    placeholderSection(),
+    ...['fingerprint', 'verdict', 'drift', 'telemetry', 'budget', 'cost', 'objective'].map((key) => keyTable(`\`${key}:\``, at(key))),
+    metricSection(),
+  ];
+  return `${sections.join('\n').trimEnd()}\n`;
+}
+
+function keyTable(title: string, schema: z.ZodType): string {
+  const rows = describeKeys(schema).map(
+    (doc) => `| \`${doc.key}\` | ${cell(doc.type)} | ${defaultCell(doc)} | ${cell(doc.description ?? '')}${exampleText(doc)} |`,
+  );
+  return [`## ${title}`, '', '| key | type | default | meaning |', '|---|---|---|---|', ...rows, ''].join('\n');
+}
+
+function defaultCell(doc: KeyDoc): string {
+  if (doc.required) return 'required';
+  if (doc.sectionDefault) return 'see its keys';
+  if (!('default' in doc)) return '—';
+  return `\`${JSON.stringify(doc.default)}\``;
+}
+
+function exampleText(doc: KeyDoc): string {
+  return doc.example === undefined ? '' : ` Example: \`${JSON.stringify(doc.example)}\``;
+}
+
+function cell(text: string): string {
+  return text.replaceAll('|', '\\|').replaceAll('\n', ' ');
+}
+
+function lengthSection(): string {
+  return [
+    '## Token lengths (`inputTokens`, `outputTokens`)',
+    '',
+    'A number (`256`), the flag shorthand (`"normal:512,64"`, `"normal:MEAN,SD,MIN,MAX"`, `"uniform:100,200"`), or a',
+    'mapping `{ kind: fixed, value }`, `{ kind: uniform, min, max }` or `{ kind: normal, mean, stddev, min?, max? }`.',
+    '',
+  ].join('\n');
+}
+
+const WORKLOAD_EXAMPLES = [
+  { kind: 'single-stream', requests: 16 },
+  { kind: 'concurrency', concurrency: 16, requests: 64 },
+  { kind: 'rate', requestsPerSecond: 20, arrival: 'poisson', maxInFlight: 256, requests: 200 },
+  { kind: 'sweep', concurrencies: [8, 32], requestsPerLevel: 128 },
+] as const;
+
+function workloadSection(): string {
+  const forms = optionsOf(workloadFormsSchema);
+  const lines = ['## `workloads:` entries', '', 'Each entry is one of these kinds; each trial measures one workload.', ''];
+  for (const form of forms) lines.push(keyTable(`\`workloads[]\` kind ${kindsOf(form).join(', ')}`, form).replace(/^## /, '### '));
+  lines.push(
+    '### Workload names',
+    '',
+    'Results, verdicts, `objective.workload` and the report name a workload as follows (a sweep becomes one',
+    'concurrency workload per level, each its own trial and verdict):',
+    '',
+    '| entry | name |',
+    '|---|---|',
+    ...WORKLOAD_EXAMPLES.map((workload) => `| \`${JSON.stringify(workload)}\` | ${names(workload)} |`),
+    '',
+  );
+  return lines.join('\n');
+}
+
+function names(workload: (typeof WORKLOAD_EXAMPLES)[number]): string {
+  if (workload.kind !== 'sweep') return `\`${workloadLabel(workload)}\``;
+  return workload.concurrencies
+    .map((concurrency) => `\`${workloadLabel({ kind: 'concurrency', concurrency, requests: workload.requestsPerLevel })}\``)
+    .join(', ');
+}
+
+function variantMergeSection(): string {
+  return [
+    '### How a variant combines with `server:` and `client:`',
+    '',
+    '- `args` are appended to `server.command` (after `{servelab}` is filled in); a variant cannot remove arguments.',
+    '- `env` is merged over `server.env` (the variant wins per name); a variant setting a name in `server.unsetEnv`',
+    '  sets it; `unsetEnv` removes names from the merged env.',
+    '- `client` keys replace the experiment `client:` values one key at a time (`prompts` as a whole).',
+    '- Variants whose server command, env, cwd and model come out equal share one running server.',
+    '- No `variants:` and no `grid:`: one variant named `baseline`. `baseline:` defaults to the first variant.',
+    '',
+  ].join('\n');
+}
+
+function placeholderSection(): string {
+  return [
+    '## Placeholders',
+    '',
+    '| placeholder | where | replaced by |',
+    '|---|---|---|',
+    "| `{servelab}` | `server.command`, variant `args` | the path of this servelab's CLI (bin/servelab.js), so `node {servelab} simulate …` runs from any directory |",
+    '| `{port}` | `server.command`, args, env values | a free port picked at each launch (in `server.portRange` when given), or `server.port` |',
+    '| `{host}` | `server.command`, args, env values | the address the server binds |',
+    "| `{param}` | a `grid:` entry's `name`, `args` and `env` values | each value of that grid parameter |",
+    '',
+    'Fingerprints record `{port}`/`{host}` values as the template, so a new port is no environment change.',
+    '',
+  ].join('\n');
+}
+
+function metricSection(): string {
+  return [
+    '## Metric names (`metric:`, `objective`)',
+    '',
+    '| metric | unit | better |',
+    '|---|---|---|',
+    ...METRIC_NAMES.map((metric) => `| \`${metric}\` | ${metricUnit(metric)} | ${higherIsBetter(metric) ? 'higher' : 'lower'} |`),
+    '',
+  ].join('\n');
+}

@@ -1,0 +1,31 @@
+/** The HTML report's output-equivalence section: status per variant, the A/A floor, the earliest differing answers side by side. */
+import type { EquivalenceReport } from '../experiment/analysis/equivalence.js';
+import { formatAgreement, formatNumber } from '../util/format.js';
+import { escapeHtml as esc } from './escape.js';
+
+export const EQUIVALENCE_CSS = `
+.answers { display:grid; grid-template-columns:1fr 1fr; gap:0.5rem; }
+.answers pre { white-space:pre-wrap; margin:0; padding:0.5rem; border:1px solid var(--border, #ccc); }
+`;
+
+export function equivalenceHtml(report: EquivalenceReport): string {
+  const { floor } = report;
+  const floorText = floor
+    ? `A/A floor (<code>${esc(report.baseline)}</code> vs itself: ${esc(floor.comparisons.join(', '))}): identical ${formatAgreement(floor.identicalShare)}, token agreement ${formatAgreement(floor.tokenAgreement)}`
+    : `A/A floor not measured: only identical answers count as equivalent`;
+  const rows = report.variants
+    .map((entry) => {
+      const match = entry.match;
+      const pill = entry.status === 'equivalent' ? 'faster' : entry.status === 'outputs changed' ? 'slower' : '';
+      return `<tr><td><code>${esc(entry.variant)}</code></td><td>${entry.status ? `<span class="pill ${pill}">${esc(entry.status)}</span>` : 'not measured'}</td><td class="num">${formatAgreement(match?.identicalShare)}</td><td class="num">${formatAgreement(match?.tokenAgreement)}</td><td class="num">${formatNumber(match?.firstDivergence?.median)}</td><td class="num">${match?.firstDivergence?.min ?? '—'}</td></tr>`;
+    })
+    .join('');
+  const sides = report.variants
+    .filter((entry) => entry.match?.earliest && entry.status !== 'equivalent')
+    .map((entry) => {
+      const earliest = entry.match!.earliest!;
+      return `<h3>${esc(entry.variant)}: prompt ${earliest.prompt}, first difference at ${earliest.position} ${esc(entry.match!.unit)}</h3><div class="answers"><pre><b>${esc(report.baseline)}</b>\n${esc(earliest.a)}</pre><pre><b>${esc(entry.variant)}</b>\n${esc(earliest.b)}</pre></div>`;
+    })
+    .join('');
+  return `<h2>Output equivalence</h2><p>${floorText}</p><table class="data"><thead><tr><th>config</th><th>status</th><th class="num">identical</th><th class="num">token agreement</th><th class="num">first divergence median</th><th class="num">min</th></tr></thead><tbody>${rows}</tbody></table>${sides}`;
+}

@@ -1,0 +1,148 @@
+/**
+ * The rows `servelab export` writes as CSV, JSON Lines or Parquet: one per stored trial (every figure it keeps,
+ * flattened) or one per stored request. Pure: stored records in, a typed table out; export-formats.ts writes it.
+ * Column names are the stored names (`outputTokensPerSecond`, `byCategory.chat.completed`), so a column means
+ * what the same key means in `servelab show --json` and in experiment files.
+ */
+import type { RequestSample } from '../metrics/types.js';
+import type { TrialRecord } from '../store/types.js';
+
+export type ExportLevel = 'trial' | 'request';
+
+/** integer: counts and ids; number: measured figures (null when not measured); json: a list of numbers (ITL gaps). */
+export type ColumnKind = 'string' | 'integer' | 'number' | 'json';
+
+export interface ExportColumn {
+  name: string;
+  kind: ColumnKind;
+}
+
+export type Cell = string | number | null | number[];
+
+export interface ExportTable {
+  columns: ExportColumn[];
+  /** Every row has every column (null where a trial or request has no value). */
+  rows: Cell[][];
+}
+
+/** Builds a table whose columns are discovered row by row, in first-seen order. */
+class TableBuilder {
+  private readonly kinds = new Map<string, ColumnKind>();
+  private readonly records: Array<Map<string, Cell>> = [];
+
+  add(cells: ReadonlyArray<[string, ColumnKind, Cell | undefined]>): void {
+    const record = new Map<string, Cell>();
+    for (const [name, kind, value] of cells) {
+      const known = this.kinds.get(name);
+      this.kinds.set(name, known === undefined ? kind : mergeKinds(known, kind));
+      if (value !== undefined) record.set(name, value);
+    }
+    this.records.push(record);
+  }
+
+  build(): ExportTable {
+    const columns = [...this.kinds].map(([name, kind]) => ({ name, kind }));
+    const rows = this.records.map((record) =>
+      columns.map(({ name, kind }) => {
+        const value = record.get(name) ?? null;
+        if (kind !== 'string' || value === null || typeof value === 'string') return value;
+        return typeof value === 'number' ? String(value) : JSON.stringify(value);
+      }),
+    );
+    return { columns, rows };
+  }
+}
+
+/** A figure that is whole in one row and not in another is a number; text in any row makes the column text (a grid parameter may be "fp8" in one variant, 4 in another). */
+function mergeKinds(a: ColumnKind, b: ColumnKind): ColumnKind {
+  if (a === b) return a;
+  if ((a === 'integer' || a === 'number') && (b === 'integer' || b === 'number')) return 'number';
+  return 'string';
+}
+
+const COUNT_FIELDS = new Set(['completed', 'failed']);
+
+/** What identifies a trial, first in every row of both levels; every grid parameter of the run in every row. */
+function trialCells(trial: TrialRecord, paramNames: readonly string[]): Array<[string, ColumnKind, Cell | undefined]> {
+  return [
+    ['runId', 'integer', trial.runId],
+    ['trialId', 'integer', trial.id],
+    ['variant', 'string', trial.variant],
+    ['workload', 'string', trial.workload],
+    ['concurrency', 'integer', trial.concurrency],
+    ['block', 'integer', trial.block],
+    ['repetition', 'integer', trial.repetition],
+    ...paramNames.map((name): [string, ColumnKind, Cell | undefined] => {
+      const value = trial.params[name];
+      return [`param.${name}`, typeof value === 'string' ? 'string' : 'number', value];
+    }),
+  ];
+}
+
+function paramNamesOf(trials: readonly TrialRecord[]): string[] {
+  return [...new Set(trials.flatMap((trial) => Object.keys(trial.params)))];
+}
+
+/**
+ * Every stored figure of a trial, nested values flattened with dots (`acceptanceByPosition.0`,
+ * `byCategory.chat.ttftMedianMs`); fields a newer servelab added are kept the same way.
+ */
+function metricCells(value: unknown, prefix: string, out: Array<[string, ColumnKind, Cell]>): void {
+  if (value === null || typeof value === 'number') {
+    const field = prefix.slice(prefix.lastIndexOf('.') + 1);
+    out.push([prefix, COUNT_FIELDS.has(field) ? 'integer' : 'number', value]);
+  } else if (typeof value === 'string' || typeof value === 'boolean') {
+    out.push([prefix, 'string', String(value)]);
+  } else if (Array.isArray(value)) {
+    value.forEach((item, index) => metricCells(item, `${prefix}.${index}`, out));
+  } else if (typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) metricCells(item, prefix === '' ? key : `${prefix}.${key}`, out);
+  }
+}
+
+/** One row per stored (valid, readable) trial. */
+export function trialTable(trials: readonly TrialRecord[]): ExportTable {
+  const table = new TableBuilder();
+  const paramNames = paramNamesOf(trials);
+  for (const trial of trials) {
+    const metrics: Array<[string, ColumnKind, Cell]> = [];
+    metricCells(trial.metrics, '', metrics);
+    table.add([
+      ...trialCells(trial, paramNames),
+      ['serverKey', 'string', trial.serverKey],
+      ['cache', 'string', trial.cache],
+      ['startedAt', 'string', trial.startedAt],
+      ['finishedAt', 'string', trial.finishedAt],
+      ['fingerprintId', 'integer', trial.fingerprintId],
+      ...metrics,
+    ]);
+  }
+  return table.build();
+}
+
+/**
+ * One row per stored request of those trials, as the load client measured it: times in ms from the request's
+ * scheduled arrival (or its send, in a closed loop), `itlMs` the gaps between token-bearing chunks.
+ */
+export function requestTable(trials: readonly TrialRecord[], samples: ReadonlyMap<number, readonly RequestSample[]>): ExportTable {
+  const table = new TableBuilder();
+  const paramNames = paramNamesOf(trials);
+  for (const trial of trials) {
+    for (const sample of samples.get(trial.id) ?? []) {
+      table.add([
+        ...trialCells(trial, paramNames),
+        ['index', 'integer', sample.index],
+        ['sentAtMs', 'number', sample.sentAtMs],
+        ['inputTokens', 'integer', sample.inputTokens],
+        ['outputTokens', 'integer', sample.outputTokens],
+        ['ttftMs', 'number', sample.ttftMs],
+        ['tpotMs', 'number', sample.tpotMs],
+        ['e2eMs', 'number', sample.e2eMs],
+        ['itlMs', 'json', sample.itlMs],
+        ['errorKind', 'string', sample.error?.kind],
+        ['errorMessage', 'string', sample.error?.message],
+      ]);
+    }
+  }
+  return table.build();
+}

@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import Database from 'better-sqlite3';
+import { cli, simCommand, tempDir, writeExperiment } from './support-experiment.js';
+
+interface PlanJson {
+  prediction: { wallMs?: number; startupTotalMs?: number; measureMs?: number; sources: string[] };
+}
+
+describe('plan figures without history', () => {
+  test("a simulator file: the plan, from the simulator's own flags, is within 2x of the real run", async (t) => {
+    const dir = tempDir(t, 'plan-declared');
+    const store = join(dir, 'servelab.db');
+    // Mostly the simulator's declared sleeps (a 1.5-s load, 20-ms decode steps), so the check measures the model,
+    // not how busy this machine is.
+    const file = writeExperiment(dir, 'e.yaml', {
+      name: 'plan-declared',
+      server: { command: simCommand({ loadMs: 1500, tpotMs: 20 }), readyTimeout: '5m' },
+      client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens: 32, seed: 3 }, warmupRequests: 1 },
+      workloads: [{ kind: 'single-stream', requests: 3 }],
+      trials: 2,
+    });
+    const planned = await cli(['plan', file, '--json'], { store });
+    assert.equal(planned.code, 0, planned.stderr);
+    const { prediction } = JSON.parse(planned.stdout) as PlanJson;
+    assert.deepEqual(prediction.sources, ['declared']);
+    const predictedMs = prediction.wallMs!;
+
+    const run = await cli(['run', file], { store, timeoutMs: 120_000 });
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stderr.split('\n')[0]!, /^plan: .*predicted [\d.]+ s wall time.*the server's declared speed \(its flags\)/);
+    const db = new Database(store, { readonly: true });
+    t.after(() => db.close());
+    const row = db.prepare('SELECT started_at, finished_at FROM runs').get() as { started_at: string; finished_at: string };
+    const realMs = Date.parse(row.finished_at) - Date.parse(row.started_at);
+    t.diagnostic(`predicted ${predictedMs} ms, real ${realMs} ms`);
+    assert.ok(realMs / predictedMs <= 2 && realMs / predictedMs >= 0.5, `predicted ${predictedMs} ms, real ${realMs} ms`);
+  });
+
+  test('an engine: its typical startup said to be typical, trial lengths and the total unknown, not made up', async (t) => {
+    const dir = tempDir(t, 'plan-engine');
+    const store = join(dir, 'servelab.db');
+    const file = writeExperiment(dir, 'e.yaml', {
+      name: 'plan-engine',
+      profile: 'vllm',
+      server: { command: ['vllm', 'serve', 'meta-llama/Llama-3.1-8B-Instruct', '--port', '{port}'] },
+      budget: { wallTime: '1h' },
+    });
+    const planned = await cli(['plan', file], { store });
+    assert.equal(planned.code, 0, planned.stderr);
+    assert.match(planned.stdout, /3 min 00 s \(typical for vllm, no history\)/);
+    assert.match(planned.stdout, /^predicted: wall time unknown \(startups 3 min 00 s; trial lengths unknown\)/m);
+    assert.match(planned.stdout, /^budget: the budget cannot be checked: the wall time is unknown/m);
+    const json = JSON.parse((await cli(['plan', file, '--json'], { store })).stdout) as PlanJson;
+    assert.equal(json.prediction.wallMs, undefined);
+    assert.deepEqual(json.prediction.sources, ['typical', 'unknown']);
+  });
+
+  test('a server that declares nothing and has no typical figure: unknown startup', async (t) => {
+    const dir = tempDir(t, 'plan-unknown');
+    const file = writeExperiment(dir, 'e.yaml', { name: 'plan-unknown', profile: 'openai', server: { command: ['my-server', '--port', '{port}'] } });
+    const planned = await cli(['plan', file], { store: join(dir, 'servelab.db') });
+    assert.equal(planned.code, 0, planned.stderr);
+    assert.match(planned.stdout, /unknown \(no history\)/);
+    assert.match(planned.stdout, /^predicted: wall time unknown,/m);
+  });
+});

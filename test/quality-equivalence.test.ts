@@ -1,0 +1,97 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { cli, servingSimulator, simCommand, tempDir, writeExperiment } from './support-experiment.js';
+
+/**
+ * quality.equivalence end to end: real simulator servers started by `servelab run`, answers stored in a real SQLite
+ * store, read back by `show` and `report`; and `bench --save-outputs` / `compare-outputs` on two real servers.
+ */
+
+const PROMPTS = 8;
+const OUTPUT_TOKENS = 32;
+
+test('a lossless faster variant stays equivalent, a lossy one is "outputs changed" and cannot win under outputMatch', async (t) => {
+  const dir = tempDir(t, 'quality');
+  const store = join(dir, 'store.db');
+  const file = writeExperiment(dir, 'quality.yaml', {
+    server: { command: simCommand({ tpotMs: 4 }), readyTimeout: '5m' },
+    trials: 2,
+    variants: {
+      baseline: {},
+      // Faster and lossless: the same answers sooner.
+      faster: { args: ['--tpot-ms', '2'] },
+      // Faster still, but one token in ten replaced.
+      lossy: { args: ['--tpot-ms', '1', '--lossy', '0.1'] },
+      // The same tokens for 24 of 32, then another tail: a late, numerics-like divergence.
+      late: { args: ['--divergence-after', '24'] },
+    },
+    quality: { equivalence: { prompts: PROMPTS, outputTokens: OUTPUT_TOKENS } },
+    objective: { maximize: 'outputTokensPerSecond', subjectTo: { outputMatch: '>= 0.99' } },
+  });
+  const run = await cli(['run', file], { store, timeoutMs: 170_000 });
+  assert.equal(run.code, 0, run.stderr);
+  assert.match(run.stdout, /outputs/);
+
+  const shown = await cli(['show', '1', '--json'], { store });
+  assert.equal(shown.code, 0, shown.stderr);
+  const view = JSON.parse(shown.stdout);
+  const status = Object.fromEntries(view.equivalence.variants.map((entry: { variant: string; status: string }) => [entry.variant, entry.status]));
+  assert.deepEqual(status, { faster: 'equivalent', lossy: 'outputs changed', late: 'numerics-level divergence' });
+  // The floor is measured: the baseline's answers on its second start and at concurrency N, all identical.
+  const floor = view.equivalence.floor;
+  assert.deepEqual(floor.comparisons.sort(), ['c=8', 'start 2', 'start 2 c=8']);
+  assert.equal(floor.identicalShare, 1);
+  assert.equal(floor.tokenAgreement, 1);
+  const lossy = view.equivalence.variants.find((entry: { variant: string }) => entry.variant === 'lossy').match;
+  assert.ok(lossy.tokenAgreement < 0.99 && lossy.tokenAgreement > 0.75, `lossy agreement ${lossy.tokenAgreement}`);
+  assert.equal(lossy.unit, 'token ids');
+  // The lossy config is the fastest, but its answers changed: it is infeasible, and the winner is a lossless one.
+  const lossyRank = view.best.ranking.find((row: { variant: string }) => row.variant === 'lossy');
+  assert.equal(lossyRank.feasible, false);
+  assert.match(lossyRank.violations.join(' '), /outputMatch/);
+  assert.equal(view.best.winner, 'faster');
+
+  const text = await cli(['show', '1'], { store });
+  assert.match(text.stdout, /lossy: outputs changed/);
+  assert.match(text.stdout, /A\/A floor/);
+
+  const out = join(dir, 'report');
+  const report = await cli(['report', '1', '--out', out], { store });
+  assert.equal(report.code, 0, report.stderr);
+  const html = readFileSync(join(out, 'run-1.html'), 'utf8');
+  assert.match(html, /Output equivalence/);
+  assert.match(html, /<div class="answers"><pre><b>baseline<\/b>/);
+});
+
+test('compare-outputs on two saved bench files: identical servers agree, a lossy one does not', async (t) => {
+  const dir = tempDir(t, 'compare');
+  const store = join(dir, 'store.db');
+  const fast = ['--port', '0', '--tpot-ms', '0', '--ttft-ms', '0', '--stats-interval-ms', '0'];
+  const [reference, lossy] = await Promise.all([servingSimulator(t, fast), servingSimulator(t, [...fast, '--lossy', '0.2'])]);
+  const bench = (url: string, name: string, concurrency: string) =>
+    cli(['bench', url, '--concurrency', concurrency, '--requests', '12', '--output-len', '40', '--save-outputs', join(dir, name), '--no-progress'], { store });
+  for (const result of await Promise.all([bench(reference, 'a.jsonl', '1'), bench(reference, 'b.jsonl', '6'), bench(lossy, 'c.jsonl', '3')])) {
+    assert.equal(result.code, 0, result.stderr);
+  }
+  const line = JSON.parse(readFileSync(join(dir, 'a.jsonl'), 'utf8').split('\n')[0]!);
+  assert.equal(line.tokenIds.length, 40);
+  assert.equal(line.finishReason, 'length');
+
+  const same = await cli(['compare-outputs', join(dir, 'a.jsonl'), join(dir, 'b.jsonl'), '--json'], { store });
+  assert.equal(same.code, 0, same.stderr);
+  const match = JSON.parse(same.stdout);
+  assert.equal(match.prompts, 12);
+  assert.equal(match.identicalShare, 1);
+  assert.equal(match.tokenAgreement, 1);
+
+  const changed = await cli(['compare-outputs', join(dir, 'a.jsonl'), join(dir, 'c.jsonl')], { store });
+  assert.equal(changed.code, 0, changed.stderr);
+  assert.match(changed.stdout, /token agreement {4}(7\d|8\d)\.\d%/);
+  assert.match(changed.stdout, /earliest difference: prompt \d+ at \d+/);
+
+  const missing = await cli(['compare-outputs', join(dir, 'a.jsonl'), join(dir, 'none.jsonl')], { store });
+  assert.equal(missing.code, 2);
+  assert.match(missing.stderr, /cannot read .*none\.jsonl/);
+});

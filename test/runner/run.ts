@@ -1,0 +1,119 @@
+/**
+ * `npm test` and `npm run test:fast`: node:test over dist/test/*.test.js with the usual reporter on stdout (its
+ * `ℹ skipped N` / `# skipped N` summary is what CI checks), then a recap of every failing test (recap.ts).
+ *
+ *   node dist/test/runner/run.js [--fast] [FILE... | NAME...]    (NAME: export = dist/test/export.test.js)
+ *
+ * --fast leaves out the slow files listed in SLOW (the inner loop).
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * Files left out of `--fast`: those that took ≥ 10 s alone (one file per process, two at a time, as `npm test` runs
+ * them) on the 2-core dev box under a load of ~18; they spawn `servelab run`/`launch` with simulators, a browser,
+ * sshd or Slurm, or resample heavily. The one end-to-end test per concern lives in these; the runner's permutations
+ * run on the fake machine in experiment-permutations (fast). Re-measure when a file moves across the line.
+ */
+export const SLOW = new Set([
+  'campaign-plan',
+  'campaign-race',
+  'exec-remote-shell',
+  'exec-slurm',
+  'exec-ssh',
+  'exec-ssh-run',
+  'export',
+  'experiment-log-watch',
+  'experiment-cache',
+  'experiment-drift',
+  'experiment-lease',
+  'experiment-resume',
+  'experiment-resume-edit',
+  'experiment-validity',
+  'experiment-verdict',
+  'fingerprint-collect',
+  'launch-cli',
+  'launch-pipeline',
+  'launch-server',
+  'launch-server-schema',
+  'launch-watchdog',
+  'load-cli',
+  'load-datasets-sim',
+  'load-faults',
+  'load-faults-cli',
+  'load-frames',
+  'load-sim',
+  'load-workers',
+  'package-api',
+  'quality-equivalence',
+  'ready-machine',
+  'ready-wait',
+  'report-html',
+  'report-model',
+  'security-redaction',
+  'security-signals',
+  'simulate-cli',
+  'simulate-engines',
+  'simulate-server',
+  'simulate-workers',
+  'stats-bootstrap',
+  'store-corrupt',
+  'store-faults',
+  'telemetry-preflight-run',
+  'telemetry-sampler',
+  'ui-escape',
+  'ui-live',
+  'ui-navigation',
+  'ui-report-views',
+  'work-notes',
+]);
+
+const TEST_DIR = fileURLToPath(new URL('..', import.meta.url));
+
+const args = process.argv.slice(2);
+const fast = args.includes('--fast');
+const named = args.filter((arg) => arg !== '--fast');
+// A name is a path, or a test file's short name ("export" → dist/test/export.test.js).
+const files =
+  named.length > 0
+    ? named.map((name) => (name.includes('/') || name.endsWith('.js') ? name : join(TEST_DIR, `${name}.test.js`)))
+    : readdirSync(TEST_DIR)
+        .filter((name) => name.endsWith('.test.js') && !(fast && SLOW.has(name.slice(0, -'.test.js'.length))))
+        .sort()
+        .map((name) => join(TEST_DIR, name));
+
+const recapDir = mkdtempSync(join(tmpdir(), 'servelab-recap-'));
+const recapPath = join(recapDir, 'recap.txt');
+// node 20 picks spec for a terminal and TAP otherwise; naming a second reporter means naming the first one too.
+const reporter = process.stdout.isTTY ? 'spec' : 'tap';
+const child = spawn(
+  process.execPath,
+  [
+    '--test',
+    '--test-concurrency=2',
+    '--test-timeout=180000',
+    `--test-reporter=${reporter}`,
+    '--test-reporter-destination=stdout',
+    `--test-reporter=${fileURLToPath(new URL('recap.js', import.meta.url))}`,
+    `--test-reporter-destination=${recapPath}`,
+    ...files,
+  ],
+  { stdio: 'inherit' },
+);
+// Ctrl-C reaches the child through the terminal's process group; the recap is still printed once it has stopped.
+process.on('SIGINT', () => {});
+const started = Date.now();
+child.on('close', (code, signal) => {
+  let recap: string;
+  try {
+    recap = readFileSync(recapPath, 'utf8');
+  } catch {
+    recap = 'recap: none written (the test runner stopped before its end)\n';
+  }
+  rmSync(recapDir, { recursive: true, force: true });
+  process.stdout.write(`\n${recap}${files.length} files in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+  process.exitCode = code ?? (signal ? 1 : 0);
+});
