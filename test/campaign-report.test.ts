@@ -80,13 +80,13 @@ describe('best-config report', () => {
     // Acceptance by draft position for every drafting variant: one share per position, falling with it.
     for (const cells of spec) {
       const steps = cells[0] === 'baseline' ? 0 : Number(cells[0]!.replace('eagle3-s', ''));
-      if (steps === 0) assert.equal(cells[7], '-');
+      if (steps === 0) assert.equal(cells[8], '-');
       else {
-        const shares = cells[7]!.split('/').map(Number);
+        const shares = cells[8]!.split('/').map(Number);
         assert.equal(shares.length, steps, cells.join(' | '));
         assert.ok(
           shares.every((share: number, index: number) => index === 0 || share <= shares[index - 1]!),
-          cells[7],
+          cells[8],
         );
       }
     }
