@@ -148,6 +148,10 @@ describe('speculative decoding stats', () => {
     Object.assign(llama[0]!, { specDraftTokens: 10, specAcceptedTokens: 6 });
     Object.assign(llama[1]!, { specDraftTokens: 10, specAcceptedTokens: 8 });
     assert.equal(specFromResponses(llama)?.acceptanceRate, 0.7);
+    assert.equal(specFromResponses(llama)?.verifySteps, undefined, 'no completion tokens: no steps');
+    // 21 tokens: 1 from the prompt's pass, 6 (and 8) accepted drafts, so 14 (and 12) target steps.
+    for (const state of llama) state.completionTokens = 21;
+    assert.deepEqual([specFromResponses(llama)?.verifySteps, specFromResponses(llama)?.meanAcceptedLength], [26, 40 / 26]);
     const sglang = newStreamState(false);
     Object.assign(sglang, { completionTokens: 31, specVerifySteps: 10 });
     assert.equal(specFromResponses([sglang])?.meanAcceptedLength, 3);

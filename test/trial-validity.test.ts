@@ -98,13 +98,17 @@ test('a level becomes invalid, and stops, at the first failure beyond the allowe
   );
 });
 
-test('a cold-cache trial that found more than 5% of its prompt tokens cached is invalid; warm or unreported is not judged', () => {
-  const warmish = level(ten({ cachedTokens: 1 })); // 10 of 80 prompt tokens: 12.5%
-  assert.deepEqual(warmish.prefixCache, { hitRate: 0.125, cachedTokens: 10, promptTokens: 80, reporting: 10 });
+test('a cold-cache trial whose first request found more than 5% of its prompt cached is invalid; warm or unreported is not judged', () => {
+  const warmish = level(ten({ cachedTokens: 1 })); // 10 of 80 prompt tokens: 12.5%, the first request's 1 of 8 too
+  assert.deepEqual(warmish.prefixCache, { hitRate: 0.125, cachedTokens: 10, promptTokens: 80, reporting: 10, firstRequestHitRate: 0.125 });
   assert.match(
     levelValidity(warmish, { ...strict, coldCache: 'cold' }) ?? '',
-    /^prefix cache: 13% of 80(\.0)? prompt tokens cached \(10 requests reported\) although cache: cold \(at most 5%\): a warm cache it should not have is not a measurement$/,
+    /^prefix cache: 13% of 80(\.0)? prompt tokens cached \(10 requests reported\), 13% for its first request although cache: cold \(at most 5%\): a warm cache it should not have is not a measurement$/,
   );
+  // A shared system prompt: every request after the first reuses what the trial's own first request left.
+  const sharedPrefix = level(ten().map((s, i) => ({ ...s, cachedTokens: i === 0 ? 0 : 6 })));
+  assert.ok(sharedPrefix.prefixCache!.hitRate > 0.5);
+  assert.equal(levelValidity(sharedPrefix, { ...strict, coldCache: 'cold' }), undefined);
   assert.match(levelValidity(warmish, { ...strict, coldCache: 'reset' }) ?? '', /although cache: reset/);
   assert.equal(levelValidity(warmish, strict), undefined, 'cache: warm');
   assert.equal(levelValidity(level(ten({ cachedTokens: 0 })), { ...strict, coldCache: 'cold' }), undefined);

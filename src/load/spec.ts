@@ -189,16 +189,40 @@ export function specFromResponses(states: readonly StreamState[]): SpecDecodeSta
     };
   }
   if (haveDraft && draftTokens > 0) {
-    return { source: 'llama.cpp timings (draft_n, draft_n_accepted)', acceptanceRate: acceptedTokens / draftTokens, draftTokens, acceptedTokens };
+    const stats: SpecDecodeStats = { source: 'llama.cpp timings (draft_n, draft_n_accepted)', acceptanceRate: acceptedTokens / draftTokens, draftTokens, acceptedTokens };
+    const steps = llamaTargetSteps(states);
+    return steps === undefined ? stats : { ...stats, source: `${stats.source}, steps = tokens - 1 - accepted`, ...steps };
   }
   return undefined;
 }
 
 /**
+ * llama.cpp counts drafted and accepted tokens, not steps; but each target forward of its decode loop yields the
+ * drafts it accepted plus one token of its own, and the first token comes from the prompt's pass (llama.cpp
+ * tools/server/server-context.cpp:3964, n_draft_accepted += n_accepted once per verify; the timings JSON,
+ * server-common.cpp:81, shows draft_n/draft_n_accepted but not the step count). So a request's target steps are
+ * completion tokens - 1 - accepted drafts, plain steps (no draft) included. Undefined unless every drafting request
+ * reported its completion tokens.
+ */
+function llamaTargetSteps(states: readonly StreamState[]): { verifySteps: number; meanAcceptedLength: number } | undefined {
+  let verifySteps = 0;
+  let verifiedTokens = 0;
+  for (const state of states) {
+    if (state.specDraftTokens === undefined || state.specAcceptedTokens === undefined) continue;
+    if (state.completionTokens === undefined) return undefined;
+    const steps = state.completionTokens - 1 - state.specAcceptedTokens;
+    if (steps <= 0) continue;
+    verifySteps += steps;
+    verifiedTokens += state.completionTokens - 1;
+  }
+  return verifySteps > 0 ? { verifySteps, meanAcceptedLength: verifiedTokens / verifySteps } : undefined;
+}
+
+/**
  * The stats with `verifyStepMs`: the decode time (e2e - TTFT) of the completed requests over the verify steps the
  * stats counted. Per-request counters (SGLang meta_info) cover exactly those requests; a counter delta covers what
- * finished during the level, the same requests when none failed. Unchanged without verify steps (llama.cpp's
- * timings count drafted tokens, not steps). Pure.
+ * finished during the level, the same requests when none failed; llama.cpp's steps are derived from its token
+ * counts (llamaTargetSteps). Unchanged without verify steps. Pure.
  */
 export function withVerifyStepTime(stats: SpecDecodeStats, samples: readonly RequestSample[]): SpecDecodeStats {
   if (stats.verifySteps === undefined || stats.verifySteps <= 0) return stats;

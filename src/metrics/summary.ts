@@ -185,14 +185,17 @@ function prefixCacheOf(completed: readonly RequestSample[]): PrefixCacheCheck | 
   let cachedTokens = 0;
   let promptTokens = 0;
   let reporting = 0;
+  let first: RequestSample | undefined;
   for (const sample of completed) {
     if (sample.cachedTokens === undefined) continue;
     cachedTokens += sample.cachedTokens;
     promptTokens += sample.inputTokens;
     reporting++;
+    if (first === undefined || sample.sentAtMs < first.sentAtMs) first = sample;
   }
-  if (reporting === 0) return undefined;
-  return { hitRate: promptTokens > 0 ? cachedTokens / promptTokens : 0, cachedTokens, promptTokens, reporting };
+  if (first === undefined) return undefined;
+  const firstRequestHitRate = first.inputTokens > 0 ? (first.cachedTokens ?? 0) / first.inputTokens : 0;
+  return { hitRate: promptTokens > 0 ? cachedTokens / promptTokens : 0, cachedTokens, promptTokens, reporting, firstRequestHitRate };
 }
 
 /** Coefficient of variation (stddev / mean) of the gaps between sorted times. */

@@ -160,6 +160,11 @@ export interface PrefixCacheCheck {
   promptTokens: number;
   /** Completed requests that reported cached tokens, of `completed`; 0 when the figures are server counters. */
   reporting: number;
+  /**
+   * The earliest-sent reporting request's hit rate: what a cold cache must show, since later requests of a trial may
+   * hit prefixes its own earlier prompts left (a shared system prompt). Undefined with server counters.
+   */
+  firstRequestHitRate?: number;
   /** Set when no request reported: the deltas of the server's prefix-cache counters over the trial (warm-up included). */
   counters?: string;
 }

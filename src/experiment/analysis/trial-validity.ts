@@ -1,6 +1,7 @@
 import { earlyStopLine, prefixCacheLine, tokenCountLine } from '../../metrics/table.js';
 import type { LevelResult } from '../../metrics/types.js';
 import { COLD_CACHE_MAX_HIT_RATE } from '../../util/defaults.js';
+import { formatShare } from '../../util/format.js';
 
 /** What a level's measurement was asked to be, and how the caller names the settings in its messages. */
 export interface ValidityOptions {
@@ -49,9 +50,12 @@ export function levelValidity(level: LevelResult, options: ValidityOptions): str
   if (options.ignoreEos && options.requireFullOutput !== false && output && output.shortRequests > 0) {
     return `${earlyStopLine(output)} although ignore_eos was asked: the server does not honour it, and unequal work is not comparable (${names.requireFullOutput} accepts it)`;
   }
+  // A cold trial's first request must find nothing cached; later ones may reuse the trial's own prefixes.
   const cache = level.prefixCache;
-  if (options.coldCache && cache && cache.hitRate > COLD_CACHE_MAX_HIT_RATE) {
-    return `${prefixCacheLine(cache)} although cache: ${options.coldCache} (at most ${COLD_CACHE_MAX_HIT_RATE * 100}%): a warm cache it should not have is not a measurement`;
+  const coldHitRate = cache && (cache.firstRequestHitRate ?? cache.hitRate);
+  if (options.coldCache && cache && coldHitRate !== undefined && coldHitRate > COLD_CACHE_MAX_HIT_RATE) {
+    const first = cache.firstRequestHitRate === undefined ? '' : `, ${formatShare(cache.firstRequestHitRate)} for its first request`;
+    return `${prefixCacheLine(cache)}${first} although cache: ${options.coldCache} (at most ${COLD_CACHE_MAX_HIT_RATE * 100}%): a warm cache it should not have is not a measurement`;
   }
   return undefined;
 }
