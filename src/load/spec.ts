@@ -189,7 +189,12 @@ export function specFromResponses(states: readonly StreamState[]): SpecDecodeSta
     };
   }
   if (haveDraft && draftTokens > 0) {
-    const stats: SpecDecodeStats = { source: 'llama.cpp timings (draft_n, draft_n_accepted)', acceptanceRate: acceptedTokens / draftTokens, draftTokens, acceptedTokens };
+    const stats: SpecDecodeStats = {
+      source: 'llama.cpp timings (draft_n, draft_n_accepted)',
+      acceptanceRate: acceptedTokens / draftTokens,
+      draftTokens,
+      acceptedTokens,
+    };
     const steps = llamaTargetSteps(states);
     return steps === undefined ? stats : { ...stats, source: `${stats.source}, steps = tokens - 1 - accepted`, ...steps };
   }
