@@ -1,7 +1,16 @@
 import { setTimeout as delay } from 'node:timers/promises';
 
+/**
+ * A pid that can name a server's process group. 0 and 1 cannot: kill(-0) is the caller's own group (a recorded pid
+ * of 0, "no process", once stopped a whole test run with it) and kill(-1) every process the caller may signal.
+ */
+function isGroupLeaderPid(pid: number): boolean {
+  return Number.isInteger(pid) && pid > 1;
+}
+
 /** Send a signal to every process of the group led by `pid`; false when the group no longer exists. */
 export function signalGroup(pid: number, signal: NodeJS.Signals): boolean {
+  if (!isGroupLeaderPid(pid)) return false;
   try {
     process.kill(-pid, signal);
     return true;
@@ -13,6 +22,7 @@ export function signalGroup(pid: number, signal: NodeJS.Signals): boolean {
 
 /** Whether any process of the group still exists (EPERM: it exists but belongs to someone else). */
 export function groupAlive(pid: number): boolean {
+  if (!isGroupLeaderPid(pid)) return false;
   try {
     process.kill(-pid, 0);
     return true;
