@@ -142,8 +142,9 @@ export class SshTransport {
       // Keep only the end: a forward to a port nobody listens on yet logs a line per refused probe.
       this.masterStderr = (this.masterStderr + chunk).slice(-4000);
     });
+    // 'close', not 'exit': only then has its stderr (the reason it failed) been read to the end.
     const exited = new Promise<number | null>((resolve) => {
-      master.once('exit', (code) => resolve(code));
+      master.once('close', (code) => resolve(code));
       master.once('error', () => resolve(null));
     });
     const deadline = Date.now() + (CONNECT_TIMEOUT_S + 10) * 1000;
@@ -154,7 +155,7 @@ export class SshTransport {
           this.masterStderr
             .trim()
             .split('\n')
-            .filter((line) => !line.startsWith('channel '))
+            .filter((line) => line !== '' && !line.startsWith('channel '))
             .pop() ?? `ssh exited with code ${early}`;
         throw new UserError(
           `cannot connect to ${this.target.host} over ssh: ${reason}`,
