@@ -7,22 +7,11 @@ import assert from 'node:assert/strict';
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { watchServerLog } from '../src/experiment/run/log-watch.js';
 import { BUILTIN_PROFILES } from '../src/profiles/builtin.js';
 import { cli, tempDir, writeExperiment } from './support-experiment.js';
-import { FATAL_LINES } from './support-fault-server.js';
-
-const FAULT_SERVER = fileURLToPath(new URL('./support-fault-server.js', import.meta.url));
-
-/**
- * The fault server as an experiment's server. It only streams, so readiness does not try a generation: its requests,
- * counted over its life, are the warm-up request (1), then the trials'.
- */
-function faultServer(flags: string[]) {
-  return { command: ['node', FAULT_SERVER, '--port', '{port}', ...flags], readyTimeout: '5m', verifyServing: false };
-}
+import { FATAL_LINES, faultServerSection } from './support-fault-server.js';
 
 interface InvalidRow {
   reason: string;
@@ -76,7 +65,7 @@ describe('broken engines during a trial', { timeout: 120_000 }, () => {
       profile: 'openai',
       trials: 1,
       // ~200 ms a request: the line comes at the 2nd measured request of the first trial, long before its end.
-      server: faultServer(['--fatal-after', '3', '--tpot-ms', '12']),
+      server: faultServerSection(['--fatal-after', '3', '--tpot-ms', '12']),
       client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens: 16, seed: 3 }, warmupRequests: 1 },
       workloads: [{ kind: 'single-stream', requests }],
     });
@@ -121,7 +110,7 @@ describe('broken engines during a trial', { timeout: 120_000 }, () => {
       trials: 1,
       trialRetries: 0,
       // The warm-up and one measured request are served; every later one hangs.
-      server: faultServer(['--hang-after', '2']),
+      server: faultServerSection(['--hang-after', '2']),
       client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens: 16, seed: 3 }, warmupRequests: 1, requestTimeout: '2s' },
       workloads: [{ kind: 'single-stream', requests: 20 }],
     });

@@ -26,7 +26,11 @@ export interface FixtureStore {
 
 export function createFixtureStore(): FixtureStore {
   const dir = mkdtempSync(join(tmpdir(), 'servelab-report-'));
-  const path = join(dir, 'store.db');
+  return fixtureStoreAt(dir, join(dir, 'store.db'));
+}
+
+/** The store at `path` (created if missing), removed with its directory `dir` by cleanup(). */
+export function fixtureStoreAt(dir: string, path: string): FixtureStore {
   const db = openStore(path);
   return {
     dir,

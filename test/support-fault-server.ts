@@ -112,6 +112,14 @@ async function serveFaults(faults: Faults, port = 0): Promise<FaultServer & { cl
   };
 }
 
+/**
+ * The fault server as an experiment's `server:` section. It only streams, so readiness does not try a generation:
+ * its requests, counted over its life, are the warm-up request (1), then the trials'.
+ */
+export function faultServerSection(flags: string[]) {
+  return { command: ['node', fileURLToPath(import.meta.url), '--port', '{port}', ...flags], readyTimeout: '5m', verifyServing: false };
+}
+
 /** Numeric flags of the process form: each is a Faults key in kebab case. */
 const FLAGS = {
   port: 'port',

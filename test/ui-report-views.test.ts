@@ -6,16 +6,15 @@
  */
 
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { parameterChart } from '../src/report/charts.js';
-import { openStore } from '../src/store/db.js';
 import { setRunStatus, upsertProgress } from '../src/store/runs.js';
 import { startUi, type UiServer } from '../src/ui/server.js';
-import { buildFixtureRun, type FixtureStore } from './report-fixture.js';
+import { buildFixtureRun, type FixtureStore, fixtureStoreAt } from './report-fixture.js';
 import { launchBrowser, NO_BROWSER } from './support-browser.js';
 import { cli, simCommand, writeExperiment } from './support-experiment.js';
 import { needs } from './support-services.js';
@@ -82,19 +81,10 @@ describe('report and dashboard views', { ...needs(NO_BROWSER), timeout: 240_000 
     assert.equal(run.code, 0, run.stderr);
     const show = await cli(['show', String(SIM_RUN)], { store: path });
     assert.equal(show.code, 0, show.stderr);
-    const db = openStore(path);
-    const store: FixtureStore = {
-      dir,
-      path,
-      db,
-      cleanup: () => {
-        db.close();
-        rmSync(dir, { recursive: true, force: true });
-      },
-    };
+    const store = fixtureStoreAt(dir, path);
     // Another experiment: one run stopped part-way (never finalized), one in flight.
     const stopped = buildFixtureRun(store, { trials: 10, status: 'running' });
-    setRunStatus(db, stopped, 'interrupted', 'stopped by the test');
+    setRunStatus(store.db, stopped, 'interrupted', 'stopped by the test');
     const live = buildFixtureRun(store, { trials: 6, status: 'running' });
     const ui = await startUi({ storePath: path, host: '127.0.0.1', port: 0, pollMs: 200 });
     const browser = await launchBrowser();

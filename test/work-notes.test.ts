@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { workNotes } from '../src/experiment/analysis/work-notes.js';
 import type { TrialMetrics, TrialRecord } from '../src/store/types.js';
 import { cli, tempDir, writeExperiment } from './support-experiment.js';
+import { faultServerSection } from './support-fault-server.js';
 
 const base: TrialMetrics = {
   outputTokensPerSecond: 100,
@@ -55,8 +55,6 @@ test('work notes name unequal work, disagreeing token counts, resends and a serv
   assert.deepEqual(workNotes([trial('baseline', { tokenCounts: { method: 'server-usage', checked: 40, disagreeing: 0 } })]), []);
 });
 
-const FAULT_SERVER = fileURLToPath(new URL('./support-fault-server.js', import.meta.url));
-
 test('servelab run: a variant that stops short (accepted) and one whose usage lies (stream trusted) are named in show and the report', {
   timeout: 120_000,
 }, async (t) => {
@@ -66,7 +64,7 @@ test('servelab run: a variant that stops short (accepted) and one whose usage li
     name: 'work-notes',
     profile: 'openai',
     trials: 1,
-    server: { command: ['node', FAULT_SERVER, '--port', '{port}', '--tpot-ms', '2'], readyTimeout: '5m', verifyServing: false },
+    server: faultServerSection(['--tpot-ms', '2']),
     client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens: 20, seed: 3 }, warmupRequests: 1 },
     workloads: [{ kind: 'single-stream', requests: 4 }],
     variants: {

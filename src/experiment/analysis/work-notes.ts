@@ -4,6 +4,7 @@
  * One line per variant × workload and kind, for `show`, the report and the UI alike. Pure.
  */
 
+import { mean, sum } from 'simple-statistics';
 import type { TrialRecord } from '../../store/types.js';
 import { formatNumber } from '../../util/format.js';
 
@@ -46,12 +47,4 @@ export function workNotes(trials: readonly TrialRecord[]): string[] {
     }
   }
   return notes;
-}
-
-function sum(values: readonly number[]): number {
-  return values.reduce((total, value) => total + value, 0);
-}
-
-function mean(values: readonly number[]): number {
-  return sum(values) / values.length;
 }
