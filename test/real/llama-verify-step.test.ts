@@ -1,0 +1,79 @@
+/**
+ * Opt-in, against a real llama.cpp llama-server with a draft model (see ../shared/real-engine/README.md):
+ *   SERVELAB_LLAMA_SERVER=… SERVELAB_LLAMA_MODEL=target.gguf SERVELAB_LLAMA_DRAFT=draft.gguf npm run test:real
+ * servelab's verify-step time (client-side decode time over target steps derived from timings.draft_n_accepted,
+ * src/load/spec.ts) checked against the server's own: each request's log block prints "eval time = T ms / N tokens"
+ * (t_gen: first token to last, over N - 1 steps, server-common.h n_gen_steps) and "draft acceptance = … (A accepted
+ * / D generated)" (server-context.cpp print_timings), so the server's time per target step is ΣT / Σ(N - 1 - A).
+ */
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { launchServer } from '../../src/launch/launch.js';
+import { runBenchmark } from '../../src/load/run.js';
+import { BUILTIN_PROFILES } from '../../src/profiles/builtin.js';
+
+const BINARY = process.env.SERVELAB_LLAMA_SERVER;
+const MODEL = process.env.SERVELAB_LLAMA_MODEL;
+const DRAFT = process.env.SERVELAB_LLAMA_DRAFT;
+const skip = BINARY && MODEL && DRAFT ? false : 'set SERVELAB_LLAMA_SERVER, SERVELAB_LLAMA_MODEL and SERVELAB_LLAMA_DRAFT (a draft .gguf) to run it';
+
+/** The server's own time per target step over every request its log reports. */
+function serverVerifyStepMs(log: string): { ms: number; requests: number; steps: number } {
+  const evals = [...log.matchAll(/^.*\s eval time =\s*([0-9.]+) ms \/\s*(\d+) tokens/gm)].map((match) => ({ ms: Number(match[1]), tokens: Number(match[2]) }));
+  const accepted = [...log.matchAll(/draft acceptance = [0-9.]+ \(\s*(\d+) accepted/g)].map((match) => Number(match[1]));
+  assert.equal(accepted.length, evals.length, 'one draft-acceptance line per request');
+  let ms = 0;
+  let steps = 0;
+  evals.forEach((entry, index) => {
+    ms += entry.ms;
+    steps += entry.tokens - 1 - accepted[index]!;
+  });
+  return { ms: ms / steps, requests: evals.length, steps };
+}
+
+describe('real llama-server: verify-step time', { skip }, () => {
+  test("servelab's verifyStepMs matches the server's own eval time per target step", { timeout: 600_000 }, async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'servelab-llama-verify-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const logPath = join(dir, 'llama-server.log');
+    const server = await launchServer({
+      command: [BINARY!, '-m', MODEL!, '--host', '127.0.0.1', '--port', '{port}', '-np', '1', '--metrics', '-ngl', '99', '-ngld', '99'].concat(
+        ['--spec-type', 'draft-simple', '-md', DRAFT!, '--spec-draft-n-max', '4', '--spec-draft-n-min', '0'],
+      ),
+      env: {},
+      profile: BUILTIN_PROFILES.llamacpp!,
+      logPath,
+      readyTimeoutMs: 300_000,
+    });
+    t.after(() => server.stop());
+    const requests = 6;
+    const result = await runBenchmark({
+      baseUrl: server.baseUrl,
+      backend: 'llamacpp',
+      workload: { kind: 'single-stream', requests },
+      prompts: { kind: 'synthetic', inputTokens: { kind: 'fixed', value: 32 }, outputTokens: { kind: 'fixed', value: 96 }, seed: 5 },
+      warmupRequests: 0,
+      ignoreEos: true,
+      requestTimeoutMs: 300_000,
+      specMetrics: 'auto',
+    });
+    const level = result.levels[0]!;
+    assert.equal(level.failed, 0, JSON.stringify(level.errorsByKind));
+    const measured = level.spec?.verifyStepMs;
+    assert.ok(measured !== undefined, `no verify-step time: ${JSON.stringify(level.spec)}`);
+    // The log block of the last request may land just after its response.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const own = serverVerifyStepMs(readFileSync(logPath, 'utf8'));
+    t.diagnostic(
+      `servelab verifyStepMs ${measured.toFixed(2)} ms (${level.spec?.verifySteps} steps, accepted length ${level.spec?.meanAcceptedLength?.toFixed(2)}); server ${own.ms.toFixed(2)} ms (${own.steps} steps over ${own.requests} requests)`,
+    );
+    assert.equal(own.requests, requests);
+    assert.equal(level.spec?.verifySteps, own.steps, 'the same target steps');
+    // The client's decode time adds only streaming of the last token: a few percent at most.
+    assert.ok(Math.abs(measured / own.ms - 1) < 0.1, `servelab ${measured.toFixed(2)} ms vs server ${own.ms.toFixed(2)} ms`);
+  });
+});
