@@ -115,7 +115,10 @@ const traceSourceSchema = z
     path: z
       .string()
       .min(1)
-      .meta({ description: 'The trace file, relative to the experiment file (read on the host, as written, by a remote client).', examples: ['mooncake_trace.jsonl'] }),
+      .meta({
+        description: 'The trace file, relative to the experiment file (read on the host, as written, by a remote client).',
+        examples: ['mooncake_trace.jsonl'],
+      }),
     format: z
       .enum(TRACE_FORMATS)
       .describe(
@@ -129,12 +132,12 @@ const traceSourceSchema = z
       .meta({ description: 'Arrivals this many times faster than recorded (0.5: twice as slow).', default: 1 }),
     window: z
       .object({
-        start: traceOffset.default(0).describe("Start of the stretch replayed, from the trace's first request."),
+        start: traceOffset.optional().meta({ description: "Start of the stretch replayed, from the trace's first request.", default: '0s' }),
         end: traceOffset.optional().describe('End of the stretch (excluded); default: the end of the trace.'),
       })
       .strict()
-      .refine((window) => window.end === undefined || window.end > window.start, { message: 'end must be after start', path: ['end'] })
-      .transform(({ start, end }) => ({ startMs: start, ...(end !== undefined && { endMs: end }) }))
+      .refine((window) => window.end === undefined || window.end > (window.start ?? 0), { message: 'end must be after start', path: ['end'] })
+      .transform(({ start, end }) => ({ startMs: start ?? 0, ...(end !== undefined && { endMs: end }) }))
       .optional()
       .meta({ description: 'The stretch of the trace replayed, in trace time (before the speedup).', examples: [{ start: '10m', end: '15m' }] }),
     seed: promptSeed.describe("Seed of the prompts' words (a hash block's words depend only on it and the block's id)."),
@@ -224,7 +227,7 @@ export const workloadSchema: z.ZodType<Workload> = z.union([
       kind: z
         .literal('trace')
         .describe(
-          "Open loop on the recorded arrival times of prompts of kind trace, divided by their speedup; TTFT and latency count from the scheduled arrival.",
+          'Open loop on the recorded arrival times of prompts of kind trace, divided by their speedup; TTFT and latency count from the scheduled arrival.',
         ),
       requests: positiveInt.optional().describe("Requests measured (the window's first ones); default: every request in the window."),
       maxInFlight: concurrency.default(DEFAULT_MAX_IN_FLIGHT).describe('Cap on requests in flight; later arrivals wait (and the wait counts).'),

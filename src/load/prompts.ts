@@ -3,8 +3,8 @@ import { mulberry32 } from '../util/random.js';
 import { datasetItems, type PromptMeasure, promptItem } from './datasets/load.js';
 import { sampleLength } from './random.js';
 import { textOfExactTokens } from './tokenizers/exact.js';
-import { traceItems } from './trace/prompts.js';
 import type { ChatMessage, ModelTokenizer } from './tokenizers/model.js';
+import { traceItems } from './trace/prompts.js';
 import type { PromptSource } from './types.js';
 import { randomWords, WORDS } from './words.js';
 

@@ -12,10 +12,7 @@ export type LengthDistribution =
   | { kind: 'uniform'; min: number; max: number }
   | { kind: 'normal'; mean: number; stddev: number; min?: number; max?: number };
 
-export type PromptSource =
-  | { kind: 'synthetic'; inputTokens: LengthDistribution; outputTokens: LengthDistribution; seed: number }
-  | DatasetSource
-  | TraceSource;
+export type PromptSource = { kind: 'synthetic'; inputTokens: LengthDistribution; outputTokens: LengthDistribution; seed: number } | DatasetSource | TraceSource;
 
 export const ARRIVAL_PROCESSES = ['poisson', 'constant', 'gamma'] as const;
 export type ArrivalProcess = (typeof ARRIVAL_PROCESSES)[number];

@@ -178,7 +178,10 @@ function traceOffset(flag: string, text: string): 0 | string {
 /** --trace-window START,END (END may be left out) or --trace-start / --trace-duration, in the file's form. */
 function traceWindowFromFlags(flags: BenchFlags): { start: 0 | string; end?: string } | undefined {
   if (flags.traceWindow !== undefined && (flags.traceStart !== undefined || flags.traceDuration !== undefined))
-    throw usageError('--trace-window and --trace-start/--trace-duration are alternatives', 'e.g. --trace-window 10m,15m or --trace-start 10m --trace-duration 5m');
+    throw usageError(
+      '--trace-window and --trace-start/--trace-duration are alternatives',
+      'e.g. --trace-window 10m,15m or --trace-start 10m --trace-duration 5m',
+    );
   if (flags.traceWindow !== undefined) {
     const [start = '', end = '', ...rest] = flags.traceWindow.split(',');
     if (rest.length > 0 || start.trim() === '') throw usageError(`--trace-window must be START,END, got "${flags.traceWindow}"`, 'e.g. --trace-window 10m,15m');

@@ -2,10 +2,10 @@ import { writeFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { BACKEND_KINDS } from '../../load/backends.js';
 import { DATASET_FORMATS } from '../../load/datasets/types.js';
-import { TRACE_FORMATS } from '../../load/trace/types.js';
 import { watchLiveness } from '../../load/liveness.js';
 import { writeOutputsFile } from '../../load/outputs-file.js';
 import { runBenchmark } from '../../load/run.js';
+import { TRACE_FORMATS } from '../../load/trace/types.js';
 import { ARRIVAL_PROCESSES, type BenchOptions, type BenchResult, type ClientOptions } from '../../load/types.js';
 import { formatBenchTable } from '../../metrics/table.js';
 import {
@@ -125,11 +125,11 @@ function defineBench(program: Command): Command {
     .option('--max-output-len <n>', 'cap on output tokens of dataset or trace prompts')
     .option(
       '--trace <file>',
-      "replay a production trace: its lengths and (with no --single-stream/--concurrency/--rate) its arrival times; Mooncake hash blocks become shared prefixes",
+      'replay a production trace: its lengths and (with no --single-stream/--concurrency/--rate) its arrival times; Mooncake hash blocks become shared prefixes',
     )
     .addOption(new Option('--trace-format <format>', 'trace format (default: mooncake for .jsonl)').choices([...TRACE_FORMATS]))
     .option('--trace-speedup <x>', 'replay arrivals x times faster than recorded (0.5: twice as slow; default 1)')
-    .option('--trace-window <start,end>', "replay only this stretch of trace time from its first request, e.g. 10m,15m (END may be left out)")
+    .option('--trace-window <start,end>', 'replay only this stretch of trace time from its first request, e.g. 10m,15m (END may be left out)')
     .option('--trace-start <duration>', 'replay from this far into the trace (with --trace-duration: instead of --trace-window)')
     .option('--trace-duration <duration>', 'replay this much trace time (from --trace-start, default 0)')
     .option('--seed <n>', 'seed of synthetic prompts, dataset order and random arrivals', String(DEFAULT_PROMPT_SEED))

@@ -28,7 +28,8 @@ export function renderExperimentFileDoc(): string {
     ...optionsOf(at('executor')).map((form) => keyTable(`\`executor:\` kind ${kindsOf(form).join(', ')}`, form)),
     keyTable('`client:` (variants may override all but backend, slo and cache)', client),
     ...optionsOf(shapeOf(client)!.prompts!).map((form) => keyTable(`\`client.prompts:\` kind ${kindsOf(form).join(', ')}`, form)),
-    keyTable('`client.prompts.fields:` (dataset record fields)', shapeOf(optionsOf(shapeOf(client)!.prompts!).at(-1)!)!.fields!),
+    keyTable('`client.prompts.fields:` (dataset record fields)', promptKey(client, 'fields')),
+    keyTable('`client.prompts.window:` (the stretch of a trace replayed)', promptKey(client, 'window')),
     lengthSection(),
     keyTable('`client.slo:`', shapeOf(client)!.slo!),
     workloadSection(),
@@ -40,6 +41,13 @@ export function renderExperimentFileDoc(): string {
     metricSection(),
   ];
   return `${sections.join('\n').trimEnd()}\n`;
+}
+
+/** The schema of `key` in the prompt-source form that has it. */
+function promptKey(client: z.ZodType, key: string): z.ZodType {
+  return optionsOf(shapeOf(client)!.prompts!)
+    .map((form) => shapeOf(form)?.[key])
+    .find((schema) => schema !== undefined)!;
 }
 
 function keyTable(title: string, schema: z.ZodType): string {
