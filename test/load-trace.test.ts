@@ -11,6 +11,7 @@ import { runBenchmark } from '../src/load/run.js';
 import { loadTokenizer } from '../src/load/tokenizers/model.js';
 import { dateTimeMs, readTrace } from '../src/load/trace/parse.js';
 import { TRACE_BLOCK_TOKENS, traceItems, windowed } from '../src/load/trace/prompts.js';
+import type { TraceFormat } from '../src/load/trace/types.js';
 import { UserError } from '../src/util/errors.js';
 import { tempDir, writeExperiment } from './support-experiment.js';
 
@@ -46,7 +47,7 @@ describe('trace readers', () => {
 
   test('a bad row is named by file, line, field and what was expected', async (t) => {
     const dir = tempDir(t, 'trace-bad');
-    const cases: Array<[string, TraceFormatName, string, RegExp]> = [
+    const cases: Array<[string, TraceFormat, string, RegExp]> = [
       [
         'm.jsonl',
         'mooncake',
@@ -89,8 +90,6 @@ describe('trace readers', () => {
     }
   });
 });
-
-type TraceFormatName = 'mooncake' | 'burstgpt' | 'azure';
 
 describe('replayed prompts', () => {
   test('window and speedup: arrivals from the window’s first request, divided by the speedup', async () => {

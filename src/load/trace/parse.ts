@@ -8,7 +8,7 @@ import type { TraceFormat, TraceRecord } from './types.js';
  * - mooncake: JSON Lines `{"timestamp": 27482, "input_length": 6955, "output_length": 52, "hash_ids": [46, 47, …]}`,
  *   timestamp in ms from the trace's start, hash_ids the remapped hashes of the prompt's 512-token blocks (requests
  *   sharing leading ids share that prefix). kvcache-ai/Mooncake FAST25-release/README.md and
- *   FAST25-release/traces/conversation_trace.jsonl (also Alibaba's Bailian traces, same keys).
+ *   FAST25-release/traces/conversation_trace.jsonl.
  * - burstgpt: CSV `Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type`, Timestamp in seconds from
  *   0:00 of the first day; Response tokens 0 marks a failed request in BurstGPT_1.csv / _2.csv. HPMLL/BurstGPT
  *   README.md ("Schema") and data/BurstGPT_1.csv.
