@@ -175,8 +175,9 @@ Timing: TTFT is the first chunk carrying output text; ITL the gaps between such 
 tokens, as speculative decoding sends, counts once); TPOT = (e2e - TTFT) / (output tokens - 1). Token counts come
 from server-reported usage, else --tokenizer, else counted stream chunks (the method is shown); usage is checked
 against the stream's events and the tokenizer's count, and a disagreement is exit 1 unless --token-counts says
-which to trust. With --rate or a trace replay, TTFT and E2E count from each request's scheduled arrival (client queueing included);
-the from-send figures are in the JSON. Requests that stop short of their length despite ignore_eos are exit 1.
+which to trust. With --rate or a trace replay, TTFT and E2E count from each request's scheduled arrival (client
+queueing included); the from-send figures are in the JSON. Requests that stop short of their length despite
+ignore_eos are exit 1.
 Quantiles use linear interpolation (numpy's default). Ctrl-C stops and prints what was measured (exit 130).
 Exit status: 0 ok, 1 a level is not a valid measurement (failures or resends beyond --max-failed-fraction, early
 stop, disagreeing token counts, no output) or bad input, 2 usage error, 4 the server died or stopped answering
