@@ -78,7 +78,7 @@ export class FakeExecutor implements Executor {
     const { spec } = server;
     const trial = this.machine({ spec, arg: (flag) => spec.command[spec.command.lastIndexOf(flag) + 1], bench: this.benches++ });
     if (trial.dies) await server.kill('SIGKILL');
-    const requests = options.workload.kind === 'sweep' ? options.workload.requestsPerLevel : options.workload.requests;
+    const requests = options.workload.kind === 'sweep' ? options.workload.requestsPerLevel : (options.workload.requests ?? 8);
     const samples = Array.from({ length: requests }, (_, index) => this.sample(index, trial, index < (trial.dies ? requests : (trial.failed ?? 0))));
     const durationS = samples.reduce((sum, sample) => sum + (sample.e2eMs ?? 1), 0) / 1000;
     const level = summarizeLevel({ label: workloadLabels(options.workload)[0]!, durationS, samples, tokenCounts: { method: 'server-usage', trusted: false } });

@@ -36,6 +36,9 @@ function workloadArgs(workload: Workload): string[] {
         '--requests',
         String(workload.requests),
       ];
+    case 'trace':
+      // With --trace and no other workload flag, bench replays the trace's arrivals (see promptArgs).
+      return ['--max-in-flight', String(workload.maxInFlight), ...(workload.requests !== undefined ? ['--requests', String(workload.requests)] : [])];
   }
 }
 
@@ -43,6 +46,18 @@ function promptArgs(prompts: PromptSource): string[] {
   switch (prompts.kind) {
     case 'synthetic':
       return ['--input-len', lengthSpec(prompts.inputTokens), '--output-len', lengthSpec(prompts.outputTokens), '--seed', String(prompts.seed)];
+    case 'trace':
+      return [
+        '--trace',
+        prompts.path,
+        '--trace-format',
+        prompts.format,
+        ...(prompts.speedup !== undefined ? ['--trace-speedup', String(prompts.speedup)] : []),
+        ...(prompts.window ? ['--trace-window', `${prompts.window.startMs}ms,${prompts.window.endMs !== undefined ? `${prompts.window.endMs}ms` : ''}`] : []),
+        ...(prompts.maxOutputTokens !== undefined ? ['--max-output-len', String(prompts.maxOutputTokens)] : []),
+        '--seed',
+        String(prompts.seed ?? 0),
+      ];
     default:
       return [
         '--dataset',

@@ -1,10 +1,12 @@
 import { z } from 'zod';
+import { durationSchema } from '../config/duration.js';
 import { acceptsFormsOf } from '../config/issues.js';
 import { DEFAULT_INPUT_TOKENS, DEFAULT_MAX_IN_FLIGHT, DEFAULT_PROMPT_SEED, DEFAULT_SYNTHETIC_OUTPUT_TOKENS } from '../util/defaults.js';
 import { UserError } from '../util/errors.js';
 import { ExitCode } from '../util/exit.js';
 import { DEFAULT_OUTPUT_TOKENS } from './datasets/load.js';
 import { DATASET_FORMATS } from './datasets/types.js';
+import { TRACE_FORMATS } from './trace/types.js';
 import { ARRIVAL_PROCESSES, type LengthDistribution, type PromptSource, type Slo, type Workload } from './types.js';
 
 /**
@@ -24,6 +26,8 @@ export const LIMITS = {
   maxRate: 100_000,
   minBurstiness: 0.01,
   maxBurstiness: 10_000,
+  minSpeedup: 0.001,
+  maxSpeedup: 1_000_000,
 } as const;
 
 const positiveInt = z.number().int().positive().max(LIMITS.count, `expected at most ${LIMITS.count}`);
@@ -98,6 +102,49 @@ const promptSeed = z.number().int().default(DEFAULT_PROMPT_SEED);
 const tokenLength = (tokens: number, description: string) =>
   lengthSpecSchema.prefault(tokens).meta({ title: 'token length', description, examples: ['normal:512,64'] });
 
+/** A time into a trace: 0, or a duration ("90s", "20m", seconds as a number); in ms. */
+const traceOffset = z.union([z.literal(0), durationSchema]).meta({ title: 'duration' });
+
+const traceSourceSchema = z
+  .object({
+    kind: z
+      .literal('trace')
+      .describe(
+        "A production trace: each record's input and output lengths (and, with a trace workload, its arrival time); Mooncake hash blocks become shared prompt prefixes.",
+      ),
+    path: z
+      .string()
+      .min(1)
+      .meta({
+        description: 'The trace file, relative to the experiment file (read on the host, as written, by a remote client).',
+        examples: ['mooncake_trace.jsonl'],
+      }),
+    format: z
+      .enum(TRACE_FORMATS)
+      .describe(
+        'mooncake: JSONL {timestamp (ms), input_length, output_length, hash_ids}; burstgpt: CSV Timestamp (s), Request tokens, Response tokens; azure: CSV TIMESTAMP (date-time), ContextTokens, GeneratedTokens.',
+      ),
+    speedup: z
+      .number()
+      .min(LIMITS.minSpeedup, `expected a speedup of at least ${LIMITS.minSpeedup}`)
+      .max(LIMITS.maxSpeedup, `expected a speedup of at most ${LIMITS.maxSpeedup}`)
+      .optional()
+      .meta({ description: 'Arrivals this many times faster than recorded (0.5: twice as slow).', default: 1 }),
+    window: z
+      .object({
+        start: traceOffset.optional().meta({ description: "Start of the stretch replayed, from the trace's first request.", default: '0s' }),
+        end: traceOffset.optional().describe('End of the stretch (excluded); default: the end of the trace.'),
+      })
+      .strict()
+      .refine((window) => window.end === undefined || window.end > (window.start ?? 0), { message: 'end must be after start', path: ['end'] })
+      .transform(({ start, end }) => ({ startMs: start ?? 0, ...(end !== undefined && { endMs: end }) }))
+      .optional()
+      .meta({ description: 'The stretch of the trace replayed, in trace time (before the speedup).', examples: [{ start: '10m', end: '15m' }] }),
+    seed: promptSeed.describe("Seed of the prompts' words (a hash block's words depend only on it and the block's id)."),
+    maxOutputTokens: tokenCount.optional().describe("Cap on each request's output tokens."),
+  })
+  .strict();
+
 export const promptSourceSchema: z.ZodType<PromptSource> = z.union([
   z
     .object({
@@ -130,6 +177,7 @@ export const promptSourceSchema: z.ZodType<PromptSource> = z.union([
       fields: datasetFieldsSchema.optional().meta({ description: 'Which record field holds what (see its keys).', examples: [{ prompt: 'question' }] }),
     })
     .strict(),
+  traceSourceSchema,
 ]) as z.ZodType<PromptSource>;
 
 export const workloadSchema: z.ZodType<Workload> = z.union([
@@ -174,6 +222,17 @@ export const workloadSchema: z.ZodType<Workload> = z.union([
       path: ['burstiness'],
       message: 'only gamma arrivals take a burstiness, and they need one (1 = Poisson, below 1 burstier, above 1 more regular)',
     }),
+  z
+    .object({
+      kind: z
+        .literal('trace')
+        .describe(
+          'Open loop on the recorded arrival times of prompts of kind trace, divided by their speedup; TTFT and latency count from the scheduled arrival.',
+        ),
+      requests: positiveInt.optional().describe("Requests measured (the window's first ones); default: every request in the window."),
+      maxInFlight: concurrency.default(DEFAULT_MAX_IN_FLIGHT).describe('Cap on requests in flight; later arrivals wait (and the wait counts).'),
+    })
+    .strict(),
   z
     .object({
       kind: z.literal('sweep').describe('Shorthand for one concurrency workload per level.'),

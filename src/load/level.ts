@@ -4,7 +4,7 @@ import { interArrivalMs } from './random.js';
 import { type RequestContext, type RequestOutcome, streamRequest } from './request.js';
 import type { RateSchedule, Workload } from './types.js';
 
-/** One measured level of a workload: a fixed concurrency or an arrival rate. */
+/** One measured level of a workload: a fixed concurrency, an arrival rate or a trace's arrivals. */
 export interface LevelPlan {
   label: string;
   requests: number;
@@ -12,9 +12,15 @@ export interface LevelPlan {
   concurrency?: number;
   /** Open loop: arrivals at this rate, at most maxInFlight in flight (later arrivals wait for a slot). */
   rate?: RateSchedule;
+  /** Open loop: arrivals at each prompt's `arrivalMs` (a trace), at most maxInFlight in flight. */
+  replay?: { maxInFlight: number };
 }
 
-export function planLevels(workload: Workload): LevelPlan[] {
+/** The label of a trace workload's level. */
+export const TRACE_LABEL = 'trace';
+
+/** The levels of a workload; a trace workload's size comes from its trace (`traceRequests`: the requests in its window). */
+export function planLevels(workload: Workload, traceRequests = 0): LevelPlan[] {
   switch (workload.kind) {
     case 'single-stream':
       return [{ label: 'single-stream', requests: workload.requests, concurrency: 1 }];
@@ -35,6 +41,8 @@ export function planLevels(workload: Workload): LevelPlan[] {
       ];
     case 'sweep':
       return workload.concurrencies.map((concurrency) => ({ label: `c=${concurrency}`, requests: workload.requestsPerLevel, concurrency }));
+    case 'trace':
+      return [{ label: TRACE_LABEL, requests: workload.requests ?? traceRequests, replay: { maxInFlight: workload.maxInFlight } }];
   }
 }
 
@@ -51,7 +59,7 @@ export function workloadLabels(workload: Workload): string[] {
 
 /** Most requests a level keeps in flight: the connection pool is sized to this. */
 export function maxInFlight(level: LevelPlan): number {
-  return level.concurrency ?? level.rate?.maxInFlight ?? 1;
+  return level.concurrency ?? level.rate?.maxInFlight ?? level.replay?.maxInFlight ?? 1;
 }
 
 export interface LevelRun {
@@ -78,7 +86,8 @@ export async function runLevel(
     outcomes.push(outcome);
     return onDone?.(outcome);
   };
-  if (level.rate) await runOpenLoop(context, level.rate, prompts, seed, record);
+  const open = openSchedule(level, seed);
+  if (open) await runOpenLoop(context, open, prompts, record);
   else await runClosedLoop(context, level.concurrency ?? 1, prompts, record);
   outcomes.sort((a, b) => a.sample.index - b.sample.index);
   return { outcomes, durationS: (performance.now() - started) / 1000 };
@@ -97,25 +106,40 @@ async function runClosedLoop(context: RequestContext, concurrency: number, promp
   await Promise.all(Array.from({ length: Math.min(concurrency, prompts.length) }, worker));
 }
 
-async function runOpenLoop(
-  context: RequestContext,
-  rate: NonNullable<LevelPlan['rate']>,
-  prompts: readonly PromptItem[],
-  seed: number,
-  record: Recorder,
-): Promise<void> {
-  const random = mulberry32(seed);
+/** An open loop's arrivals: the due time of each prompt (ms from the level's start, non-decreasing) and the cap. */
+interface OpenSchedule {
+  maxInFlight: number;
+  dueAt(prompts: readonly PromptItem[]): number[];
+}
+
+/** A rate level's seeded gaps, or a trace's recorded arrivals; undefined for a closed loop. */
+export function openSchedule(level: LevelPlan, seed: number): OpenSchedule | undefined {
+  const { rate, replay } = level;
+  if (rate)
+    return {
+      maxInFlight: rate.maxInFlight,
+      dueAt(prompts) {
+        const random = mulberry32(seed);
+        let at = 0;
+        return prompts.map((_, index) => (index === 0 ? 0 : (at += interArrivalMs(rate, random))));
+      },
+    };
+  if (replay) return { maxInFlight: replay.maxInFlight, dueAt: (prompts) => prompts.map((item) => item.arrivalMs ?? 0) };
+  return undefined;
+}
+
+async function runOpenLoop(context: RequestContext, schedule: OpenSchedule, prompts: readonly PromptItem[], record: Recorder): Promise<void> {
+  const due = schedule.dueAt(prompts);
   let gate: Promise<void> | undefined;
   const start = performance.now();
-  let dueAt = 0;
   let inFlight = 0;
   let slotFreed: (() => void) | undefined;
   const running: Array<Promise<void>> = [];
   for (let index = 0; index < prompts.length; index++) {
-    if (index > 0) dueAt += interArrivalMs(rate, random);
+    const dueAt = due[index]!;
     await sleepUntil(start + dueAt, context.signal);
-    const waitedForSlot = inFlight >= rate.maxInFlight;
-    while (inFlight >= rate.maxInFlight && !context.signal?.aborted) await new Promise<void>((resolve) => (slotFreed = resolve));
+    const waitedForSlot = inFlight >= schedule.maxInFlight;
+    while (inFlight >= schedule.maxInFlight && !context.signal?.aborted) await new Promise<void>((resolve) => (slotFreed = resolve));
     if (gate) await gate;
     if (context.signal?.aborted) break;
     inFlight++;

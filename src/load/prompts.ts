@@ -4,7 +4,9 @@ import { datasetItems, type PromptMeasure, promptItem } from './datasets/load.js
 import { sampleLength } from './random.js';
 import { textOfExactTokens } from './tokenizers/exact.js';
 import type { ChatMessage, ModelTokenizer } from './tokenizers/model.js';
+import { traceItems } from './trace/prompts.js';
 import type { PromptSource } from './types.js';
+import { randomWords, WORDS } from './words.js';
 
 export interface PromptItem {
   /** The prompt as text endpoints get it (a multi-turn conversation flattened, by chat template when there is one). */
@@ -20,21 +22,18 @@ export interface PromptItem {
   maxTokens: number;
   /** Dataset category (e.g. code, math, chat): results are broken down by it. */
   category?: string;
+  /** Trace replay: the scheduled arrival, ms from the level's start. */
+  arrivalMs?: number;
 }
-
-/**
- * Short common words: each is a single token in the BPE vocabularies of common LLM families, so a synthetic prompt
- * of N words is close to N tokens without needing the model's tokenizer.
- */
-const WORDS = (
-  'the of and to in is that for it as was with be by on not he this are or his from at which but have an they you ' +
-  'were her she there one all we their has been if more when will would who so no out up into do time only new some ' +
-  'could these two may first then any like other than its now over such our man me even most made after also did'
-).split(' ');
 
 /** Make exactly `count` prompts (cycling through a dataset when it is shorter). */
 export async function loadPrompts(source: PromptSource, count: number, measure: PromptMeasure = { chat: false }): Promise<PromptItem[]> {
-  const pool = source.kind === 'synthetic' ? syntheticPrompts(source, count, measure) : await datasetItems(source, measure);
+  const pool =
+    source.kind === 'synthetic'
+      ? syntheticPrompts(source, count, measure)
+      : source.kind === 'trace'
+        ? await traceItems(source, measure)
+        : await datasetItems(source, measure);
   if (pool.length === 0)
     throw new UserError(`dataset ${(source as { path: string }).path} holds no usable prompts`, 'check the file has prompts in the stated format');
   return Array.from({ length: count }, (_, index) => pool[index % pool.length]!);
@@ -60,12 +59,6 @@ export function saltPrompts(items: readonly PromptItem[], salt: number, tokenize
       inputTokens: item.inputTokens + added,
     };
   });
-}
-
-function randomWords(count: number, random: () => number): string {
-  const words = new Array<string>(count);
-  for (let i = 0; i < count; i++) words[i] = WORDS[Math.floor(random() * WORDS.length)]!;
-  return words.join(' ');
 }
 
 /** Prompt text of exactly `tokens` tokens of the model's tokenizer, from random common words. */

@@ -12,6 +12,7 @@ import { loadPrompts, type PromptItem, saltPrompts } from './prompts.js';
 import { type RequestContext, type RequestOutcome, servedTrackingConnector } from './request.js';
 import { counterSource, scrapeSglangServerInfo, scrapeSpecCounters, specFromCounterDelta, specFromResponses, withVerifyStepTime } from './spec.js';
 import { loadTokenizer, type ModelTokenizer } from './tokenizers/model.js';
+import { replayedTrace, replayPrompts, replayRate } from './trace/replay.js';
 import type { BenchOptions, BenchResult, LevelResult, RequestOutput, RequestSample, SpecDecodeStats, TokenCountMethod } from './types.js';
 import { LoadWorkers, resolveWorkerCount } from './workers/pool.js';
 
@@ -138,12 +139,14 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
     );
   }
   const tokenizer: ModelTokenizer | undefined = options.tokenizerPath ? loadTokenizer(options.tokenizerPath) : undefined;
-  const levels = planLevels(options.workload);
+  const measure = { tokenizer, chat: options.backend === 'openai-chat' };
+  const trace = await replayedTrace(options, measure);
+  const levels = planLevels(options.workload, trace?.length);
   const workerCount = resolveWorkerCount(options.workers ?? DEFAULT_LOAD_WORKERS, Math.max(...levels.map(maxInFlight)));
   // Each worker's first requests are cold (JIT, connections): the warm-up, when there is one, reaches every worker.
   const warmupRequests = options.warmupRequests > 0 ? Math.max(options.warmupRequests, workerCount > 1 ? workerCount : 0) : 0;
   const totalRequests = warmupRequests + levels.reduce((sum, level) => sum + level.requests, 0);
-  const loaded = await loadPrompts(options.prompts, totalRequests, { tokenizer, chat: options.backend === 'openai-chat' });
+  const loaded = trace ? replayPrompts(trace, warmupRequests, tokenizer) : await loadPrompts(options.prompts, totalRequests, measure);
   const prompts = options.promptSalt === undefined ? loaded : saltPrompts(loaded, options.promptSalt, tokenizer);
   await checkReachable(host, port, options.baseUrl);
   // Every request in flight listens on the abort signal; hundreds of them are expected, not a leak.
@@ -232,7 +235,7 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
       const input: LevelInput = {
         label: level.label,
         concurrency: level.concurrency,
-        targetRequestsPerSecond: level.rate?.requestsPerSecond,
+        targetRequestsPerSecond: level.rate?.requestsPerSecond ?? (level.replay && replayRate(levelPrompts)),
         durationS: run.durationS,
         samples: run.outcomes.map((outcome) => outcome.sample),
         slo: options.slo,

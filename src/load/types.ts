@@ -1,6 +1,7 @@
 import type { BenchProgress, Slo, TokenCountSource } from '../metrics/types.js';
 import type { BackendKind } from '../profiles/types.js';
 import type { DatasetSource } from './datasets/types.js';
+import type { TraceSource } from './trace/types.js';
 
 // The measurement types live in metrics/ (the store records them); re-exported for the load modules.
 export type * from '../metrics/types.js';
@@ -11,7 +12,7 @@ export type LengthDistribution =
   | { kind: 'uniform'; min: number; max: number }
   | { kind: 'normal'; mean: number; stddev: number; min?: number; max?: number };
 
-export type PromptSource = { kind: 'synthetic'; inputTokens: LengthDistribution; outputTokens: LengthDistribution; seed: number } | DatasetSource;
+export type PromptSource = { kind: 'synthetic'; inputTokens: LengthDistribution; outputTokens: LengthDistribution; seed: number } | DatasetSource | TraceSource;
 
 export const ARRIVAL_PROCESSES = ['poisson', 'constant', 'gamma'] as const;
 export type ArrivalProcess = (typeof ARRIVAL_PROCESSES)[number];
@@ -30,7 +31,9 @@ export type Workload =
   | { kind: 'single-stream'; requests: number }
   | { kind: 'concurrency'; concurrency: number; requests: number }
   | ({ kind: 'rate'; requests: number } & RateSchedule)
-  | { kind: 'sweep'; concurrencies: number[]; requestsPerLevel: number };
+  | { kind: 'sweep'; concurrencies: number[]; requestsPerLevel: number }
+  /** Open loop on a production trace's own arrival times (prompts of kind trace); requests unset: all in its window. */
+  | { kind: 'trace'; requests?: number; maxInFlight: number };
 
 /**
  * Everything that says how the load client measures, as plain data: `servelab bench` flags parse into it, the

@@ -69,7 +69,7 @@ export function formatBenchTable(result: BenchResult): string {
   if (result.tokenCountMethod === 'stream-chunks')
     lines.push('note: the server reported no token usage; output tokens are counted stream events (spec decoding undercounts)');
   if (result.levels.some((level) => level.rate))
-    lines.push("note: with --rate, TTFT and E2E count from each request's scheduled arrival (time queued in the client included)");
+    lines.push("note: with --rate or a trace replay, TTFT and E2E count from each request's scheduled arrival (time queued in the client included)");
   if (result.interrupted) lines.push('INTERRUPTED: the figures cover only what was measured before the stop');
   return `${lines.join('\n')}\n`;
 }

@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import { describeIssues } from '../../config/issues.js';
 import { LIMITS, parseDurationMs, parseLengthSpec, promptSourceSchema, sloSchema, workloadSchema } from '../../load/config.js';
 import type { DatasetFields, DatasetFormat } from '../../load/datasets/types.js';
+import type { TraceFormat } from '../../load/trace/types.js';
 import type { ArrivalProcess, ClientOptions, PromptSource, Slo, TokenCountSource, Workload } from '../../load/types.js';
 import type { BackendKind } from '../../profiles/types.js';
 import { DEFAULT_MAX_FAILED_FRACTION } from '../../util/defaults.js';
@@ -30,6 +31,12 @@ export interface BenchFlags {
   datasetField: string[];
   datasetOrder?: 'shuffled' | 'file';
   maxOutputLen?: string;
+  trace?: string;
+  traceFormat?: TraceFormat;
+  traceSpeedup?: string;
+  traceWindow?: string;
+  traceStart?: string;
+  traceDuration?: string;
   seed: string;
   promptSalt?: string;
   cachePrompt: boolean;
@@ -87,9 +94,12 @@ function lengthFlag(flag: string, text: string) {
   }
 }
 
-/** Workload from the mutually exclusive --single-stream / --concurrency / --rate flags. */
+/**
+ * Workload from the mutually exclusive --single-stream / --concurrency / --rate flags; with --trace and none of
+ * them, the trace's own arrivals.
+ */
 export function workloadFromFlags(
-  flags: Pick<BenchFlags, 'singleStream' | 'concurrency' | 'requests' | 'rate' | 'arrival' | 'burstiness' | 'maxInFlight'>,
+  flags: Pick<BenchFlags, 'singleStream' | 'concurrency' | 'requests' | 'rate' | 'arrival' | 'burstiness' | 'maxInFlight' | 'trace'>,
 ): Workload {
   const chosen = [flags.singleStream, flags.concurrency, flags.rate].filter((value) => value !== undefined).length;
   if (chosen > 1) throw usageError('--single-stream, --concurrency and --rate are alternatives', 'pick one workload per run');
@@ -105,6 +115,10 @@ export function workloadFromFlags(
     const arrival = flags.arrival ?? (burstiness !== undefined ? 'gamma' : 'poisson');
     const maxInFlight = positiveInt('--max-in-flight', flags.maxInFlight);
     return { kind: 'rate', requestsPerSecond, arrival, ...(burstiness !== undefined && { burstiness }), maxInFlight, requests };
+  }
+  if (flags.trace !== undefined && chosen === 0) {
+    const maxInFlight = positiveInt('--max-in-flight', flags.maxInFlight);
+    return { kind: 'trace', maxInFlight, ...(flags.requests !== undefined && { requests: positiveInt('--requests', flags.requests) }) };
   }
   if (flags.concurrency !== undefined) {
     const concurrencies = flags.concurrency.split(',').map((part) => positiveInt('--concurrency', part.trim()));
@@ -136,6 +150,10 @@ function promptsFromFlags(flags: BenchFlags): PromptSource {
   const seed = Number(flags.seed);
   if (!Number.isInteger(seed)) throw usageError(`--seed must be an integer, got "${flags.seed}"`, 'e.g. --seed 1');
   const maxOutputTokens = flags.maxOutputLen ? positiveInt('--max-output-len', flags.maxOutputLen, LIMITS.tokens) : undefined;
+  if (flags.trace !== undefined) {
+    if (flags.dataset !== undefined) throw usageError('--dataset and --trace are alternatives', 'pick one prompt source');
+    return traceFromFlags(flags, flags.trace, seed, maxOutputTokens);
+  }
   if (flags.dataset) {
     const extension = /\.(jsonl|csv|parquet)$/i.exec(flags.dataset)?.[1]?.toLowerCase() as DatasetFormat | undefined;
     const source: PromptSource = { kind: flags.datasetFormat ?? extension ?? 'sharegpt', path: flags.dataset, seed };
@@ -145,6 +163,52 @@ function promptsFromFlags(flags: BenchFlags): PromptSource {
     return source;
   }
   return { kind: 'synthetic', inputTokens: lengthFlag('--input-len', flags.inputLen), outputTokens: lengthFlag('--output-len', flags.outputLen), seed };
+}
+
+/** A trace offset flag: 0, or a duration (90s, 20m, seconds); as the file writes it (see load/config.ts traceOffset). */
+function traceOffset(flag: string, text: string): 0 | string {
+  if (/^\s*0+(\.0*)?\s*(ms|s|m|h)?\s*$/.test(text)) return 0;
+  try {
+    return `${parseDurationMs(text)}ms`;
+  } catch (error) {
+    throw usageError(`${flag}: ${messageOf(error)}`, `e.g. ${flag} 10m`);
+  }
+}
+
+/** --trace-window START,END (END may be left out) or --trace-start / --trace-duration, in the file's form. */
+function traceWindowFromFlags(flags: BenchFlags): { start: 0 | string; end?: string } | undefined {
+  if (flags.traceWindow !== undefined && (flags.traceStart !== undefined || flags.traceDuration !== undefined))
+    throw usageError(
+      '--trace-window and --trace-start/--trace-duration are alternatives',
+      'e.g. --trace-window 10m,15m or --trace-start 10m --trace-duration 5m',
+    );
+  if (flags.traceWindow !== undefined) {
+    const [start = '', end = '', ...rest] = flags.traceWindow.split(',');
+    if (rest.length > 0 || start.trim() === '') throw usageError(`--trace-window must be START,END, got "${flags.traceWindow}"`, 'e.g. --trace-window 10m,15m');
+    const endOffset = end.trim() === '' ? undefined : traceOffset('--trace-window', end);
+    return { start: traceOffset('--trace-window', start), ...(endOffset !== undefined && { end: endOffset === 0 ? '0' : endOffset }) };
+  }
+  if (flags.traceStart === undefined && flags.traceDuration === undefined) return undefined;
+  const start = flags.traceStart === undefined ? 0 : traceOffset('--trace-start', flags.traceStart);
+  if (flags.traceDuration === undefined) return { start };
+  const startMs = start === 0 ? 0 : parseDurationMs(start);
+  return { start, end: `${startMs + parseDurationMs(flags.traceDuration)}ms` };
+}
+
+function traceFromFlags(flags: BenchFlags, path: string, seed: number, maxOutputTokens: number | undefined): PromptSource {
+  const format = flags.traceFormat ?? (/\.jsonl$/i.test(path) ? 'mooncake' : undefined);
+  if (format === undefined) throw usageError('--trace needs --trace-format for this file', 'add --trace-format mooncake, burstgpt or azure');
+  const window = traceWindowFromFlags(flags);
+  // The window in the file's form: the schema (validatedAsInFile) turns it into milliseconds.
+  return {
+    kind: 'trace',
+    path,
+    format,
+    ...(flags.traceSpeedup !== undefined && { speedup: positiveNumber('--trace-speedup', flags.traceSpeedup) }),
+    ...(window && { window }),
+    seed,
+    ...(maxOutputTokens !== undefined && { maxOutputTokens }),
+  } as unknown as PromptSource;
 }
 
 function sloFromFlags(flags: BenchFlags): Slo | undefined {
@@ -170,6 +234,9 @@ const FLAG_OF: Record<string, string> = {
   seed: '--seed',
   path: '--dataset',
   fields: '--dataset-field',
+  format: '--trace-format',
+  speedup: '--trace-speedup',
+  window: '--trace-window',
   ttftMs: '--slo-ttft-ms',
   tpotMs: '--slo-tpot-ms',
   e2eMs: '--slo-e2e-ms',

@@ -5,6 +5,7 @@ import { DATASET_FORMATS } from '../../load/datasets/types.js';
 import { watchLiveness } from '../../load/liveness.js';
 import { writeOutputsFile } from '../../load/outputs-file.js';
 import { runBenchmark } from '../../load/run.js';
+import { TRACE_FORMATS } from '../../load/trace/types.js';
 import { ARRIVAL_PROCESSES, type BenchOptions, type BenchResult, type ClientOptions } from '../../load/types.js';
 import { formatBenchTable } from '../../metrics/table.js';
 import {
@@ -95,14 +96,14 @@ function defineBench(program: Command): Command {
     .option('--model <name>', 'model name sent with requests (OpenAI backends: default = first of /v1/models)')
     .option('--single-stream <n>', `one request at a time, n requests: the single-stream decode tok/s (default workload, n=${DEFAULT_SINGLE_STREAM_REQUESTS})`)
     .option('--concurrency <list>', 'fixed concurrency; a comma list (1,4,16) sweeps the levels')
-    .option('--requests <n>', 'requests per level (default: 4 x concurrency, at least 32; rate: 10 s worth)')
+    .option('--requests <n>', 'requests per level (default: 4 x concurrency, at least 32; rate: 10 s worth; trace: all in its window)')
     .option('--rate <r>', 'open loop: r requests per second')
     .addOption(new Option('--arrival <kind>', 'arrival process of --rate (default poisson)').choices(ARRIVAL_PROCESSES))
     .option(
       '--burstiness <b>',
       'gamma arrivals (implies --arrival gamma): gap CV = 1/sqrt(b); 1 = Poisson, below 1 bursts, above 1 more regular (as vLLM bench serve)',
     )
-    .option('--max-in-flight <n>', 'cap on requests in flight with --rate (later arrivals wait)', String(DEFAULT_MAX_IN_FLIGHT))
+    .option('--max-in-flight <n>', 'cap on requests in flight with --rate or a trace replay (later arrivals wait)', String(DEFAULT_MAX_IN_FLIGHT))
     .option('--input-len <len>', 'synthetic prompt tokens: N, normal:MEAN,SD[,MIN,MAX] or uniform:MIN,MAX', String(DEFAULT_INPUT_TOKENS))
     .option('--output-len <len>', 'synthetic output tokens (same forms)', String(DEFAULT_SYNTHETIC_OUTPUT_TOKENS))
     .option(
@@ -121,7 +122,16 @@ function defineBench(program: Command): Command {
     .addOption(
       new Option('--dataset-order <order>', 'request order (default: shuffled by --seed for ShareGPT, file order otherwise)').choices(['shuffled', 'file']),
     )
-    .option('--max-output-len <n>', 'cap on output tokens of dataset prompts')
+    .option('--max-output-len <n>', 'cap on output tokens of dataset or trace prompts')
+    .option(
+      '--trace <file>',
+      'replay a production trace: its lengths and (with no --single-stream/--concurrency/--rate) its arrival times; Mooncake hash blocks become shared prefixes',
+    )
+    .addOption(new Option('--trace-format <format>', 'trace format (default: mooncake for .jsonl)').choices([...TRACE_FORMATS]))
+    .option('--trace-speedup <x>', 'replay arrivals x times faster than recorded (0.5: twice as slow; default 1)')
+    .option('--trace-window <start,end>', 'replay only this stretch of trace time from its first request, e.g. 10m,15m (END may be left out)')
+    .option('--trace-start <duration>', 'replay from this far into the trace (with --trace-duration: instead of --trace-window)')
+    .option('--trace-duration <duration>', 'replay this much trace time (from --trace-start, default 0)')
     .option('--seed <n>', 'seed of synthetic prompts, dataset order and random arrivals', String(DEFAULT_PROMPT_SEED))
     .option('--prompt-salt <n>', 'open every prompt with words derived from N, so no prefix-cache hit carries over from runs with another salt')
     .option('--no-cache-prompt', "send llama.cpp's cache_prompt: false, so no request reuses a cached prompt")
@@ -165,8 +175,9 @@ Timing: TTFT is the first chunk carrying output text; ITL the gaps between such 
 tokens, as speculative decoding sends, counts once); TPOT = (e2e - TTFT) / (output tokens - 1). Token counts come
 from server-reported usage, else --tokenizer, else counted stream chunks (the method is shown); usage is checked
 against the stream's events and the tokenizer's count, and a disagreement is exit 1 unless --token-counts says
-which to trust. With --rate, TTFT and E2E count from each request's scheduled arrival (client queueing included);
-the from-send figures are in the JSON. Requests that stop short of their length despite ignore_eos are exit 1.
+which to trust. With --rate or a trace replay, TTFT and E2E count from each request's scheduled arrival (client
+queueing included); the from-send figures are in the JSON. Requests that stop short of their length despite
+ignore_eos are exit 1.
 Quantiles use linear interpolation (numpy's default). Ctrl-C stops and prints what was measured (exit 130).
 Exit status: 0 ok, 1 a level is not a valid measurement (failures or resends beyond --max-failed-fraction, early
 stop, disagreeing token counts, no output) or bad input, 2 usage error, 4 the server died or stopped answering
@@ -177,6 +188,7 @@ Examples:
   servelab bench http://127.0.0.1:8000 --concurrency 1,4,16,64 --requests 128 --out sweep.json
   servelab bench http://127.0.0.1:8000 --rate 8 --arrival poisson --max-in-flight 64 --slo-ttft-ms 500
   servelab bench http://127.0.0.1:8000 --rate 8 --arrival gamma --burstiness 0.25 --requests 400
-  servelab bench http://127.0.0.1:30000 --backend sglang --dataset sharegpt.json --max-output-len 512`,
+  servelab bench http://127.0.0.1:30000 --backend sglang --dataset sharegpt.json --max-output-len 512
+  servelab bench http://127.0.0.1:8000 --trace mooncake_trace.jsonl --trace-speedup 2 --trace-window 0,10m`,
     );
 }

@@ -28,7 +28,7 @@ export const TRIAL_OVERHEAD_MS = 100;
  * prompts, whose lengths are unknown until read.
  */
 export function declaredTrialMs(costs: DeclaredCosts, workload: Workload, client: ClientConfig): number | undefined {
-  if (client.prompts.kind !== 'synthetic') return undefined;
+  if (client.prompts.kind !== 'synthetic' || workload.kind === 'trace') return undefined;
   const input = meanLength(client.prompts.inputTokens);
   const output = meanLength(client.prompts.outputTokens);
   const rounds = (requests: number, concurrency: number): number =>
@@ -42,7 +42,7 @@ export function declaredTrialMs(costs: DeclaredCosts, workload: Workload, client
 
 function measuredMs(
   costs: DeclaredCosts,
-  workload: Workload,
+  workload: Exclude<Workload, { kind: 'trace' }>,
   rounds: (requests: number, concurrency: number) => number,
   input: number,
   output: number,

@@ -26,7 +26,7 @@ export const VARIANT_NAME_RULE = 'expected a variant name of letters, digits, ".
 // `.meta({ default })` are the ones ./load.ts resolves to, from the defaults bench's flags use too.
 const clientOverridesSchema = z.strictObject({
   prompts: promptSourceSchema.optional().meta({
-    description: 'Where prompts come from: generated (synthetic) or a dataset file.',
+    description: 'Where prompts come from: generated (synthetic), a dataset file or a production trace.',
     default: { kind: 'synthetic', inputTokens: DEFAULT_INPUT_TOKENS, outputTokens: DEFAULT_SYNTHETIC_OUTPUT_TOKENS },
   }),
   warmupRequests: z.number().int().min(0).max(100_000).optional().meta({
@@ -98,7 +98,7 @@ const gridSchema = variantSchema.extend({
     .meta({ description: 'Values of each parameter; every combination becomes a variant.', examples: [{ steps: [2, 4], draft: [1, 3] }] }),
 });
 
-const WORKLOAD_KINDS = ['single-stream', 'concurrency', 'rate', 'sweep'] as const;
+const WORKLOAD_KINDS = ['single-stream', 'concurrency', 'rate', 'sweep', 'trace'] as const;
 
 /** The forms a workload entry accepts (the file reference lists them). */
 export const workloadFormsSchema: z.ZodType = workloadSchema;

@@ -28,7 +28,8 @@ export function renderExperimentFileDoc(): string {
     ...optionsOf(at('executor')).map((form) => keyTable(`\`executor:\` kind ${kindsOf(form).join(', ')}`, form)),
     keyTable('`client:` (variants may override all but backend, slo and cache)', client),
     ...optionsOf(shapeOf(client)!.prompts!).map((form) => keyTable(`\`client.prompts:\` kind ${kindsOf(form).join(', ')}`, form)),
-    keyTable('`client.prompts.fields:` (dataset record fields)', shapeOf(optionsOf(shapeOf(client)!.prompts!).at(-1)!)!.fields!),
+    keyTable('`client.prompts.fields:` (dataset record fields)', promptKey(client, 'fields')),
+    keyTable('`client.prompts.window:` (the stretch of a trace replayed)', promptKey(client, 'window')),
     lengthSection(),
     keyTable('`client.slo:`', shapeOf(client)!.slo!),
     workloadSection(),
@@ -40,6 +41,13 @@ export function renderExperimentFileDoc(): string {
     metricSection(),
   ];
   return `${sections.join('\n').trimEnd()}\n`;
+}
+
+/** The schema of `key` in the prompt-source form that has it. */
+function promptKey(client: z.ZodType, key: string): z.ZodType {
+  return optionsOf(shapeOf(client)!.prompts!)
+    .map((form) => shapeOf(form)?.[key])
+    .find((schema) => schema !== undefined)!;
 }
 
 function keyTable(title: string, schema: z.ZodType): string {
@@ -79,6 +87,7 @@ const WORKLOAD_EXAMPLES = [
   { kind: 'concurrency', concurrency: 16, requests: 64 },
   { kind: 'rate', requestsPerSecond: 20, arrival: 'poisson', maxInFlight: 256, requests: 200 },
   { kind: 'sweep', concurrencies: [8, 32], requestsPerLevel: 128 },
+  { kind: 'trace', maxInFlight: 256 },
 ] as const;
 
 function workloadSection(): string {

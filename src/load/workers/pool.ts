@@ -1,9 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { mulberry32 } from '../../util/random.js';
-import type { LevelPlan, LevelRun } from '../level.js';
+import { type LevelPlan, type LevelRun, openSchedule } from '../level.js';
 import type { PromptItem } from '../prompts.js';
-import { interArrivalMs } from '../random.js';
 import type { RequestOutcome } from '../request.js';
 import { type MainMessage, sharedNow, type WorkerLevel, type WorkerMessage, type WorkerSetup } from './protocol.js';
 
@@ -22,29 +20,20 @@ export function splitEvenly(total: number, parts: number): number[] {
 }
 
 /**
- * Each worker's share of a level. Requests go round-robin by index; an open loop's arrival times are drawn here
- * from the same seeded sequence a single thread uses, so the offered load is the same schedule, only sent from
+ * Each worker's share of a level. Requests go round-robin by index; an open loop's arrival times are the ones a
+ * single thread uses (the same seeded draws, or the trace's), so the offered load is the same schedule, only sent from
  * several threads. Workers given no stream (concurrency < workers) get no requests.
  */
 export function partitionLevel(level: LevelPlan, prompts: readonly PromptItem[], seed: number, workers: number): Array<Omit<WorkerLevel, 'startAt'>> {
-  const limit = level.rate ? level.rate.maxInFlight : (level.concurrency ?? 1);
-  const slots = splitEvenly(limit, workers);
+  const open = openSchedule(level, seed);
+  const slots = splitEvenly(open ? open.maxInFlight : (level.concurrency ?? 1), workers);
   const active = slots.filter((slot) => slot > 0).length;
-  const dueAt: number[] = [];
-  if (level.rate) {
-    const random = mulberry32(seed);
-    let at = 0;
-    for (let index = 0; index < prompts.length; index++) {
-      if (index > 0) at += interArrivalMs(level.rate, random);
-      dueAt.push(at);
-    }
-  }
+  const dueAt = open?.dueAt(prompts);
   return slots.map((slot, worker) => ({
     type: 'level' as const,
     concurrency: slot,
-    openLoop: level.rate !== undefined,
-    items:
-      slot === 0 ? [] : prompts.flatMap((item, index) => (index % active === worker ? [{ index, item, ...(level.rate && { dueAtMs: dueAt[index]! }) }] : [])),
+    openLoop: open !== undefined,
+    items: slot === 0 ? [] : prompts.flatMap((item, index) => (index % active === worker ? [{ index, item, ...(dueAt && { dueAtMs: dueAt[index]! }) }] : [])),
   }));
 }
 
