@@ -3,6 +3,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { request } from 'undici';
+import { startUi } from '../src/ui/server.js';
 import { cli, simCommand, tempDir, writeExperiment } from './support-experiment.js';
 
 /**
@@ -70,6 +72,13 @@ test('a lossless faster variant keeps the accuracy, a lossy one loses it, is fla
   assert.match(html, /<h2>Accuracy<\/h2>/);
   assert.match(html, /<span class="pill slower">−\d+\.\d pts<\/span>/);
   assert.match(readFileSync(join(out, 'run-1.md'), 'utf8'), /## Accuracy\n\n```\naccuracy on arith\.jsonl/);
+
+  // The dashboard's run view carries the same section, next to the verdicts.
+  const ui = await startUi({ storePath: store, host: '127.0.0.1', port: 0, pollMs: 200 });
+  t.after(() => ui.close());
+  const response = await request(new URL('/api/runs/1', ui.url));
+  const runView = (await response.body.json()) as { html: { quality: string } };
+  assert.match(runView.html.quality, /<h2>Accuracy<\/h2>.*<code>lossy<\/code>/s);
 });
 
 test('a file with a broken accuracy setting is refused with its key', async (t) => {

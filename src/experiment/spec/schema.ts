@@ -322,7 +322,7 @@ export const experimentFileSchema = z.strictObject({
         ),
     })
     .optional()
-    .describe('Checks that a faster config did not change the answers.'),
+    .describe('Checks that a faster config did not change the answers (equivalence) or get fewer of them right (accuracy).'),
 });
 
 export type ExperimentFile = z.output<typeof experimentFileSchema>;
