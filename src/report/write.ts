@@ -1,11 +1,14 @@
 /** `servelab report`: render runs of the store to HTML + Markdown files. */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { accuracies, experimentAccuracy } from '../experiment/analysis/accuracy.js';
 import { bestConfig } from '../experiment/analysis/best.js';
 import { experimentEquivalence, outputMatches } from '../experiment/analysis/equivalence.js';
 import { storedExperimentOf } from '../experiment/spec/stored.js';
+import { formatAccuracy } from '../experiment/text/accuracy-format.js';
 import { formatBestVerdict, formatSpecView, hasSpecFigures } from '../experiment/text/best-format.js';
 import { formatEquivalence } from '../experiment/text/equivalence-format.js';
+import { listAccuracyPasses } from '../store/accuracy.js';
 import { listRaceEvents } from '../store/campaign.js';
 import type { Db } from '../store/db.js';
 import { listEquivalencePasses } from '../store/equivalence.js';
@@ -13,6 +16,7 @@ import { latestRunId } from '../store/reads.js';
 import { UserError } from '../util/errors.js';
 import { ExitCode } from '../util/exit.js';
 import { redactor } from '../util/redact.js';
+import { accuracyHtml } from './accuracy-html.js';
 import { bestConfigHtml, campaignFigures, specTableHtml } from './campaign-html.js';
 import { compareRuns } from './compare.js';
 import { equivalenceHtml } from './equivalence-html.js';
@@ -66,16 +70,25 @@ function campaignOf(db: Db, data: RunData): CampaignParts {
   );
   const equivalence = experimentEquivalence(experiment, listEquivalencePasses(db, data.run.id));
   const outputMatch = equivalence && outputMatches(equivalence);
-  const best = bestConfig(experiment, data.trials, { eliminations, blocked: data.run.plan.schedule === 'blocked', ...(outputMatch && { outputMatch }) });
+  const accuracy = experimentAccuracy(experiment, listAccuracyPasses(db, data.run.id));
+  const scores = accuracy && accuracies(accuracy);
+  const best = bestConfig(experiment, data.trials, {
+    eliminations,
+    blocked: data.run.plan.schedule === 'blocked',
+    ...(outputMatch && { outputMatch }),
+    ...(scores && { accuracy: scores }),
+  });
   return {
     html:
       bestConfigHtml(experiment, best) +
       (equivalence ? `\n${equivalenceHtml(equivalence)}` : '') +
+      (accuracy ? `\n${accuracyHtml(accuracy)}` : '') +
       (hasSpecFigures(data.trials) ? `\n<h2>Speculative decoding</h2>${specTableHtml(experiment, data.trials)}` : ''),
     figures: campaignFigures(experiment, best, data.trials),
     markdown:
       `\n## Best config\n\n\`\`\`\n${formatBestVerdict(experiment, best)}\n\`\`\`\n` +
       (equivalence ? `\n## Output equivalence\n\n\`\`\`\n${formatEquivalence(equivalence)}\n\`\`\`\n` : '') +
+      (accuracy ? `\n## Accuracy\n\n\`\`\`\n${formatAccuracy(accuracy)}\n\`\`\`\n` : '') +
       (hasSpecFigures(data.trials) ? `\n## Speculative decoding\n\n\`\`\`\n${formatSpecView(experiment, data.trials)}\n\`\`\`\n` : ''),
   };
 }

@@ -148,6 +148,8 @@ export const SimConfigSchema = z.strictObject({
       lossy: z.number().min(0).max(1).default(0),
       /** Tokens identical to the reference before the rest of each answer differs. */
       divergenceAfter: z.number().int().min(0).optional(),
+      /** JSONL of {prompt, answer}: greedy requests for those prompts answer with the answer (src/simulate/answer-key.ts). */
+      answerKey: z.string().min(1).optional(),
     })
     .prefault({}),
   /** A prefix cache: repeated prompt prefixes skip their prefill cost (TTFT shrinks on repeats). */

@@ -1,4 +1,5 @@
 import { deriveSeed, mulberry32, type Random } from '../util/random.js';
+import { type AnswerKey, readAnswerKey } from './answer-key.js';
 import { nowMs, sleepUntil, yieldToEventLoop } from './clock.js';
 import type { SimConfig } from './config.js';
 import { type SimCounters, SimMetrics } from './metrics.js';
@@ -73,6 +74,8 @@ export class SimEngine {
   private readonly driftOrigin: number;
   /** performance.now() of the latest step that produced output (SGLang's health check waits for one). */
   lastOutputAt = -Infinity;
+  /** --answer-key: prompts the simulated model knows the answer to. */
+  private readonly answers: AnswerKey | undefined;
 
   /** `replica` > 0 (a worker of a multi-worker simulator) salts the seed, so no two workers replay one stream. */
   constructor(
@@ -84,6 +87,7 @@ export class SimEngine {
     this.speedup = envSpeedup(config, env);
     this.seed = replica === 0 ? config.decode.seed : deriveSeed(config.decode.seed, -replica);
     this.driftOrigin = config.decode.drift.sinceEpochMs ?? Date.now();
+    this.answers = config.output.answerKey === undefined ? undefined : readAnswerKey(config.output.answerKey);
   }
 
   /** A reproducible random stream for the next request (timings, text, EOS, faults). */
@@ -129,7 +133,7 @@ export class SimEngine {
       decodeMs: 0,
       cachedTokens: params.cachedTokens ?? 0,
     };
-    const greedy = params.greedyPrompt === undefined ? undefined : greedyOutput(config.decode.seed, params.greedyPrompt, config.output);
+    const greedy = params.greedyPrompt === undefined ? undefined : greedyOutput(config.decode.seed, params.greedyPrompt, config.output, this.answers);
     let stepsSinceYield = 0;
     for (let index = 0; ; index += 1) {
       if (index > 0) {
@@ -161,7 +165,7 @@ export class SimEngine {
       while (tokens.length < wanted) {
         const position = outcome.completionTokens + tokens.length;
         tokens.push(greedy ? greedy.token(position) : sampleToken(rng));
-        if (!params.ignoreEos && eosProbability > 0 && (greedy ? greedy.eosAfter(position, eosProbability) : rng() < eosProbability)) {
+        if (!params.ignoreEos && (greedy ? greedy.eosAfter(position, eosProbability) : eosProbability > 0 && rng() < eosProbability)) {
           outcome.finishReason = 'stop';
           break;
         }

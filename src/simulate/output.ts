@@ -3,8 +3,11 @@
  * so one prompt gets one answer whatever the batch, the arrival order or the worker, as a deterministic engine's
  * does. `lossy` and `divergenceAfter` make a server whose answers differ from that reference in known ways (the
  * configs a quality check must catch): a share of tokens swapped, or the whole tail after N identical tokens.
+ * With an answer key (--answer-key), a prompt the key holds is answered with its answer's words, then EOS; `lossy`
+ * then makes that share of prompts (drawn per prompt, seeded) answer wrong instead, as a degraded model would.
  */
 import { deriveSeed, mulberry32 } from '../util/random.js';
+import { type AnswerKey, answerOf } from './answer-key.js';
 import { type SimToken, tokenOf, VOCABULARY_SIZE } from './text.js';
 
 export interface OutputShape {
@@ -15,7 +18,7 @@ export interface OutputShape {
 }
 
 /** Streams of the position hash: the reference token, its EOS draw, the lossy draw, the diverged tail. */
-const STREAM = { token: 1, eos: 2, lossy: 3, lossyPick: 4, diverged: 5 } as const;
+const STREAM = { token: 1, eos: 2, lossy: 3, lossyPick: 4, diverged: 5, wrongAnswer: 6, wrongPick: 7 } as const;
 
 /** FNV-1a of the prompt's text (or JSON for token-id and message prompts). */
 export function promptHash(promptKey: string): number {
@@ -41,9 +44,38 @@ export interface GreedyOutput {
   eosAfter(position: number, eosProbability: number): boolean;
 }
 
-export function greedyOutput(seed: number, promptKey: string, shape: OutputShape): GreedyOutput {
+/**
+ * Another answer than `answer`, picked by `u`: a number off by 1 to 9, another letter of A–D, else the answer negated
+ * (so every scorer finds it wrong).
+ */
+export function wrongAnswer(answer: string, u: number): string {
+  const trimmed = answer.trim();
+  if (/^-?\d+(?:\.\d+)?$/.test(trimmed.replaceAll(',', ''))) return String(Number(trimmed.replaceAll(',', '')) + 1 + Math.floor(u * 9));
+  if (/^[A-D]$/i.test(trimmed)) return 'ABCD'[('ABCD'.indexOf(trimmed.toUpperCase()) + 1 + Math.floor(u * 3)) % 4]!;
+  return `not ${trimmed}`;
+}
+
+/** Ids of the answer's words, past the vocabulary (they are not among its words). */
+function answerTokens(text: string): SimToken[] {
+  return text
+    .split(/\s+/)
+    .filter((word) => word !== '')
+    .map((word) => ({ id: VOCABULARY_SIZE + (promptHash(word) % 100_000), text: ` ${word}` }));
+}
+
+export function greedyOutput(seed: number, promptKey: string, shape: OutputShape, answers?: AnswerKey): GreedyOutput {
   const prompt = promptHash(promptKey);
   const reference = (position: number): number => Math.floor(draw(seed, prompt, position, STREAM.token) * VOCABULARY_SIZE);
+  const known = answers && answerOf(answers, promptKey);
+  if (known !== undefined) {
+    const wrong = shape.lossy > 0 && draw(seed, prompt, 0, STREAM.wrongAnswer) < shape.lossy;
+    const said = answerTokens(wrong ? wrongAnswer(known, draw(seed, prompt, 0, STREAM.wrongPick)) : known);
+    return {
+      // After the answer (only with EOS ignored), the reference continuation: its words hold no number or capital.
+      token: (position) => said[position] ?? tokenOf(reference(position)),
+      eosAfter: (position) => position >= said.length - 1,
+    };
+  }
   return {
     token(position) {
       const id = reference(position);

@@ -264,4 +264,24 @@ export const migrations: ReadonlyArray<{ version: number; description: string; s
       CREATE INDEX equivalence_outputs_run ON equivalence_outputs (run_id, variant);
     `,
   },
+  {
+    version: 11,
+    description: 'scored answers of the accuracy check',
+    sql: `
+      -- One row per item of quality.accuracy's sample set answered by one variant on one server start (untimed,
+      -- before its trials): whether the scorer found it right, and what it read from the answer.
+      CREATE TABLE accuracy_items (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs (id),
+        variant TEXT NOT NULL,
+        server_id INTEGER NOT NULL,
+        started_at TEXT NOT NULL,
+        item INTEGER NOT NULL,
+        category TEXT,
+        correct INTEGER NOT NULL,
+        extracted TEXT
+      );
+      CREATE INDEX accuracy_items_run ON accuracy_items (run_id, variant);
+    `,
+  },
 ];

@@ -66,6 +66,7 @@ export const PAGE_HTML = `<!doctype html>
     </section>
     <h2>Comparison</h2>
     <div id="verdicts"></div>
+    <div id="quality"></div>
     <div id="spec"></div>
     <h2>Charts</h2>
     <div id="figures"></div>
@@ -222,6 +223,7 @@ async function refreshRun() {
   // Fragments below are rendered and escaped by the server (same code as the HTML report).
   $('facts').innerHTML = data.html.facts;
   $('verdicts').innerHTML = data.html.verdicts;
+  $('quality').innerHTML = data.html.quality;
   $('spec').innerHTML = data.html.spec;
   $('figures').innerHTML = data.html.figures;
   $('trials').innerHTML = data.html.trials;

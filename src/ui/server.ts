@@ -17,6 +17,7 @@ import { reportFigures } from '../report/figures.js';
 import { comparisonHtml, driftNotesHtml, environmentHtml, figuresHtml, runFactsHtml, trialTableHtml, verdictTableHtml } from '../report/html.js';
 import { machineStateHtml } from '../report/machine.js';
 import { buildRunReport } from '../report/model.js';
+import { storedQualityHtml } from '../report/quality-html.js';
 import { loadRunData } from '../report/queries.js';
 import type { Db } from '../store/db.js';
 import { getRun } from '../store/queries.js';
@@ -136,7 +137,17 @@ export async function startUi(options: UiOptions): Promise<UiServer> {
 interface RunView {
   run: { id: number; experimentName: string; status: string; startedAt: string; finishedAt: string | null; message: string | null };
   trials: TrialRecord[];
-  html: { facts: string; verdicts: string; spec: string; figures: string; trials: string; notes: string; environment: string; machine: string };
+  html: {
+    facts: string;
+    verdicts: string;
+    quality: string;
+    spec: string;
+    figures: string;
+    trials: string;
+    notes: string;
+    environment: string;
+    machine: string;
+  };
 }
 
 /** What the server remembers: the store version, log sizes, in-flight throughput history and rendered views. */
@@ -198,6 +209,8 @@ class UiState {
       html: {
         facts: runFactsHtml(report),
         verdicts: verdictTableHtml(report),
+        // Output equivalence and accuracy next to the verdicts they qualify, as in the report's campaign section.
+        quality: storedQualityHtml(this.db, runId, storedExperimentOf(data.run)),
         // Acceptance, accepted length and verify-step time side by side, as in the report's campaign section.
         spec: hasSpecFigures(data.trials) ? `<h2>Speculative decoding</h2>${specTableHtml(storedExperimentOf(data.run), data.trials)}` : '',
         figures: figuresHtml(reportFigures(report)),

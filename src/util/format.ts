@@ -98,3 +98,15 @@ export function formatTrialNumber(position: number | undefined, total: number): 
 export function formatBlock(block: number): string {
   return `block ${block + 1}`;
 }
+
+/** A share with two decimals, e.g. an accuracy of 0.8125 → "0.81". */
+export function formatShareDecimal(fraction: number | null | undefined): string {
+  return fraction === null || fraction === undefined || !Number.isFinite(fraction) ? '—' : fraction.toFixed(2);
+}
+
+/** A difference of two shares in signed percentage points, e.g. −0.031 → "−3.1 pts" (accuracy vs the baseline). */
+export function formatPoints(delta: number | null | undefined): string {
+  if (delta === null || delta === undefined || !Number.isFinite(delta)) return '—';
+  const text = Math.abs(delta * 100).toFixed(1);
+  return text === '0.0' ? '±0.0 pts' : `${delta < 0 ? '\u2212' : '+'}${text} pts`;
+}

@@ -48,6 +48,7 @@ export const SLOW = new Set([
   'load-sim',
   'load-workers',
   'package-api',
+  'quality-accuracy',
   'quality-equivalence',
   'ready-machine',
   'ready-wait',

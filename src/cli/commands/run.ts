@@ -183,7 +183,14 @@ function report(db: Db, outcome: RunOutcome, json: boolean): void {
     case 'done':
       if (!json) {
         const campaign = campaignSummary(db, outcome.runId);
-        const verdicts = formatVerdicts(outcome.verdicts ?? [], experiment.metric, experiment.baseline, plan.schedule === 'blocked', campaign.equivalence);
+        const verdicts = formatVerdicts(
+          outcome.verdicts ?? [],
+          experiment.metric,
+          experiment.baseline,
+          plan.schedule === 'blocked',
+          campaign.equivalence,
+          campaign.accuracy,
+        );
         process.stdout.write(`run ${outcome.runId} done\n${verdicts}\n\n${campaign.text}\n`);
       }
       return;

@@ -55,6 +55,7 @@ interface SimulateFlags {
   prefixCache?: boolean;
   lossy?: number;
   divergenceAfter?: number;
+  answerKey?: string;
   envSpeedup: EnvSpeedup[];
   fault: FaultConfig[];
   workers?: number;
@@ -136,6 +137,7 @@ const FLAG_OF_KEY: Record<string, string> = {
   'prefixCache.enabled': '--prefix-cache',
   'output.lossy': '--lossy',
   'output.divergenceAfter': '--divergence-after',
+  'output.answerKey': '--answer-key',
 };
 
 function flagOf(keyPath: string): string {
@@ -184,7 +186,7 @@ function overridesFrom(flags: SimulateFlags): SimConfigInput {
     statsIntervalMs: flags.statsIntervalMs,
     closeKeptAlive: flags.closeKeptAlive,
     prefixCache: { enabled: flags.prefixCache },
-    output: { lossy: flags.lossy, divergenceAfter: flags.divergenceAfter },
+    output: { lossy: flags.lossy, divergenceAfter: flags.divergenceAfter, answerKey: flags.answerKey },
     envSpeedups: flags.envSpeedup.length > 0 ? flags.envSpeedup : undefined,
     faults: flags.fault.length > 0 ? flags.fault : undefined,
   };
@@ -267,6 +269,10 @@ function defineSimulate(program: Command): Command {
     .option('--prefix-cache', 'cache prompt prefixes: a repeated prefix costs no prefill (POST /reset_prefix_cache or /flush_cache clears it)')
     .option('--lossy <share>', 'replace this share of greedy (temperature 0) output tokens with other tokens, the same ones every run (default 0)', number)
     .option('--divergence-after <n>', 'greedy outputs equal the reference for n tokens, then differ (default: never)', integer)
+    .option(
+      '--answer-key <file>',
+      'JSONL of {"prompt", "answer"}: a greedy request for one of those prompts answers with its answer, then stops (with --lossy, that share of answers wrong)',
+    )
     .option('--env-speedup <NAME=VALUE:FACTOR>', 'decode speed x FACTOR when env NAME equals VALUE (repeatable)', envSpeedup, [])
     .option('--fault <KIND:RATE[:AFTER_TOKENS]>', `inject client-visible faults: ${FaultKinds.join('|')} (repeatable)`, fault, [])
     .option(

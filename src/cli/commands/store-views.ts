@@ -86,6 +86,7 @@ export function registerStoreViews(program: Command): void {
               telemetry: machine,
               best: campaign.best,
               ...(campaign.equivalence && { equivalence: campaign.equivalence }),
+              ...(campaign.accuracy && { accuracy: campaign.accuracy }),
               unreadable,
               notes,
             },
@@ -96,7 +97,7 @@ export function registerStoreViews(program: Command): void {
         const numberOf = trialNumbers(run.plan);
         const numberText = (trial: TrialRecord): string => formatTrialNumber(numberOf(trial), run.plan.trials.length);
         return [
-          formatRunShow(run, trials, invalidTrials, restarts, campaign.equivalence),
+          formatRunShow(run, trials, invalidTrials, restarts, campaign.equivalence, campaign.accuracy),
           ...(notes.length > 0 ? ['', 'notes:', ...notes.map((note) => `  ${note}`)] : []),
           ...formatDriftAlarms(driftAlarms),
           ...formatMachineState(trials, telemetry, numberText),

@@ -1,5 +1,6 @@
 import { median } from 'simple-statistics';
 import type { TrialRecord } from '../../store/types.js';
+import { formatPoints } from '../../util/format.js';
 import { higherIsBetter, metricValue } from '../spec/metrics.js';
 import type { Constraint, Objective, ResolvedExperiment } from '../spec/types.js';
 import { holmAdjust } from './holm.js';
@@ -82,6 +83,8 @@ export interface BestOptions {
   blocked?: boolean;
   /** Each config's token agreement with the baseline's greedy answers (equivalence.ts `outputMatches`), for subjectTo.outputMatch. */
   outputMatch?: ReadonlyMap<string, number>;
+  /** Each config's quality.accuracy share (accuracy.ts `accuracies`), for subjectTo.accuracy. */
+  accuracy?: ReadonlyMap<string, number>;
 }
 
 /** subjectTo.outputMatch broken by a config, or unproven (its answers were not compared): a changed config is not a win. */
@@ -91,6 +94,25 @@ export function outputMatchViolations(objective: Objective, outputMatch: Readonl
   const value = outputMatch?.get(variant);
   if (value === undefined) return [`outputMatch not measured (needs ${constraint.op} ${constraint.value})`];
   return holds(value, { metric: objective.metric, ...constraint }) ? [] : [`outputMatch ${value.toFixed(3)} (needs ${constraint.op} ${constraint.value})`];
+}
+
+/**
+ * subjectTo.accuracy broken by a config, or unproven (it was not scored; a relative limit also needs the baseline's
+ * score): a faster config that answers worse is not a win.
+ */
+export function accuracyViolations(objective: Objective, accuracy: ReadonlyMap<string, number> | undefined, variant: string, baseline: string): string[] {
+  const constraint = objective.accuracy;
+  if (!constraint) return [];
+  const relative = 'baselineOffset' in constraint;
+  const needs = relative ? `needs ${constraint.op} baseline ${formatPoints(constraint.baselineOffset)}` : `needs ${constraint.op} ${constraint.value}`;
+  const value = accuracy?.get(variant);
+  const limit = relative ? accuracy?.get(baseline) : constraint.value;
+  if (value === undefined || limit === undefined) return [`accuracy not measured (${needs})`];
+  const threshold = relative ? limit + constraint.baselineOffset : limit;
+  // A tolerance of rounding: 0.81 − 0.01 is 0.7999…, and an accuracy of exactly 0.8 meets ">= baseline - 1%".
+  return holds(value, { metric: objective.metric, op: constraint.op, value: threshold + (constraint.op.startsWith('>') ? -1e-9 : 1e-9) })
+    ? []
+    : [`accuracy ${value.toFixed(3)} (${needs}${relative ? ` = ${threshold.toFixed(3)}` : ''})`];
 }
 
 /** Constraints a config's medians break on the objective's workload. */
@@ -118,7 +140,7 @@ function holds(value: number, { op, value: limit }: Constraint): boolean {
 export function bestConfig(
   experiment: ResolvedExperiment,
   trials: readonly TrialRecord[],
-  { eliminations = [], blocked = false, outputMatch }: BestOptions = {},
+  { eliminations = [], blocked = false, outputMatch, accuracy }: BestOptions = {},
 ): BestVerdict {
   const objective = objectiveOf(experiment);
   const sign = objective.direction === 'maximize' ? 1 : -1;
@@ -133,6 +155,7 @@ export function bestConfig(
     const violations = [
       ...constraintViolations(objective.constraints, objective.workload, trials, variant.name),
       ...outputMatchViolations(objective, outputMatch, variant.name),
+      ...accuracyViolations(objective, accuracy, variant.name, experiment.baseline),
     ];
     const eliminated = eliminations.find((entry) => entry.variant === variant.name);
     return {

@@ -1,7 +1,7 @@
 import { median } from 'simple-statistics';
 import type { TrialRecord } from '../../store/types.js';
 import type { ResolvedExperiment } from '../spec/types.js';
-import { constraintViolations, type Elimination, objectiveOf, objectiveValues, outputMatchViolations } from './best.js';
+import { accuracyViolations, constraintViolations, type Elimination, objectiveOf, objectiveValues, outputMatchViolations } from './best.js';
 import { holmAdjust } from './holm.js';
 import { compareSamples } from './verdict.js';
 
@@ -26,6 +26,8 @@ export function raceStep(
   blocked: boolean,
   /** Token agreement with the baseline's answers per config (subjectTo.outputMatch). */
   outputMatch?: ReadonlyMap<string, number>,
+  /** quality.accuracy's share per config (subjectTo.accuracy). */
+  accuracy?: ReadonlyMap<string, number>,
 ): RaceDecision {
   // After the first pass of a blocked schedule each config was measured in its own stretch of time, so a drift of
   // the machine is indistinguishable from a difference of configs: nothing is decided before the reversed pass.
@@ -39,6 +41,7 @@ export function raceStep(
     const violations = [
       ...(entry.values.length >= 2 ? constraintViolations(objective.constraints, objective.workload, trials, entry.variant) : []),
       ...outputMatchViolations(objective, outputMatch, entry.variant),
+      ...accuracyViolations(objective, accuracy, entry.variant, experiment.baseline),
     ];
     if (violations.length > 0) eliminate.push({ variant: entry.variant, afterPass, reason: `breaks ${violations.join('; ')}` });
     return violations.length === 0;

@@ -1,19 +1,22 @@
+import { listAccuracyPasses } from '../../store/accuracy.js';
 import { listRaceEvents } from '../../store/campaign.js';
 import type { Db } from '../../store/db.js';
 import { listEquivalencePasses } from '../../store/equivalence.js';
 import { listTrials } from '../../store/queries.js';
 import { formatDuration, formatPredicted } from '../../util/format.js';
+import { type AccuracyReport, accuracies, experimentAccuracy } from '../analysis/accuracy.js';
 import { type BestVerdict, bestConfig } from '../analysis/best.js';
 import { type EquivalenceReport, experimentEquivalence, outputMatches } from '../analysis/equivalence.js';
 import { loadCostModel, predictPlan } from '../plan/budget.js';
 import { planExperiment } from '../plan/plan.js';
+import { formatAccuracy } from '../text/accuracy-format.js';
 import { formatBestVerdict, formatSpecView, hasSpecFigures } from '../text/best-format.js';
 import { formatEquivalence } from '../text/equivalence-format.js';
 import { gpuHoursText } from '../text/plan-format.js';
 import { loadRun } from './run-store.js';
 
 /** A run's campaign view: race decisions, the best-config verdict, the speculative-decoding table, GPU-hours. */
-export function campaignSummary(db: Db, runId: number): { best: BestVerdict; text: string; equivalence?: EquivalenceReport } {
+export function campaignSummary(db: Db, runId: number): { best: BestVerdict; text: string; equivalence?: EquivalenceReport; accuracy?: AccuracyReport } {
   const { run, experiment, plan } = loadRun(db, runId);
   const trials = listTrials(db, runId);
   const events = listRaceEvents(db, runId);
@@ -22,12 +25,20 @@ export function campaignSummary(db: Db, runId: number): { best: BestVerdict; tex
   );
   const equivalence = experimentEquivalence(experiment, listEquivalencePasses(db, runId));
   const outputMatch = equivalence && outputMatches(equivalence);
-  const best = bestConfig(experiment, trials, { eliminations, blocked: plan.schedule === 'blocked', ...(outputMatch && { outputMatch }) });
+  const accuracy = experimentAccuracy(experiment, listAccuracyPasses(db, runId));
+  const scores = accuracy && accuracies(accuracy);
+  const best = bestConfig(experiment, trials, {
+    eliminations,
+    blocked: plan.schedule === 'blocked',
+    ...(outputMatch && { outputMatch }),
+    ...(scores && { accuracy: scores }),
+  });
   const lines: string[] = [];
   const stop = events.find((event) => event.kind === 'stop');
   if (experiment.stopping === 'race' || stop) lines.push(stop ? `campaign: ${stop.reason}` : 'campaign: ran to its trial cap without a clear winner', '');
   if (experiment.variants.length > 1) lines.push(formatBestVerdict(experiment, best), '');
   if (equivalence) lines.push(formatEquivalence(equivalence), '');
+  if (accuracy) lines.push(formatAccuracy(accuracy), '');
   if (hasSpecFigures(trials)) lines.push('speculative decoding (medians over trials):', formatSpecView(experiment, trials), '');
 
   // Used: wall time of the run × GPUs per server; full grid: the interleaved plan of every trial at today's costs.
@@ -43,5 +54,5 @@ export function campaignSummary(db: Db, runId: number): { best: BestVerdict; tex
   lines.push(
     `GPU-hours: ${gpuHoursText((wallMs / 3_600_000) * gpus)} used (${formatDuration(wallMs)} × ${gpus} GPU${gpus === 1 ? '' : 's'}, ${trials.length} trials) vs ${gpuHoursText(full.gpuHours)} predicted for the full interleaved grid (${formatPredicted(full.wallMs)}, ${full.trials} trials, ${full.restarts} restarts)`,
   );
-  return { best, text: lines.join('\n'), ...(equivalence && { equivalence }) };
+  return { best, text: lines.join('\n'), ...(equivalence && { equivalence }), ...(accuracy && { accuracy }) };
 }

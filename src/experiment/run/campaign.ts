@@ -5,6 +5,7 @@ import { raceStep } from '../analysis/race.js';
 import { loadCostModel, predictPlan } from '../plan/budget.js';
 import { formatDuration } from '../plan/schedule.js';
 import type { Plan, PlannedTrial, ResolvedExperiment } from '../spec/types.js';
+import { storedAccuracies } from './accuracy.js';
 import { storedOutputMatches } from './equivalence.js';
 import type { RunJournal } from './journal.js';
 
@@ -42,7 +43,8 @@ export function campaignControl(
       decidedThrough = afterPass;
       if (experiment.stopping === 'race') {
         const matches = storedOutputMatches(db, runId, experiment);
-        const decision = raceStep(experiment, listTrials(db, runId), eliminated(), afterPass, plan.schedule === 'blocked', matches);
+        const scores = storedAccuracies(db, runId, experiment);
+        const decision = raceStep(experiment, listTrials(db, runId), eliminated(), afterPass, plan.schedule === 'blocked', matches, scores);
         for (const entry of decision.eliminate) {
           journal.raceEvent({ kind: 'eliminated', afterPass, variant: entry.variant, reason: entry.reason });
           log(`race: ${entry.variant} eliminated after pass ${afterPass + 1}: ${entry.reason}`);

@@ -6,7 +6,6 @@
  * sends the same prompts as its trials anyway).
  */
 import type { PromptSource } from '../../load/types.js';
-import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
 import type { Db } from '../../store/db.js';
 import { listEquivalencePasses } from '../../store/equivalence.js';
 import { messageOf } from '../../util/errors.js';
@@ -14,7 +13,7 @@ import { experimentEquivalence, outputMatches } from '../analysis/equivalence.js
 import type { EquivalenceSettings, ResolvedExperiment, ResolvedVariant } from '../spec/types.js';
 import type { RunContext } from './context.js';
 import type { ServerHandle } from './server-lifecycle.js';
-import { benchOptionsOf } from './trial.js';
+import { untimedOutputs } from './untimed-pass.js';
 
 /** One request before the answers, so a cold server's first request (compilation, caches) is not among them. */
 const WARMUP_REQUESTS = 1;
@@ -53,26 +52,13 @@ async function sendPass(
   prompts: PromptSource,
   concurrency: number,
 ): Promise<void> {
-  const profile = BUILTIN_PROFILES[variant.server.profile]!;
   const workload =
     concurrency === 1
       ? { kind: 'single-stream' as const, requests: settings.prompts }
       : { kind: 'concurrency' as const, concurrency, requests: settings.prompts };
   const startedAt = new Date().toISOString();
-  const result = await context.executor.bench({
-    ...benchOptionsOf(variant, { label: 'equivalence', workload }, profile, server.running, { record: 'equivalence' }),
-    prompts,
-    warmupRequests: WARMUP_REQUESTS,
-    ignoreEos: true,
-    requireFullOutput: false,
-    maxFailedFraction: 1,
-    specMetrics: 'none',
-    collectOutputs: true,
-    signal: context.signal,
-  });
-  const outputs = result.outputs ?? [];
+  const outputs = await untimedOutputs(context, server, variant, { label: 'equivalence', workload, prompts, warmupRequests: WARMUP_REQUESTS, ignoreEos: true });
   const failed = outputs.filter((output) => output.error !== undefined).length;
-  if (outputs.length === 0) throw new Error('the load client returned no answers');
   context.journal.equivalencePass({ variant: variant.name, serverId: server.rowId, concurrency, startedAt, outputs });
   context.log(`equivalence: ${variant.name} answered ${outputs.length - failed}/${outputs.length} prompts (c=${concurrency}, untimed)`);
 }

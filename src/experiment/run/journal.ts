@@ -1,6 +1,7 @@
 import type { Fingerprint } from '../../fingerprint/types.js';
 import type { BenchProgress, RequestSample } from '../../load/types.js';
 import { recordStartupOutcome } from '../../ready/history.js';
+import { type AccuracyPass, insertAccuracyPass } from '../../store/accuracy.js';
 import type { RaceEvent } from '../../store/campaign.js';
 import { recordRaceEvent } from '../../store/campaign.js';
 import type { Db } from '../../store/db.js';
@@ -106,5 +107,9 @@ export class RunJournal {
 
   equivalencePass(pass: EquivalencePass): void {
     this.fence(() => insertEquivalencePass(this.db, this.runId, pass));
+  }
+
+  accuracyPass(pass: AccuracyPass): void {
+    this.fence(() => insertAccuracyPass(this.db, this.runId, pass));
   }
 }

@@ -1,5 +1,6 @@
 import { UserError } from '../../util/errors.js';
 import type { PlannedTrial } from '../spec/types.js';
+import { sendAccuracyPasses } from './accuracy.js';
 import type { TrialConsumers } from './consumers.js';
 import type { RunContext } from './context.js';
 import { sendEquivalencePasses } from './equivalence.js';
@@ -37,6 +38,7 @@ export async function runStretch(
     const target = { runId: context.runId, experimentName: experiment.name, filePath: experiment.filePath, serverKey, variants: variants.map((v) => v.name) };
     guardReference(context.db, target, fingerprint, { accept: context.acceptEnvChange, log: context.log });
     await sendEquivalencePasses(context, server, variants);
+    await sendAccuracyPasses(context, server, variants);
     for (const trial of trials) {
       const variant = experiment.variants.find((candidate) => candidate.name === trial.variant)!;
       for (let attempt = 0; ; attempt += 1) {

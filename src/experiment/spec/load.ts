@@ -16,8 +16,19 @@ import {
 } from '../../util/defaults.js';
 import { UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
+import { parseConstraint } from './constraint.js';
 import { type ClientOverrides, type ExperimentFile, experimentFileSchema, type GridSpec, VARIANT_NAME, VARIANT_NAME_RULE, type VariantSpec } from './schema.js';
-import type { ClientConfig, Constraint, MetricName, Objective, ResolvedExperiment, ResolvedVariant, ResolvedWorkload, ServerConfig } from './types.js';
+import type {
+  AccuracySettings,
+  ClientConfig,
+  Constraint,
+  MetricName,
+  Objective,
+  ResolvedExperiment,
+  ResolvedVariant,
+  ResolvedWorkload,
+  ServerConfig,
+} from './types.js';
 
 /** `{servelab}` in a command is this installation's CLI (bin/servelab.js, from dist/src/experiment/spec/), so simulator experiments run from any directory. */
 const SERVELAB_BIN = fileURLToPath(new URL('../../../../bin/servelab.js', import.meta.url));
@@ -135,10 +146,15 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
     ...(file.cost && { cost: { gpuHourUsd: file.cost.gpuHourUsd, gpus: file.cost.gpus ?? file.budget?.gpusPerServer ?? 1 } }),
     ...(file.maxRestarts !== undefined && { maxRestarts: file.maxRestarts }),
     stopping: file.stopping,
-    ...(file.objective && { objective: resolveObjective(file.objective, workloads, fail) }),
+    ...(file.objective && { objective: resolveObjective(file.objective, workloads, file.quality?.accuracy !== undefined, fail) }),
     // An outputMatch constraint needs the answers: it turns the check on with its defaults.
-    ...((file.quality?.equivalence || file.objective?.subjectTo.outputMatch !== undefined) && {
-      quality: { equivalence: file.quality?.equivalence ?? { prompts: 16, outputTokens: 128 } },
+    ...((file.quality?.equivalence || file.objective?.subjectTo.outputMatch !== undefined || file.quality?.accuracy) && {
+      quality: {
+        ...((file.quality?.equivalence || file.objective?.subjectTo.outputMatch !== undefined) && {
+          equivalence: file.quality?.equivalence ?? { prompts: 16, outputTokens: 128 },
+        }),
+        ...(file.quality?.accuracy && { accuracy: resolveAccuracy(file.quality.accuracy, filePath, fail) }),
+      },
     }),
   };
 }
@@ -146,19 +162,25 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
 function resolveObjective(
   objective: NonNullable<ExperimentFile['objective']>,
   workloads: readonly ResolvedWorkload[],
+  hasAccuracy: boolean,
   fail: (key: string, message: string) => never,
 ): Objective {
   const workload = objective.workload ?? workloads[0]!.label;
   if (!workloads.some((candidate) => candidate.label === workload)) {
     fail('objective.workload', `unknown workload "${workload}" (workloads: ${workloads.map((candidate) => candidate.label).join(', ')})`);
   }
-  const parse = (text: string) => {
-    const match = /^\s*(<=|>=|<|>)\s*(-?\d+(?:\.\d+)?)\s*$/.exec(text)!;
-    return { op: match[1] as Constraint['op'], value: Number(match[2]) };
+  const parse = (name: string, text: string): { op: Constraint['op']; value: number } => {
+    const comparison = parseConstraint(text);
+    if ('value' in comparison) return comparison;
+    return fail(`objective.subjectTo.${name}`, `only accuracy compares with the baseline; give ${name} a number, e.g. "${comparison.op} 0.99"`);
   };
-  const { outputMatch, ...metrics } = objective.subjectTo;
-  const constraints = Object.entries(metrics).map(([metric, text]): Constraint => ({ metric: metric as MetricName, ...parse(text!) }));
-  const quality = outputMatch !== undefined && { outputMatch: parse(outputMatch) };
+  const { outputMatch, accuracy, ...metrics } = objective.subjectTo;
+  const constraints = Object.entries(metrics).map(([metric, text]): Constraint => ({ metric: metric as MetricName, ...parse(metric, text!) }));
+  if (accuracy !== undefined && !hasAccuracy) fail('objective.subjectTo.accuracy', 'accuracy needs quality.accuracy: { path: FILE, scorer: … } to score');
+  const quality = {
+    ...(outputMatch !== undefined && { outputMatch: parse('outputMatch', outputMatch) }),
+    ...(accuracy !== undefined && { accuracy: parseConstraint(accuracy) }),
+  };
   return objective.maximize !== undefined
     ? { metric: objective.maximize, direction: 'maximize', workload, constraints, ...quality }
     : { metric: objective.minimize!, direction: 'minimize', workload, constraints, ...quality };
@@ -233,6 +255,29 @@ function resolvePromptPath(prompts: PromptSource, baseDir: string, key: string, 
   if (!existsSync(path)) fail(key, `no such file: ${path}`);
   if (!statSync(path).isFile()) fail(key, `not a file: ${path}`);
   return { ...prompts, path };
+}
+
+/** quality.accuracy with its path resolved against the experiment file (it must exist now) and its format from the name. */
+function resolveAccuracy(
+  accuracy: NonNullable<NonNullable<ExperimentFile['quality']>['accuracy']>,
+  filePath: string,
+  fail: (key: string, message: string) => never,
+): AccuracySettings {
+  const path = resolve(dirname(filePath), accuracy.path);
+  if (!existsSync(path) || !statSync(path).isFile()) fail('quality.accuracy.path', `no such file: ${path}`);
+  const format = /\.csv$/i.test(path)
+    ? 'csv'
+    : /\.jsonl?$/i.test(path)
+      ? 'jsonl'
+      : fail('quality.accuracy.path', `expected a .jsonl or .csv file, got ${path}`);
+  return {
+    path,
+    format,
+    scorer: accuracy.scorer,
+    ...(accuracy.items !== undefined && { items: accuracy.items }),
+    outputTokens: accuracy.outputTokens,
+    fields: accuracy.fields,
+  };
 }
 
 function existingDirectory(path: string, fail: (key: string, message: string) => never): string {

@@ -4,6 +4,7 @@ import { acceptsFormsOf } from '../../config/issues.js';
 import { executorConfigSchema } from '../../exec/config.js';
 import { argvSchema, envNameList, envSchema, serverSchema } from '../../launch/server-schema.js';
 import { promptSourceSchema, sloSchema, workloadSchema } from '../../load/config.js';
+import { parseScorer, SCORER_FORMS } from '../../metrics/answer-score.js';
 import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
 import { BACKEND_KINDS } from '../../profiles/types.js';
 import {
@@ -14,6 +15,7 @@ import {
   DEFAULT_SYNTHETIC_OUTPUT_TOKENS,
   DEFAULT_WARMUP_REQUESTS,
 } from '../../util/defaults.js';
+import { CONSTRAINT } from './constraint.js';
 import { METRIC_NAMES } from './types.js';
 
 /** zod schema of an experiment file as written by the user (before grid expansion and defaults of ./load.ts). */
@@ -127,11 +129,37 @@ const workloadEntrySchema = acceptsFormsOf(
   workloadSchema,
 );
 
-/** A constraint on a metric, e.g. "< 500" or ">= 20". */
+/** A constraint on a metric, e.g. "< 500" or ">= 20"; accuracy also takes ">= baseline - 1%" (spec/load.ts `parseConstraint`). */
 const constraintSchema = z
   .string()
-  .regex(/^\s*(<=|>=|<|>)\s*-?\d+(\.\d+)?\s*$/, 'expected a comparison like "< 500" or ">= 20"')
+  .regex(CONSTRAINT, 'expected a comparison like "< 500", ">= 20" or (accuracy) ">= baseline - 1%"')
   .meta({ title: 'comparison' });
+
+/** quality.accuracy: a sample set of {prompt, answer, category?} records and how answers are scored. */
+const accuracySchema = z.strictObject({
+  path: z
+    .string()
+    .min(1)
+    .meta({ description: 'JSONL or CSV file of records {prompt, answer, category?}, relative to the experiment file.', examples: ['arith.jsonl'] }),
+  scorer: z
+    .string()
+    .refine((text) => parseScorer(text) !== undefined, `expected a scorer: ${SCORER_FORMS}`)
+    .meta({
+      description:
+        "exact (trimmed, case-insensitive equality), last-number (the last number of the answer, commas dropped, equals the answer's), regex:PATTERN (its first group, else its match, equals the answer), choice (the letter A–D the answer picks).",
+      examples: ['last-number'],
+    }),
+  items: z.number().int().min(1).optional().describe('Records sent, from the top of the file; default: all.'),
+  outputTokens: z.number().int().min(1).max(32768).default(256).describe('Most tokens of each answer (the model may stop sooner).'),
+  fields: z
+    .strictObject({
+      prompt: z.string().min(1).default('prompt'),
+      answer: z.string().min(1).default('answer'),
+      category: z.string().min(1).default('category'),
+    })
+    .prefault({})
+    .describe("The records' field names: { prompt, answer, category } (category optional in each record: accuracy is broken down by it)."),
+});
 
 /** A metric name (the reference lists them with their units). */
 const metricName = z.enum(METRIC_NAMES).meta({ title: 'metric name' });
@@ -141,11 +169,11 @@ const objectiveSchema = z
     maximize: metricName.optional().describe('The metric to maximize; give this or minimize.'),
     minimize: metricName.optional().describe('The metric to minimize; give this or maximize.'),
     subjectTo: z
-      .partialRecord(z.enum([...METRIC_NAMES, 'outputMatch']), constraintSchema)
+      .partialRecord(z.enum([...METRIC_NAMES, 'outputMatch', 'accuracy']), constraintSchema)
       .default({})
       .meta({
         description:
-          "Constraints on a config's medians on the objective's workload; a config breaking one cannot be best. outputMatch: token agreement with the baseline's greedy answers (turns quality.equivalence on).",
+          "Constraints on a config's medians on the objective's workload; a config breaking one cannot be best. outputMatch: token agreement with the baseline's greedy answers (turns quality.equivalence on). accuracy: quality.accuracy's score, a share (\">= 0.8\") or the baseline's less percentage points (\">= baseline - 1%\").",
         examples: [{ ttftP99Ms: '< 500' }],
       }),
     workload: z.string().optional().describe('The workload (by its name, see workload names) the objective is judged on; default: the first.'),
@@ -287,9 +315,14 @@ export const experimentFileSchema = z.strictObject({
         })
         .optional()
         .describe('Greedy answers of every variant compared with the baseline, untimed, once per server start (see docs).'),
+      accuracy: accuracySchema
+        .optional()
+        .describe(
+          "A sample set answered greedily by every variant, untimed, once per server start, and scored: accuracy per variant vs the baseline's (see docs).",
+        ),
     })
     .optional()
-    .describe('Checks that a faster config did not change the answers.'),
+    .describe('Checks that a faster config did not change the answers (equivalence) or get fewer of them right (accuracy).'),
 });
 
 export type ExperimentFile = z.output<typeof experimentFileSchema>;

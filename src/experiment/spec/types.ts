@@ -5,6 +5,7 @@ import type { BackendKind } from '../../profiles/types.js';
 import type { TrialMetrics } from '../../store/types.js';
 import type { PreflightMode } from '../../telemetry/preflight.js';
 import type { TelemetryConfig } from '../../telemetry/trial.js';
+import type { Comparison } from './constraint.js';
 
 /** How one server is started; variants with an identical ServerConfig share a server (same serverKey). */
 export interface ServerConfig {
@@ -117,7 +118,19 @@ export interface ResolvedExperiment {
   stopping?: 'fixed' | 'race';
   objective?: Objective;
   /** Absent when the file asks for no quality check. */
-  quality?: { equivalence?: EquivalenceSettings };
+  quality?: { equivalence?: EquivalenceSettings; accuracy?: AccuracySettings };
+}
+
+/** quality.accuracy after defaults: the sample set (absolute path), its scorer, and how much of it is sent. */
+export interface AccuracySettings {
+  path: string;
+  format: 'jsonl' | 'csv';
+  /** As written: exact, last-number, choice or regex:<pattern> (metrics/answer-score.ts). */
+  scorer: string;
+  /** Records sent from the top of the file; undefined: all. */
+  items?: number;
+  outputTokens: number;
+  fields: { prompt: string; answer: string; category: string };
 }
 
 /** quality.equivalence after defaults: how many prompts, answered with how many tokens (temperature 0, ignore_eos). */
@@ -148,6 +161,8 @@ export interface Objective {
   constraints: Constraint[];
   /** subjectTo.outputMatch: token agreement with the baseline's greedy answers (analysis/equivalence.ts). */
   outputMatch?: { op: Constraint['op']; value: number };
+  /** subjectTo.accuracy: quality.accuracy's share, against a value or the baseline's plus an offset (spec/constraint.ts). */
+  accuracy?: Comparison;
 }
 
 export interface PlannedTrial {

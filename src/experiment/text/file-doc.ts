@@ -38,6 +38,7 @@ export function renderExperimentFileDoc(): string {
     keyTable('`grid:` entries', entryOf(at('grid'))),
     placeholderSection(),
     ...['fingerprint', 'verdict', 'drift', 'telemetry', 'budget', 'cost', 'objective'].map((key) => keyTable(`\`${key}:\``, at(key))),
+    keyTable('`quality.accuracy:`', shapeOf(at('quality'))!.accuracy!),
     metricSection(),
   ];
   return `${sections.join('\n').trimEnd()}\n`;

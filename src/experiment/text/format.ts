@@ -2,6 +2,7 @@ import { median } from 'simple-statistics';
 import type { InvalidTrialRow, RunDetail } from '../../store/queries.js';
 import type { TrialRecord } from '../../store/types.js';
 import { formatBlock, formatChange, formatChangeInterval, formatNumber, formatPValue, formatShare, formatTrialNumber } from '../../util/format.js';
+import type { AccuracyReport } from '../analysis/accuracy.js';
 import type { EquivalenceReport } from '../analysis/equivalence.js';
 import { verdictMethod } from '../analysis/verdict.js';
 import { workNotes } from '../analysis/work-notes.js';
@@ -10,6 +11,7 @@ import { metricUnit, metricValue } from '../spec/metrics.js';
 import { sideColumns, sideFigures } from '../spec/side-figures.js';
 import { storedExperimentOf, storedVerdictsOf } from '../spec/stored.js';
 import type { MetricName, ResolvedExperiment, VariantVerdict } from '../spec/types.js';
+import { accuracyCell } from './accuracy-format.js';
 import { equivalenceCell } from './equivalence-format.js';
 
 /** Plain-text tables for `servelab run`, `ls`, `show` and `diff`. Pure: data in, lines out. */
@@ -31,6 +33,7 @@ export function formatVerdicts(
   baseline: string,
   blocked: boolean,
   equivalence?: EquivalenceReport,
+  accuracy?: AccuracyReport,
 ): string {
   if (verdicts.length === 0) return `only the baseline "${baseline}" was measured: nothing to compare`;
   const unit = metricUnit(metric);
@@ -47,6 +50,7 @@ export function formatVerdicts(
     pairOf(verdict.invalidTrials),
     verdict.label,
     ...(equivalence ? [equivalenceCell(equivalence, verdict.variant)!] : []),
+    ...(accuracy ? [accuracyCell(accuracy, verdict.variant)!] : []),
   ]);
   // Paired columns say which side is which: "n 4/4" alone leaves the reader to guess.
   const header = [
@@ -62,7 +66,7 @@ export function formatVerdicts(
     'invalid trials (base/var)',
     'verdict',
   ];
-  return `${table(equivalence ? [...header, 'outputs'] : header, rows)}\n(${verdictMethod(blocked)})`;
+  return `${table([...header, ...(equivalence ? ['outputs'] : []), ...(accuracy ? ['accuracy'] : [])], rows)}\n(${verdictMethod(blocked)})`;
 }
 
 /** "baseline/variant" counts; "?" for runs finalized before they were recorded. */
@@ -151,6 +155,7 @@ export function formatRunShow(
   invalid: readonly InvalidTrialRow[] = [],
   unplannedRestarts = 0,
   equivalence?: EquivalenceReport,
+  accuracy?: AccuracyReport,
 ): string {
   const experiment = storedExperimentOf(run);
   const plan = run.plan;
@@ -203,7 +208,7 @@ export function formatRunShow(
     lines.push(
       '',
       'verdicts vs baseline:',
-      formatVerdicts(storedVerdictsOf(run)!, experiment.metric, experiment.baseline, run.plan.schedule === 'blocked', equivalence),
+      formatVerdicts(storedVerdictsOf(run)!, experiment.metric, experiment.baseline, run.plan.schedule === 'blocked', equivalence, accuracy),
     );
   return lines.join('\n');
 }

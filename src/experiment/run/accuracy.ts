@@ -1,0 +1,94 @@
+/**
+ * quality.accuracy in a run: at each server start, before its trials, every variant of the start answers the sample
+ * set greedily (temperature 0, one at a time, each stopping where the model stops, at most outputTokens long),
+ * untimed; each answer is scored (metrics/answer-score.ts) and stored as the pass completes. Sent unsalted, like the
+ * equivalence passes, so no cold trial's prompts share a prefix with them.
+ */
+import { tableRecords } from '../../load/datasets/records.js';
+import type { DatasetSource } from '../../load/datasets/types.js';
+import type { RequestOutput } from '../../load/types.js';
+import { parseScorer, type Scorer, scoreAnswer } from '../../metrics/answer-score.js';
+import { type AccuracyItem, listAccuracyPasses } from '../../store/accuracy.js';
+import type { Db } from '../../store/db.js';
+import { messageOf, UserError } from '../../util/errors.js';
+import { accuracies, experimentAccuracy } from '../analysis/accuracy.js';
+import type { AccuracySettings, ResolvedExperiment, ResolvedVariant } from '../spec/types.js';
+import type { RunContext } from './context.js';
+import type { ServerHandle } from './server-lifecycle.js';
+import { untimedOutputs } from './untimed-pass.js';
+
+/** One record of the sample set: what to ask, the right answer, its category. */
+export interface SampleItem {
+  answer: string;
+  category?: string;
+}
+
+/** The records to send, from the top of the file; a record without an answer is a one-line error naming it. */
+export async function readSampleSet(settings: AccuracySettings): Promise<SampleItem[]> {
+  const records = await tableRecords(settings.format, settings.path);
+  const { answer, category } = settings.fields;
+  return records.slice(0, settings.items ?? records.length).map(({ where, record }) => {
+    const value = record[answer];
+    if (typeof value !== 'string' && typeof value !== 'number') {
+      throw new UserError(`${where}: missing field "${answer}" (answer)`, `give every record an "${answer}", or map it with quality.accuracy.fields.answer`);
+    }
+    const group = record[category];
+    return { answer: String(value), ...((typeof group === 'string' || typeof group === 'number') && group !== '' && { category: String(group) }) };
+  });
+}
+
+/** The sample set as the load client reads it: file order, every answer at most `outputTokens` long. */
+function samplePrompts(settings: AccuracySettings): DatasetSource {
+  return {
+    kind: settings.format,
+    path: settings.path,
+    shuffle: false,
+    maxOutputTokens: settings.outputTokens,
+    fields: { prompt: settings.fields.prompt, category: settings.fields.category },
+  };
+}
+
+/** Scored answers; failed requests are left out (not an answer), the caller says how many. */
+export function scoreOutputs(outputs: readonly RequestOutput[], items: readonly SampleItem[], scorer: Scorer): AccuracyItem[] {
+  return outputs.flatMap((output) => {
+    const sample = items[output.prompt];
+    if (output.error !== undefined || !sample) return [];
+    const score = scoreAnswer(scorer, output.text, sample.answer);
+    return [{ item: output.prompt, ...(sample.category !== undefined && { category: sample.category }), ...score }];
+  });
+}
+
+/** Send, score and store this start's passes; a pass that fails is logged and left out (its accuracy: not measured). */
+export async function sendAccuracyPasses(context: RunContext, server: ServerHandle, variants: readonly ResolvedVariant[]): Promise<void> {
+  const settings = context.experiment.quality?.accuracy;
+  if (!settings) return;
+  const items = await readSampleSet(settings);
+  const scorer = parseScorer(settings.scorer)!;
+  for (const variant of variants) {
+    context.signal.throwIfAborted();
+    try {
+      const startedAt = new Date().toISOString();
+      const outputs = await untimedOutputs(context, server, variant, {
+        label: 'accuracy',
+        workload: { kind: 'single-stream', requests: items.length },
+        prompts: samplePrompts(settings),
+        warmupRequests: 0,
+        ignoreEos: false,
+      });
+      const scored = scoreOutputs(outputs, items, scorer);
+      context.journal.accuracyPass({ variant: variant.name, serverId: server.rowId, startedAt, items: scored });
+      const correct = scored.filter((item) => item.correct).length;
+      const failed = outputs.length - scored.length;
+      context.log(`accuracy: ${variant.name} ${correct}/${scored.length} right (untimed)${failed > 0 ? `; ${failed} requests failed, left out` : ''}`);
+    } catch (error) {
+      context.signal.throwIfAborted();
+      context.log(`accuracy: ${variant.name} not measured on this start: ${messageOf(error)}`);
+    }
+  }
+}
+
+/** Per config, its accuracy, for subjectTo.accuracy; undefined without the check. */
+export function storedAccuracies(db: Db, runId: number, experiment: ResolvedExperiment): Map<string, number> | undefined {
+  const report = experimentAccuracy(experiment, listAccuracyPasses(db, runId));
+  return report && accuracies(report);
+}

@@ -1,0 +1,40 @@
+/**
+ * One untimed pass of the quality checks (equivalence, accuracy): fixed prompts sent greedily to a variant on its
+ * running server, before the start's trials, with every answer kept. No validity rules: a failed request is an
+ * answer that failed, for the check to judge; timings are thrown away.
+ */
+import type { PromptSource, RequestOutput, Workload } from '../../load/types.js';
+import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
+import type { ResolvedVariant } from '../spec/types.js';
+import type { RunContext } from './context.js';
+import type { ServerHandle } from './server-lifecycle.js';
+import { benchOptionsOf } from './trial.js';
+
+export interface UntimedPass {
+  /** Names the pass in the bench options (`label`, the cache record). */
+  label: string;
+  workload: Workload;
+  prompts: PromptSource;
+  warmupRequests: number;
+  /** True: every answer runs to its length (equivalence compares fixed lengths); false: the model stops itself. */
+  ignoreEos: boolean;
+}
+
+/** The pass's answers (failed ones included, with their error); throws when the load client returned none. */
+export async function untimedOutputs(context: RunContext, server: ServerHandle, variant: ResolvedVariant, pass: UntimedPass): Promise<RequestOutput[]> {
+  const profile = BUILTIN_PROFILES[variant.server.profile]!;
+  const result = await context.executor.bench({
+    ...benchOptionsOf(variant, { label: pass.label, workload: pass.workload }, profile, server.running, { record: pass.label }),
+    prompts: pass.prompts,
+    warmupRequests: pass.warmupRequests,
+    ignoreEos: pass.ignoreEos,
+    requireFullOutput: false,
+    maxFailedFraction: 1,
+    specMetrics: 'none',
+    collectOutputs: true,
+    signal: context.signal,
+  });
+  const outputs = result.outputs ?? [];
+  if (outputs.length === 0) throw new Error('the load client returned no answers');
+  return outputs;
+}
