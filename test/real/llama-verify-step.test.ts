@@ -46,9 +46,7 @@ describe('real llama-server: verify-step time', { skip }, () => {
     t.after(() => rmSync(dir, { recursive: true, force: true }));
     const logPath = join(dir, 'llama-server.log');
     const server = await launchServer({
-      command: [BINARY!, '-m', MODEL!, '--host', '127.0.0.1', '--port', '{port}', '-np', '1', '--metrics', '-ngl', '99', '-ngld', '99'].concat(
-        ['--spec-type', 'draft-simple', '-md', DRAFT!, '--spec-draft-n-max', '4', '--spec-draft-n-min', '0'],
-      ),
+      command: [BINARY!, '-m', MODEL!, '--host', '127.0.0.1', '--port', '{port}', '-np', '1', '--metrics', '-ngl', '99', '-ngld', '99', ...SPECULATE],
       env: {},
       profile: BUILTIN_PROFILES.llamacpp!,
       logPath,
