@@ -59,8 +59,14 @@ async function sendPass(
       ? { kind: 'single-stream' as const, requests: settings.prompts }
       : { kind: 'concurrency' as const, concurrency, requests: settings.prompts };
   const startedAt = new Date().toISOString();
+  // Its own warm-up: answers are compared, not timed.
+  const {
+    warmupMs: _duration,
+    warmupPerLevel: _perLevel,
+    ...options
+  } = benchOptionsOf(variant, { label: 'equivalence', workload }, profile, server.running, { record: 'equivalence' });
   const result = await context.executor.bench({
-    ...benchOptionsOf(variant, { label: 'equivalence', workload }, profile, server.running, { record: 'equivalence' }),
+    ...options,
     prompts,
     warmupRequests: WARMUP_REQUESTS,
     ignoreEos: true,

@@ -31,6 +31,7 @@ export function renderExperimentFileDoc(): string {
     keyTable('`client.prompts.fields:` (dataset record fields)', shapeOf(optionsOf(shapeOf(client)!.prompts!).at(-1)!)!.fields!),
     lengthSection(),
     keyTable('`client.slo:`', shapeOf(client)!.slo!),
+    keyTable('`client.warmup:`', shapeOf(client)!.warmup!),
     workloadSection(),
     keyTable('`variants.<name>:`', entryOf(at('variants'))),
     variantMergeSection(),
