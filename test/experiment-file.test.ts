@@ -285,8 +285,8 @@ grid:
       ],
       [
         'variant-client',
-        `${BASE}variants:\n  a:\n    client: { warmup: 1 }\n`,
-        /variants\.a\.client\.warmup: unknown key "warmup"; keys allowed here: prompts, warmupRequests/,
+        `${BASE}variants:\n  a:\n    client: { warmpu: 1 }\n`,
+        /variants\.a\.client\.warmpu: unknown key "warmpu" \(did you mean "warmup"\?\); keys allowed here: prompts, warmupRequests, warmup/,
       ],
       [
         'executor',

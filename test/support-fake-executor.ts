@@ -33,6 +33,8 @@ export interface FakeBenchCall {
   /** The value after the last `flag` in the server's command (`--tpot-ms 3` → "3"): a grid appends its args. */
   arg(flag: string): string | undefined;
   bench: number;
+  /** The load client's options of this run (workload, warm-up…). */
+  options: BenchOptions;
 }
 
 export type FakeMachine = (call: FakeBenchCall) => FakeTrial;
@@ -76,7 +78,7 @@ export class FakeExecutor implements Executor {
     const server = this.servers.get(options.baseUrl);
     if (!server) throw new Error(`fake executor: no server at ${options.baseUrl}`);
     const { spec } = server;
-    const trial = this.machine({ spec, arg: (flag) => spec.command[spec.command.lastIndexOf(flag) + 1], bench: this.benches++ });
+    const trial = this.machine({ spec, arg: (flag) => spec.command[spec.command.lastIndexOf(flag) + 1], bench: this.benches++, options });
     if (trial.dies) await server.kill('SIGKILL');
     const requests = options.workload.kind === 'sweep' ? options.workload.requestsPerLevel : (options.workload.requests ?? 8);
     const samples = Array.from({ length: requests }, (_, index) => this.sample(index, trial, index < (trial.dies ? requests : (trial.failed ?? 0))));

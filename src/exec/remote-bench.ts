@@ -92,6 +92,8 @@ export function benchArgv(options: ClientOptions & { requestTimeoutSetting?: str
     ...(options.cachePrompt === false ? ['--no-cache-prompt'] : []),
     '--warmup',
     String(options.warmupRequests),
+    ...(options.warmupMs !== undefined ? ['--warmup-seconds', `${Math.max(1, Math.round(options.warmupMs))}ms`] : []),
+    options.warmupPerLevel ? '--warmup-per-level' : '--no-warmup-per-level',
     ...(options.ignoreEos ? [] : ['--no-ignore-eos']),
     ...(options.requireFullOutput === false ? ['--no-require-full-output'] : []),
     ...(options.tokenCounts !== undefined ? ['--token-counts', options.tokenCounts] : []),

@@ -14,14 +14,14 @@ import { counterSource, scrapeSglangServerInfo, scrapeSpecCounters, specFromCoun
 import { loadTokenizer, type ModelTokenizer } from './tokenizers/model.js';
 import { replayedTrace, replayPrompts, replayRate } from './trace/replay.js';
 import type { BenchOptions, BenchResult, LevelResult, RequestOutput, RequestSample, SpecDecodeStats, TokenCountMethod } from './types.js';
+import { MAX_WARMUP_ROUNDS, planWarmups, type WarmupStep, warmupPromptCount, warmupSetupFailure } from './warmup.js';
 import { LoadWorkers, resolveWorkerCount } from './workers/pool.js';
 
 const CONNECT_TIMEOUT_MS = 5000;
 
-/** Split a base URL into the dispatcher origin and a path prefix without trailing slash. */
-/** Level label of the warm-up requests' progress updates (not measured, so never a trial's counts). */
-export const WARMUP_LABEL = 'warmup';
+export { WARMUP_LABEL } from './warmup.js';
 
+/** Split a base URL into the dispatcher origin and a path prefix without trailing slash. */
 export function parseBaseUrl(baseUrl: string): { origin: string; pathPrefix: string; host: string; port: number } {
   let url: URL;
   try {
@@ -143,10 +143,10 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
   const trace = await replayedTrace(options, measure);
   const levels = planLevels(options.workload, trace?.length);
   const workerCount = resolveWorkerCount(options.workers ?? DEFAULT_LOAD_WORKERS, Math.max(...levels.map(maxInFlight)));
-  // Each worker's first requests are cold (JIT, connections): the warm-up, when there is one, reaches every worker.
-  const warmupRequests = options.warmupRequests > 0 ? Math.max(options.warmupRequests, workerCount > 1 ? workerCount : 0) : 0;
-  const totalRequests = warmupRequests + levels.reduce((sum, level) => sum + level.requests, 0);
-  const loaded = trace ? replayPrompts(trace, warmupRequests, tokenizer) : await loadPrompts(options.prompts, totalRequests, measure);
+  const warmups = planWarmups(options, levels, workerCount);
+  const warmupCount = warmupPromptCount(warmups);
+  const totalRequests = warmupCount + levels.reduce((sum, level) => sum + level.requests, 0);
+  const loaded = trace ? replayPrompts(trace, warmupCount, tokenizer) : await loadPrompts(options.prompts, totalRequests, measure);
   const prompts = options.promptSalt === undefined ? loaded : saltPrompts(loaded, options.promptSalt, tokenizer);
   await checkReachable(host, port, options.baseUrl);
   // Every request in flight listens on the abort signal; hundreds of them are expected, not a leak.
@@ -201,27 +201,20 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
           run: (level, levelPrompts, seed, signal, onDone, onTokenEvent) =>
             runLevel({ ...context, signal, ...(onTokenEvent && { onTokenEvent }) }, level, levelPrompts, seed, onDone),
         };
+    // The measured prompts come first and the warm-up's after them: the same prompts are measured whatever the
+    // warm-up (its size follows the concurrency), so runs at different levels answer the same prompts.
     let offset = 0;
-    if (warmupRequests > 0) {
-      const warmupPlan: LevelPlan = {
-        label: WARMUP_LABEL,
-        requests: warmupRequests,
-        concurrency: Math.min(warmupRequests, Math.max(workerCount, maxInFlight(levels[0]!))),
-      };
-      const warmup = await runMeasuredLevel(runner, warmupPlan, prompts.slice(0, warmupRequests), { ...options, maxFailedFraction: undefined });
-      offset = warmupRequests;
-      // Only set-up mistakes stop the run here (wrong API, path or model, server gone); 5xx, stalls and broken
-      // streams are server behaviour that the measurement itself reports.
-      const setupFailures = warmup.outcomes.filter((outcome) => outcome.sample.error?.kind === 'http-4xx' || outcome.sample.error?.kind === 'connection');
-      if (!options.signal?.aborted && setupFailures.length === warmup.outcomes.length) {
-        const error = setupFailures[0]!.sample.error!;
-        throw new UserError(
-          `all ${setupFailures.length} warm-up request(s) to ${options.baseUrl} failed: ${error.kind}: ${error.message}`,
-          `check that the server speaks the ${options.backend} API (--backend) and serves the model (--model)`,
-        );
-      }
-    }
+    const measuredCount = levels.reduce((sum, level) => sum + level.requests, 0);
+    let warmupOffset = measuredCount;
     for (const [levelIndex, level] of levels.entries()) {
+      for (const step of warmups.filter((candidate) => candidate.beforeLevel === levelIndex)) {
+        const warmupPrompts = prompts.slice(warmupOffset, warmupOffset + step.plan.requests);
+        const outcomes = await warmUp(runner, step, warmupPrompts, options);
+        const setupFailure =
+          warmupOffset === measuredCount && !options.signal?.aborted ? warmupSetupFailure(outcomes, options.baseUrl, options.backend) : undefined;
+        if (setupFailure) throw setupFailure;
+        warmupOffset += step.plan.requests;
+      }
       if (options.signal?.aborted) break;
       const probe = specProbe(options, dispatcher, baseUrl);
       await probe.before();
@@ -366,6 +359,18 @@ async function runMeasuredLevel(
     clearInterval(timer);
     report();
   }
+}
+
+/** One warm-up step: a round of its requests, repeated while its duration is not up; the outcomes of all rounds. */
+async function warmUp(runner: LevelRunner, step: WarmupStep, prompts: readonly PromptItem[], options: BenchOptions): Promise<RequestOutcome[]> {
+  const outcomes: RequestOutcome[] = [];
+  const started = performance.now();
+  for (let round = 0; round < MAX_WARMUP_ROUNDS && !options.signal?.aborted; round++) {
+    const run = await runMeasuredLevel(runner, step.plan, prompts, { ...options, maxFailedFraction: undefined });
+    for (const outcome of run.outcomes) outcomes.push(outcome);
+    if (step.durationMs === undefined || performance.now() - started >= step.durationMs) break;
+  }
+  return outcomes;
 }
 
 /** A category's spec stats: per-request counters of its completed requests (server-wide counters cannot be split). */

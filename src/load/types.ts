@@ -48,7 +48,12 @@ export interface ClientOptions {
   promptSalt?: number;
   /** false: send llama.cpp's `cache_prompt: false` with every request (no prompt-cache reuse). */
   cachePrompt?: false;
+  /** Requests sent before measuring, not counted (see load/warmup.ts); 0 and no warmupMs: none. */
   warmupRequests: number;
+  /** Instead of a count: warm-up rounds until this long has passed. */
+  warmupMs?: number;
+  /** Each level gets its own warm-up at its own concurrency or rate (a new batch size warms up on first use). */
+  warmupPerLevel?: boolean;
   /** Ask the server to ignore EOS so output lengths are exactly the requested ones. */
   ignoreEos: boolean;
   /** A request that has produced nothing for this long is failed as a stall. */

@@ -361,7 +361,7 @@ function driftNotes(data: RunData): string[] {
     const affected = trials.filter((trial) => (trial.metrics.failed ?? 0) > 0).length;
     notes.push(`${failed} failed requests in ${affected} of ${trials.length} trials (excluded from latency figures).`);
   }
-  notes.push(...workNotes(trials));
+  notes.push(...workNotes(trials, storedExperimentOf(run).metric));
   return notes;
 }
 

@@ -69,6 +69,14 @@ const DecodeSchema = z.strictObject({
   concurrencySlowdown: z.number().min(0).default(0.02),
   /** Requests beyond this many wait in a FIFO queue. */
   maxBatch: z.number().int().min(1).default(256),
+  /**
+   * Extra time, per batch size, of the first decode step at a batch larger than any this server ran since start,
+   * for the whole batch: kernels JIT-compiled or autotuned per shape on first use although CUDA graphs were captured
+   * at startup (sgl-project/sglang#18244: Triton kernels compiled per bs, ~30-45 ms each; vllm-project/vllm#37188:
+   * autotuning on the first requests after every start; triton-lang/triton#4781: first compile per grid shape), and
+   * the allocator growing to the new peak. 0: every size is warm from the start.
+   */
+  newBatchMs: z.number().min(0).default(0),
   /** Multiplicative timing noise (≈ coefficient of variation of each delay). */
   jitter: z.number().min(0).max(2).default(0.05),
   seed: z.number().int().default(1),

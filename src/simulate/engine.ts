@@ -76,6 +76,9 @@ export class SimEngine {
   lastOutputAt = -Infinity;
   /** --answer-key: prompts the simulated model knows the answer to. */
   private readonly answers: AnswerKey | undefined;
+  /** Largest batch a decode step has run since start (config.decode.newBatchMs), and when the batch's stall ends. */
+  private largestBatch = 0;
+  private stalledUntil = -Infinity;
 
   /** `replica` > 0 (a worker of a multi-worker simulator) salts the seed, so no two workers replay one stream. */
   constructor(
@@ -99,6 +102,20 @@ export class SimEngine {
   /** Counters plus the scheduler's gauges, as of now. */
   counters(): SimCounters {
     return this.metrics.counters(this.scheduler.running, this.scheduler.queued);
+  }
+
+  /**
+   * A step at a batch larger than any run since start stalls the whole batch by newBatchMs per size it grew by
+   * (kernels compiled or autotuned for each new shape, the allocator growing): every running request's next step
+   * waits for the returned time. Sizes up to the largest so far count as warm, as a batch's ramp-up passes each.
+   */
+  private newBatchStall(): number {
+    const size = this.scheduler.running;
+    if (this.config.decode.newBatchMs > 0 && size > this.largestBatch) {
+      this.stalledUntil = nowMs() + (size - this.largestBatch) * this.config.decode.newBatchMs;
+      this.largestBatch = size;
+    }
+    return this.stalledUntil;
   }
 
   /** Runs one request through queue, prefill and decode; undefined when `signal` aborted it. */
@@ -141,7 +158,7 @@ export class SimEngine {
         const stepMs = sampleStepMs(config, this.scheduler.running, this.speedup / drift, rng, drift);
         // Absolute deadlines keep timer lateness from accumulating; but a server that fell more than a step
         // behind (overloaded host) restarts its schedule rather than bursting to catch up.
-        deadline = Math.max(deadline + stepMs, nowMs() - stepMs);
+        deadline = Math.max(deadline + stepMs, nowMs() - stepMs, this.newBatchStall());
         if (deadline > nowMs()) {
           await sleepUntil(deadline, signal);
           stepsSinceYield = 0;

@@ -58,6 +58,7 @@ const trialMetricsSchema = z
     outputLength: z.object({ requestedMean: figure, generatedMean: figure, shortRequests: z.number().int().min(0) }).optional(),
     tokenCounts: z.object({ method: z.string(), checked: z.number().int().min(0), disagreeing: z.number().int().min(0) }).optional(),
     resends: z.number().int().min(0).optional(),
+    afterStart: z.number().int().min(1).optional(),
     rate: z.object({ offeredPerSecond: figure, servedPerSecond: figure, queuedByCap: z.number().int().min(0), maxLagMs: figure }).optional(),
   })
   .passthrough();

@@ -45,6 +45,8 @@ export interface TrialMetrics {
   resends?: number;
   /** Open loop: the offered rate and the rate the server actually served. */
   rate?: { offeredPerSecond: number; servedPerSecond: number; queuedByCap: number; maxLagMs: number };
+  /** 1: the variant's first trial of this workload after its server started, 2 the next… (absent in older runs). */
+  afterStart?: number;
 }
 
 export interface CategoryMetrics {

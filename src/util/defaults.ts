@@ -23,8 +23,15 @@ export const COLD_CACHE_MAX_HIT_RATE = 0.05;
 /** Requests in flight at most under an open-loop rate (`bench --max-in-flight`, a rate workload's `maxInFlight`). */
 export const DEFAULT_MAX_IN_FLIGHT = 256;
 
-/** Warm-up requests before each measurement, excluded from results (`bench --warmup`, `client.warmupRequests`). */
+/** Warm-up requests before measuring, excluded from results (`bench --warmup`, `client.warmup.requests`). */
 export const DEFAULT_WARMUP_REQUESTS = 1;
+
+/**
+ * `client.warmup.perWorkload`: each workload (each level of a sweep) warmed at its own concurrency or rate before its
+ * first trial after a server start. On: in examples/sim-spec-decode.yaml with a new-batch-size cost, one request at
+ * c=1 left the first c=8 trial after each start slower than the later ones; per workload removed it (docs/experiments.md).
+ */
+export const DEFAULT_WARMUP_PER_WORKLOAD = true;
 
 /** Synthetic prompt and output lengths in tokens (`bench --input-len/--output-len`, a synthetic `client.prompts`). */
 export const DEFAULT_INPUT_TOKENS = 256;

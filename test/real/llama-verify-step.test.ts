@@ -21,6 +21,9 @@ const MODEL = process.env.SERVELAB_LLAMA_MODEL;
 const DRAFT = process.env.SERVELAB_LLAMA_DRAFT;
 const skip = BINARY && MODEL && DRAFT ? false : 'set SERVELAB_LLAMA_SERVER, SERVELAB_LLAMA_MODEL and SERVELAB_LLAMA_DRAFT (a draft .gguf) to run it';
 
+/** llama-server's draft-model speculation in this release (../shared/real-engine/README.md). */
+const SPECULATE = ['--spec-type', 'draft-simple', '-md', DRAFT ?? '', '--spec-draft-n-max', '4', '--spec-draft-n-min', '0'];
+
 /**
  * The server's own time per target step over the requests that drafted: each request's timings block starts with
  * "prompt eval time"; the readiness probe's one-token request drafts nothing and prints no acceptance line.

@@ -41,6 +41,8 @@ export interface BenchFlags {
   promptSalt?: string;
   cachePrompt: boolean;
   warmup: string;
+  warmupSeconds?: string;
+  warmupPerLevel: boolean;
   ignoreEos: boolean;
   requireFullOutput: boolean;
   tokenCounts?: TokenCountSource;
@@ -275,6 +277,8 @@ export function clientOptionsFromFlags(flags: BenchFlags): ClientOptions {
     ...(flags.promptSalt !== undefined && { promptSalt: promptSaltFlag(flags.promptSalt) }),
     ...(!flags.cachePrompt && { cachePrompt: false as const }),
     warmupRequests: flags.warmup === '0' ? 0 : positiveInt('--warmup', flags.warmup),
+    ...(flags.warmupSeconds !== undefined && { warmupMs: parseDurationMs(flags.warmupSeconds) }),
+    warmupPerLevel: flags.warmupPerLevel,
     ignoreEos: flags.ignoreEos,
     requireFullOutput: flags.requireFullOutput,
     ...(flags.tokenCounts !== undefined && { tokenCounts: flags.tokenCounts }),

@@ -16,6 +16,7 @@ import {
   DEFAULT_PROMPT_SEED,
   DEFAULT_REQUEST_TIMEOUT,
   DEFAULT_SYNTHETIC_OUTPUT_TOKENS,
+  DEFAULT_WARMUP_PER_WORKLOAD,
   DEFAULT_WARMUP_REQUESTS,
 } from '../../util/defaults.js';
 import { messageOf, UserError } from '../../util/errors.js';
@@ -136,6 +137,13 @@ function defineBench(program: Command): Command {
     .option('--prompt-salt <n>', 'open every prompt with words derived from N, so no prefix-cache hit carries over from runs with another salt')
     .option('--no-cache-prompt', "send llama.cpp's cache_prompt: false, so no request reuses a cached prompt")
     .option('--warmup <n>', 'warm-up requests before measuring (excluded from results)', String(DEFAULT_WARMUP_REQUESTS))
+    .option('--warmup-seconds <duration>', 'instead of --warmup N: warm-up rounds until this long has passed (e.g. 10s)')
+    .option(
+      '--warmup-per-level',
+      "warm each level up at its own concurrency or rate, a request per slot at least (a server's new batch sizes are slow at first)",
+      DEFAULT_WARMUP_PER_WORKLOAD,
+    )
+    .option('--no-warmup-per-level', 'one warm-up before the first level, at most as many in flight as it')
     .option('--no-ignore-eos', 'let the model stop at EOS (default: ignore_eos so output lengths are exact)')
     .option('--no-require-full-output', 'accept requests that stop short of their output length despite ignore_eos (default: such a level is invalid, exit 1)')
     .addOption(

@@ -33,6 +33,7 @@ interface SimulateFlags {
   tpotMs?: number;
   concurrencySlowdown?: number;
   maxBatch?: number;
+  newBatchMs?: number;
   jitter?: number;
   seed?: number;
   driftPctPerMin?: number;
@@ -116,6 +117,7 @@ const FLAG_OF_KEY: Record<string, string> = {
   'decode.tpotMs': '--tpot-ms',
   'decode.concurrencySlowdown': '--concurrency-slowdown',
   'decode.maxBatch': '--max-batch',
+  'decode.newBatchMs': '--new-batch-ms',
   'decode.jitter': '--jitter',
   'decode.seed': '--seed',
   'decode.drift.pctPerMin': '--drift-pct-per-min',
@@ -166,6 +168,7 @@ function overridesFrom(flags: SimulateFlags): SimConfigInput {
       tpotMs: flags.tpotMs,
       concurrencySlowdown: flags.concurrencySlowdown,
       maxBatch: flags.maxBatch,
+      newBatchMs: flags.newBatchMs,
       jitter: flags.jitter,
       seed: flags.seed,
       drift: { pctPerMin: flags.driftPctPerMin, sinceEpochMs: flags.driftSince },
@@ -247,6 +250,7 @@ function defineSimulate(program: Command): Command {
     .option('--tpot-ms <ms>', 'time per decode step for one request (default 10; 0 = as fast as possible)', number)
     .option('--concurrency-slowdown <fraction>', 'step slowdown per extra running request (default 0.02)', number)
     .option('--max-batch <n>', 'running requests at most; the rest queue FIFO (default 256)', integer)
+    .option('--new-batch-ms <ms>', 'extra time per new size of the first step at a batch larger than any since start, batch-wide (default 0)', number)
     .option('--jitter <fraction>', 'coefficient of variation of every delay (default 0.05)', number)
     .option('--seed <n>', 'random seed (default 1)', integer)
     .option('--drift-pct-per-min <pct>', 'slow machine drift: decode steps take this % longer per minute (default 0)', number)

@@ -1,15 +1,19 @@
 /**
  * What a variant's trials did that their figures do not show: requests that stopped short of the requested output
- * (unequal work), token counts the sources disagreed on, resent requests, an open loop that fell behind its rate.
+ * (unequal work), token counts the sources disagreed on, resent requests, an open loop that fell behind its rate,
+ * a first trial after each server start unlike the later ones (./warmup-trend.ts).
  * One line per variant × workload and kind, for `show`, the report and the UI alike. Pure.
  */
 
 import { mean, sum } from 'simple-statistics';
 import type { TrialRecord } from '../../store/types.js';
-import { formatNumber } from '../../util/format.js';
+import { formatNumber, formatPercent } from '../../util/format.js';
+import { metricValue } from '../spec/metrics.js';
+import type { MetricName } from '../spec/types.js';
+import { firstTrialOutlier, K_MAD, MIN_RELATIVE } from './warmup-trend.js';
 
 /** "baseline c=8: early-stop: 16 of 40 tokens per request in 5 of 5 trials (200 requests stopped short)". */
-export function workNotes(trials: readonly TrialRecord[]): string[] {
+export function workNotes(trials: readonly TrialRecord[], metric: MetricName = 'outputTokensPerSecond'): string[] {
   const groups = new Map<string, TrialRecord[]>();
   for (const trial of trials) {
     const key = `${trial.variant} ${trial.workload}`;
@@ -45,6 +49,23 @@ export function workNotes(trials: readonly TrialRecord[]): string[] {
           'the server fell behind (latency counts from each scheduled arrival)',
       );
     }
+    const warmup = warmupNote(group, metric);
+    if (warmup) notes.push(`${label}: ${warmup}`);
   }
   return notes;
+}
+
+/** The first trial after each server start against the later ones on a start (trials that recorded their place). */
+function warmupNote(group: readonly TrialRecord[], metric: MetricName): string | undefined {
+  const value = (trial: TrialRecord): number => metricValue(trial.metrics, metric);
+  const firsts = group.filter((trial) => trial.metrics.afterStart === 1).map(value);
+  const laters = group.filter((trial) => (trial.metrics.afterStart ?? 0) > 1).map(value);
+  const outlier = firstTrialOutlier(firsts, laters);
+  if (!outlier) return undefined;
+  return (
+    `first trial after a server start is an outlier: ${metric} ${formatNumber(outlier.firstMedian)} (median of ${outlier.firsts}) vs ` +
+    `${formatNumber(outlier.laterMedian)} in the later trials (median of ${outlier.laters}), ${formatPercent(outlier.change * 100)}, outside ` +
+    `their range ± ${K_MAD}×MAD (${MIN_RELATIVE * 100}% at least): the warm-up did not bring the server to this ` +
+    "workload's steady state; raise client.warmup.requests or set client.warmup.perWorkload: true"
+  );
 }

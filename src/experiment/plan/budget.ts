@@ -4,7 +4,7 @@ import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
 import { recentReadyMs, recentTrialDurationsMs } from '../../store/campaign.js';
 import type { Db } from '../../store/db.js';
 import type { Plan, ResolvedExperiment, ServerConfig } from '../spec/types.js';
-import { type DeclaredCosts, declaredTrialMs, START_OVERHEAD_MS } from './trial-estimate.js';
+import { type DeclaredCosts, declaredStartWarmupMs, declaredTrialMs, START_OVERHEAD_MS } from './trial-estimate.js';
 
 /**
  * A predicted duration and where it comes from, best first: the store's history (median of `samples` recorded
@@ -22,6 +22,11 @@ export const UNKNOWN: Estimate = { ms: undefined, source: 'unknown', samples: 0 
 export interface CostModel {
   startups: Record<string, Estimate>;
   trials: Record<string, Estimate>;
+  /**
+   * Declared `warmup.perWorkload` warm-up of a pair's first trial after each server start (a history's trial
+   * durations already hold it: the runner times a trial from before its warm-up).
+   */
+  startWarmups?: Record<string, number>;
 }
 
 export interface ConfigPrediction {
@@ -71,6 +76,7 @@ export type DeclaredCostsOf = (server: ServerConfig) => DeclaredCosts | undefine
 export function loadCostModel(db: Db | undefined, experiment: ResolvedExperiment, declaredOf?: DeclaredCostsOf): CostModel {
   const startups: Record<string, Estimate> = {};
   const trials: Record<string, Estimate> = {};
+  const startWarmups: Record<string, number> = {};
   for (const variant of experiment.variants) {
     const declared = declaredOf?.(variant.server);
     startups[variant.serverKey] ??= fromHistory(db ? recentReadyMs(db, startupKeyOf(variant.server)) : []) ?? startupWithoutHistory(variant.server, declared);
@@ -78,11 +84,13 @@ export function loadCostModel(db: Db | undefined, experiment: ResolvedExperiment
       const own = db ? recentTrialDurationsMs(db, { experimentName: experiment.name, workload: label, variant: variant.name }) : [];
       const any = own.length > 0 || !db ? own : recentTrialDurationsMs(db, { experimentName: experiment.name, workload: label });
       const trialMs = declared && declaredTrialMs(declared, workload, variant.client);
-      trials[costPairKey(variant.name, label)] =
-        fromHistory(any) ?? (trialMs !== undefined ? { ms: trialMs, source: 'declared', samples: 0, basis: declared!.basis } : UNKNOWN);
+      const pair = costPairKey(variant.name, label);
+      trials[pair] = fromHistory(any) ?? (trialMs !== undefined ? { ms: trialMs, source: 'declared', samples: 0, basis: declared!.basis } : UNKNOWN);
+      const warmupMs = trials[pair].source === 'declared' ? declaredStartWarmupMs(declared!, workload, variant.client) : undefined;
+      if (warmupMs) startWarmups[pair] = warmupMs;
     }
   }
-  return { startups, trials };
+  return { startups, trials, startWarmups };
 }
 
 function fromHistory(values: number[]): Estimate | undefined {
@@ -102,6 +110,7 @@ export function predictPlan(plan: Pick<Plan, 'trials'>, experiment: ResolvedExpe
   const configs = new Map<string, ConfigPrediction>();
   const sources = new Set<Estimate['source']>();
   let previousKey: string | undefined;
+  let warmedOnStart = new Set<string>();
   for (const trial of plan.trials) {
     let config = configs.get(trial.serverKey);
     if (!config) {
@@ -111,13 +120,19 @@ export function predictPlan(plan: Pick<Plan, 'trials'>, experiment: ResolvedExpe
       configs.set(trial.serverKey, config);
       sources.add(startupMs.source);
     }
-    if (trial.serverKey !== previousKey) config.starts += 1;
+    if (trial.serverKey !== previousKey) {
+      config.starts += 1;
+      warmedOnStart = new Set();
+    }
     previousKey = trial.serverKey;
-    const trialMs = costs.trials[costPairKey(trial.variant, trial.workload)] ?? UNKNOWN;
+    const pair = costPairKey(trial.variant, trial.workload);
+    const trialMs = costs.trials[pair] ?? UNKNOWN;
     sources.add(trialMs.source);
     if (!config.trialSources.includes(trialMs.source)) config.trialSources.push(trialMs.source);
     config.trials += 1;
-    config.measureMs = sum(config.measureMs, trialMs.ms);
+    const warmupMs = warmedOnStart.has(pair) ? 0 : (costs.startWarmups?.[pair] ?? 0);
+    warmedOnStart.add(pair);
+    config.measureMs = sum(config.measureMs, trialMs.ms === undefined ? undefined : trialMs.ms + warmupMs);
   }
   const list = [...configs.values()];
   const starts = list.reduce((total, config) => total + config.starts, 0);

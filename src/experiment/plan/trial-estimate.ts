@@ -1,4 +1,6 @@
+import { planLevels } from '../../load/level.js';
 import type { LengthDistribution, Workload } from '../../load/types.js';
+import { planWarmups, type WarmupStep } from '../../load/warmup.js';
 import type { ClientConfig } from '../spec/types.js';
 
 /**
@@ -22,31 +24,62 @@ export const START_OVERHEAD_MS = 1000;
 /** Servelab's own work around each trial (cache salt or reset, telemetry, journal write): measured ~0.1 s locally. */
 export const TRIAL_OVERHEAD_MS = 100;
 
-/**
- * Expected length of one trial of `workload` from declared request times: warm-up requests, then the measured
- * ones in rounds of the concurrency (an open-loop rate: its arrival span plus one request). Undefined for dataset
- * prompts, whose lengths are unknown until read.
- */
-export function declaredTrialMs(costs: DeclaredCosts, workload: Workload, client: ClientConfig): number | undefined {
-  if (client.prompts.kind !== 'synthetic' || workload.kind === 'trace') return undefined;
-  const input = meanLength(client.prompts.inputTokens);
-  const output = meanLength(client.prompts.outputTokens);
-  const rounds = (requests: number, concurrency: number): number =>
-    Math.ceil(requests / concurrency) * costs.requestMs(input, output, Math.min(requests, concurrency));
-  const inFlight =
-    workload.kind === 'single-stream' ? 1 : workload.kind === 'rate' ? workload.maxInFlight : workload.kind === 'concurrency' ? workload.concurrency : 1;
-  // As load/run.ts runs warm-up: its requests at once, up to the level's concurrency.
-  const warmup = client.warmupRequests > 0 ? rounds(client.warmupRequests, Math.min(client.warmupRequests, inFlight)) : 0;
-  return TRIAL_OVERHEAD_MS + warmup + measuredMs(costs, workload, rounds, input, output);
+/** Declared time of `requests` sent `concurrency` at a time, and one request's prompt and output lengths. */
+interface Timing {
+  rounds: (requests: number, concurrency: number) => number;
+  input: number;
+  output: number;
 }
 
-function measuredMs(
-  costs: DeclaredCosts,
-  workload: Exclude<Workload, { kind: 'trace' }>,
-  rounds: (requests: number, concurrency: number) => number,
-  input: number,
-  output: number,
-): number {
+/**
+ * Expected length of one trial of `workload` from declared request times: the warm-up every trial gets (none with
+ * `warmup.perWorkload`: see declaredStartWarmupMs), then the measured requests in rounds of the concurrency (an
+ * open-loop rate: its arrival span plus one request). Undefined for dataset prompts, whose lengths are unknown until read.
+ */
+export function declaredTrialMs(costs: DeclaredCosts, workload: Workload, client: ClientConfig): number | undefined {
+  const timing = timingOf(costs, client);
+  if (!timing || workload.kind === 'trace') return undefined;
+  const warmup = client.warmup.perWorkload ? 0 : warmupMs(costs, workload, client, timing);
+  return TRIAL_OVERHEAD_MS + warmup + measuredMs(costs, workload, timing);
+}
+
+/** With `warmup.perWorkload`: the warm-up of the variant's first trial of `workload` after each server start. */
+export function declaredStartWarmupMs(costs: DeclaredCosts, workload: Workload, client: ClientConfig): number | undefined {
+  const timing = timingOf(costs, client);
+  if (!timing) return undefined;
+  return client.warmup.perWorkload ? warmupMs(costs, workload, client, timing) : 0;
+}
+
+function timingOf(costs: DeclaredCosts, client: ClientConfig): Timing | undefined {
+  if (client.prompts.kind !== 'synthetic') return undefined;
+  const input = meanLength(client.prompts.inputTokens);
+  const output = meanLength(client.prompts.outputTokens);
+  return {
+    rounds: (requests, concurrency) => Math.ceil(requests / concurrency) * costs.requestMs(input, output, Math.min(requests, concurrency)),
+    input,
+    output,
+  };
+}
+
+/** The warm-up load/warmup.ts plans for this client (one thread's worth), round by round. */
+function warmupMs(costs: DeclaredCosts, workload: Workload, client: ClientConfig, timing: Timing): number {
+  const settings = {
+    warmupRequests: client.warmup.requests,
+    ...(client.warmup.durationMs !== undefined && { warmupMs: client.warmup.durationMs }),
+    warmupPerLevel: client.warmup.perWorkload,
+  };
+  const workers = typeof client.workers === 'number' ? client.workers : 1;
+  return planWarmups(settings, planLevels(workload), workers).reduce((total, step) => total + stepMs(costs, step, timing), 0);
+}
+
+function stepMs(costs: DeclaredCosts, step: WarmupStep, timing: Timing): number {
+  const { plan } = step;
+  const round = plan.rate ? rateMs(costs, { ...plan.rate, requests: plan.requests }, timing) : timing.rounds(plan.requests, plan.concurrency ?? 1);
+  return step.durationMs === undefined ? round : Math.max(step.durationMs, round);
+}
+
+function measuredMs(costs: DeclaredCosts, workload: Exclude<Workload, { kind: 'trace' }>, timing: Timing): number {
+  const { rounds } = timing;
   switch (workload.kind) {
     case 'single-stream':
       return rounds(workload.requests, 1);
@@ -54,14 +87,17 @@ function measuredMs(
       return rounds(workload.requests, workload.concurrency);
     case 'sweep':
       return workload.concurrencies.reduce((sum, concurrency) => sum + rounds(workload.requestsPerLevel, concurrency), 0);
-    case 'rate': {
-      const single = costs.requestMs(input, output, 1);
-      const active = Math.min(workload.maxInFlight, Math.max(1, (workload.requestsPerSecond * single) / 1000));
-      const span = (workload.requests / workload.requestsPerSecond) * 1000;
-      // A rate above what maxInFlight can serve is paced by the slots instead.
-      return Math.max(span, rounds(workload.requests, workload.maxInFlight)) + costs.requestMs(input, output, active);
-    }
+    case 'rate':
+      return rateMs(costs, workload, timing);
   }
+}
+
+function rateMs(costs: DeclaredCosts, rate: { requests: number; requestsPerSecond: number; maxInFlight: number }, { rounds, input, output }: Timing): number {
+  const single = costs.requestMs(input, output, 1);
+  const active = Math.min(rate.maxInFlight, Math.max(1, (rate.requestsPerSecond * single) / 1000));
+  const span = (rate.requests / rate.requestsPerSecond) * 1000;
+  // A rate above what maxInFlight can serve is paced by the slots instead.
+  return Math.max(span, rounds(rate.requests, rate.maxInFlight)) + costs.requestMs(input, output, active);
 }
 
 export function meanLength(length: LengthDistribution): number {

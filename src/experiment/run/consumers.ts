@@ -53,10 +53,13 @@ export class TrialConsumers {
       log(`${where}: INVALID${level ? ` (${level.completed} ok, ${level.failed} failed)` : ''}: ${reason}`);
       return { valid: false, reason };
     }
-    const metrics = trialMetricsOf(level, {
-      ...(measured.telemetry && { gpuSamples: measured.telemetry.series.gpu }),
-      ...(experiment.cost && { cost: experiment.cost }),
-    });
+    const metrics = {
+      ...trialMetricsOf(level, {
+        ...(measured.telemetry && { gpuSamples: measured.telemetry.series.gpu }),
+        ...(experiment.cost && { cost: experiment.cost }),
+      }),
+      afterStart: measured.afterStart,
+    };
     journal.validTrial(
       {
         variant: trial.variant,

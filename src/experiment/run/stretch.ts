@@ -39,17 +39,24 @@ export async function runStretch(
     guardReference(context.db, target, fingerprint, { accept: context.acceptEnvChange, log: context.log });
     await sendEquivalencePasses(context, server, variants);
     await sendAccuracyPasses(context, server, variants);
+    // Trials of each variant × workload measured on this server start (a restart after an invalid trial clears it).
+    let measuredOnStart = new Map<string, number>();
     for (const trial of trials) {
       const variant = experiment.variants.find((candidate) => candidate.name === trial.variant)!;
+      const key = `${trial.variant} ${trial.workload}`;
       for (let attempt = 0; ; attempt += 1) {
-        const measured = await measureTrial(context, server.running, { trial, variant, attempt }, consumers.progressOf(trial));
+        const afterStart = (measuredOnStart.get(key) ?? 0) + 1;
+        const measured = await measureTrial(context, server.running, { trial, variant, attempt, afterStart }, consumers.progressOf(trial));
+        measuredOnStart.set(key, afterStart);
         const outcome = consumers.completed(measured, fingerprint);
         if (outcome.valid) {
           if (outcome.alarm) return outcome.alarm;
           break;
         }
         if (attempt >= retries) throw await trialFailure(context, server, consumers.nameOf(trial), outcome.reason, attempt + 1);
+        const before = server;
         server = await servers.reverify(server, variants[0]!, label);
+        if (server !== before) measuredOnStart = new Map();
       }
     }
     return undefined;

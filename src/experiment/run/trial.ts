@@ -8,7 +8,7 @@ import { prefixCacheFromCounters } from '../../telemetry/prefix-cache.js';
 import { startTrialRecorder } from '../../telemetry/trial.js';
 import type { TrialTelemetry } from '../../telemetry/types.js';
 import { DEFAULT_MAX_FAILED_FRACTION } from '../../util/defaults.js';
-import type { PlannedTrial, ResolvedVariant, ResolvedWorkload } from '../spec/types.js';
+import type { PlannedTrial, ResolvedVariant, ResolvedWorkload, WarmupConfig } from '../spec/types.js';
 import { resetCache, type TrialCache, trialCache } from './cache.js';
 import type { RunContext } from './context.js';
 import { watchServerLog } from './log-watch.js';
@@ -21,6 +21,8 @@ export interface MeasuredTrial {
   workload: ResolvedWorkload;
   /** 0 for the first measurement of this planned trial, 1 for its first re-run... */
   attempt: number;
+  /** 1 for the variant's first trial of this workload after its server started, 2 for the next… */
+  afterStart: number;
   startedAt: string;
   finishedAt: string;
   /** Undefined when the load client measured nothing. */
@@ -43,7 +45,7 @@ export type TrialProgress = (progress: BenchProgress, warmingUp: boolean) => voi
 export async function measureTrial(
   context: RunContext,
   server: RunningServer,
-  planned: { trial: PlannedTrial; variant: ResolvedVariant; attempt: number },
+  planned: { trial: PlannedTrial; variant: ResolvedVariant; attempt: number; afterStart: number },
   onProgress: TrialProgress,
 ): Promise<MeasuredTrial> {
   const { experiment, signal: stop } = context;
@@ -63,7 +65,7 @@ export async function measureTrial(
   const recorder = startTrialRecorder(context.executor, server.baseUrl, experiment.telemetry);
   try {
     const result = await context.executor.bench({
-      ...benchOptionsOf(variant, workload, profile, server, cache),
+      ...benchOptionsOf(variant, workload, profile, server, cache, planned.afterStart),
       // The level stops firing once it can no longer be valid, instead of sending the rest into a broken server.
       maxFailedFraction: experiment.validity?.maxFailedFraction ?? DEFAULT_MAX_FAILED_FRACTION,
       signal,
@@ -109,13 +111,18 @@ export async function measureTrial(
   };
 }
 
-/** The load client's options for a trial: the variant's client config on this server, workload and cache mode. */
+/**
+ * The load client's options for a trial: the variant's client config on this server, workload and cache mode.
+ * `afterStart` (see MeasuredTrial): with `warmup.perWorkload`, only the first trial after a start is warmed, level
+ * by level at the workload's own concurrency; the server stays warm for the later ones.
+ */
 export function benchOptionsOf(
   variant: ResolvedVariant,
   workload: ResolvedWorkload,
   profile: ServerProfile,
   server: RunningServer,
   cache: TrialCache,
+  afterStart = 1,
 ): Omit<BenchOptions, 'signal' | 'onProgress' | 'verifyServer'> {
   const client = variant.client;
   const model = client.model ?? server.ready.model;
@@ -127,7 +134,7 @@ export function benchOptionsOf(
     prompts: client.prompts,
     ...(cache.promptSalt !== undefined && { promptSalt: cache.promptSalt }),
     ...(cache.cachePrompt === false && { cachePrompt: false }),
-    warmupRequests: client.warmupRequests,
+    ...warmupOptionsOf(client.warmup, afterStart),
     ignoreEos: client.ignoreEos,
     requestTimeoutMs: client.requestTimeoutMs,
     requestTimeoutSetting: 'client.requestTimeout',
@@ -137,5 +144,14 @@ export function benchOptionsOf(
     ...(client.tokenizerPath !== undefined && { tokenizerPath: client.tokenizerPath }),
     ...(client.workers !== undefined && { workers: client.workers }),
     specMetrics: 'auto',
+  };
+}
+
+function warmupOptionsOf(warmup: WarmupConfig, afterStart: number): Pick<BenchOptions, 'warmupRequests' | 'warmupMs' | 'warmupPerLevel'> {
+  if (warmup.perWorkload && afterStart > 1) return { warmupRequests: 0, warmupPerLevel: true };
+  return {
+    warmupRequests: warmup.requests,
+    ...(warmup.durationMs !== undefined && { warmupMs: warmup.durationMs }),
+    warmupPerLevel: warmup.perWorkload,
   };
 }

@@ -23,8 +23,14 @@ export interface UntimedPass {
 /** The pass's answers (failed ones included, with their error); throws when the load client returned none. */
 export async function untimedOutputs(context: RunContext, server: ServerHandle, variant: ResolvedVariant, pass: UntimedPass): Promise<RequestOutput[]> {
   const profile = BUILTIN_PROFILES[variant.server.profile]!;
+  // Its own warm-up (the pass's), not the trials' per-workload one: answers are compared, not timed.
+  const {
+    warmupMs: _duration,
+    warmupPerLevel: _perLevel,
+    ...options
+  } = benchOptionsOf(variant, { label: pass.label, workload: pass.workload }, profile, server.running, { record: pass.label });
   const result = await context.executor.bench({
-    ...benchOptionsOf(variant, { label: pass.label, workload: pass.workload }, profile, server.running, { record: pass.label }),
+    ...options,
     prompts: pass.prompts,
     warmupRequests: pass.warmupRequests,
     ignoreEos: pass.ignoreEos,

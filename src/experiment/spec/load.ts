@@ -12,6 +12,7 @@ import {
   DEFAULT_PROMPT_SEED,
   DEFAULT_REQUEST_TIMEOUT_MS,
   DEFAULT_SYNTHETIC_OUTPUT_TOKENS,
+  DEFAULT_WARMUP_PER_WORKLOAD,
   DEFAULT_WARMUP_REQUESTS,
 } from '../../util/defaults.js';
 import { UserError } from '../../util/errors.js';
@@ -28,6 +29,7 @@ import type {
   ResolvedVariant,
   ResolvedWorkload,
   ServerConfig,
+  WarmupConfig,
 } from './types.js';
 
 /** `{servelab}` in a command is this installation's CLI (bin/servelab.js, from dist/src/experiment/spec/), so simulator experiments run from any directory. */
@@ -40,7 +42,7 @@ const DEFAULT_CLIENT: ClientConfig = {
     outputTokens: { kind: 'fixed', value: DEFAULT_SYNTHETIC_OUTPUT_TOKENS },
     seed: DEFAULT_PROMPT_SEED,
   },
-  warmupRequests: DEFAULT_WARMUP_REQUESTS,
+  warmup: { requests: DEFAULT_WARMUP_REQUESTS, perWorkload: DEFAULT_WARMUP_PER_WORKLOAD },
   ignoreEos: true,
   requestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS,
   cache: 'cold',
@@ -72,6 +74,7 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
     verifyServing: file.server.verifyServing ?? true,
     ...(file.server.model !== undefined && { model: file.server.model }),
   };
+  checkWarmupKeys('client', file.client, fail);
   const baseClient = applyClient(DEFAULT_CLIENT, file.client, file.server.model);
   if (file.client.backend) baseClient.backend = file.client.backend;
   if (file.client.slo) baseClient.slo = file.client.slo;
@@ -95,6 +98,7 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
     const server = applyVariant(baseServer, spec);
     if (server.portRange && !mentionsPort(server))
       fail('server.portRange', `variant "${name}": the command has no {port} to put the picked port in (write --port {port})`);
+    checkWarmupKeys(`${key}.client`, spec.client ?? {}, fail);
     const client = applyClient(baseClient, spec.client ?? {}, undefined);
     const promptsKey = spec.client?.prompts ? `${key}.client.prompts.path` : 'client.prompts.path';
     // A remote client (ssh, client: remote) reads its dataset on the host: that path is left as written.
@@ -300,7 +304,7 @@ function applyClient(base: ClientConfig, overrides: ClientOverrides, serverModel
   return {
     ...base,
     ...(overrides.prompts && { prompts: overrides.prompts }),
-    ...(overrides.warmupRequests !== undefined && { warmupRequests: overrides.warmupRequests }),
+    warmup: resolveWarmup(base.warmup, overrides),
     ...(overrides.ignoreEos !== undefined && { ignoreEos: overrides.ignoreEos }),
     ...(overrides.requestTimeout !== undefined && { requestTimeoutMs: overrides.requestTimeout }),
     ...(model !== undefined && { model }),
@@ -308,6 +312,29 @@ function applyClient(base: ClientConfig, overrides: ClientOverrides, serverModel
     ...(overrides.workers !== undefined && { workers: overrides.workers }),
     ...(overrides.requireFullOutput !== undefined && { requireFullOutput: overrides.requireFullOutput }),
     ...(overrides.tokenCounts !== undefined && { tokenCounts: overrides.tokenCounts }),
+  };
+}
+
+/** One way to say each thing: `warmupRequests` or `warmup.requests`; a count or a duration. */
+function checkWarmupKeys(key: string, client: ClientOverrides, fail: (key: string, message: string) => never): void {
+  if (client.warmupRequests !== undefined && client.warmup !== undefined) fail(`${key}.warmupRequests`, 'give warmup.requests instead (not both)');
+  if (client.warmup?.requests !== undefined && client.warmup.seconds !== undefined) fail(`${key}.warmup`, 'give requests or seconds, not both');
+}
+
+/**
+ * The one resolution of the warm-up: `warmupRequests` is `warmup.requests`; a count replaces a duration and the
+ * other way round; what is not given is the base's (the experiment's, or the defaults).
+ */
+export function resolveWarmup(base: WarmupConfig, overrides: Pick<ClientOverrides, 'warmup' | 'warmupRequests'>): WarmupConfig {
+  const given = overrides.warmup ?? {};
+  const requests = given.requests ?? overrides.warmupRequests;
+  const { durationMs: baseDuration, ...rest } = base;
+  const durationMs = given.seconds ?? (requests === undefined ? baseDuration : undefined);
+  return {
+    ...rest,
+    ...(requests !== undefined && { requests }),
+    ...(durationMs !== undefined && { durationMs }),
+    ...(given.perWorkload !== undefined && { perWorkload: given.perWorkload }),
   };
 }
 

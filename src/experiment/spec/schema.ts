@@ -13,6 +13,7 @@ import {
   DEFAULT_MAX_FAILED_FRACTION,
   DEFAULT_REQUEST_TIMEOUT,
   DEFAULT_SYNTHETIC_OUTPUT_TOKENS,
+  DEFAULT_WARMUP_PER_WORKLOAD,
   DEFAULT_WARMUP_REQUESTS,
 } from '../../util/defaults.js';
 import { CONSTRAINT } from './constraint.js';
@@ -31,10 +32,22 @@ const clientOverridesSchema = z.strictObject({
     description: 'Where prompts come from: generated (synthetic), a dataset file or a production trace.',
     default: { kind: 'synthetic', inputTokens: DEFAULT_INPUT_TOKENS, outputTokens: DEFAULT_SYNTHETIC_OUTPUT_TOKENS },
   }),
-  warmupRequests: z.number().int().min(0).max(100_000).optional().meta({
-    description: "Requests sent before each trial's measurement and not counted (raised to one per worker; 0: none).",
-    default: DEFAULT_WARMUP_REQUESTS,
-  }),
+  warmupRequests: z.number().int().min(0).max(100_000).optional().describe('Short for warmup.requests (kept for older files; give one of the two).'),
+  warmup: z
+    .strictObject({
+      requests: z.number().int().min(0).max(100_000).optional().meta({
+        description: 'Warm-up requests, not counted (raised to one per worker, per workload to one per concurrent slot; 0: none).',
+        default: DEFAULT_WARMUP_REQUESTS,
+      }),
+      seconds: durationSchema.optional().describe('Instead of requests: warm-up rounds until this long has passed.'),
+      perWorkload: z.boolean().optional().meta({
+        description:
+          "true: each workload (each level of a sweep) is warmed at its own concurrency or rate before its first trial after a server start, and later trials on that start get none; false: every trial gets the warm-up, at most as many in flight as its workload's.",
+        default: DEFAULT_WARMUP_PER_WORKLOAD,
+      }),
+    })
+    .optional()
+    .describe("Requests sent before measuring, to bring the server to the workload's steady state (new batch sizes are slow at first)."),
   ignoreEos: z
     .boolean()
     .optional()

@@ -27,7 +27,7 @@ export interface ServerConfig {
 /** Load-client settings; they never influence which server a variant needs. */
 export interface ClientConfig {
   prompts: PromptSource;
-  warmupRequests: number;
+  warmup: WarmupConfig;
   ignoreEos: boolean;
   requestTimeoutMs: number;
   backend?: BackendKind;
@@ -38,6 +38,14 @@ export interface ClientConfig {
   workers?: number | 'auto';
   requireFullOutput?: boolean;
   tokenCounts?: TokenCountSource;
+}
+
+/** `client.warmup` resolved (`client.warmupRequests` maps onto `requests`); see schema.ts. */
+export interface WarmupConfig {
+  requests: number;
+  /** `seconds`, in ms: rounds until this long has passed instead of a count. */
+  durationMs?: number;
+  perWorkload: boolean;
 }
 
 /** See `client.cache` in schema.ts. */

@@ -32,6 +32,7 @@ export function renderExperimentFileDoc(): string {
     keyTable('`client.prompts.window:` (the stretch of a trace replayed)', promptKey(client, 'window')),
     lengthSection(),
     keyTable('`client.slo:`', shapeOf(client)!.slo!),
+    keyTable('`client.warmup:`', shapeOf(client)!.warmup!),
     workloadSection(),
     keyTable('`variants.<name>:`', entryOf(at('variants'))),
     variantMergeSection(),

@@ -170,7 +170,7 @@ export function formatRunShow(
     `metric: ${experiment.metric} (${unit}); baseline: ${experiment.baseline}`,
     `prefix cache: ${cacheSummary(trials)}`,
     `output-token counts from: ${tokenCountSources(trials)}`,
-    ...withHeading('work notes:', workNotes(trials)),
+    ...withHeading('work notes:', workNotes(trials, experiment.metric)),
     '',
     'trials:',
     table(

@@ -34,12 +34,12 @@ export async function replayedTrace(options: Pick<ClientOptions, 'workload' | 'p
 }
 
 /**
- * Warm-up then measured prompts of a trace workload. The warm-up sends the trace's first requests with salted words:
+ * Measured then warm-up prompts of a trace workload (see runBenchmark). The warm-up sends the trace's first requests with salted words:
  * it warms the server without leaving the trace's blocks in its prefix cache (the trace's own hits stay its own).
  */
 export function replayPrompts(trace: readonly PromptItem[], warmupRequests: number, tokenizer?: ModelTokenizer): PromptItem[] {
   const warmup = Array.from({ length: warmupRequests }, (_, index) => trace[index % trace.length]!);
-  return [...saltPrompts(warmup, WARMUP_SALT, tokenizer), ...trace];
+  return [...trace, ...saltPrompts(warmup, WARMUP_SALT, tokenizer)];
 }
 
 /** The offered rate of a replayed stretch: its arrivals over their span; undefined when they all arrive at once. */
