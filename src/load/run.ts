@@ -7,6 +7,7 @@ import { DEFAULT_LOAD_WORKERS } from '../util/defaults.js';
 import { messageOf, UserError } from '../util/errors.js';
 import { ExitCode } from '../util/exit.js';
 import { BACKENDS, type BackendRequestOptions } from './backends.js';
+import { capacityLevelCount, searchCapacity } from './capacity.js';
 import { type LevelPlan, type LevelRun, maxInFlight, planLevels, runLevel } from './level.js';
 import { loadPrompts, type PromptItem, saltPrompts } from './prompts.js';
 import { type RequestContext, type RequestOutcome, servedTrackingConnector } from './request.js';
@@ -142,7 +143,11 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
   const workerCount = resolveWorkerCount(options.workers ?? DEFAULT_LOAD_WORKERS, Math.max(...levels.map(maxInFlight)));
   // Each worker's first requests are cold (JIT, connections): the warm-up, when there is one, reaches every worker.
   const warmupRequests = options.warmupRequests > 0 ? Math.max(options.warmupRequests, workerCount > 1 ? workerCount : 0) : 0;
-  const totalRequests = warmupRequests + levels.reduce((sum, level) => sum + level.requests, 0);
+  const measuredRequests =
+    options.workload.kind === 'capacity'
+      ? capacityLevelCount(options.workload) * options.workload.requestsPerStep
+      : levels.reduce((sum, level) => sum + level.requests, 0);
+  const totalRequests = warmupRequests + measuredRequests;
   const loaded = await loadPrompts(options.prompts, totalRequests, { tokenizer, chat: options.backend === 'openai-chat' });
   const prompts = options.promptSalt === undefined ? loaded : saltPrompts(loaded, options.promptSalt, tokenizer);
   await checkReachable(host, port, options.baseUrl);
@@ -218,8 +223,7 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
         );
       }
     }
-    for (const [levelIndex, level] of levels.entries()) {
-      if (options.signal?.aborted) break;
+    const measure = async (level: LevelPlan, levelIndex: number): Promise<LevelResult> => {
       const probe = specProbe(options, dispatcher, baseUrl);
       await probe.before();
       const levelPrompts = prompts.slice(offset, offset + level.requests);
@@ -243,7 +247,14 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
       const summary = summarizeLevel(input);
       const categories = summarizeCategories(input, (samples) => categorySpec(run.outcomes, samples, options));
       if (categories) summary.categories = categories;
-      results.push(summary);
+      return summary;
+    };
+    if (options.workload.kind === 'capacity') results.push(...(await searchCapacity(options.workload, measure, options.signal)));
+    else {
+      for (const [levelIndex, level] of levels.entries()) {
+        if (options.signal?.aborted) break;
+        results.push(await measure(level, levelIndex));
+      }
     }
     const result: BenchResult = {
       schemaVersion: 1,

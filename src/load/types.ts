@@ -1,4 +1,4 @@
-import type { BenchProgress, Slo, TokenCountSource } from '../metrics/types.js';
+import type { BenchProgress, CapacityAxis, CapacitySlo, Slo, TokenCountSource } from '../metrics/types.js';
 import type { BackendKind } from '../profiles/types.js';
 import type { DatasetSource } from './datasets/types.js';
 
@@ -30,7 +30,11 @@ export type Workload =
   | { kind: 'single-stream'; requests: number }
   | { kind: 'concurrency'; concurrency: number; requests: number }
   | ({ kind: 'rate'; requests: number } & RateSchedule)
-  | { kind: 'sweep'; concurrencies: number[]; requestsPerLevel: number };
+  | { kind: 'sweep'; concurrencies: number[]; requestsPerLevel: number }
+  /** The highest level meeting the SLOs, by bisection between min and max (load/capacity.ts); rate fields only over rate. */
+  | ({ kind: 'capacity'; over: CapacityAxis; min: number; max: number; steps: number; requestsPerStep: number; slo: CapacitySlo } & Partial<
+      Pick<RateSchedule, 'arrival' | 'burstiness' | 'maxInFlight'>
+    >);
 
 /**
  * Everything that says how the load client measures, as plain data: `servelab bench` flags parse into it, the

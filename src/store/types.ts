@@ -1,4 +1,5 @@
 import type { Fingerprint } from '../fingerprint/types.js';
+import type { CapacitySearch } from '../metrics/types.js';
 
 /** One startup phase (from a server's log) and when it began. */
 export interface PhaseTiming {
@@ -45,6 +46,9 @@ export interface TrialMetrics {
   resends?: number;
   /** Open loop: the offered rate and the rate the server actually served. */
   rate?: { offeredPerSecond: number; servedPerSecond: number; queuedByCap: number; maxLagMs: number };
+  /** Capacity workload: the highest rate or concurrency that met its SLOs (0: none did), and the search's path. */
+  sloCapacity?: number;
+  capacity?: CapacitySearch;
 }
 
 export interface CategoryMetrics {

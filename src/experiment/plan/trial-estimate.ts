@@ -1,3 +1,5 @@
+import { nextCapacityLevel } from '../../load/capacity.js';
+import { capacityLevelPlan, maxInFlight, planLevels } from '../../load/level.js';
 import type { LengthDistribution, Workload } from '../../load/types.js';
 import type { ClientConfig } from '../spec/types.js';
 
@@ -33,8 +35,8 @@ export function declaredTrialMs(costs: DeclaredCosts, workload: Workload, client
   const output = meanLength(client.prompts.outputTokens);
   const rounds = (requests: number, concurrency: number): number =>
     Math.ceil(requests / concurrency) * costs.requestMs(input, output, Math.min(requests, concurrency));
-  const inFlight =
-    workload.kind === 'single-stream' ? 1 : workload.kind === 'rate' ? workload.maxInFlight : workload.kind === 'concurrency' ? workload.concurrency : 1;
+  // As load/run.ts sizes the warm-up: from the workload's heaviest level.
+  const inFlight = maxInFlight(planLevels(workload)[0]!);
   // As load/run.ts runs warm-up: its requests at once, up to the level's concurrency.
   const warmup = client.warmupRequests > 0 ? rounds(client.warmupRequests, Math.min(client.warmupRequests, inFlight)) : 0;
   return TRIAL_OVERHEAD_MS + warmup + measuredMs(costs, workload, rounds, input, output);
@@ -60,6 +62,14 @@ function measuredMs(
       const span = (workload.requests / workload.requestsPerSecond) * 1000;
       // A rate above what maxInFlight can serve is paced by the slots instead.
       return Math.max(span, rounds(workload.requests, workload.maxInFlight)) + costs.requestMs(input, output, active);
+    }
+    case 'capacity': {
+      // Its steps are chosen as it runs: counted as `steps` levels at the first one, the range's geometric middle.
+      const first = capacityLevelPlan(workload, nextCapacityLevel(workload, []) ?? workload.min);
+      const step: Workload = first.rate
+        ? { kind: 'rate', requests: first.requests, ...first.rate }
+        : { kind: 'concurrency', concurrency: first.concurrency ?? 1, requests: first.requests };
+      return workload.steps * measuredMs(costs, step, rounds, input, output);
     }
   }
 }

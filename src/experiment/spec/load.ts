@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { loadConfigFile } from '../../config/load.js';
 import { mentionsPort } from '../../launch/chosen-port.js';
 import { serverIdentity } from '../../launch/identity.js';
+import { capacityLabel } from '../../load/capacity.js';
 import { rateLabel } from '../../load/level.js';
 import type { PromptSource, Workload } from '../../load/types.js';
 import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
@@ -186,6 +187,8 @@ export function workloadLabel(workload: Workload): string {
       return rateLabel(workload);
     case 'sweep':
       return `sweep=${workload.concurrencies.join(',')}`;
+    case 'capacity':
+      return capacityLabel(workload);
   }
 }
 

@@ -42,6 +42,7 @@ export function trialMetricsOf(level: LevelResult, efficiency: EfficiencyInputs 
       },
     }),
     ...(level.spec?.verifyStepMs !== undefined && { verifyStepMs: level.spec.verifyStepMs }),
+    ...(level.capacity && { sloCapacity: level.capacity.value, capacity: level.capacity }),
     ...(level.categories && { byCategory: Object.fromEntries(level.categories.map((category) => [category.category, categoryMetricsOf(category)])) }),
   };
 }
