@@ -23,7 +23,7 @@ test('maximize sloCapacity: the config with the highest capacity wins the race; 
     telemetry: { enabled: false },
     server: { command: ['fake-server', '--port', '{port}', '--tpot-ms', '4'], readyTimeout: '5m' },
     // TPOT = tpot x concurrency: the p99 limit of 31 ms is met up to c=10 at 3 ms, c=7 at 4 ms, c=6 at 5 ms.
-    workloads: [{ kind: 'capacity', over: 'concurrency', min: 1, max: 32, requestsPerStep: 8, slo: { tpotP99Ms: 31 } }],
+    workloads: [{ kind: 'capacity', over: 'concurrency', min: 1, max: 16, requestsPerStep: 16, slo: { tpotP99Ms: 31 } }],
     objective: { maximize: 'sloCapacity' },
     grid: [{ name: 't{t}', params: { t: [3, 5] }, args: ['--tpot-ms', '{t}'] }],
   });
@@ -42,11 +42,11 @@ test('maximize sloCapacity: the config with the highest capacity wins the race; 
   const rows = db.prepare('SELECT variant, workload, metrics_json FROM trials').all() as Array<{ variant: string; workload: string; metrics_json: string }>;
   const capacities = new Map<string, Set<number>>();
   for (const row of rows) {
-    assert.equal(row.workload, 'capacity:c=1..32,tpot-p99=31ms');
+    assert.equal(row.workload, 'capacity:c=1..16,tpot-p99=31ms');
     const metrics = JSON.parse(row.metrics_json);
     capacities.set(row.variant, (capacities.get(row.variant) ?? new Set()).add(metrics.sloCapacity));
-    // Bisection from the geometric middle: 6 passes everywhere, then up or down until adjacent levels decide.
-    assert.equal(metrics.capacity.steps[0].label, 'c=6');
+    // Bisection from the geometric middle: 4 passes everywhere, then up or down until adjacent levels decide.
+    assert.equal(metrics.capacity.steps[0].label, 'c=4');
     assert.equal(metrics.capacity.upper, metrics.sloCapacity + 1);
   }
   assert.deepEqual(Object.fromEntries([...capacities].map(([variant, values]) => [variant, [...values]])), { baseline: [7], t3: [10], t5: [6] });

@@ -144,13 +144,16 @@ function capacityFromFlags(flags: WorkloadFlags, range: string): Workload {
     throw usageError('--arrival and --burstiness shape the arrivals of a rate search', 'use --capacity rate:MIN..MAX, or leave them out');
   }
   const burstiness = flags.burstiness !== undefined ? positiveNumber('--burstiness', flags.burstiness) : undefined;
+  const max = positiveNumber('--capacity', match[3]!);
+  // A concurrency step needs at least its level's requests to reach it in flight.
+  const requests = over === 'concurrency' ? Math.max(MIN_P99_REQUESTS, Math.ceil(max)) : MIN_P99_REQUESTS;
   return {
     kind: 'capacity',
     over,
     min: positiveNumber('--capacity', match[2]!),
-    max: positiveNumber('--capacity', match[3]!),
+    max,
     steps: flags.steps !== undefined ? positiveInt('--steps', flags.steps) : DEFAULT_CAPACITY_STEPS,
-    requestsPerStep: flags.requests ? positiveInt('--requests', flags.requests) : MIN_P99_REQUESTS,
+    requestsPerStep: flags.requests ? positiveInt('--requests', flags.requests) : requests,
     slo,
     ...(over === 'rate' && {
       arrival: flags.arrival ?? (burstiness !== undefined ? 'gamma' : 'poisson'),
