@@ -6,9 +6,11 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { workNotes } from '../src/experiment/analysis/work-notes.js';
 import { runExperiment } from '../src/experiment/run/runner.js';
 import { loadExperiment } from '../src/experiment/spec/load.js';
 import { openStore } from '../src/store/db.js';
+import { listTrials } from '../src/store/queries.js';
 import { tempDir, writeExperiment } from './support-experiment.js';
 import { FakeExecutor } from './support-fake-executor.js';
 
@@ -29,9 +31,11 @@ test('maximize sloCapacity: the config with the highest capacity wins the race; 
   });
   const executor = new FakeExecutor((call) => ({ tpotMs: Number(call.arg('--tpot-ms')) }));
   const log: string[] = [];
+  let runId = 0;
   try {
     const outcome = await runExperiment({ db, experiment: loadExperiment(file), executor, workDir: dir, log: (line) => log.push(line) });
     assert.equal(outcome.status, 'done', log.join('\n'));
+    runId = outcome.runId;
   } finally {
     await executor.close();
   }
@@ -50,4 +54,12 @@ test('maximize sloCapacity: the config with the highest capacity wins the race; 
     assert.equal(metrics.capacity.upper, metrics.sloCapacity + 1);
   }
   assert.deepEqual(Object.fromEntries([...capacities].map(([variant, values]) => [variant, [...values]])), { baseline: [7], t3: [10], t5: [6] });
+  // What `show` and the report say of each config's searches.
+  const notes = workNotes(listTrials(db, runId));
+  const t3 = notes.find((note) => note.startsWith('t3 capacity:c=1..16,tpot-p99=31ms: capacity per trial 10 in flight, 10 in flight'));
+  assert.match(t3 ?? notes.join('\n'), /; steps of the last: c=4 met, c=8 met, c=11 missed \(TPOT p99 33\.\d ms > 31\.0 ms\), c=9 met, c=10 met$/);
+  assert.ok(
+    notes.some((note) => /^t3 capacity:\S+: p99 of 16 requests per step is close to their slowest one; .* \(\d+ of \d+ trials\)$/.test(note)),
+    notes.join('\n'),
+  );
 });

@@ -3,6 +3,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { parseBenchArgv } from '../src/cli/commands/bench.js';
 import { benchArgv } from '../src/exec/remote-bench.js';
+import { declaredTrialMs, TRIAL_OVERHEAD_MS } from '../src/experiment/plan/trial-estimate.js';
+import type { ClientConfig } from '../src/experiment/spec/types.js';
 import { capacityOf, capacitySloSpec, judgeStep, midpoint, nextCapacityLevel, parseCapacitySlo, searchCapacity } from '../src/load/capacity.js';
 import { workloadSchema } from '../src/load/config.js';
 import type { LevelPlan } from '../src/load/level.js';
@@ -97,6 +99,15 @@ describe('a step and the result', () => {
       [['c=1', 0]],
     );
   });
+});
+
+test('the plan estimate counts steps levels at the middle of the range', () => {
+  const costs = { startupMs: 0, requestMs: () => 100, basis: 'test' };
+  const prompts = { kind: 'synthetic', inputTokens: { kind: 'fixed', value: 8 }, outputTokens: { kind: 'fixed', value: 8 }, seed: 0 } as const;
+  const bare = { prompts, warmupRequests: 0 } as ClientConfig;
+  const search = declaredTrialMs(costs, { ...concurrency, min: 1, max: 16, steps: 5, requestsPerStep: 16 }, bare)!;
+  const middle = declaredTrialMs(costs, { kind: 'concurrency', concurrency: 4, requests: 16 }, bare)!;
+  assert.equal(search - TRIAL_OVERHEAD_MS, 5 * (middle - TRIAL_OVERHEAD_MS));
 });
 
 describe('spellings', () => {

@@ -1,3 +1,4 @@
+import { capacityText } from '../metrics/table.js';
 import type { CapacitySearch, CapacitySlo, CapacityStep, LevelResult, Summary } from '../metrics/types.js';
 import { formatNumber } from '../util/format.js';
 import { type CapacityWorkload, capacityLevelPlan, type LevelPlan } from './level.js';
@@ -84,7 +85,7 @@ export function capacityOf(workload: CapacityWorkload, steps: readonly CapacityS
   const passed = steps.filter((step) => step.passed).map((step) => step.at);
   const failed = steps.filter((step) => !step.passed).map((step) => step.at);
   const value = passed.length > 0 ? Math.max(...passed) : 0;
-  const level = (at: number) => (workload.over === 'rate' ? `${formatNumber(at)} req/s` : `${at} in flight`);
+  const level = (at: number) => capacityText(workload.over, at);
   const notes: string[] = [];
   if (steps.length > 0 && passed.length === 0) {
     notes.push(`0: even the lowest level (${level(workload.min)}) missed the SLOs; lower min to find the capacity`);

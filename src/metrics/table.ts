@@ -81,11 +81,16 @@ export function formatBenchTable(result: BenchResult): string {
  * prints and what `show` and the report say of a capacity trial.
  */
 export function capacityLines(search: CapacitySearch): string[] {
-  const value = search.over === 'rate' ? `${formatNumber(search.value)} req/s` : `${search.value} in flight`;
+  const value = capacityText(search.over, search.value);
   const above = search.steps.find((step) => step.at === search.upper);
   const bound = above ? ` (${above.label} missed the SLOs)` : '';
   const path = search.steps.map((step) => `${step.label} ${step.passed ? 'met' : `missed (${step.why})`}`).join(', ');
   return [`capacity: ${value}${bound}`, `capacity steps: ${path}`, ...search.notes.map((note) => `capacity note: ${note}`)];
+}
+
+/** "13.4 req/s" or "6 in flight": a level of a capacity search. */
+export function capacityText(over: CapacitySearch['over'], value: number): string {
+  return over === 'rate' ? `${formatNumber(value)} req/s` : `${value} in flight`;
 }
 
 /** A sent rate this far below the schedule's: the client fell behind (its own loop, or the in-flight cap). */

@@ -1,10 +1,12 @@
 /**
  * What a variant's trials did that their figures do not show: requests that stopped short of the requested output
- * (unequal work), token counts the sources disagreed on, resent requests, an open loop that fell behind its rate.
+ * (unequal work), token counts the sources disagreed on, resent requests, an open loop that fell behind its rate, a
+ * capacity search's path and notes (≥ max, 0, a p99 of few requests).
  * One line per variant × workload and kind, for `show`, the report and the UI alike. Pure.
  */
 
 import { mean, sum } from 'simple-statistics';
+import { capacityLines, capacityText } from '../../metrics/table.js';
 import type { TrialRecord } from '../../store/types.js';
 import { formatNumber } from '../../util/format.js';
 
@@ -45,6 +47,20 @@ export function workNotes(trials: readonly TrialRecord[]): string[] {
           'the server fell behind (latency counts from each scheduled arrival)',
       );
     }
+    notes.push(...capacityNotes(label, group));
   }
   return notes;
+}
+
+/** "baseline capacity:…: capacity per trial 7, 7, 6; steps of the last: c=4 met, c=8 missed (…)", then the searches' notes. */
+function capacityNotes(label: string, group: readonly TrialRecord[]): string[] {
+  const searches = group.flatMap((trial) => (trial.metrics.capacity ? [trial.metrics.capacity] : []));
+  const last = searches.at(-1);
+  if (!last) return [];
+  const steps = capacityLines(last)[1]!.replace('capacity steps:', 'steps of the last:');
+  const values = searches.map((search) => capacityText(search.over, search.value)).join(', ');
+  const notes = [...new Set(searches.flatMap((search) => search.notes))].map(
+    (note) => `${label}: ${note} (${searches.filter((search) => search.notes.includes(note)).length} of ${group.length} trials)`,
+  );
+  return [`${label}: capacity per trial ${values}; ${steps}`, ...notes];
 }
