@@ -96,6 +96,8 @@ export function metricUnit(metric: MetricName): string {
   if (metric === 'joulesPerToken') return 'J/tok';
   if (metric === 'tokensPerJoule') return 'tok/J';
   if (metric === 'usdPerMillionTokens') return '$/Mtok';
+  // Which one is the workload's (its name says: capacity:rate=… or capacity:c=…).
+  if (metric === 'sloCapacity') return 'req/s or in flight';
   return '';
 }
 
