@@ -1,6 +1,7 @@
 /** The capacity search's pure parts: the bisection's next level, a step's verdict, the result and its notes, the spellings. */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { verdictOf } from '../src/cli/bench-verdict.js';
 import { parseBenchArgv } from '../src/cli/commands/bench.js';
 import { benchArgv } from '../src/exec/remote-bench.js';
 import { declaredTrialMs, TRIAL_OVERHEAD_MS } from '../src/experiment/plan/trial-estimate.js';
@@ -8,7 +9,7 @@ import type { ClientConfig } from '../src/experiment/spec/types.js';
 import { capacityOf, capacitySloSpec, judgeStep, midpoint, nextCapacityLevel, parseCapacitySlo, searchCapacity } from '../src/load/capacity.js';
 import { workloadSchema } from '../src/load/config.js';
 import type { LevelPlan } from '../src/load/level.js';
-import type { ClientOptions, LevelResult, RequestSample, Workload } from '../src/load/types.js';
+import type { BenchResult, ClientOptions, LevelResult, RequestSample, Workload } from '../src/load/types.js';
 import { summarizeLevel } from '../src/metrics/summary.js';
 
 type Capacity = Extract<Workload, { kind: 'capacity' }>;
@@ -99,6 +100,26 @@ describe('a step and the result', () => {
       [['c=1', 0]],
     );
   });
+});
+
+test("bench's exit status judges the level standing for the search, not the steps that missed by failing requests", async () => {
+  const levels = await searchCapacity({ ...concurrency, slo: { ttftP99Ms: 100 } }, (plan) =>
+    Promise.resolve(level(plan.label, 50, (plan.concurrency ?? 1) > 10 ? 2 : 0)),
+  );
+  assert.ok(levels.some((step) => step.failed > 0));
+  const result: BenchResult = {
+    schemaVersion: 1,
+    startedAt: '',
+    baseUrl: 'http://h',
+    backend: 'openai-completions',
+    tokenCountMethod: 'server-usage',
+    interrupted: false,
+    levels,
+  };
+  const options = { ignoreEos: true, maxFailedFraction: 0 } as ClientOptions;
+  assert.deepEqual(verdictOf(result, undefined, options), { code: 0 });
+  const none = await searchCapacity(concurrency, (plan) => Promise.resolve(level(plan.label, 50, 2)));
+  assert.equal(verdictOf({ ...result, levels: none }, undefined, options).code, 1, 'failures at the lowest level: not a measurement');
 });
 
 test('the plan estimate counts steps levels at the middle of the range', () => {
