@@ -11,14 +11,15 @@ import type { AddressInfo } from 'node:net';
 import type { Executor } from '../src/exec/types.js';
 import type { CommandResult } from '../src/fingerprint/types.js';
 import type { ExitInfo, LaunchHooks, RunningServer, ServerSpec } from '../src/launch/types.js';
+import { searchCapacity } from '../src/load/capacity.js';
 import { workloadLabels } from '../src/load/level.js';
-import type { BenchOptions, BenchResult, RequestSample } from '../src/load/types.js';
+import type { BenchOptions, BenchResult, LevelResult, RequestSample } from '../src/load/types.js';
 import { summarizeLevel } from '../src/metrics/summary.js';
 import { mulberry32 } from '../src/util/random.js';
 
 /** What one run of the load client measures on the fake machine. */
 export interface FakeTrial {
-  /** Time per output token of every request, ms (±0.5 % seeded noise). */
+  /** Time per output token of every request, ms (±0.5 % seeded noise); × the level in a capacity search's steps. */
   tpotMs: number;
   ttftMs?: number;
   /** This many of the requests fail with an HTTP 500. */
@@ -80,10 +81,18 @@ export class FakeExecutor implements Executor {
     const { spec } = server;
     const trial = this.machine({ spec, arg: (flag) => spec.command[spec.command.lastIndexOf(flag) + 1], bench: this.benches++, options });
     if (trial.dies) await server.kill('SIGKILL');
-    const requests = options.workload.kind === 'sweep' ? options.workload.requestsPerLevel : (options.workload.requests ?? 8);
-    const samples = Array.from({ length: requests }, (_, index) => this.sample(index, trial, index < (trial.dies ? requests : (trial.failed ?? 0))));
-    const durationS = samples.reduce((sum, sample) => sum + (sample.e2eMs ?? 1), 0) / 1000;
-    const level = summarizeLevel({ label: workloadLabels(options.workload)[0]!, durationS, samples, tokenCounts: { method: 'server-usage', trusted: false } });
+    const level = (label: string, requests: number, load = 1): LevelResult => {
+      const loaded = { ...trial, tpotMs: trial.tpotMs * load };
+      const samples = Array.from({ length: requests }, (_, index) => this.sample(index, loaded, index < (trial.dies ? requests : (trial.failed ?? 0))));
+      const durationS = samples.reduce((sum, sample) => sum + (sample.e2eMs ?? 1), 0) / 1000;
+      return summarizeLevel({ label, durationS, samples, tokenCounts: { method: 'server-usage', trusted: false } });
+    };
+    const workload = options.workload;
+    // A capacity search runs for real (load/capacity.ts) over levels whose time per token grows in proportion to the load.
+    const levels =
+      workload.kind === 'capacity'
+        ? await searchCapacity(workload, (plan) => Promise.resolve(level(plan.label, plan.requests, plan.concurrency ?? plan.rate!.requestsPerSecond)))
+        : [level(workloadLabels(workload)[0]!, workload.kind === 'sweep' ? workload.requestsPerLevel : (workload.requests ?? 8))];
     return {
       schemaVersion: 1,
       startedAt: new Date().toISOString(),
@@ -92,7 +101,7 @@ export class FakeExecutor implements Executor {
       model: 'fake',
       tokenCountMethod: 'server-usage',
       interrupted: false,
-      levels: [level],
+      levels,
     };
   }
 

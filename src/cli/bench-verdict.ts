@@ -28,7 +28,9 @@ export function verdictOf(result: BenchResult, serverDeath: string | undefined, 
       message: 'every measured request failed (see the error counts above)\n  next: check the server log and the --backend / --model flags',
     };
   const validity = { ignoreEos: options.ignoreEos, maxFailedFraction: options.maxFailedFraction ?? DEFAULT_MAX_FAILED_FRACTION, names: FLAG_NAMES };
-  for (const level of result.levels) {
+  // A capacity search's steps above its capacity may fail requests: that is how they missed; the level standing for it is judged.
+  const capacity = result.levels.find((level) => level.capacity);
+  for (const level of capacity ? [capacity] : result.levels) {
     const invalid = levelValidity(level, { ...validity, ...(options.requireFullOutput !== undefined && { requireFullOutput: options.requireFullOutput }) });
     if (invalid !== undefined) {
       return {

@@ -1,3 +1,4 @@
+import { capacitySloSpec } from '../load/capacity.js';
 import type { BenchResult, ClientOptions, LengthDistribution, PromptSource, Workload } from '../load/types.js';
 
 /** `servelab bench` spelling of a length distribution (see parseLengthSpec). */
@@ -39,6 +40,20 @@ function workloadArgs(workload: Workload): string[] {
     case 'trace':
       // With --trace and no other workload flag, bench replays the trace's arrivals (see promptArgs).
       return ['--max-in-flight', String(workload.maxInFlight), ...(workload.requests !== undefined ? ['--requests', String(workload.requests)] : [])];
+    case 'capacity':
+      return [
+        '--capacity',
+        `${workload.over}:${workload.min}..${workload.max}`,
+        '--capacity-slo',
+        capacitySloSpec(workload.slo),
+        '--steps',
+        String(workload.steps),
+        '--requests',
+        String(workload.requestsPerStep),
+        ...(workload.arrival !== undefined ? ['--arrival', workload.arrival] : []),
+        ...(workload.burstiness !== undefined ? ['--burstiness', String(workload.burstiness)] : []),
+        ...(workload.maxInFlight !== undefined ? ['--max-in-flight', String(workload.maxInFlight)] : []),
+      ];
   }
 }
 

@@ -1,13 +1,13 @@
 import { z } from 'zod';
 import { durationSchema } from '../config/duration.js';
 import { acceptsFormsOf } from '../config/issues.js';
-import { DEFAULT_INPUT_TOKENS, DEFAULT_MAX_IN_FLIGHT, DEFAULT_PROMPT_SEED, DEFAULT_SYNTHETIC_OUTPUT_TOKENS } from '../util/defaults.js';
+import { DEFAULT_CAPACITY_STEPS, DEFAULT_INPUT_TOKENS, DEFAULT_MAX_IN_FLIGHT, DEFAULT_PROMPT_SEED, DEFAULT_SYNTHETIC_OUTPUT_TOKENS } from '../util/defaults.js';
 import { UserError } from '../util/errors.js';
 import { ExitCode } from '../util/exit.js';
 import { DEFAULT_OUTPUT_TOKENS } from './datasets/load.js';
 import { DATASET_FORMATS } from './datasets/types.js';
 import { TRACE_FORMATS } from './trace/types.js';
-import { ARRIVAL_PROCESSES, type LengthDistribution, type PromptSource, type Slo, type Workload } from './types.js';
+import { ARRIVAL_PROCESSES, type CapacitySlo, type LengthDistribution, type PromptSource, type Slo, type Workload } from './types.js';
 
 /**
  * zod schemas for the workload / prompts / SLO sections of a benchmark, shared by `servelab bench` and the
@@ -28,7 +28,19 @@ export const LIMITS = {
   maxBurstiness: 10_000,
   minSpeedup: 0.001,
   maxSpeedup: 1_000_000,
+  maxMs: 86_400_000,
 } as const;
+
+const positiveMs = z.number().positive().max(LIMITS.maxMs, `expected at most ${LIMITS.maxMs} ms`);
+
+export const capacitySloSchema: z.ZodType<CapacitySlo> = z
+  .object({
+    ttftP99Ms: positiveMs.optional().describe("Most a step's p99 time to first token may be, in ms."),
+    tpotP99Ms: positiveMs.optional().describe("Most a step's p99 time per output token may be, in ms."),
+    e2eP99Ms: positiveMs.optional().describe("Most a step's p99 end-to-end latency may be, in ms."),
+  })
+  .strict()
+  .refine((slo) => Object.keys(slo).length > 0, 'expected at least one of ttftP99Ms, tpotP99Ms, e2eP99Ms');
 
 const positiveInt = z.number().int().positive().max(LIMITS.count, `expected at most ${LIMITS.count}`);
 const tokenCount = z.number().int().positive().max(LIMITS.tokens, `expected at most ${LIMITS.tokens} tokens`);
@@ -243,7 +255,57 @@ export const workloadSchema: z.ZodType<Workload> = z.union([
       requestsPerLevel: positiveInt.describe('Requests measured at each level.'),
     })
     .strict(),
+  capacityWorkloadSchema(),
 ]) as z.ZodType<Workload>;
+
+/** A capacity workload: bounds checked per axis (whole requests in flight, rates within LIMITS), rate fields only over rate. */
+function capacityWorkloadSchema() {
+  return (
+    z
+      .object({
+        kind: z
+          .literal('capacity')
+          .describe('SLO capacity: the highest rate or concurrency whose p99 latencies meet slo with no request failed, found by bisection.'),
+        over: z.enum(['rate', 'concurrency']).describe('What the search varies: open-loop requests per second, or requests in flight.'),
+        min: z.number().positive().describe('Lowest level searched (measured only when every step failed: the capacity is then 0 or min).'),
+        max: z.number().positive().describe('Highest level searched (measured only when every step passed: the capacity is then "≥ max").'),
+        steps: z.number().int().min(1).max(30).default(DEFAULT_CAPACITY_STEPS).describe('Bisection steps (levels measured, plus at most one bound).'),
+        requestsPerStep: positiveInt.describe("Requests measured at each step; below 100 a step's p99 is close to its slowest request."),
+        slo: capacitySloSchema.meta({ description: 'The p99 limits every passing step meets.', examples: [{ ttftP99Ms: 500, tpotP99Ms: 50 }] }),
+        arrival: z.enum(ARRIVAL_PROCESSES).optional().describe('over: rate: the arrival process (default poisson), as in a rate workload.'),
+        burstiness: z.number().min(LIMITS.minBurstiness).max(LIMITS.maxBurstiness).optional().describe('over: rate, gamma arrivals: their shape.'),
+        maxInFlight: concurrency.optional().describe(`over: rate: cap on requests in flight (default ${DEFAULT_MAX_IN_FLIGHT}).`),
+      })
+      .strict()
+      .refine((search) => search.min < search.max, { path: ['max'], message: 'must be above min' })
+      .refine((search) => search.over === 'rate' || (Number.isInteger(search.min) && Number.isInteger(search.max) && search.max <= LIMITS.concurrency), {
+        path: ['min'],
+        message: `a concurrency search takes whole numbers of requests in flight, at most ${LIMITS.concurrency}`,
+      })
+      .refine((search) => search.over === 'rate' || search.requestsPerStep >= search.max, {
+        path: ['requestsPerStep'],
+        message: 'a concurrency search needs at least max requests per step: fewer never reach max in flight',
+      })
+      .refine((search) => search.over === 'concurrency' || (search.min >= LIMITS.minRate && search.max <= LIMITS.maxRate), {
+        path: ['min'],
+        message: `a rate search takes rates from ${LIMITS.minRate} to ${LIMITS.maxRate} requests per second`,
+      })
+      .refine((search) => search.over === 'rate' || (search.arrival ?? search.burstiness ?? search.maxInFlight) === undefined, {
+        path: ['over'],
+        message: 'arrival, burstiness and maxInFlight shape the arrivals of a rate search (over: rate)',
+      })
+      .refine((search) => search.burstiness === undefined || search.arrival === 'gamma', {
+        path: ['burstiness'],
+        message: 'only gamma arrivals take a burstiness (arrival: gamma)',
+      })
+      .refine((search) => search.arrival !== 'gamma' || search.burstiness !== undefined, {
+        path: ['burstiness'],
+        message: 'gamma arrivals need a burstiness (1 = Poisson, below 1 burstier, above 1 more regular)',
+      })
+      // A rate search's arrivals written out, as a rate workload's are: `bench` flags and a remote client's argv say the same.
+      .transform((search) => (search.over === 'rate' ? { arrival: 'poisson' as const, maxInFlight: DEFAULT_MAX_IN_FLIGHT, ...search } : search))
+  );
+}
 
 export const sloSchema: z.ZodType<Slo> = z
   .object({

@@ -1,8 +1,11 @@
+import { DEFAULT_MAX_IN_FLIGHT } from '../util/defaults.js';
 import { mulberry32 } from '../util/random.js';
 import type { PromptItem } from './prompts.js';
 import { interArrivalMs } from './random.js';
 import { type RequestContext, type RequestOutcome, streamRequest } from './request.js';
 import type { RateSchedule, Workload } from './types.js';
+
+export type CapacityWorkload = Extract<Workload, { kind: 'capacity' }>;
 
 /** One measured level of a workload: a fixed concurrency, an arrival rate or a trace's arrivals. */
 export interface LevelPlan {
@@ -43,7 +46,22 @@ export function planLevels(workload: Workload, traceRequests = 0): LevelPlan[] {
       return workload.concurrencies.map((concurrency) => ({ label: `c=${concurrency}`, requests: workload.requestsPerLevel, concurrency }));
     case 'trace':
       return [{ label: TRACE_LABEL, requests: workload.requests ?? traceRequests, replay: { maxInFlight: workload.maxInFlight } }];
+    case 'capacity':
+      // Its steps are chosen as it runs (load/capacity.ts); its heaviest level sizes the connection pool and warm-up.
+      return [capacityLevelPlan(workload, workload.max)];
   }
+}
+
+/** The level of one step: closed loop at `at` requests in flight, or open loop at `at` requests per second. */
+export function capacityLevelPlan(workload: CapacityWorkload, at: number): LevelPlan {
+  if (workload.over === 'concurrency') return { label: `c=${at}`, requests: workload.requestsPerStep, concurrency: at };
+  const rate = {
+    requestsPerSecond: at,
+    arrival: workload.arrival ?? 'poisson',
+    ...(workload.burstiness !== undefined && { burstiness: workload.burstiness }),
+    maxInFlight: workload.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT,
+  };
+  return { label: rateLabel(rate), requests: workload.requestsPerStep, rate };
 }
 
 /** "rate=4/s"; gamma arrivals add their burstiness ("rate=4/s,burstiness=0.5"), so both can be workloads of one run. */

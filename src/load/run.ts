@@ -7,13 +7,14 @@ import { DEFAULT_LOAD_WORKERS } from '../util/defaults.js';
 import { messageOf, UserError } from '../util/errors.js';
 import { ExitCode } from '../util/exit.js';
 import { BACKENDS, type BackendRequestOptions } from './backends.js';
+import { capacityLevelCount, searchCapacity } from './capacity.js';
 import { type LevelPlan, type LevelRun, maxInFlight, planLevels, runLevel } from './level.js';
 import { loadPrompts, type PromptItem, saltPrompts } from './prompts.js';
 import { type RequestContext, type RequestOutcome, servedTrackingConnector } from './request.js';
-import { counterSource, scrapeSglangServerInfo, scrapeSpecCounters, specFromCounterDelta, specFromResponses, withVerifyStepTime } from './spec.js';
+import { categorySpec, specProbe } from './spec-probe.js';
 import { loadTokenizer, type ModelTokenizer } from './tokenizers/model.js';
 import { replayedTrace, replayPrompts, replayRate } from './trace/replay.js';
-import type { BenchOptions, BenchResult, LevelResult, RequestOutput, RequestSample, SpecDecodeStats, TokenCountMethod } from './types.js';
+import type { BenchOptions, BenchResult, LevelResult, RequestOutput, TokenCountMethod } from './types.js';
 import { MAX_WARMUP_ROUNDS, planWarmups, type WarmupStep, warmupPromptCount, warmupSetupFailure } from './warmup.js';
 import { LoadWorkers, resolveWorkerCount } from './workers/pool.js';
 
@@ -76,52 +77,6 @@ export function weakestMethod(outcomes: readonly RequestOutcome[]): TokenCountMe
   return method;
 }
 
-interface SpecProbe {
-  before: () => Promise<void>;
-  after: (outcomes: readonly RequestOutcome[]) => Promise<SpecDecodeStats | undefined>;
-}
-
-/** Per-request figures, plus what only the counters have (accepted length, per-position acceptance). */
-function withCounterExtras(fromResponses: SpecDecodeStats, fromCounters: SpecDecodeStats): SpecDecodeStats {
-  const extras = {
-    ...(fromResponses.meanAcceptedLength === undefined &&
-      fromCounters.meanAcceptedLength !== undefined && { meanAcceptedLength: fromCounters.meanAcceptedLength }),
-    ...(fromCounters.acceptanceByPosition && { acceptanceByPosition: fromCounters.acceptanceByPosition }),
-    ...(fromResponses.verifySteps === undefined && fromCounters.verifySteps !== undefined && { verifySteps: fromCounters.verifySteps }),
-  };
-  return Object.keys(extras).length === 0 ? fromResponses : { ...fromResponses, ...extras, source: `${fromResponses.source} + ${fromCounters.source}` };
-}
-
-function specProbe(options: BenchOptions, dispatcher: Dispatcher, baseUrl: string): SpecProbe {
-  let before: Awaited<ReturnType<typeof scrapeSpecCounters>>;
-  /** The level's stats from the best source (see ./spec.ts). */
-  const counted = async (outcomes: readonly RequestOutcome[]): Promise<SpecDecodeStats | undefined> => {
-    const fromResponses = specFromResponses(outcomes.filter((outcome) => !outcome.sample.error).map((outcome) => outcome.state));
-    const after = before && (await scrapeSpecCounters(dispatcher, baseUrl));
-    const fromCounters = before && after && after.engine === before.engine ? specFromCounterDelta(before, after, counterSource(after)) : undefined;
-    if (fromResponses) return fromCounters ? withCounterExtras(fromResponses, fromCounters) : fromResponses;
-    if (fromCounters) return fromCounters;
-    return options.backend === 'sglang' ? scrapeSglangServerInfo(dispatcher, baseUrl) : undefined;
-  };
-  return {
-    async before() {
-      if (options.specMetrics === 'none') return;
-      before = await scrapeSpecCounters(dispatcher, baseUrl);
-    },
-    async after(outcomes) {
-      if (options.specMetrics === 'none') return undefined;
-      const stats = await counted(outcomes);
-      return (
-        stats &&
-        withVerifyStepTime(
-          stats,
-          outcomes.map((outcome) => outcome.sample),
-        )
-      );
-    },
-  };
-}
-
 /**
  * Drive a running server with the workload and measure it. Throws UserError for bad input (unreachable server,
  * unreadable dataset or tokenizer, every warm-up request failing with a 4xx or connection error); request
@@ -139,14 +94,18 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
     );
   }
   const tokenizer: ModelTokenizer | undefined = options.tokenizerPath ? loadTokenizer(options.tokenizerPath) : undefined;
-  const measure = { tokenizer, chat: options.backend === 'openai-chat' };
-  const trace = await replayedTrace(options, measure);
+  const promptMeasure = { tokenizer, chat: options.backend === 'openai-chat' };
+  const trace = await replayedTrace(options, promptMeasure);
   const levels = planLevels(options.workload, trace?.length);
   const workerCount = resolveWorkerCount(options.workers ?? DEFAULT_LOAD_WORKERS, Math.max(...levels.map(maxInFlight)));
+  const measuredCount =
+    options.workload.kind === 'capacity'
+      ? capacityLevelCount(options.workload) * options.workload.requestsPerStep
+      : levels.reduce((sum, level) => sum + level.requests, 0);
   const warmups = planWarmups(options, levels, workerCount);
   const warmupCount = warmupPromptCount(warmups);
-  const totalRequests = warmupCount + levels.reduce((sum, level) => sum + level.requests, 0);
-  const loaded = trace ? replayPrompts(trace, warmupCount, tokenizer) : await loadPrompts(options.prompts, totalRequests, measure);
+  const totalRequests = warmupCount + measuredCount;
+  const loaded = trace ? replayPrompts(trace, warmupCount, tokenizer) : await loadPrompts(options.prompts, totalRequests, promptMeasure);
   const prompts = options.promptSalt === undefined ? loaded : saltPrompts(loaded, options.promptSalt, tokenizer);
   await checkReachable(host, port, options.baseUrl);
   // Every request in flight listens on the abort signal; hundreds of them are expected, not a leak.
@@ -204,9 +163,8 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
     // The measured prompts come first and the warm-up's after them: the same prompts are measured whatever the
     // warm-up (its size follows the concurrency), so runs at different levels answer the same prompts.
     let offset = 0;
-    const measuredCount = levels.reduce((sum, level) => sum + level.requests, 0);
     let warmupOffset = measuredCount;
-    for (const [levelIndex, level] of levels.entries()) {
+    const warmUpBefore = async (levelIndex: number): Promise<void> => {
       for (const step of warmups.filter((candidate) => candidate.beforeLevel === levelIndex)) {
         const warmupPrompts = prompts.slice(warmupOffset, warmupOffset + step.plan.requests);
         const outcomes = await warmUp(runner, step, warmupPrompts, options);
@@ -215,7 +173,8 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
         if (setupFailure) throw setupFailure;
         warmupOffset += step.plan.requests;
       }
-      if (options.signal?.aborted) break;
+    };
+    const measure = async (level: LevelPlan, levelIndex: number): Promise<LevelResult> => {
       const probe = specProbe(options, dispatcher, baseUrl);
       await probe.before();
       const levelPrompts = prompts.slice(offset, offset + level.requests);
@@ -239,7 +198,18 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
       const summary = summarizeLevel(input);
       const categories = summarizeCategories(input, (samples) => categorySpec(run.outcomes, samples, options));
       if (categories) summary.categories = categories;
-      results.push(summary);
+      return summary;
+    };
+    if (options.workload.kind === 'capacity') {
+      // One warm-up for the whole search, at its heaviest level (planLevels' one level for a capacity workload).
+      await warmUpBefore(0);
+      if (!options.signal?.aborted) results.push(...(await searchCapacity(options.workload, measure, options.signal)));
+    } else {
+      for (const [levelIndex, level] of levels.entries()) {
+        await warmUpBefore(levelIndex);
+        if (options.signal?.aborted) break;
+        results.push(await measure(level, levelIndex));
+      }
     }
     const result: BenchResult = {
       schemaVersion: 1,
@@ -371,14 +341,6 @@ async function warmUp(runner: LevelRunner, step: WarmupStep, prompts: readonly P
     if (step.durationMs === undefined || performance.now() - started >= step.durationMs) break;
   }
   return outcomes;
-}
-
-/** A category's spec stats: per-request counters of its completed requests (server-wide counters cannot be split). */
-function categorySpec(outcomes: readonly RequestOutcome[], samples: readonly RequestSample[], options: BenchOptions): SpecDecodeStats | undefined {
-  if (options.specMetrics === 'none') return undefined;
-  const wanted = new Set(samples);
-  const stats = specFromResponses(outcomes.filter((outcome) => wanted.has(outcome.sample) && !outcome.sample.error).map((outcome) => outcome.state));
-  return stats && withVerifyStepTime(stats, samples);
 }
 
 function seedFor(options: BenchOptions, levelIndex: number): number {

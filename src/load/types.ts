@@ -1,4 +1,4 @@
-import type { BenchProgress, Slo, TokenCountSource } from '../metrics/types.js';
+import type { BenchProgress, CapacityAxis, CapacitySlo, Slo, TokenCountSource } from '../metrics/types.js';
 import type { BackendKind } from '../profiles/types.js';
 import type { DatasetSource } from './datasets/types.js';
 import type { TraceSource } from './trace/types.js';
@@ -33,7 +33,11 @@ export type Workload =
   | ({ kind: 'rate'; requests: number } & RateSchedule)
   | { kind: 'sweep'; concurrencies: number[]; requestsPerLevel: number }
   /** Open loop on a production trace's own arrival times (prompts of kind trace); requests unset: all in its window. */
-  | { kind: 'trace'; requests?: number; maxInFlight: number };
+  | { kind: 'trace'; requests?: number; maxInFlight: number }
+  /** The highest level meeting the SLOs, by bisection between min and max (load/capacity.ts); rate fields only over rate. */
+  | ({ kind: 'capacity'; over: CapacityAxis; min: number; max: number; steps: number; requestsPerStep: number; slo: CapacitySlo } & Partial<
+      Pick<RateSchedule, 'arrival' | 'burstiness' | 'maxInFlight'>
+    >);
 
 /**
  * Everything that says how the load client measures, as plain data: `servelab bench` flags parse into it, the

@@ -1,5 +1,5 @@
 import { formatNumber, formatSeconds, formatShare } from '../util/format.js';
-import type { BenchProgress, BenchResult, LevelResult, Summary } from './types.js';
+import type { BenchProgress, BenchResult, CapacitySearch, LevelResult, Summary } from './types.js';
 
 function fixed(value: number, digits: number): string {
   return Number.isFinite(value) ? value.toFixed(digits) : '-';
@@ -64,6 +64,8 @@ export function formatBenchTable(result: BenchResult): string {
       lines.push(`errors ${level.label}: ${errors.join(', ')}${firstError ? ` (first: ${firstError.message})` : ''}`);
     }
   }
+  const capacity = result.levels.find((level) => level.capacity)?.capacity;
+  if (capacity) lines.push(...capacityLines(capacity));
   const specSources = [...new Set(result.levels.flatMap((level) => (level.spec ? [level.spec.source] : [])))];
   if (specSources.length > 0) lines.push(`spec decoding: acceptance rate / mean accepted length / decode ms per verify step from ${specSources.join('; ')}`);
   if (result.tokenCountMethod === 'stream-chunks')
@@ -72,6 +74,23 @@ export function formatBenchTable(result: BenchResult): string {
     lines.push("note: with --rate or a trace replay, TTFT and E2E count from each request's scheduled arrival (time queued in the client included)");
   if (result.interrupted) lines.push('INTERRUPTED: the figures cover only what was measured before the stop');
   return `${lines.join('\n')}\n`;
+}
+
+/**
+ * "capacity: 6 in flight (c=7 missed the SLOs)", then the bisection path and the search's notes: what `bench`
+ * prints and what `show` and the report say of a capacity trial.
+ */
+export function capacityLines(search: CapacitySearch): string[] {
+  const value = capacityText(search.over, search.value);
+  const above = search.steps.find((step) => step.at === search.upper);
+  const bound = above ? ` (${above.label} missed the SLOs)` : '';
+  const path = search.steps.map((step) => `${step.label} ${step.passed ? 'met' : `missed (${step.why})`}`).join(', ');
+  return [`capacity: ${value}${bound}`, `capacity steps: ${path}`, ...search.notes.map((note) => `capacity note: ${note}`)];
+}
+
+/** "13.4 req/s" or "6 in flight": a level of a capacity search. */
+export function capacityText(over: CapacitySearch['over'], value: number): string {
+  return over === 'rate' ? `${formatNumber(value)} req/s` : `${value} in flight`;
 }
 
 /** A sent rate this far below the schedule's: the client fell behind (its own loop, or the in-flight cap). */

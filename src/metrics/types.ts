@@ -7,6 +7,38 @@ export interface Slo {
   e2eMs?: number;
 }
 
+/** Limits on a level's p99 latencies that every step of a capacity search must meet (load/capacity.ts). */
+export interface CapacitySlo {
+  ttftP99Ms?: number;
+  tpotP99Ms?: number;
+  e2eP99Ms?: number;
+}
+
+export type CapacityAxis = 'rate' | 'concurrency';
+
+/** One measured step of a capacity search: the level tried and whether it met the SLOs with no request failed. */
+export interface CapacityStep {
+  at: number;
+  label: string;
+  passed: boolean;
+  /** Why it failed: the first SLO missed ("TTFT p99 612 ms > 500 ms") or the failed requests. */
+  why?: string;
+}
+
+/** What a capacity search found; carried by the level it names as the capacity (see LevelResult.capacity). */
+export interface CapacitySearch {
+  over: CapacityAxis;
+  slo: CapacitySlo;
+  /** Highest level that passed (req/s or requests in flight); 0 when even the lowest one failed. */
+  value: number;
+  /** Lowest level that failed: the capacity lies in [value, upper); absent when the highest one passed. */
+  upper?: number;
+  /** The bisection path, in the order measured. */
+  steps: CapacityStep[];
+  /** "≥ max", "even min failed", a p99 drawn from few requests: what the value alone does not say. */
+  notes: string[];
+}
+
 export interface BenchProgress {
   levelLabel: string;
   completed: number;
@@ -136,6 +168,8 @@ export interface LevelResult {
   stopped?: string;
   /** The same figures per dataset category, when the prompts have categories. */
   categories?: CategoryResult[];
+  /** Set on the one level of a capacity search that stands for it (the capacity, or its lowest step when none passed). */
+  capacity?: CapacitySearch;
   samples: RequestSample[];
 }
 
@@ -190,7 +224,10 @@ export interface RateCheck {
  * level's wall time (the categories' figures add up to the level's). Spec-decoding stats only from per-request
  * counters: server-wide counters cannot be split by category.
  */
-export type CategoryResult = Omit<LevelResult, 'label' | 'concurrency' | 'targetRequestsPerSecond' | 'categories' | 'samples' | 'rate' | 'stopped'> & {
+export type CategoryResult = Omit<
+  LevelResult,
+  'label' | 'concurrency' | 'targetRequestsPerSecond' | 'categories' | 'samples' | 'rate' | 'stopped' | 'capacity'
+> & {
   category: string;
 };
 

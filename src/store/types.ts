@@ -1,4 +1,5 @@
 import type { Fingerprint } from '../fingerprint/types.js';
+import type { CapacitySearch } from '../metrics/types.js';
 
 /** One startup phase (from a server's log) and when it began. */
 export interface PhaseTiming {
@@ -47,6 +48,9 @@ export interface TrialMetrics {
   rate?: { offeredPerSecond: number; servedPerSecond: number; queuedByCap: number; maxLagMs: number };
   /** 1: the variant's first trial of this workload after its server started, 2 the next… (absent in older runs). */
   afterStart?: number;
+  /** Capacity workload: the highest rate or concurrency that met its SLOs (0: none did), and the search's path. */
+  sloCapacity?: number;
+  capacity?: CapacitySearch;
 }
 
 export interface CategoryMetrics {

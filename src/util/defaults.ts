@@ -45,3 +45,6 @@ export const DEFAULT_MAX_FAILED_FRACTION = 0;
 
 /** Load-generation threads (`bench --workers`, `client.workers`): this thread only. */
 export const DEFAULT_LOAD_WORKERS = 1;
+
+/** Bisection steps of a capacity search (`bench --steps`, a capacity workload's `steps`): ~1/64 of the range's ratio. */
+export const DEFAULT_CAPACITY_STEPS = 6;

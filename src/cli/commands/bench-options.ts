@@ -1,11 +1,12 @@
 import type { z } from 'zod';
 import { describeIssues } from '../../config/issues.js';
+import { MIN_P99_REQUESTS, parseCapacitySlo } from '../../load/capacity.js';
 import { LIMITS, parseDurationMs, parseLengthSpec, promptSourceSchema, sloSchema, workloadSchema } from '../../load/config.js';
 import type { DatasetFields, DatasetFormat } from '../../load/datasets/types.js';
 import type { TraceFormat } from '../../load/trace/types.js';
-import type { ArrivalProcess, ClientOptions, PromptSource, Slo, TokenCountSource, Workload } from '../../load/types.js';
+import type { ArrivalProcess, CapacitySlo, ClientOptions, PromptSource, Slo, TokenCountSource, Workload } from '../../load/types.js';
 import type { BackendKind } from '../../profiles/types.js';
-import { DEFAULT_MAX_FAILED_FRACTION } from '../../util/defaults.js';
+import { DEFAULT_CAPACITY_STEPS, DEFAULT_MAX_FAILED_FRACTION } from '../../util/defaults.js';
 import { messageOf, UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
 
@@ -21,6 +22,9 @@ export interface BenchFlags {
   concurrency?: string;
   requests?: string;
   rate?: string;
+  capacity?: string;
+  capacitySlo?: string;
+  steps?: string;
   arrival?: ArrivalProcess;
   burstiness?: string;
   maxInFlight: string;
@@ -96,15 +100,22 @@ function lengthFlag(flag: string, text: string) {
   }
 }
 
+type WorkloadFlags = Pick<
+  BenchFlags,
+  'singleStream' | 'concurrency' | 'requests' | 'rate' | 'capacity' | 'capacitySlo' | 'steps' | 'arrival' | 'burstiness' | 'maxInFlight' | 'trace'
+>;
+
 /**
- * Workload from the mutually exclusive --single-stream / --concurrency / --rate flags; with --trace and none of
- * them, the trace's own arrivals.
+ * Workload from the mutually exclusive --single-stream / --concurrency / --rate / --capacity flags; with --trace and
+ * none of them, the trace's own arrivals.
  */
-export function workloadFromFlags(
-  flags: Pick<BenchFlags, 'singleStream' | 'concurrency' | 'requests' | 'rate' | 'arrival' | 'burstiness' | 'maxInFlight' | 'trace'>,
-): Workload {
-  const chosen = [flags.singleStream, flags.concurrency, flags.rate].filter((value) => value !== undefined).length;
-  if (chosen > 1) throw usageError('--single-stream, --concurrency and --rate are alternatives', 'pick one workload per run');
+export function workloadFromFlags(flags: WorkloadFlags): Workload {
+  const chosen = [flags.singleStream, flags.concurrency, flags.rate, flags.capacity].filter((value) => value !== undefined).length;
+  if (chosen > 1) throw usageError('--single-stream, --concurrency, --rate and --capacity are alternatives', 'pick one workload per run');
+  if ((flags.capacitySlo !== undefined || flags.steps !== undefined) && flags.capacity === undefined) {
+    throw usageError('--capacity-slo and --steps belong to a capacity search', 'add --capacity rate:MIN..MAX (or concurrency:MIN..MAX), or leave them out');
+  }
+  if (flags.capacity !== undefined) return capacityFromFlags(flags, flags.capacity);
   if ((flags.arrival !== undefined || flags.burstiness !== undefined) && flags.rate === undefined) {
     throw usageError('--arrival and --burstiness shape the arrivals of --rate', 'add --rate R, or leave them out');
   }
@@ -131,6 +142,41 @@ export function workloadFromFlags(
   }
   const requests = flags.singleStream ?? flags.requests;
   return { kind: 'single-stream', requests: requests ? positiveInt('--single-stream', requests) : DEFAULT_SINGLE_STREAM_REQUESTS };
+}
+
+/** `--capacity rate:0.5..32 --capacity-slo ttft-p99=500ms --steps 6 --requests 100`; bounds are the schema's to check. */
+function capacityFromFlags(flags: WorkloadFlags, range: string): Workload {
+  const match = /^(rate|concurrency):([0-9.]+)\.\.([0-9.]+)$/.exec(range.trim());
+  if (!match) throw usageError(`--capacity must be rate:MIN..MAX or concurrency:MIN..MAX, got "${range}"`, 'e.g. --capacity rate:0.5..32');
+  const over = match[1] as 'rate' | 'concurrency';
+  if (flags.capacitySlo === undefined) throw usageError('--capacity needs --capacity-slo', 'e.g. --capacity-slo ttft-p99=500ms,tpot-p99=50ms');
+  let slo: CapacitySlo;
+  try {
+    slo = parseCapacitySlo(flags.capacitySlo);
+  } catch (error) {
+    throw usageError(`--capacity-slo: ${messageOf(error)}`, 'e.g. --capacity-slo ttft-p99=500ms,tpot-p99=50ms');
+  }
+  if (over === 'concurrency' && (flags.arrival !== undefined || flags.burstiness !== undefined)) {
+    throw usageError('--arrival and --burstiness shape the arrivals of a rate search', 'use --capacity rate:MIN..MAX, or leave them out');
+  }
+  const burstiness = flags.burstiness !== undefined ? positiveNumber('--burstiness', flags.burstiness) : undefined;
+  const max = positiveNumber('--capacity', match[3]!);
+  // A concurrency step needs at least its level's requests to reach it in flight.
+  const requests = over === 'concurrency' ? Math.max(MIN_P99_REQUESTS, Math.ceil(max)) : MIN_P99_REQUESTS;
+  return {
+    kind: 'capacity',
+    over,
+    min: positiveNumber('--capacity', match[2]!),
+    max,
+    steps: flags.steps !== undefined ? positiveInt('--steps', flags.steps) : DEFAULT_CAPACITY_STEPS,
+    requestsPerStep: flags.requests ? positiveInt('--requests', flags.requests) : requests,
+    slo,
+    ...(over === 'rate' && {
+      arrival: flags.arrival ?? (burstiness !== undefined ? 'gamma' : 'poisson'),
+      ...(burstiness !== undefined && { burstiness }),
+      maxInFlight: positiveInt('--max-in-flight', flags.maxInFlight),
+    }),
+  };
 }
 
 export const FIELD_KEYS: ReadonlyArray<keyof DatasetFields> = ['prompt', 'output', 'outputTokens', 'category', 'conversations'];
@@ -228,6 +274,13 @@ const FLAG_OF: Record<string, string> = {
   concurrency: '--concurrency',
   concurrencies: '--concurrency',
   requestsPerSecond: '--rate',
+  min: '--capacity',
+  max: '--capacity',
+  over: '--capacity',
+  steps: '--steps',
+  requestsPerStep: '--requests',
+  slo: '--capacity-slo',
+  arrival: '--arrival',
   burstiness: '--burstiness',
   maxInFlight: '--max-in-flight',
   inputTokens: '--input-len',

@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { BACKEND_KINDS } from '../../load/backends.js';
+import { MIN_P99_REQUESTS } from '../../load/capacity.js';
 import { DATASET_FORMATS } from '../../load/datasets/types.js';
 import { watchLiveness } from '../../load/liveness.js';
 import { writeOutputsFile } from '../../load/outputs-file.js';
@@ -9,6 +10,7 @@ import { TRACE_FORMATS } from '../../load/trace/types.js';
 import { ARRIVAL_PROCESSES, type BenchOptions, type BenchResult, type ClientOptions } from '../../load/types.js';
 import { formatBenchTable } from '../../metrics/table.js';
 import {
+  DEFAULT_CAPACITY_STEPS,
   DEFAULT_INPUT_TOKENS,
   DEFAULT_LOAD_WORKERS,
   DEFAULT_MAX_FAILED_FRACTION,
@@ -99,6 +101,12 @@ function defineBench(program: Command): Command {
     .option('--concurrency <list>', 'fixed concurrency; a comma list (1,4,16) sweeps the levels')
     .option('--requests <n>', 'requests per level (default: 4 x concurrency, at least 32; rate: 10 s worth; trace: all in its window)')
     .option('--rate <r>', 'open loop: r requests per second')
+    .option(
+      '--capacity <axis:min..max>',
+      'SLO capacity search: the highest rate (rate:0.5..32) or concurrency (concurrency:1..64) whose p99s meet --capacity-slo, by bisection',
+    )
+    .option('--capacity-slo <list>', 'p99 limits of --capacity, e.g. ttft-p99=500ms,tpot-p99=50ms,e2e-p99=2s')
+    .option('--steps <n>', `bisection steps of --capacity (default ${DEFAULT_CAPACITY_STEPS}); --requests is per step (default ${MIN_P99_REQUESTS})`)
     .addOption(new Option('--arrival <kind>', 'arrival process of --rate (default poisson)').choices(ARRIVAL_PROCESSES))
     .option(
       '--burstiness <b>',
@@ -197,6 +205,7 @@ Examples:
   servelab bench http://127.0.0.1:8000 --rate 8 --arrival poisson --max-in-flight 64 --slo-ttft-ms 500
   servelab bench http://127.0.0.1:8000 --rate 8 --arrival gamma --burstiness 0.25 --requests 400
   servelab bench http://127.0.0.1:30000 --backend sglang --dataset sharegpt.json --max-output-len 512
-  servelab bench http://127.0.0.1:8000 --trace mooncake_trace.jsonl --trace-speedup 2 --trace-window 0,10m`,
+  servelab bench http://127.0.0.1:8000 --trace mooncake_trace.jsonl --trace-speedup 2 --trace-window 0,10m
+  servelab bench http://127.0.0.1:8000 --capacity rate:0.5..32 --capacity-slo ttft-p99=500ms,tpot-p99=50ms --steps 6`,
     );
 }

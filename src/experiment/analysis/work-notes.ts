@@ -1,11 +1,13 @@
 /**
  * What a variant's trials did that their figures do not show: requests that stopped short of the requested output
  * (unequal work), token counts the sources disagreed on, resent requests, an open loop that fell behind its rate,
- * a first trial after each server start unlike the later ones (./warmup-trend.ts).
+ * a first trial after each server start unlike the later ones (./warmup-trend.ts), a capacity search's path and notes
+ * (≥ max, 0, a p99 of few requests).
  * One line per variant × workload and kind, for `show`, the report and the UI alike. Pure.
  */
 
 import { mean, sum } from 'simple-statistics';
+import { capacityLines, capacityText } from '../../metrics/table.js';
 import type { TrialRecord } from '../../store/types.js';
 import { formatNumber, formatPercent } from '../../util/format.js';
 import { metricValue } from '../spec/metrics.js';
@@ -51,6 +53,7 @@ export function workNotes(trials: readonly TrialRecord[], metric: MetricName = '
     }
     const warmup = warmupNote(group, metric);
     if (warmup) notes.push(`${label}: ${warmup}`);
+    notes.push(...capacityNotes(label, group));
   }
   return notes;
 }
@@ -68,4 +71,17 @@ function warmupNote(group: readonly TrialRecord[], metric: MetricName): string |
     `their range ± ${K_MAD}×MAD (${MIN_RELATIVE * 100}% at least): the warm-up did not bring the server to this ` +
     "workload's steady state; raise client.warmup.requests or set client.warmup.perWorkload: true"
   );
+}
+
+/** "baseline capacity:…: capacity per trial 7, 7, 6; steps of the last: c=4 met, c=8 missed (…)", then the searches' notes. */
+function capacityNotes(label: string, group: readonly TrialRecord[]): string[] {
+  const searches = group.flatMap((trial) => (trial.metrics.capacity ? [trial.metrics.capacity] : []));
+  const last = searches.at(-1);
+  if (!last) return [];
+  const steps = capacityLines(last)[1]!.replace('capacity steps:', 'steps of the last:');
+  const values = searches.map((search) => capacityText(search.over, search.value)).join(', ');
+  const notes = [...new Set(searches.flatMap((search) => search.notes))].map(
+    (note) => `${label}: ${note} (${searches.filter((search) => search.notes.includes(note)).length} of ${group.length} trials)`,
+  );
+  return [`${label}: capacity per trial ${values}; ${steps}`, ...notes];
 }

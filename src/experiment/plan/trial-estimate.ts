@@ -1,4 +1,5 @@
-import { planLevels } from '../../load/level.js';
+import { nextCapacityLevel } from '../../load/capacity.js';
+import { capacityLevelPlan, planLevels } from '../../load/level.js';
 import type { LengthDistribution, Workload } from '../../load/types.js';
 import { planWarmups, type WarmupStep } from '../../load/warmup.js';
 import type { ClientConfig } from '../spec/types.js';
@@ -89,6 +90,14 @@ function measuredMs(costs: DeclaredCosts, workload: Exclude<Workload, { kind: 't
       return workload.concurrencies.reduce((sum, concurrency) => sum + rounds(workload.requestsPerLevel, concurrency), 0);
     case 'rate':
       return rateMs(costs, workload, timing);
+    case 'capacity': {
+      // Its steps are chosen as it runs: counted as `steps` levels at the first one, the range's geometric middle.
+      const first = capacityLevelPlan(workload, nextCapacityLevel(workload, []) ?? workload.min);
+      const step: Workload = first.rate
+        ? { kind: 'rate', requests: first.requests, ...first.rate }
+        : { kind: 'concurrency', concurrency: first.concurrency ?? 1, requests: first.requests };
+      return workload.steps * measuredMs(costs, step, timing);
+    }
   }
 }
 

@@ -1,4 +1,5 @@
 import type { RunningServer } from '../../launch/types.js';
+import { trialLevelOf } from '../../load/capacity.js';
 import { describeExit, watchLiveness } from '../../load/liveness.js';
 import { WARMUP_LABEL } from '../../load/run.js';
 import type { BenchOptions, BenchProgress, LevelResult } from '../../load/types.js';
@@ -72,7 +73,7 @@ export async function measureTrial(
       verifyServer: liveness.verify,
       onProgress: (progress) => onProgress(progress, progress.levelLabel === WARMUP_LABEL),
     });
-    level = result.levels[0];
+    level = trialLevelOf(result.levels);
   } catch (error) {
     // A load client that failed because the server went away (e.g. unreachable at the start) measured an invalid
     // trial; check at once rather than waiting for the next probe.

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { loadConfigFile } from '../../config/load.js';
 import { mentionsPort } from '../../launch/chosen-port.js';
 import { serverIdentity } from '../../launch/identity.js';
+import { capacityLabel } from '../../load/capacity.js';
 import { rateLabel, TRACE_LABEL } from '../../load/level.js';
 import type { PromptSource, Workload } from '../../load/types.js';
 import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
@@ -214,6 +215,8 @@ export function workloadLabel(workload: Workload): string {
       return `sweep=${workload.concurrencies.join(',')}`;
     case 'trace':
       return TRACE_LABEL;
+    case 'capacity':
+      return capacityLabel(workload);
   }
 }
 

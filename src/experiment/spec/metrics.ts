@@ -42,6 +42,7 @@ export function trialMetricsOf(level: LevelResult, efficiency: EfficiencyInputs 
       },
     }),
     ...(level.spec?.verifyStepMs !== undefined && { verifyStepMs: level.spec.verifyStepMs }),
+    ...(level.capacity && { sloCapacity: level.capacity.value, capacity: level.capacity }),
     ...(level.categories && { byCategory: Object.fromEntries(level.categories.map((category) => [category.category, categoryMetricsOf(category)])) }),
   };
 }
@@ -95,6 +96,8 @@ export function metricUnit(metric: MetricName): string {
   if (metric === 'joulesPerToken') return 'J/tok';
   if (metric === 'tokensPerJoule') return 'tok/J';
   if (metric === 'usdPerMillionTokens') return '$/Mtok';
+  // Which one is the workload's (its name says: capacity:rate=… or capacity:c=…).
+  if (metric === 'sloCapacity') return 'req/s or in flight';
   return '';
 }
 

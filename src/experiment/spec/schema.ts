@@ -113,7 +113,7 @@ const gridSchema = variantSchema.extend({
     .meta({ description: 'Values of each parameter; every combination becomes a variant.', examples: [{ steps: [2, 4], draft: [1, 3] }] }),
 });
 
-const WORKLOAD_KINDS = ['single-stream', 'concurrency', 'rate', 'sweep', 'trace'] as const;
+const WORKLOAD_KINDS = ['single-stream', 'concurrency', 'rate', 'sweep', 'trace', 'capacity'] as const;
 
 /** The forms a workload entry accepts (the file reference lists them). */
 export const workloadFormsSchema: z.ZodType = workloadSchema;

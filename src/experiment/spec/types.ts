@@ -83,6 +83,8 @@ export const METRIC_NAMES = [
   'joulesPerToken',
   'tokensPerJoule',
   'usdPerMillionTokens',
+  /** Capacity workloads: the highest rate (req/s) or concurrency meeting the workload's SLOs (NaN for other workloads). */
+  'sloCapacity',
 ] as const satisfies ReadonlyArray<NumericKey<TrialMetrics>>;
 export type MetricName = (typeof METRIC_NAMES)[number];
 

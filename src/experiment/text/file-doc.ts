@@ -90,6 +90,7 @@ const WORKLOAD_EXAMPLES = [
   { kind: 'rate', requestsPerSecond: 20, arrival: 'poisson', maxInFlight: 256, requests: 200 },
   { kind: 'sweep', concurrencies: [8, 32], requestsPerLevel: 128 },
   { kind: 'trace', maxInFlight: 256 },
+  { kind: 'capacity', over: 'rate', min: 0.5, max: 32, steps: 6, requestsPerStep: 200, slo: { ttftP99Ms: 500, tpotP99Ms: 50 } },
 ] as const;
 
 function workloadSection(): string {

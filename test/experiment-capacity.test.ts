@@ -1,0 +1,65 @@
+/**
+ * A capacity workload as an experiment's objective: each trial runs the real search (load/capacity.ts) on the fake
+ * machine (support-fake-executor.ts: time per token grows in proportion to the concurrency), and the race and best
+ * verdict use `sloCapacity` like any other metric.
+ */
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { workNotes } from '../src/experiment/analysis/work-notes.js';
+import { runExperiment } from '../src/experiment/run/runner.js';
+import { loadExperiment } from '../src/experiment/spec/load.js';
+import { openStore } from '../src/store/db.js';
+import { listTrials } from '../src/store/queries.js';
+import { tempDir, writeExperiment } from './support-experiment.js';
+import { FakeExecutor } from './support-fake-executor.js';
+
+test('maximize sloCapacity: the config with the highest capacity wins the race; each trial keeps its bisection path', async (t) => {
+  const dir = tempDir(t, 'capacity');
+  const db = openStore(join(dir, 'servelab.db'));
+  t.after(() => db.close());
+  const file = writeExperiment(dir, 'capacity.yaml', {
+    trials: 8,
+    stopping: 'race',
+    schedule: 'blocked',
+    telemetry: { enabled: false },
+    server: { command: ['fake-server', '--port', '{port}', '--tpot-ms', '4'], readyTimeout: '5m' },
+    // TPOT = tpot x concurrency: the p99 limit of 31 ms is met up to c=10 at 3 ms, c=7 at 4 ms, c=6 at 5 ms.
+    workloads: [{ kind: 'capacity', over: 'concurrency', min: 1, max: 16, requestsPerStep: 16, slo: { tpotP99Ms: 31 } }],
+    objective: { maximize: 'sloCapacity' },
+    grid: [{ name: 't{t}', params: { t: [3, 5] }, args: ['--tpot-ms', '{t}'] }],
+  });
+  const executor = new FakeExecutor((call) => ({ tpotMs: Number(call.arg('--tpot-ms')) }));
+  const log: string[] = [];
+  let runId = 0;
+  try {
+    const outcome = await runExperiment({ db, experiment: loadExperiment(file), executor, workDir: dir, log: (line) => log.push(line) });
+    assert.equal(outcome.status, 'done', log.join('\n'));
+    runId = outcome.runId;
+  } finally {
+    await executor.close();
+  }
+  assert.ok(
+    log.some((line) => /^race decided after pass \d+: t3 is significantly better than every other config$/.test(line)),
+    log.join('\n'),
+  );
+  const rows = db.prepare('SELECT variant, workload, metrics_json FROM trials').all() as Array<{ variant: string; workload: string; metrics_json: string }>;
+  const capacities = new Map<string, Set<number>>();
+  for (const row of rows) {
+    assert.equal(row.workload, 'capacity:c=1..16,tpot-p99=31ms');
+    const metrics = JSON.parse(row.metrics_json);
+    capacities.set(row.variant, (capacities.get(row.variant) ?? new Set()).add(metrics.sloCapacity));
+    // Bisection from the geometric middle: 4 passes everywhere, then up or down until adjacent levels decide.
+    assert.equal(metrics.capacity.steps[0].label, 'c=4');
+    assert.equal(metrics.capacity.upper, metrics.sloCapacity + 1);
+  }
+  assert.deepEqual(Object.fromEntries([...capacities].map(([variant, values]) => [variant, [...values]])), { baseline: [7], t3: [10], t5: [6] });
+  // What `show` and the report say of each config's searches.
+  const notes = workNotes(listTrials(db, runId));
+  const t3 = notes.find((note) => note.startsWith('t3 capacity:c=1..16,tpot-p99=31ms: capacity per trial 10 in flight, 10 in flight'));
+  assert.match(t3 ?? notes.join('\n'), /; steps of the last: c=4 met, c=8 met, c=11 missed \(TPOT p99 33\.\d ms > 31\.0 ms\), c=9 met, c=10 met$/);
+  assert.ok(
+    notes.some((note) => /^t3 capacity:\S+: p99 of 16 requests per step is close to their slowest one; .* \(\d+ of \d+ trials\)$/.test(note)),
+    notes.join('\n'),
+  );
+});
