@@ -1,3 +1,4 @@
+import { thinkTimeText } from '../load/sessions.js';
 import type { BenchResult, ClientOptions, LengthDistribution, PromptSource, Workload } from '../load/types.js';
 
 /** `servelab bench` spelling of a length distribution (see parseLengthSpec). */
@@ -43,6 +44,35 @@ function promptArgs(prompts: PromptSource): string[] {
   switch (prompts.kind) {
     case 'synthetic':
       return ['--input-len', lengthSpec(prompts.inputTokens), '--output-len', lengthSpec(prompts.outputTokens), '--seed', String(prompts.seed)];
+    case 'sessions':
+      return [
+        '--turns',
+        String(prompts.turns),
+        '--think-time',
+        thinkTimeText(prompts.thinkTime),
+        '--input-len',
+        lengthSpec(prompts.inputTokens),
+        '--output-len',
+        lengthSpec(prompts.outputTokens),
+        ...(prompts.path !== undefined ? ['--dataset', prompts.path] : []),
+        '--seed',
+        String(prompts.seed),
+      ];
+    case 'shared-prefix':
+      return [
+        '--shared-prefixes',
+        String(prompts.prefixes),
+        '--prefix-len',
+        String(prompts.prefixTokens),
+        '--questions-per-prefix',
+        String(prompts.questionsPerPrefix),
+        '--question-len',
+        String(prompts.questionTokens),
+        '--output-len',
+        lengthSpec(prompts.outputTokens),
+        '--seed',
+        String(prompts.seed),
+      ];
     default:
       return [
         '--dataset',

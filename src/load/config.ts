@@ -5,6 +5,7 @@ import { UserError } from '../util/errors.js';
 import { ExitCode } from '../util/exit.js';
 import { DEFAULT_OUTPUT_TOKENS } from './datasets/load.js';
 import { DATASET_FORMATS } from './datasets/types.js';
+import { sessionsSchema, sharedPrefixSchema } from './shape-config.js';
 import { ARRIVAL_PROCESSES, type LengthDistribution, type PromptSource, type Slo, type Workload } from './types.js';
 
 /**
@@ -130,6 +131,8 @@ export const promptSourceSchema: z.ZodType<PromptSource> = z.union([
       fields: datasetFieldsSchema.optional().meta({ description: 'Which record field holds what (see its keys).', examples: [{ prompt: 'question' }] }),
     })
     .strict(),
+  sessionsSchema(tokenLength, promptSeed),
+  sharedPrefixSchema(tokenLength, promptSeed),
 ]) as z.ZodType<PromptSource>;
 
 export const workloadSchema: z.ZodType<Workload> = z.union([

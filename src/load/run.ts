@@ -8,8 +8,10 @@ import { messageOf, UserError } from '../util/errors.js';
 import { ExitCode } from '../util/exit.js';
 import { BACKENDS, type BackendRequestOptions } from './backends.js';
 import { type LevelPlan, type LevelRun, maxInFlight, planLevels, runLevel } from './level.js';
-import { loadPrompts, type PromptItem, saltPrompts } from './prompts.js';
+import { loadPromptParts, type PromptItem, saltPrompts } from './prompts.js';
 import { type RequestContext, type RequestOutcome, servedTrackingConnector } from './request.js';
+import { checkSessionLevels, runSessionLevel } from './session-loop.js';
+import { conversationTurn } from './sessions.js';
 import { counterSource, scrapeSglangServerInfo, scrapeSpecCounters, specFromCounterDelta, specFromResponses, withVerifyStepTime } from './spec.js';
 import { loadTokenizer, type ModelTokenizer } from './tokenizers/model.js';
 import type { BenchOptions, BenchResult, LevelResult, RequestOutput, RequestSample, SpecDecodeStats, TokenCountMethod } from './types.js';
@@ -142,8 +144,9 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
   const workerCount = resolveWorkerCount(options.workers ?? DEFAULT_LOAD_WORKERS, Math.max(...levels.map(maxInFlight)));
   // Each worker's first requests are cold (JIT, connections): the warm-up, when there is one, reaches every worker.
   const warmupRequests = options.warmupRequests > 0 ? Math.max(options.warmupRequests, workerCount > 1 ? workerCount : 0) : 0;
-  const totalRequests = warmupRequests + levels.reduce((sum, level) => sum + level.requests, 0);
-  const loaded = await loadPrompts(options.prompts, totalRequests, { tokenizer, chat: options.backend === 'openai-chat' });
+  const measure = { tokenizer, chat: options.backend === 'openai-chat' };
+  if (options.prompts.kind === 'sessions') checkSessionLevels(levels, workerCount);
+  const loaded = await loadPromptParts(options.prompts, [warmupRequests, ...levels.map((level) => level.requests)], measure);
   const prompts = options.promptSalt === undefined ? loaded : saltPrompts(loaded, options.promptSalt, tokenizer);
   await checkReachable(host, port, options.baseUrl);
   // Every request in flight listens on the abort signal; hundreds of them are expected, not a leak.
@@ -193,11 +196,23 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
     const pool = workers;
     const runner: LevelRunner = pool
       ? { live: false, run: (level, levelPrompts, seed, signal, onDone) => pool.runLevel(level, levelPrompts, seed, onDone, signal) }
-      : {
-          live: true,
-          run: (level, levelPrompts, seed, signal, onDone, onTokenEvent) =>
-            runLevel({ ...context, signal, ...(onTokenEvent && { onTokenEvent }) }, level, levelPrompts, seed, onDone),
-        };
+      : options.prompts.kind === 'sessions'
+        ? {
+            live: true,
+            run: (level, turns, _seed, signal, onDone, onTokenEvent) =>
+              runSessionLevel(
+                { ...context, signal, ...(onTokenEvent && { onTokenEvent }) },
+                level.concurrency ?? 1,
+                turns,
+                (history, turn) => conversationTurn(history, turn, measure),
+                onDone,
+              ),
+          }
+        : {
+            live: true,
+            run: (level, levelPrompts, seed, signal, onDone, onTokenEvent) =>
+              runLevel({ ...context, signal, ...(onTokenEvent && { onTokenEvent }) }, level, levelPrompts, seed, onDone),
+          };
     let offset = 0;
     if (warmupRequests > 0) {
       const warmupPlan: LevelPlan = {

@@ -38,3 +38,11 @@ export const DEFAULT_MAX_FAILED_FRACTION = 0;
 
 /** Load-generation threads (`bench --workers`, `client.workers`): this thread only. */
 export const DEFAULT_LOAD_WORKERS = 1;
+
+/** Shared-prefix prompts (`client.prompts` kind shared-prefix, `bench --shared-prefixes`): document, questions, question length. */
+export const DEFAULT_PREFIX_TOKENS = 1024;
+export const DEFAULT_QUESTIONS_PER_PREFIX = 16;
+export const DEFAULT_QUESTION_TOKENS = 64;
+
+/** Wait between a session's turns (`bench --think-time`, a sessions `client.prompts.thinkTime`): none. */
+export const DEFAULT_THINK_TIME = '0s';

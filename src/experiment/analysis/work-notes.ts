@@ -6,7 +6,7 @@
 
 import { mean, sum } from 'simple-statistics';
 import type { TrialRecord } from '../../store/types.js';
-import { formatNumber } from '../../util/format.js';
+import { formatNumber, formatShare } from '../../util/format.js';
 
 /** "baseline c=8: early-stop: 16 of 40 tokens per request in 5 of 5 trials (200 requests stopped short)". */
 export function workNotes(trials: readonly TrialRecord[]): string[] {
@@ -36,6 +36,7 @@ export function workNotes(trials: readonly TrialRecord[]): string[] {
     }
     const resent = sum(group.map((trial) => trial.metrics.resends ?? 0));
     if (resent > 0) notes.push(`${label}: ${resent} requests resent after a kept-alive connection closed, over ${group.length} trials`);
+    notes.push(...shapeNotes(label, group, of));
     const behind = group.filter((trial) => trial.metrics.rate && trial.metrics.rate.servedPerSecond < trial.metrics.rate.offeredPerSecond * 0.95);
     if (behind.length > 0) {
       const offered = behind[0]!.metrics.rate!.offeredPerSecond;
@@ -45,6 +46,30 @@ export function workNotes(trials: readonly TrialRecord[]): string[] {
           'the server fell behind (latency counts from each scheduled arrival)',
       );
     }
+  }
+  return notes;
+}
+
+const numbers = (values: ReadonlyArray<number | null | undefined>): number[] => values.filter((value): value is number => typeof value === 'number');
+
+/** Multi-turn and shared-prefix workloads: TTFT p50 by turn, sessions a failure ended, designed vs achieved prefix hits. */
+function shapeNotes(label: string, group: readonly TrialRecord[], of: string): string[] {
+  const notes: string[] = [];
+  const turned = group.filter((trial) => (trial.metrics.ttftMedianByTurnMs?.length ?? 0) > 0);
+  if (turned.length > 0) {
+    const turns = Math.max(...turned.map((trial) => trial.metrics.ttftMedianByTurnMs!.length));
+    const byTurn = Array.from({ length: turns }, (_, index) => numbers(turned.map((trial) => trial.metrics.ttftMedianByTurnMs![index])))
+      .map((values, index) => (values.length > 0 ? `${index + 1}: ${formatNumber(mean(values))} ms` : undefined))
+      .filter((text) => text !== undefined);
+    notes.push(`${label}: TTFT p50 by turn ${byTurn.join(', ')} (mean over ${turned.length} ${of})`);
+  }
+  const ended = sum(group.map((trial) => trial.metrics.sessionsEndedByFailure ?? 0));
+  if (ended > 0) notes.push(`${label}: ${ended} sessions ended by a failed turn over ${group.length} trials (their later turns were not sent)`);
+  const targeted = group.filter((trial) => trial.metrics.prefixCacheTargetHitRate != null && trial.metrics.prefixCacheHitRate != null);
+  if (targeted.length > 0) {
+    const achieved = mean(targeted.map((trial) => trial.metrics.prefixCacheHitRate!));
+    const target = mean(targeted.map((trial) => trial.metrics.prefixCacheTargetHitRate!));
+    notes.push(`${label}: prefix cache hit ${formatShare(achieved)} of prompt tokens, target ${formatShare(target)} (mean over ${targeted.length} ${of})`);
   }
   return notes;
 }

@@ -226,7 +226,7 @@ function expandGrid(
  * finding it missing only after a server has loaded its model costs minutes to hours.
  */
 function resolvePromptPath(prompts: PromptSource, baseDir: string, key: string, fail: (key: string, message: string) => never): PromptSource {
-  if (prompts.kind === 'synthetic') return prompts;
+  if (prompts.kind === 'synthetic' || prompts.kind === 'shared-prefix' || prompts.path === undefined) return prompts;
   const path = resolve(baseDir, prompts.path);
   if (!existsSync(path)) fail(key, `no such file: ${path}`);
   if (!statSync(path).isFile()) fail(key, `not a file: ${path}`);
