@@ -16,7 +16,7 @@ import type { PromptItem } from './prompts.js';
 import { sampleLength } from './random.js';
 import type { ChatMessage, ModelTokenizer } from './tokenizers/model.js';
 import type { SessionsSource, ThinkTime } from './types.js';
-import { textOfTokens } from './words.js';
+import { generatedTokens, textOfTokens } from './words.js';
 
 /** Parse `0`, `2s`, `500ms` or `exponential:2s` (mean). */
 export function parseThinkTime(text: string): ThinkTime {
@@ -44,14 +44,23 @@ export function sampleThinkMs(think: ThinkTime, random: Random): number {
 }
 
 /** Human turns of each session, in order: generated, or a ShareGPT file's conversations (shuffled by seed, cycled). */
-function humanTurns(source: SessionsSource, measure: PromptMeasure): (session: number) => string[] {
+function humanTurns(source: SessionsSource, measure: PromptMeasure): (session: number) => Array<{ text: string; tokens: number }> {
   if (source.path === undefined) {
     const lengths = mulberry32(source.seed);
     const words = mulberry32(source.seed + 0x9e3779b9);
-    return () => Array.from({ length: source.turns }, () => textOfTokens(sampleLength(source.inputTokens, lengths), words, measure.tokenizer));
+    return () =>
+      Array.from({ length: source.turns }, () => {
+        const tokens = sampleLength(source.inputTokens, lengths);
+        const text = textOfTokens(tokens, words, measure.tokenizer);
+        return { text, tokens: generatedTokens(text, tokens, measure) };
+      });
   }
   const conversations = shuffle(shareGptConversations({ path: source.path }), source.seed)
-    .map(({ messages }) => messages.filter((message) => message.role === 'user').map((message) => message.content))
+    .map(({ messages }) =>
+      messages
+        .filter((message) => message.role === 'user')
+        .map(({ content }) => ({ text: content, tokens: promptTokens(content, [{ role: 'user', content }], measure) })),
+    )
     .filter((turns) => turns.length > 0);
   if (conversations.length === 0) {
     throw new UserError(
@@ -75,11 +84,11 @@ export function sessionTurns(source: SessionsSource, parts: readonly number[], m
   for (const part of parts) {
     for (let left = part; left > 0; id++) {
       const turns = turnsOf(id).slice(0, left);
-      turns.forEach((text, turn) => {
+      turns.forEach(({ text, tokens }, turn) => {
         const session = { id, turn, thinkMs: turn === 0 ? 0 : sampleThinkMs(source.thinkTime, thinks) };
         items.push({
           prompt: text,
-          inputTokens: promptTokens(text, [{ role: 'user', content: text }], measure),
+          inputTokens: tokens,
           maxTokens: sampleLength(source.outputTokens, outputs),
           session,
         });

@@ -10,11 +10,11 @@
  * Each part of a run (warm-up, every level) gets documents of its own: no level finds another's prefixes cached.
  */
 import { mulberry32 } from '../util/random.js';
-import { type PromptMeasure, promptTokens } from './datasets/load.js';
+import type { PromptMeasure } from './datasets/load.js';
 import type { PromptItem } from './prompts.js';
 import { sampleLength } from './random.js';
 import type { SharedPrefixSource } from './types.js';
-import { textOfTokens } from './words.js';
+import { generatedTokens, textOfTokens } from './words.js';
 
 export function sharedPrefixPrompts(source: SharedPrefixSource, parts: readonly number[], measure: PromptMeasure): PromptItem[] {
   const words = mulberry32(source.seed + 0x9e3779b9);
@@ -28,7 +28,7 @@ export function sharedPrefixPrompts(source: SharedPrefixSource, parts: readonly 
           const prompt = `${prefixes[prefix]}\n\n${textOfTokens(source.questionTokens, words, measure.tokenizer)}`;
           items.push({
             prompt,
-            inputTokens: promptTokens(prompt, [{ role: 'user', content: prompt }], measure),
+            inputTokens: generatedTokens(prompt, source.prefixTokens + source.questionTokens, measure),
             maxTokens: sampleLength(source.outputTokens, outputs),
             targetCachedTokens: question === 0 ? 0 : source.prefixTokens,
           });

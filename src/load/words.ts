@@ -1,3 +1,4 @@
+import { type PromptMeasure, promptTokens } from './datasets/load.js';
 import { textOfExactTokens } from './tokenizers/exact.js';
 import type { ModelTokenizer } from './tokenizers/model.js';
 
@@ -28,4 +29,12 @@ export function exactTokenText(tokenizer: ModelTokenizer, tokens: number, random
 /** `tokens` tokens of text: that many words, or exactly that many of the tokenizer's tokens. */
 export function textOfTokens(tokens: number, random: () => number, tokenizer?: ModelTokenizer): string {
   return tokenizer ? exactTokenText(tokenizer, tokens, random) : randomWords(tokens, random);
+}
+
+/**
+ * Tokens of generated text as the server will count them: with a tokenizer its count (chat template, BOS), else the
+ * number of words asked for (each of WORDS is one token in common vocabularies).
+ */
+export function generatedTokens(text: string, words: number, measure: PromptMeasure): number {
+  return measure.tokenizer ? promptTokens(text, [{ role: 'user', content: text }], measure) : words;
 }
