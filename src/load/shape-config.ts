@@ -49,19 +49,20 @@ export function sessionsSchema(tokenLength: (tokens: number, description: string
     .object({
       kind: z
         .literal('sessions')
-        .describe('Multi-turn conversations: every turn after the first carries the server’s own earlier answers; concurrency is sessions in flight.'),
-      turns: count('turns').describe('Turns per session (with `path`: at most this many of each conversation’s human turns).'),
+        .describe("Multi-turn conversations: every turn after the first carries the server's own earlier answers; concurrency is sessions in flight."),
+      turns: count('turns').describe("Turns per session (with `path`: at most this many of each conversation's human turns)."),
       inputTokens: tokenLength(DEFAULT_INPUT_TOKENS, 'Length of each generated human turn (unused with `path`).'),
       outputTokens: tokenLength(DEFAULT_SYNTHETIC_OUTPUT_TOKENS, 'Output length asked for on every turn (max_tokens).'),
-      thinkTime: thinkTimeSchema
-        .prefault(DEFAULT_THINK_TIME)
-        .meta({ description: 'Wait before each next turn: fixed (`2s`) or exponential of that mean (`exponential:2s`).', examples: ['exponential:2s'] }),
+      thinkTime: thinkTimeSchema.prefault(DEFAULT_THINK_TIME).meta({
+        description: 'Wait before each next turn: fixed (`2s`, a number: seconds) or exponential of that mean (`exponential:2s`).',
+        examples: ['exponential:2s'],
+      }),
       path: z
         .string()
         .min(1)
         .optional()
         .meta({ description: 'A ShareGPT file whose human turns the sessions send (relative to the experiment file); default: generated turns.' }),
-      seed: seed.describe('Seed of the turns, their lengths and think times, and of the file’s conversation order.'),
+      seed: seed.describe("Seed of the turns, their lengths and think times, and of the file's conversation order."),
     })
     .strict();
 }

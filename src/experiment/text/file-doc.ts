@@ -28,7 +28,10 @@ export function renderExperimentFileDoc(): string {
     ...optionsOf(at('executor')).map((form) => keyTable(`\`executor:\` kind ${kindsOf(form).join(', ')}`, form)),
     keyTable('`client:` (variants may override all but backend, slo and cache)', client),
     ...optionsOf(shapeOf(client)!.prompts!).map((form) => keyTable(`\`client.prompts:\` kind ${kindsOf(form).join(', ')}`, form)),
-    keyTable('`client.prompts.fields:` (dataset record fields)', shapeOf(optionsOf(shapeOf(client)!.prompts!).at(-1)!)!.fields!),
+    keyTable(
+      '`client.prompts.fields:` (dataset record fields)',
+      shapeOf(optionsOf(shapeOf(client)!.prompts!).find((form) => kindsOf(form).includes('sharegpt'))!)!.fields!,
+    ),
     lengthSection(),
     keyTable('`client.slo:`', shapeOf(client)!.slo!),
     workloadSection(),
