@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { levelValidity } from '../src/experiment/analysis/trial-validity.js';
+import { workNotes } from '../src/experiment/analysis/work-notes.js';
 import { saltPrompts } from '../src/load/prompts.js';
 import { groupSessions } from '../src/load/session-loop.js';
 import { conversationTurn, parseThinkTime, sampleThinkMs, sessionTurns } from '../src/load/sessions.js';
@@ -13,6 +14,8 @@ import { designedHitRate, sharedPrefixPrompts } from '../src/load/shared-prefix.
 import type { SessionsSource, SharedPrefixSource } from '../src/load/types.js';
 import { summarizeLevel } from '../src/metrics/summary.js';
 import type { RequestSample } from '../src/metrics/types.js';
+import { cacheAnswer, cachedPrefixTokens, PrefixCache } from '../src/simulate/prefix-cache.js';
+import type { TrialRecord } from '../src/store/types.js';
 import { mulberry32 } from '../src/util/random.js';
 
 const fixed = (value: number) => ({ kind: 'fixed' as const, value });
@@ -183,3 +186,34 @@ test('cold trial judged by server counters: a workload that reuses its own prefi
   const { targetHitRate: _, ...plainCounters } = counters(0.3).prefixCache;
   assert.match(levelValidity({ ...base, prefixCache: plainCounters }, options) ?? '', /at most 5%\)/);
 });
+
+test("the simulator's prefix cache keeps an answer with its prompt: the conversation's next turn finds both", () => {
+  const cache = new PrefixCache(16);
+  const turn1 = { messages: [{ role: 'user', content: words(40) }] };
+  assert.equal(cachedPrefixTokens(cache, turn1, 40), 0);
+  const answer = ` ${words(30)}`;
+  cacheAnswer(cache, turn1, answer);
+  const turn2 = { messages: [...turn1.messages, { role: 'assistant', content: answer }, { role: 'user', content: 'next question' }] };
+  const cached = cachedPrefixTokens(cache, turn2, 72);
+  assert.ok(cached > 55, `${cached} of 72 tokens: the first turn (40) and its answer (30)`);
+  // A text prompt: the answer appended, as the next turn's text continues.
+  cacheAnswer(cache, { prompt: 'User: hello there\n\nAssistant:' }, ' hi, how can I help?');
+  assert.ok(cachedPrefixTokens(cache, { prompt: 'User: hello there\n\nAssistant: hi, how can I help?\n\nUser: more\n\nAssistant:' }, 14) >= 8);
+});
+
+test('show and the report: TTFT p50 by turn and designed vs achieved hit rate per variant', () => {
+  const trial = (ttft: number[], hit: number) =>
+    ({
+      variant: 'chat',
+      workload: 'c=4',
+      metrics: { ttftMedianByTurnMs: ttft, prefixCacheHitRate: hit, prefixCacheTargetHitRate: 0.6 },
+    }) as unknown as TrialRecord;
+  assert.deepEqual(workNotes([trial([400, 30], 0.5), trial([420, 50, 45], 0.7)]), [
+    'chat c=4: TTFT p50 by turn 1: 410 ms, 2: 40.0 ms, 3: 45.0 ms (mean over 2 of 2 trials)',
+    'chat c=4: prefix cache hit 60% of prompt tokens, target 60% (mean over 2 of 2 trials)',
+  ]);
+});
+
+function words(count: number): string {
+  return Array.from({ length: count }, (_, index) => `w${index}`).join(' ');
+}

@@ -1,4 +1,4 @@
-import { summarize } from './summary.js';
+import { median } from 'simple-statistics';
 import type { RequestSample, TurnsCheck } from './types.js';
 
 /**
@@ -26,7 +26,7 @@ export function turnsCheck(samples: readonly RequestSample[]): TurnsCheck | unde
     byTurn.set(sample.turn, times);
   }
   if (sessions === 0 && byTurn.size === 0) return undefined;
-  const ttftByTurn = [...byTurn.entries()].sort(([a], [b]) => a - b).map(([turn, times]) => ({ turn, count: times.length, p50Ms: summarize(times).median }));
+  const ttftByTurn = [...byTurn.entries()].sort(([a], [b]) => a - b).map(([turn, times]) => ({ turn, count: times.length, p50Ms: median(times) }));
   return { ttftByTurn, sessions, endedByFailure };
 }
 
