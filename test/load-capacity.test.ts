@@ -150,7 +150,14 @@ describe('spellings', () => {
   });
 
   test('object → benchArgv → bench flag parsing → the same object', () => {
-    const base = { backend: 'openai-completions', warmupRequests: 1, warmupPerLevel: true, ignoreEos: true, requireFullOutput: true, maxFailedFraction: 0 } as const;
+    const base = {
+      backend: 'openai-completions',
+      warmupRequests: 1,
+      warmupPerLevel: true,
+      ignoreEos: true,
+      requireFullOutput: true,
+      maxFailedFraction: 0,
+    } as const;
     const prompts = { kind: 'synthetic', inputTokens: { kind: 'fixed', value: 16 }, outputTokens: { kind: 'fixed', value: 8 }, seed: 0 } as const;
     const workloads: Capacity[] = [
       { ...rate, arrival: 'gamma', burstiness: 0.5, maxInFlight: 64, slo: { ttftP99Ms: 500, tpotP99Ms: 50.5 } },

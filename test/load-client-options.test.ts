@@ -125,6 +125,49 @@ const CASES: ClientOptions[] = [
     specMetrics: 'auto',
     workers: 1,
   },
+  {
+    backend: 'openai-chat',
+    workload: { kind: 'concurrency', concurrency: 4, requests: 24 },
+    prompts: {
+      kind: 'sessions',
+      turns: 3,
+      inputTokens: { kind: 'fixed', value: 40 },
+      outputTokens: { kind: 'fixed', value: 16 },
+      thinkTime: { kind: 'exponential', meanMs: 1500 },
+      path: '/data/chats.json',
+      seed: 2,
+    },
+    warmupRequests: 1,
+    warmupPerLevel: true,
+    ignoreEos: true,
+    requireFullOutput: true,
+    maxFailedFraction: 0,
+    requestTimeoutMs: 60_000,
+    specMetrics: 'auto',
+    workers: 1,
+  },
+  {
+    backend: 'openai-completions',
+    workload: { kind: 'sweep', concurrencies: [1, 4], requestsPerLevel: 64 },
+    prompts: {
+      kind: 'shared-prefix',
+      prefixes: 4,
+      prefixTokens: 1024,
+      questionsPerPrefix: 16,
+      questionTokens: 64,
+      outputTokens: { kind: 'fixed', value: 32 },
+      seed: 1,
+    },
+    promptSalt: 3,
+    warmupRequests: 1,
+    warmupPerLevel: true,
+    ignoreEos: true,
+    requireFullOutput: true,
+    maxFailedFraction: 0,
+    requestTimeoutMs: 60_000,
+    specMetrics: 'auto',
+    workers: 1,
+  },
 ];
 
 test('object → benchArgv → bench flag parsing → the same object', () => {
@@ -163,4 +206,44 @@ variants:
   assert.deepEqual([b!.client.requireFullOutput, b!.client.tokenCounts], [false, 'stream']);
   writeFileSync(path, `name: e\nprofile: vllm\nserver: { command: x }\nworkloads: [{ kind: single-stream, requests: 8 }]\nclient: { tokenCounts: guess }\n`);
   assert.throws(() => loadExperiment(path), /client\.tokenCounts/);
+});
+
+test('experiment file: sessions and shared prefixes as client.prompts; sessions refuse an open-loop rate', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'servelab-client-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'exp.yaml');
+  const file = (workload: string) =>
+    `name: e
+profile: vllm
+server:
+  command: vllm serve m --port {port}
+workloads: [${workload}]
+client: { prompts: { kind: sessions, turns: 4, thinkTime: exponential:2s } }
+variants:
+  chat: {}
+  rag: { client: { prompts: { kind: shared-prefix, prefixes: 4 } } }
+`;
+  writeFileSync(path, file('{ kind: concurrency, concurrency: 8, requests: 64 }'));
+  const [chat, rag] = loadExperiment(path).variants;
+  assert.deepEqual(chat!.client.prompts, {
+    kind: 'sessions',
+    turns: 4,
+    inputTokens: { kind: 'fixed', value: 256 },
+    outputTokens: { kind: 'fixed', value: 128 },
+    thinkTime: { kind: 'exponential', meanMs: 2000 },
+    seed: 0,
+  });
+  assert.deepEqual(rag!.client.prompts, {
+    kind: 'shared-prefix',
+    prefixes: 4,
+    prefixTokens: 1024,
+    questionsPerPrefix: 16,
+    questionTokens: 64,
+    outputTokens: { kind: 'fixed', value: 128 },
+    seed: 0,
+  });
+  writeFileSync(path, file('{ kind: rate, requestsPerSecond: 4, requests: 40 }'));
+  assert.throws(() => loadExperiment(path), /variant "chat" runs multi-turn sessions, which need a closed loop: "rate=4\/s" is a rate/);
+  writeFileSync(path, file('{ kind: single-stream, requests: 8 }').replace('thinkTime: exponential:2s', 'thinkTime: soon'));
+  assert.throws(() => loadExperiment(path), /thinkTime.*invalid think time "soon"/);
 });

@@ -1,4 +1,5 @@
 import { capacitySloSpec } from '../load/capacity.js';
+import { thinkTimeText } from '../load/sessions.js';
 import type { BenchResult, ClientOptions, LengthDistribution, PromptSource, Workload } from '../load/types.js';
 
 /** `servelab bench` spelling of a length distribution (see parseLengthSpec). */
@@ -72,6 +73,35 @@ function promptArgs(prompts: PromptSource): string[] {
         ...(prompts.maxOutputTokens !== undefined ? ['--max-output-len', String(prompts.maxOutputTokens)] : []),
         '--seed',
         String(prompts.seed ?? 0),
+      ];
+    case 'sessions':
+      return [
+        '--turns',
+        String(prompts.turns),
+        '--think-time',
+        thinkTimeText(prompts.thinkTime),
+        '--input-len',
+        lengthSpec(prompts.inputTokens),
+        '--output-len',
+        lengthSpec(prompts.outputTokens),
+        ...(prompts.path !== undefined ? ['--dataset', prompts.path] : []),
+        '--seed',
+        String(prompts.seed),
+      ];
+    case 'shared-prefix':
+      return [
+        '--shared-prefixes',
+        String(prompts.prefixes),
+        '--prefix-len',
+        String(prompts.prefixTokens),
+        '--questions-per-prefix',
+        String(prompts.questionsPerPrefix),
+        '--question-len',
+        String(prompts.questionTokens),
+        '--output-len',
+        lengthSpec(prompts.outputTokens),
+        '--seed',
+        String(prompts.seed),
       ];
     default:
       return [

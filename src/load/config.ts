@@ -6,6 +6,7 @@ import { UserError } from '../util/errors.js';
 import { ExitCode } from '../util/exit.js';
 import { DEFAULT_OUTPUT_TOKENS } from './datasets/load.js';
 import { DATASET_FORMATS } from './datasets/types.js';
+import { sessionsSchema, sharedPrefixSchema } from './shape-config.js';
 import { TRACE_FORMATS } from './trace/types.js';
 import { ARRIVAL_PROCESSES, type CapacitySlo, type LengthDistribution, type PromptSource, type Slo, type Workload } from './types.js';
 
@@ -190,6 +191,8 @@ export const promptSourceSchema: z.ZodType<PromptSource> = z.union([
     })
     .strict(),
   traceSourceSchema,
+  sessionsSchema(tokenLength, promptSeed),
+  sharedPrefixSchema(tokenLength, promptSeed),
 ]) as z.ZodType<PromptSource>;
 
 export const workloadSchema: z.ZodType<Workload> = z.union([

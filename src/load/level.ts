@@ -176,7 +176,8 @@ async function runOpenLoop(context: RequestContext, schedule: OpenSchedule, prom
   await Promise.all(running);
 }
 
-function sleepUntil(deadline: number, signal?: AbortSignal): Promise<void> {
+/** Resolves at `deadline` (performance.now() ms) or at once when `signal` aborts. */
+export function sleepUntil(deadline: number, signal?: AbortSignal): Promise<void> {
   const delay = deadline - performance.now();
   if (delay <= 0 || signal?.aborted) return Promise.resolve();
   return new Promise((resolve) => {

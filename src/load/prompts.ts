@@ -2,11 +2,12 @@ import { UserError } from '../util/errors.js';
 import { mulberry32 } from '../util/random.js';
 import { datasetItems, type PromptMeasure, promptItem } from './datasets/load.js';
 import { sampleLength } from './random.js';
-import { textOfExactTokens } from './tokenizers/exact.js';
+import { sessionTurns } from './sessions.js';
+import { sharedPrefixPrompts } from './shared-prefix.js';
 import type { ChatMessage, ModelTokenizer } from './tokenizers/model.js';
 import { traceItems } from './trace/prompts.js';
 import type { PromptSource } from './types.js';
-import { randomWords, WORDS } from './words.js';
+import { exactTokenText, randomWords, WORDS } from './words.js';
 
 export interface PromptItem {
   /** The prompt as text endpoints get it (a multi-turn conversation flattened, by chat template when there is one). */
@@ -24,10 +25,29 @@ export interface PromptItem {
   category?: string;
   /** Trace replay: the scheduled arrival, ms from the level's start. */
   arrivalMs?: number;
+  /**
+   * Multi-turn sessions (load/sessions.ts): the turn's place (turn 0 = first) and the wait before it; `prompt` is
+   * then only the human turn, sent with the conversation so far (load/session-loop.ts).
+   */
+  session?: { id: number; turn: number; thinkMs: number };
+  /** Prompt tokens a big enough prefix cache would hold of this prompt (see RequestSample.targetCachedTokens). */
+  targetCachedTokens?: number;
 }
 
 /** Make exactly `count` prompts (cycling through a dataset when it is shorter). */
 export async function loadPrompts(source: PromptSource, count: number, measure: PromptMeasure = { chat: false }): Promise<PromptItem[]> {
+  return loadPromptParts(source, [count], measure);
+}
+
+/**
+ * Prompts for the parts of a run (as load/run.ts cuts them: each measured level, then the warm-ups), in that order. Sessions and shared prefixes are
+ * built part by part, so no part starts in the middle of a conversation or finds another part's prefixes cached;
+ * other sources are one stream cut into the parts.
+ */
+export async function loadPromptParts(source: PromptSource, parts: readonly number[], measure: PromptMeasure = { chat: false }): Promise<PromptItem[]> {
+  if (source.kind === 'sessions') return sessionTurns(source, parts, measure);
+  if (source.kind === 'shared-prefix') return sharedPrefixPrompts(source, parts, measure);
+  const count = parts.reduce((total, part) => total + part, 0);
   const pool =
     source.kind === 'synthetic'
       ? syntheticPrompts(source, count, measure)
@@ -51,22 +71,18 @@ export function saltPrompts(items: readonly PromptItem[], salt: number, tokenize
   const opening = Array.from({ length: SALT_WORDS }, () => WORDS[Math.floor(random() * WORDS.length)]!).join(' ');
   const added = tokenizer ? tokenizer.count(`${opening} `) : SALT_WORDS;
   return items.map((item) => {
+    // A session's later turns follow its salted first turn: the conversation is salted once, at its start.
+    if (item.session && item.session.turn > 0) return item;
     const [first, ...rest] = item.messages ?? [];
     return {
       ...item,
       prompt: `${opening} ${item.prompt}`,
       ...(first && { messages: [{ ...first, content: `${opening} ${first.content}` }, ...rest] }),
       inputTokens: item.inputTokens + added,
+      // Every prompt of the run opens with the same salt: a shared prefix stays shared, the salt words with it.
+      ...(item.targetCachedTokens !== undefined && item.targetCachedTokens > 0 && { targetCachedTokens: item.targetCachedTokens + added }),
     };
   });
-}
-
-/** Prompt text of exactly `tokens` tokens of the model's tokenizer, from random common words. */
-function exactTokenText(tokenizer: ModelTokenizer, tokens: number, random: () => number): string {
-  let text = randomWords(tokens, random);
-  // A word is at least one token in practice; a vocabulary that merges across spaces needs more words.
-  while (tokenizer.count(text) <= tokens) text += ` ${randomWords(tokens, random)}`;
-  return textOfExactTokens(tokenizer, text, tokens);
 }
 
 /**

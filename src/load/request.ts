@@ -24,6 +24,8 @@ export interface RequestContext {
   /** The output-token count to use; unset: usage, else tokenizer, else counted events (see TokenCountSource). */
   tokenCounts?: TokenCountSource;
   signal?: AbortSignal;
+  /** Keep each answer's text (multi-turn sessions send it back with the next turn). */
+  collectText?: boolean;
   /** Called at each token-bearing event: live throughput, and (for bench/) ground-truth comparison. */
   onTokenEvent?: (arrivalMs: number, state: StreamState) => void;
 }
@@ -81,7 +83,7 @@ export interface Arrival {
  */
 export function streamRequest(context: RequestContext, item: PromptItem, index: number, arrival?: Arrival): Promise<RequestOutcome> {
   const { backend, signal } = context;
-  const state = newStreamState(context.tokenizer !== undefined, context.backendOptions.collectOutputs === true);
+  const state = newStreamState(context.tokenizer !== undefined || context.collectText === true, context.backendOptions.collectOutputs === true);
   const tokenTimes: number[] = [];
   let chunkArrival = 0;
   let formatError: Error | undefined;
@@ -380,6 +382,8 @@ function buildOutcome(
   if (timing.waitedForSlot) sample.waitedForSlot = true;
   if (timing.resent) sample.resent = true;
   if (item.category !== undefined) sample.category = item.category;
+  if (item.session) sample.turn = item.session.turn + 1;
+  if (item.targetCachedTokens !== undefined) sample.targetCachedTokens = item.targetCachedTokens;
   if (state.cachedTokens !== undefined) sample.cachedTokens = state.cachedTokens;
   if (tokenTimes.length > 0) sample.ttftMs = tokenTimes[0]! - timing.origin;
   if (error) {

@@ -9,8 +9,10 @@ import { ExitCode } from '../util/exit.js';
 import { BACKENDS, type BackendRequestOptions } from './backends.js';
 import { capacityLevelCount, searchCapacity } from './capacity.js';
 import { type LevelPlan, type LevelRun, maxInFlight, planLevels, runLevel } from './level.js';
-import { loadPrompts, type PromptItem, saltPrompts } from './prompts.js';
+import { loadPromptParts, type PromptItem, saltPrompts } from './prompts.js';
 import { type RequestContext, type RequestOutcome, servedTrackingConnector } from './request.js';
+import { checkSessionLevels, runSessionLevel } from './session-loop.js';
+import { conversationTurn } from './sessions.js';
 import { categorySpec, specProbe } from './spec-probe.js';
 import { loadTokenizer, type ModelTokenizer } from './tokenizers/model.js';
 import { replayedTrace, replayPrompts, replayRate } from './trace/replay.js';
@@ -98,14 +100,16 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
   const trace = await replayedTrace(options, promptMeasure);
   const levels = planLevels(options.workload, trace?.length);
   const workerCount = resolveWorkerCount(options.workers ?? DEFAULT_LOAD_WORKERS, Math.max(...levels.map(maxInFlight)));
-  const measuredCount =
-    options.workload.kind === 'capacity'
-      ? capacityLevelCount(options.workload) * options.workload.requestsPerStep
-      : levels.reduce((sum, level) => sum + level.requests, 0);
+  if (options.prompts.kind === 'sessions') checkSessionLevels(levels, workerCount);
+  const workload = options.workload;
+  const measuredParts =
+    workload.kind === 'capacity' ? Array.from({ length: capacityLevelCount(workload) }, () => workload.requestsPerStep) : levels.map((level) => level.requests);
+  const measuredCount = measuredParts.reduce((sum, part) => sum + part, 0);
   const warmups = planWarmups(options, levels, workerCount);
   const warmupCount = warmupPromptCount(warmups);
-  const totalRequests = warmupCount + measuredCount;
-  const loaded = trace ? replayPrompts(trace, warmupCount, tokenizer) : await loadPrompts(options.prompts, totalRequests, promptMeasure);
+  // Part by part (sessions and shared prefixes are built per part), in the order offsets read them below.
+  const parts = [...measuredParts, ...warmups.map((step) => step.plan.requests)];
+  const loaded = trace ? replayPrompts(trace, warmupCount, tokenizer) : await loadPromptParts(options.prompts, parts, promptMeasure);
   const prompts = options.promptSalt === undefined ? loaded : saltPrompts(loaded, options.promptSalt, tokenizer);
   await checkReachable(host, port, options.baseUrl);
   // Every request in flight listens on the abort signal; hundreds of them are expected, not a leak.
@@ -155,11 +159,23 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
     const pool = workers;
     const runner: LevelRunner = pool
       ? { live: false, run: (level, levelPrompts, seed, signal, onDone) => pool.runLevel(level, levelPrompts, seed, onDone, signal) }
-      : {
-          live: true,
-          run: (level, levelPrompts, seed, signal, onDone, onTokenEvent) =>
-            runLevel({ ...context, signal, ...(onTokenEvent && { onTokenEvent }) }, level, levelPrompts, seed, onDone),
-        };
+      : options.prompts.kind === 'sessions'
+        ? {
+            live: true,
+            run: (level, turns, _seed, signal, onDone, onTokenEvent) =>
+              runSessionLevel(
+                { ...context, signal, ...(onTokenEvent && { onTokenEvent }) },
+                level.concurrency ?? 1,
+                turns,
+                (history, turn) => conversationTurn(history, turn, promptMeasure),
+                onDone,
+              ),
+          }
+        : {
+            live: true,
+            run: (level, levelPrompts, seed, signal, onDone, onTokenEvent) =>
+              runLevel({ ...context, signal, ...(onTokenEvent && { onTokenEvent }) }, level, levelPrompts, seed, onDone),
+          };
     // The measured prompts come first and the warm-up's after them: the same prompts are measured whatever the
     // warm-up (its size follows the concurrency), so runs at different levels answer the same prompts.
     let offset = 0;

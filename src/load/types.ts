@@ -12,7 +12,42 @@ export type LengthDistribution =
   | { kind: 'uniform'; min: number; max: number }
   | { kind: 'normal'; mean: number; stddev: number; min?: number; max?: number };
 
-export type PromptSource = { kind: 'synthetic'; inputTokens: LengthDistribution; outputTokens: LengthDistribution; seed: number } | DatasetSource | TraceSource;
+/** Wait before a session's next turn: always the same, or drawn from an exponential distribution of that mean. */
+export type ThinkTime = { kind: 'fixed'; ms: number } | { kind: 'exponential'; meanMs: number };
+
+/**
+ * Multi-turn conversations (load/sessions.ts): each turn carries the server's own earlier answers. Human turns are
+ * generated (inputTokens words each) or read from a ShareGPT file (`path`); the workload's concurrency is sessions in
+ * flight and its requests are turns.
+ */
+export interface SessionsSource {
+  kind: 'sessions';
+  /** Turns per session (from a file: at most this many of each conversation's human turns). */
+  turns: number;
+  inputTokens: LengthDistribution;
+  outputTokens: LengthDistribution;
+  thinkTime: ThinkTime;
+  seed: number;
+  path?: string;
+}
+
+/** Prompts that share long prefixes (load/shared-prefix.ts): `prefixes` documents × `questionsPerPrefix` questions each. */
+export interface SharedPrefixSource {
+  kind: 'shared-prefix';
+  prefixes: number;
+  prefixTokens: number;
+  questionsPerPrefix: number;
+  questionTokens: number;
+  outputTokens: LengthDistribution;
+  seed: number;
+}
+
+export type PromptSource =
+  | { kind: 'synthetic'; inputTokens: LengthDistribution; outputTokens: LengthDistribution; seed: number }
+  | DatasetSource
+  | TraceSource
+  | SessionsSource
+  | SharedPrefixSource;
 
 export const ARRIVAL_PROCESSES = ['poisson', 'constant', 'gamma'] as const;
 export type ArrivalProcess = (typeof ARRIVAL_PROCESSES)[number];

@@ -11,6 +11,7 @@ import type {
   TokenCountCheck,
   TokenCountMethod,
 } from './types.js';
+import { targetHitRate, turnsCheck } from './workload-shape.js';
 
 /**
  * Quantiles use simple-statistics' quantileSorted: linear interpolation between closest ranks (R type 7, numpy's
@@ -114,6 +115,8 @@ export function summarizeLevel(input: LevelInput): LevelResult {
   if (input.tokenCounts) result.tokenCounts = tokenCountCheck(completed, input.tokenCounts, input.spec !== undefined);
   const prefixCache = prefixCacheOf(completed);
   if (prefixCache) result.prefixCache = prefixCache;
+  const turns = turnsCheck(input.samples);
+  if (turns) result.turns = turns;
   const resends = input.samples.filter((sample) => sample.resent).length;
   if (resends > 0) result.resends = resends;
   if (input.stopped !== undefined) result.stopped = input.stopped;
@@ -195,7 +198,15 @@ function prefixCacheOf(completed: readonly RequestSample[]): PrefixCacheCheck | 
   }
   if (first === undefined) return undefined;
   const firstRequestHitRate = first.inputTokens > 0 ? (first.cachedTokens ?? 0) / first.inputTokens : 0;
-  return { hitRate: promptTokens > 0 ? cachedTokens / promptTokens : 0, cachedTokens, promptTokens, reporting, firstRequestHitRate };
+  const target = targetHitRate(completed.filter((sample) => sample.cachedTokens !== undefined));
+  return {
+    hitRate: promptTokens > 0 ? cachedTokens / promptTokens : 0,
+    cachedTokens,
+    promptTokens,
+    reporting,
+    firstRequestHitRate,
+    ...(target !== undefined && { targetHitRate: target }),
+  };
 }
 
 /** Coefficient of variation (stddev / mean) of the gaps between sorted times. */

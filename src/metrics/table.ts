@@ -109,7 +109,15 @@ export function earlyStopLine(output: NonNullable<LevelResult['outputLength']>):
 /** "prefix cache: 34% of 51,200 prompt tokens cached (40 of 40 requests reported)". */
 export function prefixCacheLine(check: NonNullable<LevelResult['prefixCache']>): string {
   const source = check.counters === undefined ? `${check.reporting} requests reported` : `server counters ${check.counters}`;
-  return `prefix cache: ${formatShare(check.hitRate)} of ${formatNumber(check.promptTokens)} prompt tokens cached (${source})`;
+  const target = check.targetHitRate === undefined ? '' : ` (target ${formatShare(check.targetHitRate)})`;
+  return `prefix cache: ${formatShare(check.hitRate)} of ${formatNumber(check.promptTokens)} prompt tokens cached${target} (${source})`;
+}
+
+/** "sessions: TTFT p50 by turn 1: 180 ms, 2: 40 ms, 3: 42 ms (16 sessions, 1 ended by a failed turn)". */
+export function turnsLine(turns: NonNullable<LevelResult['turns']>): string {
+  const byTurn = turns.ttftByTurn.map((entry) => `${entry.turn}: ${formatNumber(entry.p50Ms)} ms`).join(', ');
+  const ended = turns.endedByFailure > 0 ? `, ${turns.endedByFailure} ended by a failed turn` : '';
+  return `sessions: TTFT p50 by turn ${byTurn || 'none completed'} (${turns.sessions} sessions${ended})`;
 }
 
 /** "token counts disagree: server usage 2,560 output tokens, the stream 1,280 token events (16 of 16 requests)". */
@@ -129,6 +137,7 @@ export function levelNotes(level: LevelResult): string[] {
     notes.push(`${tokenCountLine(counts)} at ${label}; figures use ${counts.method}${counts.trusted ? ' (trusted by choice)' : ''}`);
   }
   if (level.prefixCache) notes.push(`${prefixCacheLine(level.prefixCache)} at ${label}`);
+  if (level.turns) notes.push(`${turnsLine(level.turns)} at ${label}`);
   if (level.resends) notes.push(`resends ${label}: ${level.resends} requests sent again after a kept-alive connection closed under them`);
   const rate = level.rate;
   if (rate) {

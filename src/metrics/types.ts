@@ -93,6 +93,13 @@ export interface RequestSample {
   itlMs: number[];
   /** The dataset category of the prompt, when it has one. */
   category?: string;
+  /** Multi-turn sessions: the turn of its conversation this request was (1 = first). */
+  turn?: number;
+  /**
+   * Shared-prefix and session workloads: prompt tokens a server with a big enough prefix cache would find cached
+   * (a shared prefix seen before, the conversation so far): the target beside the achieved hit rate.
+   */
+  targetCachedTokens?: number;
   /** (e2e - ttft) / (outputTokens - 1). */
   tpotMs?: number;
   e2eMs?: number;
@@ -159,6 +166,8 @@ export interface LevelResult {
   resends?: number;
   /** Prefix-cache hits over the completed requests whose server reported cached tokens; absent when none did. */
   prefixCache?: PrefixCacheCheck;
+  /** Multi-turn sessions: TTFT by turn (later turns find the conversation so far cached), and sessions cut short. */
+  turns?: TurnsCheck;
   /** Open loop only: offered vs achieved rates and how far the client fell behind its schedule. */
   rate?: RateCheck;
   /** Open loop only: TTFT and E2E from each request's send (ttftMs / e2eMs count from its scheduled arrival). */
@@ -199,8 +208,21 @@ export interface PrefixCacheCheck {
    * hit prefixes its own earlier prompts left (a shared system prompt). Undefined with server counters.
    */
   firstRequestHitRate?: number;
+  /**
+   * The workload's designed hit rate (shared prefixes, conversation history; see RequestSample.targetCachedTokens):
+   * what a server with a big enough cache finds, over the same requests.
+   */
+  targetHitRate?: number;
   /** Set when no request reported: the deltas of the server's prefix-cache counters over the trial (warm-up included). */
   counters?: string;
+}
+
+export interface TurnsCheck {
+  /** TTFT median and completed requests per turn (1 = first), in turn order. */
+  ttftByTurn: Array<{ turn: number; count: number; p50Ms: number }>;
+  /** Sessions begun, and those a failed turn ended before their last turn (their later turns were not sent). */
+  sessions: number;
+  endedByFailure: number;
 }
 
 export interface RateCheck {

@@ -17,6 +17,8 @@ export interface GenerationJob {
   endsWithDone: boolean;
   /** Non-streaming response body. */
   body(outcome: GenerationOutcome): object;
+  /** The answer's text so far (OpenAI protocols): cached with the prompt for a conversation's next turn. */
+  answer?(): string;
 }
 
 export type JobFactory = (body: unknown, config: SimConfig) => GenerationJob;

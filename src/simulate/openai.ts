@@ -136,6 +136,7 @@ function openAiJob(endpoint: Endpoint, body: CommonBody, prompt: unknown, prompt
       const choice = endpoint.deltaChoice(delta, step.finishReason ?? null);
       return [chunk([returnIds ? { ...choice, token_ids: added } : choice])];
     },
+    answer: () => text,
     closingEvents: (outcome: GenerationOutcome) => (includeUsage ? [chunk([], usageOf(promptTokens, outcome, config))] : []),
     body: (outcome: GenerationOutcome) => ({
       id,

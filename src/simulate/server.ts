@@ -13,7 +13,7 @@ import { type CounterSnapshot, renderMetrics, renderSglangMetrics, type SimCount
 import type { EnvLookup } from './model.js';
 import { chatJob, completionJob } from './openai.js';
 import { type EngineHttp, engineHttp } from './personality.js';
-import { cachedPrefixTokens, PrefixCache } from './prefix-cache.js';
+import { cacheAnswer, cachedPrefixTokens, PrefixCache } from './prefix-cache.js';
 import { sglangJob } from './sglang.js';
 import { runStartup, type ServerState, vllmLogLine } from './startup.js';
 import { isTgiBody, tgiJob } from './tgi.js';
@@ -203,6 +203,7 @@ export async function startSimulator(input: SimConfigInput = {}, options: Simula
     inFlight.set(res, cancelled);
     if (job.stream) await streamed(res, job, rng, cancelled, fault);
     else await unstreamed(res, job, rng, cancelled, fault);
+    if (prefixCache && job.answer && !cancelled.signal.aborted) cacheAnswer(prefixCache, body, job.answer());
   }
 
   async function streamed(res: ServerResponse, job: GenerationJob, rng: Random, cancelled: AbortController, fault: FaultConfig | undefined): Promise<void> {

@@ -26,6 +26,11 @@ export interface TrialMetrics {
   meanAcceptedLength?: number;
   /** Prompt tokens the server found in its prefix cache / prompt tokens, where it reported them (see PrefixCacheCheck). */
   prefixCacheHitRate?: number;
+  /** The workload's designed hit rate (shared prefixes, conversation history), beside the achieved one. */
+  prefixCacheTargetHitRate?: number;
+  /** Multi-turn sessions: TTFT p50 of each turn (index 0 = turn 1), and sessions a failed turn ended. */
+  ttftMedianByTurnMs?: number[];
+  sessionsEndedByFailure?: number;
   /** Mean power of the server host's GPUs during the level (nvidia-smi power.draw, summed over GPUs), and what it buys. */
   powerW?: number;
   joulesPerToken?: number;

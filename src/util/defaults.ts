@@ -48,3 +48,10 @@ export const DEFAULT_LOAD_WORKERS = 1;
 
 /** Bisection steps of a capacity search (`bench --steps`, a capacity workload's `steps`): ~1/64 of the range's ratio. */
 export const DEFAULT_CAPACITY_STEPS = 6;
+/** Shared-prefix prompts (`client.prompts` kind shared-prefix, `bench --shared-prefixes`): document, questions, question length. */
+export const DEFAULT_PREFIX_TOKENS = 1024;
+export const DEFAULT_QUESTIONS_PER_PREFIX = 16;
+export const DEFAULT_QUESTION_TOKENS = 64;
+
+/** Wait between a session's turns (`bench --think-time`, a sessions `client.prompts.thinkTime`): none. */
+export const DEFAULT_THINK_TIME = '0s';

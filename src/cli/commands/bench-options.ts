@@ -3,10 +3,18 @@ import { describeIssues } from '../../config/issues.js';
 import { MIN_P99_REQUESTS, parseCapacitySlo } from '../../load/capacity.js';
 import { LIMITS, parseDurationMs, parseLengthSpec, promptSourceSchema, sloSchema, workloadSchema } from '../../load/config.js';
 import type { DatasetFields, DatasetFormat } from '../../load/datasets/types.js';
+import { parseThinkTime } from '../../load/sessions.js';
 import type { TraceFormat } from '../../load/trace/types.js';
 import type { ArrivalProcess, CapacitySlo, ClientOptions, PromptSource, Slo, TokenCountSource, Workload } from '../../load/types.js';
 import type { BackendKind } from '../../profiles/types.js';
-import { DEFAULT_CAPACITY_STEPS, DEFAULT_MAX_FAILED_FRACTION } from '../../util/defaults.js';
+import {
+  DEFAULT_CAPACITY_STEPS,
+  DEFAULT_MAX_FAILED_FRACTION,
+  DEFAULT_PREFIX_TOKENS,
+  DEFAULT_QUESTION_TOKENS,
+  DEFAULT_QUESTIONS_PER_PREFIX,
+  DEFAULT_THINK_TIME,
+} from '../../util/defaults.js';
 import { messageOf, UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
 
@@ -30,6 +38,13 @@ export interface BenchFlags {
   maxInFlight: string;
   inputLen: string;
   outputLen: string;
+  turns?: string;
+  sessions?: string;
+  thinkTime?: string;
+  sharedPrefixes?: string;
+  prefixLen?: string;
+  questionsPerPrefix?: string;
+  questionLen?: string;
   dataset?: string;
   datasetFormat?: DatasetFormat;
   datasetField: string[];
@@ -102,20 +117,39 @@ function lengthFlag(flag: string, text: string) {
 
 type WorkloadFlags = Pick<
   BenchFlags,
-  'singleStream' | 'concurrency' | 'requests' | 'rate' | 'capacity' | 'capacitySlo' | 'steps' | 'arrival' | 'burstiness' | 'maxInFlight' | 'trace'
+  | 'singleStream'
+  | 'concurrency'
+  | 'requests'
+  | 'rate'
+  | 'capacity'
+  | 'capacitySlo'
+  | 'steps'
+  | 'arrival'
+  | 'burstiness'
+  | 'maxInFlight'
+  | 'trace'
+  | 'sessions'
+  | 'turns'
 >;
 
 /**
- * Workload from the mutually exclusive --single-stream / --concurrency / --rate / --capacity flags; with --trace and
- * none of them, the trace's own arrivals.
+ * Workload from the mutually exclusive --single-stream / --concurrency / --rate / --capacity / --sessions flags; with
+ * --trace and none of them, the trace's own arrivals.
  */
 export function workloadFromFlags(flags: WorkloadFlags): Workload {
-  const chosen = [flags.singleStream, flags.concurrency, flags.rate, flags.capacity].filter((value) => value !== undefined).length;
-  if (chosen > 1) throw usageError('--single-stream, --concurrency, --rate and --capacity are alternatives', 'pick one workload per run');
+  const chosen = [flags.singleStream, flags.concurrency, flags.rate, flags.capacity, flags.sessions].filter((value) => value !== undefined).length;
+  if (chosen > 1) throw usageError('--single-stream, --concurrency, --rate, --capacity and --sessions are alternatives', 'pick one workload per run');
   if ((flags.capacitySlo !== undefined || flags.steps !== undefined) && flags.capacity === undefined) {
     throw usageError('--capacity-slo and --steps belong to a capacity search', 'add --capacity rate:MIN..MAX (or concurrency:MIN..MAX), or leave them out');
   }
   if (flags.capacity !== undefined) return capacityFromFlags(flags, flags.capacity);
+  if (flags.sessions !== undefined) {
+    if (flags.turns === undefined) throw usageError('--sessions N runs multi-turn sessions: it needs --turns', 'e.g. --sessions 8 --turns 4');
+    // Sessions in flight are the closed loop's concurrency; requests are turns (by default two sessions per slot).
+    const sessions = positiveInt('--sessions', flags.sessions);
+    const requests = flags.requests ? positiveInt('--requests', flags.requests) : 2 * sessions * positiveInt('--turns', flags.turns);
+    return { kind: 'concurrency', concurrency: sessions, requests };
+  }
   if ((flags.arrival !== undefined || flags.burstiness !== undefined) && flags.rate === undefined) {
     throw usageError('--arrival and --burstiness shape the arrivals of --rate', 'add --rate R, or leave them out');
   }
@@ -194,9 +228,49 @@ function datasetFieldsFromFlags(pairs: readonly string[]): DatasetFields {
   return fields;
 }
 
+/** --turns (sessions) or --shared-prefixes: the shaped prompt sources; undefined when neither is asked for. */
+function shapedPromptsFromFlags(flags: BenchFlags, seed: number): PromptSource | undefined {
+  if (flags.thinkTime !== undefined && flags.turns === undefined)
+    throw usageError('--think-time is the wait between turns of --turns', 'add --turns T, or leave it out');
+  const prefixFlags = [flags.prefixLen, flags.questionsPerPrefix, flags.questionLen].some((value) => value !== undefined);
+  if (prefixFlags && flags.sharedPrefixes === undefined) {
+    throw usageError('--prefix-len, --questions-per-prefix and --question-len shape --shared-prefixes', 'add --shared-prefixes N, or leave them out');
+  }
+  if (flags.turns !== undefined && flags.sharedPrefixes !== undefined)
+    throw usageError('--turns and --shared-prefixes are alternatives', 'pick one prompt shape per run');
+  const outputTokens = lengthFlag('--output-len', flags.outputLen);
+  if (flags.turns !== undefined) {
+    if (flags.dataset !== undefined && (flags.datasetFormat ?? 'sharegpt') !== 'sharegpt') {
+      throw usageError('sessions read the human turns of a ShareGPT file', 'give a ShareGPT --dataset, or generated turns (no --dataset)');
+    }
+    return {
+      kind: 'sessions',
+      turns: positiveInt('--turns', flags.turns),
+      inputTokens: lengthFlag('--input-len', flags.inputLen),
+      outputTokens,
+      thinkTime: parseThinkTime(flags.thinkTime ?? DEFAULT_THINK_TIME),
+      ...(flags.dataset !== undefined && { path: flags.dataset }),
+      seed,
+    };
+  }
+  if (flags.sharedPrefixes === undefined) return undefined;
+  if (flags.dataset !== undefined) throw usageError('--shared-prefixes generates its prompts', 'leave out --dataset');
+  return {
+    kind: 'shared-prefix',
+    prefixes: positiveInt('--shared-prefixes', flags.sharedPrefixes),
+    prefixTokens: positiveInt('--prefix-len', flags.prefixLen ?? String(DEFAULT_PREFIX_TOKENS), LIMITS.tokens),
+    questionsPerPrefix: positiveInt('--questions-per-prefix', flags.questionsPerPrefix ?? String(DEFAULT_QUESTIONS_PER_PREFIX)),
+    questionTokens: positiveInt('--question-len', flags.questionLen ?? String(DEFAULT_QUESTION_TOKENS), LIMITS.tokens),
+    outputTokens,
+    seed,
+  };
+}
+
 function promptsFromFlags(flags: BenchFlags): PromptSource {
   const seed = Number(flags.seed);
   if (!Number.isInteger(seed)) throw usageError(`--seed must be an integer, got "${flags.seed}"`, 'e.g. --seed 1');
+  const shaped = shapedPromptsFromFlags(flags, seed);
+  if (shaped) return shaped;
   const maxOutputTokens = flags.maxOutputLen ? positiveInt('--max-output-len', flags.maxOutputLen, LIMITS.tokens) : undefined;
   if (flags.trace !== undefined) {
     if (flags.dataset !== undefined) throw usageError('--dataset and --trace are alternatives', 'pick one prompt source');
@@ -288,6 +362,12 @@ const FLAG_OF: Record<string, string> = {
   maxOutputTokens: '--max-output-len',
   seed: '--seed',
   path: '--dataset',
+  turns: '--turns',
+  thinkTime: '--think-time',
+  prefixes: '--shared-prefixes',
+  prefixTokens: '--prefix-len',
+  questionsPerPrefix: '--questions-per-prefix',
+  questionTokens: '--question-len',
   fields: '--dataset-field',
   format: '--trace-format',
   speedup: '--trace-speedup',

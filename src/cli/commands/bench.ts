@@ -15,7 +15,10 @@ import {
   DEFAULT_LOAD_WORKERS,
   DEFAULT_MAX_FAILED_FRACTION,
   DEFAULT_MAX_IN_FLIGHT,
+  DEFAULT_PREFIX_TOKENS,
   DEFAULT_PROMPT_SEED,
+  DEFAULT_QUESTION_TOKENS,
+  DEFAULT_QUESTIONS_PER_PREFIX,
   DEFAULT_REQUEST_TIMEOUT,
   DEFAULT_SYNTHETIC_OUTPUT_TOKENS,
   DEFAULT_WARMUP_PER_WORKLOAD,
@@ -113,6 +116,13 @@ function defineBench(program: Command): Command {
       'gamma arrivals (implies --arrival gamma): gap CV = 1/sqrt(b); 1 = Poisson, below 1 bursts, above 1 more regular (as vLLM bench serve)',
     )
     .option('--max-in-flight <n>', 'cap on requests in flight with --rate or a trace replay (later arrivals wait)', String(DEFAULT_MAX_IN_FLIGHT))
+    .option('--sessions <n>', 'multi-turn sessions in flight (with --turns; requests count turns, default 2 x sessions x turns)')
+    .option('--turns <n>', "multi-turn sessions of n turns: each turn sends the conversation so far with the server's own answers")
+    .option('--think-time <d>', 'wait before each next turn of --turns: a duration (1s) or exponential:MEAN (exponential:2s)')
+    .option('--shared-prefixes <n>', 'n shared prefixes (documents) each asked --questions-per-prefix questions, sent round-robin')
+    .option('--prefix-len <n>', `tokens of each shared prefix (default ${DEFAULT_PREFIX_TOKENS})`)
+    .option('--questions-per-prefix <n>', `requests sharing each prefix (default ${DEFAULT_QUESTIONS_PER_PREFIX})`)
+    .option('--question-len <n>', `tokens of the question after the prefix (default ${DEFAULT_QUESTION_TOKENS})`)
     .option('--input-len <len>', 'synthetic prompt tokens: N, normal:MEAN,SD[,MIN,MAX] or uniform:MIN,MAX', String(DEFAULT_INPUT_TOKENS))
     .option('--output-len <len>', 'synthetic output tokens (same forms)', String(DEFAULT_SYNTHETIC_OUTPUT_TOKENS))
     .option(

@@ -53,9 +53,13 @@ export function levelValidity(level: LevelResult, options: ValidityOptions): str
   // A cold trial's first request must find nothing cached; later ones may reuse the trial's own prefixes.
   const cache = level.prefixCache;
   const coldHitRate = cache && (cache.firstRequestHitRate ?? cache.hitRate);
-  if (options.coldCache && cache && coldHitRate !== undefined && coldHitRate > COLD_CACHE_MAX_HIT_RATE) {
+  // Server counters see only the whole trial: a workload built to reuse its own prefixes may hit its designed rate.
+  const ownReuse = cache?.firstRequestHitRate === undefined ? (cache?.targetHitRate ?? 0) : 0;
+  const allowed = COLD_CACHE_MAX_HIT_RATE + ownReuse;
+  if (options.coldCache && cache && coldHitRate !== undefined && coldHitRate > allowed) {
     const first = cache.firstRequestHitRate === undefined ? '' : `, ${formatShare(cache.firstRequestHitRate)} for its first request`;
-    return `${prefixCacheLine(cache)}${first} although cache: ${options.coldCache} (at most ${COLD_CACHE_MAX_HIT_RATE * 100}%): a warm cache it should not have is not a measurement`;
+    const bound = ownReuse > 0 ? `its designed ${formatShare(ownReuse)} plus ${COLD_CACHE_MAX_HIT_RATE * 100}%` : `${COLD_CACHE_MAX_HIT_RATE * 100}%`;
+    return `${prefixCacheLine(cache)}${first} although cache: ${options.coldCache} (at most ${bound}): a warm cache it should not have is not a measurement`;
   }
   return undefined;
 }

@@ -9,7 +9,7 @@
 import { mean, sum } from 'simple-statistics';
 import { capacityLines, capacityText } from '../../metrics/table.js';
 import type { TrialRecord } from '../../store/types.js';
-import { formatNumber, formatPercent } from '../../util/format.js';
+import { formatNumber, formatPercent, formatShare } from '../../util/format.js';
 import { metricValue } from '../spec/metrics.js';
 import type { MetricName } from '../spec/types.js';
 import { firstTrialOutlier, K_MAD, MIN_RELATIVE } from './warmup-trend.js';
@@ -42,6 +42,7 @@ export function workNotes(trials: readonly TrialRecord[], metric: MetricName = '
     }
     const resent = sum(group.map((trial) => trial.metrics.resends ?? 0));
     if (resent > 0) notes.push(`${label}: ${resent} requests resent after a kept-alive connection closed, over ${group.length} trials`);
+    notes.push(...shapeNotes(label, group, of));
     const behind = group.filter((trial) => trial.metrics.rate && trial.metrics.rate.servedPerSecond < trial.metrics.rate.offeredPerSecond * 0.95);
     if (behind.length > 0) {
       const offered = behind[0]!.metrics.rate!.offeredPerSecond;
@@ -84,4 +85,28 @@ function capacityNotes(label: string, group: readonly TrialRecord[]): string[] {
     (note) => `${label}: ${note} (${searches.filter((search) => search.notes.includes(note)).length} of ${group.length} trials)`,
   );
   return [`${label}: capacity per trial ${values}; ${steps}`, ...notes];
+}
+
+const numbers = (values: ReadonlyArray<number | null | undefined>): number[] => values.filter((value): value is number => typeof value === 'number');
+
+/** Multi-turn and shared-prefix workloads: TTFT p50 by turn, sessions a failure ended, designed vs achieved prefix hits. */
+function shapeNotes(label: string, group: readonly TrialRecord[], of: string): string[] {
+  const notes: string[] = [];
+  const turned = group.filter((trial) => (trial.metrics.ttftMedianByTurnMs?.length ?? 0) > 0);
+  if (turned.length > 0) {
+    const turns = Math.max(...turned.map((trial) => trial.metrics.ttftMedianByTurnMs!.length));
+    const byTurn = Array.from({ length: turns }, (_, index) => numbers(turned.map((trial) => trial.metrics.ttftMedianByTurnMs![index])))
+      .map((values, index) => (values.length > 0 ? `${index + 1}: ${formatNumber(mean(values))} ms` : undefined))
+      .filter((text) => text !== undefined);
+    notes.push(`${label}: TTFT p50 by turn ${byTurn.join(', ')} (mean over ${turned.length} ${of})`);
+  }
+  const ended = sum(group.map((trial) => trial.metrics.sessionsEndedByFailure ?? 0));
+  if (ended > 0) notes.push(`${label}: ${ended} sessions ended by a failed turn over ${group.length} trials (their later turns were not sent)`);
+  const targeted = group.filter((trial) => trial.metrics.prefixCacheTargetHitRate != null && trial.metrics.prefixCacheHitRate != null);
+  if (targeted.length > 0) {
+    const achieved = mean(targeted.map((trial) => trial.metrics.prefixCacheHitRate!));
+    const target = mean(targeted.map((trial) => trial.metrics.prefixCacheTargetHitRate!));
+    notes.push(`${label}: prefix cache hit ${formatShare(achieved)} of prompt tokens, target ${formatShare(target)} (mean over ${targeted.length} ${of})`);
+  }
+  return notes;
 }

@@ -20,7 +20,10 @@ const WARMUP_REQUESTS = 1;
 
 /** The baseline's prompt source with every answer `outputTokens` long: the same prompts for every variant. */
 function equivalencePrompts(source: PromptSource, outputTokens: number): PromptSource {
-  return source.kind === 'synthetic' ? { ...source, outputTokens: { kind: 'fixed', value: outputTokens } } : { ...source, maxOutputTokens: outputTokens };
+  if (source.kind === 'synthetic' || source.kind === 'sessions' || source.kind === 'shared-prefix') {
+    return { ...source, outputTokens: { kind: 'fixed', value: outputTokens } };
+  }
+  return { ...source, maxOutputTokens: outputTokens };
 }
 
 /** Send and store the passes of this start's variants; a pass that fails is logged and left out (its status: not measured). */

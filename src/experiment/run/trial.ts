@@ -3,6 +3,7 @@ import { trialLevelOf } from '../../load/capacity.js';
 import { describeExit, watchLiveness } from '../../load/liveness.js';
 import { WARMUP_LABEL } from '../../load/run.js';
 import type { BenchOptions, BenchProgress, LevelResult } from '../../load/types.js';
+import { targetHitRate } from '../../metrics/workload-shape.js';
 import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
 import type { ServerProfile } from '../../profiles/types.js';
 import { prefixCacheFromCounters } from '../../telemetry/prefix-cache.js';
@@ -90,7 +91,9 @@ export async function measureTrial(
   const loggedFatal = await serverLog.stop();
   stop.throwIfAborted();
   const counted = level && !level.prefixCache && telemetry ? prefixCacheFromCounters(telemetry.serverMetrics.series) : undefined;
-  if (level && counted) level = { ...level, prefixCache: counted };
+  // The counters cannot be split per request; the designed rate comes from the level's own requests.
+  const target = level && counted ? targetHitRate(level.samples) : undefined;
+  if (level && counted) level = { ...level, prefixCache: { ...counted, ...(target !== undefined && { targetHitRate: target }) } };
   const died = liveness.cause();
   const invalid = invalidReason(level, {
     maxFailedFraction: experiment.validity?.maxFailedFraction ?? DEFAULT_MAX_FAILED_FRACTION,

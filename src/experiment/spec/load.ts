@@ -117,6 +117,13 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
     if (labels.has(workload.label)) fail(`workloads`, `workload "${workload.label}" appears twice (entry ${index})`);
     labels.add(workload.label);
   });
+  // Sessions wait for each answer before the next turn: a closed loop in one thread (load/session-loop.ts).
+  const sessions = variants.find((variant) => variant.client.prompts.kind === 'sessions');
+  const openLoop = workloads.find((workload) => workload.workload.kind === 'rate');
+  if (sessions && openLoop) fail('workloads', `variant "${sessions.name}" runs multi-turn sessions, which need a closed loop: "${openLoop.label}" is a rate`);
+  if (sessions && sessions.client.workers !== undefined && sessions.client.workers !== 1) {
+    fail('client.workers', `variant "${sessions.name}" runs multi-turn sessions, which run in one load thread: leave workers at 1`);
+  }
   const judged = [file.metric, file.objective?.maximize, file.objective?.minimize, ...Object.keys(file.objective?.subjectTo ?? {})];
   const energy = judged.find((metric) => metric === 'joulesPerToken' || metric === 'tokensPerJoule');
   if (energy && !file.telemetry.enabled) fail('telemetry.enabled', `${energy} needs the GPU power readings of telemetry: set it to true`);
@@ -257,7 +264,7 @@ function expandGrid(
  * finding it missing only after a server has loaded its model costs minutes to hours.
  */
 function resolvePromptPath(prompts: PromptSource, baseDir: string, key: string, fail: (key: string, message: string) => never): PromptSource {
-  if (prompts.kind === 'synthetic') return prompts;
+  if (prompts.kind === 'synthetic' || prompts.kind === 'shared-prefix' || prompts.path === undefined) return prompts;
   const path = resolve(baseDir, prompts.path);
   if (!existsSync(path)) fail(key, `no such file: ${path}`);
   if (!statSync(path).isFile()) fail(key, `not a file: ${path}`);

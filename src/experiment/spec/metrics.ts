@@ -27,6 +27,8 @@ export function trialMetricsOf(level: LevelResult, efficiency: EfficiencyInputs 
     ...(level.spec?.acceptanceRate !== undefined && { acceptanceRate: level.spec.acceptanceRate }),
     ...(level.spec?.meanAcceptedLength !== undefined && { meanAcceptedLength: level.spec.meanAcceptedLength }),
     ...(level.prefixCache && { prefixCacheHitRate: level.prefixCache.hitRate }),
+    ...(level.prefixCache?.targetHitRate !== undefined && { prefixCacheTargetHitRate: level.prefixCache.targetHitRate }),
+    ...(level.turns && turnMetrics(level.turns)),
     ...(level.spec?.acceptanceByPosition && { acceptanceByPosition: level.spec.acceptanceByPosition }),
     ...(level.outputLength && level.outputLength.shortRequests > 0 && { outputLength: level.outputLength }),
     ...(level.tokenCounts && {
@@ -45,6 +47,13 @@ export function trialMetricsOf(level: LevelResult, efficiency: EfficiencyInputs 
     ...(level.capacity && { sloCapacity: level.capacity.value, capacity: level.capacity }),
     ...(level.categories && { byCategory: Object.fromEntries(level.categories.map((category) => [category.category, categoryMetricsOf(category)])) }),
   };
+}
+
+/** TTFT p50 by turn as a dense list (a turn no request completed is left out of the ones after it: turns are 1..n). */
+function turnMetrics(turns: NonNullable<LevelResult['turns']>): Partial<TrialMetrics> {
+  const byTurn: number[] = [];
+  for (const entry of turns.ttftByTurn) if (entry.turn === byTurn.length + 1) byTurn.push(entry.p50Ms);
+  return { ttftMedianByTurnMs: byTurn, ...(turns.endedByFailure > 0 && { sessionsEndedByFailure: turns.endedByFailure }) };
 }
 
 /**

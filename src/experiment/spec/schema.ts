@@ -29,7 +29,7 @@ export const VARIANT_NAME_RULE = 'expected a variant name of letters, digits, ".
 // `.meta({ default })` are the ones ./load.ts resolves to, from the defaults bench's flags use too.
 const clientOverridesSchema = z.strictObject({
   prompts: promptSourceSchema.optional().meta({
-    description: 'Where prompts come from: generated (synthetic), a dataset file or a production trace.',
+    description: 'Where prompts come from: generated (synthetic), a dataset file, a production trace, multi-turn sessions or shared prefixes.',
     default: { kind: 'synthetic', inputTokens: DEFAULT_INPUT_TOKENS, outputTokens: DEFAULT_SYNTHETIC_OUTPUT_TOKENS },
   }),
   warmupRequests: z.number().int().min(0).max(100_000).optional().describe('Short for warmup.requests (kept for older files; give one of the two).'),

@@ -35,7 +35,7 @@ function conversationText(messages: readonly ChatMessage[], tokenizer?: ModelTok
  * BOS again); for text endpoints, the prompt with the tokenizer's special tokens (BOS) added, as vLLM does.
  * Without a chat template the chat count covers the message text only (an undercount the server's usage replaces).
  */
-function promptTokens(prompt: string, messages: readonly ChatMessage[], measure: PromptMeasure): number {
+export function promptTokens(prompt: string, messages: readonly ChatMessage[], measure: PromptMeasure): number {
   const { tokenizer } = measure;
   if (!tokenizer) return textTokens(prompt, measure);
   if (measure.chat) {
@@ -60,7 +60,7 @@ export function promptItem(messages: ChatMessage[], outputTokens: number, measur
   return item;
 }
 
-function shuffle<T>(items: T[], seed: number): T[] {
+export function shuffle<T>(items: T[], seed: number): T[] {
   const random = mulberry32(seed);
   for (let i = items.length - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));
@@ -112,6 +112,21 @@ const ROLE_OF: Record<string, ChatMessage['role']> = {
  * length as output; a conversation's requests stay in turn order, conversations are shuffled by seed.
  */
 function shareGptItems(source: DatasetSource, measure: PromptMeasure): PromptItem[] {
+  const conversations = shareGptConversations(source);
+  const items: PromptItem[] = [];
+  for (const { messages, category } of source.shuffle === false ? conversations : shuffle(conversations, source.seed ?? 0)) {
+    messages.forEach((message, turnIndex) => {
+      const history = messages.slice(0, turnIndex);
+      // Like vLLM's benchmark: a reply with no user turn before it gives no request.
+      if (message.role !== 'assistant' || !history.some((turn) => turn.role === 'user')) return;
+      items.push(promptItem(history, textTokens(message.content, measure), measure, source.maxOutputTokens, category));
+    });
+  }
+  return items;
+}
+
+/** The conversations of a ShareGPT file, in file order (errors located by entry and turn). */
+export function shareGptConversations(source: Pick<DatasetSource, 'path' | 'fields'>): Array<{ messages: ChatMessage[]; category: string | undefined }> {
   const names = fieldNames(source.fields);
   const text = readDatasetText(source.path);
   let data: unknown;
@@ -127,7 +142,7 @@ function shareGptItems(source: DatasetSource, measure: PromptMeasure): PromptIte
   }
   if (!Array.isArray(data))
     throw new UserError(`${source.path}:1: ShareGPT dataset must be a JSON array of conversations`, 'use a ShareGPT export ([{"conversations": [...]}, ...])');
-  const conversations = data.map((entry: unknown, index) => {
+  return data.map((entry: unknown, index) => {
     const where = `${source.path}: entry [${index}]`;
     const turns = (entry as Record<string, unknown> | null)?.[names.conversations];
     if (!Array.isArray(turns))
@@ -145,16 +160,6 @@ function shareGptItems(source: DatasetSource, measure: PromptMeasure): PromptIte
     });
     return { messages, category: categoryOf(entry as Record<string, unknown>, names.category, where) };
   });
-  const items: PromptItem[] = [];
-  for (const { messages, category } of source.shuffle === false ? conversations : shuffle(conversations, source.seed ?? 0)) {
-    messages.forEach((message, turnIndex) => {
-      const history = messages.slice(0, turnIndex);
-      // Like vLLM's benchmark: a reply with no user turn before it gives no request.
-      if (message.role !== 'assistant' || !history.some((turn) => turn.role === 'user')) return;
-      items.push(promptItem(history, textTokens(message.content, measure), measure, source.maxOutputTokens, category));
-    });
-  }
-  return items;
 }
 
 /** A JSONL / CSV / Parquet record: prompt text, output length from an explicit count or a reference reply. */
