@@ -24,6 +24,7 @@ const CASES: ClientOptions[] = [
     },
     promptSalt: 7,
     cachePrompt: false,
+    keepAlive: false,
     warmupRequests: 2,
     warmupPerLevel: true,
     ignoreEos: false,

@@ -67,5 +67,12 @@ describe('connections closed under the client', () => {
     // Resent requests are counted, so a trial can be judged by them (levelValidity).
     assert.equal(level.resends ?? 0, level.samples.filter((sample) => sample.resent).length);
     t.diagnostic(`resends: ${level.resends ?? 0} of 40`);
+    assert.ok((level.resends ?? 0) > 0, 'the race bites with kept-alive connections');
+
+    // keepAlive false (bench --no-keep-alive, profile llamacpp): a connection per request, none raced, none resent.
+    const fresh = (await runBenchmark({ ...options, keepAlive: false })).levels[0]!;
+    assert.equal(fresh.failed, 0, JSON.stringify(fresh.errorsByKind));
+    assert.equal(fresh.completed, 40);
+    assert.equal(fresh.resends ?? 0, 0);
   });
 });

@@ -135,6 +135,7 @@ export function benchArgv(options: ClientOptions & { requestTimeoutSetting?: str
     ...promptArgs(options.prompts),
     ...(options.promptSalt !== undefined ? ['--prompt-salt', String(options.promptSalt)] : []),
     ...(options.cachePrompt === false ? ['--no-cache-prompt'] : []),
+    ...(options.keepAlive === false ? ['--no-keep-alive'] : []),
     '--warmup',
     String(options.warmupRequests),
     ...(options.warmupMs !== undefined ? ['--warmup-seconds', `${Math.max(1, Math.round(options.warmupMs))}ms`] : []),

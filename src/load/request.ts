@@ -24,6 +24,8 @@ export interface RequestContext {
   /** The output-token count to use; unset: usage, else tokenizer, else counted events (see TokenCountSource). */
   tokenCounts?: TokenCountSource;
   signal?: AbortSignal;
+  /** false: `Connection: close` on every request (see ClientOptions.keepAlive). */
+  keepAlive?: false;
   /** Keep each answer's text (multi-turn sessions send it back with the next turn). */
   collectText?: boolean;
   /** Called at each token-bearing event: live throughput, and (for bench/) ground-truth comparison. */
@@ -231,6 +233,7 @@ export function streamRequest(context: RequestContext, item: PromptItem, index: 
           body: backend.body(item, context.backendOptions),
           headersTimeout: context.requestTimeoutMs,
           bodyTimeout: context.requestTimeoutMs,
+          reset: context.keepAlive === false,
         },
         handler,
       );

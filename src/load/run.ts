@@ -140,6 +140,7 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
           requestTimeoutMs: options.requestTimeoutMs,
           ...(options.requestTimeoutSetting !== undefined && { requestTimeoutSetting: options.requestTimeoutSetting }),
           ...(options.tokenCounts !== undefined && { tokenCounts: options.tokenCounts }),
+          ...(options.keepAlive === false && { keepAlive: false }),
           tokenizerPath: options.tokenizerPath,
         },
         Math.max(...levels.map(maxInFlight)),
@@ -154,6 +155,7 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
       requestTimeoutMs: options.requestTimeoutMs,
       ...(options.requestTimeoutSetting !== undefined && { requestTimeoutSetting: options.requestTimeoutSetting }),
       ...(options.tokenCounts !== undefined && { tokenCounts: options.tokenCounts }),
+      ...(options.keepAlive === false && { keepAlive: false }),
       tokenizer,
     };
     const pool = workers;

@@ -87,6 +87,11 @@ export interface ClientOptions {
   promptSalt?: number;
   /** false: send llama.cpp's `cache_prompt: false` with every request (no prompt-cache reuse). */
   cachePrompt?: false;
+  /**
+   * false: every request on a connection of its own (`Connection: close`), for a server that closes a connection after
+   * each streamed response while advertising keep-alive (llama-server): a request reusing it could race the close.
+   */
+  keepAlive?: false;
   /** Requests sent before measuring, not counted (see load/warmup.ts); 0 and no warmupMs: none. */
   warmupRequests: number;
   /** Instead of a count: warm-up rounds until this long has passed. */

@@ -38,6 +38,11 @@ export interface ServerProfile {
    * empties it (POST), or a request field that turns it off per request (llama.cpp's `cache_prompt: false`).
    */
   cacheReset?: { kind: 'endpoint'; path: string } | { kind: 'cache-prompt-off' };
+  /**
+   * The server closes a connection after each streamed response while advertising keep-alive: the load client then
+   * sends every request on a connection of its own, so none races the close (and needs a resend).
+   */
+  closesStreamedConnections?: true;
   /** A 200 health response whose body is plain text counts as healthy only if it matches this (e.g. Ollama's "Ollama is running"). */
   healthTextPattern?: RegExp;
   /** Deadline of one health probe (default 2 s): a server whose health check does work (SGLang generates a token) needs longer. */

@@ -2,7 +2,8 @@
  * Opt-in, against a real llama.cpp llama-server (see ../shared/real-engine/README.md to build one and make a model):
  *   SERVELAB_LLAMA_SERVER=/path/to/llama-server SERVELAB_LLAMA_MODEL=/path/to/target.gguf node --test dist/test/real/llama-http.test.js
  * llama-server closes its connection after each streamed response while advertising keep-alive, and keeps each
- * slot's prompt cached: no request may fail for the first, and a prompt salt must defeat the second.
+ * slot's prompt cached: no request may fail or (with a connection per request) need a resend for the first, and a
+ * prompt salt must defeat the second.
  */
 
 import assert from 'node:assert/strict';
@@ -56,20 +57,26 @@ function options(baseUrl: string, overrides: Partial<BenchOptions>): BenchOption
 }
 
 describe('real llama-server', { skip }, () => {
-  test('kept-alive connections closed by llama-server fail no request', async (t) => {
+  test('kept-alive connections closed by llama-server fail no request; with keepAlive false (profile llamacpp) none is resent', async (t) => {
     const server = await llamaServer(t, 4);
-    const result = await runBenchmark(
-      options(server.baseUrl, {
-        workload: { kind: 'concurrency', concurrency: 4, requests: 40 },
-        prompts: { kind: 'synthetic', inputTokens: { kind: 'fixed', value: 32 }, outputTokens: { kind: 'fixed', value: 8 }, seed: 1 },
-      }),
+    const load = (keepAlive?: false) =>
+      runBenchmark(
+        options(server.baseUrl, {
+          workload: { kind: 'concurrency', concurrency: 4, requests: 40 },
+          prompts: { kind: 'synthetic', inputTokens: { kind: 'fixed', value: 32 }, outputTokens: { kind: 'fixed', value: 8 }, seed: 1 },
+          ...(keepAlive === false && { keepAlive }),
+        }),
+      );
+    const kept = (await load()).levels[0]!;
+    assert.equal(kept.failed, 0, JSON.stringify(kept.errorsByKind));
+    // A resend counts against maxFailedFraction (default 0): requests racing the close would make a trial invalid.
+    const fresh = (await load(false)).levels[0]!;
+    t.diagnostic(
+      `kept-alive: ${kept.completed} ok, ${kept.resends ?? 0} resent; a connection per request: ${fresh.completed} ok, ${fresh.resends ?? 0} resent`,
     );
-    const level = result.levels[0]!;
-    assert.equal(level.failed, 0, JSON.stringify(level.errorsByKind));
-    // A resend counts against maxFailedFraction (default 0): a close servelab could not tell from a reset would make
-    // every multi-slot trial on llama-server invalid.
-    t.diagnostic(`${level.completed} ok, ${level.resends ?? 0} resent`);
-    assert.equal(level.resends ?? 0, 0, 'no request needed a resend');
+    assert.equal(fresh.failed, 0, JSON.stringify(fresh.errorsByKind));
+    assert.equal(fresh.resends ?? 0, 0, 'no request raced a close');
+    assert.ok(BUILTIN_PROFILES.llamacpp!.closesStreamedConnections, 'the llamacpp profile sends a connection per request');
   });
 
   test('its prompt cache serves a repeat; another prompt salt makes the same prompts cold again', async (t) => {

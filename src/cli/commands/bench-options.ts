@@ -59,6 +59,7 @@ export interface BenchFlags {
   seed: string;
   promptSalt?: string;
   cachePrompt: boolean;
+  keepAlive: boolean;
   warmup: string;
   warmupSeconds?: string;
   warmupPerLevel: boolean;
@@ -409,6 +410,7 @@ export function clientOptionsFromFlags(flags: BenchFlags): ClientOptions {
     prompts: validatedAsInFile(promptSourceSchema, promptsFromFlags(flags)),
     ...(flags.promptSalt !== undefined && { promptSalt: promptSaltFlag(flags.promptSalt) }),
     ...(!flags.cachePrompt && { cachePrompt: false as const }),
+    ...(!flags.keepAlive && { keepAlive: false as const }),
     warmupRequests: flags.warmup === '0' ? 0 : positiveInt('--warmup', flags.warmup),
     ...(flags.warmupSeconds !== undefined && { warmupMs: parseDurationMs(flags.warmupSeconds) }),
     warmupPerLevel: flags.warmupPerLevel,

@@ -153,6 +153,7 @@ function defineBench(program: Command): Command {
     .option('--trace-duration <duration>', 'replay this much trace time (from --trace-start, default 0)')
     .option('--seed <n>', 'seed of synthetic prompts, dataset order and random arrivals', String(DEFAULT_PROMPT_SEED))
     .option('--prompt-salt <n>', 'open every prompt with words derived from N, so no prefix-cache hit carries over from runs with another salt')
+    .option('--no-keep-alive', 'send every request on a new connection (for a server that closes one after each streamed response: llama-server)')
     .option('--no-cache-prompt', "send llama.cpp's cache_prompt: false, so no request reuses a cached prompt")
     .option('--warmup <n>', 'warm-up requests before measuring (excluded from results)', String(DEFAULT_WARMUP_REQUESTS))
     .option('--warmup-seconds <duration>', 'instead of --warmup N: warm-up rounds until this long has passed (e.g. 10s)')

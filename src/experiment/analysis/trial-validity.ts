@@ -35,11 +35,11 @@ export function levelValidity(level: LevelResult, options: ValidityOptions): str
       .filter(([kind]) => kind !== 'aborted')
       .map(([kind, count]) => `${kind} ${count}`)
       .join(', ');
-    return `${level.failed} of ${sent} requests failed (${kinds}), more than ${names.maxFailedFraction} ${options.maxFailedFraction} allows`;
+    return `${level.failed} of ${sent} requests failed (${kinds}), more than ${names.maxFailedFraction} ${options.maxFailedFraction} allows (a server that closes every streamed connection, as llama-server does, needs --no-keep-alive; profile llamacpp sets it)`;
   }
   const resends = level.resends ?? 0;
   if (resends > options.maxFailedFraction * sent) {
-    return `${resends} of ${sent} requests were sent again after their connection closed under them, more than ${names.maxFailedFraction} ${options.maxFailedFraction} allows`;
+    return `${resends} of ${sent} requests were sent again after their connection closed under them, more than ${names.maxFailedFraction} ${options.maxFailedFraction} allows (a server that closes every streamed connection, as llama-server does, needs --no-keep-alive; profile llamacpp sets it)`;
   }
   // Before the early stop: output lengths are judged by a count that must first be trusted.
   const counts = level.tokenCounts;

@@ -138,6 +138,7 @@ export function benchOptionsOf(
     prompts: client.prompts,
     ...(cache.promptSalt !== undefined && { promptSalt: cache.promptSalt }),
     ...(cache.cachePrompt === false && { cachePrompt: false }),
+    ...(profile.closesStreamedConnections && { keepAlive: false as const }),
     ...warmupOptionsOf(client.warmup, afterStart),
     ignoreEos: client.ignoreEos,
     requestTimeoutMs: client.requestTimeoutMs,

@@ -14,6 +14,7 @@ export interface WorkerSetup {
   requestTimeoutMs: number;
   requestTimeoutSetting?: string;
   tokenCounts?: TokenCountSource;
+  keepAlive?: false;
   tokenizerPath?: string;
   connections: number;
   /** bench/client-overhead: attach each request's timing errors against the simulator's send times to its outcome. */

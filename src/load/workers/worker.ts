@@ -30,6 +30,7 @@ const context: RequestContext = {
   requestTimeoutMs: setup.requestTimeoutMs,
   ...(setup.requestTimeoutSetting !== undefined && { requestTimeoutSetting: setup.requestTimeoutSetting }),
   ...(setup.tokenCounts !== undefined && { tokenCounts: setup.tokenCounts }),
+  ...(setup.keepAlive === false && { keepAlive: false }),
   tokenizer: setup.tokenizerPath ? loadTokenizer(setup.tokenizerPath) : undefined,
   signal: controller.signal,
   ...(recorder && { onTokenEvent: recorder.onTokenEvent }),
