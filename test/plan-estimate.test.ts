@@ -38,6 +38,37 @@ describe('plan figures without history', () => {
     assert.ok(realMs / predictedMs <= 2 && realMs / predictedMs >= 0.5, `predicted ${predictedMs} ms, real ${realMs} ms`);
   });
 
+  test('quality passes: declared equivalence passes are in the prediction; what has no figure is named as not counted', async (t) => {
+    const dir = tempDir(t, 'plan-quality');
+    const store = join(dir, 'servelab.db');
+    const base = {
+      server: { command: simCommand({ loadMs: 1500, tpotMs: 20 }), readyTimeout: '5m' },
+      client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens: 32, seed: 3 }, warmupRequests: 1 },
+      workloads: [{ kind: 'single-stream', requests: 3 }],
+      trials: 2,
+    };
+    const planOf = async (name: string, extra: Record<string, unknown>) => {
+      const planned = await cli(['plan', writeExperiment(dir, `${name}.yaml`, { name, ...base, ...extra }), '--json'], { store });
+      assert.equal(planned.code, 0, planned.stderr);
+      return (JSON.parse(planned.stdout) as { prediction: PlanJson['prediction'] & { uncountedPasses?: string[] } }).prediction;
+    };
+    const plain = await planOf('plain', {});
+    const checked = await planOf('checked', { quality: { equivalence: { prompts: 4, outputTokens: 10 } } });
+    // One start of the baseline: 4 prompts + a warm-up one at a time (10 steps of 20 ms each) and all 4 at once.
+    const added = checked.wallMs! - plain.wallMs!;
+    assert.ok(added >= 5 * 10 * 20 && added < 2 * 6 * 10 * 20 + 1000, `equivalence adds ${added} ms`);
+    assert.equal(checked.uncountedPasses, undefined);
+
+    const engine = await planOf('engine', {
+      profile: 'vllm',
+      server: { command: ['vllm', 'serve', 'm', '--port', '{port}'] },
+      quality: { equivalence: { prompts: 4, outputTokens: 10 } },
+    });
+    assert.deepEqual(engine.uncountedPasses, ["baseline's equivalence pass (4 prompts × 10 tokens)"]);
+    const text = await cli(['plan', join(dir, 'engine.yaml')], { store });
+    assert.match(text.stdout, /not counted, at every start: baseline's equivalence pass \(4 prompts × 10 tokens\)/);
+  });
+
   test('an engine: its typical startup said to be typical, trial lengths and the total unknown, not made up', async (t) => {
     const dir = tempDir(t, 'plan-engine');
     const store = join(dir, 'servelab.db');

@@ -4,7 +4,7 @@ import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
 import { recentReadyMs, recentTrialDurationsMs } from '../../store/campaign.js';
 import type { Db } from '../../store/db.js';
 import type { Plan, ResolvedExperiment, ServerConfig } from '../spec/types.js';
-import { type DeclaredCosts, declaredStartWarmupMs, declaredTrialMs, START_OVERHEAD_MS } from './trial-estimate.js';
+import { type DeclaredCosts, declaredEquivalenceMs, declaredStartWarmupMs, declaredTrialMs, START_OVERHEAD_MS } from './trial-estimate.js';
 
 /**
  * A predicted duration and where it comes from, best first: the store's history (median of `samples` recorded
@@ -27,6 +27,11 @@ export interface CostModel {
    * durations already hold it: the runner times a trial from before its warm-up).
    */
   startWarmups?: Record<string, number>;
+  /**
+   * The untimed quality passes each start of a config sends before its trials (its variants' equivalence and
+   * accuracy passes), by server key; `uncounted` names those no figure is declared for (see PlanPrediction).
+   */
+  startPasses?: Record<string, { ms: number; uncounted: string[] }>;
 }
 
 export interface ConfigPrediction {
@@ -52,6 +57,8 @@ export interface PlanPrediction {
   gpuHours: number | undefined;
   gpusPerServer: number;
   configs: ConfigPrediction[];
+  /** Untimed quality passes at each start that no figure covers (named, once each): not in the totals. */
+  uncountedPasses?: string[];
   /** Every source a figure came from, best first; anything but ['history'] is said next to the prediction. */
   sources: Array<Estimate['source']>;
 }
@@ -90,7 +97,29 @@ export function loadCostModel(db: Db | undefined, experiment: ResolvedExperiment
       if (warmupMs) startWarmups[pair] = warmupMs;
     }
   }
-  return { startups, trials, startWarmups };
+  return { startups, trials, startWarmups, startPasses: qualityPasses(experiment, declaredOf) };
+}
+
+/**
+ * Per server config, the quality passes of its variants at each start: equivalence from declared request times;
+ * what has no declared figure (an engine's passes, accuracy answers that stop where the model stops) is named as
+ * uncounted rather than guessed, and the prediction says so.
+ */
+function qualityPasses(experiment: ResolvedExperiment, declaredOf?: DeclaredCostsOf): Record<string, { ms: number; uncounted: string[] }> {
+  const passes: Record<string, { ms: number; uncounted: string[] }> = {};
+  const { equivalence, accuracy } = experiment.quality ?? {};
+  const baseline = experiment.variants.find((variant) => variant.name === experiment.baseline);
+  for (const variant of experiment.variants) {
+    const entry = (passes[variant.serverKey] ??= { ms: 0, uncounted: [] });
+    if (equivalence && baseline) {
+      const declared = declaredOf?.(variant.server);
+      const ms = declared && declaredEquivalenceMs(declared, equivalence, baseline.client.prompts, variant.name === baseline.name);
+      if (ms === undefined) entry.uncounted.push(`${variant.name}'s equivalence pass (${equivalence.prompts} prompts × ${equivalence.outputTokens} tokens)`);
+      else entry.ms += ms;
+    }
+    if (accuracy) entry.uncounted.push(`${variant.name}'s accuracy pass (${accuracy.items === undefined ? 'every item' : `${accuracy.items} items`})`);
+  }
+  return passes;
 }
 
 function fromHistory(values: number[]): Estimate | undefined {
@@ -111,6 +140,7 @@ export function predictPlan(plan: Pick<Plan, 'trials'>, experiment: ResolvedExpe
   const sources = new Set<Estimate['source']>();
   let previousKey: string | undefined;
   let warmedOnStart = new Set<string>();
+  const uncounted = new Set<string>();
   for (const trial of plan.trials) {
     let config = configs.get(trial.serverKey);
     if (!config) {
@@ -123,6 +153,11 @@ export function predictPlan(plan: Pick<Plan, 'trials'>, experiment: ResolvedExpe
     if (trial.serverKey !== previousKey) {
       config.starts += 1;
       warmedOnStart = new Set();
+      const passes = costs.startPasses?.[trial.serverKey];
+      if (passes) {
+        config.measureMs = sum(config.measureMs, passes.ms);
+        for (const pass of passes.uncounted) uncounted.add(pass);
+      }
     }
     previousKey = trial.serverKey;
     const pair = costPairKey(trial.variant, trial.workload);
@@ -151,6 +186,7 @@ export function predictPlan(plan: Pick<Plan, 'trials'>, experiment: ResolvedExpe
     gpusPerServer,
     configs: list,
     sources: SOURCE_ORDER.filter((source) => sources.has(source)),
+    ...(uncounted.size > 0 && { uncountedPasses: [...uncounted] }),
   };
 }
 

@@ -2,7 +2,7 @@ import { nextCapacityLevel } from '../../load/capacity.js';
 import { capacityLevelPlan, planLevels } from '../../load/level.js';
 import type { LengthDistribution, Workload } from '../../load/types.js';
 import { planWarmups, type WarmupStep } from '../../load/warmup.js';
-import type { ClientConfig } from '../spec/types.js';
+import type { ClientConfig, EquivalenceSettings } from '../spec/types.js';
 
 /**
  * What a server declares about its own speed, for a plan without history: the simulator's load time and decode
@@ -107,6 +107,24 @@ function rateMs(costs: DeclaredCosts, rate: { requests: number; requestsPerSecon
   const span = (rate.requests / rate.requestsPerSecond) * 1000;
   // A rate above what maxInFlight can serve is paced by the slots instead.
   return Math.max(span, rounds(rate.requests, rate.maxInFlight)) + costs.requestMs(input, output, active);
+}
+
+/**
+ * Declared time of the untimed quality.equivalence passes one variant sends at each server start
+ * (run/equivalence.ts): one warm-up request and its prompts one at a time, every answer `outputTokens` long; the
+ * baseline's prompts also all at once. Undefined for dataset prompts, whose lengths are unknown until read.
+ */
+export function declaredEquivalenceMs(
+  costs: DeclaredCosts,
+  settings: EquivalenceSettings,
+  prompts: ClientConfig['prompts'],
+  baseline: boolean,
+): number | undefined {
+  if (prompts.kind !== 'synthetic') return undefined;
+  const input = meanLength(prompts.inputTokens);
+  const single = costs.requestMs(input, settings.outputTokens, 1);
+  const batch = baseline && settings.prompts > 1 ? single + costs.requestMs(input, settings.outputTokens, settings.prompts) : 0;
+  return (settings.prompts + 1) * single + batch;
 }
 
 export function meanLength(length: LengthDistribution): number {

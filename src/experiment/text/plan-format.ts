@@ -81,13 +81,15 @@ export function predictedText(prediction: PlanPrediction): string {
 /** Where the figures come from, when not all from history ("; …"), so no prediction passes for a measurement. */
 export function sourcesNote(prediction: PlanPrediction): string {
   const sources = prediction.sources;
-  if (sources.length === 1 && sources[0] === 'history') return "; from the store's history";
+  const fromHistory = sources.length === 1 && sources[0] === 'history';
   const parts = [
-    sources.includes('declared') && "the server's declared speed (its flags) where there is no history",
-    sources.includes('typical') && "the engine's typical startup where there is no history (not a measurement of yours)",
-    sources.includes('unknown') && 'unknown where there is neither history nor a declared figure: a first run records them',
+    fromHistory && "from the store's history",
+    !fromHistory && sources.includes('declared') && "the server's declared speed (its flags) where there is no history",
+    !fromHistory && sources.includes('typical') && "the engine's typical startup where there is no history (not a measurement of yours)",
+    !fromHistory && sources.includes('unknown') && 'unknown where there is neither history nor a declared figure: a first run records them',
+    prediction.uncountedPasses && `not counted, at every start: ${prediction.uncountedPasses.join(', ')}`,
   ].filter((part): part is string => typeof part === 'string');
-  return `; ${parts.join('; ')}`;
+  return parts.length === 0 ? '' : `; ${parts.join('; ')}`;
 }
 
 export function gpuHoursText(gpuHours: number | undefined): string {
