@@ -4,7 +4,6 @@
  */
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,30 +11,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
 import type { BenchResult, LevelResult } from '../src/load/types.js';
-import { SERVELAB_BIN, spawnSimulator } from '../src/simulate/child.js';
+import { spawnSimulator } from '../src/simulate/child.js';
+import { type CliResult, cli, tempDir } from './support-experiment.js';
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function bench(t: TestContext, args: string[]): Promise<Run> {
-  const child = spawn(process.execPath, [SERVELAB_BIN, 'bench', ...args, '--no-progress'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  t.after(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk) => (stdout += chunk));
-  child.stderr.on('data', (chunk) => (stderr += chunk));
-  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-  return new Promise((resolve) =>
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    }),
-  );
+/** `servelab bench ARGS --no-progress` in its own process, with a store of its own. */
+function bench(t: TestContext, args: string[]): Promise<CliResult> {
+  return cli(['bench', ...args, '--no-progress'], { store: join(tempDir(t, 'sessions-cli'), 'servelab.db'), timeoutMs: 60_000 });
 }
 
 async function benchLevel(t: TestContext, args: string[]): Promise<LevelResult> {
