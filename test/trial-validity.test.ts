@@ -98,13 +98,22 @@ test('a level becomes invalid, and stops, at the first failure beyond the allowe
   );
 });
 
-test('a cold-cache trial whose first request found more than 5% of its prompt cached is invalid; warm or unreported is not judged', () => {
-  const warmish = level(ten({ cachedTokens: 1 })); // 10 of 80 prompt tokens: 12.5%, the first request's 1 of 8 too
-  assert.deepEqual(warmish.prefixCache, { hitRate: 0.125, cachedTokens: 10, promptTokens: 80, reporting: 10, firstRequestHitRate: 0.125 });
+test('a cold-cache trial whose first request found more than 5% of its prompt (plus a 16-token opening) cached is invalid; warm or unreported is not judged', () => {
+  const warmish = level(ten({ inputTokens: 400, cachedTokens: 60 })); // 15% of every prompt, the first request's too
+  assert.deepEqual(warmish.prefixCache, {
+    hitRate: 0.15,
+    cachedTokens: 600,
+    promptTokens: 4000,
+    reporting: 10,
+    firstRequestHitRate: 0.15,
+    firstRequestPromptTokens: 400,
+  });
   assert.match(
     levelValidity(warmish, { ...strict, coldCache: 'cold' }) ?? '',
-    /^prefix cache: 13% of 80(\.0)? prompt tokens cached \(10 requests reported\), 13% for its first request although cache: cold \(at most 5%\): a warm cache it should not have is not a measurement$/,
+    /^prefix cache: 15% of 4,000 prompt tokens cached \(10 requests reported\), 15% for its first request although cache: cold \(at most 5% plus 16 opening tokens\): a warm cache it should not have is not a measurement$/,
   );
+  // BOS + the salt's 4 words, left by the trial's own warm-up (a real llama-server: 5 of a 37-token prompt).
+  assert.equal(levelValidity(level(ten({ inputTokens: 37, cachedTokens: 5 })), { ...strict, coldCache: 'cold' }), undefined);
   // A shared system prompt: every request after the first reuses what the trial's own first request left.
   const sharedPrefix = level(ten().map((s, i) => ({ ...s, cachedTokens: i === 0 ? 0 : 6 })));
   assert.ok(sharedPrefix.prefixCache!.hitRate > 0.5);

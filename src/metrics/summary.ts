@@ -205,6 +205,7 @@ function prefixCacheOf(completed: readonly RequestSample[]): PrefixCacheCheck | 
     promptTokens,
     reporting,
     firstRequestHitRate,
+    firstRequestPromptTokens: first.inputTokens,
     ...(target !== undefined && { targetHitRate: target }),
   };
 }

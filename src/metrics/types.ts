@@ -208,6 +208,8 @@ export interface PrefixCacheCheck {
    * hit prefixes its own earlier prompts left (a shared system prompt). Undefined with server counters.
    */
   firstRequestHitRate?: number;
+  /** That request's prompt tokens (the rule allows a fixed opening on top of a share of them). */
+  firstRequestPromptTokens?: number;
   /**
    * The workload's designed hit rate (shared prefixes, conversation history; see RequestSample.targetCachedTokens):
    * what a server with a big enough cache finds, over the same requests.

@@ -20,6 +20,14 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
  */
 export const COLD_CACHE_MAX_HIT_RATE = 0.05;
 
+/**
+ * Prompt tokens a cold trial's first request may find cached on top of that share: what no salt removes or what the
+ * trial itself left — the BOS token and a chat template's head, and the salt's opening words, which the trial's own
+ * warm-up sent just before (4 words, up to 2 tokens each). A real llama-server cached 5 of a 37-token first request
+ * (BOS + the 4 salt words: 14%), which the 5% alone called a warm cache.
+ */
+export const COLD_CACHE_OPENING_TOKENS = 16;
+
 /** Requests in flight at most under an open-loop rate (`bench --max-in-flight`, a rate workload's `maxInFlight`). */
 export const DEFAULT_MAX_IN_FLIGHT = 256;
 

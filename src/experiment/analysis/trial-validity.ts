@@ -1,6 +1,6 @@
 import { earlyStopLine, prefixCacheLine, tokenCountLine } from '../../metrics/table.js';
 import type { LevelResult } from '../../metrics/types.js';
-import { COLD_CACHE_MAX_HIT_RATE } from '../../util/defaults.js';
+import { COLD_CACHE_MAX_HIT_RATE, COLD_CACHE_OPENING_TOKENS } from '../../util/defaults.js';
 import { formatShare } from '../../util/format.js';
 
 /** What a level's measurement was asked to be, and how the caller names the settings in its messages. */
@@ -55,10 +55,18 @@ export function levelValidity(level: LevelResult, options: ValidityOptions): str
   const coldHitRate = cache && (cache.firstRequestHitRate ?? cache.hitRate);
   // Server counters see only the whole trial: a workload built to reuse its own prefixes may hit its designed rate.
   const ownReuse = cache?.firstRequestHitRate === undefined ? (cache?.targetHitRate ?? 0) : 0;
-  const allowed = COLD_CACHE_MAX_HIT_RATE + ownReuse;
+  // The first request's prompt is known: a fixed opening (BOS, template head, the trial's salt) may be cached too.
+  const promptTokens = cache?.firstRequestHitRate === undefined ? undefined : cache.firstRequestPromptTokens;
+  const opening = promptTokens ? Math.min(1, COLD_CACHE_OPENING_TOKENS / promptTokens) : 0;
+  const allowed = COLD_CACHE_MAX_HIT_RATE + ownReuse + opening;
   if (options.coldCache && cache && coldHitRate !== undefined && coldHitRate > allowed) {
     const first = cache.firstRequestHitRate === undefined ? '' : `, ${formatShare(cache.firstRequestHitRate)} for its first request`;
-    const bound = ownReuse > 0 ? `its designed ${formatShare(ownReuse)} plus ${COLD_CACHE_MAX_HIT_RATE * 100}%` : `${COLD_CACHE_MAX_HIT_RATE * 100}%`;
+    const bound =
+      ownReuse > 0
+        ? `its designed ${formatShare(ownReuse)} plus ${COLD_CACHE_MAX_HIT_RATE * 100}%`
+        : opening > 0
+          ? `${COLD_CACHE_MAX_HIT_RATE * 100}% plus ${COLD_CACHE_OPENING_TOKENS} opening tokens`
+          : `${COLD_CACHE_MAX_HIT_RATE * 100}%`;
     return `${prefixCacheLine(cache)}${first} although cache: ${options.coldCache} (at most ${bound}): a warm cache it should not have is not a measurement`;
   }
   return undefined;

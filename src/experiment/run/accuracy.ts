@@ -15,7 +15,7 @@ import { accuracies, experimentAccuracy } from '../analysis/accuracy.js';
 import type { AccuracySettings, ResolvedExperiment, ResolvedVariant } from '../spec/types.js';
 import type { RunContext } from './context.js';
 import type { ServerHandle } from './server-lifecycle.js';
-import { untimedOutputs } from './untimed-pass.js';
+import { failedAnswers, untimedOutputs } from './untimed-pass.js';
 
 /** One record of the sample set: what to ask, the right answer, its category. */
 export interface SampleItem {
@@ -78,8 +78,8 @@ export async function sendAccuracyPasses(context: RunContext, server: ServerHand
       const scored = scoreOutputs(outputs, items, scorer);
       context.journal.accuracyPass({ variant: variant.name, serverId: server.rowId, startedAt, items: scored });
       const correct = scored.filter((item) => item.correct).length;
-      const failed = outputs.length - scored.length;
-      context.log(`accuracy: ${variant.name} ${correct}/${scored.length} right (untimed)${failed > 0 ? `; ${failed} requests failed, left out` : ''}`);
+      const failed = failedAnswers(outputs);
+      context.log(`accuracy: ${variant.name} ${correct}/${scored.length} right (untimed)${failed && `${failed}, left out`}`);
     } catch (error) {
       context.signal.throwIfAborted();
       context.log(`accuracy: ${variant.name} not measured on this start: ${messageOf(error)}`);

@@ -22,9 +22,11 @@ export interface TrialCache {
  * Cold trials get a salt of their run and block: every variant of a block sends identical prompts (a fair
  * comparison), no two blocks share a prefix (no cache hit crosses trials), and a resumed run repeats its salts.
  * Variants that share one running server (`sharedIndex` > 0 for all but the first) get salts of their own: identical
- * prompts would find the previous variant's cache there. Reset trials use the profile's API instead.
+ * prompts would find the previous variant's cache there. A trial measured again (`attempt` > 0) gets a salt of its own:
+ * its failed attempt left its prompts in the server's cache (a real llama-server found 97% of them cached).
+ * Reset trials use the profile's API instead.
  */
-export function trialCache(mode: CacheMode, profile: ServerProfile, runId: number, block: number, sharedIndex: number): TrialCache {
+export function trialCache(mode: CacheMode, profile: ServerProfile, where: { runId: number; block: number; sharedIndex: number; attempt: number }): TrialCache {
   if (mode === 'warm') return { record: 'warm' };
   if (mode === 'reset') {
     const reset = profile.cacheReset;
@@ -33,7 +35,8 @@ export function trialCache(mode: CacheMode, profile: ServerProfile, runId: numbe
       ? { resetPath: reset.path, record: `reset (POST ${reset.path})` }
       : { cachePrompt: false, record: 'reset (cache_prompt: false)' };
   }
-  const promptSalt = deriveSeed(deriveSeed(runId, block), sharedIndex);
+  const first = deriveSeed(deriveSeed(where.runId, where.block), where.sharedIndex);
+  const promptSalt = where.attempt === 0 ? first : deriveSeed(first, -where.attempt);
   return { promptSalt, record: `cold (salt ${promptSalt})` };
 }
 

@@ -13,7 +13,7 @@ import { experimentEquivalence, outputMatches } from '../analysis/equivalence.js
 import type { EquivalenceSettings, ResolvedExperiment, ResolvedVariant } from '../spec/types.js';
 import type { RunContext } from './context.js';
 import type { ServerHandle } from './server-lifecycle.js';
-import { untimedOutputs } from './untimed-pass.js';
+import { failedAnswers, untimedOutputs } from './untimed-pass.js';
 
 /** One request before the answers, so a cold server's first request (compilation, caches) is not among them. */
 const WARMUP_REQUESTS = 1;
@@ -63,7 +63,9 @@ async function sendPass(
   const outputs = await untimedOutputs(context, server, variant, { label: 'equivalence', workload, prompts, warmupRequests: WARMUP_REQUESTS, ignoreEos: true });
   const failed = outputs.filter((output) => output.error !== undefined).length;
   context.journal.equivalencePass({ variant: variant.name, serverId: server.rowId, concurrency, startedAt, outputs });
-  context.log(`equivalence: ${variant.name} answered ${outputs.length - failed}/${outputs.length} prompts (c=${concurrency}, untimed)`);
+  context.log(
+    `equivalence: ${variant.name} answered ${outputs.length - failed}/${outputs.length} prompts (c=${concurrency}, untimed)${failedAnswers(outputs)}`,
+  );
 }
 
 /** Per config, token agreement with the baseline's answers, for subjectTo.outputMatch; undefined without the check. */

@@ -44,3 +44,11 @@ export async function untimedOutputs(context: RunContext, server: ServerHandle, 
   if (outputs.length === 0) throw new Error('the load client returned no answers');
   return outputs;
 }
+
+/** "; 8 failed (http-5xx 6, timeout 2)" for a pass's log line, so a half-answered pass says why; "" when none failed. */
+export function failedAnswers(outputs: readonly RequestOutput[]): string {
+  const kinds = new Map<string, number>();
+  for (const output of outputs) if (output.error !== undefined) kinds.set(output.error, (kinds.get(output.error) ?? 0) + 1);
+  const failed = [...kinds.values()].reduce((sum, count) => sum + count, 0);
+  return failed === 0 ? '' : `; ${failed} failed (${[...kinds].map(([kind, count]) => `${kind} ${count}`).join(', ')})`;
+}
