@@ -139,6 +139,10 @@ export function requestTable(trials: readonly TrialRecord[], samples: ReadonlyMa
         ['tpotMs', 'number', sample.tpotMs],
         ['e2eMs', 'number', sample.e2eMs],
         ['itlMs', 'json', sample.itlMs],
+        ['cachedTokens', 'integer', sample.cachedTokens],
+        ['turn', 'integer', sample.turn],
+        ['category', 'string', sample.category],
+        ['resent', 'integer', sample.resent ? 1 : 0],
         ['errorKind', 'string', sample.error?.kind],
         ['errorMessage', 'string', sample.error?.message],
       ]);

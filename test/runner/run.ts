@@ -7,7 +7,7 @@
  * --fast leaves out the slow files listed in SLOW (the inner loop).
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -85,6 +85,12 @@ const files =
         .filter((name) => name.endsWith('.test.js') && !(fast && SLOW.has(name.slice(0, -'.test.js'.length))))
         .sort()
         .map((name) => join(TEST_DIR, name));
+
+const missing = files.filter((file) => !existsSync(file));
+if (missing.length > 0) {
+  process.stderr.write(`no such test file: ${missing.join(', ')}\n  next: build (npx tsc -p .) or name a file of ${TEST_DIR}\n`);
+  process.exit(2);
+}
 
 const recapDir = mkdtempSync(join(tmpdir(), 'servelab-recap-'));
 const recapPath = join(recapDir, 'recap.txt');
