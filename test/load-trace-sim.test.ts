@@ -106,6 +106,8 @@ describe('trace replay against the simulator', () => {
     const expected = expectedHitRate(records);
     assert.ok(expected > 0.4, `sample trace shares too little (${expected})`);
     assert.ok(Math.abs(level.prefixCache!.hitRate - expected) < 0.03, `hit rate ${level.prefixCache!.hitRate} vs ${expected} from the trace`);
+    // The trace's designed rate travels with the prompts (targetCachedTokens), shown beside the achieved one.
+    assert.ok(Math.abs(level.prefixCache!.targetHitRate! - expected) < 0.01, `designed ${level.prefixCache!.targetHitRate} vs ${expected}`);
     // The warm-up (salted) left none of the trace's blocks behind.
     assert.equal(level.prefixCache!.firstRequestHitRate, 0);
 

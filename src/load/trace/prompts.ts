@@ -48,7 +48,9 @@ export async function traceItems(source: TraceSource, measure: PromptMeasure): P
     if (!words) blocks.set(id, (words = randomWords(TRACE_BLOCK_TOKENS, mulberry32(deriveSeed(deriveSeed(seed, BLOCK_STREAM), id))).split(' ')));
     return words;
   };
+  const seen = new Set<number>();
   return records.map((record, index) => {
+    const targetCachedTokens = designedCachedTokens(record, seen);
     const own = mulberry32(deriveSeed(deriveSeed(seed, REQUEST_STREAM), index));
     const words = promptWords(record, blockWords, own, measure.tokenizer ? 1 : 0);
     const outputTokens = Math.max(1, source.maxOutputTokens ? Math.min(record.outputTokens, source.maxOutputTokens) : record.outputTokens);
@@ -57,8 +59,22 @@ export async function traceItems(source: TraceSource, measure: PromptMeasure): P
     const item: PromptItem = tokenizer
       ? promptItem([{ role: 'user', content: exactText(tokenizer, words, record.inputTokens, own) }], outputTokens, measure)
       : { prompt: words.join(' '), inputTokens: record.inputTokens, maxTokens: outputTokens };
-    return { ...item, arrivalMs };
+    // Every request of a trace with hash blocks counts toward the designed rate, those expecting no hit too.
+    return { ...item, arrivalMs, ...(record.hashIds !== undefined && { targetCachedTokens }) };
   });
+}
+
+/**
+ * Prompt tokens of `record` a big enough prefix cache holds when it arrives: its leading hash blocks that an earlier
+ * request of the window sent (a Mooncake block id is a hash of its whole prefix, so the run of seen ids from the start). The trace's designed hit rate, shown beside the achieved one and allowed to a cold trial.
+ */
+function designedCachedTokens(record: TraceRecord, seen: Set<number>): number {
+  const ids = record.hashIds ?? [];
+  let shared = 0;
+  // Whole blocks only (the last one is usually cut short), and never the last prompt token: an engine computes it.
+  while (shared < ids.length && (shared + 1) * TRACE_BLOCK_TOKENS <= record.inputTokens && seen.has(ids[shared]!)) shared++;
+  for (const id of ids) seen.add(id);
+  return Math.min(record.inputTokens - 1, shared * TRACE_BLOCK_TOKENS);
 }
 
 /**
