@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { objectiveOf } from '../src/experiment/analysis/best.js';
 import { workNotes } from '../src/experiment/analysis/work-notes.js';
 import { runExperiment } from '../src/experiment/run/runner.js';
 import { loadExperiment } from '../src/experiment/spec/load.js';
@@ -61,5 +62,25 @@ test('maximize sloCapacity: the config with the highest capacity wins the race; 
   assert.ok(
     notes.some((note) => /^t3 capacity:\S+: p99 of 16 requests per step is close to their slowest one; .* \(\d+ of \d+ trials\)$/.test(note)),
     notes.join('\n'),
+  );
+});
+
+test('sloCapacity judges the capacity workload: the default objective workload, and refused on any other', (t) => {
+  const dir = tempDir(t, 'capacity-objective');
+  const capacity = { kind: 'capacity', over: 'concurrency', min: 1, max: 8, requestsPerStep: 8, slo: { tpotP99Ms: 30 } };
+  const workloads = [{ kind: 'single-stream', requests: 2 }, capacity];
+  const capacityLabel = 'capacity:c=1..8,tpot-p99=30ms';
+  // Listed after a single-stream workload, which measures no capacity: the verdict used to rank nothing there.
+  const withObjective = loadExperiment(writeExperiment(dir, 'objective.yaml', { workloads, objective: { maximize: 'sloCapacity' } }));
+  assert.equal(withObjective.objective?.workload, capacityLabel);
+  const metricOnly = loadExperiment(writeExperiment(dir, 'metric.yaml', { workloads, metric: 'sloCapacity' }));
+  assert.equal(objectiveOf(metricOnly).workload, capacityLabel);
+  assert.throws(
+    () => loadExperiment(writeExperiment(dir, 'named.yaml', { workloads, objective: { maximize: 'sloCapacity', workload: 'single-stream' } })),
+    /objective\.workload: sloCapacity is measured only by a capacity workload, and "single-stream" is a single-stream/,
+  );
+  assert.throws(
+    () => loadExperiment(writeExperiment(dir, 'none.yaml', { workloads: [workloads[0]], metric: 'sloCapacity' })),
+    /metric: sloCapacity is measured only by a capacity workload/,
   );
 });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { cli, simCommand, tempDir, writeExperiment } from './support-experiment.js';
 
@@ -96,4 +97,21 @@ describe('plan figures without history', () => {
     assert.match(planned.stdout, /unknown \(no history\)/);
     assert.match(planned.stdout, /^predicted: wall time unknown,/m);
   });
+});
+
+test("a run's full-grid prediction uses its own startups when the stored command hides a flag value", async (t) => {
+  const dir = tempDir(t, 'plan-redacted');
+  const store = join(dir, 'servelab.db');
+  // --answer-key's value is stored redacted (a "key" flag), so the stored command's startup key is not the one the
+  // runner recorded: the line fell back to the simulator profile's typical 3 min per start.
+  const answers = fileURLToPath(new URL('../../examples/accuracy/arith.jsonl', import.meta.url));
+  const file = writeExperiment(dir, 'e.yaml', {
+    name: 'plan-redacted',
+    server: { command: simCommand({ extra: ['--answer-key', answers] }), readyTimeout: '5m' },
+    workloads: [{ kind: 'single-stream', requests: 2 }],
+    trials: 1,
+  });
+  const run = await cli(['run', file], { store, timeoutMs: 120_000 });
+  assert.equal(run.code, 0, run.stderr);
+  assert.match(run.stdout + run.stderr, /predicted for the full interleaved grid \([\d.]+ s, 1 trials, 0 restarts\)/);
 });

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -93,6 +93,15 @@ test('a file with a broken accuracy setting is refused with its key', async (t) 
       /subjectTo\.ttftP99Ms: only accuracy compares with the baseline/,
     ],
   ];
+  // Records without an answer or a prompt: refused by `plan` (and so before `run` starts a server), naming the line.
+  writeFileSync(join(dir, 'no-answer.jsonl'), '{"prompt":"What is 1 + 1?","answer":"2"}\n{"prompt":"What is 2 + 2?"}\n');
+  writeFileSync(join(dir, 'no-prompt.csv'), 'question,answer\nWhat is 1 + 1?,2\n');
+  writeFileSync(join(dir, 'empty.jsonl'), '\n');
+  cases.push(
+    [{ quality: { accuracy: { path: 'no-answer.jsonl', scorer: 'exact' } } }, /quality\.accuracy\.path: \S*no-answer\.jsonl:2: missing field "answer"/],
+    [{ quality: { accuracy: { path: 'no-prompt.csv', scorer: 'exact' } } }, /quality\.accuracy\.path: \S*no-prompt\.csv:2: missing field "prompt"/],
+    [{ quality: { accuracy: { path: 'empty.jsonl', scorer: 'exact' } } }, /quality\.accuracy\.path: \S*empty\.jsonl: no records/],
+  );
   for (const [overrides, message] of cases) {
     const file = writeExperiment(dir, 'bad.yaml', overrides);
     const result = await cli(['plan', file], { store });

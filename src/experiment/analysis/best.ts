@@ -1,7 +1,7 @@
 import { median } from 'simple-statistics';
 import type { TrialRecord } from '../../store/types.js';
 import { formatPoints } from '../../util/format.js';
-import { higherIsBetter, metricValue } from '../spec/metrics.js';
+import { defaultObjectiveWorkload, higherIsBetter, metricValue } from '../spec/metrics.js';
 import type { Constraint, Objective, ResolvedExperiment } from '../spec/types.js';
 import { holmAdjust } from './holm.js';
 import type { BlockedValue } from './stats.js';
@@ -56,13 +56,13 @@ export interface Elimination {
   reason: string;
 }
 
-/** The experiment's objective; without one: its metric on the first workload, in the metric's natural direction. */
+/** The experiment's objective; without one: its metric on its default workload, in the metric's natural direction. */
 export function objectiveOf(experiment: ResolvedExperiment): Objective {
   return (
     experiment.objective ?? {
       metric: experiment.metric,
       direction: higherIsBetter(experiment.metric) ? 'maximize' : 'minimize',
-      workload: experiment.workloads[0]!.label,
+      workload: defaultObjectiveWorkload(experiment.metric, experiment.workloads),
       constraints: [],
     }
   );

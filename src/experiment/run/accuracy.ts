@@ -4,38 +4,18 @@
  * untimed; each answer is scored (metrics/answer-score.ts) and stored as the pass completes. Sent unsalted, like the
  * equivalence passes, so no cold trial's prompts share a prefix with them.
  */
-import { tableRecords } from '../../load/datasets/records.js';
 import type { DatasetSource } from '../../load/datasets/types.js';
 import type { RequestOutput } from '../../load/types.js';
 import { parseScorer, type Scorer, scoreAnswer } from '../../metrics/answer-score.js';
 import { type AccuracyItem, listAccuracyPasses } from '../../store/accuracy.js';
 import type { Db } from '../../store/db.js';
-import { messageOf, UserError } from '../../util/errors.js';
+import { messageOf } from '../../util/errors.js';
 import { accuracies, experimentAccuracy } from '../analysis/accuracy.js';
+import { readSampleSet, type SampleItem } from '../spec/sample-set.js';
 import type { AccuracySettings, ResolvedExperiment, ResolvedVariant } from '../spec/types.js';
 import type { RunContext } from './context.js';
 import type { ServerHandle } from './server-lifecycle.js';
 import { failedAnswers, untimedOutputs } from './untimed-pass.js';
-
-/** One record of the sample set: what to ask, the right answer, its category. */
-export interface SampleItem {
-  answer: string;
-  category?: string;
-}
-
-/** The records to send, from the top of the file; a record without an answer is a one-line error naming it. */
-export async function readSampleSet(settings: AccuracySettings): Promise<SampleItem[]> {
-  const records = await tableRecords(settings.format, settings.path);
-  const { answer, category } = settings.fields;
-  return records.slice(0, settings.items ?? records.length).map(({ where, record }) => {
-    const value = record[answer];
-    if (typeof value !== 'string' && typeof value !== 'number') {
-      throw new UserError(`${where}: missing field "${answer}" (answer)`, `give every record an "${answer}", or map it with quality.accuracy.fields.answer`);
-    }
-    const group = record[category];
-    return { answer: String(value), ...((typeof group === 'string' || typeof group === 'number') && group !== '' && { category: String(group) }) };
-  });
-}
 
 /** The sample set as the load client reads it: file order, every answer at most `outputTokens` long. */
 function samplePrompts(settings: AccuracySettings): DatasetSource {
@@ -62,7 +42,7 @@ export function scoreOutputs(outputs: readonly RequestOutput[], items: readonly 
 export async function sendAccuracyPasses(context: RunContext, server: ServerHandle, variants: readonly ResolvedVariant[]): Promise<void> {
   const settings = context.experiment.quality?.accuracy;
   if (!settings) return;
-  const items = await readSampleSet(settings);
+  const items = readSampleSet(settings);
   const scorer = parseScorer(settings.scorer)!;
   for (const variant of variants) {
     context.signal.throwIfAborted();

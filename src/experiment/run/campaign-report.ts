@@ -1,8 +1,10 @@
+import { median } from 'simple-statistics';
 import { listAccuracyPasses } from '../../store/accuracy.js';
 import { listRaceEvents } from '../../store/campaign.js';
 import type { Db } from '../../store/db.js';
 import { listEquivalencePasses } from '../../store/equivalence.js';
 import { listTrials } from '../../store/queries.js';
+import { runServers } from '../../store/reads.js';
 import { formatDuration, formatPredicted } from '../../util/format.js';
 import { type AccuracyReport, accuracies, experimentAccuracy } from '../analysis/accuracy.js';
 import { type BestVerdict, bestConfig } from '../analysis/best.js';
@@ -50,7 +52,14 @@ export function campaignSummary(db: Db, runId: number): { best: BestVerdict; tex
     repetitions: experiment.trials,
     seed: experiment.seed,
   };
-  const full = predictPlan(planExperiment(input), experiment, loadCostModel(db, experiment));
+  const costs = loadCostModel(db, experiment);
+  // The stored experiment hides secret flag values, so its startup keys miss the history the runner recorded under
+  // the real ones: this run's own startups stand in (else a 2 s simulator start was predicted at a profile's 3 min).
+  for (const [serverKey, estimate] of Object.entries(costs.startups)) {
+    const own = runServers(db, runId).flatMap((server) => (server.serverKey === serverKey && server.readyMs !== undefined ? [server.readyMs] : []));
+    if (estimate.source !== 'history' && own.length > 0) costs.startups[serverKey] = { ms: median(own), source: 'history', samples: own.length };
+  }
+  const full = predictPlan(planExperiment(input), experiment, costs);
   lines.push(
     `GPU-hours: ${gpuHoursText((wallMs / 3_600_000) * gpus)} used (${formatDuration(wallMs)} × ${gpus} GPU${gpus === 1 ? '' : 's'}, ${trials.length} trials) vs ${gpuHoursText(full.gpuHours)} predicted for the full interleaved grid (${formatPredicted(full.wallMs)}, ${full.trials} trials, ${full.restarts} restarts)`,
   );

@@ -16,9 +16,11 @@ import {
   DEFAULT_WARMUP_PER_WORKLOAD,
   DEFAULT_WARMUP_REQUESTS,
 } from '../../util/defaults.js';
-import { UserError } from '../../util/errors.js';
+import { isUserError, UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
 import { parseConstraint } from './constraint.js';
+import { defaultObjectiveWorkload } from './metrics.js';
+import { readSampleSet } from './sample-set.js';
 import { type ClientOverrides, type ExperimentFile, experimentFileSchema, type GridSpec, VARIANT_NAME, VARIANT_NAME_RULE, type VariantSpec } from './schema.js';
 import type {
   AccuracySettings,
@@ -125,6 +127,9 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
     fail('client.workers', `variant "${sessions.name}" runs multi-turn sessions, which run in one load thread: leave workers at 1`);
   }
   const judged = [file.metric, file.objective?.maximize, file.objective?.minimize, ...Object.keys(file.objective?.subjectTo ?? {})];
+  if (judged.includes('sloCapacity') && !workloads.some((workload) => workload.workload.kind === 'capacity')) {
+    fail(file.metric === 'sloCapacity' ? 'metric' : 'objective', 'sloCapacity is measured only by a capacity workload: add one to workloads (kind: capacity)');
+  }
   const energy = judged.find((metric) => metric === 'joulesPerToken' || metric === 'tokensPerJoule');
   if (energy && !file.telemetry.enabled) fail('telemetry.enabled', `${energy} needs the GPU power readings of telemetry: set it to true`);
   if (judged.includes('usdPerMillionTokens') && !file.cost) fail('cost', 'usdPerMillionTokens needs cost: { gpuHourUsd: … }');
@@ -177,9 +182,16 @@ function resolveObjective(
   hasAccuracy: boolean,
   fail: (key: string, message: string) => never,
 ): Objective {
-  const workload = objective.workload ?? workloads[0]!.label;
-  if (!workloads.some((candidate) => candidate.label === workload)) {
-    fail('objective.workload', `unknown workload "${workload}" (workloads: ${workloads.map((candidate) => candidate.label).join(', ')})`);
+  const metric = objective.maximize ?? objective.minimize!;
+  const workload = objective.workload ?? defaultObjectiveWorkload(metric, workloads);
+  const named = workloads.find((candidate) => candidate.label === workload);
+  if (!named) fail('objective.workload', `unknown workload "${workload}" (workloads: ${workloads.map((candidate) => candidate.label).join(', ')})`);
+  const capacityMetric = [metric, ...Object.keys(objective.subjectTo)].includes('sloCapacity');
+  if (capacityMetric && named.workload.kind !== 'capacity') {
+    fail(
+      'objective.workload',
+      `sloCapacity is measured only by a capacity workload, and "${workload}" is a ${named.workload.kind}: name the capacity workload`,
+    );
   }
   const parse = (name: string, text: string): { op: Constraint['op']; value: number } => {
     const comparison = parseConstraint(text);
@@ -193,9 +205,7 @@ function resolveObjective(
     ...(outputMatch !== undefined && { outputMatch: parse('outputMatch', outputMatch) }),
     ...(accuracy !== undefined && { accuracy: parseConstraint(accuracy) }),
   };
-  return objective.maximize !== undefined
-    ? { metric: objective.maximize, direction: 'maximize', workload, constraints, ...quality }
-    : { metric: objective.minimize!, direction: 'minimize', workload, constraints, ...quality };
+  return { metric, direction: objective.maximize !== undefined ? 'maximize' : 'minimize', workload, constraints, ...quality };
 }
 
 /** Identity of a server configuration: variants with equal keys share one running server. */
@@ -284,7 +294,7 @@ function resolveAccuracy(
     : /\.jsonl?$/i.test(path)
       ? 'jsonl'
       : fail('quality.accuracy.path', `expected a .jsonl or .csv file, got ${path}`);
-  return {
+  const settings: AccuracySettings = {
     path,
     format,
     scorer: accuracy.scorer,
@@ -292,6 +302,14 @@ function resolveAccuracy(
     outputTokens: accuracy.outputTokens,
     fields: accuracy.fields,
   };
+  // Read now: a record without its prompt or answer found only after a server loaded its model costs the startup.
+  try {
+    readSampleSet(settings);
+  } catch (error) {
+    if (isUserError(error)) fail('quality.accuracy.path', error.message);
+    throw error;
+  }
+  return settings;
 }
 
 function existingDirectory(path: string, fail: (key: string, message: string) => never): string {

@@ -2,7 +2,7 @@ import type { CategoryResult, LevelResult } from '../../load/types.js';
 import type { CategoryMetrics, TrialMetrics } from '../../store/types.js';
 import { meanPowerW } from '../../telemetry/energy.js';
 import type { GpuSample } from '../../telemetry/types.js';
-import type { MetricName } from './types.js';
+import type { MetricName, ResolvedWorkload } from './types.js';
 
 /** What turns a level's throughput into energy and money: the GPU readings of its trial, the price of a GPU hour. */
 export interface EfficiencyInputs {
@@ -114,4 +114,9 @@ export function metricUnit(metric: MetricName): string {
 export function metricValue(metrics: TrialMetrics, metric: MetricName): number {
   const value = metrics[metric];
   return typeof value === 'number' && Number.isFinite(value) ? value : Number.NaN;
+}
+
+/** The workload an objective judges unless it names one: the first, or for sloCapacity the first capacity workload. */
+export function defaultObjectiveWorkload(metric: MetricName, workloads: readonly ResolvedWorkload[]): string {
+  return ((metric === 'sloCapacity' && workloads.find((workload) => workload.workload.kind === 'capacity')) || workloads[0]!).label;
 }

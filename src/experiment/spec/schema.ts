@@ -189,7 +189,12 @@ const objectiveSchema = z
           "Constraints on a config's medians on the objective's workload; a config breaking one cannot be best. outputMatch: token agreement with the baseline's greedy answers (turns quality.equivalence on). accuracy: quality.accuracy's score, a share (\">= 0.8\") or the baseline's less percentage points (\">= baseline - 1%\").",
         examples: [{ ttftP99Ms: '< 500' }],
       }),
-    workload: z.string().optional().describe('The workload (by its name, see workload names) the objective is judged on; default: the first.'),
+    workload: z
+      .string()
+      .optional()
+      .describe(
+        'The workload (by its name, see workload names) the objective is judged on; default: the first (for sloCapacity: the first capacity workload, the only kind that measures it).',
+      ),
   })
   .refine((objective) => (objective.maximize === undefined) !== (objective.minimize === undefined), 'expected exactly one of maximize or minimize');
 

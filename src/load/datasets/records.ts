@@ -72,12 +72,10 @@ async function parquetRecords(path: string): Promise<LocatedRecord[]> {
 
 /** Records of a JSONL, CSV or Parquet file (ShareGPT has its own reader: it nests conversations). */
 export async function tableRecords(format: Exclude<DatasetFormat, 'sharegpt'>, path: string): Promise<LocatedRecord[]> {
-  switch (format) {
-    case 'jsonl':
-      return jsonlRecords(path);
-    case 'csv':
-      return csvRecords(path);
-    case 'parquet':
-      return parquetRecords(path);
-  }
+  return format === 'parquet' ? parquetRecords(path) : textRecords(format, path);
+}
+
+/** Records of a JSONL or CSV file, read at once (an experiment file's sample set is checked as the file loads). */
+export function textRecords(format: 'jsonl' | 'csv', path: string): LocatedRecord[] {
+  return format === 'jsonl' ? jsonlRecords(path) : csvRecords(path);
 }
