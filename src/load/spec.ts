@@ -1,7 +1,7 @@
 import { type Dispatcher, request } from 'undici';
 import { parsePrometheusByLabel, parsePrometheusTotals } from '../metrics/prometheus.js';
 import type { StreamState } from './backends.js';
-import { closedUnderUs } from './request.js';
+import { closedUnderUs } from './connections.js';
 import type { RequestSample, SpecDecodeStats } from './types.js';
 
 /**

@@ -3,8 +3,9 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { Pool } from 'undici';
 import { messageOf } from '../../util/errors.js';
 import { BACKENDS } from '../backends.js';
+import { servedTrackingConnector } from '../connections.js';
 import { groundTruthRecorder } from '../ground-truth.js';
-import { type Arrival, type RequestContext, type RequestOutcome, servedTrackingConnector, streamRequest } from '../request.js';
+import { type Arrival, type RequestContext, type RequestOutcome, streamRequest } from '../request.js';
 import { loadTokenizer } from '../tokenizers/model.js';
 import { type MainMessage, sharedNow, type WorkerLevel, type WorkerMessage, type WorkerSetup } from './protocol.js';
 
