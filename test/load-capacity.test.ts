@@ -11,6 +11,7 @@ import { workloadSchema } from '../src/load/config.js';
 import type { LevelPlan } from '../src/load/level.js';
 import type { BenchResult, ClientOptions, LevelResult, RequestSample, Workload } from '../src/load/types.js';
 import { summarizeLevel } from '../src/metrics/summary.js';
+import { capacityLines } from '../src/metrics/table.js';
 import { UserError } from '../src/util/errors.js';
 
 type Capacity = Extract<Workload, { kind: 'capacity' }>;
@@ -86,6 +87,9 @@ describe('a step and the result', () => {
     assert.deepEqual([all.value, all.upper], [32, undefined]);
     assert.match(all.notes[0]!, /^≥ 32.0 req\/s: the highest level asked for met the SLOs; raise max/);
     assert.match(all.notes[1]!, /^p99 of 20 requests per step is close to their slowest one/);
+    // The headline says the same: a lower bound, not the capacity.
+    assert.equal(capacityLines(all)[0], 'capacity: ≥ 32.0 req/s');
+    assert.equal(capacityLines(none)[0], 'capacity: 0 in flight (c=1 missed the SLOs)');
   });
 
   test('searchCapacity marks the level standing for the search: the capacity, else the lowest step', async () => {
