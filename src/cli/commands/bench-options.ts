@@ -110,6 +110,7 @@ type WorkloadFlags = Pick<
   | 'trace'
   | 'sessions'
   | 'turns'
+  | 'dataset'
 >;
 
 /**
@@ -127,7 +128,14 @@ export function workloadFromFlags(flags: WorkloadFlags): Workload {
     if (flags.turns === undefined) throw usageError('--sessions N runs multi-turn sessions: it needs --turns', 'e.g. --sessions 8 --turns 4');
     // Sessions in flight are the closed loop's concurrency; requests are turns (by default two sessions per slot).
     const sessions = positiveInt('--sessions', flags.sessions);
-    const requests = flags.requests ? positiveInt('--requests', flags.requests) : 2 * sessions * positiveInt('--turns', flags.turns);
+    const turns = positiveInt('--turns', flags.turns);
+    const requests = flags.requests ? positiveInt('--requests', flags.requests) : 2 * sessions * turns;
+    // Generated sessions take their turns in order: too few requests never have N sessions in flight, yet the level says c=N.
+    if (flags.dataset === undefined && Math.ceil(requests / turns) < sessions)
+      throw usageError(
+        `--requests ${requests} makes ${Math.ceil(requests / turns)} session(s) of ${turns} turns, fewer than the ${sessions} --sessions in flight`,
+        `give at least ${sessions * turns} requests (default ${2 * sessions * turns}), or fewer --sessions`,
+      );
     return { kind: 'concurrency', concurrency: sessions, requests };
   }
   if ((flags.arrival !== undefined || flags.burstiness !== undefined) && flags.rate === undefined) {
