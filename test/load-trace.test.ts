@@ -212,6 +212,11 @@ describe('trace options', () => {
       runBenchmark({ ...argv('--trace', MOONCAKE, '--requests', '99'), baseUrl: 'http://127.0.0.1:9' }),
       /holds 24 requests, fewer than the 99 asked for/,
     );
+    // Under another workload the trace is not cycled either: a repeat would find its whole prompt cached.
+    await assert.rejects(
+      runBenchmark({ ...argv('--trace', MOONCAKE, '--concurrency', '2', '--requests', '30'), baseUrl: 'http://127.0.0.1:9' }),
+      (error: unknown) => error instanceof UserError && error.exitCode === 2 && /holds 24 requests, fewer than the 30 measured/.test(error.message),
+    );
     // A window past the trace's end is a wrong setting, exit 2 as too many requests is; a missing file names --trace.
     await assert.rejects(
       runBenchmark({ ...argv('--trace', MOONCAKE, '--trace-window', '1h,2h'), baseUrl: 'http://127.0.0.1:9' }),
