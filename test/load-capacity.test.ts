@@ -11,6 +11,8 @@ import { workloadSchema } from '../src/load/config.js';
 import type { LevelPlan } from '../src/load/level.js';
 import type { BenchResult, ClientOptions, LevelResult, RequestSample, Workload } from '../src/load/types.js';
 import { summarizeLevel } from '../src/metrics/summary.js';
+import { capacityLines } from '../src/metrics/table.js';
+import { UserError } from '../src/util/errors.js';
 
 type Capacity = Extract<Workload, { kind: 'capacity' }>;
 const rate: Capacity = { kind: 'capacity', over: 'rate', min: 0.5, max: 32, steps: 6, requestsPerStep: 100, slo: { ttftP99Ms: 500 } };
@@ -85,6 +87,9 @@ describe('a step and the result', () => {
     assert.deepEqual([all.value, all.upper], [32, undefined]);
     assert.match(all.notes[0]!, /^≥ 32.0 req\/s: the highest level asked for met the SLOs; raise max/);
     assert.match(all.notes[1]!, /^p99 of 20 requests per step is close to their slowest one/);
+    // The headline says the same: a lower bound, not the capacity.
+    assert.equal(capacityLines(all)[0], 'capacity: ≥ 32.0 req/s');
+    assert.equal(capacityLines(none)[0], 'capacity: 0 in flight (c=1 missed the SLOs)');
   });
 
   test('searchCapacity marks the level standing for the search: the capacity, else the lowest step', async () => {
@@ -136,6 +141,12 @@ describe('spellings', () => {
     assert.deepEqual(parseCapacitySlo('ttft-p99=500ms,tpot-p99=50ms,e2e-p99=2s'), { ttftP99Ms: 500, tpotP99Ms: 50, e2eP99Ms: 2000 });
     assert.equal(capacitySloSpec({ ttftP99Ms: 500, e2eP99Ms: 2000 }), 'ttft-p99=500ms,e2e-p99=2000ms');
     assert.throws(() => parseCapacitySlo('ttft-p99=500'), /cannot read "ttft-p99=500": expected ttft-p99, tpot-p99, e2e-p99=DURATION/);
+    assert.throws(() => parseCapacitySlo('ttft-p99=1s,ttft-p99=2s'), /"ttft-p99" is given twice/);
+    // A bad bound's hint shows the range form, not a bare number.
+    assert.throws(
+      () => parseBenchArgv(['bench', 'http://h:8000', '--capacity', 'rate:0..4', '--capacity-slo', 'ttft-p99=1s']),
+      (error: unknown) => error instanceof UserError && error.exitCode === 2 && error.hint === 'e.g. --capacity rate:0.5..32',
+    );
   });
 
   test('the file schema: defaults written out for a rate search; bounds per axis', () => {

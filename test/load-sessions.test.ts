@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { workloadFromFlags } from '../src/cli/commands/bench-options.js';
 import { levelValidity } from '../src/experiment/analysis/trial-validity.js';
 import { workNotes } from '../src/experiment/analysis/work-notes.js';
 import { saltPrompts } from '../src/load/prompts.js';
@@ -16,6 +17,7 @@ import { summarizeLevel } from '../src/metrics/summary.js';
 import type { RequestSample } from '../src/metrics/types.js';
 import { cacheAnswer, cachedPrefixTokens, PrefixCache } from '../src/simulate/prefix-cache.js';
 import type { TrialRecord } from '../src/store/types.js';
+import { UserError } from '../src/util/errors.js';
 import { mulberry32 } from '../src/util/random.js';
 
 const fixed = (value: number) => ({ kind: 'fixed' as const, value });
@@ -217,3 +219,16 @@ test('show and the report: TTFT p50 by turn and designed vs achieved hit rate pe
 function words(count: number): string {
   return Array.from({ length: count }, (_, index) => `w${index}`).join(' ');
 }
+
+test('bench --sessions N: fewer requests than N sessions of T turns is refused (the level would say c=N with fewer in flight)', () => {
+  const flags = { maxInFlight: '256', sessions: '4', turns: '2' };
+  assert.throws(
+    () => workloadFromFlags({ ...flags, requests: '2' }),
+    (error: unknown) =>
+      error instanceof UserError && error.exitCode === 2 && /--requests 2 makes 1 session\(s\) of 2 turns, fewer than the 4 --sessions/.test(error.message),
+  );
+  assert.deepEqual(workloadFromFlags({ ...flags, requests: '7' }), { kind: 'concurrency', concurrency: 4, requests: 7 });
+  assert.deepEqual(workloadFromFlags(flags), { kind: 'concurrency', concurrency: 4, requests: 16 });
+  // ShareGPT conversations may be shorter than --turns: the count of sessions is the file's to say.
+  assert.equal(workloadFromFlags({ ...flags, requests: '2', dataset: 'chats.json' }).kind, 'concurrency');
+});

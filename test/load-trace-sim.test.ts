@@ -121,6 +121,15 @@ describe('trace replay against the simulator', () => {
     report(t, 'mooncake x4 window 2s-5s', windowLevel, windowErrors);
     for (const error of windowErrors) assert.ok(Math.abs(error) < SCHEDULE_TOLERANCE_MS, `windowed arrival off by ${error} ms`);
     assert.ok(Math.abs(windowLevel.prefixCache!.hitRate - expectedHitRate(inWindow)) < 0.03, `window hit rate ${windowLevel.prefixCache!.hitRate}`);
+
+    // The trace's lengths under a closed loop: its warm-up is salted too (unsalted, it cached the measured blocks: 60% vs 52%).
+    const closedOut = join(dir, 'closed-loop.json');
+    const closedArgs = ['--trace', join(SAMPLES, 'mooncake-sample.jsonl'), '--concurrency', '1', '--requests', String(records.length), '--warmup', '2'];
+    const closed = await bench([url, ...closedArgs, '--no-warmup-per-level', '--prompt-salt', '2', '--no-progress', '--out', closedOut]);
+    assert.equal(closed.code, 0, closed.stderr);
+    const closedLevel = (JSON.parse(readFileSync(closedOut, 'utf8')) as BenchResult).levels[0]!;
+    assert.equal(closedLevel.prefixCache!.firstRequestHitRate, 0);
+    assert.ok(Math.abs(closedLevel.prefixCache!.hitRate - expected) < 0.03, `closed-loop hit rate ${closedLevel.prefixCache!.hitRate} vs ${expected}`);
   });
 
   test('BurstGPT and Azure CSV traces replay on their times (Azure from two workers); a failed BurstGPT request asks for one token', async (t) => {

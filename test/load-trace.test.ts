@@ -173,6 +173,32 @@ describe('trace options', () => {
     assert.throws(() => argv('--trace', MOONCAKE, '--dataset', 'x.jsonl'), usage(/--dataset and --trace are alternatives/));
   });
 
+  test('trace flags never silently ignored: without --trace, beside sessions or shared prefixes, a speedup of arrivals not replayed', () => {
+    const usage = (message: RegExp) => (error: unknown) => error instanceof UserError && error.exitCode === 2 && message.test(error.message);
+    assert.throws(() => argv('--trace-speedup', '2'), usage(/^--trace-speedup shapes the replay of --trace$/));
+    assert.throws(() => argv('--trace-format', 'azure', '--trace-window', '0,1s'), usage(/--trace-format, --trace-window shape the replay/));
+    assert.throws(() => argv('--trace-start', '1s'), usage(/--trace-start shapes the replay/));
+    for (const shape of [
+      ['--sessions', '2', '--turns', '2'],
+      ['--turns', '2'],
+      ['--shared-prefixes', '2'],
+    ])
+      assert.throws(() => argv('--trace', MOONCAKE, ...shape), usage(/--trace and --turns \/ --shared-prefixes are alternatives/));
+    for (const workload of [
+      ['--concurrency', '2'],
+      ['--rate', '2'],
+      ['--single-stream', '2'],
+      ['--capacity', 'rate:1..4', '--capacity-slo', 'ttft-p99=1s'],
+    ])
+      assert.throws(
+        () => argv('--trace', MOONCAKE, '--trace-speedup', '2', ...workload),
+        usage(new RegExp(`--trace-speedup scales .* which ${workload[0]} replaces`)),
+      );
+    // A zero-length window reads as one (not "expected one of 0"); a bad duration names its flag.
+    assert.throws(() => argv('--trace', MOONCAKE, '--trace-window', '0,0s'), usage(/^--trace-window: END must be after START, got "0,0s"$/));
+    assert.throws(() => argv('--trace', MOONCAKE, '--trace-duration', 'soon'), usage(/^--trace-duration: invalid duration "soon"/));
+  });
+
   test('a trace workload needs trace prompts', async () => {
     await assert.rejects(
       runBenchmark({
@@ -185,6 +211,20 @@ describe('trace options', () => {
     await assert.rejects(
       runBenchmark({ ...argv('--trace', MOONCAKE, '--requests', '99'), baseUrl: 'http://127.0.0.1:9' }),
       /holds 24 requests, fewer than the 99 asked for/,
+    );
+    // Under another workload the trace is not cycled either: a repeat would find its whole prompt cached.
+    await assert.rejects(
+      runBenchmark({ ...argv('--trace', MOONCAKE, '--concurrency', '2', '--requests', '30'), baseUrl: 'http://127.0.0.1:9' }),
+      (error: unknown) => error instanceof UserError && error.exitCode === 2 && /holds 24 requests, fewer than the 30 measured/.test(error.message),
+    );
+    // A window past the trace's end is a wrong setting, exit 2 as too many requests is; a missing file names --trace.
+    await assert.rejects(
+      runBenchmark({ ...argv('--trace', MOONCAKE, '--trace-window', '1h,2h'), baseUrl: 'http://127.0.0.1:9' }),
+      (error: unknown) => error instanceof UserError && error.exitCode === 2 && /holds no requests in the window asked for/.test(error.message),
+    );
+    await assert.rejects(
+      runBenchmark({ ...argv('--trace', join(SAMPLES, 'missing.jsonl')), baseUrl: 'http://127.0.0.1:9' }),
+      (error: unknown) => error instanceof UserError && /^cannot read trace .*missing\.jsonl/.test(error.message) && /--trace path/.test(error.hint),
     );
   });
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
+import { parseBenchArgv } from '../src/cli/commands/bench.js';
 import { firstTrialOutlier } from '../src/experiment/analysis/warmup-trend.js';
 import { workNotes } from '../src/experiment/analysis/work-notes.js';
 import { predictPlan } from '../src/experiment/plan/budget.js';
@@ -17,6 +18,7 @@ import { openStore } from '../src/store/db.js';
 import { listTrials } from '../src/store/queries.js';
 import type { TrialMetrics, TrialRecord } from '../src/store/types.js';
 import { DEFAULT_WARMUP_PER_WORKLOAD, DEFAULT_WARMUP_REQUESTS } from '../src/util/defaults.js';
+import { UserError } from '../src/util/errors.js';
 import { cli, simCommand, tempDir, writeExperiment } from './support-experiment.js';
 import { FakeExecutor, type FakeMachine } from './support-fake-executor.js';
 
@@ -312,4 +314,13 @@ test('servelab run: the first trial after a start is flagged without per-workloa
   assert.equal(once.code, 0, once.stderr);
   const shown = await cli(['show', '1'], { store });
   assert.match(shown.stdout, /baseline c=8: first trial after a server start is an outlier/);
+});
+
+test('bench flags: a bad --warmup-seconds or --request-timeout names its flag (exit 2)', () => {
+  const usage = (message: RegExp) => (error: unknown) => error instanceof UserError && error.exitCode === 2 && message.test(error.message);
+  const argv = (...flags: string[]) => parseBenchArgv(['bench', 'http://h:8000', ...flags]);
+  assert.throws(() => argv('--warmup-seconds', '0'), usage(/^--warmup-seconds: duration "0" must be positive$/));
+  assert.throws(() => argv('--warmup-seconds', 'soon'), usage(/^--warmup-seconds: invalid duration "soon"/));
+  assert.throws(() => argv('--request-timeout', '-1s'), usage(/^--request-timeout: invalid duration "-1s"/));
+  assert.equal(argv('--warmup-seconds', '2s').options.warmupMs, 2000);
 });

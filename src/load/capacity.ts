@@ -162,6 +162,8 @@ export function parseCapacitySlo(text: string): CapacitySlo {
     const match = value === undefined ? null : /^(\d+(?:\.\d+)?)(ms|s)$/.exec(value);
     if (!key || !match)
       throw new Error(`cannot read "${part}": expected ${SLO_SPELLING.map(([, spelling]) => spelling).join(', ')}=DURATION, e.g. ttft-p99=500ms`);
+    // A second limit on the same figure would silently replace the first.
+    if (slo[key] !== undefined) throw new Error(`"${name}" is given twice: give each limit once`);
     slo[key] = Number(match[1]) * (match[2] === 's' ? 1000 : 1);
   }
   return slo;

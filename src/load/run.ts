@@ -16,7 +16,7 @@ import { checkSessionLevels, runSessionLevel } from './session-loop.js';
 import { conversationTurn } from './sessions.js';
 import { categorySpec, specProbe } from './spec-probe.js';
 import { loadTokenizer, type ModelTokenizer } from './tokenizers/model.js';
-import { replayedTrace, replayPrompts, replayRate } from './trace/replay.js';
+import { replayedTrace, replayPrompts, replayRate, traceLengths } from './trace/replay.js';
 import type { BenchOptions, BenchResult, LevelResult, RequestOutput, TokenCountMethod } from './types.js';
 import { MAX_WARMUP_ROUNDS, planWarmups, type WarmupStep, warmupPromptCount, warmupSetupFailure } from './warmup.js';
 import { LoadWorkers, resolveWorkerCount } from './workers/pool.js';
@@ -110,7 +110,9 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
   const warmupCount = warmupPromptCount(warmups);
   // Part by part (sessions and shared prefixes are built per part), in the order offsets read them below.
   const parts = [...measuredParts, ...warmups.map((step) => step.plan.requests)];
-  const loaded = trace ? replayPrompts(trace, warmupCount, tokenizer) : await loadPromptParts(options.prompts, parts, promptMeasure);
+  // A trace's own requests, whatever the workload: its warm-up salted, so it leaves none of their blocks cached.
+  const traced = trace ?? (options.prompts.kind === 'trace' ? await traceLengths(options.prompts, measuredCount, promptMeasure) : undefined);
+  const loaded = traced ? replayPrompts(traced, warmupCount, tokenizer) : await loadPromptParts(options.prompts, parts, promptMeasure);
   const prompts = options.promptSalt === undefined ? loaded : saltPrompts(loaded, options.promptSalt, tokenizer);
   await checkReachable(host, port, options.baseUrl);
   // Every request in flight listens on the abort signal; hundreds of them are expected, not a leak.

@@ -77,15 +77,17 @@ export function formatBenchTable(result: BenchResult): string {
 }
 
 /**
- * "capacity: 6 in flight (c=7 missed the SLOs)", then the bisection path and the search's notes: what `bench`
+ * "capacity: 6 in flight (c=7 missed the SLOs)" (or "≥ 32.0 req/s" when no step missed), then the bisection path and the search's notes: what `bench`
  * prints and what `show` and the report say of a capacity trial.
  */
 export function capacityLines(search: CapacitySearch): string[] {
+  // No step missed: the capacity is at least the highest level measured, not that level (the note says to raise max).
+  const atLeast = search.upper === undefined && search.value > 0 ? '≥ ' : '';
   const value = capacityText(search.over, search.value);
   const above = search.steps.find((step) => step.at === search.upper);
   const bound = above ? ` (${above.label} missed the SLOs)` : '';
   const path = search.steps.map((step) => `${step.label} ${step.passed ? 'met' : `missed (${step.why})`}`).join(', ');
-  return [`capacity: ${value}${bound}`, `capacity steps: ${path}`, ...search.notes.map((note) => `capacity note: ${note}`)];
+  return [`capacity: ${atLeast}${value}${bound}`, `capacity steps: ${path}`, ...search.notes.map((note) => `capacity note: ${note}`)];
 }
 
 /** "13.4 req/s" or "6 in flight": a level of a capacity search. */

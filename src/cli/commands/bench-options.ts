@@ -1,10 +1,9 @@
 import type { z } from 'zod';
 import { describeIssues } from '../../config/issues.js';
 import { MIN_P99_REQUESTS, parseCapacitySlo } from '../../load/capacity.js';
-import { LIMITS, parseDurationMs, parseLengthSpec, promptSourceSchema, sloSchema, workloadSchema } from '../../load/config.js';
+import { LIMITS, parseLengthSpec, promptSourceSchema, sloSchema, workloadSchema } from '../../load/config.js';
 import type { DatasetFields, DatasetFormat } from '../../load/datasets/types.js';
 import { parseThinkTime } from '../../load/sessions.js';
-import type { TraceFormat } from '../../load/trace/types.js';
 import type { ArrivalProcess, CapacitySlo, ClientOptions, PromptSource, Slo, TokenCountSource, Workload } from '../../load/types.js';
 import type { BackendKind } from '../../profiles/types.js';
 import {
@@ -15,15 +14,18 @@ import {
   DEFAULT_QUESTIONS_PER_PREFIX,
   DEFAULT_THINK_TIME,
 } from '../../util/defaults.js';
-import { messageOf, UserError } from '../../util/errors.js';
-import { ExitCode } from '../../util/exit.js';
+import { messageOf } from '../../util/errors.js';
+import { durationFlag, positiveInt, positiveNumber, usageError } from './bench-flag-values.js';
+import { checkTraceFlags, type TraceFlags, traceFromFlags } from './bench-trace-options.js';
+
+export { usageError };
 
 /**
  * `servelab bench` flags into ClientOptions: the flag parsers read the text, the experiment file's own schemas
  * (load/config.ts) have the last word on the values, so bench accepts exactly what a file accepts.
  */
 
-export interface BenchFlags {
+export interface BenchFlags extends TraceFlags {
   backend: BackendKind;
   model?: string;
   singleStream?: string;
@@ -50,12 +52,6 @@ export interface BenchFlags {
   datasetField: string[];
   datasetOrder?: 'shuffled' | 'file';
   maxOutputLen?: string;
-  trace?: string;
-  traceFormat?: TraceFormat;
-  traceSpeedup?: string;
-  traceWindow?: string;
-  traceStart?: string;
-  traceDuration?: string;
   seed: string;
   promptSalt?: string;
   cachePrompt: boolean;
@@ -91,23 +87,6 @@ function promptSaltFlag(text: string): number {
 
 export const DEFAULT_SINGLE_STREAM_REQUESTS = 8;
 
-export function usageError(message: string, hint: string): UserError {
-  return new UserError(message, hint, ExitCode.usage);
-}
-
-function positiveInt(flag: string, text: string, max: number = LIMITS.count): number {
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < 1) throw usageError(`${flag} must be a positive integer, got "${text}"`, `e.g. ${flag} 8`);
-  if (value > max) throw usageError(`${flag} must be at most ${max}, got "${text}"`, `e.g. ${flag} 8`);
-  return value;
-}
-
-function positiveNumber(flag: string, text: string): number {
-  const value = Number(text);
-  if (!Number.isFinite(value) || value <= 0) throw usageError(`${flag} must be a positive number, got "${text}"`, `e.g. ${flag} 4`);
-  return value;
-}
-
 function lengthFlag(flag: string, text: string) {
   try {
     return parseLengthSpec(text);
@@ -131,6 +110,7 @@ type WorkloadFlags = Pick<
   | 'trace'
   | 'sessions'
   | 'turns'
+  | 'dataset'
 >;
 
 /**
@@ -148,7 +128,14 @@ export function workloadFromFlags(flags: WorkloadFlags): Workload {
     if (flags.turns === undefined) throw usageError('--sessions N runs multi-turn sessions: it needs --turns', 'e.g. --sessions 8 --turns 4');
     // Sessions in flight are the closed loop's concurrency; requests are turns (by default two sessions per slot).
     const sessions = positiveInt('--sessions', flags.sessions);
-    const requests = flags.requests ? positiveInt('--requests', flags.requests) : 2 * sessions * positiveInt('--turns', flags.turns);
+    const turns = positiveInt('--turns', flags.turns);
+    const requests = flags.requests ? positiveInt('--requests', flags.requests) : 2 * sessions * turns;
+    // Generated sessions take their turns in order: too few requests never have N sessions in flight, yet the level says c=N.
+    if (flags.dataset === undefined && Math.ceil(requests / turns) < sessions)
+      throw usageError(
+        `--requests ${requests} makes ${Math.ceil(requests / turns)} session(s) of ${turns} turns, fewer than the ${sessions} --sessions in flight`,
+        `give at least ${sessions * turns} requests (default ${2 * sessions * turns}), or fewer --sessions`,
+      );
     return { kind: 'concurrency', concurrency: sessions, requests };
   }
   if ((flags.arrival !== undefined || flags.burstiness !== undefined) && flags.rate === undefined) {
@@ -195,13 +182,13 @@ function capacityFromFlags(flags: WorkloadFlags, range: string): Workload {
     throw usageError('--arrival and --burstiness shape the arrivals of a rate search', 'use --capacity rate:MIN..MAX, or leave them out');
   }
   const burstiness = flags.burstiness !== undefined ? positiveNumber('--burstiness', flags.burstiness) : undefined;
-  const max = positiveNumber('--capacity', match[3]!);
+  const max = positiveNumber('--capacity', match[3]!, '--capacity rate:0.5..32');
   // A concurrency step needs at least its level's requests to reach it in flight.
   const requests = over === 'concurrency' ? Math.max(MIN_P99_REQUESTS, Math.ceil(max)) : MIN_P99_REQUESTS;
   return {
     kind: 'capacity',
     over,
-    min: positiveNumber('--capacity', match[2]!),
+    min: positiveNumber('--capacity', match[2]!, '--capacity rate:0.5..32'),
     max,
     steps: flags.steps !== undefined ? positiveInt('--steps', flags.steps) : DEFAULT_CAPACITY_STEPS,
     requestsPerStep: flags.requests ? positiveInt('--requests', flags.requests) : requests,
@@ -270,6 +257,7 @@ function shapedPromptsFromFlags(flags: BenchFlags, seed: number): PromptSource |
 function promptsFromFlags(flags: BenchFlags): PromptSource {
   const seed = Number(flags.seed);
   if (!Number.isInteger(seed)) throw usageError(`--seed must be an integer, got "${flags.seed}"`, 'e.g. --seed 1');
+  checkTraceFlags(flags);
   const shaped = shapedPromptsFromFlags(flags, seed);
   if (shaped) return shaped;
   const maxOutputTokens = flags.maxOutputLen ? positiveInt('--max-output-len', flags.maxOutputLen, LIMITS.tokens) : undefined;
@@ -286,52 +274,6 @@ function promptsFromFlags(flags: BenchFlags): PromptSource {
     return source;
   }
   return { kind: 'synthetic', inputTokens: lengthFlag('--input-len', flags.inputLen), outputTokens: lengthFlag('--output-len', flags.outputLen), seed };
-}
-
-/** A trace offset flag: 0, or a duration (90s, 20m, seconds); as the file writes it (see load/config.ts traceOffset). */
-function traceOffset(flag: string, text: string): 0 | string {
-  if (/^\s*0+(\.0*)?\s*(ms|s|m|h)?\s*$/.test(text)) return 0;
-  try {
-    return `${parseDurationMs(text)}ms`;
-  } catch (error) {
-    throw usageError(`${flag}: ${messageOf(error)}`, `e.g. ${flag} 10m`);
-  }
-}
-
-/** --trace-window START,END (END may be left out) or --trace-start / --trace-duration, in the file's form. */
-function traceWindowFromFlags(flags: BenchFlags): { start: 0 | string; end?: string } | undefined {
-  if (flags.traceWindow !== undefined && (flags.traceStart !== undefined || flags.traceDuration !== undefined))
-    throw usageError(
-      '--trace-window and --trace-start/--trace-duration are alternatives',
-      'e.g. --trace-window 10m,15m or --trace-start 10m --trace-duration 5m',
-    );
-  if (flags.traceWindow !== undefined) {
-    const [start = '', end = '', ...rest] = flags.traceWindow.split(',');
-    if (rest.length > 0 || start.trim() === '') throw usageError(`--trace-window must be START,END, got "${flags.traceWindow}"`, 'e.g. --trace-window 10m,15m');
-    const endOffset = end.trim() === '' ? undefined : traceOffset('--trace-window', end);
-    return { start: traceOffset('--trace-window', start), ...(endOffset !== undefined && { end: endOffset === 0 ? '0' : endOffset }) };
-  }
-  if (flags.traceStart === undefined && flags.traceDuration === undefined) return undefined;
-  const start = flags.traceStart === undefined ? 0 : traceOffset('--trace-start', flags.traceStart);
-  if (flags.traceDuration === undefined) return { start };
-  const startMs = start === 0 ? 0 : parseDurationMs(start);
-  return { start, end: `${startMs + parseDurationMs(flags.traceDuration)}ms` };
-}
-
-function traceFromFlags(flags: BenchFlags, path: string, seed: number, maxOutputTokens: number | undefined): PromptSource {
-  const format = flags.traceFormat ?? (/\.jsonl$/i.test(path) ? 'mooncake' : undefined);
-  if (format === undefined) throw usageError('--trace needs --trace-format for this file', 'add --trace-format mooncake, burstgpt or azure');
-  const window = traceWindowFromFlags(flags);
-  // The window in the file's form: the schema (validatedAsInFile) turns it into milliseconds.
-  return {
-    kind: 'trace',
-    path,
-    format,
-    ...(flags.traceSpeedup !== undefined && { speedup: positiveNumber('--trace-speedup', flags.traceSpeedup) }),
-    ...(window && { window }),
-    seed,
-    ...(maxOutputTokens !== undefined && { maxOutputTokens }),
-  } as unknown as PromptSource;
 }
 
 function sloFromFlags(flags: BenchFlags): Slo | undefined {
@@ -412,13 +354,13 @@ export function clientOptionsFromFlags(flags: BenchFlags): ClientOptions {
     ...(!flags.cachePrompt && { cachePrompt: false as const }),
     ...(!flags.keepAlive && { keepAlive: false as const }),
     warmupRequests: flags.warmup === '0' ? 0 : positiveInt('--warmup', flags.warmup),
-    ...(flags.warmupSeconds !== undefined && { warmupMs: parseDurationMs(flags.warmupSeconds) }),
+    ...(flags.warmupSeconds !== undefined && { warmupMs: durationFlag('--warmup-seconds', flags.warmupSeconds) }),
     warmupPerLevel: flags.warmupPerLevel,
     ignoreEos: flags.ignoreEos,
     requireFullOutput: flags.requireFullOutput,
     ...(flags.tokenCounts !== undefined && { tokenCounts: flags.tokenCounts }),
     maxFailedFraction: maxFailedFractionFromFlags(flags),
-    requestTimeoutMs: parseDurationMs(flags.requestTimeout),
+    requestTimeoutMs: durationFlag('--request-timeout', flags.requestTimeout),
     ...(flags.sloTtftMs || flags.sloTpotMs || flags.sloE2eMs ? { slo: sloFromFlags(flags) } : {}),
     ...(flags.tokenizer !== undefined && { tokenizerPath: flags.tokenizer }),
     specMetrics: flags.specMetrics ? 'auto' : 'none',

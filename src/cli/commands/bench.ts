@@ -115,7 +115,11 @@ function defineBench(program: Command): Command {
       '--burstiness <b>',
       'gamma arrivals (implies --arrival gamma): gap CV = 1/sqrt(b); 1 = Poisson, below 1 bursts, above 1 more regular (as vLLM bench serve)',
     )
-    .option('--max-in-flight <n>', 'cap on requests in flight with --rate or a trace replay (later arrivals wait)', String(DEFAULT_MAX_IN_FLIGHT))
+    .option(
+      '--max-in-flight <n>',
+      'cap on requests in flight with --rate, --capacity rate:… or a trace replay (later arrivals wait)',
+      String(DEFAULT_MAX_IN_FLIGHT),
+    )
     .option('--sessions <n>', 'multi-turn sessions in flight (with --turns; requests count turns, default 2 x sessions x turns)')
     .option('--turns <n>', "multi-turn sessions of n turns: each turn sends the conversation so far with the server's own answers")
     .option('--think-time <d>', 'wait before each next turn of --turns: a duration (1s) or exponential:MEAN (exponential:2s)')
@@ -144,10 +148,13 @@ function defineBench(program: Command): Command {
     .option('--max-output-len <n>', 'cap on output tokens of dataset or trace prompts')
     .option(
       '--trace <file>',
-      'replay a production trace: its lengths and (with no --single-stream/--concurrency/--rate) its arrival times; Mooncake hash blocks become shared prefixes',
+      'replay a production trace: its lengths and (with no --single-stream/--concurrency/--rate/--capacity) its arrival times; Mooncake hash blocks become shared prefixes (not with --turns/--shared-prefixes)',
     )
     .addOption(new Option('--trace-format <format>', 'trace format (default: mooncake for .jsonl)').choices([...TRACE_FORMATS]))
-    .option('--trace-speedup <x>', 'replay arrivals x times faster than recorded (0.5: twice as slow; default 1)')
+    .option(
+      '--trace-speedup <x>',
+      "replay the trace's arrivals x times faster than recorded (0.5: twice as slow; default 1); only when the trace sets the arrivals",
+    )
     .option('--trace-window <start,end>', 'replay only this stretch of trace time from its first request, e.g. 10m,15m (END may be left out)')
     .option('--trace-start <duration>', 'replay from this far into the trace (with --trace-duration: instead of --trace-window)')
     .option('--trace-duration <duration>', 'replay this much trace time (from --trace-start, default 0)')
@@ -156,7 +163,7 @@ function defineBench(program: Command): Command {
     .option('--no-keep-alive', 'send every request on a new connection (for a server that closes one after each streamed response: llama-server)')
     .option('--no-cache-prompt', "send llama.cpp's cache_prompt: false, so no request reuses a cached prompt")
     .option('--warmup <n>', 'warm-up requests before measuring (excluded from results)', String(DEFAULT_WARMUP_REQUESTS))
-    .option('--warmup-seconds <duration>', 'instead of --warmup N: warm-up rounds until this long has passed (e.g. 10s)')
+    .option('--warmup-seconds <duration>', 'warm-up rounds until this long has passed (e.g. 10s); replaces --warmup N (even --warmup 0)')
     .option(
       '--warmup-per-level',
       "warm each level up at its own concurrency or rate, a request per slot at least (a server's new batch sizes are slow at first)",

@@ -25,9 +25,21 @@ const HINT: Record<TraceFormat, string> = {
 
 /** Every request of a trace file, in file order. Throws UserError naming the file, line, field and what was expected. */
 export async function readTrace(path: string, format: TraceFormat): Promise<TraceRecord[]> {
-  const records = await tableRecords(format === 'mooncake' ? 'jsonl' : 'csv', path);
+  const records = await traceRows(path, format);
   if (format !== 'mooncake' && records[0]) checkColumns(path, format, records[0]);
   return records.map((located) => traceRecord(located, format));
+}
+
+/** The file's rows; a read or syntax error names the trace and its format, not a dataset (the reader is the datasets'). */
+async function traceRows(path: string, format: TraceFormat): Promise<LocatedRecord[]> {
+  try {
+    return await tableRecords(format === 'mooncake' ? 'jsonl' : 'csv', path);
+  } catch (error) {
+    if (!(error instanceof UserError)) throw error;
+    const unreadable = error.message.startsWith('cannot read dataset ');
+    const message = unreadable ? error.message.replace('cannot read dataset ', 'cannot read trace ') : error.message;
+    throw new UserError(message, unreadable ? 'check the --trace path (in a file: prompts.path)' : HINT[format], error.exitCode);
+  }
 }
 
 const COLUMNS: Record<Exclude<TraceFormat, 'mooncake'>, string[]> = {

@@ -1,4 +1,5 @@
 import { UserError } from '../../util/errors.js';
+import { ExitCode } from '../../util/exit.js';
 import { deriveSeed, mulberry32 } from '../../util/random.js';
 import { type PromptMeasure, promptItem } from '../datasets/load.js';
 import type { PromptItem } from '../prompts.js';
@@ -38,6 +39,8 @@ export async function traceItems(source: TraceSource, measure: PromptMeasure): P
     throw new UserError(
       `trace ${source.path} holds no requests${source.window ? ' in the window asked for' : ''}`,
       source.window ? 'widen the window (--trace-window / prompts.window) or leave it out' : 'check the file and --trace-format',
+      // A window past the trace's end is a wrong setting (as asking for more requests than it holds is); an empty file is bad input.
+      source.window ? ExitCode.usage : undefined,
     );
   const seed = source.seed ?? 0;
   const speedup = source.speedup ?? 1;

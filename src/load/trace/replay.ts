@@ -5,6 +5,7 @@ import { type PromptItem, saltPrompts } from '../prompts.js';
 import type { ModelTokenizer } from '../tokenizers/model.js';
 import type { ClientOptions } from '../types.js';
 import { traceItems } from './prompts.js';
+import type { TraceSource } from './types.js';
 
 /** Salt of a trace's warm-up prompts: words no measured prompt opens with, so the warm-up caches none of the trace's blocks. */
 const WARMUP_SALT = 0x7ace;
@@ -34,7 +35,22 @@ export async function replayedTrace(options: Pick<ClientOptions, 'workload' | 'p
 }
 
 /**
- * Measured then warm-up prompts of a trace workload (see runBenchmark). The warm-up sends the trace's first requests with salted words:
+ * A trace's lengths under another workload (concurrency, rate, capacity): its window's first `count` requests, never
+ * cycled, since a repeated request finds its whole prompt cached, beyond the designed hit rate printed beside it.
+ */
+export async function traceLengths(source: TraceSource, count: number, measure: PromptMeasure): Promise<PromptItem[]> {
+  const items = await traceItems(source, measure);
+  if (count > items.length)
+    throw new UserError(
+      `${source.path} holds ${items.length} requests${source.window ? ' in the window' : ''}, fewer than the ${count} measured`,
+      'ask for fewer requests (--requests is per level or step), or widen the window',
+      ExitCode.usage,
+    );
+  return items.slice(0, count);
+}
+
+/**
+ * Measured then warm-up prompts of a trace's requests (see runBenchmark). The warm-up sends the trace's first requests with salted words:
  * it warms the server without leaving the trace's blocks in its prefix cache (the trace's own hits stay its own).
  */
 export function replayPrompts(trace: readonly PromptItem[], warmupRequests: number, tokenizer?: ModelTokenizer): PromptItem[] {
