@@ -126,6 +126,11 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
   if (sessions && sessions.client.workers !== undefined && sessions.client.workers !== 1) {
     fail('client.workers', `variant "${sessions.name}" runs multi-turn sessions, which run in one load thread: leave workers at 1`);
   }
+  // A trace's speedup times its arrivals, which only a trace workload replays; other workloads take its lengths only.
+  const sped = variants.find((variant) => variant.client.prompts.kind === 'trace' && variant.client.prompts.speedup !== undefined);
+  if (sped && !workloads.some((workload) => workload.workload.kind === 'trace')) {
+    fail('client.prompts.speedup', `variant "${sped.name}" speeds up a trace's arrivals, but no workload replays them: add { kind: trace } or drop speedup`);
+  }
   const judged = [file.metric, file.objective?.maximize, file.objective?.minimize, ...Object.keys(file.objective?.subjectTo ?? {})];
   if (judged.includes('sloCapacity') && !workloads.some((workload) => workload.workload.kind === 'capacity')) {
     fail(file.metric === 'sloCapacity' ? 'metric' : 'objective', 'sloCapacity is measured only by a capacity workload: add one to workloads (kind: capacity)');
