@@ -21,6 +21,7 @@ import { DEFAULT_WARMUP_PER_WORKLOAD, DEFAULT_WARMUP_REQUESTS } from '../src/uti
 import { UserError } from '../src/util/errors.js';
 import { cli, simCommand, tempDir, writeExperiment } from './support-experiment.js';
 import { FakeExecutor, type FakeMachine } from './support-fake-executor.js';
+import { trialRecord } from './support-trial-record.js';
 
 test('first-trial rule: an outlier beyond the later trials range ± 3×MAD (at least 5%) is flagged; within it, or too few later trials, not', () => {
   const outlier = firstTrialOutlier([650, 700, 640], [1000, 1010, 990, 1005]);
@@ -42,34 +43,8 @@ test('first-trial rule: an outlier beyond the later trials range ± 3×MAD (at l
   assert.equal(firstTrialOutlier([Number.NaN], [1000, 1000]), undefined);
 });
 
-const base: TrialMetrics = {
-  outputTokensPerSecond: 1000,
-  requestsPerSecond: 1,
-  perStreamTokensPerSecond: 100,
-  ttftMedianMs: 10,
-  ttftP99Ms: 20,
-  tpotMedianMs: 5,
-  itlP99Ms: 9,
-  e2eMedianMs: 200,
-  completed: 24,
-  failed: 0,
-};
-
 function trial(variant: string, workload: string, afterStart: number | undefined, metrics: Partial<TrialMetrics> = {}): TrialRecord {
-  return {
-    id: 1,
-    runId: 1,
-    variant,
-    serverKey: 'k',
-    workload,
-    params: {},
-    block: 0,
-    repetition: 0,
-    startedAt: '',
-    finishedAt: '',
-    metrics: { ...base, ...metrics, ...(afterStart !== undefined && { afterStart }) },
-    fingerprintId: 1,
-  };
+  return trialRecord(variant, workload, { outputTokensPerSecond: 1000, completed: 24, ...metrics, ...(afterStart !== undefined && { afterStart }) });
 }
 
 test('work note: a workload whose first trial after each start is slow, per variant, with the next step; older trials (no place recorded) say nothing', () => {

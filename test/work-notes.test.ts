@@ -6,34 +6,10 @@ import { workNotes } from '../src/experiment/analysis/work-notes.js';
 import type { TrialMetrics, TrialRecord } from '../src/store/types.js';
 import { cli, tempDir, writeExperiment } from './support-experiment.js';
 import { faultServerSection } from './support-fault-server.js';
-
-const base: TrialMetrics = {
-  outputTokensPerSecond: 100,
-  requestsPerSecond: 1,
-  perStreamTokensPerSecond: 100,
-  ttftMedianMs: 10,
-  ttftP99Ms: 20,
-  tpotMedianMs: 5,
-  itlP99Ms: 9,
-  e2eMedianMs: 200,
-  completed: 40,
-  failed: 0,
-};
+import { trialRecord } from './support-trial-record.js';
 
 function trial(variant: string, metrics: Partial<TrialMetrics>): TrialRecord {
-  return {
-    id: 1,
-    runId: 1,
-    variant,
-    serverKey: 'k',
-    workload: 'c=4',
-    params: {},
-    block: 0,
-    repetition: 0,
-    startedAt: '',
-    finishedAt: '',
-    metrics: { ...base, ...metrics },
-  } as TrialRecord;
+  return trialRecord(variant, 'c=4', metrics);
 }
 
 test('work notes name unequal work, disagreeing token counts, resends and a server behind its rate, per variant', () => {
