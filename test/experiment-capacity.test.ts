@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { objectiveOf } from '../src/experiment/analysis/best.js';
+import { bestConfig, objectiveOf } from '../src/experiment/analysis/best.js';
 import { workNotes } from '../src/experiment/analysis/work-notes.js';
 import { runExperiment } from '../src/experiment/run/runner.js';
 import { loadExperiment } from '../src/experiment/spec/load.js';
@@ -83,4 +83,27 @@ test('sloCapacity judges the capacity workload: the default objective workload, 
     () => loadExperiment(writeExperiment(dir, 'none.yaml', { workloads: [workloads[0]], metric: 'sloCapacity' })),
     /metric: sloCapacity is measured only by a capacity workload/,
   );
+});
+
+test("a config at the search's max is a lower bound: the best-config conclusion says so, with the next step", async (t) => {
+  const dir = tempDir(t, 'capacity-max');
+  const db = openStore(join(dir, 'servelab.db'));
+  t.after(() => db.close());
+  const file = writeExperiment(dir, 'capacity.yaml', {
+    trials: 2,
+    telemetry: { enabled: false },
+    server: { command: ['fake-server', '--port', '{port}', '--tpot-ms', '4'], readyTimeout: '5m' },
+    // t3 meets the limit up to c=10, past max 8; the baseline (4 ms) up to c=7.
+    workloads: [{ kind: 'capacity', over: 'concurrency', min: 1, max: 8, requestsPerStep: 16, slo: { tpotP99Ms: 31 } }],
+    objective: { maximize: 'sloCapacity' },
+    variants: { baseline: {}, t3: { args: ['--tpot-ms', '3'] } },
+  });
+  const executor = new FakeExecutor((call) => ({ tpotMs: Number(call.arg('--tpot-ms')) }));
+  const experiment = loadExperiment(file);
+  const outcome = await runExperiment({ db, experiment, executor, workDir: dir }).finally(() => executor.close());
+  assert.equal(outcome.status, 'done', outcome.message);
+  const verdict = bestConfig(experiment, listTrials(db, outcome.runId));
+  assert.equal(verdict.winner, 't3');
+  assert.match(verdict.conclusion, /; t3's capacity is the search's max in 2 of 2 trials \(≥ max\): raise max to rank it$/);
+  assert.doesNotMatch(verdict.conclusion, /baseline's capacity is the search's max/);
 });

@@ -196,7 +196,23 @@ export function bestConfig(
           .filter((cell) => !cell.better)
           .map((cell) => cell.column)
           .join(', ')}`;
+  const bounded = [winner, runnerUp].flatMap((row) => (row ? atSearchMax(objective, trials, row.variant) : []));
+  if (bounded.length > 0) verdict.conclusion += `; ${bounded.join('; ')}`;
   return verdict;
+}
+
+/**
+ * A capacity search that met the SLOs at every step, max included, gives max: a lower bound, not the config's
+ * capacity. When most of a config's trials did, its median is that bound and the ranking cannot tell it from another
+ * config at max: said next to the conclusion, with the next step.
+ */
+function atSearchMax(objective: Objective, trials: readonly TrialRecord[], variant: string): string[] {
+  if (objective.metric !== 'sloCapacity') return [];
+  const searches = trials.filter((trial) => trial.variant === variant && trial.workload === objective.workload && trial.metrics.capacity);
+  const bounded = searches.filter((trial) => trial.metrics.capacity!.upper === undefined && trial.metrics.capacity!.value > 0).length;
+  return bounded * 2 > searches.length
+    ? [`${variant}'s capacity is the search's max in ${bounded} of ${searches.length} trials (≥ max): raise max to rank it`]
+    : [];
 }
 
 function pairwiseMatrix(rows: ReadonlyArray<{ variant: string; values: BlockedValue[] }>, options: CompareOptions & { blocked: boolean }): PairwiseCell[][] {
