@@ -35,6 +35,8 @@ test('a lossless faster variant keeps the accuracy, a lossy one loses it, is fla
   const run = await cli(['run', file], { store, timeoutMs: 170_000 });
   assert.equal(run.code, 0, run.stderr);
   assert.match(run.stderr + run.stdout, /accuracy: baseline 40\/40 right \(untimed\)/);
+  // Accuracy answers stop where the model stops: no figure predicts them, and the post-run line says so.
+  assert.match(run.stdout + run.stderr, /predicted for the full interleaved grid \([^)]*; not counted: baseline's accuracy pass \(40 items\)/);
 
   const shown = await cli(['show', '1', '--json'], { store });
   assert.equal(shown.code, 0, shown.stderr);

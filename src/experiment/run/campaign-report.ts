@@ -61,7 +61,7 @@ export function campaignSummary(db: Db, runId: number): { best: BestVerdict; tex
   }
   const full = predictPlan(planExperiment(input), experiment, costs);
   lines.push(
-    `GPU-hours: ${gpuHoursText((wallMs / 3_600_000) * gpus)} used (${formatDuration(wallMs)} × ${gpus} GPU${gpus === 1 ? '' : 's'}, ${trials.length} trials) vs ${gpuHoursText(full.gpuHours)} predicted for the full interleaved grid (${formatPredicted(full.wallMs)}, ${full.trials} trials, ${full.restarts} restarts)`,
+    `GPU-hours: ${gpuHoursText((wallMs / 3_600_000) * gpus)} used (${formatDuration(wallMs)} × ${gpus} GPU${gpus === 1 ? '' : 's'}, ${trials.length} trials) vs ${gpuHoursText(full.gpuHours)} predicted for the full interleaved grid (${formatPredicted(full.wallMs)}, ${full.trials} trials, ${full.restarts} restarts${full.uncountedPasses ? `; not counted: ${full.uncountedPasses.join(', ')}` : ''})`,
   );
   return { best, text: lines.join('\n'), ...(equivalence && { equivalence }), ...(accuracy && { accuracy }) };
 }
