@@ -244,7 +244,8 @@ variants:
     seed: 0,
   });
   writeFileSync(path, file('{ kind: rate, requestsPerSecond: 4, requests: 40 }'));
-  assert.throws(() => loadExperiment(path), /variant "chat" runs multi-turn sessions, which need a closed loop: "rate=4\/s" is a rate/);
+  // Found after the schema check, and still located: the file's line of the key.
+  assert.throws(() => loadExperiment(path), /exp\.yaml:5: workloads: variant "chat" runs multi-turn sessions, which need a closed loop: "rate=4\/s" is a rate/);
   writeFileSync(path, file('{ kind: single-stream, requests: 8 }').replace('thinkTime: exponential:2s', 'thinkTime: soon'));
   assert.throws(() => loadExperiment(path), /thinkTime.*invalid think time "soon"/);
   // A trace's speedup times arrivals that only a trace workload replays: with lengths only, it would be ignored.
@@ -252,5 +253,5 @@ variants:
     file(workload).replace('{ kind: sessions, turns: 4, thinkTime: exponential:2s }', '{ kind: trace, path: t.jsonl, format: mooncake, speedup: 2 }');
   writeFileSync(join(dir, 't.jsonl'), '{"timestamp": 0, "input_length": 8, "output_length": 4, "hash_ids": [1]}\n');
   writeFileSync(path, trace('{ kind: concurrency, concurrency: 8, requests: 64 }'));
-  assert.throws(() => loadExperiment(path), /client\.prompts\.speedup.*no workload replays them: add \{ kind: trace \} or drop speedup/);
+  assert.throws(() => loadExperiment(path), /exp\.yaml:6: client\.prompts\.speedup.*no workload replays them: add \{ kind: trace \} or drop speedup/);
 });

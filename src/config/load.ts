@@ -39,6 +39,27 @@ export function parseConfigText<Schema extends z.ZodType>(path: string, text: st
   throw new UserError(`${where}: ${key}: ${problem.message}`, `fix ${key} in ${path}`, ExitCode.usage);
 }
 
+/**
+ * The line where `keyPath` (dotted, as errors name keys: `client.warmup`) is written in the YAML file at `path`, or
+ * its nearest written parent's; undefined when the file cannot be read or no part of the path is in it. For errors
+ * found after the schema check, so they point at a line like the schema's own.
+ */
+export function lineOfKey(path: string, keyPath: string): number | undefined {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const lineCounter = new LineCounter();
+  const document = parseDocument(text, { lineCounter });
+  const parts = keyPath.split('.');
+  for (let depth = parts.length; depth >= 1; depth--) {
+    if (document.hasIn(parts.slice(0, depth))) return keyLine(document, parts.slice(0, depth), lineCounter);
+  }
+  return undefined;
+}
+
 export function formatKeyPath(path: ReadonlyArray<PropertyKey>): string {
   if (path.length === 0) return '(top level)';
   return path.map((part, index) => (typeof part === 'number' ? `[${part}]` : `${index === 0 ? '' : '.'}${String(part)}`)).join('');

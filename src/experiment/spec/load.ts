@@ -1,7 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadConfigFile } from '../../config/load.js';
+import { lineOfKey, loadConfigFile } from '../../config/load.js';
 import { mentionsPort } from '../../launch/chosen-port.js';
 import { serverIdentity } from '../../launch/identity.js';
 import { capacityLabel } from '../../load/capacity.js';
@@ -59,7 +59,8 @@ export function loadExperiment(path: string): ResolvedExperiment {
 
 export function resolveExperiment(filePath: string, file: ExperimentFile): ResolvedExperiment {
   const fail = (key: string, message: string): never => {
-    throw new UserError(`${filePath}: ${key}: ${message}`, `fix ${key} in ${filePath}`, ExitCode.usage);
+    const line = lineOfKey(filePath, key);
+    throw new UserError(`${filePath}${line ? `:${line}` : ''}: ${key}: ${message}`, `fix ${key} in ${filePath}`, ExitCode.usage);
   };
   const baseDir = dirname(filePath);
   const baseServer: ServerConfig = {
