@@ -94,6 +94,20 @@ test('a file with a broken accuracy setting is refused with its key', async (t) 
       { quality: { accuracy: { path: SAMPLE, scorer: 'exact' } }, objective: { maximize: 'outputTokensPerSecond', subjectTo: { ttftP99Ms: '< baseline' } } },
       /subjectTo\.ttftP99Ms: only accuracy compares with the baseline/,
     ],
+    [
+      {
+        quality: { accuracy: { path: SAMPLE, scorer: 'exact' } },
+        objective: { maximize: 'outputTokensPerSecond', subjectTo: { accuracy: '<= baseline - 1%' } },
+      },
+      /subjectTo\.accuracy: "<= baseline - 1%" caps accuracy from above/,
+    ],
+    [
+      {
+        quality: { accuracy: { path: SAMPLE, scorer: 'exact' } },
+        objective: { maximize: 'outputTokensPerSecond', subjectTo: { accuracy: '>= baseline - 150%' } },
+      },
+      /subjectTo\.accuracy: ">= baseline - 150%" is outside what a share can be/,
+    ],
   ];
   // Records without an answer or a prompt: refused by `plan` (and so before `run` starts a server), naming the line.
   writeFileSync(join(dir, 'no-answer.jsonl'), '{"prompt":"What is 1 + 1?","answer":"2"}\n{"prompt":"What is 2 + 2?"}\n');

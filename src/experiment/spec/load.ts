@@ -207,9 +207,17 @@ function resolveObjective(
   const { outputMatch, accuracy, ...metrics } = objective.subjectTo;
   const constraints = Object.entries(metrics).map(([metric, text]): Constraint => ({ metric: metric as MetricName, ...parse(metric, text!) }));
   if (accuracy !== undefined && !hasAccuracy) fail('objective.subjectTo.accuracy', 'accuracy needs quality.accuracy: { path: FILE, scorer: … } to score');
+  const accuracyBound = accuracy === undefined ? undefined : parseConstraint(accuracy);
+  // A share is bounded from below ("at least this accurate"), within 0..1 and the baseline ± 100 points.
+  if (accuracyBound && (accuracyBound.op === '<' || accuracyBound.op === '<=')) {
+    fail('objective.subjectTo.accuracy', `"${accuracy}" caps accuracy from above, which no config should want: use >= or >, e.g. ">= baseline - 1%"`);
+  }
+  const outOfRange =
+    accuracyBound && ('value' in accuracyBound ? accuracyBound.value < 0 || accuracyBound.value > 1 : Math.abs(accuracyBound.baselineOffset) > 1);
+  if (outOfRange) fail('objective.subjectTo.accuracy', `"${accuracy}" is outside what a share can be: a number from 0 to 1, or baseline ± at most 100%`);
   const quality = {
     ...(outputMatch !== undefined && { outputMatch: parse('outputMatch', outputMatch) }),
-    ...(accuracy !== undefined && { accuracy: parseConstraint(accuracy) }),
+    ...(accuracyBound && { accuracy: accuracyBound }),
   };
   return { metric, direction: objective.maximize !== undefined ? 'maximize' : 'minimize', workload, constraints, ...quality };
 }
