@@ -12,15 +12,9 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { cli, tempDir, writeExperiment } from '../support-experiment.js';
+import { LLAMA_DRAFT, LLAMA_DRAFT_BAD, LLAMA_MODEL, LLAMA_SERVER, llamaSkip, speculate } from './support-llama.js';
 
-const BINARY = process.env.SERVELAB_LLAMA_SERVER;
-const MODEL = process.env.SERVELAB_LLAMA_MODEL;
-const DRAFT = process.env.SERVELAB_LLAMA_DRAFT;
-const DRAFT_BAD = process.env.SERVELAB_LLAMA_DRAFT_BAD;
-const skip = BINARY && MODEL && DRAFT ? false : 'set SERVELAB_LLAMA_SERVER, SERVELAB_LLAMA_MODEL and SERVELAB_LLAMA_DRAFT (a draft .gguf) to run it';
-
-/** llama-server's draft-model speculation in this release needs all of these (../shared/real-engine/README.md). */
-const speculate = (draft: string) => ['--spec-type', 'draft-simple', '-md', draft, '--spec-draft-n-max', '4', '--spec-draft-n-min', '0', '-ngld', '99'];
+const skip = llamaSkip(true);
 
 describe('real llama-server: output equivalence', { timeout: 600_000 }, () => {
   test('draft-model speculation at temperature 0 is not "outputs changed"; the A/A floor is measured', { skip }, async (t) => {
@@ -29,14 +23,14 @@ describe('real llama-server: output equivalence', { timeout: 600_000 }, () => {
     const file = writeExperiment(dir, 'equivalence.yaml', {
       name: 'llama-equivalence',
       profile: 'llamacpp',
-      server: { command: [BINARY!, '-m', MODEL!, '--host', '127.0.0.1', '--port', '{port}', '-ngl', '99', '-np', '4'], readyTimeout: '5m' },
+      server: { command: [LLAMA_SERVER!, '-m', LLAMA_MODEL!, '--host', '127.0.0.1', '--port', '{port}', '-ngl', '99', '-np', '4'], readyTimeout: '5m' },
       client: { prompts: { kind: 'synthetic', inputTokens: 32, outputTokens: 64, seed: 3 }, warmupRequests: 1 },
       workloads: [{ kind: 'single-stream', requests: 4 }],
       trials: 2,
       variants: {
         baseline: {},
-        'spec-draft': { args: speculate(DRAFT!) },
-        ...(DRAFT_BAD && { 'spec-draft-bad': { args: speculate(DRAFT_BAD) } }),
+        'spec-draft': { args: speculate(LLAMA_DRAFT!) },
+        ...(LLAMA_DRAFT_BAD && { 'spec-draft-bad': { args: speculate(LLAMA_DRAFT_BAD) } }),
       },
       quality: { equivalence: { prompts: 16, outputTokens: 200 } },
     });

@@ -15,16 +15,15 @@ import { launchServer } from '../../src/launch/launch.js';
 import { runBenchmark } from '../../src/load/run.js';
 import type { BenchOptions } from '../../src/load/types.js';
 import { BUILTIN_PROFILES } from '../../src/profiles/builtin.js';
+import { LLAMA_MODEL, LLAMA_SERVER, llamaSkip } from './support-llama.js';
 
-const BINARY = process.env.SERVELAB_LLAMA_SERVER;
-const MODEL = process.env.SERVELAB_LLAMA_MODEL;
-const skip = BINARY && MODEL ? false : 'set SERVELAB_LLAMA_SERVER (llama-server binary) and SERVELAB_LLAMA_MODEL (a .gguf) to run it';
+const skip = llamaSkip();
 
 async function llamaServer(t: TestContext, slots: number) {
   const dir = mkdtempSync(join(tmpdir(), 'servelab-llama-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const server = await launchServer({
-    command: [BINARY!, '-m', MODEL!, '--host', '127.0.0.1', '--port', '{port}', '-np', String(slots), '-c', String(2048 * slots), '--metrics'],
+    command: [LLAMA_SERVER!, '-m', LLAMA_MODEL!, '--host', '127.0.0.1', '--port', '{port}', '-np', String(slots), '-c', String(2048 * slots), '--metrics'],
     env: {},
     profile: BUILTIN_PROFILES.llamacpp!,
     logPath: join(dir, 'llama-server.log'),

@@ -13,10 +13,9 @@ import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { type CliResult, SERVELAB, tempDir, writeExperiment } from '../support-experiment.js';
 import { pollFor } from '../support-wait.js';
+import { LLAMA_MODEL, LLAMA_SERVER, llamaSkip } from './support-llama.js';
 
-const BINARY = process.env.SERVELAB_LLAMA_SERVER;
-const MODEL = process.env.SERVELAB_LLAMA_MODEL;
-const skip = BINARY && MODEL ? false : 'set SERVELAB_LLAMA_SERVER (llama-server binary) and SERVELAB_LLAMA_MODEL (a .gguf) to run it';
+const skip = llamaSkip();
 
 describe('real llama-server: trial validity', { timeout: 300_000 }, () => {
   test('a llama-server killed mid-trial: the trial is invalid with its cause, re-run on a restarted server', { skip }, async (t) => {
@@ -25,7 +24,7 @@ describe('real llama-server: trial validity', { timeout: 300_000 }, () => {
     const file = writeExperiment(dir, 'kill.yaml', {
       name: 'llama-kill9',
       profile: 'llamacpp',
-      server: { command: [BINARY!, '-m', MODEL!, '--host', '127.0.0.1', '--port', '{port}', '-ngl', '99'], readyTimeout: '5m' },
+      server: { command: [LLAMA_SERVER!, '-m', LLAMA_MODEL!, '--host', '127.0.0.1', '--port', '{port}', '-ngl', '99'], readyTimeout: '5m' },
       client: { prompts: { kind: 'synthetic', inputTokens: 32, outputTokens: 200, seed: 3 }, warmupRequests: 1 },
       workloads: [{ kind: 'single-stream', requests: 6 }],
       trials: 2,

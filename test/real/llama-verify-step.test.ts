@@ -15,14 +15,9 @@ import { describe, test } from 'node:test';
 import { launchServer } from '../../src/launch/launch.js';
 import { runBenchmark } from '../../src/load/run.js';
 import { BUILTIN_PROFILES } from '../../src/profiles/builtin.js';
+import { LLAMA_DRAFT, LLAMA_MODEL, LLAMA_SERVER, llamaSkip, speculate } from './support-llama.js';
 
-const BINARY = process.env.SERVELAB_LLAMA_SERVER;
-const MODEL = process.env.SERVELAB_LLAMA_MODEL;
-const DRAFT = process.env.SERVELAB_LLAMA_DRAFT;
-const skip = BINARY && MODEL && DRAFT ? false : 'set SERVELAB_LLAMA_SERVER, SERVELAB_LLAMA_MODEL and SERVELAB_LLAMA_DRAFT (a draft .gguf) to run it';
-
-/** llama-server's draft-model speculation in this release (../shared/real-engine/README.md). */
-const SPECULATE = ['--spec-type', 'draft-simple', '-md', DRAFT ?? '', '--spec-draft-n-max', '4', '--spec-draft-n-min', '0'];
+const skip = llamaSkip(true);
 
 /**
  * The server's own time per target step over the requests that drafted: each request's timings block starts with
@@ -49,7 +44,21 @@ describe('real llama-server: verify-step time', { skip }, () => {
     t.after(() => rmSync(dir, { recursive: true, force: true }));
     const logPath = join(dir, 'llama-server.log');
     const server = await launchServer({
-      command: [BINARY!, '-m', MODEL!, '--host', '127.0.0.1', '--port', '{port}', '-np', '1', '--metrics', '-ngl', '99', '-ngld', '99', ...SPECULATE],
+      command: [
+        LLAMA_SERVER!,
+        '-m',
+        LLAMA_MODEL!,
+        '--host',
+        '127.0.0.1',
+        '--port',
+        '{port}',
+        '-np',
+        '1',
+        '--metrics',
+        '-ngl',
+        '99',
+        ...speculate(LLAMA_DRAFT!),
+      ],
       env: {},
       profile: BUILTIN_PROFILES.llamacpp!,
       logPath,
