@@ -31,6 +31,9 @@ export const COLD_CACHE_OPENING_TOKENS = 16;
 /** Requests in flight at most under an open-loop rate (`bench --max-in-flight`, a rate workload's `maxInFlight`). */
 export const DEFAULT_MAX_IN_FLIGHT = 256;
 
+/** Requests before each quality.equivalence pass, not compared: a cold server's first request (compilation, caches). */
+export const EQUIVALENCE_WARMUP_REQUESTS = 1;
+
 /** Warm-up requests before measuring, excluded from results (`bench --warmup`, `client.warmup.requests`). */
 export const DEFAULT_WARMUP_REQUESTS = 1;
 

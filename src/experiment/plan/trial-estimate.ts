@@ -2,6 +2,7 @@ import { nextCapacityLevel } from '../../load/capacity.js';
 import { capacityLevelPlan, planLevels } from '../../load/level.js';
 import type { LengthDistribution, Workload } from '../../load/types.js';
 import { planWarmups, type WarmupStep } from '../../load/warmup.js';
+import { EQUIVALENCE_WARMUP_REQUESTS } from '../../util/defaults.js';
 import type { ClientConfig, EquivalenceSettings } from '../spec/types.js';
 
 /**
@@ -111,7 +112,7 @@ function rateMs(costs: DeclaredCosts, rate: { requests: number; requestsPerSecon
 
 /**
  * Declared time of the untimed quality.equivalence passes one variant sends at each server start
- * (run/equivalence.ts): one warm-up request and its prompts one at a time, every answer `outputTokens` long; the
+ * (run/equivalence.ts): its warm-up request and its prompts one at a time, every answer `outputTokens` long; the
  * baseline's prompts also all at once. Undefined for dataset prompts, whose lengths are unknown until read.
  */
 export function declaredEquivalenceMs(
@@ -124,7 +125,7 @@ export function declaredEquivalenceMs(
   const input = meanLength(prompts.inputTokens);
   const single = costs.requestMs(input, settings.outputTokens, 1);
   const batch = baseline && settings.prompts > 1 ? single + costs.requestMs(input, settings.outputTokens, settings.prompts) : 0;
-  return (settings.prompts + 1) * single + batch;
+  return (settings.prompts + EQUIVALENCE_WARMUP_REQUESTS) * single + batch;
 }
 
 export function meanLength(length: LengthDistribution): number {

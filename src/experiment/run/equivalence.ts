@@ -8,15 +8,13 @@
 import type { PromptSource } from '../../load/types.js';
 import type { Db } from '../../store/db.js';
 import { listEquivalencePasses } from '../../store/equivalence.js';
+import { EQUIVALENCE_WARMUP_REQUESTS } from '../../util/defaults.js';
 import { messageOf } from '../../util/errors.js';
 import { experimentEquivalence, outputMatches } from '../analysis/equivalence.js';
 import type { EquivalenceSettings, ResolvedExperiment, ResolvedVariant } from '../spec/types.js';
 import type { RunContext } from './context.js';
 import type { ServerHandle } from './server-lifecycle.js';
 import { failedAnswers, untimedOutputs } from './untimed-pass.js';
-
-/** One request before the answers, so a cold server's first request (compilation, caches) is not among them. */
-const WARMUP_REQUESTS = 1;
 
 /** The baseline's prompt source with every answer `outputTokens` long: the same prompts for every variant. */
 function equivalencePrompts(source: PromptSource, outputTokens: number): PromptSource {
@@ -60,7 +58,13 @@ async function sendPass(
       ? { kind: 'single-stream' as const, requests: settings.prompts }
       : { kind: 'concurrency' as const, concurrency, requests: settings.prompts };
   const startedAt = new Date().toISOString();
-  const outputs = await untimedOutputs(context, server, variant, { label: 'equivalence', workload, prompts, warmupRequests: WARMUP_REQUESTS, ignoreEos: true });
+  const outputs = await untimedOutputs(context, server, variant, {
+    label: 'equivalence',
+    workload,
+    prompts,
+    warmupRequests: EQUIVALENCE_WARMUP_REQUESTS,
+    ignoreEos: true,
+  });
   const failed = outputs.filter((output) => output.error !== undefined).length;
   context.journal.equivalencePass({ variant: variant.name, serverId: server.rowId, concurrency, startedAt, outputs });
   context.log(
