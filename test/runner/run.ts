@@ -113,10 +113,23 @@ const child = spawn(
     `--test-reporter-destination=${recapPath}`,
     ...files,
   ],
-  { stdio: 'inherit' },
+  // Its own process group: a test that signals its own group (kill(0), a stop of a recorded pid 0) then kills the
+  // test processes but not this runner, which says so instead of the whole `npm test` vanishing without a summary.
+  { stdio: 'inherit', detached: true },
 );
-// Ctrl-C reaches the child through the terminal's process group; the recap is still printed once it has stopped.
-process.on('SIGINT', () => {});
+const forward = (signal: NodeJS.Signals) => {
+  try {
+    if (child.pid !== undefined) process.kill(-child.pid, signal);
+  } catch {
+    // already gone
+  }
+};
+// Ctrl-C reaches this runner only (the tests run in their own group): passed on; the recap is printed once they stop.
+process.on('SIGINT', () => forward('SIGINT'));
+process.on('SIGTERM', () => forward('SIGTERM'));
+process.on('exit', () => {
+  if (child.exitCode === null && child.signalCode === null) forward('SIGKILL');
+});
 const started = Date.now();
 child.on('close', (code, signal) => {
   let recap: string;
@@ -125,6 +138,7 @@ child.on('close', (code, signal) => {
   } catch {
     recap = 'recap: none written (the test runner stopped before its end)\n';
   }
+  if (signal) recap = `recap: the test processes were killed by ${signal}; the TAP above ends where they stopped\n${recap}`;
   rmSync(recapDir, { recursive: true, force: true });
   process.stdout.write(`\n${recap}${files.length} files in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
   process.exitCode = code ?? (signal ? 1 : 0);
