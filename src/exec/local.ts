@@ -4,6 +4,7 @@ import { SERVER_FILE_SETTINGS } from '../launch/server-schema.js';
 import type { LaunchHooks, RunningServer, ServerSpec } from '../launch/types.js';
 import { runBenchmark } from '../load/run.js';
 import type { BenchOptions, BenchResult } from '../load/types.js';
+import { signalChild } from '../util/child-signal.js';
 import type { CommandResult, Executor } from './types.js';
 
 const DEFAULT_COMMAND_TIMEOUT_MS = 10_000;
@@ -42,7 +43,7 @@ export class LocalExecutor implements Executor {
       // Our own timer rather than spawn's `timeout` option: Node leaves that timer running when the program is
       // missing (no 'exit' event), which would hold the process open for the whole timeout.
       const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-      const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+      const timer = setTimeout(() => signalChild(child, 'SIGKILL'), timeoutMs);
       let stdout = '';
       let stderr = '';
       child.stdout.setEncoding('utf8').on('data', (chunk: string) => {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { freePort } from '../launch/port.js';
+import { signalChild } from '../util/child-signal.js';
 import { UserError } from '../util/errors.js';
 
 /** What identifies an SSH destination: everything else comes from ~/.ssh/config, the agent, ProxyJump... */
@@ -164,7 +165,7 @@ export class SshTransport {
       }
       if (await this.checkMaster()) break;
       if (Date.now() > deadline) {
-        master.kill('SIGTERM');
+        signalChild(master, 'SIGTERM');
         throw new UserError(`ssh to ${this.target.host} did not finish connecting within ${CONNECT_TIMEOUT_S + 10} s`, 'check the host and network');
       }
     }
@@ -185,7 +186,7 @@ export class SshTransport {
       let stderr = '';
       child.stderr!.setEncoding('utf8');
       child.stderr!.on('data', (chunk: string) => (stderr += chunk));
-      const timer = setTimeout(() => child.kill('SIGTERM'), 10_000);
+      const timer = setTimeout(() => signalChild(child, 'SIGTERM'), 10_000);
       child.once('error', (error) => resolve({ code: null, stderr: String(error) }));
       child.once('close', (code) => {
         clearTimeout(timer);
@@ -259,7 +260,7 @@ export class SshTransport {
       let killed = false;
       const kill = () => {
         killed = true;
-        child.kill('SIGTERM');
+        signalChild(child, 'SIGTERM');
       };
       const timer = options.timeoutMs ? setTimeout(kill, options.timeoutMs) : undefined;
       options.signal?.addEventListener('abort', kill, { once: true });
@@ -327,10 +328,10 @@ export class SshTransport {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    for (const child of this.active) child.kill('SIGTERM');
+    for (const child of this.active) signalChild(child, 'SIGTERM');
     if (this.master) {
       spawnSync('ssh', [...sshArgs(this.target, this.controlPath), '-O', 'exit', this.target.host], { stdio: 'ignore', timeout: 5000 });
-      this.master.kill('SIGTERM');
+      signalChild(this.master, 'SIGTERM');
       this.master = undefined;
     }
     rmSync(this.controlDir, { recursive: true, force: true });

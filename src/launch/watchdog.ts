@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { signalChild } from '../util/child-signal.js';
 
 /**
  * The local twin of the SSH job's watchdog (exec/remote-shell.ts): a tiny `sh` in its own session that stops a
@@ -42,5 +43,5 @@ export function startWatchdog(pgid: number, logFd: number, graceMs: number): Wat
   (child.stdin as unknown as { unref?: () => void } | null)?.unref?.();
   // SIGKILL, synchronously: a detaching `servelab launch` exits right after, before any write to the pipe could land.
   // The watchdog is this process's child, so its pid cannot be reused until Node has reaped it (then kill is a no-op).
-  return { release: () => void child.kill('SIGKILL') };
+  return { release: () => void signalChild(child, 'SIGKILL') };
 }

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { signalChild } from '../util/child-signal.js';
 
 /** bin/servelab.js, found from this module's place in dist/src/simulate/. */
 export const SERVELAB_BIN = fileURLToPath(new URL('../../../bin/servelab.js', import.meta.url));
@@ -79,8 +80,8 @@ export async function spawnSimulator(
 
   const stop = async (graceMs = 3000): Promise<ProcessExit> => {
     if (!finished) {
-      child.kill('SIGTERM');
-      const killer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      signalChild(child, 'SIGTERM');
+      const killer = setTimeout(() => signalChild(child, 'SIGKILL'), graceMs);
       await exited;
       clearTimeout(killer);
     }

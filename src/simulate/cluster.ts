@@ -1,4 +1,5 @@
 import cluster, { type Worker } from 'node:cluster';
+import { signalChild } from '../util/child-signal.js';
 import { messageOf, UserError } from '../util/errors.js';
 import { SERVELAB_BIN } from './child.js';
 import { parseSimConfig, type SimConfig } from './config.js';
@@ -99,7 +100,7 @@ export async function startSimulatorCluster(config: SimConfig, workers: number, 
           // One replica gone means a broken server, like a dead data-parallel engine: end the whole process.
           log(vllmLogLine('ERROR', 'sim', `simulator worker ${index + 1} exited (${how}); shutting down`));
           closing = true;
-          for (const other of forked) other.process.kill('SIGKILL');
+          for (const other of forked) signalChild(other.process, 'SIGKILL');
           options.onCrash();
         });
       }),
@@ -109,7 +110,7 @@ export async function startSimulatorCluster(config: SimConfig, workers: number, 
     ports = await Promise.all(listening);
   } catch (error) {
     closing = true;
-    for (const worker of forked) worker.process.kill('SIGKILL');
+    for (const worker of forked) signalChild(worker.process, 'SIGKILL');
     throw error;
   }
   const port = ports[0]!;
@@ -138,7 +139,7 @@ export async function startSimulatorCluster(config: SimConfig, workers: number, 
         if (worker.isDead()) return undefined;
         const exited = new Promise((resolve) => worker.once('exit', resolve));
         worker.send({ type: 'stop' } satisfies ToWorker);
-        const killer = setTimeout(() => worker.process.kill('SIGKILL'), STOP_GRACE_MS);
+        const killer = setTimeout(() => signalChild(worker.process, 'SIGKILL'), STOP_GRACE_MS);
         return exited.finally(() => clearTimeout(killer));
       }),
     );

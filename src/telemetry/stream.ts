@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { signalChild } from '../util/child-signal.js';
 import { gpuSampleOf, parseQueryCsv, queryGpuArgv, SAMPLE_FIELDS } from './nvidia-smi.js';
 import type { GpuSample } from './types.js';
 
@@ -42,7 +43,7 @@ export function streamGpuSamples(intervalMs: number, onSample: (sample: GpuSampl
     async stop() {
       // SIGKILL: `nvidia-smi -lms` ends on SIGTERM only after its current interval (704 ms of a 1000 ms interval on
       // the H200 host), which every trial paid; it only reads, so nothing is left half-done.
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      signalChild(child, 'SIGKILL');
       await closed;
       return unavailable;
     },
