@@ -6,6 +6,7 @@ import { lengthSpecSchema, parseDurationMs, parseLengthSpec, promptSourceSchema,
 import { planLevels, workloadLabels } from '../src/load/level.js';
 import { loadPrompts } from '../src/load/prompts.js';
 import { interArrivalMs, sampleLength } from '../src/load/random.js';
+import { DEFAULT_MAX_IN_FLIGHT } from '../src/util/defaults.js';
 import { UserError } from '../src/util/errors.js';
 import { mulberry32 } from '../src/util/random.js';
 
@@ -100,7 +101,7 @@ describe('seeded randomness', () => {
     const flags = { rate: '4', maxInFlight: '8', requests: '10' };
     assert.deepEqual(workloadFromFlags({ ...flags, burstiness: '0.5' }), { ...rate, arrival: 'gamma', burstiness: 0.5 });
     assert.deepEqual(workloadFromFlags(flags), { ...rate, arrival: 'poisson' });
-    assert.throws(() => workloadFromFlags({ concurrency: '4', maxInFlight: '8', burstiness: '2' }), /shape the arrivals of --rate/);
+    assert.throws(() => workloadFromFlags({ concurrency: '4', burstiness: '2' }), /shape the arrivals of --rate/);
     assert.deepEqual(workloadLabels({ ...rate, arrival: 'gamma', burstiness: 0.5 } as const), ['rate=4/s,burstiness=0.5']);
   });
 });
@@ -152,18 +153,23 @@ describe('workloads', () => {
     assert.deepEqual(planLevels({ kind: 'single-stream', requests: 3 }), [{ label: 'single-stream', requests: 3, concurrency: 1 }]);
   });
 
-  test('CLI flags map to workloads', () => {
-    const base = { maxInFlight: '16' } as const;
+  test('CLI flags map to workloads; --max-in-flight only where arrivals are open-loop', () => {
+    const base = {} as const;
     assert.deepEqual(workloadFromFlags({ ...base }), { kind: 'single-stream', requests: 8 });
     assert.deepEqual(workloadFromFlags({ ...base, concurrency: '4' }), { kind: 'concurrency', concurrency: 4, requests: 32 });
     assert.deepEqual(workloadFromFlags({ ...base, concurrency: '1,4', requests: '10' }), { kind: 'sweep', concurrencies: [1, 4], requestsPerLevel: 10 });
-    assert.deepEqual(workloadFromFlags({ ...base, rate: '2', requests: '5' }), {
+    assert.deepEqual(workloadFromFlags({ ...base, rate: '2', requests: '5', maxInFlight: '16' }), {
       kind: 'rate',
       requestsPerSecond: 2,
       arrival: 'poisson',
       maxInFlight: 16,
       requests: 5,
     });
+    assert.equal((workloadFromFlags({ rate: '2' }) as { maxInFlight: number }).maxInFlight, DEFAULT_MAX_IN_FLIGHT);
+    // A closed loop keeps its own number in flight: a cap there was silently ignored.
+    for (const closed of [{}, { concurrency: '4' }, { sessions: '2', turns: '2' }, { capacity: 'concurrency:1..8', capacitySlo: 'ttft-p99=1s' }]) {
+      assert.throws(() => workloadFromFlags({ ...closed, maxInFlight: '8' }), /--max-in-flight caps the arrivals of --rate/);
+    }
     assert.throws(() => workloadFromFlags({ ...base, rate: '2', concurrency: '3' }), /alternatives/);
     assert.throws(() => workloadFromFlags({ ...base, concurrency: '0' }), /positive integer/);
   });

@@ -221,7 +221,7 @@ function words(count: number): string {
 }
 
 test('bench --sessions N: fewer requests than N sessions of T turns is refused (the level would say c=N with fewer in flight)', () => {
-  const flags = { maxInFlight: '256', sessions: '4', turns: '2' };
+  const flags = { sessions: '4', turns: '2' };
   assert.throws(
     () => workloadFromFlags({ ...flags, requests: '2' }),
     (error: unknown) =>

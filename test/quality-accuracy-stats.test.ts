@@ -77,10 +77,16 @@ describe('statistics', () => {
     });
     const base = Array.from({ length: 20 }, (_, index) => index !== 0);
     const worse = base.map((ok, index) => ok && index > 8);
-    const report = judgeAccuracy([pass('base', 1, base), pass('cand', 2, base), pass('cand', 3, worse)], 'base', ['base', 'cand', 'none'], {
-      file: 'x.jsonl',
-      scorer: 'exact',
-    });
+    const report = judgeAccuracy(
+      [pass('base', 1, base), pass('cand', 2, base), pass('cand', 3, worse)],
+      'base',
+      ['base', 'cand', 'none'],
+      {
+        file: 'x.jsonl',
+        scorer: 'exact',
+      },
+      0.05,
+    );
     const [b, c, none] = report.variants;
     assert.equal(b!.overall!.correct, 19);
     assert.equal(b!.mcnemar, undefined);
@@ -89,6 +95,9 @@ describe('statistics', () => {
     assert.deepEqual(counts, { baselineOnly: 8, variantOnly: 0, pairs: 20 });
     assert.ok(Math.abs(pValue - 2 / 256) < 1e-12);
     assert.ok(Math.abs(c!.delta! + 0.4) < 1e-12);
+    assert.equal(c!.worse, true, 'p 0.0078 < alpha 0.05');
+    const strict = judgeAccuracy([pass('base', 1, base), pass('cand', 3, worse)], 'base', ['cand'], { file: 'x.jsonl', scorer: 'exact' }, 0.001);
+    assert.equal(strict.variants[1]!.worse, false, "the experiment's alpha decides, not a fixed 0.05");
     assert.deepEqual(
       c!.categories.map((entry) => [entry.category, entry.correct, entry.items]),
       [

@@ -8,11 +8,10 @@ export function accuracyHtml(report: AccuracyReport): string {
   const rows = report.variants
     .map((entry) => {
       const overall = entry.overall;
-      const worse = entry.mcnemar !== undefined && entry.mcnemar.pValue < 0.05 && (entry.delta ?? 0) < 0;
       const versus =
         entry.variant === report.baseline
           ? '<td>baseline</td><td class="num">—</td>'
-          : `<td>${entry.mcnemar ? `<span class="pill ${worse ? 'slower' : ''}">${esc(formatPoints(entry.delta))}</span>` : 'not compared'}</td><td class="num">${formatPValue(entry.mcnemar?.pValue)}</td>`;
+          : `<td>${entry.mcnemar ? `<span class="pill ${entry.worse ? 'slower' : ''}">${esc(formatPoints(entry.delta))}</span>` : 'not compared'}</td><td class="num">${formatPValue(entry.mcnemar?.pValue)}</td>`;
       const cells = categories
         .map((name) => {
           const category = entry.categories.find((candidate) => candidate.category === name);

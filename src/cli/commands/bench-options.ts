@@ -9,6 +9,7 @@ import type { BackendKind } from '../../profiles/types.js';
 import {
   DEFAULT_CAPACITY_STEPS,
   DEFAULT_MAX_FAILED_FRACTION,
+  DEFAULT_MAX_IN_FLIGHT,
   DEFAULT_PREFIX_TOKENS,
   DEFAULT_QUESTION_TOKENS,
   DEFAULT_QUESTIONS_PER_PREFIX,
@@ -37,7 +38,7 @@ export interface BenchFlags extends TraceFlags {
   steps?: string;
   arrival?: ArrivalProcess;
   burstiness?: string;
-  maxInFlight: string;
+  maxInFlight?: string;
   inputLen: string;
   outputLen: string;
   turns?: string;
@@ -120,6 +121,13 @@ type WorkloadFlags = Pick<
 export function workloadFromFlags(flags: WorkloadFlags): Workload {
   const chosen = [flags.singleStream, flags.concurrency, flags.rate, flags.capacity, flags.sessions].filter((value) => value !== undefined).length;
   if (chosen > 1) throw usageError('--single-stream, --concurrency, --rate, --capacity and --sessions are alternatives', 'pick one workload per run');
+  const openLoop = flags.rate !== undefined || flags.capacity?.trim().startsWith('rate:') || (flags.trace !== undefined && chosen === 0);
+  if (flags.maxInFlight !== undefined && !openLoop) {
+    throw usageError(
+      '--max-in-flight caps the arrivals of --rate, --capacity rate:… or a trace replay',
+      'a closed loop (--single-stream, --concurrency, --sessions) keeps exactly its own number in flight: leave --max-in-flight out',
+    );
+  }
   if ((flags.capacitySlo !== undefined || flags.steps !== undefined) && flags.capacity === undefined) {
     throw usageError('--capacity-slo and --steps belong to a capacity search', 'add --capacity rate:MIN..MAX (or concurrency:MIN..MAX), or leave them out');
   }
@@ -148,11 +156,11 @@ export function workloadFromFlags(flags: WorkloadFlags): Workload {
     // --burstiness alone means gamma arrivals, as in vLLM's bench serve; a wrong pairing is the schema's to word.
     const burstiness = flags.burstiness !== undefined ? positiveNumber('--burstiness', flags.burstiness) : undefined;
     const arrival = flags.arrival ?? (burstiness !== undefined ? 'gamma' : 'poisson');
-    const maxInFlight = positiveInt('--max-in-flight', flags.maxInFlight);
+    const maxInFlight = maxInFlightOf(flags);
     return { kind: 'rate', requestsPerSecond, arrival, ...(burstiness !== undefined && { burstiness }), maxInFlight, requests };
   }
   if (flags.trace !== undefined && chosen === 0) {
-    const maxInFlight = positiveInt('--max-in-flight', flags.maxInFlight);
+    const maxInFlight = maxInFlightOf(flags);
     return { kind: 'trace', maxInFlight, ...(flags.requests !== undefined && { requests: positiveInt('--requests', flags.requests) }) };
   }
   if (flags.concurrency !== undefined) {
@@ -164,6 +172,11 @@ export function workloadFromFlags(flags: WorkloadFlags): Workload {
   }
   const requests = flags.singleStream ?? flags.requests;
   return { kind: 'single-stream', requests: requests ? positiveInt('--single-stream', requests) : DEFAULT_SINGLE_STREAM_REQUESTS };
+}
+
+/** --max-in-flight, or the file's default (util/defaults) when it is not given. */
+function maxInFlightOf(flags: WorkloadFlags): number {
+  return flags.maxInFlight === undefined ? DEFAULT_MAX_IN_FLIGHT : positiveInt('--max-in-flight', flags.maxInFlight);
 }
 
 /** `--capacity rate:0.5..32 --capacity-slo ttft-p99=500ms --steps 6 --requests 100`; bounds are the schema's to check. */
@@ -196,7 +209,7 @@ function capacityFromFlags(flags: WorkloadFlags, range: string): Workload {
     ...(over === 'rate' && {
       arrival: flags.arrival ?? (burstiness !== undefined ? 'gamma' : 'poisson'),
       ...(burstiness !== undefined && { burstiness }),
-      maxInFlight: positiveInt('--max-in-flight', flags.maxInFlight),
+      maxInFlight: maxInFlightOf(flags),
     }),
   };
 }

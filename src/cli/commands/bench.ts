@@ -117,8 +117,7 @@ function defineBench(program: Command): Command {
     )
     .option(
       '--max-in-flight <n>',
-      'cap on requests in flight with --rate, --capacity rate:… or a trace replay (later arrivals wait)',
-      String(DEFAULT_MAX_IN_FLIGHT),
+      `cap on requests in flight with --rate, --capacity rate:… or a trace replay (later arrivals wait; default ${DEFAULT_MAX_IN_FLIGHT})`,
     )
     .option('--sessions <n>', 'multi-turn sessions in flight (with --turns; requests count turns, default 2 x sessions x turns)')
     .option('--turns <n>', "multi-turn sessions of n turns: each turn sends the conversation so far with the server's own answers")

@@ -39,6 +39,8 @@ export interface VariantAccuracy {
   /** Accuracy minus the baseline's, on the paired items (a share: −0.031 = −3.1 points). */
   delta?: number;
   mcnemar?: McNemar;
+  /** It lost items to the baseline and McNemar's p is below the experiment's verdict alpha. */
+  worse?: boolean;
   categories: Array<{ category: string } & Proportion>;
 }
 
@@ -95,6 +97,7 @@ export function judgeAccuracy(
   baseline: string,
   variants: readonly string[],
   labels: { file: string; scorer: string },
+  alpha: number,
 ): AccuracyReport {
   const reference = worstPass(passes.filter((pass) => pass.variant === baseline));
   const byItem = new Map(reference?.items.map((item) => [item.item, item.correct]));
@@ -112,7 +115,9 @@ export function judgeAccuracy(
       if (paired.length === 0) return entry;
       const baselineOnly = paired.filter((item) => byItem.get(item.item) && !item.correct).length;
       const variantOnly = paired.filter((item) => !byItem.get(item.item) && item.correct).length;
-      return { ...entry, delta: (variantOnly - baselineOnly) / paired.length, mcnemar: mcnemarExact(baselineOnly, variantOnly, paired.length) };
+      const mcnemar = mcnemarExact(baselineOnly, variantOnly, paired.length);
+      const delta = (variantOnly - baselineOnly) / paired.length;
+      return { ...entry, delta, mcnemar, worse: delta < 0 && mcnemar.pValue < alpha };
     }),
   };
 }
@@ -127,6 +132,7 @@ export function experimentAccuracy(experiment: ResolvedExperiment, passes: reado
     experiment.baseline,
     experiment.variants.map((variant) => variant.name),
     { file, scorer: settings.scorer },
+    experiment.verdict.alpha,
   );
 }
 
