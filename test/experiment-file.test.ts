@@ -99,7 +99,7 @@ variants:
     const path = join(dir, 'exp.yaml');
     writeFileSync(
       path,
-      `${BASE.replace('  - { kind: single-stream, requests: 8 }', '  - { kind: sweep, concurrencies: [1, 8, 32], requestsPerLevel: 16 }')}
+      `${BASE.replace('  - { kind: single-stream, requests: 8 }', '  - { kind: sweep, concurrencies: [1, 8, 32], requestsPerLevel: 32 }')}
 variants:
   baseline: {}
 grid:
@@ -121,7 +121,12 @@ grid:
       experiment.workloads.map((workload) => workload.label),
       ['c=1', 'c=8', 'c=32'],
     );
-    assert.deepEqual(experiment.workloads[1]!.workload, { kind: 'concurrency', concurrency: 8, requests: 16 });
+    assert.deepEqual(experiment.workloads[1]!.workload, { kind: 'concurrency', concurrency: 8, requests: 32 });
+    // Fewer requests than a level's concurrency never have that many in flight: the label would not be true.
+    writeFileSync(path, BASE.replace('  - { kind: single-stream, requests: 8 }', '  - { kind: sweep, concurrencies: [1, 8, 32], requestsPerLevel: 16 }'));
+    assert.throws(() => loadExperiment(path), /exp\.yaml:\d+: workloads\[0\]\.requestsPerLevel: needs at least the highest concurrency/);
+    writeFileSync(path, BASE.replace('  - { kind: single-stream, requests: 8 }', '  - { kind: concurrency, concurrency: 8, requests: 2 }'));
+    assert.throws(() => loadExperiment(path), /exp\.yaml:\d+: workloads\[0\]\.requests: needs at least concurrency requests/);
   });
 
   test('errors name the file, the line and the key', (t) => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { parseBenchArgv } from '../src/cli/commands/bench.js';
 import { workloadFromFlags } from '../src/cli/commands/bench-options.js';
 import { lengthSpecSchema, parseDurationMs, parseLengthSpec, promptSourceSchema, workloadSchema } from '../src/load/config.js';
 import { planLevels, workloadLabels } from '../src/load/level.js';
@@ -171,6 +172,15 @@ describe('workloads', () => {
       assert.throws(() => workloadFromFlags({ ...closed, maxInFlight: '8' }), /--max-in-flight caps the arrivals of --rate/);
     }
     assert.throws(() => workloadFromFlags({ ...base, rate: '2', concurrency: '3' }), /alternatives/);
+    // Through the file's schema, as bench reads them: c=8 with 2 requests never has 8 in flight.
+    assert.throws(
+      () => parseBenchArgv(['bench', 'http://h:8000', '--concurrency', '8', '--requests', '2']),
+      /--requests: needs at least concurrency requests/,
+    );
+    assert.throws(
+      () => parseBenchArgv(['bench', 'http://h:8000', '--concurrency', '1,8', '--requests', '4']),
+      /--requests: needs at least the highest concurrency/,
+    );
     assert.throws(() => workloadFromFlags({ ...base, concurrency: '0' }), /positive integer/);
   });
 });

@@ -69,7 +69,7 @@ server:
 client:
   prompts: { kind: synthetic, inputTokens: { kind: fixed, value: 256 }, outputTokens: { kind: fixed, value: 128 }, seed: 1 }
 workloads:
-  - { kind: sweep, concurrencies: [1, 8, 32], requestsPerLevel: 24 }
+  - { kind: sweep, concurrencies: [1, 8, 32], requestsPerLevel: 32 }
 trials: 4
 seed: 7
 baseline: baseline

@@ -206,9 +206,13 @@ export const workloadSchema: z.ZodType<Workload> = z.union([
     .object({
       kind: z.literal('concurrency').describe('Closed loop: a new request as soon as one finishes.'),
       concurrency: concurrency.describe('Requests kept in flight.'),
-      requests: positiveInt.describe('Requests measured (after the warm-up).'),
+      requests: positiveInt.describe('Requests measured (after the warm-up; at least concurrency).'),
     })
-    .strict(),
+    .strict()
+    .refine((closed) => closed.requests >= closed.concurrency, {
+      path: ['requests'],
+      message: 'needs at least concurrency requests: fewer never have that many in flight, yet the level would be labelled with it',
+    }),
   z
     .object({
       kind: z
@@ -255,9 +259,13 @@ export const workloadSchema: z.ZodType<Workload> = z.union([
         .array(concurrency)
         .min(1)
         .meta({ description: 'The levels.', examples: [[1, 8, 32]] }),
-      requestsPerLevel: positiveInt.describe('Requests measured at each level.'),
+      requestsPerLevel: positiveInt.describe('Requests measured at each level (at least the highest concurrency).'),
     })
-    .strict(),
+    .strict()
+    .refine((sweep) => sweep.requestsPerLevel >= Math.max(...sweep.concurrencies), {
+      path: ['requestsPerLevel'],
+      message: 'needs at least the highest concurrency: fewer requests never have that many in flight, yet the level would be labelled with it',
+    }),
   capacityWorkloadSchema(),
 ]) as z.ZodType<Workload>;
 
