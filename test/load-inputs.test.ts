@@ -173,10 +173,7 @@ describe('workloads', () => {
     }
     assert.throws(() => workloadFromFlags({ ...base, rate: '2', concurrency: '3' }), /alternatives/);
     // Through the file's schema, as bench reads them: c=8 with 2 requests never has 8 in flight.
-    assert.throws(
-      () => parseBenchArgv(['bench', 'http://h:8000', '--concurrency', '8', '--requests', '2']),
-      /--requests: needs at least concurrency requests/,
-    );
+    assert.throws(() => parseBenchArgv(['bench', 'http://h:8000', '--concurrency', '8', '--requests', '2']), /--requests: needs at least concurrency requests/);
     assert.throws(
       () => parseBenchArgv(['bench', 'http://h:8000', '--concurrency', '1,8', '--requests', '4']),
       /--requests: needs at least the highest concurrency/,
