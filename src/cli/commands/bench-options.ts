@@ -119,15 +119,20 @@ type WorkloadFlags = Pick<
  * --trace and none of them, the trace's own arrivals.
  */
 export function workloadFromFlags(flags: WorkloadFlags): Workload {
-  const chosen = [flags.singleStream, flags.concurrency, flags.rate, flags.capacity, flags.sessions].filter((value) => value !== undefined).length;
-  if (chosen > 1) throw usageError('--single-stream, --concurrency, --rate, --capacity and --sessions are alternatives', 'pick one workload per run');
-  const openLoop = flags.rate !== undefined || flags.capacity?.trim().startsWith('rate:') || (flags.trace !== undefined && chosen === 0);
-  if (flags.maxInFlight !== undefined && !openLoop) {
+  const workload = chosenWorkload(flags);
+  // Only the open-loop workloads (rate, a rate search, trace arrivals) carry the cap: it is theirs to take.
+  if (flags.maxInFlight !== undefined && !('maxInFlight' in workload)) {
     throw usageError(
       '--max-in-flight caps the arrivals of --rate, --capacity rate:… or a trace replay',
       'a closed loop (--single-stream, --concurrency, --sessions) keeps exactly its own number in flight: leave --max-in-flight out',
     );
   }
+  return workload;
+}
+
+function chosenWorkload(flags: WorkloadFlags): Workload {
+  const chosen = [flags.singleStream, flags.concurrency, flags.rate, flags.capacity, flags.sessions].filter((value) => value !== undefined).length;
+  if (chosen > 1) throw usageError('--single-stream, --concurrency, --rate, --capacity and --sessions are alternatives', 'pick one workload per run');
   if ((flags.capacitySlo !== undefined || flags.steps !== undefined) && flags.capacity === undefined) {
     throw usageError('--capacity-slo and --steps belong to a capacity search', 'add --capacity rate:MIN..MAX (or concurrency:MIN..MAX), or leave them out');
   }
