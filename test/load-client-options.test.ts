@@ -10,6 +10,16 @@ import { benchArgv } from '../src/exec/remote-bench.js';
 import { loadExperiment } from '../src/experiment/spec/load.js';
 import type { ClientOptions } from '../src/load/types.js';
 
+/** The fields bench's flag parsing always writes, at the values most cases keep. */
+const BENCH_DEFAULTS = {
+  ignoreEos: true,
+  requireFullOutput: true,
+  maxFailedFraction: 0,
+  requestTimeoutMs: 60_000,
+  specMetrics: 'auto',
+  workers: 1,
+} as const satisfies Partial<ClientOptions>;
+
 /** Every field set, as bench's flag parsing writes them (requireFullOutput, maxFailedFraction and workers always). */
 const CASES: ClientOptions[] = [
   {
@@ -71,12 +81,7 @@ const CASES: ClientOptions[] = [
     prompts: { kind: 'synthetic', inputTokens: { kind: 'fixed', value: 64 }, outputTokens: { kind: 'fixed', value: 16 }, seed: 5 },
     warmupRequests: 2,
     warmupPerLevel: true,
-    ignoreEos: true,
-    requireFullOutput: true,
-    maxFailedFraction: 0,
-    requestTimeoutMs: 60_000,
-    specMetrics: 'auto',
-    workers: 1,
+    ...BENCH_DEFAULTS,
   },
   {
     backend: 'openai-completions',
@@ -92,12 +97,7 @@ const CASES: ClientOptions[] = [
     },
     warmupRequests: 1,
     warmupPerLevel: true,
-    ignoreEos: true,
-    requireFullOutput: true,
-    maxFailedFraction: 0,
-    requestTimeoutMs: 60_000,
-    specMetrics: 'auto',
-    workers: 1,
+    ...BENCH_DEFAULTS,
   },
   {
     backend: 'openai-chat',
@@ -105,12 +105,7 @@ const CASES: ClientOptions[] = [
     prompts: { kind: 'trace', path: '/traces/BurstGPT_1.csv', format: 'burstgpt', window: { startMs: 600_000 }, seed: 0 },
     warmupRequests: 0,
     warmupPerLevel: false,
-    ignoreEos: true,
-    requireFullOutput: true,
-    maxFailedFraction: 0,
-    requestTimeoutMs: 60_000,
-    specMetrics: 'auto',
-    workers: 1,
+    ...BENCH_DEFAULTS,
   },
   {
     // A trace's lengths under another workload: no arrival times.
@@ -119,12 +114,7 @@ const CASES: ClientOptions[] = [
     prompts: { kind: 'trace', path: '/traces/azure_code.csv', format: 'azure', seed: 0 },
     warmupRequests: 1,
     warmupPerLevel: true,
-    ignoreEos: true,
-    requireFullOutput: true,
-    maxFailedFraction: 0,
-    requestTimeoutMs: 60_000,
-    specMetrics: 'auto',
-    workers: 1,
+    ...BENCH_DEFAULTS,
   },
   {
     backend: 'openai-chat',
@@ -140,12 +130,7 @@ const CASES: ClientOptions[] = [
     },
     warmupRequests: 1,
     warmupPerLevel: true,
-    ignoreEos: true,
-    requireFullOutput: true,
-    maxFailedFraction: 0,
-    requestTimeoutMs: 60_000,
-    specMetrics: 'auto',
-    workers: 1,
+    ...BENCH_DEFAULTS,
   },
   {
     backend: 'openai-completions',
@@ -162,12 +147,7 @@ const CASES: ClientOptions[] = [
     promptSalt: 3,
     warmupRequests: 1,
     warmupPerLevel: true,
-    ignoreEos: true,
-    requireFullOutput: true,
-    maxFailedFraction: 0,
-    requestTimeoutMs: 60_000,
-    specMetrics: 'auto',
-    workers: 1,
+    ...BENCH_DEFAULTS,
   },
 ];
 
