@@ -23,8 +23,6 @@ import { LoadWorkers, resolveWorkerCount } from './workers/pool.js';
 
 const CONNECT_TIMEOUT_MS = 5000;
 
-export { WARMUP_LABEL } from './warmup.js';
-
 /** Split a base URL into the dispatcher origin and a path prefix without trailing slash. */
 export function parseBaseUrl(baseUrl: string): { origin: string; pathPrefix: string; host: string; port: number } {
   let url: URL;

@@ -1,8 +1,8 @@
 import type { RunningServer } from '../../launch/types.js';
 import { trialLevelOf } from '../../load/capacity.js';
 import { describeExit, watchLiveness } from '../../load/liveness.js';
-import { WARMUP_LABEL } from '../../load/run.js';
 import type { BenchOptions, BenchProgress, LevelResult } from '../../load/types.js';
+import { WARMUP_LABEL } from '../../load/warmup.js';
 import { targetHitRate } from '../../metrics/workload-shape.js';
 import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
 import type { ServerProfile } from '../../profiles/types.js';
