@@ -130,6 +130,13 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
       ...(options.cachePrompt === false && { cachePrompt: false }),
       ...(options.collectOutputs && { collectOutputs: true }),
     };
+    // How each request is sent and counted, alike in this process and in the load workers.
+    const requestSettings = {
+      requestTimeoutMs: options.requestTimeoutMs,
+      ...(options.requestTimeoutSetting !== undefined && { requestTimeoutSetting: options.requestTimeoutSetting }),
+      ...(options.tokenCounts !== undefined && { tokenCounts: options.tokenCounts }),
+      ...(options.keepAlive === false && { keepAlive: false as const }),
+    };
     if (workerCount > 1) {
       workers = await LoadWorkers.start(
         workerCount,
@@ -138,10 +145,7 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
           pathPrefix,
           backend: options.backend,
           backendOptions,
-          requestTimeoutMs: options.requestTimeoutMs,
-          ...(options.requestTimeoutSetting !== undefined && { requestTimeoutSetting: options.requestTimeoutSetting }),
-          ...(options.tokenCounts !== undefined && { tokenCounts: options.tokenCounts }),
-          ...(options.keepAlive === false && { keepAlive: false }),
+          ...requestSettings,
           tokenizerPath: options.tokenizerPath,
         },
         Math.max(...levels.map(maxInFlight)),
@@ -153,10 +157,7 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
       pathPrefix,
       backend: BACKENDS[options.backend],
       backendOptions,
-      requestTimeoutMs: options.requestTimeoutMs,
-      ...(options.requestTimeoutSetting !== undefined && { requestTimeoutSetting: options.requestTimeoutSetting }),
-      ...(options.tokenCounts !== undefined && { tokenCounts: options.tokenCounts }),
-      ...(options.keepAlive === false && { keepAlive: false }),
+      ...requestSettings,
       tokenizer,
     };
     const pool = workers;
