@@ -116,7 +116,29 @@ describe('cause specificity', () => {
     const sigquit = '[2026-05-01 15:16:15] Received sigquit from a child process. It usually means the child failed.';
     const kv = 'ValueError: Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=0.5.';
     assert.equal(causeOf('sglang', [sigquit, scheduler, kv]), 'no KV cache memory');
-    assert.equal(causeOf('sglang', [sigquit, scheduler]), 'scheduler died');
+    // ktransformers#1969: the parent's sigquit line comes first; the scheduler's own exception names the failure.
+    assert.equal(causeOf('sglang', [sigquit, scheduler]), 'scheduler exception');
+    assert.equal(causeOf('sglang', [sigquit]), 'scheduler died');
+  });
+
+  test("SGLang's negative profiled KV budget is the cause, with the next step; a draft worker's after the target's capture is not", () => {
+    const negative = '[2025-07-02 07:41:59 DP0 TP0] max_total_tokens=131072 is larger than the profiled value -561981. Use the profiled value instead.';
+    const reading = new StartupLog(profile('sglang'));
+    reading.accept('[2025-07-02 07:41:58 DP0 TP0] Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16, avail mem=21.73 GB');
+    assert.equal(reading.accept(negative)?.kind, 'first-fatal');
+    assert.equal(reading.fatal?.name, 'no KV cache memory');
+    assert.match(reading.fatal!.hint, /raise --mem-fraction-static/);
+    // A positive profiled value is SGLang clamping a too-large --max-total-tokens: a warning, not a failure.
+    assert.equal(causeOf('sglang', ['max_total_tokens=200000 is larger than the profiled value 163089. Use the profiled value instead.']), undefined);
+    // SGLang's speculative-decoding docs notebook (EAGLE-2 + torch.compile, run of 2026-02-11): the draft worker's
+    // line after the target's graphs were captured, and the server then served.
+    const eagle = [
+      'Capturing batches (bs=1 avail_mem=47.13 GB): 100%|██████████| 4/4 [00:41<00:00, 11.99s/it]',
+      '[2026-02-11 06:44:58] SPECULATIVE_MOE_RUNNER_BACKEND is not initialized, using auto backend',
+      '[2026-02-11 06:45:01] max_total_tokens=20480 is larger than the profiled value -89624. Use the profiled value instead.',
+      'Capturing batches (bs=4 avail_mem=1.85 GB):   0%|          | 0/4 [00:00<?, ?it/s]',
+    ];
+    assert.equal(causeOf('sglang', eagle), undefined);
   });
 
   test('out-of-memory in every wording is OOM, not a generic CUDA error', () => {

@@ -47,6 +47,20 @@ describe('the server log during a trial', () => {
     assert.deepEqual(notes, []);
   });
 
+  test("vLLM's EngineCore fatal-error line on its own aborts the trial (v1/engine/core.py run_engine_core)", async (t) => {
+    const log = join(tempDir(t, 'logwatch-enginecore'), 'server.log');
+    writeFileSync(log, '');
+    const watch = watchServerLog(log, BUILTIN_PROFILES.vllm!, () => {});
+    // As vLLM 0.11 logs it (the line before its Traceback), vllm-project/vllm threads of 2025-11.
+    appendFileSync(log, '(EngineCore_DP0 pid=413) ERROR 11-10 12:30:57 [core.py:710] EngineCore encountered a fatal error.\n');
+    const keepAlive = setInterval(() => {}, 1_000);
+    await new Promise((resolve) => watch.signal.addEventListener('abort', resolve));
+    clearInterval(keepAlive);
+    const fatal = await watch.stop();
+    assert.equal(fatal?.name, 'engine died');
+    assert.match(fatal!.line, /EngineCore encountered a fatal error\.$/);
+  });
+
   test('a log that cannot be read is said once, and the trial goes on unwatched', async (t) => {
     const notes: string[] = [];
     const watch = watchServerLog(join(tempDir(t, 'logwatch-none'), 'missing.log'), BUILTIN_PROFILES.vllm!, (line) => notes.push(line));

@@ -167,6 +167,14 @@ const vllm: ServerProfile = {
         pattern: /Engine core initialization failed|EngineCore failed to start|EngineDeadError|RuntimeError: Engine process failed to start/,
         hint: 'the engine core died: read the first error in the log tail above',
       },
+      {
+        // v1/engine/core.py run_engine_core: `logger.exception("EngineCore encountered a fatal error.")` when the busy
+        // loop raises after startup ("[core.py:517]" in vllm 0.9, "[core.py:710]" in 0.11 logs); the engine is dead
+        // from then on (_send_engine_dead), though the API server may answer for a while.
+        name: 'engine died',
+        pattern: /EngineCore encountered a fatal error/,
+        hint: 'the engine core died while serving: read the exception after this line in the log, then restart the server',
+      },
     ],
   ),
 };
@@ -209,6 +217,18 @@ const sglang: ServerProfile = {
   fatalPatterns: fatal(
     [
       {
+        // srt/model_executor/model_runner.py init_memory_pool: "max_total_tokens=131072 is larger than the profiled
+        // value -561981. Use the profiled value instead." (sglang#7691): the weights left less than nothing for the KV
+        // cache. The server does not say so again: it goes on until something else fails (the #7691 launch only
+        // "exited with code 1"). A draft worker prints the same for the pool it shares with the target once that one
+        // is sized and captured, and serves on (SGLang's speculative-decoding docs notebook, EAGLE-2 with
+        // torch.compile, run of 2026-02-11: "max_total_tokens=20480 is larger than the profiled value -89624").
+        name: 'no KV cache memory',
+        pattern: /is larger than the profiled value -\d+/,
+        hint: 'the weights leave no GPU memory for the KV cache (SGLang profiled a negative budget): raise --mem-fraction-static, use more GPUs (--tp) or a smaller model, or lower --max-total-tokens / --context-length',
+        notAfterPhases: ['allocating KV cache', 'capturing CUDA graphs', 'CUDA graphs captured'],
+      },
+      {
         // srt/entrypoints/engine.py _scheduler_died_error: "Rank 0 scheduler died during initialization (exit code:
         // -9). If exit code is -9 (SIGKILL), a common cause is the OS OOM killer."
         name: 'killed',
@@ -218,11 +238,18 @@ const sglang: ServerProfile = {
     ],
     [
       {
-        // srt/managers/scheduler.py run_scheduler_process "Scheduler hit an exception: Traceback…"; the parent's
-        // sigquit handler "Received sigquit from a child process. It usually means the child failed." (sglang#8864);
-        // "Rank 0 scheduler is dead" (sglang#15235); engine.py "Rank N scheduler died during initialization" (sglang#25118).
+        // srt/managers/scheduler.py run_scheduler_process "Scheduler hit an exception: Traceback…": the scheduler's own
+        // exception, which the parent's sigquit line often precedes (ktransformers#1969, in load_model).
+        name: 'scheduler exception',
+        pattern: /Scheduler hit an exception/,
+        hint: 'a scheduler raised an exception: read the exception at the end of its Traceback in the log tail above',
+      },
+      {
+        // The parent's sigquit handler "Received sigquit from a child process. It usually means the child failed."
+        // (sglang#8864); "Rank 0 scheduler is dead" (sglang#15235); engine.py "Rank N scheduler died during
+        // initialization" (sglang#25118).
         name: 'scheduler died',
-        pattern: /Scheduler hit an exception|Rank \d+ scheduler is dead|Received sigquit from a child process|scheduler died during initialization/,
+        pattern: /Rank \d+ scheduler is dead|Received sigquit from a child process|scheduler died during initialization/,
         hint: 'a scheduler process crashed: read the first exception in the log tail above',
       },
     ],

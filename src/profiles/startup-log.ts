@@ -23,6 +23,7 @@ export type StartupLogChange = { kind: 'phase'; name: string } | { kind: 'first-
  */
 export class StartupLog {
   private currentPhase: string | undefined;
+  private readonly seenPhases = new Set<string>();
   private best: FatalLine | undefined;
 
   constructor(private readonly profile: ServerProfile) {}
@@ -35,9 +36,11 @@ export class StartupLog {
     const found = classifyLogLine(this.profile, line);
     if (found?.kind === 'phase' && found.name !== this.currentPhase) {
       this.currentPhase = found.name;
+      this.seenPhases.add(found.name);
       return { kind: 'phase', name: found.name };
     }
     if (found?.kind !== 'fatal') return undefined;
+    if (this.profile.fatalPatterns[found.rank]?.notAfterPhases?.some((phase) => this.seenPhases.has(phase))) return undefined;
     const first = this.best === undefined;
     if (first || found.rank < this.best!.rank || (found.rank === this.best!.rank && SOURCE_ECHO.test(this.best!.line))) {
       this.best = { name: found.name, hint: found.hint, line, rank: found.rank };

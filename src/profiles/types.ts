@@ -8,6 +8,11 @@ export interface LogPattern {
 export interface FatalPattern extends LogPattern {
   /** Next step to print when this pattern ends a launch. */
   hint: string;
+  /**
+   * Startup phases after which the line is no longer fatal: the same words then come from a part that survives them
+   * (SGLang's draft worker prints the negative KV budget of a pool it shares with the target, which is sized already).
+   */
+  notAfterPhases?: readonly string[];
 }
 
 /** The wire formats the load client speaks: the one list that profiles, files and the load client's table follow. */
