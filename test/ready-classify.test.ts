@@ -79,4 +79,14 @@ describe('classifyGeneration', () => {
     assert.equal(classifyGeneration(answer(400, '{"error":{"message":"model x does not exist"}}'), '/v1/completions').state, 'wrong');
     assert.equal(classifyGeneration(answer(200, '{"result":"hi"}'), '/v1/completions').state, 'wrong');
   });
+
+  test('an answer of no token is not ready; an end-of-sequence token (empty text, 1 token) is', () => {
+    const zero = classifyGeneration(answer(200, '{"choices":[{"text":"","finish_reason":"length"}],"usage":{"completion_tokens":0}}'), '/v1/completions');
+    assert.deepEqual(zero, { state: 'not-ready', detail: 'answered 200 with no token (text "", completion_tokens 0)' });
+    assert.equal(classifyGeneration(answer(200, '{"choices":[{"message":{"content":""}}]}'), '/v1/chat/completions').state, 'not-ready');
+    assert.equal(
+      classifyGeneration(answer(200, '{"choices":[{"text":"","finish_reason":"stop"}],"usage":{"completion_tokens":1}}'), '/v1/completions').state,
+      'ready',
+    );
+  });
 });

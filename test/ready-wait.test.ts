@@ -164,6 +164,49 @@ describe('waitForReady against the wrong thing', () => {
     assert.equal(result.model, 'chatty');
   });
 
+  test('a zero-token answer (text "", completion_tokens 0) is not ready: the timeout says so', async (t) => {
+    const url = await startHttp(t, (req, res) => {
+      if (req.url === '/health') return void res.writeHead(200).end();
+      if (req.url === '/v1/models') return void res.writeHead(200).end('{"object":"list","data":[{"id":"m"}]}');
+      res.writeHead(200).end('{"choices":[{"text":"","finish_reason":"length"}],"usage":{"prompt_tokens":2,"completion_tokens":0}}');
+    });
+    const error = await notReady(waitForReady({ baseUrl: url, profile: openai, timeoutMs: 800 }));
+    assert.equal(error.kind, 'timeout');
+    assert.match(
+      error.message,
+      /checking generation \(\/v1\/completions answered 200 with no token \(text "", completion_tokens 0\); received \/health 200, \/v1\/models listing m\)/,
+    );
+  });
+
+  test('a generation that hangs after health and models answered is reported as that, not as "connection refused"', async (t) => {
+    // Nothing listens at first (the earlier rounds see connection refused), then a server whose generation never answers.
+    const port = await freePort('127.0.0.1');
+    const server = createServer((req, res) => {
+      if (req.url === '/health') return void res.writeHead(200).end();
+      if (req.url === '/v1/models') return void res.writeHead(200).end('{"object":"list","data":[{"id":"m"}]}');
+    });
+    t.after(() => {
+      server.closeAllConnections();
+      server.close();
+    });
+    setTimeout(() => server.listen(port, '127.0.0.1'), 300);
+    const progress: string[] = [];
+    const error = await notReady(
+      waitForReady({ baseUrl: `http://127.0.0.1:${port}`, profile: openai, timeoutMs: 2_500, onProgress: (p) => progress.push(`${p.phase} (${p.detail})`) }),
+    );
+    assert.equal(error.kind, 'timeout');
+    assert.doesNotMatch(error.message, /connection refused/);
+    assert.match(
+      error.message,
+      /not ready after 2\.5s: checking generation \(\/v1\/completions: no answer within \d+ ms; received \/health 200, \/v1\/models listing m\)/,
+    );
+    // While the generation is out, progress says where the wait stands.
+    assert.ok(
+      progress.some((line) => line === 'checking generation (/v1/completions sent, no answer yet; received /health 200, /v1/models listing m)'),
+      progress.join('\n'),
+    );
+  });
+
   test('an abort signal ends the wait as interrupted', async () => {
     const port = await freePort('127.0.0.1');
     const controller = new AbortController();

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { ServerProfile } from '../profiles/types.js';
 import { classifyGeneration, classifyHealth, classifyModels, type Verdict } from './classify.js';
 import { deadEngineDetail, probe } from './probe.js';
-import type { CheckOutcome, GenerationPath } from './wait-machine.js';
+import type { CheckOutcome, GenerationPath, ProbeState } from './wait-machine.js';
 
 const HEALTH_PROBE_TIMEOUT_MS = 2_000;
 // A first generation can be slow (lazy compilation, Ollama loads the model on first use).
@@ -18,19 +18,35 @@ export interface CheckTarget {
   deadline: number;
   /** Aborts the probes in flight once the wait has failed. */
   signal: AbortSignal;
+  /**
+   * Told when a round moves on to a check that may take long (the generation): where it stands and what the server
+   * answered so far, so progress and a timeout name that instead of an earlier round's "connection refused".
+   */
+  onCheck?: (state: ProbeState, detail: string) => void;
 }
 
 /** One round of the readiness checks, in order; the first that does not pass says where the server stands. */
 export async function runChecks(target: CheckTarget, generationPath: GenerationPath): Promise<CheckOutcome> {
+  const round: Round = { state: 'waiting for server', received: [] };
   try {
-    return await checkRound(target, generationPath);
+    return await checkRound(target, generationPath, round);
   } catch (error) {
-    if (error instanceof DeadlineReached) return { type: 'deadline', detail: error.detail };
+    if (error instanceof DeadlineReached) return { type: 'deadline', state: round.state, detail: withReceived(error.detail, round) };
     throw error;
   }
 }
 
-async function checkRound(target: CheckTarget, generationPath: GenerationPath): Promise<CheckOutcome> {
+/** Where one round stands, and what the server answered in it (e.g. "/health 200", "/v1/models lists m"). */
+interface Round {
+  state: ProbeState;
+  received: string[];
+}
+
+function withReceived(detail: string, round: Round): string {
+  return round.received.length === 0 ? detail : `${detail}; received ${round.received.join(', ')}`;
+}
+
+async function checkRound(target: CheckTarget, generationPath: GenerationPath, round: Round): Promise<CheckOutcome> {
   const { profile } = target;
   // Both GETs at once: the model list is only read once health passes, but asking in the same round trip
   // saves one exchange between "able to serve" and "reported ready".
@@ -45,16 +61,23 @@ async function checkRound(target: CheckTarget, generationPath: GenerationPath): 
   }
   const dead = deadEngineDetail(health.answer, profile);
   if (dead) return { type: 'wrong', check: 'engine-dead', detail: dead };
+  round.state = 'waiting for health';
   const healthVerdict = classifyHealth(health.answer, profile.healthTextPattern, profile.healthPath);
   if (healthVerdict.state === 'wrong') return { type: 'wrong', check: 'health', detail: healthVerdict.detail };
   if (healthVerdict.state !== 'ready') return { type: 'not-ready', state: 'waiting for health', detail: healthVerdict.detail };
   if (!models) return { type: 'ready', ...(target.model && { model: target.model }) };
+  round.received.push(`${profile.healthPath} ${health.answer.status}`);
+  round.state = 'checking models';
   if (models.kind === 'no-answer') return { type: 'not-ready', state: 'checking models', detail: `${profile.modelsPath}: ${models.detail}` };
   const modelsVerdict = classifyModels(models.answer, profile.modelsPath);
   if (modelsVerdict.state === 'wrong') return { type: 'wrong', check: 'models', detail: modelsVerdict.detail };
   if (modelsVerdict.state !== 'ready') return { type: 'not-ready', state: 'checking models', detail: modelsVerdict.detail };
+  round.received.push(`${profile.modelsPath} listing ${modelsVerdict.detail}`);
+  round.state = 'checking generation';
   const model = target.model ?? modelsVerdict.detail;
-  return generate(target, model, generationPath);
+  target.onCheck?.(round.state, withReceived(`${generationPath} sent, no answer yet`, round));
+  const outcome = await generate(target, model, generationPath);
+  return outcome.type === 'not-ready' ? { ...outcome, detail: withReceived(outcome.detail, round) } : outcome;
 }
 
 /** POST /v1/completions with max_tokens 1; chat-only servers answer 4xx there, so /v1/chat/completions is tried next. */

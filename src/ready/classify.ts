@@ -103,16 +103,35 @@ export function classifyModels(answer: HttpAnswer, what = '/v1/models'): Verdict
   return first ? { state: 'ready', detail: first.id } : { state: 'not-ready', detail: `${what} lists no model yet` };
 }
 
-/** A tiny completion: ready when it returns choices. 404 is reported as wrong so the caller can try the chat route. */
+/** The text of a completion's or chat answer's first choice, when it has one. */
+function choiceText(choice: unknown): string | undefined {
+  const record = choice as { text?: unknown; message?: { content?: unknown } } | null;
+  const text = record?.text ?? record?.message?.content;
+  return typeof text === 'string' ? text : undefined;
+}
+
+/**
+ * A tiny completion: ready when it returns choices with a generated token. 404 is reported as wrong so the caller can
+ * try the chat route. An answer of no token (`completion_tokens: 0`, or an empty text where no usage is given) proves
+ * the route answers, not that the engine generates: not ready yet.
+ */
 export function classifyGeneration(answer: HttpAnswer, what: string): Verdict {
   if (answer.status < 200 || answer.status >= 300) return classifyFailureStatus(answer, what);
-  const json = parseJson(answer.body) as { choices?: unknown } | undefined;
+  const json = parseJson(answer.body) as { choices?: unknown; usage?: { completion_tokens?: unknown } } | undefined;
   if (typeof json !== 'object' || json === null || !Array.isArray(json.choices) || json.choices.length === 0) {
     return { state: 'wrong', detail: `${what} answered ${excerpt(answer.body) || 'an empty body'}, not a completion with choices` };
   }
   // Some servers answer 200 and report the failure inside: that is no generated token.
   const error = errorMessage(json);
   const failed = json.choices.some((choice) => (choice as { finish_reason?: unknown } | null)?.finish_reason === 'error');
-  if (error !== undefined || failed) return { state: 'not-ready', detail: `${what} answered 200 with an error: ${excerpt(error ?? answer.body)}` };
+  if (error !== undefined || failed) return { state: 'not-ready', detail: `answered 200 with an error: ${excerpt(error ?? answer.body)}` };
+  const tokens = json.usage?.completion_tokens;
+  const text = choiceText(json.choices[0]);
+  if (tokens === 0 || (typeof tokens !== 'number' && text === '')) {
+    return {
+      state: 'not-ready',
+      detail: `answered 200 with no token (text ${JSON.stringify(excerpt(text ?? '', 20))}, completion_tokens ${tokens ?? 'not given'})`,
+    };
+  }
   return { state: 'ready', detail: 'generated 1 token' };
 }

@@ -44,8 +44,8 @@ export type CheckOutcome =
   | { type: 'not-ready'; state: ProbeState; detail: string; generationPath?: GenerationPath }
   /** An answer that will not get better by waiting: nothing at that host, or the wrong kind of server. */
   | { type: 'wrong'; check: 'unreachable' | 'health' | 'models' | 'generation' | 'engine-dead'; detail: string }
-  /** A probe cut short by the overall deadline. */
-  | { type: 'deadline'; detail: string };
+  /** A probe cut short by the overall deadline, in the check the round had reached. */
+  | { type: 'deadline'; state: ProbeState; detail: string };
 
 export interface Failure {
   kind: NotReadyKind;
@@ -75,6 +75,8 @@ export interface WaitState {
   generationPath: GenerationPath;
   /** A log phase arrived while probing: probe again at once instead of sleeping. */
   wakePending: boolean;
+  /** The round in flight got further than the last one and is waiting on a slow check (see the `checking` event). */
+  checkInFlight?: true;
 }
 
 /** Everything an event is judged against; fixed for one wait. */
@@ -91,6 +93,8 @@ export type WaitEvent =
   | { type: 'monitor'; event: MonitorEvent; atMs: number }
   | { type: 'aborted'; atMs: number }
   | { type: 'checked'; outcome: CheckOutcome; atMs: number }
+  /** A round in flight reached a check that may take long (see CheckTarget.onCheck). */
+  | { type: 'checking'; state: ProbeState; detail: string; atMs: number }
   /** The sleep ended (its timer, or a wake). */
   | { type: 'woke' }
   | { type: 'confirmed'; impostor?: { message: string; hint: string }; atMs: number };
@@ -136,6 +140,10 @@ export function transition(state: WaitState, event: WaitEvent, context: WaitCont
       });
     case 'checked':
       return onChecked(state, event.outcome, event.atMs, context);
+    case 'checking':
+      // Only news when the round got further than the last one: the same check again keeps that one's answer.
+      if (event.state === state.probeState) return { state, effects: [] };
+      return inProbeState({ ...state, detail: event.detail, checkInFlight: true }, event.state, event.atMs);
     case 'woke':
       return { state: state.status.kind === 'sleeping' ? { ...state, status: { kind: 'probing' } } : state, effects: [] };
     case 'confirmed': {
@@ -169,7 +177,8 @@ function onMonitor(state: WaitState, event: MonitorEvent, atMs: number): Step {
   });
 }
 
-function onChecked(state: WaitState, outcome: CheckOutcome, atMs: number, context: WaitContext): Step {
+function onChecked(inFlight: WaitState, outcome: CheckOutcome, atMs: number, context: WaitContext): Step {
+  const { checkInFlight, ...state } = inFlight;
   switch (outcome.type) {
     case 'ready':
       return {
@@ -178,20 +187,27 @@ function onChecked(state: WaitState, outcome: CheckOutcome, atMs: number, contex
       };
     case 'wrong':
       return fail(state, { ...wrongAnswer(outcome, context), atMs });
-    case 'deadline':
-      return fail(state, timeout({ ...state, detail: state.detail || outcome.detail }, context, atMs));
+    case 'deadline': {
+      // A probe cut short by the deadline says nothing new, unless its round got further than the last one and
+      // waited there: then an earlier round's "connection refused" says nothing about a generation that hung.
+      if (!checkInFlight) return fail(state, timeout({ ...state, detail: state.detail || outcome.detail }, context, atMs));
+      const entered = inProbeState({ ...state, detail: outcome.detail }, outcome.state, atMs);
+      return failAfter(entered, timeout(entered.state, context, atMs));
+    }
     case 'not-ready': {
-      let next: Step = { state: { ...withPath(state, outcome.generationPath), detail: outcome.detail }, effects: [] };
-      if (outcome.state !== state.probeState) {
-        const entered = enterPhase({ ...next.state, probeState: outcome.state }, outcome.state, atMs);
-        next = { state: entered.state, effects: entered.effects };
-      }
+      const next = inProbeState({ ...withPath(state, outcome.generationPath), detail: outcome.detail }, outcome.state, atMs);
       if (atMs >= context.timeoutMs) return failAfter(next, timeout(next.state, context, atMs));
       const delayMs = Math.min(pollDelayMs(next.state.attempt, context.schedule), Math.max(1, context.timeoutMs - atMs));
       const status: Status = next.state.wakePending ? { kind: 'probing' } : { kind: 'sleeping', delayMs };
       return { state: { ...next.state, attempt: next.state.attempt + 1, wakePending: false, status }, effects: next.effects };
     }
   }
+}
+
+/** The probe state the checks reached: a new one is entered as a phase (and reported), the same one changes nothing. */
+function inProbeState(state: WaitState, probeState: ProbeState, atMs: number): Step {
+  if (probeState === state.probeState) return { state, effects: [] };
+  return enterPhase({ ...state, probeState }, probeState, atMs);
 }
 
 function withPath(state: WaitState, generationPath: GenerationPath | undefined): WaitState {

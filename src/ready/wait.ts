@@ -102,6 +102,7 @@ export async function waitForReady(options: WaitOptions): Promise<ReadyResult> {
     ...(options.model && { model: options.model }),
     deadline: start + options.timeoutMs,
     signal: stopProbes.signal,
+    onCheck: (probeState, detail) => dispatch({ type: 'checking', state: probeState, detail, atMs: elapsed() }),
   };
 
   try {
