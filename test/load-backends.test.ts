@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { BACKENDS, newStreamState, StreamFormatError } from '../src/load/backends.js';
+import { specFromResponses } from '../src/load/spec.js';
 
 const item = { prompt: 'hello world', inputTokens: 2, maxTokens: 5 };
 
@@ -73,6 +74,51 @@ describe('stream parsers', () => {
     ]);
     assert.deepEqual(bearing, [true, false, true, false]);
     assert.deepEqual([state.text, state.completionTokens, state.specVerifySteps, state.done], [' a b c', 3, 1, true]);
+  });
+
+  test("SGLang: every generation of the draft-count keys is read, the newest a server sends first (verl#7543's table)", () => {
+    const final = (meta: object) => feed('sglang', [{ text: ' a b c', meta_info: { completion_tokens: 3, spec_verify_ct: 2, ...meta } }]).state;
+    const counts = (meta: object) => {
+      const state = final(meta);
+      return [state.specAcceptedTokens, state.specDraftTokens, state.specVerifySteps];
+    };
+    assert.deepEqual(counts({ spec_accept_token_num: 1, spec_draft_token_num: 6 }), [1, 6, 2], '<= 0.5.10.post1');
+    assert.deepEqual(counts({ spec_accepted_drafts: 1, spec_proposed_drafts: 6 }), [1, 6, 2], '0.5.11');
+    assert.deepEqual(counts({ spec_num_correct_drafts: 1, spec_num_proposed_drafts: 6 }), [1, 6, 2], '>= 0.5.12');
+    // 0.5.12 keeps the 0.5.11 names as aliases (sglang#24081): the newest pair wins.
+    assert.deepEqual(counts({ spec_num_correct_drafts: 1, spec_num_proposed_drafts: 6, spec_accepted_drafts: 9, spec_proposed_drafts: 9 }), [1, 6, 2]);
+    const stats = specFromResponses([final({ spec_accept_token_num: 1, spec_draft_token_num: 6 })])!;
+    assert.deepEqual([stats.acceptanceRate, stats.meanAcceptedLength], [1 / 6, 1.5]);
+    assert.match(stats.source, /^sglang meta_info/);
+  });
+
+  test('vLLM: metrics.speculative_decoding on the final usage chunk (--per-request-spec-decode-metrics, vllm#48915)', () => {
+    const { state, bearing } = feed('openai-chat', [
+      { choices: [{ delta: { content: 'hi' } }] },
+      {
+        // The summary as vllm#48915 shows it, on the usage chunk (choices: []) as llama-swap#1032 captured it.
+        choices: [],
+        usage: { prompt_tokens: 11742, total_tokens: 11777, completion_tokens: 35 },
+        metrics: {
+          speculative_decoding: {
+            mean_acceptance_length: 1.2325581395348837,
+            draft_acceptance_rate: 0.07751937984496124,
+            acceptance_histogram: [39, 1, 0, 3],
+            num_spec_steps: 43,
+            num_accepted_draft_tokens: 10,
+            num_draft_tokens: 129,
+            num_spec_tokens: 3,
+          },
+        },
+      },
+      '[DONE]',
+    ]);
+    assert.deepEqual(bearing, [true, false, false]);
+    assert.deepEqual([state.specVerifySteps, state.specAcceptedTokens, state.specDraftTokens], [43, 10, 129]);
+    const stats = specFromResponses([state])!;
+    assert.match(stats.source, /^vllm per-request metrics\.speculative_decoding/);
+    assert.ok(Math.abs(stats.acceptanceRate! - 0.07751937984496124) < 1e-12);
+    assert.ok(Math.abs(stats.meanAcceptedLength! - 1.2325581395348837) < 1e-12);
   });
 
   test('TGI: token events, final details, special tokens skipped', () => {

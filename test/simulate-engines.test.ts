@@ -174,6 +174,31 @@ describe('vllm personality', () => {
     assert.ok(Math.abs(spec.acceptanceRate! - expectedAcceptanceRate(server.config)!) < 0.08, `acceptance ${spec.acceptanceRate}`);
     assert.equal(spec.acceptanceByPosition?.length, 3);
   });
+
+  test('with --per-request-spec-decode-metrics the responses carry the counts (vllm#48915); they agree with the counters', async (t) => {
+    const server = await sim(t, {
+      engine: 'vllm',
+      vllm: { perRequestSpecDecodeMetrics: true },
+      decode: { tpotMs: 1, spec: { draftTokens: 3, acceptance: 0.6 } },
+    });
+    const body = (await (
+      await request(`${server.url}/v1/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'sim-llama-8b', prompt: 'hi', max_tokens: 8, ignore_eos: true }),
+      })
+    ).body.json()) as { metrics: { speculative_decoding: { num_spec_steps: number; num_draft_tokens: number; num_spec_tokens: number } } };
+    const summary = body.metrics.speculative_decoding;
+    assert.equal(summary.num_spec_tokens, 3);
+    assert.equal(summary.num_draft_tokens, summary.num_spec_steps * 3);
+    for (const backend of ['openai-completions', 'openai-chat'] as const) {
+      const spec = (await runBenchmark(benchOptions(server.url, { backend }))).levels[0]!.spec!;
+      assert.match(spec.source, /^vllm per-request metrics\.speculative_decoding .* \+ vllm prometheus/, backend);
+      assert.ok(Math.abs(spec.acceptanceRate! - expectedAcceptanceRate(server.config)!) < 0.08, `${backend} acceptance ${spec.acceptanceRate}`);
+      assert.ok(spec.verifySteps! > 0 && spec.verifyStepMs! >= 1, JSON.stringify(spec));
+      assert.equal(spec.acceptanceByPosition?.length, 3, 'per-position acceptance still comes from the counters');
+    }
+  });
 });
 
 describe('sglang personality', () => {
@@ -254,7 +279,7 @@ describe('sglang personality', () => {
     assert.ok(Math.abs(openai.acceptanceRate! - rate) < 0.08, `acceptance ${openai.acceptanceRate} vs ${rate}`);
     assert.ok(Math.abs(openai.meanAcceptedLength! - length) < 0.25, `accepted length ${openai.meanAcceptedLength} vs ${length}`);
     const native = (await runBenchmark(benchOptions(server.url, { backend: 'sglang' }))).levels[0]!.spec!;
-    assert.match(native.source, /spec_num_correct_drafts/);
+    assert.match(native.source, /^sglang meta_info \(correct drafts/);
     assert.ok(Math.abs(native.acceptanceRate! - rate) < 0.08, `native acceptance ${native.acceptanceRate} vs ${rate}`);
     assert.ok(Math.abs(native.meanAcceptedLength! - length) < 0.25, `native accepted length ${native.meanAcceptedLength} vs ${length}`);
     // Verify steps from spec_verify_calls (counters) and spec_verify_ct (meta_info); each step costs at least its tpot.

@@ -25,10 +25,12 @@ export interface StreamState {
   completionTokens?: number;
   /** Prompt tokens the server found in its prefix cache, when it reports them (see readCachedTokens). */
   cachedTokens?: number;
-  /** Speculative-decoding counters reported per request (llama.cpp timings, SGLang meta_info). */
+  /** Speculative-decoding counters reported per request (llama.cpp timings, SGLang meta_info, vLLM metrics). */
   specDraftTokens?: number;
   specAcceptedTokens?: number;
   specVerifySteps?: number;
+  /** Whose per-request counters those are, where it matters for naming their source (verify steps: SGLang or vLLM). */
+  specEngine?: 'sglang' | 'vllm';
   /** The simulator's send timestamp (hrtime ns) of the latest event: ground truth for timing-error measurement. */
   simSentNs?: string;
   /** SGLang: the previous chunk's text (cumulative chunks extend it), and whether the chunks proved to carry only new text. */
@@ -178,6 +180,21 @@ function openAiUsage(record: Record<string, any>, state: StreamState): void {
   }
 }
 
+/**
+ * vLLM's per-request speculative counts, with --per-request-spec-decode-metrics (vllm-project/vllm#48915, July
+ * 2026): top-level `metrics.speculative_decoding` {num_spec_steps, num_draft_tokens, num_accepted_draft_tokens, …},
+ * on the final usage chunk (choices: []) of a stream that asked for usage. Steps and drafts read as SGLang's.
+ */
+function readVllmSpecMetrics(record: Record<string, any>, state: StreamState): void {
+  const spec = record.metrics?.speculative_decoding;
+  if (!spec || typeof spec !== 'object') return;
+  if (typeof spec.num_spec_steps !== 'number' || typeof spec.num_accepted_draft_tokens !== 'number') return;
+  state.specEngine = 'vllm';
+  state.specVerifySteps = spec.num_spec_steps;
+  state.specAcceptedTokens = spec.num_accepted_draft_tokens;
+  if (typeof spec.num_draft_tokens === 'number') state.specDraftTokens = spec.num_draft_tokens;
+}
+
 function openAiBody(extra: Record<string, unknown>, item: PromptItem, options: BackendRequestOptions): string {
   return JSON.stringify({
     ...(options.model ? { model: options.model } : {}),
@@ -200,6 +217,7 @@ function openAiBackend(path: string, prompt: (item: PromptItem) => Record<string
     body: (item, options) => openAiBody(prompt(item), item, options),
     ...templated(textPaths, (record, state) => {
       openAiUsage(record, state);
+      readVllmSpecMetrics(record, state);
       // llama.cpp's OpenAI-compatible stream carries the same `timings` (draft counts) on its final chunk.
       if (record.timings && typeof record.timings === 'object') readDraftTimings(record.timings, state);
       const choice = record.choices?.[0];
@@ -231,6 +249,30 @@ const openAiChat = openAiBackend(
 );
 
 /**
+ * SGLang's per-request draft counts (meta_info of the final chunk, python/sglang/srt/managers/tokenizer_manager.py
+ * `_calculate_spec_decoding_metrics`), correct (accepted) drafts and proposed drafts, newest names first. Renamed
+ * twice (the table in verl-project/verl#7543); from 0.5.12 the 0.5.11 names stay as aliases for a release
+ * (sgl-project/sglang#24081), so the newest pair a server sends is read.
+ */
+const SGLANG_DRAFT_KEYS = [
+  // >= 0.5.12 (sglang#24081: `correct` = drafts only, no bonus token).
+  ['spec_num_correct_drafts', 'spec_num_proposed_drafts'],
+  // 0.5.11 (sglang#23530).
+  ['spec_accepted_drafts', 'spec_proposed_drafts'],
+  // <= 0.5.10.post1.
+  ['spec_accept_token_num', 'spec_draft_token_num'],
+] as const;
+
+function readSglangDrafts(meta: Record<string, unknown>, state: StreamState): void {
+  for (const [correct, proposed] of SGLANG_DRAFT_KEYS) {
+    if (typeof meta[correct] !== 'number') continue;
+    state.specAcceptedTokens = meta[correct];
+    if (typeof meta[proposed] === 'number') state.specDraftTokens = meta[proposed];
+    return;
+  }
+}
+
+/**
  * SGLang native /generate streams the cumulative text so far plus meta_info counters; with the server's
  * --incremental-streaming-output each chunk carries only its new text instead, and nothing in a chunk says which.
  * A chunk whose text does not extend the previous one proves incremental output for the rest of the request. The
@@ -257,9 +299,11 @@ const sglang: Backend = {
       if (typeof meta.completion_tokens === 'number') state.completionTokens = meta.completion_tokens;
       // python/sglang/srt/managers/scheduler_output_processor_mixin.py: meta_info "cached_tokens": req.cached_tokens.
       if (typeof meta.cached_tokens === 'number') state.cachedTokens = meta.cached_tokens;
-      if (typeof meta.spec_verify_ct === 'number') state.specVerifySteps = meta.spec_verify_ct;
-      if (typeof meta.spec_num_correct_drafts === 'number') state.specAcceptedTokens = meta.spec_num_correct_drafts;
-      if (typeof meta.spec_num_proposed_drafts === 'number') state.specDraftTokens = meta.spec_num_proposed_drafts;
+      if (typeof meta.spec_verify_ct === 'number') {
+        state.specEngine = 'sglang';
+        state.specVerifySteps = meta.spec_verify_ct;
+      }
+      readSglangDrafts(meta, state);
       noteFinish(state, meta.finish_reason?.type);
     }
     const text = record.text;

@@ -7,7 +7,8 @@ import type { RequestSample, SpecDecodeStats } from './types.js';
 /**
  * Speculative-decoding statistics of one level, from the best source available:
  * 1. per-request counters in the responses (llama.cpp `timings.draft_n[_accepted]`; SGLang's native meta_info on the
- *    final chunk: `spec_verify_ct`, `spec_num_correct_drafts`, `spec_num_proposed_drafts`). vLLM's responses carry none;
+ *    final chunk: `spec_verify_ct` and the correct/proposed drafts under each version's names, see backends.ts
+ *    SGLANG_DRAFT_KEYS; vLLM's with --per-request-spec-decode-metrics, see readVllmSpecMetrics);
  * 2. Prometheus counters in vLLM's schema (`vllm:spec_decode_num_{drafts,draft_tokens,accepted_tokens}_total`, and
  *    `…_accepted_tokens_per_pos_total{position}` where the engine has it; llama-server exports the same under
  *    `llamacpp:`, the simulator under `vllm:`), or SGLang's (below), as the delta between a scrape before and after
@@ -159,6 +160,7 @@ export function specFromResponses(states: readonly StreamState[]): SpecDecodeSta
   let verifiedTokens = 0;
   let haveDraft = false;
   let correctDrafts = false;
+  const engines = new Set<string>();
   for (const state of states) {
     if (state.specDraftTokens !== undefined && state.specAcceptedTokens !== undefined) {
       haveDraft = true;
@@ -167,12 +169,13 @@ export function specFromResponses(states: readonly StreamState[]): SpecDecodeSta
     }
     const steps = state.specVerifySteps;
     if (steps === undefined || steps <= 0) continue;
+    if (state.specEngine) engines.add(state.specEngine);
     if (state.specAcceptedTokens !== undefined) {
       correctDrafts = true;
       verifySteps += steps;
       verifiedTokens += state.specAcceptedTokens + steps;
     } else if (state.completionTokens !== undefined) {
-      // SGLang before spec_num_correct_drafts: every output token but the prefill's came from a verify step.
+      // An SGLang that sends no draft counts: every output token but the prefill's came from a verify step.
       verifySteps += steps;
       verifiedTokens += state.completionTokens - 1;
     }
@@ -181,7 +184,9 @@ export function specFromResponses(states: readonly StreamState[]): SpecDecodeSta
     const meanAcceptedLength = verifiedTokens / verifySteps;
     if (!correctDrafts) return { source: 'sglang meta_info ((completion_tokens - 1) / spec_verify_ct)', meanAcceptedLength, verifySteps };
     return {
-      source: 'sglang meta_info (spec_num_correct_drafts, spec_num_proposed_drafts, spec_verify_ct)',
+      source: engines.has('vllm')
+        ? 'vllm per-request metrics.speculative_decoding (num_accepted_draft_tokens, num_draft_tokens, num_spec_steps)'
+        : 'sglang meta_info (correct drafts, proposed drafts, spec_verify_ct)',
       meanAcceptedLength,
       verifySteps,
       ...(haveDraft && draftTokens > 0 && { acceptanceRate: acceptedTokens / draftTokens, draftTokens }),

@@ -136,6 +136,13 @@ export const SimConfigSchema = z.strictObject({
    * keep-alive, so a client that reuses it sends into a dead socket.
    */
   closeKeptAlive: z.boolean().default(false),
+  /** What only the vllm personality reads. */
+  vllm: z
+    .strictObject({
+      /** --per-request-spec-decode-metrics summary (vllm#48915): the final usage chunk carries metrics.speculative_decoding. */
+      perRequestSpecDecodeMetrics: z.boolean().default(false),
+    })
+    .prefault({}),
   /** What only the sglang personality reads. */
   sglang: z
     .strictObject({

@@ -50,6 +50,28 @@ function usageOf(promptTokens: number, outcome: GenerationOutcome, config: SimCo
   };
 }
 
+/**
+ * vLLM's per-request speculative summary (vllm-project/vllm#48915, `--per-request-spec-decode-metrics summary`):
+ * top-level `metrics.speculative_decoding`, on the body and on the final usage chunk of a stream.
+ */
+function vllmSpecMetrics(outcome: GenerationOutcome, config: SimConfig): object {
+  const k = config.decode.spec.draftTokens;
+  if (config.engine !== 'vllm' || !config.vllm.perRequestSpecDecodeMetrics || k === 0 || outcome.decodeSteps === 0) return {};
+  const steps = outcome.decodeSteps;
+  return {
+    metrics: {
+      speculative_decoding: {
+        mean_acceptance_length: 1 + outcome.acceptedDraftTokens / steps,
+        draft_acceptance_rate: outcome.draftTokens > 0 ? outcome.acceptedDraftTokens / outcome.draftTokens : 0,
+        num_spec_steps: steps,
+        num_accepted_draft_tokens: outcome.acceptedDraftTokens,
+        num_draft_tokens: outcome.draftTokens,
+        num_spec_tokens: k,
+      },
+    },
+  };
+}
+
 function checkModel(requested: string | undefined, config: SimConfig): string {
   if (requested !== undefined && requested !== config.model) {
     throw new HttpError(404, `The model \`${requested}\` does not exist.`, 'NotFoundError', 'model');
@@ -137,7 +159,8 @@ function openAiJob(endpoint: Endpoint, body: CommonBody, prompt: unknown, prompt
       return [chunk([returnIds ? { ...choice, token_ids: added } : choice])];
     },
     answer: () => text,
-    closingEvents: (outcome: GenerationOutcome) => (includeUsage ? [chunk([], usageOf(promptTokens, outcome, config))] : []),
+    closingEvents: (outcome: GenerationOutcome) =>
+      includeUsage ? [{ ...chunk([], usageOf(promptTokens, outcome, config)), ...vllmSpecMetrics(outcome, config) }] : [],
     body: (outcome: GenerationOutcome) => ({
       id,
       object: endpoint.bodyObject,
@@ -145,6 +168,7 @@ function openAiJob(endpoint: Endpoint, body: CommonBody, prompt: unknown, prompt
       model,
       choices: [{ ...endpoint.finalChoice(text, outcome.finishReason), ...(returnIds && { token_ids: ids }) }],
       usage: usageOf(promptTokens, outcome, config),
+      ...vllmSpecMetrics(outcome, config),
     }),
   };
 }

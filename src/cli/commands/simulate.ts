@@ -20,6 +20,7 @@ interface SimulateFlags {
   config?: string;
   engine?: EngineKind;
   incrementalStreamingOutput?: boolean;
+  perRequestSpecDecodeMetrics?: boolean;
   healthCheckTimeoutMs?: number;
   printConfig?: boolean;
   host?: string;
@@ -105,6 +106,7 @@ function fault(value: string, previous: FaultConfig[]): FaultConfig[] {
 const FLAG_OF_KEY: Record<string, string> = {
   engine: '--engine',
   'sglang.incrementalStreamingOutput': '--incremental-streaming-output',
+  'vllm.perRequestSpecDecodeMetrics': '--per-request-spec-decode-metrics',
   'sglang.healthCheckTimeoutMs': '--health-check-timeout-ms',
   host: '--host',
   port: '--port',
@@ -152,6 +154,7 @@ function flagOf(keyPath: string): string {
 function overridesFrom(flags: SimulateFlags): SimConfigInput {
   return {
     engine: flags.engine,
+    vllm: { perRequestSpecDecodeMetrics: flags.perRequestSpecDecodeMetrics },
     sglang: {
       incrementalStreamingOutput: flags.incrementalStreamingOutput,
       healthCheckTimeoutMs: flags.healthCheckTimeoutMs,
@@ -234,6 +237,10 @@ function defineSimulate(program: Command): Command {
       ).choices(EngineKinds),
     )
     .option('--incremental-streaming-output', "sglang: native /generate chunks carry only the new text, as SGLang's flag of that name")
+    .option(
+      '--per-request-spec-decode-metrics',
+      "vllm: responses carry metrics.speculative_decoding (the stream's final usage chunk), as vLLM's flag of that name (summary)",
+    )
     .option(
       '--health-check-timeout-ms <ms>',
       'sglang: how long /health waits for scheduler output before a 503 (SGLANG_HEALTH_CHECK_TIMEOUT, default 20000)',
