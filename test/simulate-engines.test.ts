@@ -5,7 +5,10 @@
  */
 
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -242,6 +245,48 @@ describe('sglang personality', () => {
     assert.match(onHealth.cause() ?? '', /answered nothing/, 'a 1 s probe of /health never gets its answer');
     assert.equal(onLiveness.cause(), undefined);
     await busy.done;
+  });
+
+  test('a dead scheduler behind a live HTTP server (sglang#6624): /v1/models answers on, the scheduler probe ends the watch', async (t) => {
+    const server = await sim(t, { engine: 'sglang', startup: { loadMs: 50, failure: { kind: 'hang', atMs: 400 } } });
+    const sglang = profile('sglang');
+    const httpOnly = watchLiveness({ baseUrl: server.url, path: sglang.livenessPath! });
+    const started = performance.now();
+    const withScheduler = watchLiveness({
+      baseUrl: server.url,
+      path: sglang.livenessPath!,
+      schedulerPaths: sglang.schedulerPaths!,
+      schedulerUnansweredMs: 1_500,
+    });
+    t.after(() => {
+      httpOnly.stop();
+      withScheduler.stop();
+    });
+    await new Promise((resolve) => withScheduler.signal.addEventListener('abort', resolve));
+    t.diagnostic(`scheduler declared dead ${Math.round(performance.now() - started)} ms after the watch began (hang at 400 ms)`);
+    assert.match(withScheduler.cause()!, /the server answers HTTP but its scheduler has not answered \/server_info for 2 s/);
+    const models = await probe(`${server.url}/v1/models`, { timeoutMs: 2000 });
+    assert.equal(models.kind === 'answer' && models.answer.status, 200, 'the model list still answers');
+    assert.equal(httpOnly.cause(), undefined, '/v1/models alone calls the server alive');
+  });
+
+  test("the scheduler probe falls back to an older name on a 404 (SGLang before #21463's /server_info)", async (t) => {
+    const old = createServer((req, res) => {
+      if (req.url === '/server_info') return void res.writeHead(404).end('{"detail":"Not Found"}');
+      if (req.url === '/get_server_info') return; // a wedged scheduler: never answered
+      res.writeHead(200).end('{"object":"list","data":[]}');
+    });
+    old.listen(0, '127.0.0.1');
+    await once(old, 'listening');
+    t.after(() => {
+      old.closeAllConnections();
+      old.close();
+    });
+    const url = `http://127.0.0.1:${(old.address() as AddressInfo).port}`;
+    const watch = watchLiveness({ baseUrl: url, path: '/v1/models', schedulerPaths: profile('sglang').schedulerPaths!, schedulerUnansweredMs: 1_000 });
+    t.after(() => watch.stop());
+    await new Promise((resolve) => watch.signal.addEventListener('abort', resolve));
+    assert.match(watch.cause()!, /has not answered \/get_server_info/);
   });
 
   test('/health answers 503 after SGLANG_HEALTH_CHECK_TIMEOUT when the scheduler is hung', async (t) => {

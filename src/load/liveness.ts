@@ -10,6 +10,13 @@ const UNANSWERED_MS = 3_000;
 const PROBE_TIMEOUT_MS = 1_000;
 /** How long a refusal waits for the process exit that usually explains it. */
 const EXIT_GRACE_MS = 200;
+/**
+ * An engine whose HTTP server outlives its scheduler (SGLang, sglang#6624) is asked a scheduler round trip this
+ * often, which waits for the scheduler's next loop (between forward passes): rare enough to cost nothing measurable.
+ */
+const SCHEDULER_INTERVAL_MS = 2_000;
+/** No scheduler answer for this long is a dead or wedged scheduler: longer than a chunked prefill's forward pass. */
+const SCHEDULER_UNANSWERED_MS = 15_000;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -17,6 +24,13 @@ export interface LivenessOptions {
   baseUrl: string;
   /** Probed with GET; any HTTP answer counts as alive (a 404 still proves the process serves). */
   path: string;
+  /**
+   * GET paths whose answer needs the engine's scheduler (the profile's `schedulerPaths`), the current name first and
+   * older names after it: a 404 moves on to the next. None: the HTTP probe alone.
+   */
+  schedulerPaths?: readonly string[];
+  /** How long the scheduler may leave its probe unanswered (default 15 s). */
+  schedulerUnansweredMs?: number;
   /** Resolves when the server process ended (local and SSH launches know this); describes how. */
   exited?: Promise<string>;
   /** Called once, with the cause, when the server is declared dead. */
@@ -56,6 +70,28 @@ export function watchLiveness(options: LivenessOptions): LivenessWatch {
   };
 
   const url = `${options.baseUrl.replace(/\/+$/, '')}${options.path}`;
+  /**
+   * The scheduler's round trip, apart from the HTTP probe: an answer of any status but 404 proves it ran; a 404 is a
+   * name this version lacks (the next is tried); no answer within the limit is a dead scheduler behind a live server.
+   */
+  const watchScheduler = async (baseUrl: string, paths: readonly string[], unansweredMs: number): Promise<void> => {
+    const remaining = [...paths];
+    let lastAnswerAt = Date.now();
+    while (!stopped && cause === undefined && remaining.length > 0) {
+      const path = remaining[0]!;
+      const outcome = await probeStatus(`${baseUrl.replace(/\/+$/, '')}${path}`, unansweredMs);
+      if (stopped) return;
+      if (outcome === 404) {
+        remaining.shift();
+        continue;
+      }
+      if (typeof outcome === 'number') lastAnswerAt = Date.now();
+      if (Date.now() - lastAnswerAt >= unansweredMs) {
+        declare(`the server answers HTTP but its scheduler has not answered ${path} for ${Math.round(unansweredMs / 1000)} s (dead or wedged)`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, SCHEDULER_INTERVAL_MS).unref());
+    }
+  };
   let refusals = 0;
   let lastAnswerAt = Date.now();
   const probe = async (): Promise<void> => {
@@ -74,6 +110,7 @@ export function watchLiveness(options: LivenessOptions): LivenessWatch {
     }
   };
   void probe();
+  if (options.schedulerPaths?.length) void watchScheduler(options.baseUrl, options.schedulerPaths, options.schedulerUnansweredMs ?? SCHEDULER_UNANSWERED_MS);
   return {
     signal: controller.signal,
     cause: () => cause,
@@ -113,16 +150,22 @@ export async function waitUntilAnswering(options: {
 
 /** 'answered', 'timeout', or the connection error. */
 async function probeOnce(url: string): Promise<string> {
+  const outcome = await probeStatus(url, PROBE_TIMEOUT_MS);
+  return typeof outcome === 'number' ? 'answered' : outcome;
+}
+
+/** The HTTP status, 'timeout', or the connection error. */
+async function probeStatus(url: string, timeoutMs: number): Promise<number | string> {
   try {
     const response = await request(url, {
       // A fresh connection each time: a server that closes kept-alive sockets must not look dead.
       reset: true,
-      headersTimeout: PROBE_TIMEOUT_MS,
-      bodyTimeout: PROBE_TIMEOUT_MS,
-      signal: AbortSignal.timeout(PROBE_TIMEOUT_MS),
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+      signal: AbortSignal.timeout(timeoutMs),
     });
     await response.body.dump();
-    return 'answered';
+    return response.statusCode;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? '';
     if (/TIMEOUT|ABORT/i.test(code) || (error as Error).name === 'TimeoutError' || (error as Error).name === 'AbortError') return 'timeout';

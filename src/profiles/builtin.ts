@@ -195,6 +195,10 @@ const sglang: ServerProfile = {
   healthProbeTimeoutMs: 25_000,
   // ... and answers no sooner than its first 1 s poll for scheduler output: liveness during load asks the model list.
   livenessPath: '/v1/models',
+  // ... which the tokenizer manager answers alone: it answers while the scheduler is dead (sglang#6624). http_server.py
+  // `get_server_info` awaits tokenizer_manager.get_internal_state(), a round trip to every scheduler, so it proves
+  // them alive; `/server_info` since #21463, `/get_server_info` before.
+  schedulerPaths: ['/server_info', '/get_server_info'],
   // /flush_cache answers 400 while requests run or wait; `timeout` (seconds) lets it wait for them to drain first.
   cacheReset: { kind: 'endpoint', path: '/flush_cache?timeout=30' },
   phasePatterns: phases(

@@ -63,6 +63,12 @@ export interface ServerProfile {
    */
   livenessPath?: string;
   /**
+   * GET paths whose answer needs the engine's scheduler, newest name first (older names after it, for older
+   * versions), asked every few seconds during a trial: an HTTP server that answers `livenessPath` can outlive a dead
+   * scheduler (SGLang).
+   */
+  schedulerPaths?: readonly string[];
+  /**
    * A typical time to ready, which a plan without history shows as "typical for <profile>, no history": a rough
    * figure for a mid-size model, never a measurement of yours. Unset: the plan says the startup is unknown.
    */

@@ -135,6 +135,9 @@ function sglangHttp(config: SimConfig, context: EngineContext): EngineHttp {
     get(_req, res, path) {
       // /get_server_info is the deprecated name of /server_info.
       if (path !== '/server_info' && path !== '/get_server_info') return false;
+      // http_server.py get_server_info awaits tokenizer_manager.get_internal_state(), a round trip to the scheduler:
+      // a hung (or dead) scheduler leaves it unanswered while /v1/models, answered by the HTTP side, still answers.
+      if (context.state() === 'hung') return true;
       serverInfo(res);
       return true;
     },

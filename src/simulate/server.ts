@@ -160,9 +160,12 @@ export async function startSimulator(input: SimConfigInput = {}, options: Simula
   }
 
   function models(res: ServerResponse): void {
-    if (state === 'ready' || state === 'not-serving') {
+    // SGLang's tokenizer manager lists the model without asking the scheduler: a hung one leaves the list as it was
+    // (sglang#6624).
+    const listsAnyway = state === 'hung' && wasReady && config.engine === 'sglang';
+    if (state === 'ready' || state === 'not-serving' || listsAnyway) {
       const data =
-        state === 'ready'
+        state === 'ready' || listsAnyway
           ? [
               {
                 id: config.model,

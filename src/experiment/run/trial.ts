@@ -59,7 +59,12 @@ export async function measureTrial(
   if (cache.resetPath) await resetCache(server.baseUrl, cache.resetPath);
   const startedAt = new Date().toISOString();
   // Nothing is fired into a dead server: its death aborts the load client within a second.
-  const liveness = watchLiveness({ baseUrl: server.baseUrl, path: profile.livenessPath ?? profile.healthPath, exited: server.exited.then(describeExit) });
+  const liveness = watchLiveness({
+    baseUrl: server.baseUrl,
+    path: profile.livenessPath ?? profile.healthPath,
+    ...(profile.schedulerPaths && { schedulerPaths: profile.schedulerPaths }),
+    exited: server.exited.then(describeExit),
+  });
   // Nor into one that logged a fatal error (a CUDA error, an NCCL failure) while it still answers.
   const serverLog = watchServerLog(server.logPath, profile, context.log);
   const signal = AbortSignal.any([stop, liveness.signal, serverLog.signal]);
