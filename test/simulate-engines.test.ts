@@ -24,6 +24,7 @@ import { watchLiveness } from '../src/load/liveness.js';
 import { runBenchmark } from '../src/load/run.js';
 import { specCountersFromMetrics, specFromCounterDelta } from '../src/load/spec.js';
 import type { BenchOptions } from '../src/load/types.js';
+import { formatBenchTable } from '../src/metrics/table.js';
 import { BUILTIN_PROFILES } from '../src/profiles/builtin.js';
 import type { ServerProfile } from '../src/profiles/types.js';
 import { NotReadyError } from '../src/ready/errors.js';
@@ -94,6 +95,14 @@ describe('pure health and reset readings', () => {
     assert.equal(resetRefused('{"success": true}'), false);
     assert.equal(resetRefused('Cache flushed.\nPlease check backend logs for more details.'), false);
     assert.equal(resetRefused(''), false);
+  });
+
+  test("SGLang's adaptive tier gauges (sglang#25940) are read per scrape, the first rank's sample", () => {
+    const counters = 'sglang:spec_verify_calls_total{tp_rank="0"} 5\nsglang:generation_tokens_total 20\nsglang:num_requests_total 1\n';
+    const gauges =
+      '# TYPE sglang:spec_num_steps gauge\nsglang:spec_num_steps{tp_rank="0"} 3.0\nsglang:spec_num_steps{tp_rank="1"} 3.0\nsglang:spec_num_draft_tokens{tp_rank="0"} 4.0\n';
+    assert.deepEqual(specCountersFromMetrics(counters + gauges)?.tier, { numSteps: 3, numDraftTokens: 4 });
+    assert.equal(specCountersFromMetrics(counters)?.tier, undefined, 'a server without adaptive gauges');
   });
 
   test('SGLang counters: accepted length (correct + verify) / verify, rate over verify x (speculative_num_draft_tokens - 1)', () => {
@@ -319,8 +328,12 @@ describe('sglang personality', () => {
     );
     const rate = expectedAcceptanceRate(server.config)!;
     const length = expectedTokensPerStep(server.config);
-    const openai = (await runBenchmark(benchOptions(server.url, {}))).levels[0]!.spec!;
+    const result = await runBenchmark(benchOptions(server.url, {}));
+    const openai = result.levels[0]!.spec!;
     assert.match(openai.source, /sglang prometheus counters/);
+    // The tier in force beside acceptance: the simulator's is fixed (3 draft steps, 4 draft tokens).
+    assert.deepEqual(openai.adaptiveTier, { numSteps: 3, numDraftTokens: 4, changed: false });
+    assert.match(formatBenchTable(result), /\d+%\/[\d.]+\/[\d.]+ s3\/d4[\s\S]*spec tier: sN\/dM/);
     assert.ok(Math.abs(openai.acceptanceRate! - rate) < 0.08, `acceptance ${openai.acceptanceRate} vs ${rate}`);
     assert.ok(Math.abs(openai.meanAcceptedLength! - length) < 0.25, `accepted length ${openai.meanAcceptedLength} vs ${length}`);
     const native = (await runBenchmark(benchOptions(server.url, { backend: 'sglang' }))).levels[0]!.spec!;

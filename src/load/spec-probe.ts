@@ -4,7 +4,15 @@
  */
 import type { Dispatcher } from 'undici';
 import type { RequestOutcome } from './request.js';
-import { counterSource, scrapeSglangServerInfo, scrapeSpecCounters, specFromCounterDelta, specFromResponses, withVerifyStepTime } from './spec.js';
+import {
+  counterSource,
+  type SpecCounters,
+  scrapeSglangServerInfo,
+  scrapeSpecCounters,
+  specFromCounterDelta,
+  specFromResponses,
+  withVerifyStepTime,
+} from './spec.js';
 import type { BenchOptions, RequestSample, SpecDecodeStats } from './types.js';
 
 export interface SpecProbe {
@@ -23,12 +31,19 @@ function withCounterExtras(fromResponses: SpecDecodeStats, fromCounters: SpecDec
   return Object.keys(extras).length === 0 ? fromResponses : { ...fromResponses, ...extras, source: `${fromResponses.source} + ${fromCounters.source}` };
 }
 
+/** SGLang's adaptive tier at the level's end, beside the stats; changed when the scrape before it saw another. */
+function withTier(stats: SpecDecodeStats, before: SpecCounters | undefined, after: SpecCounters | undefined): SpecDecodeStats {
+  const tier = after?.tier;
+  if (!tier) return stats;
+  const changed = before?.tier !== undefined && (before.tier.numSteps !== tier.numSteps || before.tier.numDraftTokens !== tier.numDraftTokens);
+  return { ...stats, adaptiveTier: { ...tier, changed } };
+}
+
 export function specProbe(options: BenchOptions, dispatcher: Dispatcher, baseUrl: string): SpecProbe {
-  let before: Awaited<ReturnType<typeof scrapeSpecCounters>>;
+  let before: SpecCounters | undefined;
   /** The level's stats from the best source (see ./spec.ts). */
-  const counted = async (outcomes: readonly RequestOutcome[]): Promise<SpecDecodeStats | undefined> => {
+  const counted = async (outcomes: readonly RequestOutcome[], after: SpecCounters | undefined): Promise<SpecDecodeStats | undefined> => {
     const fromResponses = specFromResponses(outcomes.filter((outcome) => !outcome.sample.error).map((outcome) => outcome.state));
-    const after = before && (await scrapeSpecCounters(dispatcher, baseUrl));
     const fromCounters = before && after && after.engine === before.engine ? specFromCounterDelta(before, after, counterSource(after)) : undefined;
     if (fromResponses) return fromCounters ? withCounterExtras(fromResponses, fromCounters) : fromResponses;
     if (fromCounters) return fromCounters;
@@ -41,12 +56,17 @@ export function specProbe(options: BenchOptions, dispatcher: Dispatcher, baseUrl
     },
     async after(outcomes) {
       if (options.specMetrics === 'none') return undefined;
-      const stats = await counted(outcomes);
+      const after = before && (await scrapeSpecCounters(dispatcher, baseUrl));
+      const stats = await counted(outcomes, after);
       return (
         stats &&
-        withVerifyStepTime(
-          stats,
-          outcomes.map((outcome) => outcome.sample),
+        withTier(
+          withVerifyStepTime(
+            stats,
+            outcomes.map((outcome) => outcome.sample),
+          ),
+          before,
+          after,
         )
       );
     },

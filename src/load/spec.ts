@@ -39,6 +39,31 @@ export interface SpecCounters {
   acceptedTokens: number;
   /** Accepted tokens by draft position (0 = first), when the engine exports them. */
   acceptedPerPosition?: number[];
+  /** SGLang's adaptive tier in force at the scrape (see sglangTier). */
+  tier?: SpecTier;
+}
+
+export interface SpecTier {
+  numSteps: number;
+  numDraftTokens: number;
+}
+
+/** The first sample of a gauge (one per rank: the tier is switched for all ranks at once), or undefined. */
+function firstSample(text: string, name: string): number | undefined {
+  const match = new RegExp(`^${name}(?:\\{[^}]*\\})?\\s+(\\S+)`, 'm').exec(text);
+  const value = match ? Number(match[1]) : Number.NaN;
+  return Number.isFinite(value) ? value : undefined;
+}
+
+/**
+ * SGLang's adaptive speculative decoding tier in force: gauges `sglang:spec_num_steps` and
+ * `sglang:spec_num_draft_tokens` (sgl-project/sglang#25940, for --speculative-adaptive, sglang#21599), or undefined
+ * on a server without them. Pure.
+ */
+export function sglangTier(text: string): SpecTier | undefined {
+  const numSteps = firstSample(text, 'sglang:spec_num_steps');
+  const numDraftTokens = firstSample(text, 'sglang:spec_num_draft_tokens');
+  return numSteps === undefined || numDraftTokens === undefined ? undefined : { numSteps, numDraftTokens };
 }
 
 /**
@@ -74,7 +99,8 @@ export function hasSglangSpecCounters(text: string): boolean {
 export function specCountersFromMetrics(text: string, numDraftTokens?: number): SpecCounters | undefined {
   const totals = parsePrometheusTotals(text);
   const sglang = sglangCounters(totals, numDraftTokens);
-  if (sglang) return sglang;
+  const tier = sglang && sglangTier(text);
+  if (sglang) return tier ? { ...sglang, tier } : sglang;
   for (const engine of COUNTER_PREFIXES) {
     const counter = (name: string): number | undefined => totals.get(`${engine}:spec_decode_${name}_total`) ?? totals.get(`${engine}:spec_decode_${name}`);
     const draftTokens = counter('num_draft_tokens');

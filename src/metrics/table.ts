@@ -1,5 +1,5 @@
 import { formatNumber, formatSeconds, formatShare } from '../util/format.js';
-import type { BenchProgress, BenchResult, CapacitySearch, LevelResult, Summary } from './types.js';
+import type { BenchProgress, BenchResult, CapacitySearch, LevelResult, SpecDecodeStats, Summary } from './types.js';
 
 function fixed(value: number, digits: number): string {
   return Number.isFinite(value) ? value.toFixed(digits) : '-';
@@ -18,7 +18,12 @@ function specCell(level: LevelResult): string {
   const rate = spec.acceptanceRate === undefined ? '-' : `${fixed(spec.acceptanceRate * 100, 0)}%`;
   const length = spec.meanAcceptedLength === undefined ? '-' : fixed(spec.meanAcceptedLength, 2);
   const step = spec.verifyStepMs === undefined ? '-' : fixed(spec.verifyStepMs, 1);
-  return `${rate}/${length}/${step}`;
+  return `${rate}/${length}/${step}${tierText(spec.adaptiveTier)}`;
+}
+
+/** SGLang's adaptive tier beside acceptance: " s3/d4" (draft steps / draft tokens at the level's end), "*" if it moved. */
+function tierText(tier: SpecDecodeStats['adaptiveTier']): string {
+  return tier ? ` s${tier.numSteps}/d${tier.numDraftTokens}${tier.changed ? '*' : ''}` : '';
 }
 
 const COLUMNS: Array<{ title: string; cell: (level: LevelResult) => string; left?: boolean }> = [
@@ -68,6 +73,11 @@ export function formatBenchTable(result: BenchResult): string {
   if (capacity) lines.push(...capacityLines(capacity));
   const specSources = [...new Set(result.levels.flatMap((level) => (level.spec ? [level.spec.source] : [])))];
   if (specSources.length > 0) lines.push(`spec decoding: acceptance rate / mean accepted length / decode ms per verify step from ${specSources.join('; ')}`);
+  if (result.levels.some((level) => level.spec?.adaptiveTier)) {
+    lines.push(
+      'spec tier: sN/dM = the draft steps / draft tokens in force at the level end (sglang:spec_num_steps, spec_num_draft_tokens); * = it changed during the level',
+    );
+  }
   if (result.tokenCountMethod === 'stream-chunks')
     lines.push('note: the server reported no token usage; output tokens are counted stream events (spec decoding undercounts)');
   if (result.levels.some((level) => level.rate))

@@ -134,6 +134,11 @@ export interface SpecDecodeStats {
    * costs a request. No engine reports the draft pass apart in what servelab reads, so it is included.
    */
   verifyStepMs?: number;
+  /**
+   * SGLang's adaptive speculative decoding: the tier in force at the level's end (gauges `sglang:spec_num_steps`,
+   * `sglang:spec_num_draft_tokens`, sglang#25940), and whether it changed during the level.
+   */
+  adaptiveTier?: { numSteps: number; numDraftTokens: number; changed: boolean };
 }
 
 export interface LevelResult {

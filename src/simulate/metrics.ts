@@ -144,6 +144,10 @@ export function renderSglangMetrics(model: string, counters: SimCounters, draftT
       counters.specDraftTokens > 0 ? counters.specAcceptedTokens / counters.specDraftTokens : 0,
     );
     out.add('sglang:spec_verify_calls', 'counter', 'Number of speculative decoding verification calls.', counters.finishedVerifySteps);
+    // The adaptive tier in force (sglang#25940); the simulator's is fixed: its draft chain and, as /server_info
+    // says, speculative_num_draft_tokens = steps + 1.
+    out.add('sglang:spec_num_steps', 'gauge', 'The current speculative num steps.', draftTokens);
+    out.add('sglang:spec_num_draft_tokens', 'gauge', 'The current speculative num draft tokens.', draftTokens + 1);
   }
   return out.text();
 }

@@ -47,6 +47,8 @@ const trialMetricsSchema = z
     failed: z.number().int().min(0),
     acceptanceRate: figure.optional(),
     meanAcceptedLength: figure.optional(),
+    specNumSteps: figure.optional(),
+    specNumDraftTokens: figure.optional(),
     acceptanceByPosition: z.array(figure).optional(),
     prefixCacheHitRate: figure.optional(),
     prefixCacheTargetHitRate: figure.optional(),

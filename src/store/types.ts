@@ -24,6 +24,9 @@ export interface TrialMetrics {
   failed: number;
   acceptanceRate?: number;
   meanAcceptedLength?: number;
+  /** SGLang's adaptive speculative tier in force at the trial's end: draft steps and draft tokens (SpecDecodeStats.adaptiveTier). */
+  specNumSteps?: number;
+  specNumDraftTokens?: number;
   /** Prompt tokens the server found in its prefix cache / prompt tokens, where it reported them (see PrefixCacheCheck). */
   prefixCacheHitRate?: number;
   /** The workload's designed hit rate (shared prefixes, conversation history), beside the achieved one. */

@@ -26,6 +26,7 @@ export function trialMetricsOf(level: LevelResult, efficiency: EfficiencyInputs 
     failed: level.failed,
     ...(level.spec?.acceptanceRate !== undefined && { acceptanceRate: level.spec.acceptanceRate }),
     ...(level.spec?.meanAcceptedLength !== undefined && { meanAcceptedLength: level.spec.meanAcceptedLength }),
+    ...(level.spec?.adaptiveTier && { specNumSteps: level.spec.adaptiveTier.numSteps, specNumDraftTokens: level.spec.adaptiveTier.numDraftTokens }),
     ...(level.prefixCache && { prefixCacheHitRate: level.prefixCache.hitRate }),
     ...(level.prefixCache?.targetHitRate !== undefined && { prefixCacheTargetHitRate: level.prefixCache.targetHitRate }),
     ...(level.turns && turnMetrics(level.turns)),

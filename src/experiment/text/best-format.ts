@@ -84,15 +84,29 @@ export function formatSpecView(experiment: ResolvedExperiment, trials: readonly 
         med((trial) => (trial.metrics.acceptanceRate === undefined ? undefined : trial.metrics.acceptanceRate * 100)),
         med((trial) => trial.metrics.meanAcceptedLength),
         med((trial) => trial.metrics.verifyStepMs),
+        tierCell(own),
         positionCell(own),
         String(own.length),
       ];
     }),
   );
   return table(
-    ['variant', 'workload', ...SPEC_COLUMNS.map((column) => column.header), 'accept %', 'accepted len', 'verify step ms', 'accept % by pos', 'n'],
+    ['variant', 'workload', ...SPEC_COLUMNS.map((column) => column.header), 'accept %', 'accepted len', 'verify step ms', 'tier s/d', 'accept % by pos', 'n'],
     rows,
   );
+}
+
+/**
+ * SGLang's adaptive tier at the trials' ends (draft steps / draft tokens, e.g. `3/4`), every distinct one when they
+ * differ (`3/4, 5/6`); `-` when no trial reports it.
+ */
+function tierCell(trials: readonly TrialRecord[]): string {
+  const tiers = trials.flatMap((trial) =>
+    trial.metrics.specNumSteps === undefined || trial.metrics.specNumDraftTokens === undefined
+      ? []
+      : [`${trial.metrics.specNumSteps}/${trial.metrics.specNumDraftTokens}`],
+  );
+  return tiers.length === 0 ? '-' : [...new Set(tiers)].join(', ');
 }
 
 /** Median acceptance per draft position over the trials that report it, e.g. `91%/78%/60%`; `-` when none does. */
