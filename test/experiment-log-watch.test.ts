@@ -10,7 +10,7 @@ import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { watchServerLog } from '../src/experiment/run/log-watch.js';
 import { BUILTIN_PROFILES } from '../src/profiles/builtin.js';
-import { cli, tempDir, writeExperiment } from './support-experiment.js';
+import { cli, simCommand, tempDir, writeExperiment } from './support-experiment.js';
 import { FATAL_LINES, faultServerSection } from './support-fault-server.js';
 
 interface InvalidRow {
@@ -70,6 +70,33 @@ describe('the server log during a trial', () => {
 });
 
 describe('broken engines during a trial', { timeout: 120_000 }, () => {
+  test("SGLang's scheduler dies under a live HTTP server (sglang#6624): /server_info goes unanswered and the trial ends", async (t) => {
+    const dir = tempDir(t, 'logwatch-scheduler');
+    const store = join(dir, 'servelab.db');
+    // Generation requests 1 (the readiness check) and 2 (warm-up) are served, then a few measured ones; the 6th hangs
+    // the engine: /v1/models still lists the model, /server_info (the scheduler's round trip) never answers.
+    const file = writeExperiment(dir, 'scheduler.yaml', {
+      name: 'dead-scheduler',
+      profile: 'sglang',
+      trials: 1,
+      trialRetries: 0,
+      server: { command: simCommand({ tpotMs: 5, extra: ['--engine', 'sglang', '--fail', 'hang', '--fail-after-requests', '6'] }) },
+      client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens: 16, seed: 3 }, warmupRequests: 1, requestTimeout: '90s' },
+      workloads: [{ kind: 'single-stream', requests: 40 }],
+    });
+    const result = await cli(['run', file], { store, timeoutMs: 110_000 });
+    assert.equal(result.code, 1, result.stderr);
+    assert.match(result.stderr, /its scheduler has not answered \/server_info for 15 s/);
+    const db = new Database(store, { readonly: true });
+    t.after(() => db.close());
+    const row = db.prepare('SELECT reason, started_at, finished_at, completed, failed FROM invalid_trials').get() as InvalidRow;
+    const tookMs = Date.parse(row.finished_at) - Date.parse(row.started_at);
+    t.diagnostic(`trial ended ${tookMs} ms after it started; ${row.completed} ok; reason: ${row.reason}`);
+    assert.match(row.reason, /scheduler has not answered/);
+    // Ended by the scheduler probe (15 s), long before the 90 s request timeout.
+    assert.ok(tookMs < 60_000, `the trial took ${tookMs} ms`);
+  });
+
   test('a fatal CUDA error in the server log: the trial stops at once, is invalid with that line, is re-run, never counted', async (t) => {
     const dir = tempDir(t, 'logwatch-fatal');
     const store = join(dir, 'servelab.db');

@@ -32,6 +32,15 @@ const StartupSchema = z.strictObject({
       kind: z.enum(FailureKinds).default('none'),
       /** When the failure strikes, ms after start; default: half-way through loading. Later than loadMs = after ready. */
       atMs: z.number().min(0).optional(),
+      /**
+       * `hang` only: strikes when this many generation requests have arrived (the last one hangs) instead of at a
+       * time, so a test can hang a server in the middle of its measurement however long the startup took.
+       */
+      afterRequests: z.number().int().min(1).optional(),
+    })
+    .refine((failure) => failure.afterRequests === undefined || failure.kind === 'hang', {
+      message: 'afterRequests works with the hang failure only',
+      path: ['afterRequests'],
     })
     .prefault({}),
 });

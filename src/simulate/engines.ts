@@ -273,7 +273,7 @@ export function runEngineStartup(config: SimConfig & { engine: 'vllm' | 'sglang'
   const banner = `servelab simulator (${config.engine} personality) will listen on ${url}; loading for ${(loadMs / 1000).toFixed(2)} s`;
   hooks.log(config.engine === 'vllm' ? vllmLine('APIServer', pid, 'INFO', 'sim', banner) : sglangLine(banner, undefined));
 
-  if (failure.kind !== 'none' && failure.kind !== 'not-serving') {
+  if (failure.kind !== 'none' && failure.kind !== 'not-serving' && failure.afterRequests === undefined) {
     const kind = failure.kind;
     const strikeAt = failure.atMs ?? loadMs / 2;
     // Armed before the steps: a failure due exactly at loadMs still beats readiness.

@@ -183,7 +183,9 @@ export async function startSimulator(input: SimConfigInput = {}, options: Simula
     throw new HttpError(503, 'the model is not loaded');
   }
 
+  let generationRequests = 0;
   async function generation(req: IncomingMessage, res: ServerResponse, makeJob: (body: unknown) => GenerationJob): Promise<void> {
+    if (state === 'ready' && ++generationRequests === config.startup.failure.afterRequests) setState('hung');
     if (state === 'hung') return; // never answered, like a wedged server
     if (state === 'oom' && config.engine === 'vllm') {
       // vllm/entrypoints/openai/api_server.py: EngineDeadError becomes a 500 (and the server shuts down unless kept alive).

@@ -61,7 +61,7 @@ export function runStartup(config: SimConfig, url: string, pid: number, hooks: S
   info(`vLLM API server version 0.0.0 (servelab simulator), model=${config.model}`);
   info(`servelab simulator listening on ${url}; loading for ${(loadMs / 1000).toFixed(2)} s`);
 
-  if (failure.kind !== 'none' && failure.kind !== 'not-serving') {
+  if (failure.kind !== 'none' && failure.kind !== 'not-serving' && failure.afterRequests === undefined) {
     const kind = failure.kind;
     const strikeAt = failure.atMs ?? loadMs / 2;
     // Armed before the phase timers: timers due at the same ms fire in creation order, so a failure due exactly

@@ -29,6 +29,7 @@ interface SimulateFlags {
   loadMs?: number;
   fail?: FailureKind;
   failAtMs?: number;
+  failAfterRequests?: number;
   ttftMs?: number;
   prefillMsPerToken?: number;
   tpotMs?: number;
@@ -114,6 +115,7 @@ const FLAG_OF_KEY: Record<string, string> = {
   'startup.loadMs': '--load-ms',
   'startup.failure.kind': '--fail',
   'startup.failure.atMs': '--fail-at-ms',
+  'startup.failure.afterRequests': '--fail-after-requests',
   'decode.ttftBaseMs': '--ttft-ms',
   'decode.prefillMsPerToken': '--prefill-ms-per-token',
   'decode.tpotMs': '--tpot-ms',
@@ -164,7 +166,7 @@ function overridesFrom(flags: SimulateFlags): SimConfigInput {
     host: flags.host,
     port: flags.port,
     model: flags.model,
-    startup: { loadMs: flags.loadMs, failure: { kind: flags.fail, atMs: flags.failAtMs } },
+    startup: { loadMs: flags.loadMs, failure: { kind: flags.fail, atMs: flags.failAtMs, afterRequests: flags.failAfterRequests } },
     decode: {
       ttftBaseMs: flags.ttftMs,
       prefillMsPerToken: flags.prefillMsPerToken,
@@ -252,6 +254,7 @@ function defineSimulate(program: Command): Command {
     .option('--load-ms <ms>', 'startup time until ready (default 1500)', number)
     .addOption(new Option('--fail <kind>', 'startup failure to simulate').choices(FailureKinds))
     .option('--fail-at-ms <ms>', 'when the failure strikes (default loadMs/2; beyond loadMs = after ready)', number)
+    .option('--fail-after-requests <n>', 'hang only: strike when the Nth generation request arrives (it and all later ones hang)', integer)
     .option('--ttft-ms <ms>', 'prefill base time (default 20)', number)
     .option('--prefill-ms-per-token <ms>', 'prefill time per prompt token (default 0.05)', number)
     .option('--tpot-ms <ms>', 'time per decode step for one request (default 10; 0 = as fast as possible)', number)
