@@ -49,6 +49,21 @@ describe('load client against a faulty server', () => {
     assert.equal(levelValidity(level, { ...strict, ignoreEos: false }), undefined, 'expected without ignore_eos');
   });
 
+  test('each word streamed as two token events, usage agreeing: over-length, invalid with or without ignore_eos', async (t) => {
+    const { level, table } = await bench(t, { eventsPerWord: 2 });
+    assert.deepEqual(level.outputLength, { requestedMean: OUTPUT, generatedMean: 2 * OUTPUT, shortRequests: 0, overLengthRequests: 16 });
+    assert.equal(level.tokenCounts?.disagreeing, 0, 'usage and the events agree: the count is not the question');
+    const reason = /^over-length: 80\.0 of 40\.0 tokens per request \(16 requests over their max_tokens, counted by server-usage\)/;
+    assert.match(levelValidity(level, strict) ?? '', reason);
+    assert.match(levelValidity(level, { ...strict, ignoreEos: false, requireFullOutput: false }) ?? '', reason);
+    assert.match(table, /over-length: 80\.0 of 40\.0 tokens per request .* at c=4/);
+  });
+
+  test('a server that ignores max_tokens (twice the words, one per event): over-length', async (t) => {
+    const { level } = await bench(t, { outputShare: 2 });
+    assert.match(levelValidity(level, strict) ?? '', /^over-length: 80\.0 of 40\.0 tokens per request \(16 requests/);
+  });
+
   test('zero generated tokens is never a success', async (t) => {
     const { level } = await bench(t, { outputShare: 0 }, { maxFailedFraction: 1 });
     assert.deepEqual([level.completed, level.failed, level.errorsByKind], [0, 16, { 'no-output': 16 }]);

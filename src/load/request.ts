@@ -1,6 +1,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { Client, type Dispatcher } from 'undici';
+import { tokenizerTolerance } from '../metrics/summary.js';
 import { formatSeconds } from '../util/format.js';
 import { type Backend, type BackendRequestOptions, newStreamState, readsFrames, StreamFormatError, type StreamState } from './backends.js';
 import { closedAfterServing } from './connections.js';
@@ -302,7 +303,7 @@ export function countDisagreement(counts: Counts): TokenCountDisagreement | unde
   const { usage, tokenizer, stream } = counts;
   if (usage === undefined) return undefined;
   const streamOff = Math.abs(usage - stream) > 1;
-  const tokenizerOff = tokenizer !== undefined && Math.abs(usage - tokenizer) > Math.max(1, Math.ceil(0.02 * usage));
+  const tokenizerOff = tokenizer !== undefined && Math.abs(usage - tokenizer) > tokenizerTolerance(usage);
   if (!streamOff && !tokenizerOff) return undefined;
   return tokenizer === undefined ? { usage, stream } : { usage, stream, tokenizer };
 }

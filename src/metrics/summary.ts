@@ -110,7 +110,7 @@ export function summarizeLevel(input: LevelInput): LevelResult {
     const rate = rateCheck(input.targetRequestsPerSecond, input.samples);
     if (rate) result.rate = rate;
   }
-  const outputLength = outputLengthOf(completed);
+  const outputLength = outputLengthOf(completed, input.tokenCounts?.method);
   if (outputLength) result.outputLength = outputLength;
   if (input.tokenCounts) result.tokenCounts = tokenCountCheck(completed, input.tokenCounts, input.spec !== undefined);
   const prefixCache = prefixCacheOf(completed);
@@ -135,19 +135,37 @@ function fromSend(ms: number, sample: RequestSample): number {
   return ms - (sample.queueMs ?? 0);
 }
 
-function outputLengthOf(completed: readonly RequestSample[]): LevelResult['outputLength'] {
+/**
+ * Most a local tokenizer's count of the streamed text may differ from the model's own: a boundary token or two per
+ * hundred (a re-tokenized text can merge or split where the model's generation did not).
+ */
+export function tokenizerTolerance(tokens: number): number {
+  return Math.max(1, Math.ceil(0.02 * tokens));
+}
+
+/**
+ * Requested vs generated tokens. A request over its max_tokens is judged on the count the figures use: a server's
+ * own count (usage) and the stream's events (each carries at least one token) are exact bounds, as engines stop at
+ * the cap even mid speculative step (sgl-project/sglang#31599: "can only reach the cap, never overshoot"); a local
+ * tokenizer's count gets its tolerance.
+ */
+function outputLengthOf(completed: readonly RequestSample[], method?: TokenCountMethod): LevelResult['outputLength'] {
   let requested = 0;
   let generated = 0;
   let counted = 0;
   let shortRequests = 0;
+  let overLengthRequests = 0;
   for (const sample of completed) {
     if (sample.requestedTokens === undefined) continue;
     counted++;
     requested += sample.requestedTokens;
     generated += sample.outputTokens;
     if (sample.outputTokens < sample.requestedTokens) shortRequests++;
+    const slack = method === 'tokenizer' ? tokenizerTolerance(sample.requestedTokens) : 0;
+    if (sample.outputTokens > sample.requestedTokens + slack) overLengthRequests++;
   }
-  return counted > 0 ? { requestedMean: requested / counted, generatedMean: generated / counted, shortRequests } : undefined;
+  if (counted === 0) return undefined;
+  return { requestedMean: requested / counted, generatedMean: generated / counted, shortRequests, ...(overLengthRequests > 0 && { overLengthRequests }) };
 }
 
 /**
@@ -161,7 +179,7 @@ function tokenCountCheck(completed: readonly RequestSample[], source: { method: 
     const counts = sample.tokenCountDisagreement;
     check.checked++;
     if (!counts) continue;
-    const tokenizerAgrees = counts.tokenizer === undefined || Math.abs(counts.tokenizer - counts.usage) <= Math.max(1, Math.ceil(0.02 * counts.usage));
+    const tokenizerAgrees = counts.tokenizer === undefined || Math.abs(counts.tokenizer - counts.usage) <= tokenizerTolerance(counts.usage);
     if (speculative && counts.usage >= counts.stream && tokenizerAgrees) continue;
     check.disagreeing++;
     check.usage += counts.usage;

@@ -108,6 +108,12 @@ export function earlyStopLine(output: NonNullable<LevelResult['outputLength']>):
   return `early-stop: ${formatNumber(output.generatedMean)} of ${formatNumber(output.requestedMean)} tokens per request (${output.shortRequests} requests stopped short)`;
 }
 
+/** "over-length: 40.0 of 20.0 tokens per request (16 requests over their max_tokens, counted by server-usage)". */
+export function overLengthLine(output: NonNullable<LevelResult['outputLength']>, method?: string): string {
+  const by = method === undefined ? '' : `, counted by ${method}`;
+  return `over-length: ${formatNumber(output.generatedMean)} of ${formatNumber(output.requestedMean)} tokens per request (${output.overLengthRequests ?? 0} requests over their max_tokens${by})`;
+}
+
 /** "prefix cache: 34% of 51,200 prompt tokens cached (40 of 40 requests reported)". */
 export function prefixCacheLine(check: NonNullable<LevelResult['prefixCache']>): string {
   const source = check.counters === undefined ? `${check.reporting} requests reported` : `server counters ${check.counters}`;
@@ -134,6 +140,7 @@ export function levelNotes(level: LevelResult): string[] {
   const label = level.label;
   if (level.stopped !== undefined) notes.push(`STOPPED ${label}: ${level.stopped}`);
   if (level.outputLength && level.outputLength.shortRequests > 0) notes.push(`${earlyStopLine(level.outputLength)} at ${label}`);
+  if (level.outputLength?.overLengthRequests) notes.push(`${overLengthLine(level.outputLength, level.tokenCounts?.method)} at ${label}`);
   const counts = level.tokenCounts;
   if (counts && counts.disagreeing > 0) {
     notes.push(`${tokenCountLine(counts)} at ${label}; figures use ${counts.method}${counts.trusted ? ' (trusted by choice)' : ''}`);

@@ -159,7 +159,7 @@ export interface LevelResult {
   goodput?: { fraction: number; requestsPerSecond: number };
   spec?: SpecDecodeStats;
   /** Requested vs generated output tokens of completed requests: unequal work makes unequal figures. */
-  outputLength?: { requestedMean: number; generatedMean: number; shortRequests: number };
+  outputLength?: OutputLength;
   /** Output-token counts by source over the completed requests, and which source the figures use. */
   tokenCounts?: TokenCountCheck;
   /** Requests sent a second time (see RequestSample.resent). */
@@ -180,6 +180,16 @@ export interface LevelResult {
   /** Set on the one level of a capacity search that stands for it (the capacity, or its lowest step when none passed). */
   capacity?: CapacitySearch;
   samples: RequestSample[];
+}
+
+/** Requested vs generated output tokens of completed requests (means over them): unequal work makes unequal figures. */
+export interface OutputLength {
+  requestedMean: number;
+  generatedMean: number;
+  /** Requests that generated fewer tokens than asked (an early stop). */
+  shortRequests: number;
+  /** Requests counted over their max_tokens (over-length); absent when none. */
+  overLengthRequests?: number;
 }
 
 export interface TokenCountCheck {

@@ -58,7 +58,9 @@ const trialMetricsSchema = z
     usdPerMillionTokens: figure.optional(),
     verifyStepMs: figure.optional(),
     byCategory: z.record(z.string(), categorySchema).optional(),
-    outputLength: z.object({ requestedMean: figure, generatedMean: figure, shortRequests: z.number().int().min(0) }).optional(),
+    outputLength: z
+      .object({ requestedMean: figure, generatedMean: figure, shortRequests: z.number().int().min(0), overLengthRequests: z.number().int().min(0).optional() })
+      .optional(),
     tokenCounts: z.object({ method: z.string(), checked: z.number().int().min(0), disagreeing: z.number().int().min(0) }).optional(),
     resends: z.number().int().min(0).optional(),
     afterStart: z.number().int().min(1).optional(),

@@ -30,7 +30,7 @@ export function trialMetricsOf(level: LevelResult, efficiency: EfficiencyInputs 
     ...(level.prefixCache?.targetHitRate !== undefined && { prefixCacheTargetHitRate: level.prefixCache.targetHitRate }),
     ...(level.turns && turnMetrics(level.turns)),
     ...(level.spec?.acceptanceByPosition && { acceptanceByPosition: level.spec.acceptanceByPosition }),
-    ...(level.outputLength && level.outputLength.shortRequests > 0 && { outputLength: level.outputLength }),
+    ...(level.outputLength && (level.outputLength.shortRequests > 0 || level.outputLength.overLengthRequests) && { outputLength: level.outputLength }),
     ...(level.tokenCounts && {
       tokenCounts: { method: level.tokenCounts.method, checked: level.tokenCounts.checked, disagreeing: level.tokenCounts.disagreeing },
     }),
