@@ -60,11 +60,14 @@ export type TokenCountSource = 'usage' | 'stream' | 'tokenizer';
 /** `no-output`: the server answered a complete stream with zero output tokens: never a success. */
 export type RequestErrorKind = 'http-4xx' | 'http-5xx' | 'connection' | 'timeout' | 'malformed-stream' | 'no-output' | 'aborted';
 
-/** The output-token counts of one request by source, kept when they disagree beyond one event's worth. */
+/** The output-token counts of one request by source, kept when they disagree (see countDisagreement in load/request.ts). */
 export interface TokenCountDisagreement {
   usage: number;
+  /** Token-bearing events. */
   stream: number;
   tokenizer?: number;
+  /** Words of the streamed text: the least number of tokens it holds. */
+  words?: number;
 }
 
 /**
@@ -204,6 +207,13 @@ export interface TokenCountCheck {
   usage: number;
   stream: number;
   tokenizer?: number;
+  words?: number;
+  /**
+   * Requests whose usage exceeded their events because the events carried several tokens each (a speculating
+   * server, or one that merges tokens into an event), counted by `method`, not disagreeing: their tokens and events.
+   * Their ITL is the gap between events, not between tokens.
+   */
+  severalPerEvent?: { requests: number; tokens: number; events: number };
 }
 
 export interface PrefixCacheCheck {

@@ -61,7 +61,14 @@ const trialMetricsSchema = z
     outputLength: z
       .object({ requestedMean: figure, generatedMean: figure, shortRequests: z.number().int().min(0), overLengthRequests: z.number().int().min(0).optional() })
       .optional(),
-    tokenCounts: z.object({ method: z.string(), checked: z.number().int().min(0), disagreeing: z.number().int().min(0) }).optional(),
+    tokenCounts: z
+      .object({
+        method: z.string(),
+        checked: z.number().int().min(0),
+        disagreeing: z.number().int().min(0),
+        severalPerEvent: z.object({ requests: z.number().int().min(0), tokens: z.number().min(0), events: z.number().min(0) }).optional(),
+      })
+      .optional(),
     resends: z.number().int().min(0).optional(),
     afterStart: z.number().int().min(1).optional(),
     rate: z.object({ offeredPerSecond: figure, servedPerSecond: figure, queuedByCap: z.number().int().min(0), maxLagMs: figure }).optional(),

@@ -1,7 +1,7 @@
 import { earlyStopLine, overLengthLine, prefixCacheLine, tokenCountLine } from '../../metrics/table.js';
 import type { LevelResult } from '../../metrics/types.js';
 import { COLD_CACHE_MAX_HIT_RATE, COLD_CACHE_OPENING_TOKENS } from '../../util/defaults.js';
-import { formatShare } from '../../util/format.js';
+import { formatNumber, formatShare } from '../../util/format.js';
 
 /** What a level's measurement was asked to be, and how the caller names the settings in its messages. */
 export interface ValidityOptions {
@@ -49,7 +49,8 @@ export function levelValidity(level: LevelResult, options: ValidityOptions): str
   // Before the early stop: output lengths are judged by a count that must first be trusted.
   const counts = level.tokenCounts;
   if (counts && !counts.trusted && counts.disagreeing > 0) {
-    return `${tokenCountLine(counts)}: say which source to trust with ${names.tokenCounts}`;
+    const words = counts.words === undefined ? '' : `; their text has ${formatNumber(counts.words)} words`;
+    return `${tokenCountLine(counts)}${words}: say which source to trust with ${names.tokenCounts}, or let ${names.tokenizer} count the text`;
   }
   const output = level.outputLength;
   // The mirror of an early stop, whatever ignore_eos: max_tokens caps every request, so more is never the work asked
