@@ -204,6 +204,10 @@ describe('servelab export', () => {
     db.prepare(`UPDATE trials SET metrics_json = '{"outputTokensPerSecond": 12' WHERE id = ?`).run(badTrial);
     const sample = db.prepare('SELECT rowid AS id FROM samples WHERE trial_id = ? ORDER BY idx LIMIT 1').get(badSampleTrial) as { id: number };
     db.prepare(`UPDATE samples SET itl_json = 'not json' WHERE rowid = ?`).run(sample.id);
+    // SQLite keeps text in an INTEGER column: read as is, it summed to "0abc3232…" in the vLLM export.
+    const badScalarTrial = trials[2]!.id;
+    const scalar = db.prepare('SELECT rowid AS id FROM samples WHERE trial_id = ? ORDER BY idx LIMIT 1').get(badScalarTrial) as { id: number };
+    db.prepare(`UPDATE samples SET output_tokens = 'abc' WHERE rowid = ?`).run(scalar.id);
     db.close();
 
     const csv = await run([]);
@@ -221,6 +225,12 @@ describe('servelab export', () => {
       .map((line) => JSON.parse(line) as Row);
     assert.equal(rows.filter((row) => row.trialId === badSampleTrial).length, trials[1]!.metrics.completed - 1);
     assert.equal(rows.filter((row) => row.trialId === badTrial).length, 0);
+    assert.match(requests.stderr, new RegExp(`warning: left out samples row ${scalar.id}, column output_tokens: .*stored "abc"`));
+    assert.equal(rows.filter((row) => row.trialId === badScalarTrial).length, trials[2]!.metrics.completed - 1);
+    assert.ok(
+      rows.every((row) => typeof row.outputTokens === 'number'),
+      'no text among the exported counts',
+    );
 
     const vllm = await run(['--format', 'vllm-bench']);
     assert.equal(vllm.code, 0, vllm.stderr);
@@ -231,5 +241,13 @@ describe('servelab export', () => {
       .find((candidate) => (candidate.servelab_trials_left_out as number[] | undefined)?.includes(badSampleTrial));
     assert.ok(result, 'the trial missing a request is left out of its pooled result, by id');
     assert.ok(!(result.servelab_trial_ids as number[]).includes(badSampleTrial));
+    assert.doesNotMatch(vllm.stdout, /abc/);
+    const scalarResult = vllm.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Row)
+      .find((candidate) => (candidate.servelab_trials_left_out as number[] | undefined)?.includes(badScalarTrial));
+    assert.ok(scalarResult, 'the trial with an unreadable count is left out of its pooled result, by id');
+    assert.equal(typeof scalarResult.total_output_tokens, 'number');
   });
 });

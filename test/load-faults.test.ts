@@ -5,6 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { describe, type TestContext, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { levelValidity } from '../src/experiment/analysis/trial-validity.js';
 import { runBenchmark } from '../src/load/run.js';
 import type { BenchOptions, LevelResult } from '../src/load/types.js';
@@ -30,6 +31,8 @@ async function bench(t: TestContext, faults: Faults, overrides: Partial<BenchOpt
 }
 
 const strict = { ignoreEos: true, maxFailedFraction: 0 };
+/** A BPE tokenizer with " the" as one token: the fault server's text counted as it counts it. */
+const WORD_TOKENIZER = fileURLToPath(new URL('../../test/fixtures/tokenizers/bpe/tokenizer.json', import.meta.url));
 
 describe('load client against a faulty server', () => {
   test('an honest server: a valid level with no notes', async (t) => {
@@ -47,6 +50,21 @@ describe('load client against a faulty server', () => {
     assert.match(levelValidity(level, strict) ?? '', /^early-stop: 16\.0 of 40\.0 .*ignore_eos was asked/);
     assert.equal(levelValidity(level, { ...strict, requireFullOutput: false }), undefined, 'accepted when asked');
     assert.equal(levelValidity(level, { ...strict, ignoreEos: false }), undefined, 'expected without ignore_eos');
+  });
+
+  test('each word streamed as two token events, usage agreeing: over-length, invalid with or without ignore_eos', async (t) => {
+    const { level, table } = await bench(t, { eventsPerWord: 2 });
+    assert.deepEqual(level.outputLength, { requestedMean: OUTPUT, generatedMean: 2 * OUTPUT, shortRequests: 0, overLengthRequests: 16 });
+    assert.equal(level.tokenCounts?.disagreeing, 0, 'usage and the events agree: the count is not the question');
+    const reason = /^over-length: 80\.0 of 40\.0 tokens per request \(16 requests over their max_tokens, counted by server-usage\)/;
+    assert.match(levelValidity(level, strict) ?? '', reason);
+    assert.match(levelValidity(level, { ...strict, ignoreEos: false, requireFullOutput: false }) ?? '', reason);
+    assert.match(table, /over-length: 80\.0 of 40\.0 tokens per request .* at c=4/);
+  });
+
+  test('a server that ignores max_tokens (twice the words, one per event): over-length', async (t) => {
+    const { level } = await bench(t, { outputShare: 2 });
+    assert.match(levelValidity(level, strict) ?? '', /^over-length: 80\.0 of 40\.0 tokens per request \(16 requests/);
   });
 
   test('zero generated tokens is never a success', async (t) => {
@@ -78,6 +96,36 @@ describe('load client against a faulty server', () => {
     const { level } = await bench(t, { usageFactor: 0.5 });
     assert.deepEqual([level.tokenCounts!.disagreeing, level.tokenCounts!.usage, level.tokenCounts!.stream], [16, 320, 640]);
     assert.match(levelValidity(level, strict) ?? '', /token counts disagree/);
+  });
+
+  test('three tokens per event with honest usage: counted by usage and noted, not a disagreement; ITL per event', async (t) => {
+    const { level, table } = await bench(t, { wordsPerEvent: 3, tpotMs: 2 });
+    assert.equal(levelValidity(level, strict), undefined);
+    const counts = level.tokenCounts!;
+    assert.deepEqual([counts.method, counts.disagreeing, counts.severalPerEvent], ['server-usage', 0, { requests: 16, tokens: 640, events: 224 }]);
+    assert.ok(level.samples.every((sample) => sample.outputTokens === OUTPUT && sample.itlMs.length === 13));
+    assert.match(
+      table,
+      /token events carried several tokens in 16 of 16 requests \(640 tokens in 224 events, 2\.86 per event\): figures count server-usage; ITL is the gap between events, TPOT per token at c=4/,
+    );
+    assert.ok(level.tpotMs.median < level.itlMs.median, `TPOT ${level.tpotMs.median} ms per token, ITL ${level.itlMs.median} ms per event`);
+  });
+
+  test('three tokens per event, usage twice them: caught by a tokenizer; usage below the words caught without one', async (t) => {
+    const high = await bench(t, { wordsPerEvent: 3, usageFactor: 2 }, { tokenizerPath: WORD_TOKENIZER });
+    assert.deepEqual([high.level.tokenCounts!.disagreeing, high.level.tokenCounts!.tokenizer], [16, 640]);
+    assert.match(
+      levelValidity(high.level, strict) ?? '',
+      /^token counts disagree: server usage 1,280 output tokens, the stream 224 token events, the tokenizer 640 \(16 of 16 requests\); their text has 640 words: .*client\.tokenizer/,
+    );
+    const agreeing = await bench(t, { wordsPerEvent: 3 }, { tokenizerPath: WORD_TOKENIZER });
+    assert.equal(levelValidity(agreeing.level, strict), undefined, 'the tokenizer vouches for usage');
+    assert.equal(agreeing.level.tokenCounts!.severalPerEvent?.requests, 16);
+    const low = await bench(t, { wordsPerEvent: 3, usageFactor: 0.5 }, { ignoreEos: false });
+    assert.match(
+      levelValidity(low.level, strict) ?? '',
+      /server usage 320 output tokens, the stream 224 token events \(16 of 16 requests\); their text has 640 words/,
+    );
   });
 
   test('a server resetting 1 in 16 connections after reading the request: every reset is a failure or a counted resend', async (t) => {

@@ -9,6 +9,7 @@ import type { Fingerprint } from '../src/fingerprint/types.js';
 import type { RequestSample } from '../src/load/types.js';
 import { openStore } from '../src/store/db.js';
 import { getFingerprint, latestUnfinishedRun, listRuns, listTrials, trialHealth, trialSamples, variantHistory } from '../src/store/queries.js';
+import type { UnreadableRow } from '../src/store/row-json.js';
 import { insertInvalidTrial, insertTrial, type NewTrial, setRunStatus } from '../src/store/runs.js';
 import type { TrialMetrics } from '../src/store/types.js';
 import { tempDir } from './support-experiment.js';
@@ -102,6 +103,35 @@ describe('store: runs and trials', () => {
       [101],
     );
     assert.equal((db.prepare('SELECT COUNT(*) AS n FROM samples').get() as { n: number }).n, 2);
+  });
+
+  test('scalar columns altered by hand: the row is named by table, row id and column, and left out; a trial so altered is replaced', (t) => {
+    const { db, experiment } = setup(t);
+    const runId = createRun(db, experiment);
+    const first = insertTrial(db, trialOf(runId, 'baseline', 0, 100), fingerprint('LL'), samples)!;
+    const [good, bad] = db.prepare('SELECT rowid AS id FROM samples WHERE trial_id = ? ORDER BY idx').all(first) as Array<{ id: number }>;
+    db.prepare(`UPDATE samples SET output_tokens = 'abc' WHERE rowid = ?`).run(bad!.id);
+    db.prepare(`UPDATE samples SET ttft_ms = 'soon' WHERE rowid = ?`).run(good!.id);
+    const skipped: UnreadableRow[] = [];
+    assert.deepEqual(trialSamples(db, first, skipped), []);
+    assert.deepEqual(
+      skipped.map((row) => [row.table, row.rowId, row.column]),
+      [
+        ['samples', good!.id, 'ttft_ms'],
+        ['samples', bad!.id, 'output_tokens'],
+      ],
+    );
+    assert.match(skipped[1]!.cause, /stored "abc"/);
+    db.prepare(`UPDATE trials SET block = 'first' WHERE id = ?`).run(first);
+    const trialsSkipped: UnreadableRow[] = [];
+    assert.deepEqual(listTrials(db, runId, trialsSkipped), []);
+    assert.deepEqual([trialsSkipped[0]!.table, trialsSkipped[0]!.column], ['trials', 'block']);
+    db.prepare(`UPDATE trials SET block = 0, concurrency = 'one' WHERE id = ?`).run(first);
+    assert.ok(insertTrial(db, trialOf(runId, 'baseline', 0, 101), fingerprint('LL'), samples) !== undefined, 'the altered copy is replaced');
+    assert.deepEqual(
+      listTrials(db, runId).map((trial) => trial.metrics.outputTokensPerSecond),
+      [101],
+    );
   });
 
   test('equal fingerprints share one row; a different one gets its own', (t) => {

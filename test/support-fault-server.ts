@@ -2,10 +2,14 @@
  * A tiny OpenAI-compatible streaming server (/v1/completions, /v1/models, /health) that misbehaves on purpose, the
  * ways adversarial testing found real servers do: stops short despite ignore_eos, generates nothing, reports usage
  * that is not what it streamed, resets connections after reading a request, takes long for the first token, logs a
- * fatal CUDA error and serves on, hangs (health answers, the first token never comes).
+ * fatal CUDA error and serves on, hangs (health answers, the first token never comes), streams each word as several
+ * token events (an answer over its max_tokens by the server's own count), or several tokens in one event (as vLLM
+ * does when its client falls behind: vllm/v1/engine/output_processor.py RequestOutputCollector merges the outputs
+ * not yet taken).
  *
  * In-process (`startFaultServer`) or as a server process that `servelab run` launches:
- * `node support-fault-server.js --port N [--fatal-after N] [--hang-after N] [--tpot-ms N] [--output-share S] [--usage-factor F]`.
+ * `node support-fault-server.js --port N [--fatal-after N] [--hang-after N] [--tpot-ms N] [--output-share S] [--usage-factor F]
+ * [--events-per-word N] [--words-per-event N]`.
  */
 
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -17,8 +21,12 @@ import { parseArgs } from 'node:util';
 export interface Faults {
   /** Share of the requested max_tokens generated, then finish_reason "stop" (default 1: all of them, "length"). */
   outputShare?: number;
-  /** usage.completion_tokens = generated × this (default 1: honest). */
+  /** usage.completion_tokens = the tokens streamed × this (default 1: honest). */
   usageFactor?: number;
+  /** Each generated word is streamed as this many tokens, one event each (" th", "e"), all counted by usage (1 to 4). */
+  eventsPerWord?: number;
+  /** Each event carries this many of the tokens (" the the the"); usage counts the tokens. */
+  wordsPerEvent?: number;
   /** Every Nth request (1-based count over the server's life) is read in full, then its connection reset. */
   resetEvery?: number;
   /** Delay before the first token, and between tokens, ms. */
@@ -52,6 +60,12 @@ export interface FaultServer {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** `word` cut into `count` pieces of text (" the" in 2: " th", "e"). */
+function pieces(word: string, count: number): string[] {
+  const cut = (index: number) => Math.round((index * word.length) / count);
+  return Array.from({ length: count }, (_, index) => word.slice(cut(index), cut(index + 1)));
+}
+
 export async function startFaultServer(t: TestContext, faults: Faults = {}): Promise<FaultServer> {
   const server = await serveFaults(faults);
   t.after(() => server.close());
@@ -78,14 +92,17 @@ async function serveFaults(faults: Faults, port = 0): Promise<FaultServer & { cl
     const generated = Math.round(maxTokens * (faults.outputShare ?? 1));
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     await sleep(faults.ttftMs ?? 1);
-    for (let i = 0; i < generated && !res.destroyed; i++) {
+    const tokens = Array.from({ length: generated }, () => pieces(' the', faults.eventsPerWord ?? 1)).flat();
+    const perEvent = faults.wordsPerEvent ?? 1;
+    for (let i = 0; i < tokens.length && !res.destroyed; i += perEvent) {
       if (i > 0 && faults.tpotMs) await sleep(faults.tpotMs);
-      chunk(res, { id: 'c', object: 'text_completion', model: 'fault', choices: [{ index: 0, text: ' the', finish_reason: null }] });
+      const text = tokens.slice(i, i + perEvent).join('');
+      chunk(res, { id: 'c', object: 'text_completion', model: 'fault', choices: [{ index: 0, text, finish_reason: null }] });
     }
     if (res.destroyed) return;
     const finishReason = generated < maxTokens ? 'stop' : 'length';
     chunk(res, { id: 'c', object: 'text_completion', model: 'fault', choices: [{ index: 0, text: '', finish_reason: finishReason }] });
-    const completionTokens = Math.round(generated * (faults.usageFactor ?? 1));
+    const completionTokens = Math.round(tokens.length * (faults.usageFactor ?? 1));
     chunk(res, { id: 'c', object: 'text_completion', model: 'fault', choices: [], usage: { prompt_tokens: 8, completion_tokens: completionTokens } });
     res.end('data: [DONE]\n\n');
   };
@@ -129,6 +146,8 @@ const FLAGS = {
   'ttft-ms': 'ttftMs',
   'output-share': 'outputShare',
   'usage-factor': 'usageFactor',
+  'events-per-word': 'eventsPerWord',
+  'words-per-event': 'wordsPerEvent',
 } as const;
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -51,8 +51,22 @@ test('early stop: invalid with ignore_eos unless accepted; names the setting as 
   assert.equal(levelValidity(short, { ...strict, ignoreEos: false }), undefined);
 });
 
+test('over-length: more than max_tokens is invalid whatever ignore_eos and requireFullOutput say; a tokenizer count gets its tolerance', () => {
+  const over = level(ten({ outputTokens: 80 }));
+  assert.deepEqual(over.outputLength, { requestedMean: 40, generatedMean: 80, shortRequests: 0, overLengthRequests: 10 });
+  const reason = /^over-length: 80\.0 of 40\.0 tokens per request \(10 requests over their max_tokens, counted by server-usage\): .*client\.tokenizer/;
+  assert.match(levelValidity(over, strict) ?? '', reason);
+  assert.match(levelValidity(over, { ...strict, ignoreEos: false }) ?? '', reason);
+  assert.match(levelValidity(over, { ...strict, requireFullOutput: false }) ?? '', reason);
+  const byTokenizer = (outputTokens: number) =>
+    summarizeLevel({ label: 'c=4', durationS: 1, samples: ten({ outputTokens }), tokenCounts: { method: 'tokenizer', trusted: false } });
+  assert.equal(levelValidity(byTokenizer(41), strict), undefined, 'a boundary token of a local tokenizer');
+  assert.match(levelValidity(byTokenizer(42), strict) ?? '', /^over-length: .*counted by tokenizer/);
+  assert.equal(level(ten({ outputTokens: 41 })).outputLength?.overLengthRequests, 10, "the server's own count is exact");
+});
+
 test('token counts: a disagreement is invalid unless a source is trusted; a speculating server may exceed its events', () => {
-  const lying = ten({ tokenCountDisagreement: { usage: 80, stream: 40 }, outputTokens: 80 });
+  const lying = ten({ tokenCountDisagreement: { usage: 80, stream: 40 }, outputTokens: 80, requestedTokens: 80 });
   assert.match(
     levelValidity(level(lying), strict) ?? '',
     /server usage 800 output tokens, the stream 400 token events \(10 of 10 requests\).*client\.tokenCounts/,

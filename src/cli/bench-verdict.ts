@@ -4,7 +4,12 @@ import { DEFAULT_MAX_FAILED_FRACTION } from '../util/defaults.js';
 import { ExitCode } from '../util/exit.js';
 
 /** Names of bench's flags in validity messages. */
-const FLAG_NAMES = { requireFullOutput: '--no-require-full-output', tokenCounts: '--token-counts', maxFailedFraction: '--max-failed-fraction' };
+const FLAG_NAMES = {
+  requireFullOutput: '--no-require-full-output',
+  tokenCounts: '--token-counts',
+  tokenizer: '--tokenizer',
+  maxFailedFraction: '--max-failed-fraction',
+};
 
 /** Exit status and, for a failure, the line saying why and what to do. */
 export function verdictOf(result: BenchResult, serverDeath: string | undefined, options: ClientOptions): { code: number; message?: string } {

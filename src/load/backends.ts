@@ -13,6 +13,14 @@ export class StreamFormatError extends Error {}
 export interface StreamState {
   /** Token-bearing events seen so far. */
   tokenEvents: number;
+  /**
+   * Words of the output text so far (runs of non-space, one split across events counted once): the least number of
+   * tokens the text holds, since tokenizers split words at spaces. More words than events shows events that carried
+   * several tokens.
+   */
+  words: number;
+  /** The text so far ends inside a word. */
+  inWord: boolean;
   /** Output text so far; collected only when a local tokenizer will need it. */
   text: string;
   collectText: boolean;
@@ -43,7 +51,17 @@ export interface StreamState {
 }
 
 export function newStreamState(collectText: boolean, collectOutputs = false): StreamState {
-  return { tokenEvents: 0, text: '', collectText: collectText || collectOutputs, collectOutputs, previousText: '', done: false, templateBuilds: 0 };
+  return {
+    tokenEvents: 0,
+    words: 0,
+    inWord: false,
+    text: '',
+    collectText: collectText || collectOutputs,
+    collectOutputs,
+    previousText: '',
+    done: false,
+    templateBuilds: 0,
+  };
 }
 
 export interface BackendRequestOptions {
@@ -153,8 +171,26 @@ function templated(slotPaths: readonly SlotPath[], read: (record: Record<string,
 function addText(state: StreamState, text: unknown): boolean {
   if (typeof text !== 'string' || text.length === 0) return false;
   state.tokenEvents++;
+  countWords(state, text);
   if (state.collectText) state.text += text;
   return true;
+}
+
+/** Adds the words `text` begins to `state.words` (see StreamState.words). */
+function countWords(state: StreamState, text: string): void {
+  let inWord = state.inWord;
+  let words = state.words;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    // ASCII white space, no-break and ideographic spaces.
+    if (code === 32 || (code >= 9 && code <= 13) || code === 0xa0 || code === 0x3000) inWord = false;
+    else if (!inWord) {
+      inWord = true;
+      words++;
+    }
+  }
+  state.inWord = inWord;
+  state.words = words;
 }
 
 /** Appends the ids an event carries (a list of numbers), when outputs are kept. */

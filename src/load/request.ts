@@ -1,6 +1,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { Client, type Dispatcher } from 'undici';
+import { tokenizerTolerance } from '../metrics/summary.js';
 import { formatSeconds } from '../util/format.js';
 import { type Backend, type BackendRequestOptions, newStreamState, readsFrames, StreamFormatError, type StreamState } from './backends.js';
 import { closedAfterServing } from './connections.js';
@@ -279,6 +280,8 @@ interface Counts {
   usage?: number;
   tokenizer?: number;
   stream: number;
+  /** Words of the streamed text: the least number of tokens it holds (see StreamState.words). */
+  words?: number;
 }
 
 const METHOD_OF: Record<TokenCountSource, TokenCountMethod> = { usage: 'server-usage', tokenizer: 'tokenizer', stream: 'stream-chunks' };
@@ -293,18 +296,20 @@ export function chooseCount(counts: Counts, trusted?: TokenCountSource): { metho
 }
 
 /**
- * The counts when the server's usage disagrees with another source beyond one event's worth: every token event
- * carries at least one token, so usage below the events is impossible, and above them only a speculating server
- * (several tokens per event) explains it, which the level decides (see summarizeLevel); a local tokenizer's count of
- * the text may differ from the model's by a boundary token or two per hundred.
+ * The counts when the server's usage disagrees with another source: with the stream's events beyond one event's
+ * worth, with a local tokenizer's count beyond its tolerance (a boundary token or two per hundred), or, without a
+ * tokenizer, below the words of the text (each word is at least one token). Every token event carries at least one
+ * token, so usage below the events is impossible; above them, events that carried several tokens may explain it,
+ * which the level decides (`eventsCarriedSeveral` in metrics/summary.ts).
  */
 export function countDisagreement(counts: Counts): TokenCountDisagreement | undefined {
-  const { usage, tokenizer, stream } = counts;
+  const { usage, tokenizer, stream, words } = counts;
   if (usage === undefined) return undefined;
   const streamOff = Math.abs(usage - stream) > 1;
-  const tokenizerOff = tokenizer !== undefined && Math.abs(usage - tokenizer) > Math.max(1, Math.ceil(0.02 * usage));
-  if (!streamOff && !tokenizerOff) return undefined;
-  return tokenizer === undefined ? { usage, stream } : { usage, stream, tokenizer };
+  const tokenizerOff = tokenizer !== undefined && Math.abs(usage - tokenizer) > tokenizerTolerance(usage);
+  const wordsOff = tokenizer === undefined && words !== undefined && usage < words - tokenizerTolerance(words);
+  if (!streamOff && !tokenizerOff && !wordsOff) return undefined;
+  return { usage, stream, ...(tokenizer !== undefined && { tokenizer }), ...(words !== undefined && { words }) };
 }
 
 interface Timing {
@@ -327,7 +332,7 @@ function buildOutcome(
   state: StreamState,
   failure?: { kind: RequestErrorKind; message: string },
 ): RequestOutcome {
-  const counts: Counts = { stream: state.tokenEvents };
+  const counts: Counts = { stream: state.tokenEvents, words: state.words };
   if (state.completionTokens !== undefined) counts.usage = state.completionTokens;
   if (context.tokenizer && state.collectText) counts.tokenizer = context.tokenizer.count(state.text);
   const { method: tokenCountMethod, tokens: outputTokens } = chooseCount(counts, context.tokenCounts);

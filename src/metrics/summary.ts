@@ -9,6 +9,7 @@ import type {
   SpecDecodeStats,
   Summary,
   TokenCountCheck,
+  TokenCountDisagreement,
   TokenCountMethod,
 } from './types.js';
 import { targetHitRate, turnsCheck } from './workload-shape.js';
@@ -110,7 +111,7 @@ export function summarizeLevel(input: LevelInput): LevelResult {
     const rate = rateCheck(input.targetRequestsPerSecond, input.samples);
     if (rate) result.rate = rate;
   }
-  const outputLength = outputLengthOf(completed);
+  const outputLength = outputLengthOf(completed, input.tokenCounts?.method);
   if (outputLength) result.outputLength = outputLength;
   if (input.tokenCounts) result.tokenCounts = tokenCountCheck(completed, input.tokenCounts, input.spec !== undefined);
   const prefixCache = prefixCacheOf(completed);
@@ -135,25 +136,42 @@ function fromSend(ms: number, sample: RequestSample): number {
   return ms - (sample.queueMs ?? 0);
 }
 
-function outputLengthOf(completed: readonly RequestSample[]): LevelResult['outputLength'] {
+/**
+ * Most a local tokenizer's count of the streamed text may differ from the model's own: a boundary token or two per
+ * hundred (a re-tokenized text can merge or split where the model's generation did not).
+ */
+export function tokenizerTolerance(tokens: number): number {
+  return Math.max(1, Math.ceil(0.02 * tokens));
+}
+
+/**
+ * Requested vs generated tokens. A request over its max_tokens is judged on the count the figures use: a server's
+ * own count (usage) and the stream's events (each carries at least one token) are exact bounds, as engines stop at
+ * the cap even mid speculative step (sgl-project/sglang#31599: "can only reach the cap, never overshoot"); a local
+ * tokenizer's count gets its tolerance.
+ */
+function outputLengthOf(completed: readonly RequestSample[], method?: TokenCountMethod): LevelResult['outputLength'] {
   let requested = 0;
   let generated = 0;
   let counted = 0;
   let shortRequests = 0;
+  let overLengthRequests = 0;
   for (const sample of completed) {
     if (sample.requestedTokens === undefined) continue;
     counted++;
     requested += sample.requestedTokens;
     generated += sample.outputTokens;
     if (sample.outputTokens < sample.requestedTokens) shortRequests++;
+    const slack = method === 'tokenizer' ? tokenizerTolerance(sample.requestedTokens) : 0;
+    if (sample.outputTokens > sample.requestedTokens + slack) overLengthRequests++;
   }
-  return counted > 0 ? { requestedMean: requested / counted, generatedMean: generated / counted, shortRequests } : undefined;
+  if (counted === 0) return undefined;
+  return { requestedMean: requested / counted, generatedMean: generated / counted, shortRequests, ...(overLengthRequests > 0 && { overLengthRequests }) };
 }
 
 /**
- * Requests whose counts disagree (see countDisagreement in load/request.ts). A speculating server's events carry
- * several tokens each, so usage above the stream's events is expected of it and counts only when a tokenizer says
- * otherwise.
+ * Requests whose counts disagree (see countDisagreement in load/request.ts), less those whose usage is explained by
+ * events that carried several tokens each (`eventsCarriedSeveral`): those are counted apart, by the level's method.
  */
 function tokenCountCheck(completed: readonly RequestSample[], source: { method: TokenCountMethod; trusted: boolean }, speculative: boolean): TokenCountCheck {
   const check: TokenCountCheck = { method: source.method, trusted: source.trusted, checked: 0, disagreeing: 0, usage: 0, stream: 0 };
@@ -161,14 +179,36 @@ function tokenCountCheck(completed: readonly RequestSample[], source: { method: 
     const counts = sample.tokenCountDisagreement;
     check.checked++;
     if (!counts) continue;
-    const tokenizerAgrees = counts.tokenizer === undefined || Math.abs(counts.tokenizer - counts.usage) <= Math.max(1, Math.ceil(0.02 * counts.usage));
-    if (speculative && counts.usage >= counts.stream && tokenizerAgrees) continue;
+    if (eventsCarriedSeveral(counts, speculative)) {
+      const several = (check.severalPerEvent ??= { requests: 0, tokens: 0, events: 0 });
+      several.requests++;
+      several.tokens += counts.usage;
+      several.events += counts.stream;
+      continue;
+    }
     check.disagreeing++;
     check.usage += counts.usage;
     check.stream += counts.stream;
     if (counts.tokenizer !== undefined) check.tokenizer = (check.tokenizer ?? 0) + counts.tokenizer;
+    if (counts.words !== undefined) check.words = (check.words ?? 0) + counts.words;
   }
   return check;
+}
+
+/**
+ * Usage above the stream's events is honest when the events carried several tokens: a speculating server's do (its
+ * counters say so), and so do those of a server that merges the tokens its client has not taken yet into one event
+ * (vLLM: vllm/v1/engine/output_processor.py, RequestOutputCollector.put aggregates while the consumer lags). What
+ * shows it: a local tokenizer's count of the text agreeing with usage, else (none given) more words in the text than
+ * events, with usage at least those words. Without a tokenizer nothing bounds usage from above: the level's note
+ * says the figures count it.
+ */
+export function eventsCarriedSeveral(counts: TokenCountDisagreement, speculative: boolean): boolean {
+  const { usage, stream, tokenizer, words } = counts;
+  if (usage <= stream + 1) return false;
+  if (tokenizer !== undefined) return Math.abs(tokenizer - usage) <= tokenizerTolerance(usage);
+  if (words !== undefined && usage < words - tokenizerTolerance(words)) return false;
+  return speculative || (words !== undefined && words > stream + 1);
 }
 
 /** Per second over the span of `times` (ms), or undefined with fewer than two. */

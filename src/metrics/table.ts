@@ -118,6 +118,12 @@ export function earlyStopLine(output: NonNullable<LevelResult['outputLength']>):
   return `early-stop: ${formatNumber(output.generatedMean)} of ${formatNumber(output.requestedMean)} tokens per request (${output.shortRequests} requests stopped short)`;
 }
 
+/** "over-length: 40.0 of 20.0 tokens per request (16 requests over their max_tokens, counted by server-usage)". */
+export function overLengthLine(output: NonNullable<LevelResult['outputLength']>, method?: string): string {
+  const by = method === undefined ? '' : `, counted by ${method}`;
+  return `over-length: ${formatNumber(output.generatedMean)} of ${formatNumber(output.requestedMean)} tokens per request (${output.overLengthRequests ?? 0} requests over their max_tokens${by})`;
+}
+
 /** "prefix cache: 34% of 51,200 prompt tokens cached (40 of 40 requests reported)". */
 export function prefixCacheLine(check: NonNullable<LevelResult['prefixCache']>): string {
   const source = check.counters === undefined ? `${check.reporting} requests reported` : `server counters ${check.counters}`;
@@ -138,16 +144,30 @@ export function tokenCountLine(counts: NonNullable<LevelResult['tokenCounts']>):
   return `token counts disagree: server usage ${formatNumber(counts.usage)} output tokens, the stream ${formatNumber(counts.stream)} token events${tokenizer} (${counts.disagreeing} of ${counts.checked} requests)`;
 }
 
+/**
+ * "token events carried several tokens in 16 of 16 requests (1,920 tokens in 640 events, 3.00 per event): figures count
+ * server-usage; ITL is the gap between events, TPOT per token".
+ */
+export function severalPerEventLine(counts: NonNullable<LevelResult['tokenCounts']>): string | undefined {
+  const several = counts.severalPerEvent;
+  if (!several) return undefined;
+  const perEvent = several.events > 0 ? several.tokens / several.events : 0;
+  return `token events carried several tokens in ${several.requests} of ${counts.checked} requests (${formatNumber(several.tokens)} tokens in ${formatNumber(several.events)} events, ${formatNumber(perEvent)} per event): figures count ${counts.method}; ITL is the gap between events, TPOT per token`;
+}
+
 /** What a level's row cannot show: unequal work, disagreeing counts, resends, an early stop, rate-mode honesty. */
 export function levelNotes(level: LevelResult): string[] {
   const notes: string[] = [];
   const label = level.label;
   if (level.stopped !== undefined) notes.push(`STOPPED ${label}: ${level.stopped}`);
   if (level.outputLength && level.outputLength.shortRequests > 0) notes.push(`${earlyStopLine(level.outputLength)} at ${label}`);
+  if (level.outputLength?.overLengthRequests) notes.push(`${overLengthLine(level.outputLength, level.tokenCounts?.method)} at ${label}`);
   const counts = level.tokenCounts;
   if (counts && counts.disagreeing > 0) {
     notes.push(`${tokenCountLine(counts)} at ${label}; figures use ${counts.method}${counts.trusted ? ' (trusted by choice)' : ''}`);
   }
+  const several = counts && severalPerEventLine(counts);
+  if (several) notes.push(`${several} at ${label}`);
   if (level.prefixCache) notes.push(`${prefixCacheLine(level.prefixCache)} at ${label}`);
   if (level.turns) notes.push(`${turnsLine(level.turns)} at ${label}`);
   if (level.resends) notes.push(`resends ${label}: ${level.resends} requests sent again after a kept-alive connection closed under them`);

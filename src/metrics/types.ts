@@ -60,11 +60,14 @@ export type TokenCountSource = 'usage' | 'stream' | 'tokenizer';
 /** `no-output`: the server answered a complete stream with zero output tokens: never a success. */
 export type RequestErrorKind = 'http-4xx' | 'http-5xx' | 'connection' | 'timeout' | 'malformed-stream' | 'no-output' | 'aborted';
 
-/** The output-token counts of one request by source, kept when they disagree beyond one event's worth. */
+/** The output-token counts of one request by source, kept when they disagree (see countDisagreement in load/request.ts). */
 export interface TokenCountDisagreement {
   usage: number;
+  /** Token-bearing events. */
   stream: number;
   tokenizer?: number;
+  /** Words of the streamed text: the least number of tokens it holds. */
+  words?: number;
 }
 
 /**
@@ -164,7 +167,7 @@ export interface LevelResult {
   goodput?: { fraction: number; requestsPerSecond: number };
   spec?: SpecDecodeStats;
   /** Requested vs generated output tokens of completed requests: unequal work makes unequal figures. */
-  outputLength?: { requestedMean: number; generatedMean: number; shortRequests: number };
+  outputLength?: OutputLength;
   /** Output-token counts by source over the completed requests, and which source the figures use. */
   tokenCounts?: TokenCountCheck;
   /** Requests sent a second time (see RequestSample.resent). */
@@ -187,6 +190,16 @@ export interface LevelResult {
   samples: RequestSample[];
 }
 
+/** Requested vs generated output tokens of completed requests (means over them): unequal work makes unequal figures. */
+export interface OutputLength {
+  requestedMean: number;
+  generatedMean: number;
+  /** Requests that generated fewer tokens than asked (an early stop). */
+  shortRequests: number;
+  /** Requests counted over their max_tokens (over-length); absent when none. */
+  overLengthRequests?: number;
+}
+
 export interface TokenCountCheck {
   /** The source the level's token figures use. */
   method: TokenCountMethod;
@@ -199,6 +212,13 @@ export interface TokenCountCheck {
   usage: number;
   stream: number;
   tokenizer?: number;
+  words?: number;
+  /**
+   * Requests whose usage exceeded their events because the events carried several tokens each (a speculating
+   * server, or one that merges tokens into an event), counted by `method`, not disagreeing: their tokens and events.
+   * Their ITL is the gap between events, not between tokens.
+   */
+  severalPerEvent?: { requests: number; tokens: number; events: number };
 }
 
 export interface PrefixCacheCheck {

@@ -1,6 +1,7 @@
 /**
- * Decoders of the stored JSON columns other than a run's (those are in ./run-json.ts): each checks the fields its
- * readers rely on and keeps the rest as stored. Trial metrics are stamped with TRIAL_METRICS_VERSION on write;
+ * Decoders of the stored JSON columns other than a run's (those are in ./run-json.ts), and of the scalar columns
+ * that hold measurements (a request's counts and times, a trial's numbers): each checks the fields its readers rely
+ * on and keeps the rest as stored. Trial metrics are stamped with TRIAL_METRICS_VERSION on write;
  * rows without a stamp are version 0, the same shape. Bump a version on an incompatible shape change and teach the
  * decoder to read the older one.
  */
@@ -8,7 +9,7 @@ import { z } from 'zod';
 import type { Fingerprint } from '../fingerprint/types.js';
 import type { RequestOutput } from '../metrics/types.js';
 import type { ServerMetrics, TelemetrySeries, TelemetrySummary } from '../telemetry/types.js';
-import { decodeColumn } from './row-json.js';
+import { decodeColumn, decodeScalars } from './row-json.js';
 import type { PhaseTiming, TrialMetrics } from './types.js';
 
 export const TRIAL_METRICS_VERSION = 1;
@@ -60,8 +61,17 @@ const trialMetricsSchema = z
     usdPerMillionTokens: figure.optional(),
     verifyStepMs: figure.optional(),
     byCategory: z.record(z.string(), categorySchema).optional(),
-    outputLength: z.object({ requestedMean: figure, generatedMean: figure, shortRequests: z.number().int().min(0) }).optional(),
-    tokenCounts: z.object({ method: z.string(), checked: z.number().int().min(0), disagreeing: z.number().int().min(0) }).optional(),
+    outputLength: z
+      .object({ requestedMean: figure, generatedMean: figure, shortRequests: z.number().int().min(0), overLengthRequests: z.number().int().min(0).optional() })
+      .optional(),
+    tokenCounts: z
+      .object({
+        method: z.string(),
+        checked: z.number().int().min(0),
+        disagreeing: z.number().int().min(0),
+        severalPerEvent: z.object({ requests: z.number().int().min(0), tokens: z.number().min(0), events: z.number().min(0) }).optional(),
+      })
+      .optional(),
     resends: z.number().int().min(0).optional(),
     afterStart: z.number().int().min(1).optional(),
     rate: z.object({ offeredPerSecond: figure, servedPerSecond: figure, queuedByCap: z.number().int().min(0), maxLagMs: figure }).optional(),
@@ -118,6 +128,43 @@ export function decodeTrialParams(rowId: number, text: string): Record<string, s
 
 export function decodeFingerprint(rowId: number, text: string): Fingerprint {
   return decodeColumn({ table: 'fingerprints', rowId, column: 'json' }, fingerprintSchema, text) as unknown as Fingerprint;
+}
+
+/** A count or a time as SQLite returned it: a finite number (text, a blob or ±Infinity in a numeric column is not). */
+const count = z.number().int().min(0);
+const time = z.number().finite();
+const latency = z.number().finite().min(0).nullable();
+
+const sampleScalarsSchema = z.object({
+  idx: count,
+  sent_at_ms: time,
+  input_tokens: count,
+  output_tokens: count,
+  ttft_ms: latency,
+  tpot_ms: latency,
+  e2e_ms: latency,
+  error_kind: z.string().nullable(),
+  error_message: z.string().nullable(),
+});
+
+/** The scalar columns of a samples row (selected with `rowid AS id`); its itl_json is decodeItl's. */
+export function decodeSampleScalars<Row extends { id: number }>(row: Row): Row & z.infer<typeof sampleScalarsSchema> {
+  return decodeScalars({ table: 'samples', rowId: row.id }, sampleScalarsSchema.passthrough(), row) as Row & z.infer<typeof sampleScalarsSchema>;
+}
+
+/** A request's latencies alone (views that read only them). */
+export function decodeSampleLatencies<Row extends { id: number }>(row: Row): Row & { ttft_ms: number | null; e2e_ms: number | null } {
+  return decodeScalars({ table: 'samples', rowId: row.id }, sampleScalarsSchema.pick({ ttft_ms: true, e2e_ms: true }).passthrough(), row) as Row & {
+    ttft_ms: number | null;
+    e2e_ms: number | null;
+  };
+}
+
+const trialScalarsSchema = z.object({ concurrency: count.nullable(), block: count, repetition: count, fingerprint_id: count });
+
+/** The scalar columns of a trials row; its JSON columns are decodeTrialMetrics' and decodeTrialParams'. */
+export function decodeTrialScalars<Row extends { id: number }>(row: Row): Row {
+  return decodeScalars({ table: 'trials', rowId: row.id }, trialScalarsSchema.passthrough(), row) as Row;
 }
 
 export function decodeItl(rowId: number, text: string): number[] {

@@ -1,6 +1,6 @@
 import type { Fingerprint } from '../fingerprint/types.js';
 import type { RequestSample } from '../metrics/types.js';
-import { decodeFingerprint, decodeItl, decodeTrialMetrics, decodeTrialParams } from './columns.js';
+import { decodeFingerprint, decodeItl, decodeSampleScalars, decodeTrialMetrics, decodeTrialParams, decodeTrialScalars } from './columns.js';
 import type { Db } from './db.js';
 import { noteUnreadable, skipUnreadable, type UnreadableRow, UnreadableRowError } from './row-json.js';
 import { decodeExperiment, decodePlan, decodeVerdicts, type StoredExperiment, type StoredPlan, type StoredVerdicts } from './run-json.js';
@@ -107,7 +107,8 @@ interface TrialRow {
   fingerprint_id: number;
 }
 
-function trialFromRow(row: TrialRow): TrialRecord {
+function trialFromRow(stored: TrialRow): TrialRecord {
+  const row = decodeTrialScalars(stored);
   return {
     id: row.id,
     runId: row.run_id,
@@ -176,15 +177,16 @@ interface SampleRow {
 }
 
 /**
- * The requests of a trial in the order they were sent. A request whose stored ITL cannot be read is left out with a
- * warning naming its row (samples rowid), and added to `skipped` for views that list them.
+ * The requests of a trial in the order they were sent. A request whose stored numbers or ITL cannot be read is left
+ * out with a warning naming its row (samples rowid) and column, and added to `skipped` for views that list them.
  */
 export function trialSamples(db: Db, trialId: number, skipped?: UnreadableRow[]): RequestSample[] {
   const rows = db.prepare('SELECT rowid AS id, * FROM samples WHERE trial_id = ? ORDER BY idx').all(trialId) as SampleRow[];
   return skipUnreadable(rows, sampleFromRow, skipped);
 }
 
-function sampleFromRow(row: SampleRow): RequestSample {
+function sampleFromRow(stored: SampleRow): RequestSample {
+  const row = decodeSampleScalars(stored);
   return {
     index: row.idx,
     sentAtMs: row.sent_at_ms,

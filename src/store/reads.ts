@@ -4,7 +4,7 @@
  */
 import { existsSync } from 'node:fs';
 import { UserError } from '../util/errors.js';
-import { decodeFingerprint } from './columns.js';
+import { decodeFingerprint, decodeSampleLatencies } from './columns.js';
 import { type Db, openStore } from './db.js';
 import { leaseStaleMs } from './lease.js';
 import { listRuns, type RunDetail } from './queries.js';
@@ -127,13 +127,14 @@ export function fingerprintsByIds(db: Db, ids: Iterable<number>, skipped?: Unrea
   return result;
 }
 
-/** TTFT and end-to-end latencies of the successful requests of each trial. */
+/** TTFT and end-to-end latencies of the successful requests of each trial; an unreadable row is left out, warned. */
 export function trialLatencies(db: Db, trialIds: number[]): Map<number, TrialLatencies> {
   const result = new Map<number, TrialLatencies>(trialIds.map((id) => [id, { ttftMs: [], e2eMs: [] }]));
-  const statement = db.prepare('SELECT trial_id, ttft_ms, e2e_ms FROM samples WHERE trial_id = ? AND error_kind IS NULL ORDER BY idx');
+  const statement = db.prepare('SELECT rowid AS id, ttft_ms, e2e_ms FROM samples WHERE trial_id = ? AND error_kind IS NULL ORDER BY idx');
   for (const id of trialIds) {
     const latencies = result.get(id)!;
-    for (const row of statement.iterate(id) as Iterable<{ trial_id: number; ttft_ms: number | null; e2e_ms: number | null }>) {
+    const rows = statement.all(id) as Array<{ id: number; ttft_ms: unknown; e2e_ms: unknown }>;
+    for (const row of skipUnreadable(rows, decodeSampleLatencies)) {
       if (row.ttft_ms !== null) latencies.ttftMs.push(row.ttft_ms);
       if (row.e2e_ms !== null) latencies.e2eMs.push(row.e2e_ms);
     }

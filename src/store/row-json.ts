@@ -1,8 +1,9 @@
 /**
- * The one way a stored JSON column is read. A value that is not JSON, not in the shape the code expects, or stamped
- * by a newer servelab is an UnreadableRowError naming the table, the row id and the column: never a SyntaxError
- * from deep inside a view, never a field read as undefined and turned into a wrong number. Readers that can go on
- * without the row (lists, reports, drift history) skip it through `skipUnreadable`, which warns once per row.
+ * The one way a stored JSON column (and, through `decodeScalars`, a row's numbers) is read. A value that is not
+ * JSON, not in the shape the code expects, or stamped by a newer servelab is an UnreadableRowError naming the table,
+ * the row id and the column: never a SyntaxError from deep inside a view, never a field read as undefined or text and
+ * turned into a wrong number. Readers that can go on without the row (lists, reports, drift history, exports) skip it
+ * through `skipUnreadable`, which warns once per row.
  */
 import type { z } from 'zod';
 import { UserError } from '../util/errors.js';
@@ -70,6 +71,19 @@ export function decodeColumn<T>(ref: RowRef, schema: z.ZodType<T>, text: string 
     throw fail(`${issue.path.join('.') || 'value'}: ${issue.message}`);
   }
   return value as T;
+}
+
+/**
+ * Check the scalar columns of one row (SQLite keeps whatever was written, whatever the column's declared type: an
+ * INTEGER column holds 'abc' as text): the first column not in `schema`'s shape is an UnreadableRowError naming it.
+ */
+export function decodeScalars<T>(ref: Omit<RowRef, 'column'>, schema: z.ZodType<T>, row: unknown): T {
+  const result = schema.safeParse(row);
+  if (result.success) return row as T;
+  const issue = result.error.issues[0]!;
+  const column = String(issue.path[0] ?? 'row');
+  const stored = (row as Record<string, unknown> | null)?.[column];
+  throw new UnreadableRowError({ ...ref, column, cause: `${issue.message}${stored === undefined ? '' : `, stored ${JSON.stringify(stored)?.slice(0, 40)}`}` });
 }
 
 /** Rows already named on stderr in this process: a view polled every second warns once, not every second. */

@@ -3,7 +3,7 @@ import type { Fingerprint } from '../fingerprint/types.js';
 import type { RequestSample } from '../metrics/types.js';
 import type { TrialTelemetry } from '../telemetry/types.js';
 import { redactor } from '../util/redact.js';
-import { decodeTrialMetrics, decodeTrialParams, encodeTrialMetrics } from './columns.js';
+import { decodeTrialMetrics, decodeTrialParams, decodeTrialScalars, encodeTrialMetrics } from './columns.js';
 import type { Db } from './db.js';
 import { describeUnreadable, UnreadableRowError } from './row-json.js';
 import { encodeVersioned } from './run-json.js';
@@ -150,10 +150,14 @@ export function insertTrial(
 
 function dropUnreadableCopy(db: Db, trial: NewTrial): void {
   const row = db
-    .prepare('SELECT id, params_json, metrics_json FROM trials WHERE run_id = ? AND variant = ? AND workload = ? AND block = ? AND repetition = ?')
+    .prepare(
+      `SELECT id, params_json, metrics_json, concurrency, block, repetition, fingerprint_id FROM trials
+       WHERE run_id = ? AND variant = ? AND workload = ? AND block = ? AND repetition = ?`,
+    )
     .get(trial.runId, trial.variant, trial.workload, trial.block, trial.repetition) as { id: number; params_json: string; metrics_json: string } | undefined;
   if (!row) return;
   try {
+    decodeTrialScalars(row);
     decodeTrialParams(row.id, row.params_json);
     decodeTrialMetrics(row.id, row.metrics_json);
     return;

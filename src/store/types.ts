@@ -1,5 +1,5 @@
 import type { Fingerprint } from '../fingerprint/types.js';
-import type { CapacitySearch } from '../metrics/types.js';
+import type { CapacitySearch, OutputLength, TokenCountCheck } from '../metrics/types.js';
 
 /** One startup phase (from a server's log) and when it began. */
 export interface PhaseTiming {
@@ -46,10 +46,10 @@ export interface TrialMetrics {
   verifyStepMs?: number;
   /** Per dataset category, when the workload's prompts have categories. */
   byCategory?: Record<string, CategoryMetrics>;
-  /** Requested vs generated output tokens; present when some request stopped short (unequal work). */
-  outputLength?: { requestedMean: number; generatedMean: number; shortRequests: number };
+  /** Requested vs generated output tokens; present when some request stopped short or ran over (unequal work). */
+  outputLength?: OutputLength;
   /** Which output-token count the figures use, and in how many requests the sources disagreed. */
-  tokenCounts?: { method: string; checked: number; disagreeing: number };
+  tokenCounts?: { method: string; checked: number; disagreeing: number; severalPerEvent?: TokenCountCheck['severalPerEvent'] };
   /** Requests resent after a kept-alive connection closed under them. */
   resends?: number;
   /** Open loop: the offered rate and the rate the server actually served. */

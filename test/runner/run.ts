@@ -70,6 +70,7 @@ export const SLOW = new Set([
   'store-faults',
   'telemetry-preflight-run',
   'telemetry-sampler',
+  'token-counts-run',
   'ui-escape',
   'ui-live',
   'ui-navigation',

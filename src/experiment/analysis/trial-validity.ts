@@ -1,7 +1,7 @@
-import { earlyStopLine, prefixCacheLine, tokenCountLine } from '../../metrics/table.js';
+import { earlyStopLine, overLengthLine, prefixCacheLine, tokenCountLine } from '../../metrics/table.js';
 import type { LevelResult } from '../../metrics/types.js';
 import { COLD_CACHE_MAX_HIT_RATE, COLD_CACHE_OPENING_TOKENS } from '../../util/defaults.js';
-import { formatShare } from '../../util/format.js';
+import { formatNumber, formatShare } from '../../util/format.js';
 
 /** What a level's measurement was asked to be, and how the caller names the settings in its messages. */
 export interface ValidityOptions {
@@ -14,10 +14,15 @@ export interface ValidityOptions {
   /** The trial was meant to meet a cold prefix cache: the experiment's `client.cache` mode that promised it. */
   coldCache?: 'cold' | 'reset';
   /** Setting names as the user writes them (defaults: the experiment file's keys). */
-  names?: Partial<Record<'requireFullOutput' | 'tokenCounts' | 'maxFailedFraction', string>>;
+  names?: Partial<Record<'requireFullOutput' | 'tokenCounts' | 'tokenizer' | 'maxFailedFraction', string>>;
 }
 
-const FILE_NAMES = { requireFullOutput: 'client.requireFullOutput: false', tokenCounts: 'client.tokenCounts', maxFailedFraction: 'maxFailedFraction' };
+const FILE_NAMES = {
+  requireFullOutput: 'client.requireFullOutput: false',
+  tokenCounts: 'client.tokenCounts',
+  tokenizer: 'client.tokenizer',
+  maxFailedFraction: 'maxFailedFraction',
+};
 
 /**
  * Whether one level's result is a valid measurement: undefined when it is, else why not, in one line. The one
@@ -44,9 +49,15 @@ export function levelValidity(level: LevelResult, options: ValidityOptions): str
   // Before the early stop: output lengths are judged by a count that must first be trusted.
   const counts = level.tokenCounts;
   if (counts && !counts.trusted && counts.disagreeing > 0) {
-    return `${tokenCountLine(counts)}: say which source to trust with ${names.tokenCounts}`;
+    const words = counts.words === undefined ? '' : `; their text has ${formatNumber(counts.words)} words`;
+    return `${tokenCountLine(counts)}${words}: say which source to trust with ${names.tokenCounts}, or let ${names.tokenizer} count the text`;
   }
   const output = level.outputLength;
+  // The mirror of an early stop, whatever ignore_eos: max_tokens caps every request, so more is never the work asked
+  // for, and more tokens in the same time would pass as faster.
+  if (output?.overLengthRequests) {
+    return `${overLengthLine(output, counts?.method)}: the server generated more than max_tokens allows, or counts tokens differently from their text (${names.tokenizer} counts them here), and unequal work is not comparable`;
+  }
   if (options.ignoreEos && options.requireFullOutput !== false && output && output.shortRequests > 0) {
     return `${earlyStopLine(output)} although ignore_eos was asked: the server does not honour it, and unequal work is not comparable (${names.requireFullOutput} accepts it)`;
   }

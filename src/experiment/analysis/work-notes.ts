@@ -1,8 +1,8 @@
 /**
  * What a variant's trials did that their figures do not show: requests that stopped short of the requested output
- * (unequal work), token counts the sources disagreed on, resent requests, an open loop that fell behind its rate,
- * a first trial after each server start unlike the later ones (./warmup-trend.ts), a capacity search's path and notes
- * (≥ max, 0, a p99 of few requests).
+ * (unequal work), token counts the sources disagreed on, token events that carried several tokens (ITL per event),
+ * resent requests, an open loop that fell behind its rate, a first trial after each server start unlike the later
+ * ones (./warmup-trend.ts), a capacity search's path and notes (≥ max, 0, a p99 of few requests).
  * One line per variant × workload and kind, for `show`, the report and the UI alike. Pure.
  */
 
@@ -39,6 +39,16 @@ export function workNotes(trials: readonly TrialRecord[], metric: MetricName = '
       const requests = sum(disagreeing.map((trial) => trial.metrics.tokenCounts!.disagreeing));
       const source = disagreeing[0]!.metrics.tokenCounts!.method;
       notes.push(`${label}: token counts disagreed in ${requests} requests over ${disagreeing.length} ${of}; figures use ${source}`);
+    }
+    const several = group.filter((trial) => trial.metrics.tokenCounts?.severalPerEvent);
+    if (several.length > 0) {
+      const requests = sum(several.map((trial) => trial.metrics.tokenCounts!.severalPerEvent!.requests));
+      const tokens = sum(several.map((trial) => trial.metrics.tokenCounts!.severalPerEvent!.tokens));
+      const events = sum(several.map((trial) => trial.metrics.tokenCounts!.severalPerEvent!.events));
+      notes.push(
+        `${label}: token events carried several tokens (${formatNumber(events > 0 ? tokens / events : 0)} per event) in ${requests} requests over ` +
+          `${several.length} ${of}; figures count ${several[0]!.metrics.tokenCounts!.method}; ITL is the gap between events, TPOT per token`,
+      );
     }
     const resent = sum(group.map((trial) => trial.metrics.resends ?? 0));
     if (resent > 0) notes.push(`${label}: ${resent} requests resent after a kept-alive connection closed, over ${group.length} trials`);

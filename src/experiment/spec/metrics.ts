@@ -31,9 +31,14 @@ export function trialMetricsOf(level: LevelResult, efficiency: EfficiencyInputs 
     ...(level.prefixCache?.targetHitRate !== undefined && { prefixCacheTargetHitRate: level.prefixCache.targetHitRate }),
     ...(level.turns && turnMetrics(level.turns)),
     ...(level.spec?.acceptanceByPosition && { acceptanceByPosition: level.spec.acceptanceByPosition }),
-    ...(level.outputLength && level.outputLength.shortRequests > 0 && { outputLength: level.outputLength }),
+    ...(level.outputLength && (level.outputLength.shortRequests > 0 || level.outputLength.overLengthRequests) && { outputLength: level.outputLength }),
     ...(level.tokenCounts && {
-      tokenCounts: { method: level.tokenCounts.method, checked: level.tokenCounts.checked, disagreeing: level.tokenCounts.disagreeing },
+      tokenCounts: {
+        method: level.tokenCounts.method,
+        checked: level.tokenCounts.checked,
+        disagreeing: level.tokenCounts.disagreeing,
+        ...(level.tokenCounts.severalPerEvent && { severalPerEvent: level.tokenCounts.severalPerEvent }),
+      },
     }),
     ...(level.resends !== undefined && level.resends > 0 && { resends: level.resends }),
     ...(level.rate && {
