@@ -248,7 +248,7 @@ export const experimentFileSchema = z.strictObject({
         .default([])
         .meta({
           description:
-            'Glob patterns of names whose values are secrets (matched ignoring case), on top of the built-in ones (*TOKEN*, *KEY*, *SECRET*, …): stored and shown redacted.',
+            'Glob patterns of names (env variables, flags as ENV names: --my-key is MY_KEY, JSON keys) whose values are secrets, matched ignoring case, on top of the built-in ones (TOKEN, KEY, AUTH, PASS as whole words; *SECRET*, *PASSWORD*, …): hidden in every store row, log header, stored command line, printed or served answer of the run.',
           examples: [['*_LICENSE']],
         }),
     })
