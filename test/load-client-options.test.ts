@@ -44,6 +44,7 @@ const CASES: ClientOptions[] = [
     requestTimeoutMs: 60_000,
     slo: { ttftMs: 200, tpotMs: 20, e2eMs: 5000 },
     tokenizerPath: '/models/tok.json',
+    contextTokens: 32768,
     specMetrics: 'none',
     workers: 'auto',
   },

@@ -88,7 +88,7 @@ describe('trace replay against the simulator', () => {
   test('Mooncake at speedup 4: arrivals on the trace’s times, shared hash blocks hit the prefix cache; a window replays its stretch', async (t) => {
     const dir = tempDir(t, 'trace-sim');
     const url = await servingSimulator(t, ['--ttft-ms', '5', '--tpot-ms', '1', '--jitter', '0', '--prefix-cache']);
-    const records = windowed(await readTrace(join(SAMPLES, 'mooncake-sample.jsonl'), 'mooncake'), undefined);
+    const records = windowed(readTrace(join(SAMPLES, 'mooncake-sample.jsonl'), 'mooncake'), undefined);
 
     const level = await replay(url, dir, 'mooncake-sample.jsonl', 'mooncake', ['--trace-speedup', '4']);
     assert.equal(level.completed, records.length);
@@ -135,7 +135,7 @@ describe('trace replay against the simulator', () => {
   test('BurstGPT and Azure CSV traces replay on their times (Azure from two workers); a failed BurstGPT request asks for one token', async (t) => {
     const dir = tempDir(t, 'trace-sim-csv');
     const url = await servingSimulator(t, ['--ttft-ms', '5', '--tpot-ms', '1', '--jitter', '0']);
-    const burst = await readTrace(join(SAMPLES, 'burstgpt-sample.csv'), 'burstgpt');
+    const burst = readTrace(join(SAMPLES, 'burstgpt-sample.csv'), 'burstgpt');
     const burstLevel = await replay(url, dir, 'burstgpt-sample.csv', 'burstgpt', ['--trace-speedup', '10']);
     assert.equal(burstLevel.completed, burst.length);
     const sorted = windowed(burst, undefined);
@@ -144,7 +144,7 @@ describe('trace replay against the simulator', () => {
     for (const error of burstErrors) assert.ok(Math.abs(error) < SCHEDULE_TOLERANCE_MS, `burstgpt arrival off by ${error} ms`);
     assert.equal(burstLevel.samples[sorted.findIndex((record) => record.outputTokens === 0)]!.requestedTokens, 1);
 
-    const azure = windowed(await readTrace(join(SAMPLES, 'azure-sample.csv'), 'azure'), undefined);
+    const azure = windowed(readTrace(join(SAMPLES, 'azure-sample.csv'), 'azure'), undefined);
     // Sent from two load workers: the trace's arrivals are dealt to them on one shared clock.
     const azureLevel = await replay(url, dir, 'azure-sample.csv', 'azure', ['--trace-speedup', '10', '--requests', '20', '--workers', '2']);
     assert.equal(azureLevel.completed, 20);
@@ -170,7 +170,7 @@ describe('trace replay against the simulator', () => {
     t.after(() => db.close());
     // Valid trials only: an invalid one is kept in invalid_trials.
     const rows = db.prepare('SELECT workload, metrics_json FROM trials ORDER BY id').all() as Array<{ workload: string; metrics_json: string }>;
-    const records = windowed(await readTrace(join(dir, 'trace.jsonl'), 'mooncake'), { startMs: 0, endMs: 4000 });
+    const records = windowed(readTrace(join(dir, 'trace.jsonl'), 'mooncake'), { startMs: 0, endMs: 4000 });
     assert.equal(rows.length, 2);
     for (const row of rows) {
       const metrics = JSON.parse(row.metrics_json) as { completed: number; prefixCacheHitRate?: number };

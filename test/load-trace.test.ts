@@ -23,16 +23,16 @@ const BPE_DIR = fileURLToPath(new URL('../../test/fixtures/tokenizers/bpe', impo
 
 describe('trace readers', () => {
   test('the samples read in each published format', async () => {
-    const mooncake = await readTrace(MOONCAKE, 'mooncake');
+    const mooncake = readTrace(MOONCAKE, 'mooncake');
     assert.equal(mooncake.length, 24);
     assert.deepEqual(Object.keys(mooncake[0]!).sort(), ['hashIds', 'inputTokens', 'outputTokens', 'timestampMs', 'where']);
     assert.match(mooncake[0]!.where, /mooncake-sample\.jsonl:1$/);
-    const burst = await readTrace(BURSTGPT, 'burstgpt');
+    const burst = readTrace(BURSTGPT, 'burstgpt');
     assert.equal(burst.length, 30);
     // Seconds in the file, ms in the record; the failed request (Response tokens 0) is kept.
     assert.equal(burst[0]!.timestampMs, 132);
     assert.equal(burst[7]!.outputTokens, 0);
-    const azure = await readTrace(AZURE, 'azure');
+    const azure = readTrace(AZURE, 'azure');
     assert.equal(azure.length, 30);
     assert.equal(azure[0]!.inputTokens, 481);
   });
@@ -80,20 +80,30 @@ describe('trace readers', () => {
         'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.9799600,4808,10\nyesterday,3180,8\n',
         /a\.csv:3: field "TIMESTAMP" must be a date-time like 2023-11-16 18:17:03\.9799600, got "yesterday"/,
       ],
+      [
+        'huge.jsonl',
+        'mooncake',
+        '{"timestamp": 0, "input_length": 10, "output_length": 2}\n{"timestamp": 5, "input_length": 1000000000, "output_length": 2}\n',
+        /huge\.jsonl:2: 1000000000 prompt \+ 2 output tokens exceed servelab's cap of 1048576 tokens per request/,
+      ],
       ['c.csv', 'azure', 'TIMESTAMP,Context,GeneratedTokens\n2023-11-16 18:17:03,4808,10\n', /c\.csv:1: the header has no column "ContextTokens"/],
       ['w.csv', 'burstgpt', 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03,4808,10\n', /w\.csv:1: the header has no column "Timestamp"/],
     ];
     for (const [name, format, text, message] of cases) {
       const path = join(dir, name);
       writeFileSync(path, text);
-      await assert.rejects(readTrace(path, format), (error: unknown) => error instanceof UserError && message.test(error.message), name);
+      assert.throws(
+        () => readTrace(path, format),
+        (error: unknown) => error instanceof UserError && message.test(error.message),
+        name,
+      );
     }
   });
 });
 
 describe('replayed prompts', () => {
   test('window and speedup: arrivals from the window’s first request, divided by the speedup', async () => {
-    const records = await readTrace(MOONCAKE, 'mooncake');
+    const records = readTrace(MOONCAKE, 'mooncake');
     const first = records[0]!.timestampMs;
     const inWindow = records.filter((record) => record.timestampMs - first >= 1000 && record.timestampMs - first < 4000);
     assert.ok(inWindow.length > 3 && inWindow.length < records.length);
@@ -114,7 +124,7 @@ describe('replayed prompts', () => {
   });
 
   test('shared leading hash ids give identical leading words; the rest is the request’s own', async () => {
-    const records = await readTrace(MOONCAKE, 'mooncake');
+    const records = readTrace(MOONCAKE, 'mooncake');
     const items = await traceItems({ kind: 'trace', path: MOONCAKE, format: 'mooncake' }, { chat: false });
     const words = items.map((item) => item.prompt.split(' '));
     words.forEach((list, index) => assert.equal(list.length, records[index]!.inputTokens));
@@ -132,7 +142,7 @@ describe('replayed prompts', () => {
   test('with a tokenizer: exactly the recorded input tokens, the shared blocks still shared', async () => {
     const tokenizer = loadTokenizer(BPE_DIR);
     const items = await traceItems({ kind: 'trace', path: MOONCAKE, format: 'mooncake', window: { startMs: 0, endMs: 2000 } }, { tokenizer, chat: false });
-    const records = windowed(await readTrace(MOONCAKE, 'mooncake'), { startMs: 0, endMs: 2000 });
+    const records = windowed(readTrace(MOONCAKE, 'mooncake'), { startMs: 0, endMs: 2000 });
     items.forEach((item, index) => assert.equal(tokenizer.count(item.prompt), records[index]!.inputTokens));
     const sharing = records.findIndex((record, index) => index > 0 && record.hashIds![0] === records[0]!.hashIds![0]);
     assert.ok(sharing > 0);
@@ -230,7 +240,11 @@ describe('trace options', () => {
 
   test('experiment file: client.prompts kind trace (path from the file, window in durations), workload kind trace', (t) => {
     const dir = tempDir(t, 'trace-exp');
-    writeFileSync(join(dir, 'm.jsonl'), '{"timestamp": 0, "input_length": 10, "output_length": 2}\n');
+    // The window [1 s, 3 s) holds the second request: the file is checked as it loads (an empty window is refused).
+    writeFileSync(
+      join(dir, 'm.jsonl'),
+      '{"timestamp": 0, "input_length": 10, "output_length": 2}\n{"timestamp": 1500, "input_length": 10, "output_length": 2}\n',
+    );
     const path = writeExperiment(dir, 'exp.yaml', {
       client: { prompts: { kind: 'trace', path: 'm.jsonl', format: 'mooncake', speedup: 2, window: { start: '1s', end: 3 } } },
       workloads: [{ kind: 'trace', requests: 1 }],

@@ -144,3 +144,65 @@ test('no secret of env, args, URLs or JSON args is stored, logged, printed, repo
     assertNoLeak(path, readFileSync(path).toString('latin1'));
   }
 });
+
+test("an experiment's fingerprint.redact names are hidden in every sink: config, show, log header, stored command line, UI log; units stay readable", {
+  timeout: 120_000,
+}, async (t) => {
+  const dir = tempDir(t, 'redaction-user');
+  const store = join(dir, 'store', 'servelab.db');
+  const userKey = 'kvSECRETuser';
+  const pass = 'mypassSECRET';
+  // Not exec'd: the shell stays the server's pid, so its command line (with --mykey) is what servers.pid_cmdline records.
+  const script = `"${process.execPath}" "${SERVELAB}" simulate --port "$1" --load-ms 50 --tpot-ms 2 --ttft-ms 5 --jitter 0.02`;
+  const file = writeExperiment(dir, 'exp.yaml', {
+    name: 'user-secrets',
+    server: {
+      command: [
+        'sh',
+        '-c',
+        script,
+        'sim',
+        '{port}',
+        '--mykey',
+        userKey,
+        '--prefill-ms-per-token',
+        '0.5',
+        '--bypass-x',
+        '1',
+        '--max-num-batched-tokens',
+        '8192',
+      ],
+      env: { MY_PASS: pass },
+      readyTimeout: '5m',
+    },
+    fingerprint: { redact: ['MYKEY'] },
+    trials: 1,
+  });
+  const ran = await cli(['run', file], { store });
+  assert.equal(ran.code, 0, ran.stderr);
+  assertNoLeak('stdout/stderr of the run', ran.stdout + ran.stderr);
+
+  const shown = await cli(['show', '1', '--json'], { store });
+  assert.equal(shown.code, 0, shown.stderr);
+  assertNoLeak('show --json', shown.stdout);
+  const { server } = (JSON.parse(shown.stdout) as { run: { config: { variants: Array<{ server: { command: string[] } }> } } }).run.config.variants[0]!;
+  const flag = (name: string) => server.command[server.command.indexOf(name) + 1];
+  assert.match(flag('--mykey')!, /^<redacted:[0-9a-f]{12}>$/);
+  assert.deepEqual([flag('--prefill-ms-per-token'), flag('--bypass-x'), flag('--max-num-batched-tokens')], ['0.5', '1', '8192']);
+
+  const logs = filesUnder(join(dir, 'store', 'logs'));
+  const header = readFileSync(logs[0]!, 'utf8')
+    .split('\n')
+    .find((line) => line.startsWith('--- servelab launch'))!;
+  assert.match(header, /--mykey <redacted:[0-9a-f]{12}> --prefill-ms-per-token 0\.5 --bypass-x 1/);
+  // The SQLite file holds runs.config_json, servers.pid_cmdline and the fingerprints: none may hold either secret.
+  for (const path of filesUnder(join(dir, 'store'))) assertNoLeak(path, readFileSync(path).toString('latin1'));
+
+  // A server printing its own arguments: the UI hides the run's names too (the file is the server's own).
+  appendFileSync(logs[0]!, `non-default args: {'mykey': '${userKey}'} mykey=${userKey}\n`);
+  const ui = await startUi({ storePath: store, host: '127.0.0.1', port: 0 });
+  t.after(() => ui.close());
+  const body = await (await fetch(new URL('/api/servers/1/log', ui.url))).text();
+  assertNoLeak('ui log', body);
+  assert.match(body, /non-default args/);
+});

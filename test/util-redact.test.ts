@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { describe, test } from 'node:test';
 import { configKey } from '../src/launch/config.js';
-import { containsMarker, MASKING, Redactor } from '../src/util/redact.js';
+import { signalChild } from '../src/util/child-signal.js';
+import { processIdentity, sameProcess } from '../src/util/proc-identity.js';
+import { containsMarker, MASKING, Redactor, redactor } from '../src/util/redact.js';
 
 const secrets = new Redactor('test-salt');
 const marker = (value: string): string => secrets.value(value);
@@ -109,6 +112,34 @@ describe('Redactor.text and deep', () => {
     });
   });
 
+  test('whole words decide: PASS as a word is a secret, BYPASS is not; a PER_ unit is a rate, not a credential', () => {
+    const user = secrets.withPatterns(['MYKEY']);
+    const argv = ['--hf-token', 'h1', '--api-key', 'a2', '--mykey', 'm3', '--db-pass', 'p4', '--prefill-ms-per-token', '0.5'];
+    const readable = ['--max-num-batched-tokens', '8192', '--bypass-x', '1', '--tokens-per-key', '4'];
+    assert.deepEqual(user.args([...argv, ...readable]), [
+      '--hf-token',
+      marker('h1'),
+      '--api-key',
+      marker('a2'),
+      '--mykey',
+      marker('m3'),
+      '--db-pass',
+      marker('p4'),
+      '--prefill-ms-per-token',
+      '0.5',
+      ...readable,
+    ]);
+    assert.deepEqual(secrets.env({ MY_PASS: 'x', PASS: 'y', BYPASS_CACHE: '1', PASSES: '3', SPEC_MS_PER_TOKEN: '0.5' }), {
+      MY_PASS: marker('x'),
+      PASS: marker('y'),
+      BYPASS_CACHE: '1',
+      PASSES: '3',
+      SPEC_MS_PER_TOKEN: '0.5',
+    });
+    // The user's patterns are taken as written, units included.
+    assert.equal(secrets.withPatterns(['*PER_TOKEN']).env({ MS_PER_TOKEN: 'x' }).MS_PER_TOKEN, marker('x'));
+  });
+
   test("extra patterns (an experiment's fingerprint.redact) add to the defaults", () => {
     assert.deepEqual(secrets.withPatterns(['MY_*']).env({ MY_THING: 'x', HF_TOKEN: 'y', OTHER: 'z' }), {
       MY_THING: marker('x'),
@@ -125,5 +156,21 @@ describe('startup-history keys', () => {
     assert.equal(MASKING.value('a'), '<redacted>');
     assert.equal(key('sk-one'), key('sk-two'));
     assert.notEqual(key('sk-one'), key('sk-one', 'Simple'));
+  });
+});
+
+describe('stored command lines (servers.pid_cmdline)', () => {
+  test("a line stored with a run's fingerprint.redact names still identifies the live process; another process does not match", async (t) => {
+    const child = spawn('sh', ['-c', 'sleep 30', 'sh', '--mykey', 'kv1', '--port', '8000'], { stdio: 'ignore' });
+    t.after(() => signalChild(child, 'SIGKILL'));
+    await new Promise((resolve) => child.once('spawn', resolve));
+    const pid = child.pid!;
+    const current = processIdentity(pid)!;
+    assert.match(current.cmdline, /--mykey kv1/);
+    const stored = { start: current.start, cmdline: redactor().withPatterns(['MYKEY']).args(current.cmdline.split(' ')).join(' ') };
+    assert.match(stored.cmdline, /--mykey <redacted:[0-9a-f]{12}> --port 8000/);
+    assert.ok(sameProcess(pid, stored));
+    assert.ok(!sameProcess(pid, { ...stored, cmdline: stored.cmdline.replace('8000', '8001') }));
+    assert.ok(!sameProcess(pid, { ...stored, start: `${current.start}0` }));
   });
 });

@@ -152,6 +152,7 @@ export function benchArgv(options: ClientOptions & { requestTimeoutSetting?: str
     ...(options.slo?.tpotMs !== undefined ? ['--slo-tpot-ms', String(options.slo.tpotMs)] : []),
     ...(options.slo?.e2eMs !== undefined ? ['--slo-e2e-ms', String(options.slo.e2eMs)] : []),
     ...(options.tokenizerPath ? ['--tokenizer', options.tokenizerPath] : []),
+    ...(options.contextTokens !== undefined ? ['--context-tokens', String(options.contextTokens)] : []),
     ...(options.workers !== undefined ? ['--workers', String(options.workers)] : []),
     ...(options.specMetrics === 'none' ? ['--no-spec-metrics'] : []),
     ...(options.collectOutputs ? ['--collect-outputs'] : []),

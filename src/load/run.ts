@@ -95,7 +95,7 @@ export async function runBenchmark(options: BenchOptions): Promise<BenchResult> 
     );
   }
   const tokenizer: ModelTokenizer | undefined = options.tokenizerPath ? loadTokenizer(options.tokenizerPath) : undefined;
-  const promptMeasure = { tokenizer, chat: options.backend === 'openai-chat' };
+  const promptMeasure = { tokenizer, chat: options.backend === 'openai-chat', contextTokens: options.contextTokens };
   const trace = await replayedTrace(options, promptMeasure);
   const levels = planLevels(options.workload, trace?.length);
   const workerCount = resolveWorkerCount(options.workers ?? DEFAULT_LOAD_WORKERS, Math.max(...levels.map(maxInFlight)));

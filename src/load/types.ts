@@ -111,6 +111,8 @@ export interface ClientOptions {
   slo?: Slo;
   /** HF tokenizer.json or model directory: exact prompt lengths, chat template, counts when the server reports none. */
   tokenizerPath?: string;
+  /** The model's context in tokens: a trace or dataset request that cannot fit it is refused before any is sent (unset: MAX_REQUEST_TOKENS). */
+  contextTokens?: number;
   /** Load-generation threads (own event loop and connection pool each); 'auto' = one per core. Default 1: this thread. */
   workers?: number | 'auto';
   /** Prometheus/props endpoint scraping for speculative-decoding stats; 'auto' picks by backend. */

@@ -175,6 +175,22 @@ export function runServers(db: Db, runId: number): ServerStatusRecord[] {
   }));
 }
 
+/**
+ * The run's own secret names (its experiment's `fingerprint.redact`), for what the store does not hold redacted: a
+ * server's log file, where the server printed its own arguments. None when the config is unreadable.
+ */
+export function runRedactPatterns(db: Db, runId: number): string[] {
+  const row = db.prepare("SELECT json_extract(config_json, '$.fingerprint.redact') AS redact FROM runs WHERE id = ?").get(runId) as
+    | { redact: string | null }
+    | undefined;
+  try {
+    const patterns: unknown = JSON.parse(row?.redact ?? '[]');
+    return Array.isArray(patterns) ? patterns.filter((pattern): pattern is string => typeof pattern === 'string') : [];
+  } catch {
+    return [];
+  }
+}
+
 export function getServer(db: Db, serverId: number): ServerStatusRecord | undefined {
   const row = db.prepare('SELECT run_id FROM servers WHERE id = ?').get(serverId) as { run_id: number } | undefined;
   return row && runServers(db, row.run_id).find((server) => server.id === serverId);

@@ -29,6 +29,7 @@ import {
   runContentKey,
   runningRunsWithProgress,
   runProgress,
+  runRedactPatterns,
   runServers,
   storeVersion,
 } from '../store/reads.js';
@@ -303,7 +304,9 @@ async function handle(state: UiState, clients: Set<ServerResponse>, request: Inc
   if ((match = url.pathname.match(/^\/api\/servers\/(\d+)\/log$/))) {
     const server = getServer(db, Number(match[1]));
     if (!server) return sendJson(response, { error: 'no such server' }, 404);
-    return sendJson(response, { serverId: server.id, logPath: server.logPath, ...(await readLogTail(server.logPath)) });
+    const tail = { serverId: server.id, logPath: server.logPath, ...(await readLogTail(server.logPath)) };
+    // What the server printed (its own args) is not redacted at write: its run's secret names hide it here.
+    return sendJson(response, redactor().withPatterns(runRedactPatterns(db, server.runId)).deep(tail));
   }
   if (url.pathname === '/api/diff') {
     const [a, b] = [Number(url.searchParams.get('a')), Number(url.searchParams.get('b'))];

@@ -66,3 +66,11 @@ export const DEFAULT_QUESTION_TOKENS = 64;
 
 /** Wait between a session's turns (`bench --think-time`, a sessions `client.prompts.thinkTime`): none. */
 export const DEFAULT_THINK_TIME = '0s';
+
+/**
+ * Tokens (prompt + output) one request of a trace, dataset or accuracy set may ask for when the model's context is
+ * not given (`client.contextTokens`, `bench --context-tokens`): 2^20, the longest context the servers commonly run.
+ * Past it an input line is far more likely a mistake than a request (a trace's `input_length: 1000000000` would
+ * exhaust the load client's memory building its prompt), so it is refused before any server starts.
+ */
+export const MAX_REQUEST_TOKENS = 1_048_576;

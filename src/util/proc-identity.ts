@@ -28,8 +28,27 @@ export function processIdentity(pid: number): ProcessIdentity | undefined {
 /** Whether `pid` is still the very process recorded as `expected`. */
 export function sameProcess(pid: number, expected: ProcessIdentity): boolean {
   const current = processIdentity(pid);
-  return current !== undefined && current.start === expected.start && current.cmdline === expected.cmdline;
+  return current !== undefined && current.start === expected.start && sameCommandLine(current.cmdline, expected.cmdline);
 }
+
+/**
+ * The stored line was redacted with the run's `fingerprint.redact` names too; a process that reads it back may not
+ * know them (or know more), so a marker in either line stands for whatever the other has there.
+ */
+function sameCommandLine(current: string, stored: string): boolean {
+  if (current === stored) return true;
+  const pattern = (line: string): RegExp =>
+    new RegExp(
+      `^${line
+        .split(ANY_MARKER)
+        .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+        .join('.*?')}$`,
+      's',
+    );
+  return pattern(stored).test(current) || pattern(current).test(stored);
+}
+
+const ANY_MARKER = /<redacted(?::[0-9a-f]{12})?>/;
 
 /** Whether the process exists (EPERM: it exists but belongs to someone else). */
 export function processAlive(pid: number): boolean {

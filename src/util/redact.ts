@@ -9,8 +9,9 @@ import { createHmac, randomBytes } from 'node:crypto';
 
 /**
  * Names whose values are secrets, matched case-insensitively against env names, JSON keys and CLI flags normalised
- * to ENV style (`--hf-token` → HF_TOKEN). TOKEN, KEY and AUTH are matched as whole `_` words, not substrings, so
- * tuning knobs such as MAX_NUM_BATCHED_TOKENS, TOKENIZERS_PARALLELISM or AUTHOR stay readable.
+ * to ENV style (`--hf-token` → HF_TOKEN). TOKEN, KEY, AUTH and PASS are matched as whole `_` words, not substrings,
+ * so tuning knobs such as MAX_NUM_BATCHED_TOKENS, TOKENIZERS_PARALLELISM, AUTHOR or BYPASS_X stay readable, while
+ * MY_PASS or DB_PASS_FILE are hidden. A `PER_` word is a unit, not a credential (see `withoutUnits`).
  */
 export const DEFAULT_REDACT_PATTERNS: readonly string[] = [
   'TOKEN',
@@ -26,6 +27,10 @@ export const DEFAULT_REDACT_PATTERNS: readonly string[] = [
   '*_AUTH',
   'AUTH_*',
   '*_AUTH_*',
+  'PASS',
+  '*_PASS',
+  'PASS_*',
+  '*_PASS_*',
   '*AUTHORIZATION*',
   '*SECRET*',
   '*PASSWORD*',
@@ -64,21 +69,37 @@ function envStyle(name: string): string {
     .toUpperCase();
 }
 
+/**
+ * The name without its `PER_<word>` units: `--prefill-ms-per-token 0.5` is a cost per token, `--requests-per-key` a
+ * count per key, so their values stay readable; a credential is named by the word itself (HF_TOKEN, API_KEY).
+ */
+function withoutUnits(envName: string): string {
+  return envName.replace(/(^|_)PER_[A-Z0-9]+(?=_|$)/g, '');
+}
+
 export class Redactor {
   private readonly secretName: (name: string) => boolean;
 
-  /** `salt` null: every secret becomes the same `<redacted>`, for hashes that must not depend on any secret. */
+  /**
+   * `salt` null: every secret becomes the same `<redacted>`, for hashes that must not depend on any secret.
+   * `userPatterns` (an experiment's `fingerprint.redact`) are taken as written, on top of the defaults.
+   */
   constructor(
     private readonly salt: string | null,
-    readonly patterns: readonly string[] = DEFAULT_REDACT_PATTERNS,
+    readonly userPatterns: readonly string[] = [],
   ) {
-    const regexps = patterns.map((pattern) => globToRegExp(pattern, 'i'));
-    this.secretName = (name) => regexps.some((regexp) => regexp.test(envStyle(name)));
+    const defaults = DEFAULT_REDACT_PATTERNS.map((pattern) => globToRegExp(pattern, 'i'));
+    const user = userPatterns.map((pattern) => globToRegExp(pattern, 'i'));
+    this.secretName = (name) => {
+      const env = envStyle(name);
+      return user.some((regexp) => regexp.test(env)) || defaults.some((regexp) => regexp.test(withoutUnits(env)));
+    };
   }
 
   /** The same salt with extra secret-name patterns (an experiment's `fingerprint.redact`). */
   withPatterns(extra: readonly string[]): Redactor {
-    return extra.length === 0 ? this : new Redactor(this.salt, [...this.patterns, ...extra]);
+    const added = extra.filter((pattern) => !this.userPatterns.includes(pattern));
+    return added.length === 0 ? this : new Redactor(this.salt, [...this.userPatterns, ...added]);
   }
 
   isSecretName(name: string): boolean {
@@ -193,5 +214,14 @@ export function redactor(): Redactor {
 }
 
 export function useRedactionSalt(salt: string): void {
-  active = new Redactor(salt);
+  active = new Redactor(salt, active.userPatterns);
+}
+
+/**
+ * Adds an experiment's `fingerprint.redact` names to the process's redactor, so every sink of the run (store rows,
+ * the `--- servelab launch` header, stored command lines, messages, log excerpts) hides them, not only its stored
+ * config. Never removed: a process that ran two experiments hides the names of both, which hides more, never less.
+ */
+export function addRedactionPatterns(patterns: readonly string[]): void {
+  active = active.withPatterns(patterns);
 }

@@ -36,6 +36,7 @@ export const SLOW = new Set([
   'experiment-verdict',
   'export',
   'fingerprint-collect',
+  'input-validation',
   'launch-cli',
   'launch-pipeline',
   'launch-server',

@@ -70,6 +70,7 @@ export interface BenchFlags extends TraceFlags {
   sloTpotMs?: string;
   sloE2eMs?: string;
   tokenizer?: string;
+  contextTokens?: string;
   workers: string;
   specMetrics: boolean;
   collectOutputs?: boolean;
@@ -381,6 +382,7 @@ export function clientOptionsFromFlags(flags: BenchFlags): ClientOptions {
     requestTimeoutMs: durationFlag('--request-timeout', flags.requestTimeout),
     ...(flags.sloTtftMs || flags.sloTpotMs || flags.sloE2eMs ? { slo: sloFromFlags(flags) } : {}),
     ...(flags.tokenizer !== undefined && { tokenizerPath: flags.tokenizer }),
+    ...(flags.contextTokens !== undefined && { contextTokens: positiveInt('--context-tokens', flags.contextTokens) }),
     specMetrics: flags.specMetrics ? 'auto' : 'none',
     workers: flags.workers === 'auto' ? 'auto' : positiveInt('--workers', flags.workers),
     ...((flags.collectOutputs || flags.saveOutputs !== undefined) && { collectOutputs: true }),

@@ -23,6 +23,7 @@ import {
   DEFAULT_SYNTHETIC_OUTPUT_TOKENS,
   DEFAULT_WARMUP_PER_WORKLOAD,
   DEFAULT_WARMUP_REQUESTS,
+  MAX_REQUEST_TOKENS,
 } from '../../util/defaults.js';
 import { messageOf, UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
@@ -189,6 +190,10 @@ function defineBench(program: Command): Command {
     .option(
       '--tokenizer <path>',
       "the model's tokenizer.json, model directory or NAME-<encoding>.tiktoken vocabulary: exact synthetic lengths, chat template, token counts when the server reports no usage",
+    )
+    .option(
+      '--context-tokens <n>',
+      `the model's context in tokens: a --trace or --dataset request that cannot fit (prompt + output) is refused before any is sent (default: a cap of ${MAX_REQUEST_TOKENS})`,
     )
     .option('--workers <n|auto>', 'load-generation threads, each with its own event loop and connections (auto = one per core)', String(DEFAULT_LOAD_WORKERS))
     .option('--no-spec-metrics', 'do not scrape speculative-decoding statistics')

@@ -5,7 +5,7 @@ import { ensureExperiment, insertRun } from '../../store/runs.js';
 import type { RunStatus } from '../../store/types.js';
 import { messageOf, UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
-import { containsMarker, redactor } from '../../util/redact.js';
+import { addRedactionPatterns, containsMarker, redactor } from '../../util/redact.js';
 import { VERSION } from '../../version.js';
 import { loadCostModel } from '../plan/budget.js';
 import { chooseSchedule } from '../plan/schedule.js';
@@ -30,6 +30,7 @@ export function planFor(experiment: ResolvedExperiment, db?: Db): Plan {
 
 /** Record a new run (status 'running') with its resolved config and plan; the Slurm dispatcher calls this too. */
 export function createRun(db: Db, experiment: ResolvedExperiment, options: { gitSha?: string; plan?: Plan } = {}): number {
+  addRedactionPatterns(experiment.fingerprint.redact);
   const experimentId = ensureExperiment(db, experiment.name, experiment.filePath);
   return insertRun(db, {
     experimentId,
@@ -70,6 +71,8 @@ export function redactExperiment(experiment: ResolvedExperiment): ResolvedExperi
  */
 export function loadRunToExecute(db: Db, runId: number): StoredRun {
   const stored = loadRun(db, runId);
+  // Before anything of the run is launched, logged or stored: its own secret names are hidden in every sink.
+  addRedactionPatterns(stored.experiment.fingerprint.redact);
   if (!containsMarker(stored.experiment)) return stored;
   const path = stored.experiment.filePath;
   let fresh: ResolvedExperiment;

@@ -152,6 +152,7 @@ export function benchOptionsOf(
     ...(client.tokenCounts !== undefined && { tokenCounts: client.tokenCounts }),
     ...(client.slo && { slo: client.slo }),
     ...(client.tokenizerPath !== undefined && { tokenizerPath: client.tokenizerPath }),
+    ...(client.contextTokens !== undefined && { contextTokens: client.contextTokens }),
     ...(client.workers !== undefined && { workers: client.workers }),
     specMetrics: 'auto',
   };

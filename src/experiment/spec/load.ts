@@ -19,6 +19,7 @@ import {
 import { isUserError, UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
 import { parseConstraint } from './constraint.js';
+import { checkInputFiles } from './input-files.js';
 import { defaultObjectiveWorkload } from './metrics.js';
 import { readSampleSet } from './sample-set.js';
 import { type ClientOverrides, type ExperimentFile, experimentFileSchema, type GridSpec, VARIANT_NAME, VARIANT_NAME_RULE, type VariantSpec } from './schema.js';
@@ -96,6 +97,7 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
   if (specs.length === 0) specs.push({ name: 'baseline', params: {}, spec: {}, key: 'variants' });
 
   const seen = new Set<string>();
+  const promptsKeys: string[] = [];
   const variants: ResolvedVariant[] = specs.map(({ name, params, spec, key }) => {
     if (seen.has(name)) fail(key, `variant name "${name}" is used twice`);
     seen.add(name);
@@ -108,6 +110,7 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
     // A remote client (ssh, client: remote) reads its dataset on the host: that path is left as written.
     const remoteClient = file.executor.kind === 'ssh' && file.executor.client === 'remote';
     const prompts = remoteClient ? client.prompts : resolvePromptPath(client.prompts, baseDir, promptsKey, fail);
+    promptsKeys.push(remoteClient ? '' : promptsKey);
     return { name, params, server, serverKey: serverKeyOf(server), client: { ...client, prompts } };
   });
 
@@ -132,6 +135,11 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
   if (sped && !workloads.some((workload) => workload.workload.kind === 'trace')) {
     fail('client.prompts.speedup', `variant "${sped.name}" speeds up a trace's arrivals, but no workload replays them: add { kind: trace } or drop speedup`);
   }
+  checkInputFiles(
+    filePath,
+    variants.flatMap((variant, index) => (promptsKeys[index] ? [{ variant, promptsKey: promptsKeys[index]! }] : [])),
+    workloads,
+  );
   const judged = [file.metric, file.objective?.maximize, file.objective?.minimize, ...Object.keys(file.objective?.subjectTo ?? {})];
   if (judged.includes('sloCapacity') && !workloads.some((workload) => workload.workload.kind === 'capacity')) {
     fail(file.metric === 'sloCapacity' ? 'metric' : 'objective', 'sloCapacity is measured only by a capacity workload: add one to workloads (kind: capacity)');
@@ -320,8 +328,10 @@ function resolveAccuracy(
   try {
     readSampleSet(settings);
   } catch (error) {
-    if (isUserError(error)) fail('quality.accuracy.path', error.message);
-    throw error;
+    if (!isUserError(error)) throw error;
+    // The reader's hint (map a field, lower items) says more than "fix the path".
+    const line = lineOfKey(filePath, 'quality.accuracy.path');
+    throw new UserError(`${filePath}${line ? `:${line}` : ''}: quality.accuracy.path: ${error.message}`, error.hint, ExitCode.usage);
   }
   return settings;
 }
@@ -351,6 +361,7 @@ function applyClient(base: ClientConfig, overrides: ClientOverrides, serverModel
     ...(overrides.requestTimeout !== undefined && { requestTimeoutMs: overrides.requestTimeout }),
     ...(model !== undefined && { model }),
     ...(overrides.tokenizer !== undefined && { tokenizerPath: overrides.tokenizer }),
+    ...(overrides.contextTokens !== undefined && { contextTokens: overrides.contextTokens }),
     ...(overrides.workers !== undefined && { workers: overrides.workers }),
     ...(overrides.requireFullOutput !== undefined && { requireFullOutput: overrides.requireFullOutput }),
     ...(overrides.tokenCounts !== undefined && { tokenCounts: overrides.tokenCounts }),

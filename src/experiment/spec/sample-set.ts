@@ -12,10 +12,19 @@ export interface SampleItem {
 /**
  * The records sent, from the top of the file. Read when the experiment file loads, so a record without a prompt or
  * an answer stops `plan` and `run` before any server starts (one line naming the record), and again at each start.
+ * `items` beyond the file's records is refused rather than run short: the plan, the interval widths and McNemar's
+ * power the user chose were for that many items, and a silent 60 for 100 would tell neither `plan` nor the report.
  */
 export function readSampleSet(settings: AccuracySettings): SampleItem[] {
-  const records = textRecords(settings.format, settings.path).slice(0, settings.items);
-  if (records.length === 0) throw new UserError(`${settings.path}: no records`, 'give one prompt and its answer per record', ExitCode.usage);
+  const all = textRecords(settings.format, settings.path);
+  if (all.length === 0) throw new UserError(`${settings.path}: no records`, 'give one prompt and its answer per record', ExitCode.usage);
+  if (settings.items !== undefined && settings.items > all.length)
+    throw new UserError(
+      `${settings.path}: quality.accuracy.items asks for ${settings.items} records, the file holds ${all.length}`,
+      `lower quality.accuracy.items to ${all.length} or leave it out to send every record`,
+      ExitCode.usage,
+    );
+  const records = all.slice(0, settings.items);
   const { prompt, answer, category } = settings.fields;
   return records.map(({ where, record }) => {
     if (typeof record[prompt] !== 'string' || record[prompt] === '') {

@@ -15,6 +15,7 @@ import {
   DEFAULT_SYNTHETIC_OUTPUT_TOKENS,
   DEFAULT_WARMUP_PER_WORKLOAD,
   DEFAULT_WARMUP_REQUESTS,
+  MAX_REQUEST_TOKENS,
 } from '../../util/defaults.js';
 import { CONSTRAINT } from './constraint.js';
 import { METRIC_NAMES } from './types.js';
@@ -64,6 +65,15 @@ const clientOverridesSchema = z.strictObject({
       description:
         "The model's tokenizer.json, model directory or NAME-<encoding>.tiktoken file: exact prompt lengths, the chat template, token counts when the server reports no usage.",
       examples: ['/models/Llama-3.1-8B-Instruct'],
+    }),
+  contextTokens: z
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .meta({
+      description: `The model's context in tokens (vLLM --max-model-len, SGLang --context-length): a trace or dataset request that cannot fit (prompt + output; a dataset prompt when the tokenizer measures it) is refused before any server starts. Unset: a cap of ${MAX_REQUEST_TOKENS} tokens.`,
+      examples: [32768],
     }),
   workers: z
     .union([z.literal('auto'), z.number().int().positive()])
@@ -238,7 +248,7 @@ export const experimentFileSchema = z.strictObject({
         .default([])
         .meta({
           description:
-            'Glob patterns of names whose values are secrets (matched ignoring case), on top of the built-in ones (*TOKEN*, *KEY*, *SECRET*, …): stored and shown redacted.',
+            'Glob patterns of names (env variables, flags as ENV names: --my-key is MY_KEY, JSON keys) whose values are secrets, matched ignoring case, on top of the built-in ones (TOKEN, KEY, AUTH, PASS as whole words; *SECRET*, *PASSWORD*, …): hidden in every store row, log header, stored command line, printed or served answer of the run.',
           examples: [['*_LICENSE']],
         }),
     })

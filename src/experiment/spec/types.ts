@@ -35,6 +35,8 @@ export interface ClientConfig {
   slo?: Slo;
   cache: CacheMode;
   tokenizerPath?: string;
+  /** `client.contextTokens`: see schema.ts. */
+  contextTokens?: number;
   workers?: number | 'auto';
   requireFullOutput?: boolean;
   tokenCounts?: TokenCountSource;

@@ -2,8 +2,9 @@ import { UserError } from '../../util/errors.js';
 import { mulberry32 } from '../../util/random.js';
 import { jsonErrorOffset } from '../json-position.js';
 import type { PromptItem } from '../prompts.js';
+import { checkRequestTokens } from '../request-bounds.js';
 import type { ChatMessage, ModelTokenizer } from '../tokenizers/model.js';
-import { type LocatedRecord, readDatasetText, tableRecords } from './records.js';
+import { type LocatedRecord, readDatasetText, tableRecords, textRecords } from './records.js';
 import type { DatasetFields, DatasetSource } from './types.js';
 
 /** Records without their own output length get this many tokens. */
@@ -14,6 +15,17 @@ export interface PromptMeasure {
   tokenizer?: ModelTokenizer;
   /** The backend sends chat messages (openai-chat): its prompt is the model's chat template applied. */
   chat: boolean;
+  /** The model's context in tokens: a trace or dataset request that cannot fit it is refused (unset: servelab's cap). */
+  contextTokens?: number;
+}
+
+/**
+ * A dataset request within the model's context: its output always, its prompt when a tokenizer measured it (a
+ * 4-characters-a-token estimate could refuse a prompt that fits; the server's own 400 then fails the trial).
+ */
+function checkedItem(item: PromptItem, where: string, measure: PromptMeasure): PromptItem {
+  checkRequestTokens(where, measure.tokenizer ? item.inputTokens : 0, item.maxTokens, measure.contextTokens);
+  return item;
 }
 
 /** Token count of text: the tokenizer's, else a 4-characters-per-token estimate. */
@@ -114,19 +126,22 @@ const ROLE_OF: Record<string, ChatMessage['role']> = {
 function shareGptItems(source: DatasetSource, measure: PromptMeasure): PromptItem[] {
   const conversations = shareGptConversations(source);
   const items: PromptItem[] = [];
-  for (const { messages, category } of source.shuffle === false ? conversations : shuffle(conversations, source.seed ?? 0)) {
+  for (const { messages, category, where } of source.shuffle === false ? conversations : shuffle(conversations, source.seed ?? 0)) {
     messages.forEach((message, turnIndex) => {
       const history = messages.slice(0, turnIndex);
       // Like vLLM's benchmark: a reply with no user turn before it gives no request.
       if (message.role !== 'assistant' || !history.some((turn) => turn.role === 'user')) return;
-      items.push(promptItem(history, textTokens(message.content, measure), measure, source.maxOutputTokens, category));
+      const item = promptItem(history, textTokens(message.content, measure), measure, source.maxOutputTokens, category);
+      items.push(checkedItem(item, `${where} turn ${turnIndex}`, measure));
     });
   }
   return items;
 }
 
 /** The conversations of a ShareGPT file, in file order (errors located by entry and turn). */
-export function shareGptConversations(source: Pick<DatasetSource, 'path' | 'fields'>): Array<{ messages: ChatMessage[]; category: string | undefined }> {
+export function shareGptConversations(
+  source: Pick<DatasetSource, 'path' | 'fields'>,
+): Array<{ messages: ChatMessage[]; category: string | undefined; where: string }> {
   const names = fieldNames(source.fields);
   const text = readDatasetText(source.path);
   let data: unknown;
@@ -158,7 +173,7 @@ export function shareGptConversations(source: Pick<DatasetSource, 'path' | 'fiel
         );
       return { role, content: value };
     });
-    return { messages, category: categoryOf(entry as Record<string, unknown>, names.category, where) };
+    return { messages, category: categoryOf(entry as Record<string, unknown>, names.category, where), where };
   });
 }
 
@@ -187,7 +202,21 @@ function tableItem(located: LocatedRecord, source: DatasetSource, measure: Promp
   } else {
     outputTokens = source.maxOutputTokens ?? DEFAULT_OUTPUT_TOKENS;
   }
-  return promptItem([{ role: 'user', content: prompt }], outputTokens, measure, source.maxOutputTokens, categoryOf(record, names.category, where));
+  return checkedItem(
+    promptItem([{ role: 'user', content: prompt }], outputTokens, measure, source.maxOutputTokens, categoryOf(record, names.category, where)),
+    where,
+    measure,
+  );
+}
+
+/**
+ * Every record of a JSONL, CSV or ShareGPT dataset checked (fields present, lengths within the context), read at
+ * once: an experiment file's datasets are checked as it loads, before any server starts. A Parquet file is read
+ * asynchronously, so it is checked when the load client reads it.
+ */
+export function checkDatasetSync(source: DatasetSource, measure: PromptMeasure): void {
+  if (source.kind === 'sharegpt') shareGptItems(source, measure);
+  else if (source.kind !== 'parquet') for (const record of textRecords(source.kind, source.path)) tableItem(record, source, measure);
 }
 
 /** Every request a dataset file yields, in the order they are sent (shuffled by seed when asked). */

@@ -1,6 +1,7 @@
 import { UserError } from '../../util/errors.js';
-import { type LocatedRecord, tableRecords } from '../datasets/records.js';
-import type { TraceFormat, TraceRecord } from './types.js';
+import { type LocatedRecord, textRecords } from '../datasets/records.js';
+import { checkRequestTokens } from '../request-bounds.js';
+import type { TraceFormat, TraceRecord, TraceSource } from './types.js';
 
 /**
  * Readers of the public production traces, each checked against its published file:
@@ -23,17 +24,30 @@ const HINT: Record<TraceFormat, string> = {
   azure: 'Azure LLM inference rows are TIMESTAMP,ContextTokens,GeneratedTokens (or check --trace-format)',
 };
 
-/** Every request of a trace file, in file order. Throws UserError naming the file, line, field and what was expected. */
-export async function readTrace(path: string, format: TraceFormat): Promise<TraceRecord[]> {
-  const records = await traceRows(path, format);
+/**
+ * Every request of a trace file, in file order, each within the model's context (`contextTokens`, else servelab's
+ * cap) with its output as sent (`maxOutputTokens` applied, at least 1). Synchronous, so an experiment file's traces
+ * are checked as it loads, before any server starts. Throws UserError naming the file, line, field and what was expected.
+ */
+export function readTrace(path: string, format: TraceFormat, bounds: Pick<TraceSource, 'maxOutputTokens'> & { contextTokens?: number } = {}): TraceRecord[] {
+  const records = traceRows(path, format);
   if (format !== 'mooncake' && records[0]) checkColumns(path, format, records[0]);
-  return records.map((located) => traceRecord(located, format));
+  return records.map((located) => {
+    const record = traceRecord(located, format);
+    checkRequestTokens(record.where, record.inputTokens, sentOutputTokens(record, bounds.maxOutputTokens), bounds.contextTokens);
+    return record;
+  });
+}
+
+/** The max_tokens a trace request is sent with: its recorded output, capped, at least 1 (a failed request of the trace still arrived). */
+export function sentOutputTokens(record: TraceRecord, maxOutputTokens: number | undefined): number {
+  return Math.max(1, maxOutputTokens ? Math.min(record.outputTokens, maxOutputTokens) : record.outputTokens);
 }
 
 /** The file's rows; a read or syntax error names the trace and its format, not a dataset (the reader is the datasets'). */
-async function traceRows(path: string, format: TraceFormat): Promise<LocatedRecord[]> {
+function traceRows(path: string, format: TraceFormat): LocatedRecord[] {
   try {
-    return await tableRecords(format === 'mooncake' ? 'jsonl' : 'csv', path);
+    return textRecords(format === 'mooncake' ? 'jsonl' : 'csv', path);
   } catch (error) {
     if (!(error instanceof UserError)) throw error;
     const unreadable = error.message.startsWith('cannot read dataset ');

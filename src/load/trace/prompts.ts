@@ -5,7 +5,7 @@ import { type PromptMeasure, promptItem } from '../datasets/load.js';
 import type { PromptItem } from '../prompts.js';
 import { textOfExactTokens } from '../tokenizers/exact.js';
 import { randomWords } from '../words.js';
-import { readTrace } from './parse.js';
+import { readTrace, sentOutputTokens } from './parse.js';
 import type { TraceRecord, TraceSource } from './types.js';
 
 /** Tokens of one Mooncake hash block (kvcache-ai/Mooncake FAST25-release/README.md: "block hash" of 512 tokens). */
@@ -34,7 +34,7 @@ export function windowed(records: readonly TraceRecord[], window: TraceSource['w
  * production; tokens beyond the hash blocks (and every prompt of a trace without them) are the request's own.
  */
 export async function traceItems(source: TraceSource, measure: PromptMeasure): Promise<PromptItem[]> {
-  const records = windowed(await readTrace(source.path, source.format), source.window);
+  const records = windowed(readTrace(source.path, source.format, { ...source, ...measure }), source.window);
   if (records.length === 0)
     throw new UserError(
       `trace ${source.path} holds no requests${source.window ? ' in the window asked for' : ''}`,
@@ -56,7 +56,7 @@ export async function traceItems(source: TraceSource, measure: PromptMeasure): P
     const targetCachedTokens = designedCachedTokens(record, seen);
     const own = mulberry32(deriveSeed(deriveSeed(seed, REQUEST_STREAM), index));
     const words = promptWords(record, blockWords, own, measure.tokenizer ? 1 : 0);
-    const outputTokens = Math.max(1, source.maxOutputTokens ? Math.min(record.outputTokens, source.maxOutputTokens) : record.outputTokens);
+    const outputTokens = sentOutputTokens(record, source.maxOutputTokens);
     const arrivalMs = (record.timestampMs - first) / speedup;
     const { tokenizer } = measure;
     const item: PromptItem = tokenizer
