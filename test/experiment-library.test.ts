@@ -5,6 +5,7 @@
  * (support-fake-executor.ts): the real runner, lease, journal and store.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
@@ -13,6 +14,7 @@ import { runExperiment } from '../src/experiment/run/runner.js';
 import { loadExperiment } from '../src/experiment/spec/load.js';
 import { type Db, openStore } from '../src/store/db.js';
 import { getRun } from '../src/store/queries.js';
+import { insertServer, updateServer } from '../src/store/runs.js';
 import { messageOf } from '../src/util/errors.js';
 import { tempDir, writeExperiment } from './support-experiment.js';
 import { FakeExecutor } from './support-fake-executor.js';
@@ -101,4 +103,27 @@ test('a server config that cannot start: the run ends failed, never left running
   );
   assert.match(error ?? '', /no GPU left/);
   assert.equal(row(db, 1).status, 'failed');
+});
+
+test('a resume says what became of the servers a killed runner left: never "stopped on resume" for one it did not stop', async (t) => {
+  const { db, file } = lab(t);
+  const experiment = loadExperiment(file());
+  const runId = createRun(db, experiment);
+  const serverKey = experiment.variants[0]!.serverKey;
+  const leftover = (pid?: number) => {
+    const id = insertServer(db, { runId, runnerPid: 999_999, serverKey, label: 'baseline', host: 'local', logPath: '/dev/null' });
+    if (pid !== undefined) updateServer(db, id, { pid });
+    return id;
+  };
+  // Killed before its server ran (no pid recorded), and after its server exited on its own.
+  const exited = spawnSync('true').pid;
+  const unrecorded = leftover();
+  const gone = leftover(exited);
+  const executor = new FakeExecutor(() => ({ tpotMs: 3 }));
+  t.after(() => executor.close());
+  const outcome = await runExperiment({ db, runId, experiment, executor });
+  assert.equal(outcome.status, 'done', outcome.message);
+  const message = (id: number) => (db.prepare('SELECT message FROM servers WHERE id = ?').get(id) as { message: string }).message;
+  assert.match(message(unrecorded), /before the server ran \(no pid recorded/);
+  assert.equal(message(gone), 'its runner was gone; the server had exited');
 });
