@@ -223,4 +223,52 @@ describe('prompt cache control', () => {
       }
     });
   }
+
+  // Each workload draws its prompts from the same client seed, and a blocked pass repeats a workload on one start: a
+  // salt of the block alone let the second trial of a start find its prompts cached (issue 32: 11 of 22 H100 trials).
+  for (const [schedule, workloads] of [
+    ['interleaved', 2],
+    ['blocked', 2],
+    ['interleaved', 3],
+    ['blocked', 3],
+  ] as const) {
+    test(`cold trials, ${workloads} workloads per start, ${schedule}: no trial meets another's prompts`, async (t) => {
+      const dir = tempDir(t, `cache-${schedule}-${workloads}`);
+      const store = join(dir, 'servelab.db');
+      const file = writeExperiment(dir, 'cold.yaml', {
+        name: `cold-${schedule}-${workloads}`,
+        server: {
+          command: simCommand({ tpotMs: 1, extra: ['--prefix-cache', '--prefill-ms-per-token', String(PREFILL_MS_PER_TOKEN), '--jitter', '0'] }),
+          readyTimeout: '5m',
+        },
+        client: { prompts: { kind: 'synthetic', inputTokens: PROMPT_TOKENS, outputTokens: 4, seed: 3 }, warmupRequests: 1 },
+        workloads: [
+          { kind: 'single-stream', requests: 2 },
+          { kind: 'concurrency', concurrency: 2, requests: 4 },
+          { kind: 'concurrency', concurrency: 3, requests: 3 },
+        ].slice(0, workloads),
+        trials: 2,
+        schedule,
+        // Blocked: one pass, so both repetitions of each workload run on one start.
+        ...(schedule === 'blocked' && { passes: 1 }),
+        // One invalid trial fails the run: retries with salts of their own would hide the shared prompts.
+        trialRetries: 0,
+        variants: { a: {} },
+      });
+      const result = await cli(['run', file], { store, timeoutMs: 120_000 });
+      assert.equal(result.code, 0, result.stderr);
+      const db = openStore(store, { readonly: true });
+      t.after(() => db.close());
+      const invalid = db.prepare('SELECT reason FROM invalid_trials').all() as Array<{ reason: string }>;
+      assert.deepEqual(invalid, []);
+      const trials = db.prepare('SELECT cache, metrics_json FROM trials').all() as Array<{ cache: string; metrics_json: string }>;
+      assert.equal(trials.length, 2 * workloads);
+      assert.equal(new Set(trials.map((trial) => trial.cache)).size, trials.length, 'a salt per trial');
+      for (const trial of trials) {
+        const hitRate = (JSON.parse(trial.metrics_json) as { prefixCacheHitRate?: number }).prefixCacheHitRate!;
+        // The trial's own warm-up request leaves only the salt's opening words cached.
+        assert.ok(hitRate < 0.1, `${trial.cache}: ${Math.round(hitRate * 100)}% of its prompt tokens cached`);
+      }
+    });
+  }
 });

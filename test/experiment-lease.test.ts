@@ -6,7 +6,7 @@
  */
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
@@ -152,5 +152,39 @@ describe('lease fencing', { timeout: 180_000 }, () => {
       (runner.db.prepare('SELECT status FROM servers').all() as Array<{ status: string }>).map((server) => server.status),
       ['stopped'],
     );
+  });
+
+  // Issue 33: runs killed with kill -9 showed `running` in `ls` for ever. Whatever the instant (the run row just
+  // written, its server starting, a trial in flight), once the lease is stale every view says `interrupted`.
+  test('a runner killed with SIGKILL at any point: once its lease is stale, ls says interrupted with how to resume', async (t) => {
+    const dir = tempDir(t, 'lease-kill');
+    const store = join(dir, 'servelab.db');
+    const file = writeExperiment(dir, 'kill.yaml', { name: 'kill', trials: 2, ...slowTrials });
+    const instants: Array<[string, (db: Database.Database, runId: number) => Promise<unknown>]> = [
+      ['its run row written', (db, runId) => pollFor('the run row', () => row(db, 'SELECT id FROM runs WHERE id = ?', runId), 30_000)],
+      ['its server starting', (db, runId) => pollFor('a server row', () => row(db, 'SELECT id FROM servers WHERE run_id = ?', runId), 30_000)],
+      ['a trial in flight', (db) => trialInFlight(db)],
+    ];
+    for (const [index, [instant, reached]] of instants.entries()) {
+      const runId = index + 1;
+      const runner = await startRunner(t, [file], store);
+      await reached(runner.db, runId);
+      runner.child.kill('SIGKILL');
+      await runner.done;
+      await delay(STALE_MS + 200);
+      // `ls` judges staleness with the same short lease as the runner had.
+      const listed = execFileSync(process.execPath, [SERVELAB, 'ls', '--json'], {
+        env: { ...process.env, SERVELAB_STORE: store, SERVELAB_LEASE_STALE_MS: String(STALE_MS) },
+        encoding: 'utf8',
+      });
+      const runs = JSON.parse(listed) as Array<{ id: number; status: string; message?: string }>;
+      const run = runs.find((candidate) => candidate.id === runId);
+      assert.equal(run?.status, 'interrupted', `killed with ${instant}: ${JSON.stringify(run)}`);
+      assert.match(run.message ?? '', new RegExp(`resume: \`servelab run --resume ${runId}\``));
+      assert.deepEqual(
+        runs.filter((candidate) => candidate.status === 'running'),
+        [],
+      );
+    }
   });
 });

@@ -5,7 +5,8 @@
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
@@ -53,6 +54,20 @@ async function startLauncher(t: TestContext, mode: 'wait' | 'detach' | 'stop') {
   return { child, pid, exited, logPath };
 }
 
+/** Pids of live processes whose command line holds `tag`. */
+function taggedProcesses(tag: string): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((name) => {
+      try {
+        return readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').includes(tag);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
 describe('launch watchdog', { timeout: 90_000 }, () => {
   test('a launcher killed with SIGKILL: its server is stopped by the watchdog at once', async (t) => {
     const launcher = await startLauncher(t, 'wait');
@@ -66,20 +81,18 @@ describe('launch watchdog', { timeout: 90_000 }, () => {
 
   test('a server that ignores SIGTERM gets SIGKILL once the grace period is over', async (t) => {
     // A process group ignoring SIGTERM, as a server stuck in shutdown: what a second Ctrl-C used to leave behind.
-    const stubborn = spawn('/bin/sh', ['-c', 'trap "" TERM; sleep 60 & wait'], { detached: true, stdio: 'ignore' });
-    const pgid = stubborn.pid!;
-    t.after(() => {
-      if (groupAlive(pgid)) signalGroup(pgid, 'SIGKILL');
-    });
-    const script = `import { startWatchdog } from ${JSON.stringify(WATCHDOG)};
-startWatchdog(${pgid}, 2, 300);
-process.stdout.write('watching\\n');
+    const script = `import { spawnGuarded } from ${JSON.stringify(WATCHDOG)};
+const { child } = spawnGuarded(['/bin/sh', '-c', 'trap "" TERM; sleep 60 & wait'], { env: { PATH: process.env.PATH }, logFd: 2, graceMs: 300 });
+process.stdout.write('watching ' + child.pid + '\\n');
 setInterval(() => {}, 1000);`;
     const launcher = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
     t.after(() => launcher.kill('SIGKILL'));
     let stdout = '';
     launcher.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    await pollFor('the watchdog', () => (stdout.includes('watching') ? true : undefined), 20_000);
+    const pgid = Number(await pollFor('the watchdog', () => /watching (\d+)/.exec(stdout)?.[1], 20_000));
+    t.after(() => {
+      if (groupAlive(pgid)) signalGroup(pgid, 'SIGKILL');
+    });
     launcher.kill('SIGKILL');
     assert.ok(await waitFor(() => !groupAlive(pgid), 10_000), 'the SIGTERM-ignoring group survived its launcher');
   });
@@ -96,5 +109,47 @@ setInterval(() => {}, 1000);`;
     const launcher = await startLauncher(t, 'stop');
     assert.equal(await launcher.exited, 0);
     assert.equal(groupAlive(launcher.pid), false);
+  });
+
+  // Issue 33: ~70 runners killed around a server spawn left 2 orphans, killed between the server's spawn and its
+  // watchdog's. The launcher here kills itself with SIGKILL at chosen instants after the server's child_process.spawn
+  // returns: at once, synchronously (the old window: the watchdog was spawned next), and 0, 2, 10 and 50 ms later.
+  test('a launcher SIGKILLed at any instant around the spawn leaves no server behind', {
+    skip: !existsSync('/proc/self/cmdline') && 'needs /proc',
+  }, async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'servelab-spawn-kill-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const instants = [-1, 0, 2, 10, 50].map((delayMs) => ({ delayMs }));
+    for (const [index, instant] of instants.entries()) {
+      const tag = `servelab-orphan-probe-${process.pid}-${index}`;
+      const script = `
+import cp from 'node:child_process';
+import { syncBuiltinESMExports } from 'node:module';
+import { launchServer } from ${JSON.stringify(LAUNCH)};
+import { BUILTIN_PROFILES } from ${JSON.stringify(PROFILES)};
+const spawn = cp.spawn;
+let spawns = 0;
+cp.spawn = function (...args) {
+  const child = spawn.apply(this, args);
+  if (++spawns === 1) {
+    if (${instant.delayMs} < 0) process.kill(process.pid, 'SIGKILL');
+    else setTimeout(() => process.kill(process.pid, 'SIGKILL'), ${instant.delayMs});
+  }
+  return child;
+};
+syncBuiltinESMExports();
+await launchServer({
+  command: [process.execPath, '-e', 'setInterval(() => {}, 1000)', ${JSON.stringify(tag)}, '{port}'],
+  env: {}, profile: BUILTIN_PROFILES.simulator, logPath: ${JSON.stringify(join(dir, `server-${index}.log`))}, readyTimeoutMs: 5000,
+});
+`;
+      const launcher = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'ignore', 'pipe'] });
+      t.after(() => launcher.kill('SIGKILL'));
+      const [, signal] = (await once(launcher, 'exit')) as [number | null, string | null];
+      assert.equal(signal, 'SIGKILL', `instant ${JSON.stringify(instant)}: the launcher was not killed`);
+      const left = await waitFor(() => taggedProcesses(tag).length === 0, 5_000);
+      for (const pid of taggedProcesses(tag)) process.kill(pid, 'SIGKILL');
+      assert.ok(left, `instant ${JSON.stringify(instant)}: the server outlived its launcher`);
+    }
   });
 });

@@ -110,9 +110,10 @@ export function killWatchdogs(pid: number): number {
     } catch {
       continue;
     }
-    // sh -c SCRIPT servelab-watchdog PGID LAUNCHER_PID GRACE
+    // sh -c GUARD servelab-watchdog LAUNCHER_PID GRACE COMMAND…: the subshell the guard forked (the guard itself has
+    // exec'd the server by then).
     const at = argv.indexOf('servelab-watchdog');
-    if (at < 0 || argv[at + 2] !== String(pid)) continue;
+    if (at < 0 || argv[at + 1] !== String(pid)) continue;
     try {
       process.kill(Number(entry), 'SIGKILL');
       killed += 1;

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { closeSync, fstatSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -16,7 +15,7 @@ import { assertPortFree, describeOwner, foreignListener } from './port-owner.js'
 import { stopGroup } from './process-group.js';
 import { failStart, readyOptionsOf } from './ready-gate.js';
 import type { ExitInfo, LaunchHooks, RunningServer, ServerSpec } from './types.js';
-import { startWatchdog } from './watchdog.js';
+import { spawnGuarded } from './watchdog.js';
 
 const STOP_GRACE_MS = 10_000;
 // After "Traceback" or a similar line, the useful text (the exception) follows: collect it before failing.
@@ -67,14 +66,20 @@ async function launchOnPort(spec: ServerSpec, hooks: LaunchHooks, host: string, 
   writeSync(logFd, `\n--- servelab launch ${new Date().toISOString()}: ${redactor().args(command).join(' ')}\n`);
   const startOffset = fstatSync(logFd).size;
   const startedAt = performance.now();
-  const child = spawn(command[0]!, command.slice(1), { detached: true, stdio: ['ignore', logFd, logFd], env, cwd: spec.cwd });
-  // Stops the group if this process dies without stopping it (see watchdog.ts); released once the server has exited.
-  const watchdog = child.pid === undefined ? undefined : startWatchdog(child.pid, logFd, STOP_GRACE_MS);
+  // Spawned with its watchdog already in place: stopped if this process dies first (see watchdog.ts); released once
+  // the server has exited.
+  const guarded = spawnGuarded(command, { env, ...(spec.cwd !== undefined && { cwd: spec.cwd }), logFd, graceMs: STOP_GRACE_MS });
   closeSync(logFd);
-  const spawnError = new Promise<Error>((resolve) => child.once('error', resolve));
+  if ('missing' in guarded) {
+    throw new UserError(`cannot start "${command[0]}": ${guarded.missing}`, 'check that the command is installed and on PATH (or give its full path)');
+  }
+  const { child } = guarded;
   if (child.pid === undefined) {
-    const error = await spawnError;
-    throw new UserError(`cannot start "${command[0]}": ${messageOf(error)}`, 'check that the command is installed and on PATH (or give its full path)');
+    const error = await new Promise<Error>((resolve) => child.once('error', resolve));
+    throw new UserError(
+      `cannot start "${command[0]}" under /bin/sh: ${messageOf(error)}`,
+      'servelab starts local servers through /bin/sh: check that it exists',
+    );
   }
   const pid = child.pid;
 
@@ -83,7 +88,7 @@ async function launchOnPort(spec: ServerSpec, hooks: LaunchHooks, host: string, 
     child.once('exit', (code, signal) => {
       const info = { code, signal };
       log.processExited(info);
-      watchdog?.release();
+      guarded.release();
       resolve(info);
     });
   });
@@ -97,6 +102,8 @@ async function launchOnPort(spec: ServerSpec, hooks: LaunchHooks, host: string, 
   const baseUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   let ready: ReadyResult;
   try {
+    // The pid is reported once it runs the server: a resume checks the identity recorded now (proc-identity.ts).
+    await guarded.execed();
     hooks.onSpawn?.(pid);
     ready = await waitForReady({ baseUrl, startedAt, monitor: log, checkListener: () => listenerMismatch(port, pid), ...readyOptionsOf(spec, hooks) });
   } catch (error) {
@@ -115,7 +122,7 @@ async function launchOnPort(spec: ServerSpec, hooks: LaunchHooks, host: string, 
     exited,
     logTail: async (lines) => readLastLines(spec.logPath, lines),
     stop,
-    detach: () => watchdog?.release(),
+    detach: () => guarded.release(),
   };
 }
 

@@ -1,47 +1,103 @@
-import { spawn } from 'node:child_process';
-import { signalChild } from '../util/child-signal.js';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { accessSync, constants, statSync } from 'node:fs';
+import type { Socket } from 'node:net';
+import { delimiter, resolve } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { processIdentity } from '../util/proc-identity.js';
+import { redactor } from '../util/redact.js';
 
 /**
- * The local twin of the SSH job's watchdog (exec/remote-shell.ts): a tiny `sh` in its own session that stops a
- * server's process group once the process that launched it is gone, so a runner killed with SIGKILL (or quit with
- * a second Ctrl-C while its server ignores SIGTERM) leaves no server holding the GPU.
+ * A local server is spawned already watched, so no instant exists at which a runner killed with SIGKILL (or quit with
+ * a second Ctrl-C while its server ignores SIGTERM) leaves a server holding the GPU. The spawned process is a tiny
+ * `sh` in its own process group that first forks its watchdog — a subshell of the same group — and only then
+ * `exec`s the server in its place: same pid, same group, the watchdog already there. (A watchdog spawned after the
+ * server left a window between the two spawns: ~70 kills timed around a spawn left 2 orphan servers, issue 33.)
  *
- * It needs no polling and no pid: its stdin is a pipe whose only writer is this process (Node opens pipes
- * close-on-exec, so no other child inherits it). When this process dies, however it dies, the kernel closes the pipe
- * and `read` returns at once. A server that exited or is detached releases its watchdog: it is killed first.
+ * The watchdog needs no polling and no pid: its fd 3 is a socket whose other end only this process holds (Node
+ * opens it close-on-exec, so no other child inherits it; the server gets fd 3 closed). When this process dies,
+ * however it dies — even before `spawn` returned — the kernel closes its end and `read` returns at once: the
+ * watchdog SIGTERMs the group (ignoring it itself), and SIGKILLs what is left once the server has exited or the grace
+ * is over. A line on the socket releases it instead: the server exited, or is meant to outlive this process. Until
+ * then it dies with the group on a normal stop (stopGroup).
  */
-const SCRIPT = [
-  'read -r line',
-  'echo "servelab: the process that launched this server (pid $2) is gone; stopping process group $1"',
+const GUARD = [
+  '(',
+  '  if read -r _ <&3; then exit 0; fi',
+  '  echo "servelab: the process that launched this server (pid $1) is gone; stopping process group $$"',
+  '  trap "" TERM',
   // dash's kill takes no "--": `kill -TERM -PGID` is the portable spelling for a process group.
-  'kill -TERM -"$1" 2>/dev/null || exit 0',
-  'i=0',
-  'while kill -0 -"$1" 2>/dev/null; do',
-  '  if [ "$i" -ge "$3" ]; then kill -KILL -"$1" 2>/dev/null; exit 0; fi',
-  '  sleep 0.1; i=$((i+1))',
-  'done',
+  '  kill -TERM -$$ 2>/dev/null',
+  '  i=0',
+  '  while kill -0 $$ 2>/dev/null && [ "$i" -lt "$2" ]; do sleep 0.1; i=$((i+1)); done',
+  '  kill -KILL -$$ 2>/dev/null',
+  ') &',
+  'exec 3<&-',
+  'shift 2',
+  'exec "$@"',
 ].join('\n');
 
-export interface Watchdog {
-  /** The server was stopped, or is meant to outlive this process: the watchdog exits without a signal. */
+export interface GuardedChild {
+  /** The server's process (the guard `sh` until it has exec'd the server: same pid); it leads its own group. */
+  child: ChildProcess;
+  /** The server exited, or is meant to outlive this process: the watchdog exits without a signal. */
   release(): void;
+  /** Resolves once `pid` runs the server itself, not the guard `sh` (identity read then is the server's). */
+  execed(): Promise<void>;
 }
 
 /**
- * Watch process group `pgid` on behalf of this process; the watchdog's lines go to `logFd` (the server log).
- * A server that ignores SIGTERM gets SIGKILL after `graceMs`, as with a normal stop.
+ * Spawn `command` in its own process group with its watchdog (see GUARD), output to `logFd`. A server that ignores
+ * SIGTERM gets SIGKILL after `graceMs`, as with a normal stop. The command is looked up first (the guard `sh` would
+ * only report a missing one in the log): returns the reason when it cannot be run.
  */
-export function startWatchdog(pgid: number, logFd: number, graceMs: number): Watchdog {
-  const child = spawn('/bin/sh', ['-c', SCRIPT, 'servelab-watchdog', String(pgid), String(process.pid), String(Math.ceil(graceMs / 100))], {
+export function spawnGuarded(
+  command: readonly string[],
+  options: { env: Record<string, string>; cwd?: string; logFd: number; graceMs: number },
+): GuardedChild | { missing: string } {
+  const missing = notRunnable(command[0]!, options.env.PATH ?? '', options.cwd);
+  if (missing !== undefined) return { missing };
+  const argv = ['-c', GUARD, 'servelab-watchdog', String(process.pid), String(Math.ceil(options.graceMs / 100)), ...command];
+  const child = spawn('/bin/sh', argv, {
     detached: true,
-    stdio: ['pipe', logFd, logFd],
+    stdio: ['ignore', options.logFd, options.logFd, 'pipe'],
+    env: options.env,
+    ...(options.cwd !== undefined && { cwd: options.cwd }),
   });
-  // Neither the watchdog nor its pipe may keep this process alive; a missing /bin/sh only means no watchdog.
-  child.on('error', () => {});
-  child.stdin?.on('error', () => {});
-  child.unref();
-  (child.stdin as unknown as { unref?: () => void } | null)?.unref?.();
-  // SIGKILL, synchronously: a detaching `servelab launch` exits right after, before any write to the pipe could land.
-  // The watchdog is this process's child, so its pid cannot be reused until Node has reaped it (then kill is a no-op).
-  return { release: () => void signalChild(child, 'SIGKILL') };
+  const guard = child.stdio[3] as Socket | null;
+  // Neither the socket nor the child may keep this process alive, or throw when the watchdog is gone.
+  guard?.on('error', () => {});
+  guard?.unref();
+  const guardCmdline = redactor()
+    .args(['/bin/sh', ...argv])
+    .join(' ');
+  return {
+    child,
+    // Written at once (an empty socket takes it synchronously): a detaching `servelab launch` exits right after.
+    release: () => {
+      if (guard && !guard.destroyed) guard.end('released\n');
+    },
+    async execed() {
+      for (let waited = 0; waited < 5_000; waited += 2) {
+        const identity = child.pid === undefined ? undefined : processIdentity(child.pid);
+        if (identity?.cmdline !== guardCmdline) return;
+        await delay(2);
+      }
+    },
+  };
+}
+
+/** Why `name` cannot be run as execvp would look it up (PATH of the server's env, relative to its cwd), if so. */
+function notRunnable(name: string, path: string, cwd: string | undefined): string | undefined {
+  const base = cwd ?? process.cwd();
+  const candidates = name.includes('/') ? [resolve(base, name)] : path.split(delimiter).map((dir) => resolve(base, dir || '.', name));
+  for (const candidate of candidates) {
+    try {
+      if (!statSync(candidate).isFile()) continue;
+      accessSync(candidate, constants.X_OK);
+      return undefined;
+    } catch {
+      // Not here, or not executable: the next directory of PATH.
+    }
+  }
+  return name.includes('/') ? `${name} is not an executable file` : 'not found on PATH';
 }

@@ -15,6 +15,11 @@ export function defaultStorePath(explicit?: string): string {
   return resolve(explicit ?? process.env.SERVELAB_STORE ?? join(homedir(), '.servelab', 'servelab.db'));
 }
 
+/** Where runs write their server logs by default: `logs/` beside the store (a store in memory: the temp folder's). */
+export function logsBeside(db: Db): string {
+  return db.memory ? join(tmpdir(), 'servelab-logs') : join(dirname(resolve(db.name)), 'logs');
+}
+
 /**
  * Open (creating if needed) and migrate the store. WAL + busy timeout let a runner, `servelab ui` and Slurm jobs
  * share it. Opening also selects the store's redaction salt for the whole process.

@@ -81,7 +81,7 @@ class LeaseHeld extends UserError {}
  */
 export async function acquireRunLease(db: Db, runId: number, scope: string, options: { log: (line: string) => void; waitMs?: number }): Promise<Lease> {
   const staleMs = leaseStaleMs();
-  const key = scope === '*' ? `${runId}` : `${runId}:${scope}`;
+  const key = leaseKey(runId, scope);
   const deadline = Date.now() + (options.waitMs ?? 0);
   let token: Token;
   for (;;) {
@@ -94,6 +94,28 @@ export async function acquireRunLease(db: Db, runId: number, scope: string, opti
     }
   }
   return heldLease(db, runId, key, token, staleMs);
+}
+
+/**
+ * A new run and its lease, written in one transaction by `create` (which inserts the run row and returns its id):
+ * no instant exists at which the run's row says `running` without a lease, so a runner killed at any point leaves
+ * either no run or one whose lease goes stale (views then say `interrupted`, see store/reads.ts `viewedRuns`).
+ */
+export function leaseNewRun(db: Db, create: () => number, options: { log: (line: string) => void }): { runId: number; lease: Lease } {
+  const staleMs = leaseStaleMs();
+  let token: Token | undefined;
+  const runId = db
+    .transaction(() => {
+      const id = create();
+      token = takeLease(db, id, leaseKey(id, '*'), staleMs, options.log);
+      return id;
+    })
+    .immediate();
+  return { runId, lease: heldLease(db, runId, leaseKey(runId, '*'), token!, staleMs) };
+}
+
+function leaseKey(runId: number, scope: string): string {
+  return scope === '*' ? `${runId}` : `${runId}:${scope}`;
 }
 
 /** What makes a lease this acquisition's: the holder and the moment it took the lease. */

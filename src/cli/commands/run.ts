@@ -1,4 +1,3 @@
-import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import type { ExecutorConfig } from '../../exec/types.js';
 import { loadCostModel } from '../../experiment/plan/budget.js';
@@ -104,7 +103,6 @@ export function registerRun(program: Command): void {
               ...(flags.serverKey !== undefined && { serverKey: flags.serverKey }),
               acceptDrift,
               acceptEnvChange,
-              workDir: join(dirname(storePath), 'logs'),
               signal: controller.signal,
               log,
             });

@@ -18,15 +18,30 @@ export interface TrialCache {
   record: string;
 }
 
+/** Where a trial sits in its run: everything that tells it apart from every other trial a server may have seen. */
+export interface TrialPlace {
+  runId: number;
+  block: number;
+  /** The trial's workload, by its index in the experiment (two workloads of one start send the same prompts). */
+  workload: number;
+  /** Repetition of the variant × workload pair (a blocked pass repeats it on one start). */
+  repetition: number;
+  /** The variant's place among those sharing its running server (0 for the first). */
+  sharedIndex: number;
+  /** 0 for the first measurement, 1 for its first re-run… */
+  attempt: number;
+}
+
 /**
- * Cold trials get a salt of their run and block: every variant of a block sends identical prompts (a fair
- * comparison), no two blocks share a prefix (no cache hit crosses trials), and a resumed run repeats its salts.
+ * Cold trials get a salt of their own, from every coordinate of the trial but the variant on its own server: every
+ * variant of a block sends identical prompts (a fair comparison), and no trial meets another's prompts — not one of
+ * another block, another workload of the same start (each workload draws the same prompts from the client's seed),
+ * another repetition of a blocked pass, nor its own failed attempt (a real llama-server found 97% of them cached).
  * Variants that share one running server (`sharedIndex` > 0 for all but the first) get salts of their own: identical
- * prompts would find the previous variant's cache there. A trial measured again (`attempt` > 0) gets a salt of its own:
- * its failed attempt left its prompts in the server's cache (a real llama-server found 97% of them cached).
- * Reset trials use the profile's API instead.
+ * prompts would find the previous variant's cache there. A resumed run repeats its salts. Reset trials use the
+ * profile's API instead.
  */
-export function trialCache(mode: CacheMode, profile: ServerProfile, where: { runId: number; block: number; sharedIndex: number; attempt: number }): TrialCache {
+export function trialCache(mode: CacheMode, profile: ServerProfile, where: TrialPlace): TrialCache {
   if (mode === 'warm') return { record: 'warm' };
   if (mode === 'reset') {
     const reset = profile.cacheReset;
@@ -35,7 +50,7 @@ export function trialCache(mode: CacheMode, profile: ServerProfile, where: { run
       ? { resetPath: reset.path, record: `reset (POST ${reset.path})` }
       : { cachePrompt: false, record: 'reset (cache_prompt: false)' };
   }
-  const first = deriveSeed(deriveSeed(where.runId, where.block), where.sharedIndex);
+  const first = [where.block, where.workload, where.repetition, where.sharedIndex].reduce(deriveSeed, where.runId);
   const promptSalt = where.attempt === 0 ? first : deriveSeed(first, -where.attempt);
   return { promptSalt, record: `cold (salt ${promptSalt})` };
 }

@@ -2,7 +2,7 @@ import type { Executor } from '../../exec/types.js';
 import { groupAlive, stopGroup } from '../../launch/process-group.js';
 import type { Db } from '../../store/db.js';
 import { unstoppedServers } from '../../store/queries.js';
-import { sameProcess } from '../../util/proc-identity.js';
+import { processAlive, sameProcess } from '../../util/proc-identity.js';
 import type { RunJournal } from './journal.js';
 
 /** Same grace as a normal stop: a server that ignores SIGTERM this long gets SIGKILL. */
@@ -11,8 +11,10 @@ const STOP_GRACE_MS = 10_000;
 /**
  * Before (re)starting a run on this machine (the caller holds the run's lease, so the runner that left these rows is
  * gone): stop the servers it left behind — they run in their own process groups and would still hold the GPU.
- * A process is stopped only when its pid, start time and command line all match what was recorded at spawn: a pid
- * reused by an unrelated process since then is never signalled. A row without that identity is only marked stopped.
+ * A process is stopped only when its pid, start time and command line all match what was recorded once it ran the
+ * server: a pid reused by an unrelated process since then is never signalled. A group whose leader has exited is
+ * reported, not signalled (a later process may lead it). Each row says what happened — never "stopped on resume"
+ * for a process left running.
  */
 export async function reapLeftoverServers(
   db: Db,
@@ -24,16 +26,25 @@ export async function reapLeftoverServers(
   if (executor.kind !== 'local') return;
   for (const row of unstoppedServers(db, runId)) {
     if (row.host !== executor.hostLabel || (options.serverKey !== undefined && row.serverKey !== options.serverKey)) continue;
-    let message = 'its runner was gone; stopped on resume';
-    if (row.pid !== undefined && groupAlive(row.pid)) {
-      if (row.pidStart !== undefined && row.pidCmdline !== undefined && sameProcess(row.pid, { start: row.pidStart, cmdline: row.pidCmdline })) {
-        options.log(`stopping server (pid ${row.pid}) left running by the interrupted runner`);
-        await stopGroup(row.pid, STOP_GRACE_MS);
-      } else {
-        message = `its runner was gone; pid ${row.pid} is now another process (or its identity was never recorded): not signalled`;
-        options.log(`pid ${row.pid} of a leftover server no longer matches the recorded process; leaving it alone`);
-      }
-    }
+    const message = await reap(row, options.log);
     journal.serverUpdate(row.id, { status: 'stopped', phase: 'stopped', message });
   }
+}
+
+/** Stop one leftover server if it is still ours; what happened, for its row. */
+async function reap(row: { pid?: number; pidStart?: string; pidCmdline?: string }, log: (line: string) => void): Promise<string> {
+  // Killed before its pid was recorded: its watchdog, in place from the spawn on, stopped it with its runner.
+  if (row.pid === undefined) return 'its runner was gone before the server ran (no pid recorded; its watchdog stops it with its runner)';
+  if (!groupAlive(row.pid)) return 'its runner was gone; the server had exited';
+  if (!processAlive(row.pid)) {
+    log(`the leftover server's pid ${row.pid} has exited but its process group runs on; leaving it alone`);
+    return `its runner was gone; pid ${row.pid} has exited but process group ${row.pid} runs on (its workers?): not signalled, check it`;
+  }
+  if (row.pidStart === undefined || row.pidCmdline === undefined || !sameProcess(row.pid, { start: row.pidStart, cmdline: row.pidCmdline })) {
+    log(`pid ${row.pid} of a leftover server no longer matches the recorded process; leaving it alone`);
+    return `its runner was gone; pid ${row.pid} is now another process (or its identity was never recorded): not signalled, check it`;
+  }
+  log(`stopping server (pid ${row.pid}) left running by the interrupted runner`);
+  await stopGroup(row.pid, STOP_GRACE_MS);
+  return 'its runner was gone; stopped on resume';
 }

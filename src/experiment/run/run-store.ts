@@ -28,7 +28,10 @@ export function planFor(experiment: ResolvedExperiment, db?: Db): Plan {
   return chooseSchedule(experiment, loadCostModel(db, experiment)).plan;
 }
 
-/** Record a new run (status 'running') with its resolved config and plan; the Slurm dispatcher calls this too. */
+/**
+ * Record a new run (status 'running') with its resolved config and plan; the Slurm dispatcher calls this too (a local
+ * runner creates its run with its lease, in runner.ts).
+ */
 export function createRun(db: Db, experiment: ResolvedExperiment, options: { gitSha?: string; plan?: Plan } = {}): number {
   addRedactionPatterns(experiment.fingerprint.redact);
   const experimentId = ensureExperiment(db, experiment.name, experiment.filePath);
@@ -63,35 +66,39 @@ export function redactExperiment(experiment: ResolvedExperiment): ResolvedExperi
 }
 
 /**
- * A stored run ready to launch servers again (resume, Slurm job): the stored experiment, always. Secrets are not in
- * the store, so each marker is filled from the run's experiment file, with a secret found there that gives the very
- * same marker (a keyed hash of the value: the same secret). A marker the file has no secret for refuses the run:
- * a resume never runs a different config silently. Whether the rest of the file changed is the caller's check
- * (resume-check.ts), made before the run is taken.
+ * A stored run ready to launch servers again (new run, resume, Slurm job): the stored experiment, always. Secrets are
+ * not in the store, so each marker is filled with a secret that gives the very same marker (a keyed hash of the
+ * value: the same secret), found in `given` — the experiment the caller holds (a library caller's object, which
+ * may come from a file since edited or removed, or from no file at all) — else in the run's experiment file. A
+ * marker without its secret refuses the run: a resume never runs a different config silently. Whether the rest of
+ * the file changed is the caller's check (resume-check.ts), made before the run is taken.
  */
-export function loadRunToExecute(db: Db, runId: number): StoredRun {
+export function loadRunToExecute(db: Db, runId: number, given?: ResolvedExperiment): StoredRun {
   const stored = loadRun(db, runId);
   // Before anything of the run is launched, logged or stored: its own secret names are hidden in every sink.
   addRedactionPatterns(stored.experiment.fingerprint.redact);
   if (!containsMarker(stored.experiment)) return stored;
   const path = stored.experiment.filePath;
-  let fresh: ResolvedExperiment;
-  try {
-    fresh = loadExperiment(path);
-  } catch (error) {
-    throw new UserError(
-      `run ${runId} needs its experiment file for the secrets the store does not keep: ${messageOf(error)}`,
-      `restore ${path} as it was when the run started, or start a new run`,
-    );
+  let source = given;
+  if (source === undefined) {
+    try {
+      source = loadExperiment(path);
+    } catch (error) {
+      throw new UserError(
+        `run ${runId} needs its experiment file for the secrets the store does not keep: ${messageOf(error)}`,
+        `restore ${path} as it was when the run started, or start a new run`,
+      );
+    }
   }
   const secrets = new Map<string, string>();
-  collectSecrets(fresh, redactExperiment(fresh), secrets);
+  collectSecrets(source, redactExperiment(source), secrets);
   const missing: string[] = [];
   const experiment = fillSecrets(stored.experiment, secrets, '', missing) as ResolvedExperiment;
   if (missing.length > 0) {
+    const holder = given ? 'the experiment given' : path;
     throw new UserError(
-      `run ${runId}: ${path} changed since the run started: it no longer holds the secrets of ${missing.join(', ')} (the store keeps them only as markers)`,
-      `restore ${path} as it was, or start a new run with \`servelab run ${path}\``,
+      `run ${runId}: ${holder} no longer holds the secrets of ${missing.join(', ')} it had when the run started (the store keeps them only as markers)`,
+      given ? 'pass the experiment the run started with, or start a new run' : `restore ${path} as it was, or start a new run with \`servelab run ${path}\``,
     );
   }
   return { ...stored, experiment };

@@ -1,10 +1,10 @@
 import { createExecutor } from '../../exec/create.js';
 import type { Executor } from '../../exec/types.js';
 import { servelabGitSha } from '../../fingerprint/collect.js';
-import type { Db } from '../../store/db.js';
+import { type Db, logsBeside } from '../../store/db.js';
 import { storeFault } from '../../store/fault.js';
-import { acquireRunLease, type Lease, leaseStaleMs } from '../../store/lease.js';
-import { listTrials } from '../../store/queries.js';
+import { acquireRunLease, type Lease, leaseNewRun, leaseStaleMs } from '../../store/lease.js';
+import { listTrials, type RunDetail } from '../../store/queries.js';
 import { messageOf, UserError } from '../../util/errors.js';
 import { trialKey } from '../plan/plan.js';
 import type { Plan, ResolvedExperiment } from '../spec/types.js';
@@ -21,7 +21,11 @@ import { leadingStretch, runStretch } from './stretch.js';
 
 export interface RunOptions {
   db: Db;
-  /** Required for a new run; a resume or a Slurm job replays the experiment stored with the run instead. */
+  /**
+   * Required for a new run, which runs it as given (its secrets too: the file it came from is not read again). A
+   * resume or a Slurm job replays the experiment stored with the run; given one too, it takes the secrets the store
+   * does not keep from it instead of the run's file.
+   */
   experiment?: ResolvedExperiment;
   /** The plan of a new run, as `servelab plan` costed it (default: planFor(experiment, db)). */
   plan?: Plan;
@@ -35,8 +39,8 @@ export interface RunOptions {
   acceptEnvChange?: boolean;
   /** Default: createExecutor(experiment.executor). */
   executor?: Executor;
-  /** Server logs go to <workDir>/run-<id>/. */
-  workDir: string;
+  /** Server logs go to <workDir>/run-<id>/ (default: `logs/` beside the store). */
+  workDir?: string;
   signal?: AbortSignal;
   /** Progress lines (the CLI writes them to stderr). */
   log?: (line: string) => void;
@@ -52,18 +56,25 @@ export async function runExperiment(options: RunOptions): Promise<RunOutcome> {
   const { db } = options;
   const log = options.log ?? (() => {});
   let runId = options.runId;
+  let lease: Lease;
   if (runId === undefined) {
-    if (!options.experiment) throw new Error('runExperiment needs an experiment or a runId');
+    const { experiment } = options;
+    if (!experiment) throw new Error('runExperiment needs an experiment or a runId');
     const gitSha = await servelabGitSha();
-    runId = createRun(db, options.experiment, { ...(gitSha !== undefined && { gitSha }), ...(options.plan && { plan: options.plan }) });
-    log(`run ${runId}: ${options.experiment.name}`);
+    const create = () => createRun(db, experiment, { ...(gitSha !== undefined && { gitSha }), ...(options.plan && { plan: options.plan }) });
+    ({ runId, lease } = leaseNewRun(db, create, { log }));
+    log(`run ${runId}: ${experiment.name}`);
+  } else {
+    const { run, plan } = loadRun(db, runId);
+    const finished = finishedOutcome(run, options.acceptDrift ?? false);
+    if (finished) return finished;
+    if (options.serverKey !== undefined && !plan.trials.some((trial) => trial.serverKey === options.serverKey)) {
+      throw new UserError(`run ${runId} has no server config ${options.serverKey}`, 'pass a server key from the run plan (`servelab show RUN --json`)');
+    }
+    // One runner per run: a second `--resume` of the same run refuses here instead of measuring the same trials.
+    // A Slurm job may be the resubmission of one killed a moment ago: it waits for that lease to go stale.
+    lease = await acquireRunLease(db, runId, options.serverKey ?? '*', { log, ...(options.serverKey !== undefined && { waitMs: leaseStaleMs() + 5_000 }) });
   }
-  const { run } = loadRun(db, runId);
-  const finished = finishedOutcome(run, options.acceptDrift ?? false);
-  if (finished) return finished;
-  // One runner per run: a second `--resume` of the same run refuses here instead of measuring the same trials.
-  // A Slurm job may be the resubmission of one killed a moment ago: it waits for that lease to go stale.
-  const lease = await acquireRunLease(db, runId, options.serverKey ?? '*', { log, ...(options.serverKey !== undefined && { waitMs: leaseStaleMs() + 5_000 }) });
   try {
     return await runLeased(options, runId, lease, log);
   } finally {
@@ -74,26 +85,34 @@ export async function runExperiment(options: RunOptions): Promise<RunOutcome> {
 async function runLeased(options: RunOptions, runId: number, lease: Lease, log: (line: string) => void): Promise<RunOutcome> {
   const { db } = options;
   // Read again under the lease: the runner we took over may have stored trials or finished meanwhile.
-  const { run, experiment, plan } = loadRunToExecute(db, runId);
+  const { run } = loadRun(db, runId);
   const finished = finishedOutcome(run, options.acceptDrift ?? false);
   if (finished) return finished;
+  const journal = new RunJournal(db, runId, lease);
+  // From here on, whatever stops the runner is written on the run: no throw leaves its row `running`.
+  try {
+    return await measureRun(options, runId, journal, run, log);
+  } catch (error) {
+    return failedRun(options, journal, runId, error);
+  }
+}
 
+async function measureRun(options: RunOptions, runId: number, journal: RunJournal, run: RunDetail, log: (line: string) => void): Promise<RunOutcome> {
+  const { db } = options;
+  const { experiment, plan } = loadRunToExecute(db, runId, options.experiment);
   const done = new Set(listTrials(db, runId).map(trialKey));
   const pending = plan.trials.filter((trial) => !done.has(trialKey(trial)) && (options.serverKey === undefined || trial.serverKey === options.serverKey));
-  if (options.serverKey !== undefined && !plan.trials.some((trial) => trial.serverKey === options.serverKey)) {
-    throw new UserError(`run ${runId} has no server config ${options.serverKey}`, 'pass a server key from the run plan (`servelab show RUN --json`)');
-  }
   if (done.size > 0) log(`run ${runId}: ${done.size} of ${plan.trials.length} trials already measured; ${pending.length} to go`);
 
-  const journal = new RunJournal(db, runId, lease);
-  const executor = options.executor ?? (await createExecutor(experiment.executor, { workDir: options.workDir }));
+  const workDir = options.workDir ?? logsBeside(db);
+  const executor = options.executor ?? (await createExecutor(experiment.executor, { workDir }));
   const context: RunContext = {
     db,
     runId,
     experiment,
     executor,
     journal,
-    workDir: options.workDir,
+    workDir,
     // Ctrl-C, and a lost lease: either stops the trial in flight at once.
     signal: options.signal ? AbortSignal.any([options.signal, journal.signal]) : journal.signal,
     acceptDrift: options.acceptDrift ?? false,
@@ -102,13 +121,8 @@ async function runLeased(options: RunOptions, runId: number, lease: Lease, log: 
   };
   try {
     await reapLeftoverServers(db, runId, executor, journal, { ...(options.serverKey !== undefined && { serverKey: options.serverKey }), log });
-  } catch (error) {
-    if (!options.executor) await executor.close();
-    throw error;
-  }
-  const servers = new ServerLifecycle(context);
-  const consumers = new TrialConsumers(context, plan.trials.length, driftWatch(context, plan));
-  try {
+    const servers = new ServerLifecycle(context);
+    const consumers = new TrialConsumers(context, plan.trials.length, driftWatch(context, plan));
     if (run.status !== 'running') journal.runStatus('running');
     // Campaign hook (race eliminations, budget stop) between passes; a Slurm job runs its config's trials as planned.
     const campaign = options.serverKey === undefined ? campaignControl(db, journal, experiment, plan, run.startedAt, log) : undefined;
@@ -125,8 +139,6 @@ async function runLeased(options: RunOptions, runId: number, lease: Lease, log: 
       }
       queue = queue.slice(stretch.length);
     }
-  } catch (error) {
-    return failedRun(options, journal, runId, error);
   } finally {
     if (!options.executor) await executor.close();
   }

@@ -55,7 +55,14 @@ export async function measureTrial(
   const workload = experiment.workloads.find((candidate) => candidate.label === trial.workload)!;
   const profile = BUILTIN_PROFILES[variant.server.profile]!;
   const sharedIndex = experiment.variants.filter((other) => other.serverKey === variant.serverKey).indexOf(variant);
-  const cache = trialCache(variant.client.cache, profile, { runId: context.runId, block: trial.block, sharedIndex, attempt: planned.attempt });
+  const cache = trialCache(variant.client.cache, profile, {
+    runId: context.runId,
+    block: trial.block,
+    workload: experiment.workloads.indexOf(workload),
+    repetition: trial.repetition,
+    sharedIndex,
+    attempt: planned.attempt,
+  });
   if (cache.resetPath) await resetCache(server.baseUrl, cache.resetPath);
   const startedAt = new Date().toISOString();
   // Nothing is fired into a dead server: its death aborts the load client within a second.
