@@ -4,8 +4,9 @@
  *   node dist/bench/campaign-cost.js [--seeds 20] [--trials 12] [--scale 100] [--drift-pct-per-min 30] [--jitter 0.05]
  *                                      [--grid-seeds N] [--first-seed 1] [--only a,b,c] [--configs 8]
  *
- * Smoke setting (CI, test/bench-smoke.test.ts): --seeds 2 --configs 3 --trials 2 --scale 1000: every strategy, two
- * seeds, a few seconds each. `--configs N` shrinks the campaign to `best` and N − 1 others.
+ * Smoke setting (CI, test/bench-smoke.test.ts): --seeds 1 --configs 2 --trials 2 --scale 1000: every strategy (three
+ * runs of one experiment name, which the reference guard once stopped), 10 server starts. `--configs N` shrinks the
+ * campaign to `best` and N − 1 others.
  *
  * Eight simulator configs differ only in decode speed: `best` decodes 5% faster (tpot 0.95× the others'), the
  * seven others are equal. What makes real sweeps wrong is modelled: every delay has `--jitter` noise, every server
