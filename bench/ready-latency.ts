@@ -14,6 +14,7 @@
  *   shell   `until curl -s URL/health | grep -q ok; do sleep S; done` — the loop it replaces, with sleep S
  *           instead of 10 to keep the bench short; its figure for sleep 10 is the measurement scaled by 10/S
  *           (the wait is uniform over one sleep period, so it scales linearly with the period).
+ *
  * Smoke setting (CI, test/bench-smoke.test.ts): --trials 1 --shell-sleep 0.2. The shell loop needs curl.
  *
  * Process start-up is outside the measurement: `wait` and the shell loop are polling before the simulator starts

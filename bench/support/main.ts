@@ -13,7 +13,7 @@ export { positiveInt, positiveNumber, usageError } from '../../src/cli/commands/
 /**
  * Run a bench's body. Success leaves the exit to the event loop, so a child or socket the bench forgot to close
  * shows up as a bench that does not end (the smoke test's time limit) rather than hiding behind process.exit; a
- * failure exits at once (its children are gone or killed by their exit handlers).
+ * failure exits at once (each bench stops its children in `finally` before the error reaches here).
  */
 export function benchMain(script: string, body: () => Promise<void>): void {
   body().then(
