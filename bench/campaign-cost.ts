@@ -2,7 +2,11 @@
  * Campaign cost: wall time and correct-winner rate of three ways to find the best of 8 server configs.
  *
  *   node dist/bench/campaign-cost.js [--seeds 20] [--trials 12] [--scale 100] [--drift-pct-per-min 30] [--jitter 0.05]
- *                                      [--grid-seeds N] [--first-seed 1] [--only a,b,c]
+ *                                      [--grid-seeds N] [--first-seed 1] [--only a,b,c] [--configs 8]
+ *
+ * Smoke setting (CI, test/bench-smoke.test.ts): --seeds 1 --configs 2 --trials 2 --scale 1000: every strategy (three
+ * runs of one experiment name, which the reference guard once stopped), 10 server starts. `--configs N` shrinks the
+ * campaign to `best` and N − 1 others.
  *
  * Eight simulator configs differ only in decode speed: `best` decodes 5% faster (tpot 0.95× the others'), the
  * seven others are equal. What makes real sweeps wrong is modelled: every delay has `--jitter` noise, every server
@@ -21,14 +25,17 @@
  *   (c) racing with auto: stopping race, schedule auto (costed from the store's history of earlier runs)
  *
  * Each strategy runs the real runner (servers are real child processes, trials real HTTP) into one shared store,
- * so `auto` sees measured startup and trial times after the first runs. Each run's drift starts at its own start.
+ * so `auto` sees measured startup and trial times after the first runs. Each run's drift starts at its own start:
+ * the server command reads that origin from a file written before the run (`--drift-since "$(cat …)"`) instead of
+ * carrying the timestamp, because the drift models the machine, which no fingerprint sees: with the timestamp in
+ * the command, every run of "campaign-cost" was a new configuration to the reference guard (the second run stopped
+ * with "environment of c2 differs from run 1 … nothing was measured") and to the startup history `auto` reads.
  * Winner = rank 1 of the best-config verdict. The table prints wall time per run, its ratio against (a) measured in
  * the same bench, and the share of seeds that named `best`.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { bestConfig } from '../src/experiment/analysis/best.js';
 import { loadRun } from '../src/experiment/run/run-store.js';
@@ -37,36 +44,7 @@ import { loadExperiment } from '../src/experiment/spec/load.js';
 import { listRaceEvents } from '../src/store/campaign.js';
 import { openStore } from '../src/store/db.js';
 import { listTrials } from '../src/store/queries.js';
-
-const { values } = parseArgs({
-  options: {
-    seeds: { type: 'string', default: '20' },
-    // Resume a bench cut short, or run it in shards: seeds first-seed..seeds.
-    'first-seed': { type: 'string', default: '1' },
-    trials: { type: 'string', default: '12' },
-    scale: { type: 'string', default: '100' },
-    'drift-pct-per-min': { type: 'string', default: '30' },
-    jitter: { type: 'string', default: '0.05' },
-    // The full grid costs ~4× the other two together: it may run on the first N seeds of this invocation only
-    // (its rate says of how many).
-    'grid-seeds': { type: 'string' },
-    // Some strategies only, by letter: --only b,c (the ratio column needs a).
-    only: { type: 'string' },
-  },
-});
-const seeds = Number(values.seeds);
-const trials = Number(values.trials);
-const scale = Number(values.scale);
-const startupMs = 20_000 / scale;
-// Decode steps stay 4 ms (a busy host's timer noise would swamp a 5% difference of sub-ms steps); the trial is
-// scaled through its length instead: 32 tokens a request at scale 20, as before.
-const tpotMs = 4;
-const ttftMs = 5;
-const outputTokens = Math.max(4, Math.round(640 / scale));
-const driftPerBenchMinute = Number(values['drift-pct-per-min']);
-const jitter = Number(values.jitter);
-const firstSeed = Number(values['first-seed']);
-const lastGridSeed = firstSeed - 1 + Number(values['grid-seeds'] ?? seeds);
+import { benchFlags, benchMain, noFigure, nonNegativeNumber, positiveInt, positiveNumber, usageError } from './support/main.js';
 
 type Strategy = 'interleaved grid' | 'sequential' | 'race + auto';
 const ALL_STRATEGIES: Array<{ name: Strategy; key: string; settings: Record<string, unknown> }> = [
@@ -74,76 +52,127 @@ const ALL_STRATEGIES: Array<{ name: Strategy; key: string; settings: Record<stri
   { name: 'sequential', key: 'b', settings: { schedule: 'blocked', passes: 1, stopping: 'fixed' } },
   { name: 'race + auto', key: 'c', settings: { schedule: 'auto', stopping: 'race' } },
 ];
-const STRATEGIES = ALL_STRATEGIES.filter((strategy) => values.only === undefined || values.only.split(',').includes(strategy.key));
 
-const dir = mkdtempSync(join(tmpdir(), 'servelab-campaign-cost-'));
-const db = openStore(join(dir, 'servelab.db'));
+benchMain('campaign-cost', async () => {
+  const values = benchFlags('campaign-cost', {
+    options: {
+      seeds: { type: 'string', default: '20' },
+      // Resume a bench cut short, or run it in shards: seeds first-seed..seeds.
+      'first-seed': { type: 'string', default: '1' },
+      trials: { type: 'string', default: '12' },
+      scale: { type: 'string', default: '100' },
+      'drift-pct-per-min': { type: 'string', default: '30' },
+      jitter: { type: 'string', default: '0.05' },
+      // The full grid costs ~4× the other two together: it may run on the first N seeds of this invocation only
+      // (its rate says of how many).
+      'grid-seeds': { type: 'string' },
+      // Some strategies only, by letter: --only b,c (the ratio column needs a).
+      only: { type: 'string' },
+      configs: { type: 'string', default: '8' },
+    },
+  });
+  const seeds = positiveInt('--seeds', values.seeds);
+  const trials = positiveInt('--trials', values.trials);
+  const scale = positiveNumber('--scale', values.scale);
+  const startupMs = 20_000 / scale;
+  // Decode steps stay 4 ms (a busy host's timer noise would swamp a 5% difference of sub-ms steps); the trial is
+  // scaled through its length instead: 32 tokens a request at scale 20, as before.
+  const tpotMs = 4;
+  const ttftMs = 5;
+  const outputTokens = Math.max(4, Math.round(640 / scale));
+  const driftPerBenchMinute = nonNegativeNumber('--drift-pct-per-min', values['drift-pct-per-min']);
+  const jitter = nonNegativeNumber('--jitter', values.jitter);
+  const firstSeed = positiveInt('--first-seed', values['first-seed']);
+  const lastGridSeed = firstSeed - 1 + (values['grid-seeds'] === undefined ? seeds : positiveInt('--grid-seeds', values['grid-seeds']));
+  const configs = positiveInt('--configs', values.configs, 8);
+  if (configs < 2) throw usageError('--configs must be at least 2 (best and one other)', 'e.g. --configs 3');
+  if (firstSeed > seeds) throw usageError(`--first-seed ${firstSeed} is after --seeds ${seeds}: no seed to run`, `e.g. --first-seed 1 --seeds ${seeds}`);
+  const strategies = ALL_STRATEGIES.filter((strategy) => values.only === undefined || values.only.split(',').includes(strategy.key));
+  if (strategies.length === 0) throw usageError(`--only ${values.only} names no strategy`, 'pick letters among a, b, c, e.g. --only b,c');
 
-/** The experiment file of one (seed, strategy): configs differ by env only, `best` by a 5% smaller tpot. */
-function experimentFile(seed: number, strategy: (typeof STRATEGIES)[number], driftSince: number): string {
-  const { settings } = strategy;
-  const names = ['c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7'];
-  // The best config's position among the others changes with the seed.
-  names.splice(seed % 8, 0, 'best');
-  const file = join(dir, `seed-${seed}-${strategy.key}.yaml`);
-  const command = `exec node {servelab} simulate --port {port} --load-ms ${startupMs} --tpot-ms "$TPOT_MS" --ttft-ms ${ttftMs} --jitter ${jitter} --drift-pct-per-min ${driftPerBenchMinute} --drift-since ${driftSince} --stats-interval-ms 0 --seed $$`;
-  writeFileSync(
-    file,
-    stringify({
-      name: 'campaign-cost',
-      profile: 'simulator',
-      server: { command: ['sh', '-c', command], env: { TPOT_MS: String(tpotMs) }, readyTimeout: '5m' },
-      client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens, seed }, warmupRequests: 1 },
-      workloads: [{ kind: 'single-stream', requests: 2 }],
-      trials,
-      seed,
-      // Configs are meant to differ; runs of one config across seeds are not a drift.
-      drift: { relativeBand: 1, sigmas: 100 },
-      baseline: names[0],
-      variants: Object.fromEntries(names.map((name) => [name, { env: name === 'best' ? { TPOT_MS: String(tpotMs * 0.95) } : { CONFIG: name } }])),
-      ...settings,
-    }),
-  );
-  return file;
-}
+  const dir = mkdtempSync(join(tmpdir(), 'servelab-campaign-cost-'));
+  const db = openStore(join(dir, 'servelab.db'));
+  const driftOriginFile = join(dir, 'drift-since');
 
-const results = new Map<Strategy, Array<{ wallMs: number; correct: boolean; trials: number }>>();
-for (let seed = firstSeed; seed <= seeds; seed += 1) {
-  for (const strategy of STRATEGIES) {
-    if (strategy.name === 'interleaved grid' && seed > lastGridSeed) continue;
-    const started = Date.now();
-    const experiment = loadExperiment(experimentFile(seed, strategy, started));
-    const outcome = await runExperiment({ db, experiment, workDir: join(dir, 'logs') });
-    const wallMs = Date.now() - started;
-    const eliminations = listRaceEvents(db, outcome.runId).flatMap((event) =>
-      event.kind === 'eliminated' && event.variant !== undefined ? [{ variant: event.variant, afterPass: event.afterPass, reason: event.reason }] : [],
+  /** The experiment file of one (seed, strategy): configs differ by env only, `best` by a 5% smaller tpot. */
+  function experimentFile(seed: number, strategy: (typeof strategies)[number]): string {
+    const { settings } = strategy;
+    const names = Array.from({ length: configs - 1 }, (_, index) => `c${index + 1}`);
+    // The best config's position among the others changes with the seed.
+    names.splice(seed % configs, 0, 'best');
+    const file = join(dir, `seed-${seed}-${strategy.key}.yaml`);
+    const command = `exec node {servelab} simulate --port {port} --load-ms ${startupMs} --tpot-ms "$TPOT_MS" --ttft-ms ${ttftMs} --jitter ${jitter} --drift-pct-per-min ${driftPerBenchMinute} --drift-since "$(cat '${driftOriginFile}')" --stats-interval-ms 0 --seed $$`;
+    writeFileSync(
+      file,
+      stringify({
+        // One name for every run: `auto` costs a plan from this experiment's earlier trials.
+        name: 'campaign-cost',
+        profile: 'simulator',
+        server: { command: ['sh', '-c', command], env: { TPOT_MS: String(tpotMs) }, readyTimeout: '5m' },
+        client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens, seed }, warmupRequests: 1 },
+        workloads: [{ kind: 'single-stream', requests: 2 }],
+        trials,
+        seed,
+        // Configs are meant to differ; runs of one config across seeds are not a drift.
+        drift: { relativeBand: 1, sigmas: 100 },
+        baseline: names[0],
+        variants: Object.fromEntries(names.map((name) => [name, { env: name === 'best' ? { TPOT_MS: String(tpotMs * 0.95) } : { CONFIG: name } }])),
+        ...settings,
+      }),
     );
-    const measured = listTrials(db, outcome.runId);
-    const blocked = loadRun(db, outcome.runId).plan.schedule === 'blocked';
-    const winner = bestConfig(experiment, measured, { eliminations, blocked }).winner;
-    results.set(strategy.name, [...(results.get(strategy.name) ?? []), { wallMs, correct: winner === 'best', trials: measured.length }]);
-    process.stderr.write(`seed ${seed} ${strategy.name}: ${(wallMs / 1000).toFixed(1)} s, ${measured.length} trials, winner ${winner ?? '-'}\n`);
+    return file;
   }
-}
 
-const mean = (list: number[]): number => list.reduce((sum, value) => sum + value, 0) / list.length;
-const gridRuns = results.get('interleaved grid') ?? [];
-const reference = gridRuns.length > 0 ? mean(gridRuns.map((run) => run.wallMs)) : Number.NaN;
-console.log(
-  `\ncampaign cost: 8 configs, one 5% faster; ${trials} trials cap; time scaled 1/${scale} (startup ${startupMs} ms for the issue's 20 s, ${outputTokens} tokens a request at ${tpotMs} ms); jitter ${jitter}; drift ${driftPerBenchMinute}%/bench-minute; seeds ${firstSeed}..${seeds} (full grid on seeds ${firstSeed}..${Math.min(seeds, lastGridSeed)})`,
-);
-console.log('strategy           mean wall  vs (a)   mean trials  correct winner');
-for (const strategy of STRATEGIES) {
-  const runs = results.get(strategy.name) ?? [];
-  if (runs.length === 0) continue;
-  const wall = mean(runs.map((run) => run.wallMs));
+  const results = new Map<Strategy, Array<{ wallMs: number; correct: boolean; trials: number }>>();
+  try {
+    for (let seed = firstSeed; seed <= seeds; seed += 1) {
+      for (const strategy of strategies) {
+        if (strategy.name === 'interleaved grid' && seed > lastGridSeed) continue;
+        const started = Date.now();
+        writeFileSync(driftOriginFile, String(started));
+        const experiment = loadExperiment(experimentFile(seed, strategy));
+        const outcome = await runExperiment({ db, experiment, workDir: join(dir, 'logs') });
+        const wallMs = Date.now() - started;
+        if (outcome.status !== 'done') {
+          throw noFigure(
+            `seed ${seed} ${strategy.name}: run ${outcome.runId} ended ${outcome.status}${outcome.message ? ` (${outcome.message})` : ''}`,
+            "its wall time and winner would not be a campaign's: rerun (--first-seed resumes from that seed)",
+          );
+        }
+        const eliminations = listRaceEvents(db, outcome.runId).flatMap((event) =>
+          event.kind === 'eliminated' && event.variant !== undefined ? [{ variant: event.variant, afterPass: event.afterPass, reason: event.reason }] : [],
+        );
+        const measured = listTrials(db, outcome.runId);
+        const { schedule } = loadRun(db, outcome.runId).plan;
+        const winner = bestConfig(experiment, measured, { eliminations, blocked: schedule === 'blocked' }).winner;
+        results.set(strategy.name, [...(results.get(strategy.name) ?? []), { wallMs, correct: winner === 'best', trials: measured.length }]);
+        process.stderr.write(
+          `seed ${seed} ${strategy.name}: ${(wallMs / 1000).toFixed(1)} s, ${schedule}, ${measured.length} trials, winner ${winner ?? '-'}\n`,
+        );
+      }
+    }
+  } finally {
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+
+  const mean = (list: number[]): number => list.reduce((sum, value) => sum + value, 0) / list.length;
+  const gridRuns = results.get('interleaved grid') ?? [];
+  const reference = gridRuns.length > 0 ? mean(gridRuns.map((run) => run.wallMs)) : Number.NaN;
   console.log(
-    `${strategy.name.padEnd(17)}  ${`${(wall / 1000).toFixed(1)} s`.padStart(9)}  ${(Number.isNaN(reference) ? '-' : `${(reference / wall).toFixed(2)}×`).padStart(6)}  ${mean(
-      runs.map((run) => run.trials),
-    )
-      .toFixed(1)
-      .padStart(11)}  ${`${runs.filter((run) => run.correct).length}/${runs.length}`.padStart(14)}`,
+    `\ncampaign cost: ${configs} configs, one 5% faster; ${trials} trials cap; time scaled 1/${scale} (startup ${startupMs} ms for the issue's 20 s, ${outputTokens} tokens a request at ${tpotMs} ms); jitter ${jitter}; drift ${driftPerBenchMinute}%/bench-minute; seeds ${firstSeed}..${seeds} (full grid on seeds ${firstSeed}..${Math.min(seeds, lastGridSeed)})`,
   );
-}
-db.close();
-rmSync(dir, { recursive: true, force: true });
+  console.log('strategy           mean wall  vs (a)   mean trials  correct winner');
+  for (const strategy of strategies) {
+    const runs = results.get(strategy.name) ?? [];
+    if (runs.length === 0) continue;
+    const wall = mean(runs.map((run) => run.wallMs));
+    console.log(
+      `${strategy.name.padEnd(17)}  ${`${(wall / 1000).toFixed(1)} s`.padStart(9)}  ${(Number.isNaN(reference) ? '-' : `${(reference / wall).toFixed(2)}×`).padStart(6)}  ${mean(
+        runs.map((run) => run.trials),
+      )
+        .toFixed(1)
+        .padStart(11)}  ${`${runs.filter((run) => run.correct).length}/${runs.length}`.padStart(14)}`,
+    );
+  }
+});

@@ -7,6 +7,8 @@
  *
  *   npx tsc -p . && node dist/bench/client-overhead.js [--streams 256] [--output-len 256] [--requests 4×streams] [--paced-tpot-ms 10] [--workers 1] [--sim-workers 1] [--sim-cpus LIST]
  *
+ * Smoke setting (CI, test/bench-smoke.test.ts): --streams 8 --output-len 16 --requests 64 --paced-tpot-ms 2.
+ *
  * --requests defaults to 4 per stream (at least 1024): fewer, and the ramp-up of the first requests and the tail of
  * the last ones would be most of what is timed. --sim-cpus LIST pins the simulator (`taskset -c LIST`); run the
  * bench itself under `taskset -c` to keep the client on other cores.
@@ -21,7 +23,6 @@
  * Timing error: TTFT error = arrival of the first token event − its sent_ns (delivery delay the client adds on top
  * of the server); ITL error = |client gap − server gap| between consecutive token events of one request.
  */
-import { parseArgs } from 'node:util';
 import { quantile } from 'simple-statistics';
 import { Pool, request } from 'undici';
 import { BACKENDS } from '../src/load/backends.js';
@@ -32,37 +33,57 @@ import { nowMs, type RequestContext } from '../src/load/request.js';
 import { runBenchmark } from '../src/load/run.js';
 import { LoadWorkers, resolveWorkerCount } from '../src/load/workers/pool.js';
 import { type SimulatorProcess, spawnSimulator } from '../src/simulate/child.js';
+import { benchFlags, benchMain, noFigure, positiveInt, positiveNumber } from './support/main.js';
 
-const { values: args } = parseArgs({
-  options: {
-    streams: { type: 'string', default: '256' },
-    'output-len': { type: 'string', default: '256' },
-    requests: { type: 'string' },
-    'paced-tpot-ms': { type: 'string', default: '10' },
-    workers: { type: 'string', default: '1' },
-    'sim-workers': { type: 'string', default: '1' },
-    'sim-cpus': { type: 'string' },
-  },
-});
-const STREAMS = Number(args.streams);
-const OUTPUT_LEN = Number(args['output-len']);
-const REQUESTS = args.requests === undefined ? Math.max(1024, 4 * STREAMS) : Number(args.requests);
-const PACED_TPOT_MS = Number(args['paced-tpot-ms']);
-const WORKERS: number | 'auto' = args.workers === 'auto' ? 'auto' : Number(args.workers);
-const SIM_WORKERS = args['sim-workers'];
-const SIM_CPUS = args['sim-cpus'];
 const SHORT_OUTPUT_LEN = 4;
-const SHORT_REQUESTS = 4 * REQUESTS;
 const INPUT_LEN = 32;
 
+interface Settings {
+  streams: number;
+  outputLen: number;
+  requests: number;
+  shortRequests: number;
+  pacedTpotMs: number;
+  workers: number | 'auto';
+  simWorkers: string;
+  simCpus: string | undefined;
+}
+
+function readSettings(): Settings {
+  const args = benchFlags('client-overhead', {
+    options: {
+      streams: { type: 'string', default: '256' },
+      'output-len': { type: 'string', default: '256' },
+      requests: { type: 'string' },
+      'paced-tpot-ms': { type: 'string', default: '10' },
+      workers: { type: 'string', default: '1' },
+      'sim-workers': { type: 'string', default: '1' },
+      'sim-cpus': { type: 'string' },
+    },
+  });
+  const streams = positiveInt('--streams', args.streams);
+  const requests = args.requests === undefined ? Math.max(1024, 4 * streams) : positiveInt('--requests', args.requests);
+  const simWorkers = args['sim-workers'];
+  if (simWorkers !== 'auto') positiveInt('--sim-workers', simWorkers);
+  return {
+    streams,
+    outputLen: positiveInt('--output-len', args['output-len']),
+    requests,
+    shortRequests: 4 * requests,
+    pacedTpotMs: positiveNumber('--paced-tpot-ms', args['paced-tpot-ms']),
+    workers: args.workers === 'auto' ? 'auto' : positiveInt('--workers', args.workers),
+    simWorkers,
+    simCpus: args['sim-cpus'],
+  };
+}
+
 const simulators: SimulatorProcess[] = [];
-process.on('exit', () => simulators.forEach((sim) => sim.child.kill('SIGKILL')));
 
 /** Start `servelab simulate` (its own processes and cores) with zero-cost timing apart from tpot; wait until it serves. */
-async function startSim(tpotMs: number): Promise<string> {
+async function startSim(settings: Settings, tpotMs: number): Promise<string> {
   const flags = ['--load-ms', '0', '--ttft-ms', '0', '--prefill-ms-per-token', '0', '--jitter', '0', '--concurrency-slowdown', '0', '--max-batch', '4096'];
-  const sim = await spawnSimulator([...flags, '--stats-interval-ms', '0', '--tpot-ms', String(tpotMs), '--workers', SIM_WORKERS], {
-    ...(SIM_CPUS && { prefix: ['taskset', '-c', SIM_CPUS] }),
+  const sim = await spawnSimulator([...flags, '--stats-interval-ms', '0', '--tpot-ms', String(tpotMs), '--workers', settings.simWorkers], {
+    ...(settings.simCpus && { prefix: ['taskset', '-c', settings.simCpus] }),
   });
   simulators.push(sim);
   await sim.waitForLine(/Uvicorn running on/, 60_000);
@@ -93,21 +114,26 @@ function cpuMs(): number {
 }
 
 /** servelab: the public runBenchmark path, exactly what `servelab bench` runs. */
-async function servelabThroughput(url: string, requests: number, outputLen: number): Promise<Figures> {
+async function servelabThroughput(settings: Settings, url: string, requests: number, outputLen: number): Promise<Figures> {
   const cpuBefore = cpuMs();
   const result = await runBenchmark({
     baseUrl: url,
     backend: 'openai-completions',
-    workload: { kind: 'concurrency', concurrency: STREAMS, requests },
+    workload: { kind: 'concurrency', concurrency: settings.streams, requests },
     prompts: { kind: 'synthetic', inputTokens: { kind: 'fixed', value: INPUT_LEN }, outputTokens: { kind: 'fixed', value: outputLen }, seed: 1 },
     warmupRequests: 0,
     ignoreEos: true,
     requestTimeoutMs: 60_000,
     specMetrics: 'none',
-    workers: WORKERS,
+    workers: settings.workers,
   });
   const level = result.levels[0]!;
-  if (level.failed > 0) throw new Error(`servelab: ${level.failed} requests failed: ${JSON.stringify(level.errorsByKind)}`);
+  if (level.failed > 0) {
+    throw noFigure(
+      `servelab's client: ${level.failed} of ${requests} requests to the simulator failed: ${JSON.stringify(level.errorsByKind)}`,
+      'fewer --streams or --workers, or a less loaded machine',
+    );
+  }
   const tokens = level.outputTokensPerSecond * level.durationS;
   return { tokensPerSecond: level.outputTokensPerSecond, requestsPerSecond: level.requestsPerSecond, cpuUsPerToken: ((cpuMs() - cpuBefore) * 1000) / tokens };
 }
@@ -122,8 +148,13 @@ function countEvents(chunk: Buffer): number {
 }
 
 /** Reference: raw undici request loop that reads each body and counts events (2 per request are usage + [DONE]). */
-async function referenceRun(url: string, items: PromptItem[], onChunk?: (chunk: Buffer, arrivalMs: number, stream: number[]) => void): Promise<Figures> {
-  const pool = new Pool(url, { connections: STREAMS, pipelining: 1 });
+async function referenceRun(
+  streams: number,
+  url: string,
+  items: PromptItem[],
+  onChunk?: (chunk: Buffer, arrivalMs: number, stream: number[]) => void,
+): Promise<Figures> {
+  const pool = new Pool(url, { connections: streams, pipelining: 1 });
   const cpuBefore = cpuMs();
   const started = performance.now();
   let events = 0;
@@ -146,7 +177,7 @@ async function referenceRun(url: string, items: PromptItem[], onChunk?: (chunk: 
       events -= 2;
     }
   };
-  await Promise.all(Array.from({ length: STREAMS }, worker));
+  await Promise.all(Array.from({ length: streams }, worker));
   const seconds = (performance.now() - started) / 1000;
   await pool.destroy();
   return { tokensPerSecond: events / seconds, requestsPerSecond: items.length / seconds, cpuUsPerToken: ((cpuMs() - cpuBefore) * 1000) / events };
@@ -157,21 +188,22 @@ async function referenceRun(url: string, items: PromptItem[], onChunk?: (chunk: 
  * streamRequest on this thread, or, with --workers, the load workers themselves, which attach the errors to
  * each outcome, so the errors are those of the path that produced the throughput figures.
  */
-async function servelabTiming(url: string, items: PromptItem[]): Promise<TimingErrors> {
+async function servelabTiming(settings: Settings, url: string, items: PromptItem[]): Promise<TimingErrors> {
+  const { streams } = settings;
   const errors: TimingErrors = { ttft: [], itl: [] };
   const collect = (found: GroundTruthErrors | undefined) => {
     if (!found) return;
     errors.ttft.push(found.ttftMs);
     for (const itl of found.itlMs) errors.itl.push(itl);
   };
-  const level = { label: 'timing', requests: items.length, concurrency: STREAMS };
+  const level = { label: 'timing', requests: items.length, concurrency: streams };
   const backendOptions = { ignoreEos: true };
-  const workerCount = resolveWorkerCount(WORKERS, STREAMS);
+  const workerCount = resolveWorkerCount(settings.workers, streams);
   if (workerCount > 1) {
     const workers = await LoadWorkers.start(
       workerCount,
       { origin: url, pathPrefix: '', backend: 'openai-completions', backendOptions, requestTimeoutMs: 60_000, groundTruth: true },
-      STREAMS,
+      streams,
     );
     try {
       await workers.runLevel(level, items, 1, (outcome) => collect(outcome.groundTruth));
@@ -180,7 +212,7 @@ async function servelabTiming(url: string, items: PromptItem[]): Promise<TimingE
     }
     return errors;
   }
-  const dispatcher = new Pool(url, { connections: STREAMS, pipelining: 1 });
+  const dispatcher = new Pool(url, { connections: streams, pipelining: 1 });
   const recorder = groundTruthRecorder();
   const context: RequestContext = {
     dispatcher,
@@ -198,9 +230,9 @@ async function servelabTiming(url: string, items: PromptItem[]): Promise<TimingE
 
 const SENT = /"sent_ns":"(\d+)"/g;
 
-async function referenceTiming(url: string, items: PromptItem[]): Promise<TimingErrors> {
+async function referenceTiming(streams: number, url: string, items: PromptItem[]): Promise<TimingErrors> {
   const errors: TimingErrors = { ttft: [], itl: [] };
-  await referenceRun(url, items, (chunk, arrival, stream) => {
+  await referenceRun(streams, url, items, (chunk, arrival, stream) => {
     for (const match of chunk.toString('latin1').matchAll(SENT)) {
       const sent = Number(match[1]) / 1e6;
       if (stream.length === 0) errors.ttft.push(arrival - sent);
@@ -220,29 +252,30 @@ function best(runs: Figures[]): Figures {
   return runs.reduce((a, b) => (b.tokensPerSecond + b.requestsPerSecond > a.tokensPerSecond + a.requestsPerSecond ? b : a));
 }
 
-async function main() {
-  const fastUrl = await startSim(0);
-  const pacedUrl = await startSim(PACED_TPOT_MS);
-  const longItems = await prompts(REQUESTS, OUTPUT_LEN);
-  const shortItems = await prompts(SHORT_REQUESTS, SHORT_OUTPUT_LEN);
-  const pacedItems = await prompts(2 * STREAMS, 64);
-  process.stderr.write(`client overhead: ${STREAMS} streams, simulator in child processes (zero latency; paced tpot ${PACED_TPOT_MS} ms)\n`);
-  const simulatorLine = `simulator: servelab simulate --workers ${SIM_WORKERS} (${SIM_WORKERS === '1' ? 'one process: with many client threads its ceiling may be what is measured' : 'processes behind one port'})${SIM_CPUS ? `, pinned to CPUs ${SIM_CPUS}` : ''}`;
+async function measure(settings: Settings): Promise<void> {
+  const { streams, requests, shortRequests } = settings;
+  const fastUrl = await startSim(settings, 0);
+  const pacedUrl = await startSim(settings, settings.pacedTpotMs);
+  const longItems = await prompts(requests, settings.outputLen);
+  const shortItems = await prompts(shortRequests, SHORT_OUTPUT_LEN);
+  const pacedItems = await prompts(2 * streams, 64);
+  process.stderr.write(`client overhead: ${streams} streams, simulator in child processes (zero latency; paced tpot ${settings.pacedTpotMs} ms)\n`);
+  const simulatorLine = `simulator: servelab simulate --workers ${settings.simWorkers} (${settings.simWorkers === '1' ? 'one process: with many client threads its ceiling may be what is measured' : 'processes behind one port'})${settings.simCpus ? `, pinned to CPUs ${settings.simCpus}` : ''}`;
 
   // Warm both paths (JIT, connections), then interleave repetitions so drift hits both clients alike.
-  await servelabThroughput(fastUrl, STREAMS, 16);
-  await referenceRun(fastUrl, await prompts(STREAMS, 16));
+  await servelabThroughput(settings, fastUrl, streams, 16);
+  await referenceRun(streams, fastUrl, await prompts(streams, 16));
   const tokens = { servelab: [] as Figures[], reference: [] as Figures[] };
   const short = { servelab: [] as Figures[], reference: [] as Figures[] };
   for (let repetition = 0; repetition < 2; repetition++) {
-    tokens.servelab.push(await servelabThroughput(fastUrl, REQUESTS, OUTPUT_LEN));
-    tokens.reference.push(await referenceRun(fastUrl, longItems));
-    short.servelab.push(await servelabThroughput(fastUrl, SHORT_REQUESTS, SHORT_OUTPUT_LEN));
-    short.reference.push(await referenceRun(fastUrl, shortItems));
+    tokens.servelab.push(await servelabThroughput(settings, fastUrl, requests, settings.outputLen));
+    tokens.reference.push(await referenceRun(streams, fastUrl, longItems));
+    short.servelab.push(await servelabThroughput(settings, fastUrl, shortRequests, SHORT_OUTPUT_LEN));
+    short.reference.push(await referenceRun(streams, fastUrl, shortItems));
   }
   const timing = {
-    servelab: { saturated: await servelabTiming(fastUrl, longItems), paced: await servelabTiming(pacedUrl, pacedItems) },
-    reference: { saturated: await referenceTiming(fastUrl, longItems), paced: await referenceTiming(pacedUrl, pacedItems) },
+    servelab: { saturated: await servelabTiming(settings, fastUrl, longItems), paced: await servelabTiming(settings, pacedUrl, pacedItems) },
+    reference: { saturated: await referenceTiming(streams, fastUrl, longItems), paced: await referenceTiming(streams, pacedUrl, pacedItems) },
   };
 
   const rows = (['servelab', 'reference'] as const).map((client) => {
@@ -279,8 +312,8 @@ async function main() {
   const [ours, reference] = rows as [(typeof rows)[0], (typeof rows)[0]];
   process.stdout.write(
     `${[
-      `streams=${STREAMS} output=${OUTPUT_LEN} tokens x ${REQUESTS} requests (tok/s); ${SHORT_OUTPUT_LEN} tokens x ${SHORT_REQUESTS} requests (req/s); errors in ms`,
-      `servelab tok/s, req/s, cpu us/tok (all threads' CPU) and timing errors with workers=${WORKERS}; the reference on one thread`,
+      `streams=${streams} output=${settings.outputLen} tokens x ${requests} requests (tok/s); ${SHORT_OUTPUT_LEN} tokens x ${shortRequests} requests (req/s); errors in ms`,
+      `servelab tok/s, req/s, cpu us/tok (all threads' CPU) and timing errors with workers=${settings.workers}; the reference on one thread`,
       simulatorLine,
       header.join('  '),
       ours.cells.join('  '),
@@ -291,10 +324,11 @@ async function main() {
   );
 }
 
-main().then(
-  () => process.exit(0),
-  (error: unknown) => {
-    process.stderr.write(`client-overhead failed: ${(error as Error).stack ?? String(error)}\n`);
-    process.exit(1);
-  },
-);
+benchMain('client-overhead', async () => {
+  const settings = readSettings();
+  try {
+    await measure(settings);
+  } finally {
+    await Promise.all(simulators.map((sim) => sim.stop()));
+  }
+});

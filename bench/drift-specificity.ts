@@ -23,55 +23,75 @@
  *       trials scaled by (1 − shift) give the detection rate of a `--shift` slowdown within the first two trials.
  *    Resampling treats trials as exchangeable: slow drifts of a busy host over minutes are not in the pool's order.
  *    Targets: false alarms < 1%, detection of a 10% shift within 2 trials.
+ *
+ * Smoke setting (CI, test/bench-smoke.test.ts): --seeds 200 --pool 6 --history 4 --reruns 200.
  */
-import { spawn } from 'node:child_process';
 import { loadavg } from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { mean, sampleStandardDeviation } from 'simple-statistics';
 import { driftDecision, MAX_USEFUL_BAND_PCT } from '../src/experiment/analysis/drift.js';
 import { configurationChanges } from '../src/experiment/run/reference-guard.js';
 import type { Fingerprint } from '../src/fingerprint/types.js';
 import { runBenchmark } from '../src/load/run.js';
+import { type SimulatorProcess, spawnSimulator } from '../src/simulate/child.js';
 import { mulberry32, type Random, standardNormal } from '../src/util/random.js';
+import { benchFlags, benchMain, noFigure, nonNegativeNumber, positiveInt, positiveNumber, usageError } from './support/main.js';
 
-const BIN = fileURLToPath(new URL('../../bin/servelab.js', import.meta.url));
+const args = {
+  pool: { type: 'string', default: '40' },
+  history: { type: 'string', default: '10' },
+  reruns: { type: 'string', default: '5000' },
+  shift: { type: 'string', default: '0.1' },
+  jitter: { type: 'string', default: '0.05' },
+  seeds: { type: 'string', default: '10000' },
+  spread: { type: 'string', default: '0.08' },
+  short: { type: 'string', default: '4' },
+} as const;
 
-function flag(name: string, fallback: number): number {
-  const index = process.argv.indexOf(`--${name}`);
-  return index >= 0 ? Number(process.argv[index + 1]) : fallback;
+interface Settings {
+  pool: number;
+  history: number;
+  reruns: number;
+  shift: number;
+  jitter: number;
+  seeds: number;
+  spread: number;
+  short: number;
 }
 
-const POOL = flag('pool', 40);
-const HISTORY = flag('history', 10);
-const RERUNS = flag('reruns', 5000);
-const SHIFT = flag('shift', 0.1);
-const JITTER = flag('jitter', 0.05);
-const SEEDS = flag('seeds', 10_000);
-const SPREAD = flag('spread', 0.08);
-const SHORT = flag('short', 4);
+function readSettings(): Settings {
+  const values = benchFlags('drift-specificity', { options: args });
+  // --pool 0 skips part B.
+  const pool = values.pool === '0' ? 0 : positiveInt('--pool', values.pool);
+  const history = positiveInt('--history', values.history);
+  if (pool > 0 && pool < history + 2)
+    throw usageError(`--pool ${pool} is smaller than --history + 2 (${history + 2})`, `e.g. --pool ${history + 2}, or --pool 0 to skip part B`);
+  return {
+    pool,
+    history,
+    reruns: positiveInt('--reruns', values.reruns),
+    shift: positiveNumber('--shift', values.shift),
+    jitter: nonNegativeNumber('--jitter', values.jitter),
+    seeds: positiveInt('--seeds', values.seeds),
+    spread: positiveNumber('--spread', values.spread),
+    short: positiveInt('--short', values.short),
+  };
+}
 
 /** The simulator as a separate process (as a real server is), on a free port. */
-async function startSimulator(): Promise<{ url: string; stop: () => void }> {
-  const child = spawn(process.execPath, [BIN, 'simulate', '--port', '0', '--load-ms', '0', '--tpot-ms', '4', '--ttft-ms', '10', '--jitter', String(JITTER)], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    let log = '';
-    const onData = (chunk: Buffer) => {
-      log += chunk.toString();
-      const match = /listening on (http:\/\/\S+);/.exec(log);
-      if (match) resolve(match[1]!);
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`simulator exited (${code}): ${log}`)));
-  });
-  return { url, stop: () => child.kill('SIGTERM') };
+async function startSimulator(jitter: number): Promise<SimulatorProcess> {
+  const sim = await spawnSimulator(['--load-ms', '0', '--tpot-ms', '4', '--ttft-ms', '10', '--jitter', String(jitter)]);
+  try {
+    await sim.waitForLine(/Uvicorn running on/, 60_000);
+  } catch (error) {
+    await sim.stop();
+    throw error;
+  }
+  return sim;
 }
 
-async function measurePool(url: string): Promise<number[]> {
+async function measurePool(url: string, size: number): Promise<number[]> {
   const values: number[] = [];
-  for (let trial = 0; trial < POOL; trial += 1) {
+  for (let trial = 0; trial < size; trial += 1) {
     const result = await runBenchmark({
       baseUrl: url,
       backend: 'openai-completions',
@@ -83,7 +103,12 @@ async function measurePool(url: string): Promise<number[]> {
       specMetrics: 'none',
     });
     const level = result.levels[0]!;
-    if (level.failed > 0) throw new Error(`trial ${trial}: ${level.failed} requests failed`);
+    if (level.failed > 0) {
+      throw noFigure(
+        `pool trial ${trial}: ${level.failed} of 4 requests to the simulator failed: ${JSON.stringify(level.errorsByKind)}`,
+        "the pool would not be this machine's trial noise: rerun on a less loaded machine, or --pool 0 for part A alone",
+      );
+    }
     values.push(level.outputTokensPerSecond);
   }
   return values;
@@ -150,9 +175,9 @@ function stoppedAt(reference: Fingerprint, current: Fingerprint, history: number
 }
 
 /** Part A: the guard and the rule on a short history of a spread-out server, every run's readings drawn afresh. */
-function modelledCase(): void {
+function modelledCase({ seeds, spread, short, shift }: Settings): void {
   const random = mulberry32(20261204);
-  const sd = SPREAD / 1.96;
+  const sd = spread / 1.96;
   const level = 600;
   const trial = (factor: number) => level * factor * (1 + sd * standardNormal(random));
   let envStopped = 0;
@@ -160,45 +185,44 @@ function modelledCase(): void {
   let unchangedStopped = 0;
   let hiddenStopped = 0;
   const unguarded = { 'history too short': 0, 'history too noisy': 0 };
-  for (let seed = 0; seed < SEEDS; seed += 1) {
+  for (let seed = 0; seed < seeds; seed += 1) {
     const reference = h200Fingerprint({ ...TUNED_ENV }, random);
-    const history = Array.from({ length: SHORT }, () => trial(1));
+    const history = Array.from({ length: short }, () => trial(1));
     const lost = LOST_SETTINGS[Math.floor(random() * LOST_SETTINGS.length)]!;
-    const changed = stoppedAt(reference, h200Fingerprint(lost({ ...TUNED_ENV }), random), history, [trial(1 - SHIFT), trial(1 - SHIFT)]);
+    const changed = stoppedAt(reference, h200Fingerprint(lost({ ...TUNED_ENV }), random), history, [trial(1 - shift), trial(1 - shift)]);
     if (changed !== undefined) envStopped += 1;
     if (changed === 0) envByGuard += 1;
     const own = [trial(1), trial(1)];
     if (stoppedAt(reference, h200Fingerprint({ ...TUNED_ENV }, random), history, own) !== undefined) unchangedStopped += 1;
-    const hidden = [trial(1 - SHIFT), trial(1 - SHIFT)];
+    const hidden = [trial(1 - shift), trial(1 - shift)];
     if (stoppedAt(reference, h200Fingerprint({ ...TUNED_ENV }, random), history, hidden) !== undefined) hiddenStopped += 1;
     const look = driftDecision([own[0]!], history, { confirmable: true })?.check.unguarded;
     if (look) unguarded[look] += 1;
   }
-  const pct = (count: number) => `${((count / SEEDS) * 100).toFixed(2)}%`;
+  const pct = (count: number) => `${((count / seeds) * 100).toFixed(2)}%`;
   console.log(
-    `A. modelled: ${SEEDS} seeds; history ${SHORT} trials of one run, start-to-start spread ±${(SPREAD * 100).toFixed(0)}% (SD ${(sd * 100).toFixed(2)}%); volatile readings drawn afresh every run`,
+    `A. modelled: ${seeds} seeds; history ${short} trials of one run, start-to-start spread ±${(spread * 100).toFixed(0)}% (SD ${(sd * 100).toFixed(2)}%); volatile readings drawn afresh every run`,
   );
   console.log(
-    `   env change + ${(SHIFT * 100).toFixed(0)}% slowdown stopped by its 2nd trial: ${pct(envStopped)} (guard before trial 1: ${pct(envByGuard)}) (target >= 95%: ${envStopped / SEEDS >= 0.95 ? 'met' : 'NOT met'})`,
+    `   env change + ${(shift * 100).toFixed(0)}% slowdown stopped by its 2nd trial: ${pct(envStopped)} (guard before trial 1: ${pct(envByGuard)}) (target >= 95%: ${envStopped / seeds >= 0.95 ? 'met' : 'NOT met'})`,
   );
-  console.log(`   unchanged reruns stopped (false alarms): ${pct(unchangedStopped)} (target < 1%: ${unchangedStopped / SEEDS < 0.01 ? 'met' : 'NOT met'})`);
-  console.log(`   ${(SHIFT * 100).toFixed(0)}% slowdown with an identical configuration (rule only) stopped: ${pct(hiddenStopped)}`);
+  console.log(`   unchanged reruns stopped (false alarms): ${pct(unchangedStopped)} (target < 1%: ${unchangedStopped / seeds < 0.01 ? 'met' : 'NOT met'})`);
+  console.log(`   ${(shift * 100).toFixed(0)}% slowdown with an identical configuration (rule only) stopped: ${pct(hiddenStopped)}`);
   console.log(
-    `   the rule's view of that history: "history too short" ${pct(unguarded['history too short'])}, "history too noisy" ${pct(unguarded['history too noisy'])}, band within ${MAX_USEFUL_BAND_PCT}% ${pct(SEEDS - unguarded['history too short'] - unguarded['history too noisy'])}`,
+    `   the rule's view of that history: "history too short" ${pct(unguarded['history too short'])}, "history too noisy" ${pct(unguarded['history too noisy'])}, band within ${MAX_USEFUL_BAND_PCT}% ${pct(seeds - unguarded['history too short'] - unguarded['history too noisy'])}`,
   );
 }
 
-async function main(): Promise<void> {
-  modelledCase();
-  if (POOL === 0) return;
-  if (POOL < HISTORY + 2) throw new Error('--pool must be at least --history + 2');
-  const server = await startSimulator();
+/** Part B: the rule replayed on reruns resampled from real trials of this machine. */
+async function measuredCase(settings: Settings): Promise<void> {
+  const { pool: poolSize, history: historyLength, reruns, shift } = settings;
+  const server = await startSimulator(settings.jitter);
   const startedAt = Date.now();
   let pool: number[];
   try {
-    pool = await measurePool(server.url);
+    pool = await measurePool(server.url, poolSize);
   } finally {
-    server.stop();
+    await server.stop();
   }
   const cv = sampleStandardDeviation(pool) / mean(pool);
   const random = mulberry32(20261203);
@@ -206,35 +230,39 @@ async function main(): Promise<void> {
   let detected = 0;
   let unguarded = 0;
   const bands: number[] = [];
-  for (let rerun = 0; rerun < RERUNS; rerun += 1) {
-    const sample = draw(pool, HISTORY + 2, random);
-    const history = sample.slice(0, HISTORY);
-    const own = sample.slice(HISTORY);
+  for (let rerun = 0; rerun < reruns; rerun += 1) {
+    const sample = draw(pool, historyLength + 2, random);
+    const history = sample.slice(0, historyLength);
+    const own = sample.slice(historyLength);
     const look = driftDecision([own[0]!], history, { confirmable: true });
     if (look?.check.unguarded) unguarded += 1;
     bands.push(look?.check.band ?? Number.NaN);
     if (alarms(own, history)) falseAlarms += 1;
     if (
       alarms(
-        own.map((value) => value * (1 - SHIFT)),
+        own.map((value) => value * (1 - shift)),
         history,
       )
     )
       detected += 1;
   }
   bands.sort((a, b) => a - b);
-  const pct = (count: number) => `${((count / RERUNS) * 100).toFixed(2)}%`;
-  const falseRate = falseAlarms / RERUNS;
-  const detectRate = detected / RERUNS;
+  const pct = (count: number) => `${((count / reruns) * 100).toFixed(2)}%`;
+  const falseRate = falseAlarms / reruns;
+  const detectRate = detected / reruns;
   console.log(
-    `B. pool: ${POOL} real trials in ${((Date.now() - startedAt) / 1000).toFixed(1)} s; mean ${mean(pool).toFixed(1)} tok/s, CV ${(cv * 100).toFixed(2)}% (load average ${loadavg()[0]!.toFixed(2)})`,
+    `B. pool: ${poolSize} real trials in ${((Date.now() - startedAt) / 1000).toFixed(1)} s; mean ${mean(pool).toFixed(1)} tok/s, CV ${(cv * 100).toFixed(2)}% (load average ${loadavg()[0]!.toFixed(2)})`,
   );
   console.log(
-    `   reruns: ${RERUNS} resampled, history ${HISTORY} trials; median band ±${bands[Math.floor(bands.length / 2)]!.toFixed(1)}%; unguarded (band > 20%): ${pct(unguarded)}`,
+    `   reruns: ${reruns} resampled, history ${historyLength} trials; median band ±${bands[Math.floor(bands.length / 2)]!.toFixed(1)}%; unguarded (band > 20%): ${pct(unguarded)}`,
   );
   console.log(`   false-alarm rate on unchanged reruns: ${pct(falseAlarms)} (target < 1%: ${falseRate < 0.01 ? 'met' : 'NOT met'})`);
-  console.log(`   detection of a ${(SHIFT * 100).toFixed(0)}% slowdown within 2 trials: ${pct(detected)}`);
+  console.log(`   detection of a ${(shift * 100).toFixed(0)}% slowdown within 2 trials: ${pct(detected)}`);
   console.log(`   ratio detection / false alarms: ${falseAlarms === 0 ? '∞ (no false alarm)' : (detectRate / falseRate).toFixed(1)}`);
 }
 
-await main();
+benchMain('drift-specificity', async () => {
+  const settings = readSettings();
+  modelledCase(settings);
+  if (settings.pool > 0) await measuredCase(settings);
+});

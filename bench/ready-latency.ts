@@ -14,10 +14,13 @@
  *   shell   `until curl -s URL/health | grep -q ok; do sleep S; done` — the loop it replaces, with sleep S
  *           instead of 10 to keep the bench short; its figure for sleep 10 is the measurement scaled by 10/S
  *           (the wait is uniform over one sleep period, so it scales linearly with the period).
+ *
+ * Smoke setting (CI, test/bench-smoke.test.ts): --trials 1 --shell-sleep 0.2. The shell loop needs curl.
+ *
  * Process start-up is outside the measurement: `wait` and the shell loop are polling before the simulator starts
  * (a free port is picked first), and `launch` starts the simulator itself.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,6 +28,7 @@ import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../src/launch/port.js';
+import { benchFlags, benchMain, noFigure, positiveInt, positiveNumber } from './support/main.js';
 
 const BIN = fileURLToPath(new URL('../../bin/servelab.js', import.meta.url));
 const SELF = fileURLToPath(import.meta.url);
@@ -84,7 +88,8 @@ async function trialWait(store: string, loadMs: number): Promise<number> {
   const code = await waiter.done;
   const readyAt = await sim.readyAt;
   await sim.stop();
-  if (code !== 0) throw new Error(`servelab wait exited with ${code}`);
+  if (code !== 0 || Number.isNaN(reportedAt))
+    throw noFigure(`servelab wait exited with ${code}${code === 0 ? ' without its JSON result line' : ''}`, WAIT_NEXT);
   return reportedAt - readyAt;
 }
 
@@ -117,7 +122,8 @@ async function trialLaunch(dir: string, store: string, loadMs: number, index: nu
     },
   );
   const code = await launcher.done;
-  if (code !== 0) throw new Error(`servelab launch exited with ${code}`);
+  if (code !== 0 || Number.isNaN(reportedAt))
+    throw noFigure(`servelab launch exited with ${code}${code === 0 ? ' without its JSON result line' : ''}`, WAIT_NEXT);
   return reportedAt - Number(readFileSync(mark, 'utf8'));
 }
 
@@ -161,15 +167,23 @@ function summary(values: number[]): string {
   return `median ${median(values).toFixed(1)} ms  (min ${sorted[0]!.toFixed(1)}, max ${sorted.at(-1)!.toFixed(1)}, n=${values.length})`;
 }
 
-function flag(name: string, fallback: number): number {
-  const index = process.argv.indexOf(name);
-  return index >= 0 ? Number(process.argv[index + 1]) : fallback;
+const WAIT_NEXT = 'run the same command by hand (node bin/servelab.js wait/launch … against `servelab simulate`) to see why';
+
+/** The shell loop is the contender: without curl it would poll forever instead of measuring anything. */
+function requireCurl(): void {
+  if (spawnSync('curl', ['--version'], { stdio: 'ignore' }).error) {
+    throw noFigure(
+      'curl is not on the PATH: the shell loop this bench compares with (until curl … | grep -q ok) cannot run',
+      'install curl (apt-get install curl)',
+    );
+  }
 }
 
-async function main(): Promise<void> {
-  if (process.argv[2] === '--wrap-sim') return wrapSim(Number(process.argv[3]), process.argv[4]!, process.argv[5]!);
-  const trials = flag('--trials', 12);
-  const sleepS = flag('--shell-sleep', 0.5);
+async function measure(): Promise<void> {
+  const flags = benchFlags('ready-latency', { options: { trials: { type: 'string', default: '12' }, 'shell-sleep': { type: 'string', default: '0.5' } } });
+  const trials = positiveInt('--trials', flags.trials);
+  const sleepS = positiveNumber('--shell-sleep', flags['shell-sleep']);
+  requireCurl();
   const dir = mkdtempSync(join(tmpdir(), 'servelab-ready-bench-'));
   const store = join(dir, 'store.db');
   const loadTimes = Array.from({ length: trials }, () => 1000 + Math.round(Math.random() * 1000));
@@ -205,4 +219,6 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+// `--wrap-sim` is this script run as launch's server (see wrapSim), not a bench.
+if (process.argv[2] === '--wrap-sim') await wrapSim(Number(process.argv[3]), process.argv[4]!, process.argv[5]!);
+else benchMain('ready-latency', measure);

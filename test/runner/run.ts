@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url';
  * run on the fake machine in experiment-permutations (fast). Re-measure when a file moves across the line.
  */
 export const SLOW = new Set([
+  'bench-smoke',
   'campaign-plan',
   'campaign-race',
   'exec-remote-shell',
