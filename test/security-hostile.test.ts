@@ -1,8 +1,14 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { cli, simCommand, tempDir, writeExperiment } from './support-experiment.js';
+import { setTimeout as delay } from 'node:timers/promises';
+import { timedScorer } from '../src/experiment/run/timed-score.js';
+import { parseScorer } from '../src/metrics/answer-score.js';
+import { cli, SERVELAB, simCommand, tempDir, writeExperiment } from './support-experiment.js';
+import { waitFor } from './support-wait.js';
 
 /**
  * Hostile strings and inputs (issue 33): dataset text reaching the Markdown report, the HTML report and the
@@ -18,6 +24,16 @@ function sampleSet(dir: string, records: Array<{ prompt: string; answer: string;
   writeFileSync(path, `${records.map((record) => JSON.stringify(record)).join('\n')}\n`);
   return path;
 }
+
+const listening = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
 
 test('dataset categories with a code fence, HTML and terminal escapes stay text in show, Markdown and HTML', { timeout: 170_000 }, async (t) => {
   const dir = tempDir(t, 'hostile-strings');
@@ -57,4 +73,60 @@ test('dataset categories with a code fence, HTML and terminal escapes stay text 
   const html = readFileSync(join(out, 'run-1.html'), 'utf8');
   assert.doesNotMatch(html, /<img src=x/);
   assert.match(html, /&lt;img src=x onerror=alert\(1\)&gt;/);
+});
+
+test('a regex scorer is stopped at its time limit in a worker; a sane answer after it still scores; an abort ends it at once', async () => {
+  const scorer = parseScorer('regex:^(a+)+$')!;
+  const controller = new AbortController();
+  const timed = timedScorer(scorer, controller.signal, 300);
+  try {
+    const started = Date.now();
+    assert.equal(await timed.score(`${'a'.repeat(40)}!`, 'a'), undefined);
+    assert.ok(Date.now() - started < 5_000, `took ${Date.now() - started} ms`);
+    assert.deepEqual(await timed.score('aaa', 'aaa'), { correct: true, extracted: 'aaa' });
+    const stuck = timed.score(`${'a'.repeat(40)}!`, 'a');
+    setTimeout(() => controller.abort(new Error('stopped')), 50);
+    const aborted = Date.now();
+    await assert.rejects(stuck, /stopped/);
+    assert.ok(Date.now() - aborted < 250, `abort took ${Date.now() - aborted} ms`);
+  } finally {
+    await timed.close();
+  }
+});
+
+test('a runner scoring with a catastrophic regex stops on SIGTERM, stops its server and leaves the run resumable', { timeout: 120_000 }, async (t) => {
+  const dir = tempDir(t, 'hostile-regex');
+  const store = join(dir, 'store.db');
+  // Each answer makes ^(a+)+$ try 2^40 ways: on the runner's own thread it would never return.
+  const samples = sampleSet(
+    dir,
+    Array.from({ length: 30 }, (_, index) => ({ prompt: `Say the letters ${index}.`, answer: `${'a'.repeat(40)}!` })),
+  );
+  const file = writeExperiment(dir, 'regex.yaml', {
+    server: { command: simCommand({ extra: ['--answer-key', samples] }), readyTimeout: '5m' },
+    trials: 1,
+    quality: { accuracy: { path: samples, scorer: 'regex:^(a+)+$', outputTokens: 64 } },
+  });
+  const child = spawn(process.execPath, [SERVELAB, 'run', file], { env: { ...process.env, SERVELAB_STORE: store }, stdio: ['ignore', 'pipe', 'pipe'] });
+  t.after(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  child.stdout.resume();
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+  assert.ok(await waitFor(() => /server ready in .* at http:\/\/127\.0\.0\.1:(\d+)/.test(stderr), 60_000), stderr);
+  const port = Number(/server ready in .* at http:\/\/127\.0\.0\.1:(\d+)/.exec(stderr)![1]);
+  // The 30 answers take well under a second to send; the scoring then runs, one answer per time limit.
+  await delay(2_500);
+  const signalled = Date.now();
+  child.kill('SIGTERM');
+  const code = await Promise.race([exited, delay(15_000).then(() => 'hung' as const)]);
+  assert.notEqual(code, 'hung', `no exit 15 s after SIGTERM:\n${stderr}`);
+  assert.equal(code, 130, stderr);
+  assert.ok(Date.now() - signalled < 10_000);
+  assert.match(stderr, /run 1 interrupted; continue with `servelab run --resume 1`/);
+  assert.equal(await listening(port), false, 'the server was stopped');
+  const shown = await cli(['show', '1', '--json'], { store });
+  assert.equal(JSON.parse(shown.stdout).run.status, 'interrupted');
 });
