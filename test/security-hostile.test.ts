@@ -130,3 +130,14 @@ test('a runner scoring with a catastrophic regex stops on SIGTERM, stops its ser
   const shown = await cli(['show', '1', '--json'], { store });
   assert.equal(JSON.parse(shown.stdout).run.status, 'interrupted');
 });
+
+test('`servelab log` on a log of one 30 MB line reads it in chunks and cuts the line in its cause', { timeout: 60_000 }, async (t) => {
+  const dir = tempDir(t, 'hostile-log');
+  const store = join(dir, 'store.db');
+  const path = join(dir, 'server.log');
+  writeFileSync(path, `INFO starting\nTraceback (most recent call last): ${'x'.repeat(30 * 1024 * 1024)}\n`);
+  const result = await cli(['log', path, '--profile', 'vllm'], { store });
+  assert.equal(result.code, 4, result.stderr);
+  assert.ok(result.stdout.length < 10_000, `printed ${result.stdout.length} characters`);
+  assert.match(result.stdout, /x… \(\d+ more characters cut\)/);
+});
