@@ -39,6 +39,37 @@ describe('plan figures without history', () => {
     assert.ok(realMs / predictedMs <= 2 && realMs / predictedMs >= 0.5, `predicted ${predictedMs} ms, real ${realMs} ms`);
   });
 
+  test('a sessions workload: turns × (request + think time) in waves of sessions in flight, within 2x of the real trial', async (t) => {
+    const dir = tempDir(t, 'plan-sessions');
+    const store = join(dir, 'servelab.db');
+    // 4 sessions of 3 turns, 2 in flight, 400 ms of thinking between turns: mostly declared sleeps again.
+    const file = writeExperiment(dir, 'e.yaml', {
+      name: 'plan-sessions',
+      server: { command: simCommand({ loadMs: 1000, tpotMs: 10 }), readyTimeout: '5m' },
+      client: { prompts: { kind: 'sessions', turns: 3, inputTokens: 16, outputTokens: 16, thinkTime: '400ms' }, warmupRequests: 1 },
+      workloads: [{ kind: 'concurrency', concurrency: 2, requests: 12 }],
+      trials: 1,
+    });
+    const planned = await cli(['plan', file, '--json'], { store });
+    assert.equal(planned.code, 0, planned.stderr);
+    const { prediction } = JSON.parse(planned.stdout) as PlanJson;
+    assert.deepEqual(prediction.sources, ['declared']);
+    assert.ok(prediction.wallMs !== undefined, 'a wall time, not "unknown"');
+    // The trial (its warm-up and measured turns): the sessions model itself, apart from startup and fingerprinting,
+    // which a loaded machine stretches (see the test above).
+    const predictedMs = prediction.measureMs!;
+    assert.ok(predictedMs > 2 * 2 * 400, `predicted ${predictedMs} ms: two waves of sessions, each thinking twice`);
+
+    const run = await cli(['run', file], { store, timeoutMs: 120_000 });
+    assert.equal(run.code, 0, run.stderr);
+    const db = new Database(store, { readonly: true });
+    t.after(() => db.close());
+    const row = db.prepare('SELECT started_at, finished_at FROM trials').get() as { started_at: string; finished_at: string };
+    const realMs = Date.parse(row.finished_at) - Date.parse(row.started_at);
+    t.diagnostic(`predicted ${predictedMs} ms, real ${realMs} ms`);
+    assert.ok(realMs / predictedMs <= 2 && realMs / predictedMs >= 0.5, `predicted ${predictedMs} ms, real ${realMs} ms`);
+  });
+
   test('quality passes: declared equivalence passes are in the prediction; what has no figure is named as not counted', async (t) => {
     const dir = tempDir(t, 'plan-quality');
     const store = join(dir, 'servelab.db');
