@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { cli, simCommand, tempDir, writeExperiment } from './support-experiment.js';
+
+const ACCURACY_SAMPLE = fileURLToPath(new URL('../../examples/accuracy/arith.jsonl', import.meta.url));
 
 interface PlanJson {
   prediction: { wallMs?: number; startupTotalMs?: number; measureMs?: number; sources: string[] };
@@ -68,6 +71,40 @@ describe('plan figures without history', () => {
     const realMs = Date.parse(row.finished_at) - Date.parse(row.started_at);
     t.diagnostic(`predicted ${predictedMs} ms, real ${realMs} ms`);
     assert.ok(realMs / predictedMs <= 2 && realMs / predictedMs >= 0.5, `predicted ${predictedMs} ms, real ${realMs} ms`);
+  });
+
+  test('trial lengths a declared speed cannot price are said to be unknown, with why, per variant', async (t) => {
+    const dir = tempDir(t, 'plan-unknown');
+    const store = join(dir, 'servelab.db');
+    writeFileSync(
+      join(dir, 'chats.json'),
+      JSON.stringify([
+        {
+          conversations: [
+            { from: 'human', value: 'hello there' },
+            { from: 'gpt', value: 'hi' },
+          ],
+        },
+      ]),
+    );
+    const file = writeExperiment(dir, 'e.yaml', {
+      name: 'plan-unknown',
+      workloads: [{ kind: 'concurrency', concurrency: 1, requests: 2 }],
+      variants: {
+        baseline: {},
+        chats: { client: { prompts: { kind: 'sessions', turns: 2, path: 'chats.json' } } },
+        asked: { client: { prompts: { kind: 'jsonl', path: ACCURACY_SAMPLE } } },
+      },
+    });
+    const planned = await cli(['plan', file], { store });
+    assert.equal(planned.code, 0, planned.stderr);
+    assert.match(planned.stdout, /^predicted: wall time unknown/m);
+    assert.match(
+      planned.stdout,
+      /^note: chats's trial lengths are unknown until a run records them: its sessions come from \S*chats\.json, whose turns' lengths are known only once read$/m,
+    );
+    assert.match(planned.stdout, /^note: asked's trial lengths are unknown until a run records them: its jsonl prompts' lengths are known only once read$/m);
+    assert.doesNotMatch(planned.stdout, /note: baseline's/);
   });
 
   test('quality passes: declared equivalence passes are in the prediction; what has no figure is named as not counted', async (t) => {
