@@ -10,6 +10,7 @@ import { bestConfig, objectiveOf } from '../src/experiment/analysis/best.js';
 import { workNotes } from '../src/experiment/analysis/work-notes.js';
 import { runExperiment } from '../src/experiment/run/runner.js';
 import { loadExperiment } from '../src/experiment/spec/load.js';
+import { formatVerdicts } from '../src/experiment/text/format.js';
 import { openStore } from '../src/store/db.js';
 import { listTrials } from '../src/store/queries.js';
 import { tempDir, writeExperiment } from './support-experiment.js';
@@ -106,4 +107,38 @@ test("a config at the search's max is a lower bound: the best-config conclusion 
   assert.equal(verdict.winner, 't3');
   assert.match(verdict.conclusion, /; t3's capacity is the search's max in 2 of 2 trials \(≥ max\): raise max to rank it$/);
   assert.doesNotMatch(verdict.conclusion, /baseline's capacity is the search's max/);
+});
+
+test('no level meets the SLOs at c=1: the notes give the cause and no "lower min"; the verdict says why it is insufficient data', async (t) => {
+  const dir = tempDir(t, 'capacity-none');
+  const db = openStore(join(dir, 'servelab.db'));
+  t.after(() => db.close());
+  const file = writeExperiment(dir, 'capacity.yaml', {
+    trials: 2,
+    telemetry: { enabled: false },
+    server: { command: ['fake-server', '--port', '{port}', '--tpot-ms', '40'], readyTimeout: '5m' },
+    // 40 ms per token alone, against a 31 ms limit: not even one request at a time meets it.
+    workloads: [{ kind: 'capacity', over: 'concurrency', min: 1, max: 8, requestsPerStep: 16, slo: { tpotP99Ms: 31 } }],
+    metric: 'sloCapacity',
+    variants: { baseline: {}, t50: { args: ['--tpot-ms', '50'] } },
+  });
+  const executor = new FakeExecutor((call) => ({ tpotMs: Number(call.arg('--tpot-ms')) }));
+  const experiment = loadExperiment(file);
+  const outcome = await runExperiment({ db, experiment, executor, workDir: dir }).finally(() => executor.close());
+  assert.equal(outcome.status, 'done', outcome.message);
+  const notes = workNotes(listTrials(db, outcome.runId));
+  assert.ok(
+    notes.some((note) =>
+      /^baseline capacity:\S+: 0: even one request at a time \(c=1\) missed the SLOs \(TPOT p99 40\.\d ms > 31\.0 ms\): no load meets them on this server; relax the SLOs or make the server faster \(2 of 2 trials\)$/.test(
+        note,
+      ),
+    ),
+    notes.join('\n'),
+  );
+  assert.ok(!notes.some((note) => note.includes('lower min')), notes.join('\n'));
+  const verdicts = formatVerdicts(outcome.verdicts ?? [], experiment.metric, experiment.baseline, false);
+  assert.match(
+    verdicts,
+    /\nt50 capacity:\S+: insufficient data: baseline's median sloCapacity is 0, so no ratio to it exists: no level of its searches met the SLOs \(`servelab show` gives the cause of each\)$/,
+  );
 });

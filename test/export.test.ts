@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { parse as parseCsv } from 'csv-parse/sync';
 import { asyncBufferFromFile, parquetReadObjects } from 'hyparquet';
@@ -17,6 +18,7 @@ import { cli, simCommand, writeExperiment } from './support-experiment.js';
 type Row = Record<string, unknown>;
 
 const NO_CRASH = /internal error|SyntaxError|\n\s+at /;
+const ACCURACY_SAMPLE = fileURLToPath(new URL('../../examples/accuracy/arith.jsonl', import.meta.url));
 
 describe('servelab export', () => {
   let dir = '';
@@ -250,4 +252,32 @@ describe('servelab export', () => {
     assert.ok(scalarResult, 'the trial with an unreadable count is left out of its pooled result, by id');
     assert.equal(typeof scalarResult.total_output_tokens, 'number');
   });
+});
+
+test('request rows carry the dataset category and the conversation turn each request was', { timeout: 150_000 }, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'servelab-export-shape-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const store = join(dir, 'servelab.db');
+  const file = writeExperiment(dir, 'shaped.yaml', {
+    name: 'shaped',
+    server: { command: simCommand({ tpotMs: 1 }), readyTimeout: '5m' },
+    client: { prompts: { kind: 'jsonl', path: ACCURACY_SAMPLE, maxOutputTokens: 4 }, warmupRequests: 0 },
+    workloads: [{ kind: 'concurrency', concurrency: 2, requests: 6 }],
+    trials: 1,
+    variants: { dataset: {}, chat: { client: { prompts: { kind: 'sessions', turns: 3, inputTokens: 16, outputTokens: 4 } } } },
+  });
+  const ran = await cli(['run', file], { store, timeoutMs: 120_000 });
+  assert.equal(ran.code, 0, ran.stderr);
+  const exported = await cli(['export', '1', '--level', 'request', '--format', 'jsonl'], { store });
+  assert.equal(exported.code, 0, exported.stderr);
+  const rows = exported.stdout
+    .trimEnd()
+    .split('\n')
+    .map((line) => JSON.parse(line) as Row);
+  const dataset = rows.filter((row) => row.variant === 'dataset');
+  const chat = rows.filter((row) => row.variant === 'chat');
+  assert.ok(dataset.length > 0 && chat.length > 0);
+  const categories = new Set(['addition', 'subtraction', 'multiplication', 'word-problem']);
+  for (const row of dataset) assert.ok(categories.has(row.category as string), `category ${String(row.category)}`);
+  assert.deepEqual([...new Set(chat.map((row) => row.turn))].sort(), [1, 2, 3]);
 });

@@ -65,21 +65,60 @@ describe('a step and the result', () => {
   });
 
   test('the value is the highest passing level, with the lowest failing one above it', () => {
+    const missed = 'TPOT p99 60.0 ms > 50.0 ms';
     const search = capacityOf(concurrency, [
       { at: 8, label: 'c=8', passed: true },
-      { at: 23, label: 'c=23', passed: false, why: 'x' },
+      { at: 23, label: 'c=23', passed: false, why: missed },
       { at: 14, label: 'c=14', passed: true },
+      { at: 18, label: 'c=18', passed: false, why: missed },
+      { at: 16, label: 'c=16', passed: true },
+      { at: 17, label: 'c=17', passed: false, why: missed },
     ]);
-    assert.deepEqual([search.value, search.upper, search.notes], [14, 23, []]);
+    assert.deepEqual([search.value, search.upper, search.notes], [16, 17, []]);
+  });
+
+  test('the level above the capacity failed requests, or lies far above it: the breaking level was not measured, said', () => {
+    const failing = capacityOf(concurrency, [
+      { at: 8, label: 'c=8', passed: true },
+      { at: 9, label: 'c=9', passed: false, why: '3 request(s) failed' },
+    ]);
+    assert.deepEqual(failing.notes, [
+      'c=9 failed (3 request(s) failed) rather than missing the latency SLOs: where latency breaks was not measured; the capacity is bounded by failures',
+    ]);
+    const wide = capacityOf({ ...rate, steps: 1 }, [
+      { at: 4, label: 'rate=4/s', passed: true },
+      { at: 32, label: 'rate=32/s', passed: false, why: 'TTFT p99 900 ms > 500 ms' },
+    ]);
+    assert.deepEqual(wide.notes, ['the SLOs break somewhere between 4.00 req/s and 32.0 req/s, never measured closer in 1 steps; raise steps to narrow it']);
+    // Close enough: the last bisection of a 6-step rate search.
+    const close = capacityOf(rate, [
+      { at: 6.3, label: 'rate=6.3/s', passed: true },
+      { at: 6.72, label: 'rate=6.72/s', passed: false, why: 'TTFT p99 900 ms > 500 ms' },
+    ]);
+    assert.deepEqual(close.notes, []);
+  });
+
+  test('no level met the SLOs: the cause and a next step that can work (never "lower min" at one request in flight)', () => {
+    const atOne = capacityOf(concurrency, [
+      { at: 8, label: 'c=8', passed: false, why: 'TPOT p99 400 ms > 50.0 ms' },
+      { at: 1, label: 'c=1', passed: false, why: 'TPOT p99 80.0 ms > 50.0 ms' },
+    ]);
+    assert.deepEqual(atOne.notes.slice(0, 1), [
+      '0: even one request at a time (c=1) missed the SLOs (TPOT p99 80.0 ms > 50.0 ms): no load meets them on this server; relax the SLOs or make the server faster',
+    ]);
+    const failed = capacityOf(concurrency, [{ at: 1, label: 'c=1', passed: false, why: '10 request(s) failed' }]);
+    assert.match(failed.notes[0]!, /^0: at the lowest level measured, c=1, the server did not serve every request \(10 request\(s\) failed\); fix that/);
+    const slowRate = capacityOf(rate, [{ at: 0.5, label: 'rate=0.5/s', passed: false, why: 'TTFT p99 900 ms > 500 ms' }]);
+    assert.match(slowRate.notes[0]!, /^0: even the lowest level \(0\.50 req\/s\) missed the SLOs \(TTFT p99 900 ms > 500 ms\); lower min/);
   });
 
   test('even min failed: 0 with a note, not a missing value; max passed: "≥ max"; few requests: the p99 note', () => {
-    const none = capacityOf(concurrency, [
-      { at: 8, label: 'c=8', passed: false },
-      { at: 1, label: 'c=1', passed: false },
+    const none = capacityOf({ ...concurrency, min: 2 }, [
+      { at: 8, label: 'c=8', passed: false, why: 'TPOT p99 90.0 ms > 50.0 ms' },
+      { at: 2, label: 'c=2', passed: false, why: 'TPOT p99 60.0 ms > 50.0 ms' },
     ]);
     assert.equal(none.value, 0);
-    assert.match(none.notes.join('\n'), /^0: even the lowest level \(1 in flight\) missed the SLOs; lower min/);
+    assert.match(none.notes.join('\n'), /^0: even the lowest level \(2 in flight\) missed the SLOs \(TPOT p99 60\.0 ms > 50\.0 ms\); lower min/);
     const all = capacityOf({ ...rate, requestsPerStep: 20 }, [
       { at: 4, label: 'rate=4/s', passed: true },
       { at: 32, label: 'rate=32/s', passed: true },
@@ -89,7 +128,7 @@ describe('a step and the result', () => {
     assert.match(all.notes[1]!, /^p99 of 20 requests per step is close to their slowest one/);
     // The headline says the same: a lower bound, not the capacity.
     assert.equal(capacityLines(all)[0], 'capacity: ≥ 32.0 req/s');
-    assert.equal(capacityLines(none)[0], 'capacity: 0 in flight (c=1 missed the SLOs)');
+    assert.equal(capacityLines(none)[0], 'capacity: 0 in flight (c=2 missed the SLOs)');
   });
 
   test('searchCapacity marks the level standing for the search: the capacity, else the lowest step', async () => {

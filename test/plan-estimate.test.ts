@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { cli, simCommand, tempDir, writeExperiment } from './support-experiment.js';
+
+const ACCURACY_SAMPLE = fileURLToPath(new URL('../../examples/accuracy/arith.jsonl', import.meta.url));
 
 interface PlanJson {
   prediction: { wallMs?: number; startupTotalMs?: number; measureMs?: number; sources: string[] };
@@ -37,6 +40,71 @@ describe('plan figures without history', () => {
     const realMs = Date.parse(row.finished_at) - Date.parse(row.started_at);
     t.diagnostic(`predicted ${predictedMs} ms, real ${realMs} ms`);
     assert.ok(realMs / predictedMs <= 2 && realMs / predictedMs >= 0.5, `predicted ${predictedMs} ms, real ${realMs} ms`);
+  });
+
+  test('a sessions workload: turns × (request + think time) in waves of sessions in flight, within 2x of the real trial', async (t) => {
+    const dir = tempDir(t, 'plan-sessions');
+    const store = join(dir, 'servelab.db');
+    // 4 sessions of 3 turns, 2 in flight, 400 ms of thinking between turns: mostly declared sleeps again.
+    const file = writeExperiment(dir, 'e.yaml', {
+      name: 'plan-sessions',
+      server: { command: simCommand({ loadMs: 1000, tpotMs: 10 }), readyTimeout: '5m' },
+      client: { prompts: { kind: 'sessions', turns: 3, inputTokens: 16, outputTokens: 16, thinkTime: '400ms' }, warmupRequests: 1 },
+      workloads: [{ kind: 'concurrency', concurrency: 2, requests: 12 }],
+      trials: 1,
+    });
+    const planned = await cli(['plan', file, '--json'], { store });
+    assert.equal(planned.code, 0, planned.stderr);
+    const { prediction } = JSON.parse(planned.stdout) as PlanJson;
+    assert.deepEqual(prediction.sources, ['declared']);
+    assert.ok(prediction.wallMs !== undefined, 'a wall time, not "unknown"');
+    // The trial (its warm-up and measured turns): the sessions model itself, apart from startup and fingerprinting,
+    // which a loaded machine stretches (see the test above).
+    const predictedMs = prediction.measureMs!;
+    assert.ok(predictedMs > 2 * 2 * 400, `predicted ${predictedMs} ms: two waves of sessions, each thinking twice`);
+
+    const run = await cli(['run', file], { store, timeoutMs: 120_000 });
+    assert.equal(run.code, 0, run.stderr);
+    const db = new Database(store, { readonly: true });
+    t.after(() => db.close());
+    const row = db.prepare('SELECT started_at, finished_at FROM trials').get() as { started_at: string; finished_at: string };
+    const realMs = Date.parse(row.finished_at) - Date.parse(row.started_at);
+    t.diagnostic(`predicted ${predictedMs} ms, real ${realMs} ms`);
+    assert.ok(realMs / predictedMs <= 2 && realMs / predictedMs >= 0.5, `predicted ${predictedMs} ms, real ${realMs} ms`);
+  });
+
+  test('trial lengths a declared speed cannot price are said to be unknown, with why, per variant', async (t) => {
+    const dir = tempDir(t, 'plan-unknown');
+    const store = join(dir, 'servelab.db');
+    writeFileSync(
+      join(dir, 'chats.json'),
+      JSON.stringify([
+        {
+          conversations: [
+            { from: 'human', value: 'hello there' },
+            { from: 'gpt', value: 'hi' },
+          ],
+        },
+      ]),
+    );
+    const file = writeExperiment(dir, 'e.yaml', {
+      name: 'plan-unknown',
+      workloads: [{ kind: 'concurrency', concurrency: 1, requests: 2 }],
+      variants: {
+        baseline: {},
+        chats: { client: { prompts: { kind: 'sessions', turns: 2, path: 'chats.json' } } },
+        asked: { client: { prompts: { kind: 'jsonl', path: ACCURACY_SAMPLE } } },
+      },
+    });
+    const planned = await cli(['plan', file], { store });
+    assert.equal(planned.code, 0, planned.stderr);
+    assert.match(planned.stdout, /^predicted: wall time unknown/m);
+    assert.match(
+      planned.stdout,
+      /^note: chats's trial lengths are unknown until a run records them: its sessions come from \S*chats\.json, whose turns' lengths are known only once read$/m,
+    );
+    assert.match(planned.stdout, /^note: asked's trial lengths are unknown until a run records them: its jsonl prompts' lengths are known only once read$/m);
+    assert.doesNotMatch(planned.stdout, /note: baseline's/);
   });
 
   test('quality passes: declared equivalence passes are in the prediction; what has no figure is named as not counted', async (t) => {

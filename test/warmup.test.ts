@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { parseBenchArgv } from '../src/cli/commands/bench.js';
 import { firstTrialOutlier } from '../src/experiment/analysis/warmup-trend.js';
 import { workNotes } from '../src/experiment/analysis/work-notes.js';
@@ -98,6 +99,43 @@ test('warm-up plan: one warm-up at most as wide as the first level, or one per l
   assert.equal(step!.plan.requests, 5);
   assert.equal(step!.plan.rate?.requestsPerSecond, 4.5);
 });
+
+test('warm-up plan of a trace: what --warmup or --warmup-seconds asks, not one request per slot of its in-flight cap', () => {
+  const trace = planLevels({ kind: 'trace', maxInFlight: 256 }, 12);
+  assert.deepEqual(planWarmups({ warmupRequests: 2, warmupPerLevel: true }, trace, 1), [
+    { beforeLevel: 0, plan: { label: WARMUP_LABEL, requests: 2, concurrency: 1 } },
+  ]);
+  // A duration: rounds of one request per load worker until its time is up.
+  assert.deepEqual(planWarmups({ warmupRequests: 2, warmupMs: 500, warmupPerLevel: true }, trace, 4), [
+    { beforeLevel: 0, plan: { label: WARMUP_LABEL, requests: 4, concurrency: 4 }, durationMs: 500 },
+  ]);
+  assert.deepEqual(planWarmups({ warmupRequests: 2, warmupMs: 500 }, trace, 1), [
+    { beforeLevel: 0, plan: { label: WARMUP_LABEL, requests: 1, concurrency: 1 }, durationMs: 500 },
+  ]);
+  assert.deepEqual(planWarmups({ warmupRequests: 0, warmupPerLevel: true }, trace, 1), []);
+});
+
+test('load client: a trace replay warmed up with --warmup 2 sends 2 warm-up requests', async (t) => {
+  const server = await sim(t);
+  const { options } = parseBenchArgv([
+    'bench',
+    server.url,
+    '--trace',
+    join(TRACES, 'mooncake-sample.jsonl'),
+    '--warmup',
+    '2',
+    '--trace-speedup',
+    '8',
+    '--prompt-salt',
+    '1',
+  ]);
+  const result = await runBenchmark({ ...options, baseUrl: server.url, requestTimeoutMs: 30_000 });
+  const measured = result.levels[0]!.completed + result.levels[0]!.failed;
+  assert.ok(measured > 0);
+  assert.equal(server.counters().requestsFinished, measured + 2);
+});
+
+const TRACES = fileURLToPath(new URL('../../examples/traces/', import.meta.url));
 
 async function sim(t: TestContext) {
   const handle = await startSimulator({ startup: { loadMs: 0 }, decode: { ttftBaseMs: 2, tpotMs: 1, jitter: 0 } });

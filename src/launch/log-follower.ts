@@ -1,5 +1,5 @@
 import { closeSync, type FSWatcher, openSync, readSync, watch } from 'node:fs';
-import { StringDecoder } from 'node:string_decoder';
+import { LineCutter } from '../util/log-tail.js';
 
 /**
  * Follows a log file the server writes to directly (so the server never depends on us to drain a pipe, and a
@@ -9,8 +9,8 @@ import { StringDecoder } from 'node:string_decoder';
 export class LogFollower {
   private readonly fd: number;
   private offset: number;
-  private partial = '';
-  private readonly decoder = new StringDecoder('utf8');
+  /** Lines cut as they arrive: a server's 150 MB line is never held whole. */
+  private readonly lines = new LineCutter();
   private readonly buffer = Buffer.alloc(64 * 1024);
   private readonly recent: string[] = [];
   private watcher: FSWatcher | undefined;
@@ -46,17 +46,14 @@ export class LogFollower {
       const bytes = readSync(this.fd, this.buffer, 0, this.buffer.length, this.offset);
       if (bytes === 0) return;
       this.offset += bytes;
-      const lines = (this.partial + this.decoder.write(this.buffer.subarray(0, bytes))).split(/\r\n|\n|\r/);
-      this.partial = lines.pop() ?? '';
-      for (const line of lines) this.accept(line);
+      for (const line of this.lines.push(this.buffer.subarray(0, bytes))) this.accept(line);
     }
   }
 
   /** Final read once the writer is gone: the unterminated last line counts too. */
   drain(): void {
     this.pump();
-    const last = this.partial + this.decoder.end();
-    this.partial = '';
+    const last = this.lines.end();
     if (last) this.accept(last);
   }
 

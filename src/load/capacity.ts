@@ -87,12 +87,12 @@ export function capacityOf(workload: CapacityWorkload, steps: readonly CapacityS
   const value = passed.length > 0 ? Math.max(...passed) : 0;
   const level = (at: number) => capacityText(workload.over, at);
   const notes: string[] = [];
-  if (steps.length > 0 && passed.length === 0) {
-    notes.push(`0: even the lowest level (${level(workload.min)}) missed the SLOs; lower min to find the capacity`);
-  }
+  if (steps.length > 0 && passed.length === 0) notes.push(noCapacityNote(workload, steps));
   if (failed.length === 0 && passed.includes(workload.max)) {
     notes.push(`≥ ${level(workload.max)}: the highest level asked for met the SLOs; raise max to find the capacity`);
   }
+  const upper = failed.length > 0 ? Math.min(...failed) : undefined;
+  if (upper !== undefined && passed.length > 0) notes.push(...boundNotes(workload, value, steps.find((step) => step.at === upper)!));
   if (workload.requestsPerStep < MIN_P99_REQUESTS) {
     notes.push(`p99 of ${workload.requestsPerStep} requests per step is close to their slowest one; ${MIN_P99_REQUESTS}+ per step give a steadier p99`);
   }
@@ -100,10 +100,53 @@ export function capacityOf(workload: CapacityWorkload, steps: readonly CapacityS
     over: workload.over,
     slo: workload.slo,
     value,
-    ...(failed.length > 0 && { upper: Math.min(...failed) }),
+    ...(upper !== undefined && { upper }),
     steps: [...steps],
     notes,
   };
+}
+
+/** A step that missed on latency (its why names a p99), not on failed requests or an early stop. */
+const missedOnLatency = (step: CapacityStep): boolean => step.why?.includes(' p99 ') ?? false;
+
+/** Above this ratio between the capacity and the level that missed (rates), the bracket is worth narrowing. */
+const WIDE_RATE_BRACKET = 1.1;
+
+/**
+ * Not one level met the SLOs: the lowest step's cause, and a next step that can work: lowering min cannot go below
+ * one request at a time, and failed requests are not a latency matter.
+ */
+function noCapacityNote(workload: CapacityWorkload, steps: readonly CapacityStep[]): string {
+  const lowest = steps.reduce((best, step) => (step.at < best.at ? step : best));
+  const why = lowest.why ? ` (${lowest.why})` : '';
+  if (!missedOnLatency(lowest)) {
+    return `0: at the lowest level measured, ${lowest.label}, the server did not serve every request${why}; fix that (see the server log), then search again`;
+  }
+  if (workload.over === 'concurrency' && lowest.at <= 1) {
+    return `0: even one request at a time (${lowest.label}) missed the SLOs${why}: no load meets them on this server; relax the SLOs or make the server faster`;
+  }
+  return `0: even the lowest level (${capacityText(workload.over, lowest.at)}) missed the SLOs${why}; lower min to find the capacity`;
+}
+
+/**
+ * What the level above the capacity leaves open: it failed requests (the level where latency breaks was never
+ * measured: the capacity is bounded by failures), or it is far above the capacity (steps ran out before the search
+ * came close to where the SLOs break).
+ */
+function boundNotes(workload: CapacityWorkload, value: number, above: CapacityStep): string[] {
+  const notes: string[] = [];
+  if (!missedOnLatency(above)) {
+    notes.push(
+      `${above.label} failed (${above.why ?? 'not a valid level'}) rather than missing the latency SLOs: where latency breaks was not measured; the capacity is bounded by failures`,
+    );
+  }
+  const wide = workload.over === 'concurrency' ? above.at - value > 1 : above.at / value > WIDE_RATE_BRACKET;
+  if (wide) {
+    notes.push(
+      `the SLOs break somewhere between ${capacityText(workload.over, value)} and ${capacityText(workload.over, above.at)}, never measured closer in ${workload.steps} steps; raise steps to narrow it`,
+    );
+  }
+  return notes;
 }
 
 /**

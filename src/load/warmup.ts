@@ -27,7 +27,7 @@ type WarmupSettings = Pick<ClientOptions, 'warmupRequests' | 'warmupMs' | 'warmu
 
 /**
  * Per level (warmupPerLevel): at the level's own concurrency (at least one request per slot, so the batch reaches
- * the level's size) or rate (at least a second of its arrivals). Otherwise one warm-up before the first level, at
+ * the level's size) or rate (at least a second of its arrivals); a trace's level as one stream (warmWidth). Otherwise one warm-up before the first level, at
  * most as many in flight as that level. Either way at least one request per load worker: each worker's first
  * requests are cold too (JIT, connections).
  */
@@ -37,18 +37,27 @@ export function planWarmups(settings: WarmupSettings, levels: readonly LevelPlan
   const perWorker = workerCount > 1 ? workerCount : 0;
   const duration = settings.warmupMs !== undefined && { durationMs: settings.warmupMs };
   if (!settings.warmupPerLevel) {
-    const inFlight = Math.max(workerCount, maxInFlight(levels[0]!));
+    const inFlight = Math.max(workerCount, warmWidth(levels[0]!));
     const requests = settings.warmupMs !== undefined ? inFlight : Math.max(asked, perWorker);
     return [{ beforeLevel: 0, plan: { label: WARMUP_LABEL, requests, concurrency: Math.min(requests, inFlight) }, ...duration }];
   }
   return levels.map((level, beforeLevel) => {
-    const least = level.rate ? Math.ceil(level.rate.requestsPerSecond) : maxInFlight(level);
+    const least = level.rate ? Math.ceil(level.rate.requestsPerSecond) : warmWidth(level);
     const requests = Math.max(asked, least, perWorker);
     const plan: LevelPlan = level.rate
       ? { label: WARMUP_LABEL, requests, rate: level.rate }
       : { label: WARMUP_LABEL, requests, concurrency: Math.max(workerCount, level.concurrency ?? 1) };
     return { beforeLevel, plan, ...duration };
   });
+}
+
+/**
+ * Requests in flight that warm a level: its concurrency or cap. A trace's cap (256 by default) bounds a burst and is
+ * no load of its own: one request per slot of it, one at a time, warmed for 40 s before a 1.5 s trace, whatever
+ * --warmup said; it is warmed like one stream (and one per load worker).
+ */
+function warmWidth(level: LevelPlan): number {
+  return level.replay ? 1 : maxInFlight(level);
 }
 
 /** Prompts the warm-up uses: they follow the measured ones, so a warm-up never sends a measured prompt. */

@@ -108,10 +108,20 @@ export function capacityText(over: CapacitySearch['over'], value: number): strin
 /** A sent rate this far below the schedule's: the client fell behind (its own loop, or the in-flight cap). */
 const BEHIND_SCHEDULE = 0.95;
 /**
- * Completions this far below the schedule's rate: the server could not keep up. Wider than the client's margin:
+ * Completions this far below the arrival rate: the server could not keep up. Wider than the client's margin:
  * completion spacing also carries latency jitter, which a stable server shows too.
  */
 const SERVER_BEHIND = 0.9;
+
+/**
+ * An open loop whose server fell behind its arrivals, in one wording for `bench`, the run log, `show` and the
+ * report: "the server completed 5.85 req/s of the 20.0 scheduled: …"; undefined when it kept up. `arrivals` names
+ * the rate compared with (the drawn schedule's where known, else the offered one).
+ */
+export function serverBehindLine(servedPerSecond: number, arrivalsPerSecond: number, arrivals: 'scheduled' | 'offered'): string | undefined {
+  if (servedPerSecond >= SERVER_BEHIND * arrivalsPerSecond) return undefined;
+  return `the server completed ${formatNumber(servedPerSecond)} req/s of the ${formatNumber(arrivalsPerSecond)} ${arrivals}: it is saturated, and latencies (counted from each scheduled arrival) grow with the length of the run`;
+}
 
 /** "early-stop: 16 of 40 tokens per request (40 requests stopped short)". */
 export function earlyStopLine(output: NonNullable<LevelResult['outputLength']>): string {
@@ -183,11 +193,8 @@ export function levelNotes(level: LevelResult): string[] {
       const cap = rate.queuedByCap > 0 ? `; ${rate.queuedByCap} requests waited for the in-flight cap` : '';
       notes.push(`WARNING ${label}: the client fell behind its schedule (up to ${formatSeconds(rate.maxLagMs)} late${cap}): the offered load was not offered`);
     }
-    if (rate.servedPerSecond < SERVER_BEHIND * rate.scheduledPerSecond) {
-      notes.push(
-        `WARNING ${label}: the server completed ${formatNumber(rate.servedPerSecond)} req/s of the ${formatNumber(rate.scheduledPerSecond)} scheduled: it is saturated, and latencies grow with the length of the run`,
-      );
-    }
+    const behind = serverBehindLine(rate.servedPerSecond, rate.scheduledPerSecond, 'scheduled');
+    if (behind) notes.push(`WARNING ${label}: ${behind}`);
   }
   return notes;
 }

@@ -1,5 +1,6 @@
 import { formatSeconds } from '../util/format.js';
 import { redactor } from '../util/redact.js';
+import { terminalText } from '../util/terminal-text.js';
 import { NotReadyError } from './errors.js';
 import type { ReadyResult } from './types.js';
 
@@ -31,6 +32,6 @@ export function failureJson(error: unknown): Record<string, unknown> {
 export function printLogTail(error: unknown, logPath?: string): void {
   if (!(error instanceof NotReadyError) || !error.logTail?.length) return;
   process.stderr.write(`--- last ${error.logTail.length} lines of the server log${logPath ? ` (${logPath})` : ''} ---\n`);
-  for (const line of redactor().args(error.logTail)) process.stderr.write(`  ${line}\n`);
+  for (const line of redactor().args(error.logTail)) process.stderr.write(`  ${terminalText(line)}\n`);
   process.stderr.write('---\n');
 }

@@ -20,6 +20,7 @@ import { accuracyHtml } from './accuracy-html.js';
 import { bestConfigHtml, campaignFigures, specTableHtml } from './campaign-html.js';
 import { compareRuns } from './compare.js';
 import { equivalenceHtml } from './equivalence-html.js';
+import { markdownCodeBlock } from './escape.js';
 import { type Figure, reportFigures } from './figures.js';
 import { renderHtmlReport } from './html.js';
 import { renderMarkdown } from './markdown.js';
@@ -86,10 +87,10 @@ function campaignOf(db: Db, data: RunData): CampaignParts {
       (hasSpecFigures(data.trials) ? `\n<h2>Speculative decoding</h2>${specTableHtml(experiment, data.trials)}` : ''),
     figures: campaignFigures(experiment, best, data.trials),
     markdown:
-      `\n## Best config\n\n\`\`\`\n${formatBestVerdict(experiment, best)}\n\`\`\`\n` +
-      (equivalence ? `\n## Output equivalence\n\n\`\`\`\n${formatEquivalence(equivalence)}\n\`\`\`\n` : '') +
-      (accuracy ? `\n## Accuracy\n\n\`\`\`\n${formatAccuracy(accuracy)}\n\`\`\`\n` : '') +
-      (hasSpecFigures(data.trials) ? `\n## Speculative decoding\n\n\`\`\`\n${formatSpecView(experiment, data.trials)}\n\`\`\`\n` : ''),
+      `\n## Best config\n\n${markdownCodeBlock(formatBestVerdict(experiment, best))}` +
+      (equivalence ? `\n## Output equivalence\n\n${markdownCodeBlock(formatEquivalence(equivalence))}` : '') +
+      (accuracy ? `\n## Accuracy\n\n${markdownCodeBlock(formatAccuracy(accuracy))}` : '') +
+      (hasSpecFigures(data.trials) ? `\n## Speculative decoding\n\n${markdownCodeBlock(formatSpecView(experiment, data.trials))}` : ''),
   };
 }
 

@@ -284,4 +284,15 @@ export const migrations: ReadonlyArray<{ version: number; description: string; s
       CREATE INDEX accuracy_items_run ON accuracy_items (run_id, variant);
     `,
   },
+  {
+    version: 12,
+    description: "each request's dataset category, conversation turn, cached prompt tokens and resend",
+    sql: `
+      -- What a request was beside its timings, for the request-level export (empty in rows stored before).
+      ALTER TABLE samples ADD COLUMN category TEXT;
+      ALTER TABLE samples ADD COLUMN turn INTEGER;
+      ALTER TABLE samples ADD COLUMN cached_tokens INTEGER;
+      ALTER TABLE samples ADD COLUMN resent INTEGER;
+    `,
+  },
 ];

@@ -174,6 +174,11 @@ interface SampleRow {
   itl_json: string;
   error_kind: string | null;
   error_message: string | null;
+  // Since schema version 12; absent in a read-only store of an older version (it is not migrated).
+  category?: string | null;
+  turn?: number | null;
+  cached_tokens?: number | null;
+  resent?: number | null;
 }
 
 /**
@@ -196,6 +201,10 @@ function sampleFromRow(stored: SampleRow): RequestSample {
     itlMs: decodeItl(row.id, row.itl_json),
     ...(row.tpot_ms !== null && { tpotMs: row.tpot_ms }),
     ...(row.e2e_ms !== null && { e2eMs: row.e2e_ms }),
+    ...(typeof row.category === 'string' && { category: row.category }),
+    ...(typeof row.turn === 'number' && { turn: row.turn }),
+    ...(typeof row.cached_tokens === 'number' && { cachedTokens: row.cached_tokens }),
+    ...(row.resent === 1 && { resent: true as const }),
     ...(row.error_kind !== null && {
       error: { kind: row.error_kind as NonNullable<RequestSample['error']>['kind'], message: row.error_message ?? '' },
     }),

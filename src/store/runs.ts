@@ -94,7 +94,7 @@ export function insertTrial(
   );
   const insertSample = db.prepare(
     `INSERT INTO samples (trial_id, idx, sent_at_ms, input_tokens, output_tokens, ttft_ms, tpot_ms, e2e_ms, itl_json,
-       error_kind, error_message) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       error_kind, error_message, category, turn, cached_tokens, resent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   const insertTelemetry = db.prepare(
     'INSERT INTO trial_telemetry (trial_id, summary_json, series_json, server_metrics_json, started_at_ms) VALUES (?, ?, ?, ?, ?)',
@@ -133,6 +133,10 @@ export function insertTrial(
           JSON.stringify(sample.itlMs),
           sample.error?.kind ?? null,
           sample.error === undefined ? null : clean(sample.error.message),
+          sample.category ?? null,
+          sample.turn ?? null,
+          sample.cachedTokens ?? null,
+          sample.resent ? 1 : null,
         );
       }
       if (telemetry)

@@ -1,4 +1,5 @@
 import { isUserError, messageOf } from './errors.js';
+import { terminalText } from './terminal-text.js';
 
 /** Exit codes shared by all commands, so scripts can tell failures apart. */
 export const ExitCode = {
@@ -13,10 +14,10 @@ export const ExitCode = {
 /** Print a failure as "cause" + "next step" on stderr and pick the exit code; stack traces only with SERVELAB_DEBUG. */
 export function reportFailure(error: unknown): number {
   if (isUserError(error)) {
-    process.stderr.write(`servelab: ${error.message}\n  next: ${error.hint}\n`);
+    process.stderr.write(terminalText(`servelab: ${error.message}\n  next: ${error.hint}\n`));
     return error.exitCode;
   }
-  process.stderr.write(`servelab: internal error: ${messageOf(error)}\n  next: rerun with SERVELAB_DEBUG=1 and report the stack trace\n`);
+  process.stderr.write(terminalText(`servelab: internal error: ${messageOf(error)}\n  next: rerun with SERVELAB_DEBUG=1 and report the stack trace\n`));
   if (process.env.SERVELAB_DEBUG) process.stderr.write(`${(error as Error)?.stack ?? ''}\n`);
   return ExitCode.failure;
 }

@@ -1,5 +1,82 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { open } from 'node:fs/promises';
+import { StringDecoder } from 'node:string_decoder';
+
+/**
+ * Longest log line kept whole. A server can write one line of 150 MB (a tensor dump, a JSON blob of every request):
+ * echoed as a cause it fills the terminal, matched against every pattern it costs seconds. Startup and fatal lines
+ * are a few hundred characters; the rest of a longer line is dropped and its length said.
+ */
+export const MAX_LOG_LINE_CHARS = 4096;
+
+/** A log line as shown and matched: at most MAX_LOG_LINE_CHARS, and how much was cut. */
+export function cutLogLine(line: string, fullLength = line.length): string {
+  if (fullLength <= MAX_LOG_LINE_CHARS) return line;
+  return `${line.slice(0, MAX_LOG_LINE_CHARS)}… (${fullLength - MAX_LOG_LINE_CHARS} more characters cut)`;
+}
+
+/**
+ * Gathers the lines of a text arriving in chunks, each line cut as `cutLogLine` does while it arrives: a line of
+ * 150 MB never becomes one string. `push` returns the lines a chunk completed; `end` the unterminated last one.
+ */
+export class LineCutter {
+  private readonly decoder = new StringDecoder('utf8');
+  private partial = '';
+  private partialLength = 0;
+  private pendingCR = false;
+
+  push(chunk: Buffer): string[] {
+    return this.split(this.decoder.write(chunk));
+  }
+
+  end(): string | undefined {
+    this.append(this.decoder.end());
+    const last = this.partialLength > 0 ? cutLogLine(this.partial, this.partialLength) : undefined;
+    this.partial = '';
+    this.partialLength = 0;
+    return last;
+  }
+
+  private split(text: string): string[] {
+    const lines: string[] = [];
+    // A CRLF split across chunks: its LF ends no second line.
+    let from = this.pendingCR && text.startsWith('\n') ? 1 : 0;
+    this.pendingCR = false;
+    const breaks = /\r\n|\n|\r/g;
+    breaks.lastIndex = from;
+    for (let found = breaks.exec(text); found; found = breaks.exec(text)) {
+      this.append(text.slice(from, found.index));
+      lines.push(cutLogLine(this.partial, this.partialLength));
+      this.partial = '';
+      this.partialLength = 0;
+      from = breaks.lastIndex;
+      if (found[0] === '\r' && from === text.length) this.pendingCR = true;
+    }
+    this.append(text.slice(from));
+    return lines;
+  }
+
+  private append(text: string): void {
+    if (this.partial.length < MAX_LOG_LINE_CHARS) this.partial += text.slice(0, MAX_LOG_LINE_CHARS - this.partial.length);
+    this.partialLength += text.length;
+  }
+}
+
+/** Every line of a log file, each cut to MAX_LOG_LINE_CHARS, read in chunks (`servelab log` on a file of any size). */
+export function readLogLines(path: string): string[] {
+  const fd = openSync(path, 'r');
+  try {
+    const cutter = new LineCutter();
+    const buffer = Buffer.alloc(1024 * 1024);
+    const lines: string[] = [];
+    for (let bytes = readSync(fd, buffer); bytes > 0; bytes = readSync(fd, buffer)) for (const line of cutter.push(buffer.subarray(0, bytes))) lines.push(line);
+    const last = cutter.end();
+    if (last !== undefined) lines.push(last);
+    return lines;
+  } finally {
+    closeSync(fd);
+  }
+}
 
 export interface LogTail {
   text: string;
@@ -49,7 +126,7 @@ export function readLastLines(path: string, count: number, maxBytes = 256 * 1024
     readSync(fd, buffer, 0, buffer.length, start);
     const lines = fromLineStart(buffer, start > 0).split(/\r\n|\n|\r/);
     if (lines.at(-1) === '') lines.pop();
-    return lines.slice(-count);
+    return lines.slice(-count).map((line) => cutLogLine(line));
   } finally {
     closeSync(fd);
   }

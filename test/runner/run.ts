@@ -62,6 +62,7 @@ export const SLOW = new Set([
   'report-html',
   'report-model',
   'security-redaction',
+  'security-hostile',
   'security-signals',
   'simulate-cli',
   'simulate-engines',

@@ -27,6 +27,7 @@ import {
 } from '../../util/defaults.js';
 import { messageOf, UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
+import { terminalText } from '../../util/terminal-text.js';
 import { verdictOf } from '../bench-verdict.js';
 import { progressRenderer } from '../progress.js';
 import { type BenchFlags, clientOptionsFromFlags, DEFAULT_SINGLE_STREAM_REQUESTS, FIELD_KEYS, usageError } from './bench-options.js';
@@ -83,9 +84,9 @@ async function bench(url: string, flags: BenchFlags): Promise<void> {
     }
   }
   if (flags.json) process.stdout.write(json);
-  else process.stdout.write(formatBenchTable(result));
+  else process.stdout.write(terminalText(formatBenchTable(result)));
   const verdict = verdictOf(result, controller.signal.aborted ? undefined : liveness.cause(), options);
-  if (verdict.message) process.stderr.write(`servelab: ${verdict.message}\n`);
+  if (verdict.message) process.stderr.write(terminalText(`servelab: ${verdict.message}\n`));
   process.exitCode = verdict.code;
 }
 

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { readOutputsFile } from '../../load/outputs-file.js';
 import { compareOutputs, type OutputMatch } from '../../metrics/output-match.js';
 import { formatAgreement, formatNumber } from '../../util/format.js';
+import { terminalText } from '../../util/terminal-text.js';
 
 /** Text lines of a comparison: shares, divergence, and the earliest differing pair. */
 export function formatOutputMatch(match: OutputMatch, names: [string, string]): string {
@@ -38,6 +39,6 @@ Exit status: 0 (the figures are the answer), 2 usage (a file missing or not an o
     )
     .action((a: string, b: string, flags: { json?: boolean }) => {
       const match = compareOutputs(readOutputsFile(a), readOutputsFile(b));
-      process.stdout.write(flags.json ? `${JSON.stringify(match, null, 2)}\n` : formatOutputMatch(match, [a, b]));
+      process.stdout.write(flags.json ? `${JSON.stringify(match, null, 2)}\n` : terminalText(formatOutputMatch(match, [a, b])));
     });
 }

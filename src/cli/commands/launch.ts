@@ -22,6 +22,7 @@ import { ExitCode } from '../../util/exit.js';
 import { formatSeconds } from '../../util/format.js';
 import { readLastLines } from '../../util/log-tail.js';
 import { redactor } from '../../util/redact.js';
+import { terminalText } from '../../util/terminal-text.js';
 
 interface LaunchFlags {
   config?: string;
@@ -140,7 +141,7 @@ Examples:
           server = await launchServer(spec, {
             onProgress: progress.report,
             signal: interrupt.signal,
-            onNote: (line) => process.stderr.write(`servelab: ${line}\n`),
+            onNote: (line) => process.stderr.write(terminalText(`servelab: ${line}\n`)),
             ...previous,
           });
         } catch (error) {
@@ -153,7 +154,7 @@ Examples:
         }
         progress.finish();
         const summary = { ok: true, ...server.ready, pid: server.pid, logPath, command: redactor().args(server.command), configKey: key };
-        process.stdout.write(flags.json ? `${JSON.stringify(summary)}\n` : `${describeReady(server.ready)}\n`);
+        process.stdout.write(flags.json ? `${JSON.stringify(summary)}\n` : `${terminalText(describeReady(server.ready))}\n`);
         noteNewerEngine(profile, logPath);
         if (db) recordStartupOutcome(db, key, startedAt, server.ready);
 

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { guessProfileName } from '../../profiles/log-guess.js';
 import { type LogReplay, replayLog } from '../../profiles/replay.js';
@@ -8,7 +7,9 @@ import { versionNote } from '../../profiles/version-note.js';
 import { messageOf, UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
 import { formatSeconds } from '../../util/format.js';
+import { readLogLines } from '../../util/log-tail.js';
 import { redactor } from '../../util/redact.js';
+import { terminalText } from '../../util/terminal-text.js';
 
 interface LogFlags {
   profile?: string;
@@ -34,14 +35,14 @@ unknown profile).`,
       const guessed = flags.profile === undefined;
       const profile = resolveProfile(flags.profile ?? guessProfileName(lines), loadUserProfiles(userProfilesPath(flags.profiles)));
       const replay = replayLog(profile, lines);
-      process.stdout.write(describeReplay(profile, replay, guessed));
+      process.stdout.write(terminalText(describeReplay(profile, replay, guessed)));
       if (replay.fatal) process.exitCode = ExitCode.serverDied;
     });
 }
 
 function readLines(file: string): string[] {
   try {
-    return readFileSync(file, 'utf8').split(/\r\n|\n|\r/);
+    return readLogLines(file);
   } catch (error) {
     throw new UserError(`cannot read the log ${file}: ${messageOf(error)}`, 'give the path of a server log file', ExitCode.usage);
   }

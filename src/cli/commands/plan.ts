@@ -7,6 +7,7 @@ import type { ResolvedExperiment } from '../../experiment/spec/types.js';
 import { formatPlanChoice } from '../../experiment/text/plan-format.js';
 import { defaultStorePath, openStore } from '../../store/db.js';
 import { UserError } from '../../util/errors.js';
+import { terminalText } from '../../util/terminal-text.js';
 import { simulatorDeclaredCosts } from '../sim-costs.js';
 
 /** Where `run --help` and `plan --help` send a user who writes an experiment file. */
@@ -24,7 +25,7 @@ export function registerPlan(program: Command): void {
     .action((file: string, flags: { store?: string; json?: boolean }) => {
       const experiment = loadExperiment(file);
       const choice = costedPlan(experiment, flags.store);
-      process.stdout.write(`${flags.json ? JSON.stringify(choice, null, 2) : formatPlanChoice(experiment, choice)}\n`);
+      process.stdout.write(`${flags.json ? JSON.stringify(choice, null, 2) : terminalText(formatPlanChoice(experiment, choice))}\n`);
     });
 }
 

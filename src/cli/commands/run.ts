@@ -15,6 +15,7 @@ import { type Db, defaultStorePath, openStore } from '../../store/db.js';
 import { latestUnfinishedRun } from '../../store/queries.js';
 import { UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
+import { terminalText } from '../../util/terminal-text.js';
 import { simulatorDeclaredCosts } from '../sim-costs.js';
 import { EXPERIMENT_FILE_HELP, enforceLimits } from './plan.js';
 
@@ -70,7 +71,7 @@ export function registerRun(program: Command): void {
       };
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
-      const log = (line: string): void => void process.stderr.write(`${line}\n`);
+      const log = (line: string): void => void process.stderr.write(`${terminalText(line)}\n`);
       try {
         const { slurm, ...target } = resolveTarget(db, file, flags);
         const acceptDrift = flags.acceptDrift ?? false;
@@ -189,7 +190,7 @@ function report(db: Db, outcome: RunOutcome, json: boolean): void {
           campaign.equivalence,
           campaign.accuracy,
         );
-        process.stdout.write(`run ${outcome.runId} done\n${verdicts}\n\n${campaign.text}\n`);
+        process.stdout.write(terminalText(`run ${outcome.runId} done\n${verdicts}\n\n${campaign.text}\n`));
       }
       return;
     case 'drift':
@@ -208,6 +209,6 @@ function report(db: Db, outcome: RunOutcome, json: boolean): void {
       );
     default:
       // A Slurm job's share is done; the dispatcher finalizes the run.
-      process.stderr.write(`run ${outcome.runId}: ${outcome.message ?? outcome.status}\n`);
+      process.stderr.write(terminalText(`run ${outcome.runId}: ${outcome.message ?? outcome.status}\n`));
   }
 }

@@ -21,6 +21,7 @@ import { UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
 import { formatTrialNumber } from '../../util/format.js';
 import { redactor } from '../../util/redact.js';
+import { terminalJson, terminalText } from '../../util/terminal-text.js';
 
 interface ViewFlags {
   store?: string;
@@ -146,8 +147,10 @@ function formatDriftAlarms(alarms: readonly DriftAlarmRecord[]): string[] {
 function withStore(flags: ViewFlags, render: (db: Db) => string): void {
   const db = openStoreForReading(defaultStorePath(flags.store));
   try {
-    // Stores written before redaction existed may still hold secrets: nothing printed shows them.
-    process.stdout.write(`${redactor().text(render(db))}\n`);
+    // Stores written before redaction existed may still hold secrets: nothing printed shows them. Stored strings
+    // (dataset categories, server answers) may hold terminal escapes: none reaches the terminal raw.
+    const text = redactor().text(render(db));
+    process.stdout.write(`${flags.json ? terminalJson(text) : terminalText(text)}\n`);
   } finally {
     db.close();
   }

@@ -7,6 +7,7 @@ import { createProgressReporter } from '../../ready/progress.js';
 import { describeReady, failureJson } from '../../ready/report.js';
 import { normalizeBaseUrl, waitForReady } from '../../ready/wait.js';
 import { DEFAULT_READY_TIMEOUT } from '../../util/defaults.js';
+import { terminalText } from '../../util/terminal-text.js';
 
 interface WaitFlags {
   profile: string;
@@ -64,7 +65,7 @@ Exit codes: 0 ready, 2 bad usage (e.g. invalid URL), 3 timeout (incl. never reac
         });
         progress.finish();
         // Report first: scripts are waiting on this line, the history can be written a moment later.
-        process.stdout.write(flags.json ? `${JSON.stringify({ ok: true, ...result })}\n` : `${describeReady(result)}\n`);
+        process.stdout.write(flags.json ? `${JSON.stringify({ ok: true, ...result })}\n` : `${terminalText(describeReady(result))}\n`);
         if (db) recordStartupOutcome(db, key, startedAt, result);
       } catch (error) {
         progress.finish();

@@ -7,7 +7,7 @@
  */
 
 import { mean, sum } from 'simple-statistics';
-import { capacityLines, capacityText } from '../../metrics/table.js';
+import { capacityLines, capacityText, serverBehindLine } from '../../metrics/table.js';
 import type { TrialRecord } from '../../store/types.js';
 import { formatNumber, formatPercent, formatShare } from '../../util/format.js';
 import { metricValue } from '../spec/metrics.js';
@@ -53,14 +53,14 @@ export function workNotes(trials: readonly TrialRecord[], metric: MetricName = '
     const resent = sum(group.map((trial) => trial.metrics.resends ?? 0));
     if (resent > 0) notes.push(`${label}: ${resent} requests resent after a kept-alive connection closed, over ${group.length} trials`);
     notes.push(...shapeNotes(label, group, of));
-    const behind = group.filter((trial) => trial.metrics.rate && trial.metrics.rate.servedPerSecond < trial.metrics.rate.offeredPerSecond * 0.95);
+    // Stored trials keep the offered rate, not the drawn schedule's: the one rule compares with that.
+    const behind = group.filter(
+      (trial) => trial.metrics.rate && serverBehindLine(trial.metrics.rate.servedPerSecond, trial.metrics.rate.offeredPerSecond, 'offered'),
+    );
     if (behind.length > 0) {
       const offered = behind[0]!.metrics.rate!.offeredPerSecond;
       const served = mean(behind.map((trial) => trial.metrics.rate!.servedPerSecond));
-      notes.push(
-        `${label}: offered ${formatNumber(offered)} req/s, served ${formatNumber(served)} req/s in ${behind.length} ${of}: ` +
-          'the server fell behind (latency counts from each scheduled arrival)',
-      );
+      notes.push(`${label}: ${serverBehindLine(served, offered, 'offered')} (${behind.length} ${of})`);
     }
     const warmup = warmupNote(group, metric);
     if (warmup) notes.push(`${label}: ${warmup}`);

@@ -1,6 +1,6 @@
 import { nextCapacityLevel } from '../../load/capacity.js';
 import { capacityLevelPlan, planLevels } from '../../load/level.js';
-import type { LengthDistribution, Workload } from '../../load/types.js';
+import type { LengthDistribution, SessionsSource, Workload } from '../../load/types.js';
 import { planWarmups, type WarmupStep } from '../../load/warmup.js';
 import { EQUIVALENCE_WARMUP_REQUESTS } from '../../util/defaults.js';
 import type { ClientConfig, EquivalenceSettings } from '../spec/types.js';
@@ -36,7 +36,8 @@ interface Timing {
 /**
  * Expected length of one trial of `workload` from declared request times: the warm-up every trial gets (none with
  * `warmup.perWorkload`: see declaredStartWarmupMs), then the measured requests in rounds of the concurrency (an
- * open-loop rate: its arrival span plus one request). Undefined for dataset prompts, whose lengths are unknown until read.
+ * open-loop rate: its arrival span plus one request; generated sessions: sessionsTiming). Undefined for dataset
+ * prompts, whose lengths are unknown until read.
  */
 export function declaredTrialMs(costs: DeclaredCosts, workload: Workload, client: ClientConfig): number | undefined {
   const timing = timingOf(costs, client);
@@ -53,11 +54,36 @@ export function declaredStartWarmupMs(costs: DeclaredCosts, workload: Workload, 
 }
 
 function timingOf(costs: DeclaredCosts, client: ClientConfig): Timing | undefined {
+  if (client.prompts.kind === 'sessions' && client.prompts.path === undefined) return sessionsTiming(costs, client.prompts);
   if (client.prompts.kind !== 'synthetic') return undefined;
   const input = meanLength(client.prompts.inputTokens);
   const output = meanLength(client.prompts.outputTokens);
   return {
     rounds: (requests, concurrency) => Math.ceil(requests / concurrency) * costs.requestMs(input, output, Math.min(requests, concurrency)),
+    input,
+    output,
+  };
+}
+
+/**
+ * Generated multi-turn sessions (load/sessions.ts, session-loop.ts): `requests` counts turns, `concurrency` sessions
+ * in flight. A session sends its turns one after another, turn k carrying the k − 1 turns before it and their
+ * answers (prefill grows; a prefix cache would shorten it, so this errs long), with the mean think time before each
+ * next turn; sessions run in waves of `concurrency`. Sessions from a ShareGPT file have unknown lengths: undefined.
+ */
+function sessionsTiming(costs: DeclaredCosts, source: SessionsSource): Timing {
+  const input = meanLength(source.inputTokens);
+  const output = meanLength(source.outputTokens);
+  const thinkMs = source.thinkTime.kind === 'fixed' ? source.thinkTime.ms : source.thinkTime.meanMs;
+  return {
+    rounds: (requests, concurrency) => {
+      const sessions = Math.ceil(requests / source.turns);
+      const turns = Math.min(source.turns, requests);
+      const active = Math.min(concurrency, sessions);
+      let sessionMs = (turns - 1) * thinkMs;
+      for (let turn = 1; turn <= turns; turn++) sessionMs += costs.requestMs(turn * input + (turn - 1) * output, output, active);
+      return Math.ceil(sessions / concurrency) * sessionMs;
+    },
     input,
     output,
   };

@@ -6,15 +6,17 @@
  */
 import type { DatasetSource } from '../../load/datasets/types.js';
 import type { RequestOutput } from '../../load/types.js';
-import { parseScorer, type Scorer, scoreAnswer } from '../../metrics/answer-score.js';
+import { parseScorer, type Scorer } from '../../metrics/answer-score.js';
 import { type AccuracyItem, listAccuracyPasses } from '../../store/accuracy.js';
 import type { Db } from '../../store/db.js';
 import { messageOf } from '../../util/errors.js';
+import { formatDuration } from '../../util/format.js';
 import { accuracies, experimentAccuracy } from '../analysis/accuracy.js';
 import { readSampleSet, type SampleItem } from '../spec/sample-set.js';
 import type { AccuracySettings, ResolvedExperiment, ResolvedVariant } from '../spec/types.js';
 import type { RunContext } from './context.js';
 import type { ServerHandle } from './server-lifecycle.js';
+import { SCORE_TIME_LIMIT_MS, timedScorer } from './timed-score.js';
 import { failedAnswers, untimedOutputs } from './untimed-pass.js';
 
 /** The sample set as the load client reads it: file order, every answer at most `outputTokens` long. */
@@ -28,14 +30,28 @@ function samplePrompts(settings: AccuracySettings): DatasetSource {
   };
 }
 
-/** Scored answers; failed requests are left out (not an answer), the caller says how many. */
-export function scoreOutputs(outputs: readonly RequestOutput[], items: readonly SampleItem[], scorer: Scorer): AccuracyItem[] {
-  return outputs.flatMap((output) => {
-    const sample = items[output.prompt];
-    if (output.error !== undefined || !sample) return [];
-    const score = scoreAnswer(scorer, output.text, sample.answer);
-    return [{ item: output.prompt, ...(sample.category !== undefined && { category: sample.category }), ...score }];
-  });
+/** Scored answers, and how many ran over the scorer's time limit; failed requests are left out (not an answer), the caller says how many. */
+async function scoreOutputs(
+  outputs: readonly RequestOutput[],
+  items: readonly SampleItem[],
+  scorer: Scorer,
+  signal: AbortSignal,
+): Promise<{ scored: AccuracyItem[]; overTime: number }> {
+  const timed = timedScorer(scorer, signal);
+  const scored: AccuracyItem[] = [];
+  let overTime = 0;
+  try {
+    for (const output of outputs) {
+      const sample = items[output.prompt];
+      if (output.error !== undefined || !sample) continue;
+      const score = await timed.score(output.text, sample.answer);
+      if (score === undefined) overTime++;
+      else scored.push({ item: output.prompt, ...(sample.category !== undefined && { category: sample.category }), ...score });
+    }
+  } finally {
+    await timed.close();
+  }
+  return { scored, overTime };
 }
 
 /** Send, score and store this start's passes; a pass that fails is logged and left out (its accuracy: not measured). */
@@ -55,11 +71,15 @@ export async function sendAccuracyPasses(context: RunContext, server: ServerHand
         warmupRequests: 0,
         ignoreEos: false,
       });
-      const scored = scoreOutputs(outputs, items, scorer);
+      const { scored, overTime } = await scoreOutputs(outputs, items, scorer, context.signal);
       context.journal.accuracyPass({ variant: variant.name, serverId: server.rowId, startedAt, items: scored });
       const correct = scored.filter((item) => item.correct).length;
       const failed = failedAnswers(outputs);
-      context.log(`accuracy: ${variant.name} ${correct}/${scored.length} right (untimed)${failed && `${failed}, left out`}`);
+      const slow =
+        overTime > 0
+          ? `; ${overTime} left out: the scorer ran over ${formatDuration(SCORE_TIME_LIMIT_MS)} on them (a pattern that backtracks? simplify the regex)`
+          : '';
+      context.log(`accuracy: ${variant.name} ${correct}/${scored.length} right (untimed)${failed && `${failed}, left out`}${slow}`);
     } catch (error) {
       context.signal.throwIfAborted();
       context.log(`accuracy: ${variant.name} not measured on this start: ${messageOf(error)}`);

@@ -1,4 +1,5 @@
 import type { Fingerprint } from '../../fingerprint/types.js';
+import { serverBehindLine } from '../../metrics/table.js';
 import { formatNumber, formatTrialNumber } from '../../util/format.js';
 import { metricUnit, metricValue, trialMetricsOf } from '../spec/metrics.js';
 import type { PlannedTrial } from '../spec/types.js';
@@ -80,7 +81,11 @@ export class TrialConsumers {
     );
     const value = formatNumber(metricValue(metrics, experiment.metric));
     const resent = metrics.resends ? `, ${metrics.resends} resent` : '';
-    log(`${where}: ${value} ${metricUnit(experiment.metric)} (${metrics.completed} ok, ${metrics.failed} failed${resent})`);
+    // A figure of an open loop whose server fell behind is its backlog's, not its rate's: said where the figure is.
+    const behind = level.rate && serverBehindLine(level.rate.servedPerSecond, level.rate.scheduledPerSecond, 'scheduled');
+    log(
+      `${where}: ${value} ${metricUnit(experiment.metric)} (${metrics.completed} ok, ${metrics.failed} failed${resent})${behind ? `; WARNING: ${behind}` : ''}`,
+    );
     const alarm = this.drift(trial, fingerprint, measured.telemetry?.summary);
     return alarm === undefined ? { valid: true } : { valid: true, alarm };
   }

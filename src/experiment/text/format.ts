@@ -66,7 +66,25 @@ export function formatVerdicts(
     'invalid trials (base/var)',
     'verdict',
   ];
-  return `${table([...header, ...(equivalence ? ['outputs'] : []), ...(accuracy ? ['accuracy'] : [])], rows)}\n(${verdictMethod(blocked)})`;
+  const reasons = verdicts.flatMap((verdict) => {
+    const reason = insufficientReason(verdict, baseline);
+    return reason ? [`${verdict.variant} ${verdict.workload}: insufficient data: ${reason}`] : [];
+  });
+  return `${table([...header, ...(equivalence ? ['outputs'] : []), ...(accuracy ? ['accuracy'] : [])], rows)}\n(${verdictMethod(blocked)})${reasons.map((line) => `\n${line}`).join('')}`;
+}
+
+/** Why a verdict is "insufficient data", with what to do; undefined for any other verdict. */
+function insufficientReason(verdict: VariantVerdict, baseline: string): string | undefined {
+  if (verdict.label !== 'insufficient data') return undefined;
+  if (verdict.n.baseline === 0 || verdict.n.candidate === 0) {
+    return `no valid trial of ${verdict.n.baseline === 0 ? baseline : verdict.variant} to compare; see the invalid trials in \`servelab show\``;
+  }
+  if (verdict.baselineMedian === 0) {
+    const capacity = verdict.metric === 'sloCapacity' ? ': no level of its searches met the SLOs (`servelab show` gives the cause of each)' : '';
+    return `${baseline}'s median ${verdict.metric} is 0, so no ratio to it exists${capacity}`;
+  }
+  if (verdict.n.baseline < 2 || verdict.n.candidate < 2) return 'fewer than 2 valid trials on a side: raise trials';
+  return undefined;
 }
 
 /** "baseline/variant" counts; "?" for runs finalized before they were recorded. */

@@ -42,12 +42,36 @@ export function formatPlanChoice(experiment: ResolvedExperiment, choice: Schedul
     '',
     `predicted: ${predictedText(prediction)}, ${prediction.gpusPerServer} GPU${prediction.gpusPerServer === 1 ? '' : 's'} per server${sourcesNote(prediction)}`,
   ];
+  if (prediction.measureMs === undefined) lines.push(...unknownLengthNotes(experiment));
   const violations = limitViolations(experiment, prediction);
   if (experiment.budget || experiment.maxRestarts !== undefined) {
     const unchecked = uncheckedBudget(experiment, prediction);
     lines.push(violations.length > 0 ? `budget: OVER ${violations.join('; ')}` : unchecked ? `budget: ${unchecked}` : 'budget: within every limit');
   }
   return lines.join('\n');
+}
+
+/**
+ * Why trial lengths are unknown without history, per variant whose prompts no declared figure can price: their
+ * lengths come from a file (a dataset, sessions from a ShareGPT file) or a trace's timestamps, read only by the run.
+ */
+function unknownLengthNotes(experiment: ResolvedExperiment): string[] {
+  const notes: string[] = [];
+  for (const variant of experiment.variants) {
+    const prompts = variant.client.prompts;
+    const what =
+      prompts.kind === 'synthetic' || (prompts.kind === 'sessions' && prompts.path === undefined)
+        ? undefined
+        : prompts.kind === 'sessions'
+          ? `its sessions come from ${prompts.path}, whose turns' lengths are known only once read`
+          : prompts.kind === 'shared-prefix'
+            ? 'shared-prefix prompts have no declared-speed model yet'
+            : `its ${prompts.kind} prompts' lengths are known only once read`;
+    if (what) notes.push(`note: ${variant.name}'s trial lengths are unknown until a run records them: ${what}`);
+  }
+  const traced = experiment.workloads.filter(({ workload }) => workload.kind === 'trace').map(({ label }) => label);
+  if (traced.length > 0) notes.push(`note: ${traced.join(', ')}: a trace's length is its recorded arrivals, known once read`);
+  return notes;
 }
 
 const SOURCE_WORDS: Record<Estimate['source'], string> = {
