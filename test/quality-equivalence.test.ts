@@ -65,6 +65,27 @@ test('a lossless faster variant stays equivalent, a lossy one is "outputs change
   assert.match(html, /<div class="answers"><pre><b>baseline<\/b>/);
 });
 
+test("a variant whose answers change only when batched is not equivalent: variants answer at the floor's concurrency too", async (t) => {
+  const dir = tempDir(t, 'quality-batched');
+  const store = join(dir, 'store.db');
+  const file = writeExperiment(dir, 'batched.yaml', {
+    server: { command: simCommand({ tpotMs: 2 }), readyTimeout: '5m' },
+    trials: 1,
+    // One at a time its answers are the baseline's; in a batch every one departs in its second half.
+    variants: { baseline: {}, batchy: { args: ['--batch-variance', '1'] } },
+    quality: { equivalence: { prompts: PROMPTS, outputTokens: OUTPUT_TOKENS } },
+  });
+  const run = await cli(['run', file], { store, timeoutMs: 120_000 });
+  assert.equal(run.code, 0, run.stderr);
+  assert.match(run.stdout + run.stderr, /equivalence: batchy answered 8\/8 prompts \(c=8, untimed\)/);
+  const view = JSON.parse((await cli(['show', '1', '--json'], { store })).stdout);
+  assert.equal(view.equivalence.floor.tokenAgreement, 1);
+  const batchy = view.equivalence.variants[0];
+  assert.notEqual(batchy.status, 'equivalent');
+  assert.equal(batchy.pass, 'c=8');
+  assert.ok(batchy.match.firstDivergence.min >= OUTPUT_TOKENS / 2, JSON.stringify(batchy.match.firstDivergence));
+});
+
 test('compare-outputs on two saved bench files: identical servers agree, a lossy one does not', async (t) => {
   const dir = tempDir(t, 'compare');
   const store = join(dir, 'store.db');

@@ -17,7 +17,7 @@ export function equivalenceHtml(report: EquivalenceReport): string {
     .map((entry) => {
       const match = entry.match;
       const pill = entry.status === 'equivalent' ? 'faster' : entry.status === 'outputs changed' ? 'slower' : '';
-      return `<tr><td><code>${esc(entry.variant)}</code></td><td>${entry.status ? `<span class="pill ${pill}">${esc(entry.status)}</span>` : 'not measured'}</td><td class="num">${formatAgreement(match?.identicalShare)}</td><td class="num">${formatAgreement(match?.tokenAgreement)}</td><td class="num">${formatNumber(match?.firstDivergence?.median)}</td><td class="num">${match?.firstDivergence?.min ?? '—'}</td></tr>`;
+      return `<tr><td><code>${esc(entry.variant)}</code></td><td>${entry.status ? `<span class="pill ${pill}">${esc(entry.status)}</span>` : 'not measured'}</td><td class="num">${formatAgreement(match?.identicalShare)}</td><td class="num">${formatAgreement(match?.tokenAgreement)}</td><td class="num">${formatNumber(match?.firstDivergence?.median)}</td><td class="num">${match?.firstDivergence?.min ?? '—'}</td><td>${esc(entry.pass ?? '—')}</td></tr>`;
     })
     .join('');
   const sides = report.variants
@@ -27,5 +27,5 @@ export function equivalenceHtml(report: EquivalenceReport): string {
       return `<h3>${esc(entry.variant)}: prompt ${earliest.prompt}, first difference at ${earliest.position} ${esc(entry.match!.unit)}</h3><div class="answers"><pre><b>${esc(report.baseline)}</b>\n${esc(earliest.a)}</pre><pre><b>${esc(entry.variant)}</b>\n${esc(earliest.b)}</pre></div>`;
     })
     .join('');
-  return `<h2>Output equivalence</h2><p>${floorText}</p><table class="data"><thead><tr><th>config</th><th>status</th><th class="num">identical</th><th class="num">token agreement</th><th class="num">first divergence median</th><th class="num">min</th></tr></thead><tbody>${rows}</tbody></table>${sides}`;
+  return `<h2>Output equivalence</h2><p>${floorText}</p><table class="data"><thead><tr><th>config</th><th>status</th><th class="num">identical</th><th class="num">token agreement</th><th class="num">first divergence median</th><th class="num">min</th><th>worst pass</th></tr></thead><tbody>${rows}</tbody></table>${sides}`;
 }

@@ -4,6 +4,7 @@
  *
  * The A/A floor is how much the baseline disagrees with itself: its first pass against its passes on later server
  * starts and against its pass at concurrency N (batching changes kernels, so real engines flip near-tied tokens).
+ * A variant is judged by its worst pass against that same first pass, its batched ones included.
  * Status thresholds, from that floor:
  * - equivalent: the variant disagrees no more than the floor allows: token disagreement at most twice the floor's
  *   (exact agreement when the floor is exact), identical share at most one prompt below the floor's (none below an
@@ -32,8 +33,10 @@ export interface VariantEquivalence {
   variant: string;
   /** Undefined when the variant or the baseline has no pass to compare. */
   status?: EquivalenceStatus;
-  /** Against the baseline's first pass: the variant's worst pass (lowest token agreement). */
+  /** Against the baseline's first pass: the variant's worst pass (lowest token agreement), one at a time or batched. */
   match?: OutputMatch;
+  /** Which of the variant's passes that was, e.g. "c=1", "c=16", "start 2 c=16". */
+  pass?: string;
 }
 
 export interface EquivalenceReport {
@@ -50,19 +53,19 @@ export function outputMatches(report: EquivalenceReport): Map<string, number> {
   return matches;
 }
 
+/** A pass among one variant's, by its start (the first unnamed) and concurrency: "c=16", "start 2", "start 2 c=16". */
+function passLabel(pass: EquivalencePass, passes: readonly EquivalencePass[]): string {
+  const start = [...new Set(passes.map((each) => each.serverId))].indexOf(pass.serverId) + 1;
+  if (start === 1) return `c=${pass.concurrency}`;
+  return `start ${start}${pass.concurrency === 1 ? '' : ` c=${pass.concurrency}`}`;
+}
+
 function aaFloor(passes: readonly EquivalencePass[]): AaFloor | undefined {
   const reference = passes.find((pass) => pass.concurrency === 1);
   if (!reference) return undefined;
   const others = passes.filter((pass) => pass !== reference && (pass.serverId !== reference.serverId || pass.concurrency !== 1));
   if (others.length === 0) return undefined;
-  const starts = [...new Set(passes.map((pass) => pass.serverId))];
-  const matches = others.map((pass) => ({
-    match: compareOutputs(reference.outputs, pass.outputs),
-    label:
-      pass.serverId === reference.serverId
-        ? `c=${pass.concurrency}`
-        : `start ${starts.indexOf(pass.serverId) + 1}${pass.concurrency === 1 ? '' : ` c=${pass.concurrency}`}`,
-  }));
+  const matches = others.map((pass) => ({ match: compareOutputs(reference.outputs, pass.outputs), label: passLabel(pass, passes) }));
   const divergences = matches.flatMap(({ match }) => (match.firstDivergence ? [match.firstDivergence.min] : []));
   return {
     identicalShare: Math.min(...matches.map(({ match }) => match.identicalShare ?? 1)),
@@ -94,12 +97,13 @@ export function judgeEquivalence(passes: readonly EquivalencePass[], baseline: s
     variants: variants
       .filter((variant) => variant !== baseline)
       .map((variant): VariantEquivalence => {
-        const own = passes.filter((pass) => pass.variant === variant && pass.concurrency === 1);
+        // Every pass, batched ones included: answers that change only in a batch are changed answers.
+        const own = passes.filter((pass) => pass.variant === variant);
         if (!reference || own.length === 0) return { variant };
         const worst = own
-          .map((pass) => compareOutputs(reference.outputs, pass.outputs))
-          .reduce((a, b) => ((b.tokenAgreement ?? 1) < (a.tokenAgreement ?? 1) ? b : a));
-        return { variant, status: equivalenceStatus(worst, floor, outputTokens), match: worst };
+          .map((pass) => ({ match: compareOutputs(reference.outputs, pass.outputs), pass: passLabel(pass, own) }))
+          .reduce((a, b) => ((b.match.tokenAgreement ?? 1) < (a.match.tokenAgreement ?? 1) ? b : a));
+        return { variant, status: equivalenceStatus(worst.match, floor, outputTokens), ...worst };
       }),
   };
 }

@@ -34,7 +34,7 @@ export function formatEquivalence(report: EquivalenceReport): string {
       ? `, first divergence median ${formatNumber(match.firstDivergence.median)} / min ${match.firstDivergence.min}`
       : '';
     lines.push(
-      `  ${entry.variant}: ${status} (${STATUS_NOTE[status]}): identical ${formatAgreement(match.identicalShare)} (${match.identical}/${match.prompts}), token agreement ${formatAgreement(match.tokenAgreement)} by ${match.unit}${divergence}`,
+      `  ${entry.variant}: ${status} (${STATUS_NOTE[status]}): identical ${formatAgreement(match.identicalShare)} (${match.identical}/${match.prompts}), token agreement ${formatAgreement(match.tokenAgreement)} by ${match.unit}${divergence}${entry.pass ? `; worst pass ${entry.pass}` : ''}`,
     );
   }
   return lines.join('\n');
