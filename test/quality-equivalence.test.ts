@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { cli, servingSimulator, simCommand, tempDir, writeExperiment } from './support-experiment.js';
+import { faultServerSection } from './support-fault-server.js';
 
 /**
  * quality.equivalence end to end: real simulator servers started by `servelab run`, answers stored in a real SQLite
@@ -84,6 +85,28 @@ test("a variant whose answers change only when batched is not equivalent: varian
   assert.notEqual(batchy.status, 'equivalent');
   assert.equal(batchy.pass, 'c=8');
   assert.ok(batchy.match.firstDivergence.min >= OUTPUT_TOKENS / 2, JSON.stringify(batchy.match.firstDivergence));
+});
+
+test('a baseline that disagrees with itself when batched makes equivalence inconclusive, not "equivalent"', async (t) => {
+  const dir = tempDir(t, 'quality-broken');
+  const store = join(dir, 'store.db');
+  const file = writeExperiment(dir, 'broken.yaml', {
+    profile: 'openai',
+    // Batched, the baseline answers "a a a…" where alone it answers "the the the…": its A/A floor is broken.
+    server: faultServerSection(['--tpot-ms', '5', '--batched-from', '0']),
+    trials: 1,
+    variants: { baseline: {}, other: { args: ['--tpot-ms', '4'] } },
+    quality: { equivalence: { prompts: 4, outputTokens: 8 } },
+  });
+  const run = await cli(['run', file], { store, timeoutMs: 120_000 });
+  assert.equal(run.code, 0, run.stderr);
+  const view = JSON.parse((await cli(['show', '1', '--json'], { store })).stdout);
+  t.diagnostic(`A/A floor: ${JSON.stringify(view.equivalence.floor)}`);
+  assert.ok(view.equivalence.floor.tokenAgreement < 0.5, JSON.stringify(view.equivalence.floor));
+  assert.equal(view.equivalence.variants[0].status, 'inconclusive');
+  const text = (await cli(['show', '1'], { store })).stdout;
+  assert.match(text, /other: inconclusive \(the baseline disagrees with itself: token agreement \d+\.\d% in its A\/A floor, below 50\.0%/);
+  assert.match(text, /A\/A floor \(baseline vs itself: c=4\): .* \(broken: /);
 });
 
 test('compare-outputs on two saved bench files: identical servers agree, a lossy one does not', async (t) => {

@@ -36,7 +36,7 @@ test('an answer that is a prefix of the other diverges where the shorter ends; n
   assert.equal(none.tokenAgreement, undefined);
 });
 
-test('status from the A/A floor: within it equivalent, late divergence numerics-level, early divergence changed', () => {
+test('status from the A/A floor: within it equivalent, late divergence numerics-level, early divergence changed, a broken floor inconclusive', () => {
   const match = (identicalShare: number, tokenAgreement: number, median?: number) => ({
     prompts: 16,
     identical: Math.round(identicalShare * 16),
@@ -56,6 +56,11 @@ test('status from the A/A floor: within it equivalent, late divergence numerics-
   assert.equal(equivalenceStatus(match(11 / 16, 0.97, 90), noisy, 128), 'equivalent');
   assert.equal(equivalenceStatus(match(0.25, 0.9, 70), noisy, 128), 'numerics-level divergence');
   assert.equal(equivalenceStatus(match(0.25, 0.9, 40), noisy, 128), 'outputs changed');
+  // A floor under 50% token agreement would pass any answers (twice its disagreement is 100%): nothing is judged.
+  const broken = { identicalShare: 0, tokenAgreement: 0.125, earliestDivergence: 0, comparisons: ['c=16'] };
+  assert.equal(equivalenceStatus(match(0, 0, 0), broken, 128), 'inconclusive');
+  assert.equal(equivalenceStatus(match(1, 1), broken, 128), 'inconclusive');
+  assert.equal(equivalenceStatus(match(0.5, 0.9, 90), { ...broken, tokenAgreement: 0.5 }, 128), 'equivalent');
 });
 
 test('agreement never rounds up to 100%', () => {

@@ -2,10 +2,12 @@
  * A tiny OpenAI-compatible streaming server (/v1/completions, /v1/models, /health) that misbehaves on purpose, the
  * ways adversarial testing found real servers do: stops short despite ignore_eos, generates nothing, reports usage
  * that is not what it streamed, resets connections after reading a request, takes long for the first token, logs a
- * fatal CUDA error and serves on, hangs (health answers, the first token never comes).
+ * fatal CUDA error and serves on, hangs (health answers, the first token never comes), answers otherwise when other
+ * requests are in flight (a baseline that disagrees with itself when batched: a broken A/A floor).
  *
  * In-process (`startFaultServer`) or as a server process that `servelab run` launches:
- * `node support-fault-server.js --port N [--fatal-after N] [--hang-after N] [--tpot-ms N] [--output-share S] [--usage-factor F]`.
+ * `node support-fault-server.js --port N [--fatal-after N] [--hang-after N] [--tpot-ms N] [--output-share S] [--usage-factor F]
+ * [--batched-from N]`.
  */
 
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -28,6 +30,8 @@ export interface Faults {
   fatalAfter?: number;
   /** Requests after this many (1-based count) never get a first token; /health still answers. */
   hangAfter?: number;
+  /** From this token on, an answer that has had another request in flight beside it says " a" instead of " the". */
+  batchedFrom?: number;
 }
 
 /**
@@ -61,6 +65,7 @@ export async function startFaultServer(t: TestContext, faults: Faults = {}): Pro
 async function serveFaults(faults: Faults, port = 0): Promise<FaultServer & { close(): Promise<void> }> {
   let requests = 0;
   let resets = 0;
+  let inFlight = 0;
   const chunk = (res: ServerResponse, value: unknown) => res.write(`data: ${JSON.stringify(value)}\n\n`);
   const complete = async (req: IncomingMessage, res: ServerResponse, body: string) => {
     const count = ++requests;
@@ -77,10 +82,18 @@ async function serveFaults(faults: Faults, port = 0): Promise<FaultServer & { cl
     const { max_tokens: maxTokens = 16 } = JSON.parse(body) as { max_tokens?: number };
     const generated = Math.round(maxTokens * (faults.outputShare ?? 1));
     res.writeHead(200, { 'content-type': 'text/event-stream' });
-    await sleep(faults.ttftMs ?? 1);
-    for (let i = 0; i < generated && !res.destroyed; i++) {
-      if (i > 0 && faults.tpotMs) await sleep(faults.tpotMs);
-      chunk(res, { id: 'c', object: 'text_completion', model: 'fault', choices: [{ index: 0, text: ' the', finish_reason: null }] });
+    inFlight++;
+    let shared = false;
+    try {
+      await sleep(faults.ttftMs ?? 1);
+      for (let i = 0; i < generated && !res.destroyed; i++) {
+        if (i > 0 && faults.tpotMs) await sleep(faults.tpotMs);
+        shared ||= inFlight > 1;
+        const text = faults.batchedFrom !== undefined && shared && i >= faults.batchedFrom ? ' a' : ' the';
+        chunk(res, { id: 'c', object: 'text_completion', model: 'fault', choices: [{ index: 0, text, finish_reason: null }] });
+      }
+    } finally {
+      inFlight--;
     }
     if (res.destroyed) return;
     const finishReason = generated < maxTokens ? 'stop' : 'length';
@@ -129,6 +142,7 @@ const FLAGS = {
   'ttft-ms': 'ttftMs',
   'output-share': 'outputShare',
   'usage-factor': 'usageFactor',
+  'batched-from': 'batchedFrom',
 } as const;
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -13,12 +13,21 @@
  *   first divergence is no earlier than the floor's earliest (a quarter of the output length when the floor never
  *   diverged). Long identical prefixes are what reduced precision or another kernel give; a changed model diverges early.
  * - outputs changed: anything else (the answers differ early or widely).
+ * - inconclusive: the floor is broken, its token agreement under 50% (SANE_FLOOR_AGREEMENT): twice its
+ *   disagreement is then 100%, so answers of any kind would pass as equivalent; and batching or a restart of a
+ *   sound engine flips near-tied tokens late (91.7% on an H100 at concurrency 32), it does not replace most of them.
+ *   A baseline that far from itself does not decode reproducibly (sampling left on, a seed per request, a bug), and
+ *   no variant can be judged against it.
  */
 import { compareOutputs, type OutputMatch } from '../../metrics/output-match.js';
 import type { EquivalencePass } from '../../store/equivalence.js';
+import { formatAgreement } from '../../util/format.js';
 import type { ResolvedExperiment } from '../spec/types.js';
 
-export type EquivalenceStatus = 'equivalent' | 'numerics-level divergence' | 'outputs changed';
+export type EquivalenceStatus = 'equivalent' | 'numerics-level divergence' | 'outputs changed' | 'inconclusive';
+
+/** An A/A floor whose token agreement is below this is broken: every variant's status is then inconclusive (see above). */
+export const SANE_FLOOR_AGREEMENT = 0.5;
 
 export interface AaFloor {
   identicalShare: number;
@@ -75,8 +84,28 @@ function aaFloor(passes: readonly EquivalencePass[]): AaFloor | undefined {
   };
 }
 
+/** The floor is broken: the baseline disagrees with itself beyond what batching or a restart explains. */
+export function brokenFloor(floor: AaFloor | undefined): boolean {
+  return floor !== undefined && floor.tokenAgreement < SANE_FLOOR_AGREEMENT;
+}
+
+/** What a status means, in the words every view uses (the status itself names it: "inconclusive (…)"). */
+export function statusNote(status: EquivalenceStatus, floor: AaFloor | undefined): string {
+  switch (status) {
+    case 'equivalent':
+      return 'within the A/A floor';
+    case 'numerics-level divergence':
+      return 'differs beyond the floor, but late, as numerics do';
+    case 'outputs changed':
+      return 'answers differ early or widely: a faster config that changes the answers is not a win';
+    case 'inconclusive':
+      return `the baseline disagrees with itself: token agreement ${formatAgreement(floor?.tokenAgreement)} in its A/A floor, below ${formatAgreement(SANE_FLOOR_AGREEMENT)}; no config can be judged against it`;
+  }
+}
+
 /** The status of one comparison with the baseline, given the floor and the answers' requested length. */
 export function equivalenceStatus(match: OutputMatch, floor: AaFloor | undefined, outputTokens: number): EquivalenceStatus {
+  if (brokenFloor(floor)) return 'inconclusive';
   const floorAgreement = floor?.tokenAgreement ?? 1;
   const floorIdentical = floor?.identicalShare ?? 1;
   const agreement = match.tokenAgreement ?? 1;
