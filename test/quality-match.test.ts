@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { equivalenceStatus } from '../src/experiment/analysis/equivalence.js';
+import { type EquivalenceReport, equivalenceStatus } from '../src/experiment/analysis/equivalence.js';
+import { statusFeasibility } from '../src/experiment/analysis/feasibility.js';
 import { compareOutputs } from '../src/metrics/output-match.js';
 import type { RequestOutput } from '../src/metrics/types.js';
 import { insertEquivalencePass, listEquivalencePasses } from '../src/store/equivalence.js';
@@ -11,6 +12,32 @@ import { buildFixtureRun, createFixtureStore } from './report-fixture.js';
 /** The pure comparison and status rules of quality.equivalence and compare-outputs. */
 
 const out = (prompt: number, text: string, extra: Partial<RequestOutput> = {}): RequestOutput => ({ prompt, level: 'c=1', text, ...extra });
+
+test('the feasibility table: each status by default and under subjectTo: { outputs: equivalent }', () => {
+  const report: EquivalenceReport = { baseline: 'base', floor: { identicalShare: 0, tokenAgreement: 0.3, comparisons: ['c=16'] }, variants: [] };
+  const row = (status: Parameters<typeof statusFeasibility>[0], required: boolean) => {
+    const { violations, caveats } = statusFeasibility(status, required, report);
+    return violations.length > 0 ? 'infeasible' : caveats.length > 0 ? `feasible, with a ${caveats[0]!.kind}` : 'feasible';
+  };
+  const table = (['equivalent', 'numerics-level divergence', 'outputs changed', 'inconclusive', undefined] as const).map((status) => [
+    status ?? 'not measured',
+    row(status, false),
+    row(status, true),
+  ]);
+  assert.deepEqual(table, [
+    ['equivalent', 'feasible', 'feasible'],
+    ['numerics-level divergence', 'feasible, with a note', 'infeasible'],
+    ['outputs changed', 'infeasible', 'infeasible'],
+    ['inconclusive', 'feasible, with a warning', 'infeasible'],
+    ['not measured', 'feasible', 'infeasible'],
+  ]);
+  assert.deepEqual(statusFeasibility('inconclusive', false, report).caveats, [
+    {
+      kind: 'warning',
+      text: 'outputs inconclusive (the baseline disagrees with itself: token agreement 30.0% in its A/A floor, below 50.0%; no config can be judged against it)',
+    },
+  ]);
+});
 
 test('answers compare by token ids where both sides have them, else by words; failures and one-sided prompts are counted apart', () => {
   const a = [out(0, 'a b c d', { tokenIds: [1, 2, 3, 4] }), out(1, 'x y', { tokenIds: [5, 6] }), out(2, 'p'), out(3, 'q', { error: 'stall' })];

@@ -11,7 +11,7 @@ import type { Db } from '../../store/db.js';
 import { listEquivalencePasses } from '../../store/equivalence.js';
 import { EQUIVALENCE_WARMUP_REQUESTS } from '../../util/defaults.js';
 import { messageOf } from '../../util/errors.js';
-import { experimentEquivalence, outputMatches } from '../analysis/equivalence.js';
+import { type EquivalenceReport, experimentEquivalence } from '../analysis/equivalence.js';
 import type { EquivalenceSettings, ResolvedExperiment, ResolvedVariant } from '../spec/types.js';
 import type { RunContext } from './context.js';
 import type { ServerHandle } from './server-lifecycle.js';
@@ -73,8 +73,7 @@ async function sendPass(
   );
 }
 
-/** Per config, token agreement with the baseline's answers, for subjectTo.outputMatch; undefined without the check. */
-export function storedOutputMatches(db: Db, runId: number, experiment: ResolvedExperiment): Map<string, number> | undefined {
-  const report = experimentEquivalence(experiment, listEquivalencePasses(db, runId));
-  return report && outputMatches(report);
+/** The run's equivalence verdicts so far, for the race's feasibility; undefined without the check. */
+export function storedEquivalence(db: Db, runId: number, experiment: ResolvedExperiment): EquivalenceReport | undefined {
+  return experimentEquivalence(experiment, listEquivalencePasses(db, runId));
 }
