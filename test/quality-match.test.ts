@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { equivalenceStatus } from '../src/experiment/analysis/equivalence.js';
+import { type EquivalenceReport, equivalenceStatus } from '../src/experiment/analysis/equivalence.js';
+import { statusFeasibility } from '../src/experiment/analysis/feasibility.js';
 import { compareOutputs } from '../src/metrics/output-match.js';
 import type { RequestOutput } from '../src/metrics/types.js';
 import { insertEquivalencePass, listEquivalencePasses } from '../src/store/equivalence.js';
@@ -11,6 +12,32 @@ import { buildFixtureRun, createFixtureStore } from './report-fixture.js';
 /** The pure comparison and status rules of quality.equivalence and compare-outputs. */
 
 const out = (prompt: number, text: string, extra: Partial<RequestOutput> = {}): RequestOutput => ({ prompt, level: 'c=1', text, ...extra });
+
+test('the feasibility table: each status by default and under subjectTo: { outputs: equivalent }', () => {
+  const report: EquivalenceReport = { baseline: 'base', floor: { identicalShare: 0, tokenAgreement: 0.3, comparisons: ['c=16'] }, variants: [] };
+  const row = (status: Parameters<typeof statusFeasibility>[0], required: boolean) => {
+    const { violations, caveats } = statusFeasibility(status, required, report);
+    return violations.length > 0 ? 'infeasible' : caveats.length > 0 ? `feasible, with a ${caveats[0]!.kind}` : 'feasible';
+  };
+  const table = (['equivalent', 'numerics-level divergence', 'outputs changed', 'inconclusive', undefined] as const).map((status) => [
+    status ?? 'not measured',
+    row(status, false),
+    row(status, true),
+  ]);
+  assert.deepEqual(table, [
+    ['equivalent', 'feasible', 'feasible'],
+    ['numerics-level divergence', 'feasible, with a note', 'infeasible'],
+    ['outputs changed', 'infeasible', 'infeasible'],
+    ['inconclusive', 'feasible, with a warning', 'infeasible'],
+    ['not measured', 'feasible', 'infeasible'],
+  ]);
+  assert.deepEqual(statusFeasibility('inconclusive', false, report).caveats, [
+    {
+      kind: 'warning',
+      text: 'outputs inconclusive (the baseline disagrees with itself: token agreement 30.0% in its A/A floor, below 50.0%; no config can be judged against it)',
+    },
+  ]);
+});
 
 test('answers compare by token ids where both sides have them, else by words; failures and one-sided prompts are counted apart', () => {
   const a = [out(0, 'a b c d', { tokenIds: [1, 2, 3, 4] }), out(1, 'x y', { tokenIds: [5, 6] }), out(2, 'p'), out(3, 'q', { error: 'stall' })];
@@ -36,7 +63,7 @@ test('an answer that is a prefix of the other diverges where the shorter ends; n
   assert.equal(none.tokenAgreement, undefined);
 });
 
-test('status from the A/A floor: within it equivalent, late divergence numerics-level, early divergence changed', () => {
+test('status from the A/A floor: within it equivalent, late divergence numerics-level, early divergence changed, a broken floor inconclusive', () => {
   const match = (identicalShare: number, tokenAgreement: number, median?: number) => ({
     prompts: 16,
     identical: Math.round(identicalShare * 16),
@@ -56,6 +83,11 @@ test('status from the A/A floor: within it equivalent, late divergence numerics-
   assert.equal(equivalenceStatus(match(11 / 16, 0.97, 90), noisy, 128), 'equivalent');
   assert.equal(equivalenceStatus(match(0.25, 0.9, 70), noisy, 128), 'numerics-level divergence');
   assert.equal(equivalenceStatus(match(0.25, 0.9, 40), noisy, 128), 'outputs changed');
+  // A floor under 50% token agreement would pass any answers (twice its disagreement is 100%): nothing is judged.
+  const broken = { identicalShare: 0, tokenAgreement: 0.125, earliestDivergence: 0, comparisons: ['c=16'] };
+  assert.equal(equivalenceStatus(match(0, 0, 0), broken, 128), 'inconclusive');
+  assert.equal(equivalenceStatus(match(1, 1), broken, 128), 'inconclusive');
+  assert.equal(equivalenceStatus(match(0.5, 0.9, 90), { ...broken, tokenAgreement: 0.5 }, 128), 'equivalent');
 });
 
 test('agreement never rounds up to 100%', () => {

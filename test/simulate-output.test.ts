@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { request } from 'undici';
 import { type SimulatorProcess, spawnSimulator } from '../src/simulate/child.js';
 
-/** Greedy outputs of real `servelab simulate` processes: one answer per prompt, and the --lossy / --divergence-after knobs. */
+/** Greedy outputs of real `servelab simulate` processes: one answer per prompt, and the --lossy / --divergence-after / --batch-variance knobs. */
 
 const FAST = ['--port', '0', '--jitter', '0', '--ttft-ms', '0', '--tpot-ms', '0', '--load-ms', '0', '--stats-interval-ms', '0'];
 const TOKENS = 64;
@@ -29,15 +29,18 @@ describe('simulator greedy outputs', () => {
   let reference: SimulatorProcess;
   let lossy: SimulatorProcess;
   let diverging: SimulatorProcess;
+  let batchVariant: SimulatorProcess;
   before(async () => {
-    [reference, lossy, diverging] = await Promise.all([
+    [reference, lossy, diverging, batchVariant] = await Promise.all([
       spawnSimulator(FAST).then(ready),
       spawnSimulator([...FAST, '--lossy', '0.25']).then(ready),
       spawnSimulator([...FAST, '--divergence-after', '10', '--engine', 'vllm']).then(ready),
+      // Steps of 2 ms, so requests sent together share the batch for their whole answer.
+      spawnSimulator([...FAST, '--tpot-ms', '2', '--batch-variance', '0.5']).then(ready),
     ]);
   });
   after(async () => {
-    await Promise.all([reference, lossy, diverging].map((server) => server?.stop()));
+    await Promise.all([reference, lossy, diverging, batchVariant].map((server) => server?.stop()));
   });
 
   test('temperature 0 gives one answer per prompt, whatever else runs beside it; other temperatures do not', async () => {
@@ -67,6 +70,23 @@ describe('simulator greedy outputs', () => {
     const [base, diverged] = await Promise.all([ids(reference, 'x y z'), ids(diverging, 'x y z')]);
     assert.deepEqual(diverged.slice(0, 10), base.slice(0, 10));
     assert.notEqual(diverged[10], base[10]);
+  });
+
+  test('--batch-variance P: alone, the reference answer; batched, a share P of prompts departs in the second half, the same way every time', async () => {
+    const prompts = Array.from({ length: 24 }, (_, index) => `batch ${index}`);
+    const alone: number[][] = [];
+    for (const prompt of prompts) alone.push(await ids(batchVariant, prompt));
+    const references = await Promise.all(prompts.map((prompt) => ids(reference, prompt)));
+    assert.deepEqual(alone, references);
+    const batched = await Promise.all(prompts.map((prompt) => ids(batchVariant, prompt)));
+    const departures = batched.flatMap((answer, index) => {
+      const at = answer.findIndex((id, position) => id !== alone[index]![position]);
+      return at === -1 ? [] : [at];
+    });
+    // 24 prompts at P = 0.5 (drawn per prompt and seed, so this count is fixed for the default seed).
+    assert.ok(departures.length >= 6 && departures.length <= 18, `departed: ${departures.length} of 24`);
+    for (const at of departures) assert.ok(at >= TOKENS / 2 && at < TOKENS, `departs at ${at}`);
+    assert.deepEqual(await Promise.all(prompts.map((prompt) => ids(batchVariant, prompt))), batched);
   });
 
   test('token ids come as each engine gives them: SGLang output_ids, llama.cpp return_tokens', async () => {

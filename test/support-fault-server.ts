@@ -5,11 +5,12 @@
  * fatal CUDA error and serves on, hangs (health answers, the first token never comes), streams each word as several
  * token events (an answer over its max_tokens by the server's own count), or several tokens in one event (as vLLM
  * does when its client falls behind: vllm/v1/engine/output_processor.py RequestOutputCollector merges the outputs
- * not yet taken).
+ * not yet taken), or answers otherwise when other requests are in flight (a baseline that disagrees with itself
+ * when batched: a broken A/A floor).
  *
  * In-process (`startFaultServer`) or as a server process that `servelab run` launches:
  * `node support-fault-server.js --port N [--fatal-after N] [--hang-after N] [--tpot-ms N] [--output-share S] [--usage-factor F]
- * [--events-per-word N] [--words-per-event N]`.
+ * [--events-per-word N] [--words-per-event N] [--batched-from N]`.
  */
 
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -36,6 +37,8 @@ export interface Faults {
   fatalAfter?: number;
   /** Requests after this many (1-based count) never get a first token; /health still answers. */
   hangAfter?: number;
+  /** From this token on, an answer that has had another request in flight beside it says " a" instead of " the". */
+  batchedFrom?: number;
 }
 
 /**
@@ -75,6 +78,7 @@ export async function startFaultServer(t: TestContext, faults: Faults = {}): Pro
 async function serveFaults(faults: Faults, port = 0): Promise<FaultServer & { close(): Promise<void> }> {
   let requests = 0;
   let resets = 0;
+  let inFlight = 0;
   const chunk = (res: ServerResponse, value: unknown) => res.write(`data: ${JSON.stringify(value)}\n\n`);
   const complete = async (req: IncomingMessage, res: ServerResponse, body: string) => {
     const count = ++requests;
@@ -91,13 +95,24 @@ async function serveFaults(faults: Faults, port = 0): Promise<FaultServer & { cl
     const { max_tokens: maxTokens = 16 } = JSON.parse(body) as { max_tokens?: number };
     const generated = Math.round(maxTokens * (faults.outputShare ?? 1));
     res.writeHead(200, { 'content-type': 'text/event-stream' });
-    await sleep(faults.ttftMs ?? 1);
     const tokens = Array.from({ length: generated }, () => pieces(' the', faults.eventsPerWord ?? 1)).flat();
     const perEvent = faults.wordsPerEvent ?? 1;
-    for (let i = 0; i < tokens.length && !res.destroyed; i += perEvent) {
-      if (i > 0 && faults.tpotMs) await sleep(faults.tpotMs);
-      const text = tokens.slice(i, i + perEvent).join('');
-      chunk(res, { id: 'c', object: 'text_completion', model: 'fault', choices: [{ index: 0, text, finish_reason: null }] });
+    const batchedFrom = faults.batchedFrom ?? Number.POSITIVE_INFINITY;
+    inFlight++;
+    let shared = false;
+    try {
+      await sleep(faults.ttftMs ?? 1);
+      for (let i = 0; i < tokens.length && !res.destroyed; i += perEvent) {
+        if (i > 0 && faults.tpotMs) await sleep(faults.tpotMs);
+        shared ||= inFlight > 1;
+        const text = tokens
+          .slice(i, i + perEvent)
+          .map((token, k) => (shared && i + k >= batchedFrom ? ' a' : token))
+          .join('');
+        chunk(res, { id: 'c', object: 'text_completion', model: 'fault', choices: [{ index: 0, text, finish_reason: null }] });
+      }
+    } finally {
+      inFlight--;
     }
     if (res.destroyed) return;
     const finishReason = generated < maxTokens ? 'stop' : 'length';
@@ -148,6 +163,7 @@ const FLAGS = {
   'usage-factor': 'usageFactor',
   'events-per-word': 'eventsPerWord',
   'words-per-event': 'wordsPerEvent',
+  'batched-from': 'batchedFrom',
 } as const;
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

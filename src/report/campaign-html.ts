@@ -8,7 +8,7 @@ import type { BestVerdict } from '../experiment/analysis/best.js';
 import type { Verdict } from '../experiment/analysis/verdict.js';
 import { metricUnit, metricValue } from '../experiment/spec/metrics.js';
 import type { MetricName, ResolvedExperiment } from '../experiment/spec/types.js';
-import { acceptanceByPositionMedians, orderedVariants } from '../experiment/text/best-format.js';
+import { acceptanceByPositionMedians, constraintsText, orderedVariants, rankingStatus } from '../experiment/text/best-format.js';
 import type { TrialRecord } from '../store/types.js';
 import { formatChange, formatChangeInterval, formatNumber, formatPValue } from '../util/format.js';
 import { parameterChart, positionBarChart, type XYSeries } from './charts.js';
@@ -24,7 +24,7 @@ table.pairwise td.self { color:var(--muted); text-align:center; }
 export function bestConfigHtml(experiment: ResolvedExperiment, best: BestVerdict): string {
   const { objective } = best;
   const unit = metricUnit(objective.metric) || objective.metric;
-  const constraints = objective.constraints.map((constraint) => `${constraint.metric} ${constraint.op} ${constraint.value}`).join(', ');
+  const constraints = constraintsText(objective);
   const effects = [
     best.vsBaseline && `<li>vs the baseline (<code>${esc(experiment.baseline)}</code>): ${effectHtml(best.vsBaseline)}</li>`,
     best.vsRunnerUp && `<li>vs the runner-up (<code>${esc(best.runnerUp)}</code>): ${effectHtml(best.vsRunnerUp)}</li>`,
@@ -33,13 +33,9 @@ export function bestConfigHtml(experiment: ResolvedExperiment, best: BestVerdict
     .map(
       (row) =>
         `<tr class="${row.variant === experiment.baseline ? 'baseline' : ''}"><td class="num">${row.rank}</td><td><code>${esc(row.variant)}</code></td><td class="num">${formatNumber(row.median)}</td><td class="num">${row.n}</td><td>${
-          row.eliminated
-            ? `eliminated after pass ${row.eliminated.afterPass + 1}: ${esc(row.eliminated.reason)}`
-            : row.feasible
-              ? row.variant === best.winner
-                ? winnerPill(best)
-                : ''
-              : `infeasible: ${esc(row.violations.join('; '))}`
+          row.feasible && !row.eliminated && row.variant === best.winner
+            ? [winnerPill(best), esc(rankingStatus(row))].filter(Boolean).join(' ')
+            : esc(rankingStatus(row))
         }</td></tr>`,
     )
     .join('')}</tbody></table>`;
@@ -56,7 +52,7 @@ export function bestConfigHtml(experiment: ResolvedExperiment, best: BestVerdict
           .join('')}</tr>`,
     )
     .join('')}</tbody></table>`;
-  return `<div class="card best"><p><strong>${esc(best.conclusion)}</strong></p><p class="muted">${esc(objective.direction)} ${esc(objective.metric)} on ${esc(objective.workload)}${
+  return `<div class="card best"><p><strong>${esc(best.conclusion)}</strong></p>${best.warnings.length > 0 ? `<ul class="notes">${best.warnings.map((warning) => `<li>warning: ${esc(warning)}</li>`).join('')}</ul>` : ''}<p class="muted">${esc(objective.direction)} ${esc(objective.metric)} on ${esc(objective.workload)}${
     constraints ? `, subject to ${esc(constraints)}` : ''
   }</p>${effects.length > 0 ? `<ul>${effects.join('')}</ul>` : ''}</div>
 <h2>Ranking</h2>${ranking}

@@ -3,7 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { accuracies, experimentAccuracy } from '../experiment/analysis/accuracy.js';
 import { bestConfig } from '../experiment/analysis/best.js';
-import { experimentEquivalence, outputMatches } from '../experiment/analysis/equivalence.js';
+import { experimentEquivalence } from '../experiment/analysis/equivalence.js';
 import { storedExperimentOf } from '../experiment/spec/stored.js';
 import { formatAccuracy } from '../experiment/text/accuracy-format.js';
 import { formatBestVerdict, formatSpecView, hasSpecFigures } from '../experiment/text/best-format.js';
@@ -70,13 +70,12 @@ function campaignOf(db: Db, data: RunData): CampaignParts {
     event.kind === 'eliminated' && event.variant !== undefined ? [{ variant: event.variant, afterPass: event.afterPass, reason: event.reason }] : [],
   );
   const equivalence = experimentEquivalence(experiment, listEquivalencePasses(db, data.run.id));
-  const outputMatch = equivalence && outputMatches(equivalence);
   const accuracy = experimentAccuracy(experiment, listAccuracyPasses(db, data.run.id));
   const scores = accuracy && accuracies(accuracy);
   const best = bestConfig(experiment, data.trials, {
     eliminations,
     blocked: data.run.plan.schedule === 'blocked',
-    ...(outputMatch && { outputMatch }),
+    ...(equivalence && { equivalence }),
     ...(scores && { accuracy: scores }),
   });
   return {

@@ -172,6 +172,8 @@ export const SimConfigSchema = z.strictObject({
       lossy: z.number().min(0).max(1).default(0),
       /** Tokens identical to the reference before the rest of each answer differs. */
       divergenceAfter: z.number().int().min(0).optional(),
+      /** Probability per prompt that a greedy answer generated in a shared batch departs from the unbatched one, in its second half. */
+      batchVariance: z.number().min(0).max(1).default(0),
       /** JSONL of {prompt, answer}: greedy requests for those prompts answer with the answer (src/simulate/answer-key.ts). */
       answerKey: z.string().min(1).optional(),
     })

@@ -150,7 +150,10 @@ export class SimEngine {
       decodeMs: 0,
       cachedTokens: params.cachedTokens ?? 0,
     };
-    const greedy = params.greedyPrompt === undefined ? undefined : greedyOutput(config.decode.seed, params.greedyPrompt, config.output, this.answers);
+    const greedy =
+      params.greedyPrompt === undefined ? undefined : greedyOutput(config.decode.seed, params.greedyPrompt, config.output, params.maxTokens, this.answers);
+    // Whether another request has shared the batch at any step so far (--batch-variance: batched answers depart).
+    let shared = false;
     let stepsSinceYield = 0;
     for (let index = 0; ; index += 1) {
       if (index > 0) {
@@ -177,11 +180,12 @@ export class SimEngine {
           this.metrics.recordStep(spec.draftTokens, accepted);
         }
       }
+      shared ||= this.scheduler.running > 1;
       const tokens: SimToken[] = [];
       const wanted = Math.min(accepted + 1, params.maxTokens - outcome.completionTokens);
       while (tokens.length < wanted) {
         const position = outcome.completionTokens + tokens.length;
-        tokens.push(greedy ? greedy.token(position) : sampleToken(rng));
+        tokens.push(greedy ? greedy.token(position, shared) : sampleToken(rng));
         if (!params.ignoreEos && (greedy ? greedy.eosAfter(position, eosProbability) : eosProbability > 0 && rng() < eosProbability)) {
           outcome.finishReason = 'stop';
           break;

@@ -1,10 +1,16 @@
 /**
  * What a greedy (temperature 0) request generates: a pure function of the model seed, the prompt and the position,
- * so one prompt gets one answer whatever the batch, the arrival order or the worker, as a deterministic engine's
- * does. `lossy` and `divergenceAfter` make a server whose answers differ from that reference in known ways (the
+ * so one prompt gets one answer whatever the arrival order or the worker, as a deterministic engine's does.
+ * `lossy` and `divergenceAfter` make a server whose answers differ from that reference in known ways (the
  * configs a quality check must catch): a share of tokens swapped, or the whole tail after N identical tokens.
+ * `batchVariance` makes the answer depend on batching, as GPU kernels do (a batch of another size reduces in
+ * another order and flips a near-tied token): an answer that shared the batch with other requests departs, with
+ * that probability per prompt, from the unbatched one at a position in its second half, and continues unrelated;
+ * drawn per seed and prompt, so every batched answer of one prompt departs alike (it does not depend on which
+ * requests shared the batch), which is what makes it an A/A floor a test can predict.
  * With an answer key (--answer-key), a prompt the key holds is answered with its answer's words, then EOS; `lossy`
- * then makes that share of prompts (drawn per prompt, seeded) answer wrong instead, as a degraded model would.
+ * then makes that share of prompts (drawn per prompt, seeded) answer wrong instead, as a degraded model would; batching
+ * leaves such an answer alone.
  */
 import { deriveSeed, mulberry32 } from '../util/random.js';
 import { type AnswerKey, answerOf } from './answer-key.js';
@@ -15,10 +21,12 @@ export interface OutputShape {
   lossy: number;
   /** Tokens identical to the reference before the rest of the answer differs (the first differing token is this one). */
   divergenceAfter?: number;
+  /** Probability per prompt that an answer generated in a shared batch departs from the unbatched one (--batch-variance). */
+  batchVariance: number;
 }
 
-/** Streams of the position hash: the reference token, its EOS draw, the lossy draw, the diverged tail. */
-const STREAM = { token: 1, eos: 2, lossy: 3, lossyPick: 4, diverged: 5, wrongAnswer: 6, wrongPick: 7 } as const;
+/** Streams of the position hash: the reference token, its EOS draw, the lossy draw, the diverged tail, the batched departure. */
+const STREAM = { token: 1, eos: 2, lossy: 3, lossyPick: 4, diverged: 5, wrongAnswer: 6, wrongPick: 7, batched: 8, batchedAt: 9, batchedTail: 10 } as const;
 
 /** FNV-1a of the prompt's text (or JSON for token-id and message prompts). */
 export function promptHash(promptKey: string): number {
@@ -38,8 +46,8 @@ function otherThan(id: number, u: number): number {
 }
 
 export interface GreedyOutput {
-  /** Token at `position` (0-based) of this server's answer. */
-  token(position: number): SimToken;
+  /** Token at `position` (0-based) of this server's answer; `batched`: the request has shared the batch with others. */
+  token(position: number, batched: boolean): SimToken;
   /** Whether the reference answer ends after `position` (only asked when EOS is not ignored). */
   eosAfter(position: number, eosProbability: number): boolean;
 }
@@ -63,7 +71,17 @@ function answerTokens(text: string): SimToken[] {
     .map((word) => ({ id: VOCABULARY_SIZE + (promptHash(word) % 100_000), text: ` ${word}` }));
 }
 
-export function greedyOutput(seed: number, promptKey: string, shape: OutputShape, answers?: AnswerKey): GreedyOutput {
+/** Where the answer departs from the reference: a first token other than it, then an unrelated continuation. */
+interface Departure {
+  at: number;
+  stream: number;
+}
+
+/**
+ * `length`: the tokens asked for (the answer's length when EOS is ignored), whose second half a batched answer
+ * departs in; an answer of one token has none.
+ */
+export function greedyOutput(seed: number, promptKey: string, shape: OutputShape, length: number, answers?: AnswerKey): GreedyOutput {
   const prompt = promptHash(promptKey);
   const reference = (position: number): number => Math.floor(draw(seed, prompt, position, STREAM.token) * VOCABULARY_SIZE);
   const known = answers && answerOf(answers, promptKey);
@@ -76,14 +94,21 @@ export function greedyOutput(seed: number, promptKey: string, shape: OutputShape
       eosAfter: (position) => position >= said.length - 1,
     };
   }
+  const unbatched: Departure | undefined = shape.divergenceAfter === undefined ? undefined : { at: shape.divergenceAfter, stream: STREAM.diverged };
+  const half = Math.ceil(length / 2);
+  const batchedAt = half + Math.floor(draw(seed, prompt, 0, STREAM.batchedAt) * (length - half));
+  const departsBatched = shape.batchVariance > 0 && batchedAt < length && draw(seed, prompt, 0, STREAM.batched) < shape.batchVariance;
+  // Batched, the earlier of the two departures: the config's own divergence happens in any batch.
+  const batched: Departure | undefined =
+    departsBatched && (unbatched === undefined || batchedAt < unbatched.at) ? { at: batchedAt, stream: STREAM.batchedTail } : unbatched;
   return {
-    token(position) {
+    token(position, shared) {
       const id = reference(position);
-      const { divergenceAfter } = shape;
-      if (divergenceAfter !== undefined && position >= divergenceAfter) {
-        // The first diverging token always differs; after it, an unrelated continuation (equal by chance only).
-        const u = draw(seed, prompt, position, STREAM.diverged);
-        return tokenOf(position === divergenceAfter ? otherThan(id, u) : Math.floor(u * VOCABULARY_SIZE));
+      const departure = shared ? batched : unbatched;
+      if (departure !== undefined && position >= departure.at) {
+        // The first departing token always differs; after it, an unrelated continuation (equal by chance only).
+        const u = draw(seed, prompt, position, departure.stream);
+        return tokenOf(position === departure.at ? otherThan(id, u) : Math.floor(u * VOCABULARY_SIZE));
       }
       if (shape.lossy > 0 && draw(seed, prompt, position, STREAM.lossy) < shape.lossy) {
         return tokenOf(otherThan(id, draw(seed, prompt, position, STREAM.lossyPick)));

@@ -58,6 +58,7 @@ interface SimulateFlags {
   prefixCache?: boolean;
   lossy?: number;
   divergenceAfter?: number;
+  batchVariance?: number;
   answerKey?: string;
   envSpeedup: EnvSpeedup[];
   fault: FaultConfig[];
@@ -143,6 +144,7 @@ const FLAG_OF_KEY: Record<string, string> = {
   'prefixCache.enabled': '--prefix-cache',
   'output.lossy': '--lossy',
   'output.divergenceAfter': '--divergence-after',
+  'output.batchVariance': '--batch-variance',
   'output.answerKey': '--answer-key',
 };
 
@@ -194,7 +196,7 @@ function overridesFrom(flags: SimulateFlags): SimConfigInput {
     statsIntervalMs: flags.statsIntervalMs,
     closeKeptAlive: flags.closeKeptAlive,
     prefixCache: { enabled: flags.prefixCache },
-    output: { lossy: flags.lossy, divergenceAfter: flags.divergenceAfter, answerKey: flags.answerKey },
+    output: { lossy: flags.lossy, divergenceAfter: flags.divergenceAfter, batchVariance: flags.batchVariance, answerKey: flags.answerKey },
     envSpeedups: flags.envSpeedup.length > 0 ? flags.envSpeedup : undefined,
     faults: flags.fault.length > 0 ? flags.fault : undefined,
   };
@@ -283,6 +285,11 @@ function defineSimulate(program: Command): Command {
     .option('--prefix-cache', 'cache prompt prefixes: a repeated prefix costs no prefill (POST /reset_prefix_cache or /flush_cache clears it)')
     .option('--lossy <share>', 'replace this share of greedy (temperature 0) output tokens with other tokens, the same ones every run (default 0)', number)
     .option('--divergence-after <n>', 'greedy outputs equal the reference for n tokens, then differ (default: never)', integer)
+    .option(
+      '--batch-variance <p>',
+      'a greedy answer that shared the batch with other requests departs, with probability p per prompt, from the unbatched one in its second half, as GPU batching does (default 0)',
+      number,
+    )
     .option(
       '--answer-key <file>',
       'JSONL of {"prompt", "answer"}: a greedy request for one of those prompts answers with its answer, then stops (with --lossy, that share of answers wrong)',

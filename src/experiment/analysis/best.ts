@@ -3,6 +3,8 @@ import type { TrialRecord } from '../../store/types.js';
 import { formatPoints } from '../../util/format.js';
 import { defaultObjectiveWorkload, higherIsBetter, metricValue } from '../spec/metrics.js';
 import type { Constraint, Objective, ResolvedExperiment } from '../spec/types.js';
+import { type EquivalenceReport, outputMatches } from './equivalence.js';
+import { type Caveat, outputMatchFloorWarning, outputsFeasibility } from './feasibility.js';
 import { holmAdjust } from './holm.js';
 import type { BlockedValue } from './stats.js';
 import { type CompareOptions, compareSamples, type Verdict } from './verdict.js';
@@ -15,8 +17,10 @@ export interface RankedConfig {
   median: number | null;
   n: number;
   feasible: boolean;
-  /** Broken constraints, e.g. "ttftP99Ms 612 (needs < 500)". */
+  /** Broken constraints, e.g. "ttftP99Ms 612 (needs < 500)"; "outputs changed (…)" (feasibility.ts). */
   violations: string[];
+  /** A feasible config's note or warning from its answers (feasibility.ts): numerics-level divergence, inconclusive. */
+  caveats: Caveat[];
   /** Set when a race dropped the config. */
   eliminated?: { afterPass: number; reason: string };
 }
@@ -48,6 +52,8 @@ export interface BestVerdict {
   /** Configs in ranking order; matrix[i][j] compares ranking[i] with ranking[j]. */
   matrix: PairwiseCell[][];
   conclusion: string;
+  /** Said beside the conclusion: a subjectTo.outputMatch stricter than the run's A/A floor. */
+  warnings: string[];
 }
 
 export interface Elimination {
@@ -81,8 +87,8 @@ export interface BestOptions {
   eliminations?: readonly Elimination[];
   /** The plan's schedule is blocked: configs are compared within passes (see compareBlocked). */
   blocked?: boolean;
-  /** Each config's token agreement with the baseline's greedy answers (equivalence.ts `outputMatches`), for subjectTo.outputMatch. */
-  outputMatch?: ReadonlyMap<string, number>;
+  /** quality.equivalence's verdicts (equivalence.ts): each config's status (feasibility.ts) and token agreement, for subjectTo.outputMatch. */
+  equivalence?: EquivalenceReport;
   /** Each config's quality.accuracy share (accuracy.ts `accuracies`), for subjectTo.accuracy. */
   accuracy?: ReadonlyMap<string, number>;
 }
@@ -140,9 +146,10 @@ function holds(value: number, { op, value: limit }: Constraint): boolean {
 export function bestConfig(
   experiment: ResolvedExperiment,
   trials: readonly TrialRecord[],
-  { eliminations = [], blocked = false, outputMatch, accuracy }: BestOptions = {},
+  { eliminations = [], blocked = false, equivalence, accuracy }: BestOptions = {},
 ): BestVerdict {
   const objective = objectiveOf(experiment);
+  const outputMatch = equivalence && outputMatches(equivalence);
   const sign = objective.direction === 'maximize' ? 1 : -1;
   const compareOptions = {
     ...experiment.verdict,
@@ -152,8 +159,10 @@ export function bestConfig(
   };
   const rows = experiment.variants.map((variant) => {
     const values = objectiveValues(objective, trials, variant.name);
+    const outputs = outputsFeasibility(objective, equivalence, variant.name);
     const violations = [
       ...constraintViolations(objective.constraints, objective.workload, trials, variant.name),
+      ...outputs.violations,
       ...outputMatchViolations(objective, outputMatch, variant.name),
       ...accuracyViolations(objective, accuracy, variant.name, experiment.baseline),
     ];
@@ -165,6 +174,7 @@ export function bestConfig(
       n: values.length,
       feasible: violations.length === 0,
       violations,
+      caveats: violations.length === 0 ? outputs.caveats : [],
       ...(eliminated && { eliminated: { afterPass: eliminated.afterPass, reason: eliminated.reason } }),
     };
   });
@@ -177,7 +187,8 @@ export function bestConfig(
   const winner = feasible[0];
   const runnerUp = feasible[1];
   const base = rows.find((row) => row.variant === experiment.baseline);
-  const verdict: BestVerdict = { objective, ranking, clear: false, matrix, conclusion: '' };
+  const floorWarning = outputMatchFloorWarning(objective, equivalence);
+  const verdict: BestVerdict = { objective, ranking, clear: false, matrix, conclusion: '', warnings: floorWarning ? [floorWarning] : [] };
   if (!winner) return { ...verdict, conclusion: "no config meets the objective's constraints (or none was measured)" };
   verdict.winner = winner.variant;
   if (base && base !== winner) verdict.vsBaseline = compareSamples(base.values, winner.values, compareOptions);
@@ -198,6 +209,10 @@ export function bestConfig(
           .join(', ')}`;
   const bounded = [winner, runnerUp].flatMap((row) => (row ? atSearchMax(objective, trials, row.variant) : []));
   if (bounded.length > 0) verdict.conclusion += `; ${bounded.join('; ')}`;
+  const passedOver = rows.filter((row) => !row.feasible && !row.eliminated && row.median !== null && score(row) > score(winner));
+  if (passedOver.length > 0) {
+    verdict.conclusion += `; better on ${objective.metric} but infeasible: ${passedOver.map((row) => `${row.variant} (${row.violations[0]})`).join(', ')}`;
+  }
   return verdict;
 }
 

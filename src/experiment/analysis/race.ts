@@ -2,6 +2,8 @@ import { median } from 'simple-statistics';
 import type { TrialRecord } from '../../store/types.js';
 import type { ResolvedExperiment } from '../spec/types.js';
 import { accuracyViolations, constraintViolations, type Elimination, objectiveOf, objectiveValues, outputMatchViolations } from './best.js';
+import { type EquivalenceReport, outputMatches } from './equivalence.js';
+import { outputsFeasibility } from './feasibility.js';
 import { holmAdjust } from './holm.js';
 import { compareSamples } from './verdict.js';
 
@@ -24,8 +26,8 @@ export function raceStep(
   eliminated: ReadonlySet<string>,
   afterPass: number,
   blocked: boolean,
-  /** Token agreement with the baseline's answers per config (subjectTo.outputMatch). */
-  outputMatch?: ReadonlyMap<string, number>,
+  /** quality.equivalence's verdicts: each config's status (feasibility.ts) and token agreement (subjectTo.outputMatch). */
+  equivalence?: EquivalenceReport,
   /** quality.accuracy's share per config (subjectTo.accuracy). */
   accuracy?: ReadonlyMap<string, number>,
 ): RaceDecision {
@@ -33,6 +35,7 @@ export function raceStep(
   // the machine is indistinguishable from a difference of configs: nothing is decided before the reversed pass.
   if (blocked && afterPass < 1) return { eliminate: [] };
   const objective = objectiveOf(experiment);
+  const outputMatch = equivalence && outputMatches(equivalence);
   const eliminate: Elimination[] = [];
   const remaining = experiment.variants
     .map((variant) => ({ variant: variant.name, values: objectiveValues(objective, trials, variant.name) }))
@@ -40,6 +43,7 @@ export function raceStep(
   const feasible = remaining.filter((entry) => {
     const violations = [
       ...(entry.values.length >= 2 ? constraintViolations(objective.constraints, objective.workload, trials, entry.variant) : []),
+      ...outputsFeasibility(objective, equivalence, entry.variant).violations,
       ...outputMatchViolations(objective, outputMatch, entry.variant),
       ...accuracyViolations(objective, accuracy, entry.variant, experiment.baseline),
     ];

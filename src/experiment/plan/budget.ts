@@ -113,7 +113,7 @@ function qualityPasses(experiment: ResolvedExperiment, declaredOf?: DeclaredCost
     const entry = (passes[variant.serverKey] ??= { ms: 0, uncounted: [] });
     if (equivalence && baseline) {
       const declared = declaredOf?.(variant.server);
-      const ms = declared && declaredEquivalenceMs(declared, equivalence, baseline.client.prompts, variant.name === baseline.name);
+      const ms = declared && declaredEquivalenceMs(declared, equivalence, baseline.client.prompts);
       if (ms === undefined) entry.uncounted.push(`${variant.name}'s equivalence pass (${equivalence.prompts} prompts × ${equivalence.outputTokens} tokens)`);
       else entry.ms += ms;
     }

@@ -138,19 +138,14 @@ function rateMs(costs: DeclaredCosts, rate: { requests: number; requestsPerSecon
 
 /**
  * Declared time of the untimed quality.equivalence passes one variant sends at each server start
- * (run/equivalence.ts): its warm-up request and its prompts one at a time, every answer `outputTokens` long; the
- * baseline's prompts also all at once. Undefined for dataset prompts, whose lengths are unknown until read.
+ * (run/equivalence.ts): its warm-up request and its prompts one at a time, every answer `outputTokens` long, then
+ * (a warm-up and) all of them at once. Undefined for dataset prompts, whose lengths are unknown until read.
  */
-export function declaredEquivalenceMs(
-  costs: DeclaredCosts,
-  settings: EquivalenceSettings,
-  prompts: ClientConfig['prompts'],
-  baseline: boolean,
-): number | undefined {
+export function declaredEquivalenceMs(costs: DeclaredCosts, settings: EquivalenceSettings, prompts: ClientConfig['prompts']): number | undefined {
   if (prompts.kind !== 'synthetic') return undefined;
   const input = meanLength(prompts.inputTokens);
   const single = costs.requestMs(input, settings.outputTokens, 1);
-  const batch = baseline && settings.prompts > 1 ? single + costs.requestMs(input, settings.outputTokens, settings.prompts) : 0;
+  const batch = settings.prompts > 1 ? single + costs.requestMs(input, settings.outputTokens, settings.prompts) : 0;
   return (settings.prompts + EQUIVALENCE_WARMUP_REQUESTS) * single + batch;
 }
 

@@ -8,7 +8,7 @@ import { runServers } from '../../store/reads.js';
 import { formatDuration, formatPredicted } from '../../util/format.js';
 import { type AccuracyReport, accuracies, experimentAccuracy } from '../analysis/accuracy.js';
 import { type BestVerdict, bestConfig } from '../analysis/best.js';
-import { type EquivalenceReport, experimentEquivalence, outputMatches } from '../analysis/equivalence.js';
+import { type EquivalenceReport, experimentEquivalence } from '../analysis/equivalence.js';
 import { loadCostModel, predictPlan } from '../plan/budget.js';
 import { planExperiment } from '../plan/plan.js';
 import { formatAccuracy } from '../text/accuracy-format.js';
@@ -26,13 +26,12 @@ export function campaignSummary(db: Db, runId: number): { best: BestVerdict; tex
     event.kind === 'eliminated' && event.variant !== undefined ? [{ variant: event.variant, afterPass: event.afterPass, reason: event.reason }] : [],
   );
   const equivalence = experimentEquivalence(experiment, listEquivalencePasses(db, runId));
-  const outputMatch = equivalence && outputMatches(equivalence);
   const accuracy = experimentAccuracy(experiment, listAccuracyPasses(db, runId));
   const scores = accuracy && accuracies(accuracy);
   const best = bestConfig(experiment, trials, {
     eliminations,
     blocked: plan.schedule === 'blocked',
-    ...(outputMatch && { outputMatch }),
+    ...(equivalence && { equivalence }),
     ...(scores && { accuracy: scores }),
   });
   const lines: string[] = [];

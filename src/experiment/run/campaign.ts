@@ -6,7 +6,7 @@ import { loadCostModel, predictPlan } from '../plan/budget.js';
 import { formatDuration } from '../plan/schedule.js';
 import type { Plan, PlannedTrial, ResolvedExperiment } from '../spec/types.js';
 import { storedAccuracies } from './accuracy.js';
-import { storedOutputMatches } from './equivalence.js';
+import { storedEquivalence } from './equivalence.js';
 import type { RunJournal } from './journal.js';
 
 /**
@@ -42,9 +42,9 @@ export function campaignControl(
       const afterPass = pass - 1;
       decidedThrough = afterPass;
       if (experiment.stopping === 'race') {
-        const matches = storedOutputMatches(db, runId, experiment);
+        const equivalence = storedEquivalence(db, runId, experiment);
         const scores = storedAccuracies(db, runId, experiment);
-        const decision = raceStep(experiment, listTrials(db, runId), eliminated(), afterPass, plan.schedule === 'blocked', matches, scores);
+        const decision = raceStep(experiment, listTrials(db, runId), eliminated(), afterPass, plan.schedule === 'blocked', equivalence, scores);
         for (const entry of decision.eliminate) {
           journal.raceEvent({ kind: 'eliminated', afterPass, variant: entry.variant, reason: entry.reason });
           log(`race: ${entry.variant} eliminated after pass ${afterPass + 1}: ${entry.reason}`);

@@ -1,7 +1,8 @@
 /**
  * quality.equivalence in a run: at each server start, before its trials, every variant of the start answers the same
- * prompts greedily (temperature 0, ignore_eos, fixed length), untimed; the baseline also answers them all at once
- * (concurrency N) for the A/A floor. Before the trials, so no trial's timing includes them, and before any trial's
+ * prompts greedily (temperature 0, ignore_eos, fixed length), untimed, one at a time and all at once (concurrency N):
+ * the baseline's batched answers are part of its A/A floor, and a variant's are judged against the same floor, so a
+ * variant whose answers change only when batched is caught. Before the trials, so no trial's timing includes them, and before any trial's
  * cache reset; cold trials salt their prompts, so these unsalted ones share no prefix with them (a warm-cache run
  * sends the same prompts as its trials anyway).
  */
@@ -10,7 +11,7 @@ import type { Db } from '../../store/db.js';
 import { listEquivalencePasses } from '../../store/equivalence.js';
 import { EQUIVALENCE_WARMUP_REQUESTS } from '../../util/defaults.js';
 import { messageOf } from '../../util/errors.js';
-import { experimentEquivalence, outputMatches } from '../analysis/equivalence.js';
+import { type EquivalenceReport, experimentEquivalence } from '../analysis/equivalence.js';
 import type { EquivalenceSettings, ResolvedExperiment, ResolvedVariant } from '../spec/types.js';
 import type { RunContext } from './context.js';
 import type { ServerHandle } from './server-lifecycle.js';
@@ -32,7 +33,7 @@ export async function sendEquivalencePasses(context: RunContext, server: ServerH
   const baseline = experiment.variants.find((variant) => variant.name === experiment.baseline)!;
   const prompts = equivalencePrompts(baseline.client.prompts, settings.outputTokens);
   for (const variant of variants) {
-    const concurrencies = variant.name === experiment.baseline && settings.prompts > 1 ? [1, settings.prompts] : [1];
+    const concurrencies = settings.prompts > 1 ? [1, settings.prompts] : [1];
     for (const concurrency of concurrencies) {
       context.signal.throwIfAborted();
       try {
@@ -72,8 +73,7 @@ async function sendPass(
   );
 }
 
-/** Per config, token agreement with the baseline's answers, for subjectTo.outputMatch; undefined without the check. */
-export function storedOutputMatches(db: Db, runId: number, experiment: ResolvedExperiment): Map<string, number> | undefined {
-  const report = experimentEquivalence(experiment, listEquivalencePasses(db, runId));
-  return report && outputMatches(report);
+/** The run's equivalence verdicts so far, for the race's feasibility; undefined without the check. */
+export function storedEquivalence(db: Db, runId: number, experiment: ResolvedExperiment): EquivalenceReport | undefined {
+  return experimentEquivalence(experiment, listEquivalencePasses(db, runId));
 }

@@ -178,16 +178,22 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
     ...(file.maxRestarts !== undefined && { maxRestarts: file.maxRestarts }),
     stopping: file.stopping,
     ...(file.objective && { objective: resolveObjective(file.objective, workloads, file.quality?.accuracy !== undefined, fail) }),
-    // An outputMatch constraint needs the answers: it turns the check on with its defaults.
-    ...((file.quality?.equivalence || file.objective?.subjectTo.outputMatch !== undefined || file.quality?.accuracy) && {
+    // An outputs or outputMatch constraint needs the answers: it turns the check on with its defaults.
+    ...((file.quality?.equivalence || judgesOutputs(file) || file.quality?.accuracy) && {
       quality: {
-        ...((file.quality?.equivalence || file.objective?.subjectTo.outputMatch !== undefined) && {
+        ...((file.quality?.equivalence || judgesOutputs(file)) && {
           equivalence: file.quality?.equivalence ?? { prompts: 16, outputTokens: 128 },
         }),
         ...(file.quality?.accuracy && { accuracy: resolveAccuracy(file.quality.accuracy, filePath, fail) }),
       },
     }),
   };
+}
+
+/** The objective constrains the answers (subjectTo.outputs or outputMatch), which needs quality.equivalence. */
+function judgesOutputs(file: ExperimentFile): boolean {
+  const subjectTo = file.objective?.subjectTo;
+  return subjectTo?.outputs !== undefined || subjectTo?.outputMatch !== undefined;
 }
 
 function resolveObjective(
@@ -212,7 +218,7 @@ function resolveObjective(
     if ('value' in comparison) return comparison;
     return fail(`objective.subjectTo.${name}`, `only accuracy compares with the baseline; give ${name} a number, e.g. "${comparison.op} 0.99"`);
   };
-  const { outputMatch, accuracy, ...metrics } = objective.subjectTo;
+  const { outputs, outputMatch, accuracy, ...metrics } = objective.subjectTo;
   const constraints = Object.entries(metrics).map(([metric, text]): Constraint => ({ metric: metric as MetricName, ...parse(metric, text!) }));
   if (accuracy !== undefined && !hasAccuracy) fail('objective.subjectTo.accuracy', 'accuracy needs quality.accuracy: { path: FILE, scorer: … } to score');
   const accuracyBound = accuracy === undefined ? undefined : parseConstraint(accuracy);
@@ -224,6 +230,7 @@ function resolveObjective(
     accuracyBound && ('value' in accuracyBound ? accuracyBound.value < 0 || accuracyBound.value > 1 : Math.abs(accuracyBound.baselineOffset) > 1);
   if (outOfRange) fail('objective.subjectTo.accuracy', `"${accuracy}" is outside what a share can be: a number from 0 to 1, or baseline ± at most 100%`);
   const quality = {
+    ...(outputs !== undefined && { outputs: 'equivalent' as const }),
     ...(outputMatch !== undefined && { outputMatch: parse('outputMatch', outputMatch) }),
     ...(accuracyBound && { accuracy: accuracyBound }),
   };

@@ -152,11 +152,8 @@ const workloadEntrySchema = acceptsFormsOf(
   workloadSchema,
 );
 
-/** A constraint on a metric, e.g. "< 500" or ">= 20"; accuracy also takes ">= baseline - 1%" (spec/load.ts `parseConstraint`). */
-const constraintSchema = z
-  .string()
-  .regex(CONSTRAINT, 'expected a comparison like "< 500", ">= 20" or (accuracy) ">= baseline - 1%"')
-  .meta({ title: 'comparison' });
+/** What a constraint on a metric is, e.g. "< 500" or ">= 20"; accuracy also takes ">= baseline - 1%" (spec/constraint.ts `parseConstraint`). */
+const COMPARISON_EXPECTED = 'expected a comparison like "< 500", ">= 20" or (accuracy) ">= baseline - 1%"';
 
 /** quality.accuracy: a sample set of {prompt, answer, category?} records and how answers are scored. */
 const accuracySchema = z.strictObject({
@@ -192,12 +189,22 @@ const objectiveSchema = z
     maximize: metricName.optional().describe('The metric to maximize; give this or minimize.'),
     minimize: metricName.optional().describe('The metric to minimize; give this or maximize.'),
     subjectTo: z
-      .partialRecord(z.enum([...METRIC_NAMES, 'outputMatch', 'accuracy']), constraintSchema)
+      .partialRecord(z.enum([...METRIC_NAMES, 'outputs', 'outputMatch', 'accuracy']), z.string().meta({ title: 'comparison, or (outputs) "equivalent"' }))
+      // One value type for every key, told apart here: outputs takes a status, every other key a comparison.
+      .superRefine((constraints, context) => {
+        for (const [key, value] of Object.entries(constraints)) {
+          const expected =
+            key === 'outputs'
+              ? value !== 'equivalent' && 'expected "equivalent": outputs are judged by their status against the A/A floor (a share of tokens is outputMatch)'
+              : !CONSTRAINT.test(value!) && COMPARISON_EXPECTED;
+          if (expected) context.addIssue({ code: 'custom', path: [key], message: expected });
+        }
+      })
       .default({})
       .meta({
         description:
-          "Constraints on a config's medians on the objective's workload; a config breaking one cannot be best. outputMatch: token agreement with the baseline's greedy answers (turns quality.equivalence on). accuracy: quality.accuracy's score, a share (\">= 0.8\") or the baseline's less percentage points (\">= baseline - 1%\").",
-        examples: [{ ttftP99Ms: '< 500' }],
+          "Constraints on a config's medians on the objective's workload; a config breaking one cannot be best. outputs: equivalent: only configs whose greedy answers are equivalent to the baseline's within its A/A floor (turns quality.equivalence on; by default a config whose outputs changed is infeasible anyway). outputMatch: token agreement with the baseline's greedy answers, a fixed share (warned of when stricter than the run's A/A floor). accuracy: quality.accuracy's score, a share (\">= 0.8\") or the baseline's less percentage points (\">= baseline - 1%\").",
+        examples: [{ ttftP99Ms: '< 500', outputs: 'equivalent' }],
       }),
     workload: z
       .string()

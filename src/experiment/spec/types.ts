@@ -171,6 +171,8 @@ export interface Objective {
   direction: 'maximize' | 'minimize';
   workload: string;
   constraints: Constraint[];
+  /** subjectTo.outputs: only configs whose answers are equivalent within the A/A floor are feasible (analysis/feasibility.ts). */
+  outputs?: 'equivalent';
   /** subjectTo.outputMatch: token agreement with the baseline's greedy answers (analysis/equivalence.ts). */
   outputMatch?: { op: Constraint['op']; value: number };
   /** subjectTo.accuracy: quality.accuracy's share, against a value or the baseline's plus an offset (spec/constraint.ts). */

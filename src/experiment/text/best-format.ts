@@ -1,20 +1,39 @@
 import { median } from 'simple-statistics';
 import type { TrialRecord } from '../../store/types.js';
-import { formatNumber, formatPercent, formatPValue, formatShare } from '../../util/format.js';
-import type { BestVerdict } from '../analysis/best.js';
+import { formatNumber, formatPercent, formatPoints, formatPValue, formatShare } from '../../util/format.js';
+import type { BestVerdict, RankedConfig } from '../analysis/best.js';
 import type { Verdict } from '../analysis/verdict.js';
 import { metricUnit, metricValue } from '../spec/metrics.js';
-import type { MetricName, ResolvedExperiment } from '../spec/types.js';
+import type { MetricName, Objective, ResolvedExperiment } from '../spec/types.js';
 import { table } from './format.js';
+
+/** The objective's subjectTo as read back: "ttftP99Ms < 500, outputs equivalent, accuracy >= baseline -1.0 pts". */
+export function constraintsText(objective: Objective): string {
+  const { outputs, outputMatch, accuracy } = objective;
+  return [
+    ...objective.constraints.map((constraint) => `${constraint.metric} ${constraint.op} ${constraint.value}`),
+    ...(outputs ? [`outputs ${outputs}`] : []),
+    ...(outputMatch ? [`outputMatch ${outputMatch.op} ${outputMatch.value}`] : []),
+    ...(accuracy ? [`accuracy ${accuracy.op} ${'value' in accuracy ? accuracy.value : `baseline ${formatPoints(accuracy.baselineOffset)}`}`] : []),
+  ].join(', ');
+}
+
+/** A ranking row's status: eliminated, infeasible with its reasons, or feasible with its caveats ("note: …"). */
+export function rankingStatus(row: RankedConfig): string {
+  if (row.eliminated) return `eliminated after pass ${row.eliminated.afterPass + 1}: ${row.eliminated.reason}`;
+  if (!row.feasible) return `infeasible: ${row.violations.join('; ')}`;
+  return row.caveats.map((caveat) => `${caveat.kind}: ${caveat.text}`).join('; ');
+}
 
 /** Text of a best-config verdict: conclusion, winner vs baseline and runner-up, ranking, pairwise matrix. */
 export function formatBestVerdict(experiment: ResolvedExperiment, best: BestVerdict): string {
   const { objective } = best;
   const unit = metricUnit(objective.metric);
-  const constraints = objective.constraints.map((constraint) => `${constraint.metric} ${constraint.op} ${constraint.value}`).join(', ');
+  const constraints = constraintsText(objective);
   const lines = [
     `best config: ${objective.direction} ${objective.metric} (${unit}) on ${objective.workload}${constraints ? `, subject to ${constraints}` : ''}`,
     best.conclusion,
+    ...best.warnings.map((warning) => `warning: ${warning}`),
   ];
   if (best.winner && best.vsBaseline) lines.push(`  vs the baseline (${experiment.baseline}): ${effect(best.vsBaseline)}`);
   if (best.winner && best.vsRunnerUp) lines.push(`  vs the runner-up (${best.runnerUp}): ${effect(best.vsRunnerUp)}`);
@@ -29,11 +48,7 @@ export function formatBestVerdict(experiment: ResolvedExperiment, best: BestVerd
         formatNumber(row.median),
         row.rank === 1 || row.median === null || top === null ? '' : percent(row.median / top),
         String(row.n),
-        row.eliminated
-          ? `eliminated after pass ${row.eliminated.afterPass + 1}: ${row.eliminated.reason}`
-          : row.feasible
-            ? ''
-            : `infeasible: ${row.violations.join('; ')}`,
+        rankingStatus(row),
       ]),
     ),
     '',

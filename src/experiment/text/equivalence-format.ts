@@ -1,7 +1,7 @@
 /** quality.equivalence as text: `show`, the verdict table's status column, the Markdown report. */
 
 import { formatAgreement, formatNumber } from '../../util/format.js';
-import type { EquivalenceReport, EquivalenceStatus } from '../analysis/equivalence.js';
+import { brokenFloor, type EquivalenceReport, statusNote } from '../analysis/equivalence.js';
 
 /** A variant's status for a table cell: "equivalent", "outputs changed", … or "not measured". */
 export function equivalenceCell(report: EquivalenceReport | undefined, variant: string): string | undefined {
@@ -10,18 +10,12 @@ export function equivalenceCell(report: EquivalenceReport | undefined, variant: 
   return report.variants.find((entry) => entry.variant === variant)?.status ?? 'not measured';
 }
 
-const STATUS_NOTE: Record<EquivalenceStatus, string> = {
-  equivalent: 'within the A/A floor',
-  'numerics-level divergence': 'differs beyond the floor, but late, as numerics do',
-  'outputs changed': 'answers differ early or widely: a faster config that changes the answers is not a win',
-};
-
 export function formatEquivalence(report: EquivalenceReport): string {
   const { floor } = report;
   const lines = [
     `output equivalence vs ${report.baseline} (greedy answers, untimed):`,
     floor
-      ? `  A/A floor (${report.baseline} vs itself: ${floor.comparisons.join(', ')}): identical ${formatAgreement(floor.identicalShare)}, token agreement ${formatAgreement(floor.tokenAgreement)}${floor.earliestDivergence !== undefined ? `, earliest divergence ${floor.earliestDivergence}` : ''}`
+      ? `  A/A floor (${report.baseline} vs itself: ${floor.comparisons.join(', ')}): identical ${formatAgreement(floor.identicalShare)}, token agreement ${formatAgreement(floor.tokenAgreement)}${floor.earliestDivergence !== undefined ? `, earliest divergence ${floor.earliestDivergence}` : ''}${brokenFloor(floor) ? ` (broken: ${statusNote('inconclusive', floor)})` : ''}`
       : `  A/A floor: not measured (${report.baseline} has no second pass); only identical answers count as equivalent`,
   ];
   for (const entry of report.variants) {
@@ -34,7 +28,7 @@ export function formatEquivalence(report: EquivalenceReport): string {
       ? `, first divergence median ${formatNumber(match.firstDivergence.median)} / min ${match.firstDivergence.min}`
       : '';
     lines.push(
-      `  ${entry.variant}: ${status} (${STATUS_NOTE[status]}): identical ${formatAgreement(match.identicalShare)} (${match.identical}/${match.prompts}), token agreement ${formatAgreement(match.tokenAgreement)} by ${match.unit}${divergence}`,
+      `  ${entry.variant}: ${status} (${statusNote(status, floor)}): identical ${formatAgreement(match.identicalShare)} (${match.identical}/${match.prompts}), token agreement ${formatAgreement(match.tokenAgreement)} by ${match.unit}${divergence}${entry.pass ? `; worst pass ${entry.pass}` : ''}`,
     );
   }
   return lines.join('\n');
