@@ -72,7 +72,7 @@ describe('servelab bench against a faulty server', () => {
     assert.equal(strict.code, 1, strict.stderr);
     assert.match(
       strict.stderr,
-      /server usage 1,280 output tokens, the stream 640 token events \(16 of 16 requests\): say which source to trust with --token-counts/,
+      /server usage 1,280 output tokens, the stream 640 token events \(16 of 16 requests\); their text has 640 words: say which source to trust with --token-counts/,
     );
     const trusted = await bench(t, server.url, ['--token-counts', 'stream']);
     assert.equal(trusted.code, 0, trusted.stderr);

@@ -115,7 +115,7 @@ test("a variant whose answers change only when batched is not equivalent: varian
   assert.equal(view.equivalence.floor.tokenAgreement, 1);
   const batchy = view.equivalence.variants[0];
   assert.notEqual(batchy.status, 'equivalent');
-  assert.equal(batchy.pass, 'c=8');
+  assert.equal(batchy.worstAt, 'c=8');
   assert.ok(batchy.match.firstDivergence.min >= OUTPUT_TOKENS / 2, JSON.stringify(batchy.match.firstDivergence));
   // Feasible by default, with a note; infeasible when the objective asks for equivalent outputs.
   assert.deepEqual(

@@ -97,7 +97,8 @@ test('a regex scorer is stopped at its time limit in a worker; a sane answer aft
 test('a runner scoring with a catastrophic regex stops on SIGTERM, stops its server and leaves the run resumable', { timeout: 120_000 }, async (t) => {
   const dir = tempDir(t, 'hostile-regex');
   const store = join(dir, 'store.db');
-  // Each answer makes ^(a+)+$ try 2^40 ways: on the runner's own thread it would never return.
+  // Each answer (" aaa…a!": the simulator's words start with a space) makes ^\s*(a+)+$ try 2^40 ways: on the
+  // runner's own thread it would never return. Without the \s* the leading space fails the pattern at once.
   const samples = sampleSet(
     dir,
     Array.from({ length: 30 }, (_, index) => ({ prompt: `Say the letters ${index}.`, answer: `${'a'.repeat(40)}!` })),
@@ -105,7 +106,7 @@ test('a runner scoring with a catastrophic regex stops on SIGTERM, stops its ser
   const file = writeExperiment(dir, 'regex.yaml', {
     server: { command: simCommand({ extra: ['--answer-key', samples] }), readyTimeout: '5m' },
     trials: 1,
-    quality: { accuracy: { path: samples, scorer: 'regex:^(a+)+$', outputTokens: 64 } },
+    quality: { accuracy: { path: samples, scorer: 'regex:^\\s*(a+)+$', outputTokens: 64 } },
   });
   const child = spawn(process.execPath, [SERVELAB, 'run', file], { env: { ...process.env, SERVELAB_STORE: store }, stdio: ['ignore', 'pipe', 'pipe'] });
   t.after(() => {
@@ -119,6 +120,8 @@ test('a runner scoring with a catastrophic regex stops on SIGTERM, stops its ser
   const port = Number(/server ready in .* at http:\/\/127\.0\.0\.1:(\d+)/.exec(stderr)![1]);
   // The 30 answers take well under a second to send; the scoring then runs, one answer per time limit.
   await delay(2_500);
+  // The signal must land while the answers are being scored, or this would test an ordinary stop.
+  assert.doesNotMatch(stderr, /accuracy: baseline/, 'the scoring had already finished');
   const signalled = Date.now();
   child.kill('SIGTERM');
   const code = await Promise.race([exited, delay(15_000).then(() => 'hung' as const)]);

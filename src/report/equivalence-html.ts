@@ -17,7 +17,7 @@ export function equivalenceHtml(report: EquivalenceReport): string {
     .map((entry) => {
       const match = entry.match;
       const pill = entry.status === 'equivalent' ? 'faster' : entry.status === 'outputs changed' ? 'slower' : '';
-      return `<tr><td><code>${esc(entry.variant)}</code></td><td>${entry.status ? `<span class="pill ${pill}" title="${esc(statusNote(entry.status, floor))}">${esc(entry.status)}</span>` : 'not measured'}</td><td class="num">${formatAgreement(match?.identicalShare)}</td><td class="num">${formatAgreement(match?.tokenAgreement)}</td><td class="num">${formatNumber(match?.firstDivergence?.median)}</td><td class="num">${match?.firstDivergence?.min ?? '—'}</td><td>${esc(entry.pass ?? '—')}</td></tr>`;
+      return `<tr><td><code>${esc(entry.variant)}</code></td><td>${entry.status ? `<span class="pill ${pill}" title="${esc(statusNote(entry.status, floor))}">${esc(entry.status)}</span>` : 'not measured'}</td><td class="num">${formatAgreement(match?.identicalShare)}</td><td class="num">${formatAgreement(match?.tokenAgreement)}</td><td class="num">${formatNumber(match?.firstDivergence?.median)}</td><td class="num">${match?.firstDivergence?.min ?? '—'}</td><td>${esc(entry.worstAt ?? '—')}</td></tr>`;
     })
     .join('');
   const sides = report.variants

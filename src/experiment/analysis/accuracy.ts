@@ -79,7 +79,7 @@ export function mcnemarExact(baselineOnly: number, variantOnly: number, pairs: n
 }
 
 /** The pass a variant is judged by: its lowest-scoring start. */
-function worstPass(passes: readonly AccuracyPass[]): AccuracyPass | undefined {
+function worstAt(passes: readonly AccuracyPass[]): AccuracyPass | undefined {
   const score = (pass: AccuracyPass): number => pass.items.filter((item) => item.correct).length / Math.max(1, pass.items.length);
   return passes.reduce<AccuracyPass | undefined>((worst, pass) => (worst === undefined || score(pass) < score(worst) ? pass : worst), undefined);
 }
@@ -99,14 +99,14 @@ export function judgeAccuracy(
   labels: { file: string; scorer: string },
   alpha: number,
 ): AccuracyReport {
-  const reference = worstPass(passes.filter((pass) => pass.variant === baseline));
+  const reference = worstAt(passes.filter((pass) => pass.variant === baseline));
   const byItem = new Map(reference?.items.map((item) => [item.item, item.correct]));
   const ordered = [baseline, ...variants.filter((variant) => variant !== baseline)];
   return {
     baseline,
     ...labels,
     variants: ordered.map((variant): VariantAccuracy => {
-      const pass = worstPass(passes.filter((candidate) => candidate.variant === variant));
+      const pass = worstAt(passes.filter((candidate) => candidate.variant === variant));
       if (!pass || pass.items.length === 0) return { variant, categories: [] };
       const overall = proportion(pass.items.filter((item) => item.correct).length, pass.items.length);
       const entry: VariantAccuracy = { variant, overall, categories: categoriesOf(pass.items) };

@@ -44,8 +44,9 @@ export interface VariantEquivalence {
   status?: EquivalenceStatus;
   /** Against the baseline's first pass: the variant's worst pass (lowest token agreement), one at a time or batched. */
   match?: OutputMatch;
-  /** Which of the variant's passes that was, e.g. "c=1", "c=16", "start 2 c=16". */
-  pass?: string;
+  /** Which of the variant's passes that was, e.g. "c=1", "c=16", "start 2 c=16" (not a key named `pass` or `…Pass`: JSON views hide
+   * a key named like a password). */
+  worstAt?: string;
 }
 
 export interface EquivalenceReport {
@@ -130,7 +131,7 @@ export function judgeEquivalence(passes: readonly EquivalencePass[], baseline: s
         const own = passes.filter((pass) => pass.variant === variant);
         if (!reference || own.length === 0) return { variant };
         const worst = own
-          .map((pass) => ({ match: compareOutputs(reference.outputs, pass.outputs), pass: passLabel(pass, own) }))
+          .map((pass) => ({ match: compareOutputs(reference.outputs, pass.outputs), worstAt: passLabel(pass, own) }))
           .reduce((a, b) => ((b.match.tokenAgreement ?? 1) < (a.match.tokenAgreement ?? 1) ? b : a));
         return { variant, status: equivalenceStatus(worst.match, floor, outputTokens), ...worst };
       }),

@@ -28,7 +28,7 @@ export function formatEquivalence(report: EquivalenceReport): string {
       ? `, first divergence median ${formatNumber(match.firstDivergence.median)} / min ${match.firstDivergence.min}`
       : '';
     lines.push(
-      `  ${entry.variant}: ${status} (${statusNote(status, floor)}): identical ${formatAgreement(match.identicalShare)} (${match.identical}/${match.prompts}), token agreement ${formatAgreement(match.tokenAgreement)} by ${match.unit}${divergence}${entry.pass ? `; worst pass ${entry.pass}` : ''}`,
+      `  ${entry.variant}: ${status} (${statusNote(status, floor)}): identical ${formatAgreement(match.identicalShare)} (${match.identical}/${match.prompts}), token agreement ${formatAgreement(match.tokenAgreement)} by ${match.unit}${divergence}${entry.worstAt ? `; worst pass ${entry.worstAt}` : ''}`,
     );
   }
   return lines.join('\n');
