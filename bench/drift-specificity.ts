@@ -32,9 +32,9 @@ import { driftDecision, MAX_USEFUL_BAND_PCT } from '../src/experiment/analysis/d
 import { configurationChanges } from '../src/experiment/run/reference-guard.js';
 import type { Fingerprint } from '../src/fingerprint/types.js';
 import { runBenchmark } from '../src/load/run.js';
-import { type SimulatorProcess, spawnSimulator } from '../src/simulate/child.js';
+import type { SimulatorProcess } from '../src/simulate/child.js';
 import { mulberry32, type Random, standardNormal } from '../src/util/random.js';
-import { benchFlags, benchMain, noFigure, nonNegativeNumber, positiveInt, positiveNumber, usageError } from './support/main.js';
+import { benchFlags, benchMain, noFigure, nonNegativeNumber, positiveInt, positiveNumber, readySimulator, usageError } from './support/main.js';
 
 const args = {
   pool: { type: 'string', default: '40' },
@@ -79,14 +79,7 @@ function readSettings(): Settings {
 
 /** The simulator as a separate process (as a real server is), on a free port. */
 async function startSimulator(jitter: number): Promise<SimulatorProcess> {
-  const sim = await spawnSimulator(['--load-ms', '0', '--tpot-ms', '4', '--ttft-ms', '10', '--jitter', String(jitter)]);
-  try {
-    await sim.waitForLine(/Uvicorn running on/, 60_000);
-  } catch (error) {
-    await sim.stop();
-    throw error;
-  }
-  return sim;
+  return readySimulator(['--load-ms', '0', '--tpot-ms', '4', '--ttft-ms', '10', '--jitter', String(jitter)]);
 }
 
 async function measurePool(url: string, size: number): Promise<number[]> {

@@ -21,9 +21,9 @@ import { median } from 'simple-statistics';
 import { LocalExecutor } from '../src/exec/local.js';
 import { runBenchmark } from '../src/load/run.js';
 import { BACKEND_KINDS, type BackendKind } from '../src/profiles/types.js';
-import { type SimulatorProcess, spawnSimulator } from '../src/simulate/child.js';
+import type { SimulatorProcess } from '../src/simulate/child.js';
 import { startTrialRecorder } from '../src/telemetry/trial.js';
-import { benchFlags, benchMain, noFigure, positiveInt, usageError } from './support/main.js';
+import { benchFlags, benchMain, noFigure, positiveInt, readySimulator, usageError } from './support/main.js';
 
 interface Settings {
   backend: BackendKind;
@@ -36,14 +36,7 @@ interface Settings {
 /** A simulator in its own process: a fixed 2 ms per token for every stream, so tok/s is steady between rounds. */
 async function startSim(): Promise<SimulatorProcess> {
   const flags = ['--load-ms', '0', '--ttft-ms', '2', '--prefill-ms-per-token', '0', '--tpot-ms', '2', '--jitter', '0', '--concurrency-slowdown', '0'];
-  const sim = await spawnSimulator([...flags, '--max-batch', '4096']);
-  try {
-    await sim.waitForLine(/Uvicorn running on/, 60_000);
-  } catch (error) {
-    await sim.stop();
-    throw error;
-  }
-  return sim;
+  return readySimulator([...flags, '--max-batch', '4096']);
 }
 
 /** A FAKE nvidia-smi: answers the sampler's queries with one row captured on an H200 (see test/fixtures/nvidia-smi). */

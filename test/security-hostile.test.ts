@@ -1,14 +1,13 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { timedScorer } from '../src/experiment/run/timed-score.js';
 import { parseScorer } from '../src/metrics/answer-score.js';
 import { cli, SERVELAB, simCommand, tempDir, writeExperiment } from './support-experiment.js';
-import { waitFor } from './support-wait.js';
+import { listening, waitFor } from './support-wait.js';
 
 /**
  * Hostile strings and inputs (issue 33): dataset text reaching the Markdown report, the HTML report and the
@@ -24,16 +23,6 @@ function sampleSet(dir: string, records: Array<{ prompt: string; answer: string;
   writeFileSync(path, `${records.map((record) => JSON.stringify(record)).join('\n')}\n`);
   return path;
 }
-
-const listening = (port: number): Promise<boolean> =>
-  new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
 
 test('dataset categories with a code fence, HTML and terminal escapes stay text in show, Markdown and HTML', { timeout: 170_000 }, async (t) => {
   const dir = tempDir(t, 'hostile-strings');

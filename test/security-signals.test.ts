@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { connect, createServer } from 'node:net';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { SERVELAB, tempDir } from './support-experiment.js';
-import { waitFor } from './support-wait.js';
+import { listening, waitFor } from './support-wait.js';
 
 async function freePort(): Promise<number> {
   const server = createServer();
@@ -14,16 +14,6 @@ async function freePort(): Promise<number> {
   await new Promise((resolve) => server.close(resolve));
   return port;
 }
-
-const listening = (port: number): Promise<boolean> =>
-  new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
 
 /** `servelab ARGS` with stdout a pipe; closeStdout closes our end at once (the reader went away, as `| head` does). */
 function start(args: string[], store: string, closeStdout: boolean) {

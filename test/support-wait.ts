@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 
 /** Poll `condition` every 50 ms until it holds or `timeoutMs` has passed; says whether it held. */
@@ -20,3 +21,14 @@ export async function pollFor<T>(what: string, check: () => T | undefined, timeo
     await delay(25);
   }
 }
+
+/** Whether something accepts connections on 127.0.0.1:port. */
+export const listening = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });

@@ -5,6 +5,7 @@
  */
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { usageError } from '../../src/cli/commands/bench-flag-values.js';
+import { type SimulatorProcess, spawnSimulator } from '../../src/simulate/child.js';
 import { isUserError, UserError } from '../../src/util/errors.js';
 import { ExitCode, reportFailure } from '../../src/util/exit.js';
 
@@ -46,4 +47,16 @@ export function nonNegativeNumber(flag: string, text: string): number {
   const value = Number(text);
   if (text.trim() === '' || !Number.isFinite(value) || value < 0) throw usageError(`${flag} must be a number ≥ 0, got "${text}"`, `e.g. ${flag} 0`);
   return value;
+}
+
+/** A simulator child process that says it serves; stopped again when it never does. */
+export async function readySimulator(flags: readonly string[]): Promise<SimulatorProcess> {
+  const sim = await spawnSimulator([...flags]);
+  try {
+    await sim.waitForLine(/Uvicorn running on/, 60_000);
+  } catch (error) {
+    await sim.stop();
+    throw error;
+  }
+  return sim;
 }
