@@ -98,6 +98,9 @@ test('count disagreement tolerates one event, a tokenizer 2%; the trusted source
   assert.equal(countDisagreement({ usage: 200, stream: 200, tokenizer: 196 }), undefined);
   assert.deepEqual(countDisagreement({ usage: 200, stream: 200, tokenizer: 190 }), { usage: 200, stream: 200, tokenizer: 190 });
   assert.equal(countDisagreement({ stream: 40 }), undefined);
+  // Tokens of several words (seen on a real llama-server): usage and events agree, so the words do not overrule them.
+  assert.equal(countDisagreement({ usage: 96, stream: 96, words: 182 }), undefined);
+  assert.deepEqual(countDisagreement({ usage: 60, stream: 40, words: 120 }), { usage: 60, stream: 40, words: 120 });
   assert.deepEqual(chooseCount({ usage: 80, stream: 40 }), { method: 'server-usage', tokens: 80 });
   assert.deepEqual(chooseCount({ usage: 80, stream: 40 }, 'stream'), { method: 'stream-chunks', tokens: 40 });
   assert.deepEqual(chooseCount({ stream: 40, tokenizer: 41 }, 'usage'), { method: 'tokenizer', tokens: 41 });
