@@ -153,3 +153,26 @@ await launchServer({
     }
   });
 });
+
+test('a stop does not wait for the watchdog zombie: the group of an exited server and its reaped-late watchdog is gone', async () => {
+  // The watchdog subshell's parent is the server it exec'd; once both are gone the subshell is a zombie until init
+  // reaps it (1.3 s a stop on the dev box before groupAlive read /proc: 2 s a restart in a campaign).
+  const { spawnGuarded } = (await import(WATCHDOG)) as typeof import('../src/launch/watchdog.js');
+  const { stopGroup } = await import('../src/launch/process-group.js');
+  const dir = mkdtempSync(join(tmpdir(), 'servelab-zombie-'));
+  try {
+    const { openSync, closeSync } = await import('node:fs');
+    const logFd = openSync(join(dir, 'server.log'), 'w');
+    const guarded = spawnGuarded([process.execPath, '-e', 'setInterval(() => {}, 1000)'], { env: { PATH: process.env.PATH ?? '' }, logFd, graceMs: 10_000 });
+    closeSync(logFd);
+    assert.ok(!('missing' in guarded));
+    await guarded.execed();
+    const pid = guarded.child.pid!;
+    const started = Date.now();
+    await stopGroup(pid, 10_000);
+    assert.ok(Date.now() - started < 500, `stopped in ${Date.now() - started} ms`);
+    assert.equal(groupAlive(pid), false);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
 
 /**
@@ -25,10 +26,39 @@ export function groupAlive(pid: number): boolean {
   if (!isGroupLeaderPid(pid)) return false;
   try {
     process.kill(-pid, 0);
-    return true;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
+  return liveMemberOf(pid) ?? true;
+}
+
+/**
+ * Whether the group has a member that has not exited, from /proc (undefined where there is none). A member that
+ * exited stays a zombie until its parent reaps it, and kill(-pgid, 0) still finds it: the watchdog subshell's parent
+ * is the server it exec'd (launch/watchdog.ts), so once both are gone it waits for init — 1.4 s per stop on the dev
+ * box (2 s a restart in bench/campaign-cost), never where servelab itself is a container's pid 1. A zombie holds no
+ * memory, port or GPU: such a group is gone.
+ */
+function liveMemberOf(pgid: number): boolean | undefined {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return undefined;
+  }
+  for (const entry of entries) {
+    if (entry.charCodeAt(0) < 48 || entry.charCodeAt(0) > 57) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    // "pid (comm) state ppid pgrp …": comm may hold spaces and parentheses, so the fields start after the last ')'.
+    const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(pgrp) === pgid && state !== 'Z') return true;
+  }
+  return false;
 }
 
 async function waitGone(pid: number, withinMs: number): Promise<boolean> {
