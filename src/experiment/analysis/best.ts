@@ -1,6 +1,7 @@
 import { median } from 'simple-statistics';
 import type { TrialRecord } from '../../store/types.js';
 import { formatPoints } from '../../util/format.js';
+import { holds } from '../spec/constraint.js';
 import { defaultObjectiveWorkload, higherIsBetter, metricValue } from '../spec/metrics.js';
 import type { Constraint, Objective, ResolvedExperiment } from '../spec/types.js';
 import { type EquivalenceReport, outputMatches } from './equivalence.js';
@@ -99,7 +100,7 @@ export function outputMatchViolations(objective: Objective, outputMatch: Readonl
   if (!constraint) return [];
   const value = outputMatch?.get(variant);
   if (value === undefined) return [`outputMatch not measured (needs ${constraint.op} ${constraint.value})`];
-  return holds(value, { metric: objective.metric, ...constraint }) ? [] : [`outputMatch ${value.toFixed(3)} (needs ${constraint.op} ${constraint.value})`];
+  return holds(value, constraint.op, constraint.value) ? [] : [`outputMatch ${value.toFixed(3)} (needs ${constraint.op} ${constraint.value})`];
 }
 
 /**
@@ -116,7 +117,7 @@ export function accuracyViolations(objective: Objective, accuracy: ReadonlyMap<s
   if (value === undefined || limit === undefined) return [`accuracy not measured (${needs})`];
   const threshold = relative ? limit + constraint.baselineOffset : limit;
   // A tolerance of rounding: 0.81 − 0.01 is 0.7999…, and an accuracy of exactly 0.8 meets ">= baseline - 1%".
-  return holds(value, { metric: objective.metric, op: constraint.op, value: threshold + (constraint.op.startsWith('>') ? -1e-9 : 1e-9) })
+  return holds(value, constraint.op, threshold + (constraint.op.startsWith('>') ? -1e-9 : 1e-9))
     ? []
     : [`accuracy ${value.toFixed(3)} (${needs}${relative ? ` = ${threshold.toFixed(3)}` : ''})`];
 }
@@ -130,12 +131,8 @@ export function constraintViolations(constraints: readonly Constraint[], workloa
       .filter((value) => Number.isFinite(value));
     if (values.length === 0) return [];
     const value = median(values);
-    return holds(value, constraint) ? [] : [`${constraint.metric} ${figure(value)} (needs ${constraint.op} ${constraint.value})`];
+    return holds(value, constraint.op, constraint.value) ? [] : [`${constraint.metric} ${figure(value)} (needs ${constraint.op} ${constraint.value})`];
   });
-}
-
-function holds(value: number, { op, value: limit }: Constraint): boolean {
-  return op === '<' ? value < limit : op === '<=' ? value <= limit : op === '>' ? value > limit : value >= limit;
 }
 
 /**
