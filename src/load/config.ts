@@ -2,8 +2,6 @@ import { z } from 'zod';
 import { durationSchema } from '../config/duration.js';
 import { acceptsFormsOf } from '../config/issues.js';
 import { DEFAULT_CAPACITY_STEPS, DEFAULT_INPUT_TOKENS, DEFAULT_MAX_IN_FLIGHT, DEFAULT_PROMPT_SEED, DEFAULT_SYNTHETIC_OUTPUT_TOKENS } from '../util/defaults.js';
-import { UserError } from '../util/errors.js';
-import { ExitCode } from '../util/exit.js';
 import { DEFAULT_OUTPUT_TOKENS } from './datasets/load.js';
 import { DATASET_FORMATS } from './datasets/types.js';
 import { sessionsSchema, sharedPrefixSchema } from './shape-config.js';
@@ -352,19 +350,4 @@ export function parseLengthSpec(text: string): LengthDistribution {
     default:
       return bad();
   }
-}
-
-/** Parse `30s`, `500ms`, `2m`, or a bare number of seconds, into milliseconds. */
-export function parseDurationMs(text: string): number {
-  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/.exec(text);
-  if (!match)
-    throw new UserError(
-      `invalid duration "${text}": use e.g. 90s, 20m, 1h, 500ms or a number of seconds`,
-      'write a duration like 90s, 20m or 1h',
-      ExitCode.usage,
-    );
-  const unitMs = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(match[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];
-  const ms = Number(match[1]) * unitMs;
-  if (ms <= 0) throw new UserError(`duration "${text}" must be positive`, 'give a duration above zero', ExitCode.usage);
-  return ms;
 }

@@ -1,4 +1,5 @@
-import { LIMITS, parseDurationMs } from '../../load/config.js';
+import { parseDurationMs } from '../../config/duration.js';
+import { LIMITS } from '../../load/config.js';
 import { messageOf, UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
 
