@@ -81,5 +81,3 @@ export const SERVER_FILE_SETTINGS: SettingNames = {
   model: 'server.model',
   verifyOff: 'server.verifyServing: false',
 };
-
-export type ServerFile = z.output<typeof serverSchema>;

@@ -95,8 +95,6 @@ export const COMMON_GENERIC_PATTERNS: FatalPattern[] = [
   },
 ];
 
-export const COMMON_FATAL_PATTERNS: FatalPattern[] = [...COMMON_CAUSE_PATTERNS, ...COMMON_GENERIC_PATTERNS];
-
 /**
  * A profile's fatal list, most specific first: the engine's own causes, the common causes, then the engine's
  * wrappers ("engine failed to start", "scheduler died": they come before or around the real cause in the same

@@ -110,7 +110,6 @@ const EnvSpeedupSchema = z.strictObject({
 });
 
 export const FaultKinds = ['http-500', 'stall', 'malformed-sse', 'disconnect'] as const;
-export type FaultKind = (typeof FaultKinds)[number];
 
 const FaultSchema = z.strictObject({
   kind: z.enum(FaultKinds),
@@ -191,7 +190,6 @@ export const SimConfigSchema = z.strictObject({
 export type SimConfig = z.output<typeof SimConfigSchema>;
 /** Partial config as written in a file or passed to startSimulator; defaults fill the rest. */
 export type SimConfigInput = z.input<typeof SimConfigSchema>;
-export type SpecConfig = SimConfig['decode']['spec'];
 export type FaultConfig = SimConfig['faults'][number];
 export type EnvSpeedup = SimConfig['envSpeedups'][number];
 

@@ -75,13 +75,6 @@ export interface CategoryMetrics {
 
 export type RunStatus = 'running' | 'done' | 'failed' | 'interrupted' | 'drift';
 
-export interface ExperimentRecord {
-  id: number;
-  name: string;
-  filePath: string;
-  createdAt: string;
-}
-
 export interface RunRecord {
   id: number;
   experimentId: number;
