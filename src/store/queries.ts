@@ -1,5 +1,6 @@
 import type { Fingerprint } from '../fingerprint/types.js';
 import type { RequestSample } from '../metrics/types.js';
+import { pairKey } from '../util/trial-keys.js';
 import { decodeFingerprint, decodeItl, decodeSampleScalars, decodeTrialMetrics, decodeTrialParams, decodeTrialScalars } from './columns.js';
 import type { Db } from './db.js';
 import { noteUnreadable, skipUnreadable, type UnreadableRow, UnreadableRowError } from './row-json.js';
@@ -225,7 +226,7 @@ export interface TrialHealth {
 export function trialHealth(db: Db, runId: number): TrialHealth[] {
   const byPair = new Map<string, TrialHealth>();
   const entry = (variant: string, workload: string): TrialHealth => {
-    const key = JSON.stringify([variant, workload]);
+    const key = pairKey({ variant, workload });
     let health = byPair.get(key);
     if (!health) byPair.set(key, (health = { variant, workload, failedRequests: 0, invalidTrials: 0 }));
     return health;

@@ -10,19 +10,18 @@ import { mean, sum } from 'simple-statistics';
 import { capacityLines, capacityText, serverBehindLine } from '../../metrics/table.js';
 import type { TrialRecord } from '../../store/types.js';
 import { formatNumber, formatPercent, formatShare } from '../../util/format.js';
+import { type PairKey, pairKey } from '../../util/trial-keys.js';
 import { metricValue } from '../spec/metrics.js';
 import type { MetricName } from '../spec/types.js';
 import { firstTrialOutlier, K_MAD, MIN_RELATIVE } from './warmup-trend.js';
 
 /** "baseline c=8: early-stop: 16 of 40 tokens per request in 5 of 5 trials (200 requests stopped short)". */
 export function workNotes(trials: readonly TrialRecord[], metric: MetricName = 'outputTokensPerSecond'): string[] {
-  const groups = new Map<string, TrialRecord[]>();
-  for (const trial of trials) {
-    const key = `${trial.variant} ${trial.workload}`;
-    groups.set(key, [...(groups.get(key) ?? []), trial]);
-  }
+  const groups = new Map<PairKey, TrialRecord[]>();
+  for (const trial of trials) groups.set(pairKey(trial), [...(groups.get(pairKey(trial)) ?? []), trial]);
   const notes: string[] = [];
-  for (const [label, group] of groups) {
+  for (const group of groups.values()) {
+    const label = `${group[0]!.variant} ${group[0]!.workload}`;
     const of = `of ${group.length} trials`;
     const short = group.filter((trial) => (trial.metrics.outputLength?.shortRequests ?? 0) > 0);
     if (short.length > 0) {

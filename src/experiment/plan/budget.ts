@@ -3,6 +3,7 @@ import { configKey } from '../../launch/config.js';
 import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
 import { recentReadyMs, recentTrialDurationsMs } from '../../store/campaign.js';
 import type { Db } from '../../store/db.js';
+import { pairKey } from '../../util/trial-keys.js';
 import type { Plan, ResolvedExperiment, ServerConfig } from '../spec/types.js';
 import { type DeclaredCosts, declaredEquivalenceMs, declaredStartWarmupMs, declaredTrialMs, START_OVERHEAD_MS } from './trial-estimate.js';
 
@@ -68,10 +69,6 @@ export function startupKeyOf(server: ServerConfig): string {
   return configKey({ command: server.command, env: server.env, unsetEnv: server.unsetEnv, profile: server.profile });
 }
 
-export function costPairKey(variant: string, workload: string): string {
-  return JSON.stringify([variant, workload]);
-}
-
 /** What the caller can read of a server's own declared speed (the CLI reads the simulator's flags). */
 export type DeclaredCostsOf = (server: ServerConfig) => DeclaredCosts | undefined;
 
@@ -91,7 +88,7 @@ export function loadCostModel(db: Db | undefined, experiment: ResolvedExperiment
       const own = db ? recentTrialDurationsMs(db, { experimentName: experiment.name, workload: label, variant: variant.name }) : [];
       const any = own.length > 0 || !db ? own : recentTrialDurationsMs(db, { experimentName: experiment.name, workload: label });
       const trialMs = declared && declaredTrialMs(declared, workload, variant.client);
-      const pair = costPairKey(variant.name, label);
+      const pair = pairKey({ variant: variant.name, workload: label });
       trials[pair] = fromHistory(any) ?? (trialMs !== undefined ? { ms: trialMs, source: 'declared', samples: 0, basis: declared!.basis } : UNKNOWN);
       const warmupMs = trials[pair].source === 'declared' ? declaredStartWarmupMs(declared!, workload, variant.client) : undefined;
       if (warmupMs) startWarmups[pair] = warmupMs;
@@ -160,7 +157,7 @@ export function predictPlan(plan: Pick<Plan, 'trials'>, experiment: ResolvedExpe
       }
     }
     previousKey = trial.serverKey;
-    const pair = costPairKey(trial.variant, trial.workload);
+    const pair = pairKey(trial);
     const trialMs = costs.trials[pair] ?? UNKNOWN;
     sources.add(trialMs.source);
     if (!config.trialSources.includes(trialMs.source)) config.trialSources.push(trialMs.source);

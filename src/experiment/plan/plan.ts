@@ -64,8 +64,3 @@ function shuffle<T>(items: T[], random: () => number): T[] {
   }
   return items;
 }
-
-/** Key of a planned trial, matching the store's UNIQUE (run, variant, workload, block, repetition). */
-export function trialKey(trial: { variant: string; workload: string; block: number; repetition: number }): string {
-  return JSON.stringify([trial.variant, trial.workload, trial.block, trial.repetition]);
-}

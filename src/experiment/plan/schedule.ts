@@ -1,5 +1,6 @@
 import { formatDuration, formatNumber } from '../../util/format.js';
 import { mulberry32 } from '../../util/random.js';
+import { pairKey } from '../../util/trial-keys.js';
 import { type BlockedValue, stratifiedRankSumTest } from '../analysis/stats.js';
 import type { Plan, PlannedTrial, ResolvedExperiment } from '../spec/types.js';
 import { type CostModel, type PlanPrediction, predictPlan } from './budget.js';
@@ -26,7 +27,7 @@ export function blockedPlan(input: PlanInput & { passes: number | number[] }): P
         .get(serverKey)!
         .flatMap((variant) => input.workloads.flatMap((workload) => Array.from({ length: size }, () => ({ variant, workload }))));
       for (const { variant, workload } of shuffle(slots, random)) {
-        const key = JSON.stringify([variant, workload]);
+        const key = pairKey({ variant, workload });
         const repetition = repetitionOf.get(key) ?? 0;
         repetitionOf.set(key, repetition + 1);
         trials.push({ index: trials.length, block: pass, repetition, variant, serverKey, workload });

@@ -4,17 +4,13 @@ import { getFingerprint, listTrials, variantHistory } from '../../store/queries.
 import type { TrialRecord } from '../../store/types.js';
 import type { TelemetrySummary } from '../../telemetry/types.js';
 import { formatWholePercent } from '../../util/format.js';
+import { pairKey } from '../../util/trial-keys.js';
 import { type DriftCheck, driftDecision, formatDriftAlarm, MAX_USEFUL_BAND_PCT } from '../analysis/drift.js';
 import { metricUnit, metricValue } from '../spec/metrics.js';
 import type { Plan, PlannedTrial } from '../spec/types.js';
 import type { RunContext } from './context.js';
 import { attributeDrift } from './machine.js';
 import { sameConfiguration } from './reference-guard.js';
-
-/** The pair a trial belongs to: its variant and workload (drift is judged per pair). */
-export function pairKey(trial: { variant: string; workload: string }): string {
-  return JSON.stringify([trial.variant, trial.workload]);
-}
 
 /** After each stored valid trial: the drift alarm message when the run must stop, else undefined. */
 export type DriftWatch = (trial: PlannedTrial, fingerprint: Fingerprint, machine: TelemetrySummary | undefined) => string | undefined;

@@ -1,8 +1,8 @@
 import type { Db } from '../../store/db.js';
 import { listTrials, trialHealth } from '../../store/queries.js';
 import { setRunStatus, setRunVerdicts } from '../../store/runs.js';
+import { slotKey } from '../../util/trial-keys.js';
 import { computeVerdicts } from '../analysis/verdicts.js';
-import { trialKey } from '../plan/plan.js';
 import { skippedTrialFilter } from './campaign.js';
 import type { Fence } from './journal.js';
 import { loadRun, type RunOutcome } from './run-store.js';
@@ -15,10 +15,10 @@ import { loadRun, type RunOutcome } from './run-store.js';
 export function finalizeRun(db: Db, runId: number, fence: Fence = (write) => db.transaction(write)()): RunOutcome {
   const { run, experiment, plan } = loadRun(db, runId);
   const trials = listTrials(db, runId);
-  const stored = new Set(trials.map(trialKey));
+  const stored = new Set(trials.map(slotKey));
   // A campaign's eliminated configs and early stop leave planned trials unmeasured on purpose.
   const skipped = skippedTrialFilter(db, runId);
-  const missing = plan.trials.filter((trial) => !stored.has(trialKey(trial)) && !skipped(trial)).length;
+  const missing = plan.trials.filter((trial) => !stored.has(slotKey(trial)) && !skipped(trial)).length;
   if (missing > 0) {
     return { runId, status: run.status, message: `${missing} of ${plan.trials.length} planned trials not measured yet` };
   }

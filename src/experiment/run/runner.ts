@@ -6,7 +6,7 @@ import { storeFault } from '../../store/fault.js';
 import { acquireRunLease, type Lease, leaseNewRun, leaseStaleMs } from '../../store/lease.js';
 import { listTrials, type RunDetail } from '../../store/queries.js';
 import { messageOf, UserError } from '../../util/errors.js';
-import { trialKey } from '../plan/plan.js';
+import { slotKey } from '../../util/trial-keys.js';
 import type { Plan, ResolvedExperiment } from '../spec/types.js';
 import { campaignControl } from './campaign.js';
 import { TrialConsumers } from './consumers.js';
@@ -100,8 +100,8 @@ async function runLeased(options: RunOptions, runId: number, lease: Lease, log: 
 async function measureRun(options: RunOptions, runId: number, journal: RunJournal, run: RunDetail, log: (line: string) => void): Promise<RunOutcome> {
   const { db } = options;
   const { experiment, plan } = loadRunToExecute(db, runId, options.experiment);
-  const done = new Set(listTrials(db, runId).map(trialKey));
-  const pending = plan.trials.filter((trial) => !done.has(trialKey(trial)) && (options.serverKey === undefined || trial.serverKey === options.serverKey));
+  const done = new Set(listTrials(db, runId).map(slotKey));
+  const pending = plan.trials.filter((trial) => !done.has(slotKey(trial)) && (options.serverKey === undefined || trial.serverKey === options.serverKey));
   if (done.size > 0) log(`run ${runId}: ${done.size} of ${plan.trials.length} trials already measured; ${pending.length} to go`);
 
   const workDir = options.workDir ?? logsBeside(db);

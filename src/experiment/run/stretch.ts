@@ -1,4 +1,5 @@
 import { UserError } from '../../util/errors.js';
+import { type PairKey, pairKey } from '../../util/trial-keys.js';
 import type { PlannedTrial } from '../spec/types.js';
 import { sendAccuracyPasses } from './accuracy.js';
 import type { TrialConsumers } from './consumers.js';
@@ -40,10 +41,10 @@ export async function runStretch(
     await sendEquivalencePasses(context, server, variants);
     await sendAccuracyPasses(context, server, variants);
     // Trials of each variant × workload measured on this server start (a restart after an invalid trial clears it).
-    let measuredOnStart = new Map<string, number>();
+    let measuredOnStart = new Map<PairKey, number>();
     for (const trial of trials) {
       const variant = experiment.variants.find((candidate) => candidate.name === trial.variant)!;
-      const key = `${trial.variant} ${trial.workload}`;
+      const key = pairKey(trial);
       for (let attempt = 0; ; attempt += 1) {
         const afterStart = (measuredOnStart.get(key) ?? 0) + 1;
         const measured = await measureTrial(context, server.running, { trial, variant, attempt, afterStart }, consumers.progressOf(trial));

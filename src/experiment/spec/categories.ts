@@ -1,5 +1,6 @@
 import { median } from 'simple-statistics';
 import type { CategoryMetrics, TrialRecord } from '../../store/types.js';
+import { pairKey } from '../../util/trial-keys.js';
 
 /** Medians over a (variant, workload)'s trials of one category's figures; undefined where no trial measured it. */
 export interface CategoryRow {
@@ -27,7 +28,7 @@ export function categoryRows(trials: readonly TrialRecord[]): CategoryRow[] {
   const groups = new Map<string, { variant: string; workload: string; category: string; metrics: CategoryMetrics[] }>();
   for (const trial of trials) {
     for (const [category, metrics] of Object.entries(trial.metrics.byCategory ?? {})) {
-      const key = JSON.stringify([trial.variant, trial.workload, category]);
+      const key = JSON.stringify([pairKey(trial), category]);
       const group = groups.get(key) ?? { variant: trial.variant, workload: trial.workload, category, metrics: [] };
       group.metrics.push(metrics);
       groups.set(key, group);

@@ -2,17 +2,10 @@
  * The one trial numbering every view uses (the runner's log, `show`, the report, the UI): the trial's 1-based
  * position in the plan's run order, out of the planned total. Store row ids and 0-based blocks are never shown.
  */
+import { slotKey, type TrialSlot } from '../../util/trial-keys.js';
 import type { Plan } from './types.js';
 
-/** What identifies a planned trial among a run's stored trials (a re-run after an invalid one keeps it). */
-export interface TrialSlot {
-  variant: string;
-  workload: string;
-  block: number;
-  repetition: number;
-}
-
-const slotKey = (slot: TrialSlot): string => JSON.stringify([slot.variant, slot.workload, slot.block, slot.repetition]);
+export type { TrialSlot };
 
 /** 1-based run-order position of each slot in the plan; a slot the plan lacks gets none. */
 export function trialNumbers(plan: Pick<Plan, 'trials'>): (slot: TrialSlot) => number | undefined {
