@@ -20,7 +20,7 @@ import { listTrials } from '../src/store/queries.js';
 import type { TrialMetrics, TrialRecord } from '../src/store/types.js';
 import { DEFAULT_WARMUP_PER_WORKLOAD, DEFAULT_WARMUP_REQUESTS } from '../src/util/defaults.js';
 import { UserError } from '../src/util/errors.js';
-import { cli, simCommand, tempDir, writeExperiment } from './support-experiment.js';
+import { tempDir, writeExperiment } from './support-experiment.js';
 import { FakeExecutor, type FakeMachine } from './support-fake-executor.js';
 import { trialRecord } from './support-trial-record.js';
 
@@ -304,31 +304,6 @@ test('runner: trials record their place after the start; a per-trial warm-up at 
     /^baseline c=8: first trial after a server start is an outlier: outputTokensPerSecond \d+ \(median of 1\) vs \d+ in the later trials \(median of 3\), −3\d\.\d%/,
   );
   assert.deepEqual(workNotes(await run('per-workload', { requests: 1, perWorkload: true })), []);
-});
-
-/**
- * Real processes: a simulator whose first batch of 8 after a start stalls 7 × 600 ms (src/simulate/engine.ts), four
- * trials on one server start. One warm-up request at c=1 leaves the first trial several times slower: flagged in
- * `show`. Warmed per workload (at c=8) before it, the first trial is like the later ones: no note.
- * The simulated time dominates each trial (15 ms per token: ~1.1 s a trial, the stall ~4 s more): with 4 ms per token
- * a loaded machine (load 4 on 2 cores) stretched the later trials 0.4–1.0 s, and their spread hid a 2.5 s first one.
- */
-// The other half (per-workload warm-up: not flagged) is judged on timings that a loaded machine can disturb; the
-// runner test above shows it exactly on the fake executor.
-test('servelab run: the first trial after a start is flagged without per-workload warm-up', { timeout: 180_000 }, async (t) => {
-  const dir = tempDir(t, 'warmup-run');
-  const store = join(dir, 'servelab.db');
-  const file = writeExperiment(dir, 'once.yaml', {
-    name: 'once',
-    server: { command: simCommand({ tpotMs: 15, extra: ['--new-batch-ms', '600'] }), readyTimeout: '5m' },
-    client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens: 24, seed: 3 }, warmup: { requests: 1, perWorkload: false } },
-    workloads: [{ kind: 'concurrency', concurrency: 8, requests: 24 }],
-    trials: 4,
-  });
-  const once = await cli(['run', file], { store });
-  assert.equal(once.code, 0, once.stderr);
-  const shown = await cli(['show', '1'], { store });
-  assert.match(shown.stdout, /baseline c=8: first trial after a server start is an outlier/, shown.stdout);
 });
 
 test('bench flags: a bad --warmup-seconds or --request-timeout names its flag (exit 2)', () => {

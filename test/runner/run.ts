@@ -20,6 +20,7 @@ import { fileURLToPath } from 'node:url';
  */
 export const SLOW = new Set([
   'bench-smoke',
+  'campaign-demo',
   'campaign-plan',
   'campaign-race',
   'exec-remote-shell',
@@ -78,6 +79,7 @@ export const SLOW = new Set([
   'ui-live',
   'ui-navigation',
   'ui-report-views',
+  'warmup-run',
   'work-notes',
 ]);
 
