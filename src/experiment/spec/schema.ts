@@ -345,11 +345,19 @@ export const experimentFileSchema = z.strictObject({
        */
       equivalence: z
         .strictObject({
-          prompts: z.number().int().min(1).max(1000).default(16),
-          outputTokens: z.number().int().min(1).max(32768).default(128),
+          prompts: z
+            .number()
+            .int()
+            .min(1)
+            .max(1000)
+            .default(16)
+            .describe("Prompts answered greedily by every variant, taken from the baseline's client.prompts source."),
+          outputTokens: z.number().int().min(1).max(32768).default(128).describe('Most tokens of each answer (the model may stop sooner).'),
         })
         .optional()
-        .describe('Greedy answers of every variant compared with the baseline, untimed, once per server start (see docs).'),
+        .describe(
+          "Greedy answers of every variant compared with the baseline's, untimed, once per server start (one at a time and batched): equivalent within the baseline's A/A floor, numerics-level divergence, outputs changed, or inconclusive (see docs/experiments.md).",
+        ),
       accuracy: accuracySchema
         .optional()
         .describe(

@@ -38,11 +38,25 @@ export function renderExperimentFileDoc(): string {
     variantMergeSection(),
     keyTable('`grid:` entries', entryOf(at('grid'))),
     placeholderSection(),
-    ...['fingerprint', 'verdict', 'drift', 'telemetry', 'budget', 'cost', 'objective'].map((key) => keyTable(`\`${key}:\``, at(key))),
-    keyTable('`quality.accuracy:`', shapeOf(at('quality'))!.accuracy!),
+    // Every other section of the file, in the schema's order, so a section added to the schema is documented.
+    ...Object.keys(shapeOf(top)!)
+      .filter((key) => !RENDERED_ABOVE.has(key))
+      .flatMap((key) => mappingSections(key, at(key))),
     metricSection(),
   ];
   return `${sections.join('\n').trimEnd()}\n`;
+}
+
+/** Top-level sections with a layout of their own (forms by kind, entries, merge rules) in the sections above. */
+const RENDERED_ABOVE = new Set(['server', 'executor', 'client', 'workloads', 'variants', 'grid']);
+
+/** A mapping's table, then one for each mapping inside it (`quality.equivalence:`); nothing for a plain value. */
+function mappingSections(path: string, schema: z.ZodType): string[] {
+  const shape = shapeOf(schema);
+  if (!shape) return [];
+  // A mapping made only of mappings (quality:) is documented by its parts; a mapping inside another's keys is a row.
+  if (Object.values(shape).some((child) => !shapeOf(child))) return [keyTable(`\`${path}:\``, schema)];
+  return Object.entries(shape).flatMap(([key, child]) => mappingSections(`${path}.${key}`, child));
 }
 
 /** The schema of `key` in the prompt-source form that has it. */
