@@ -7,6 +7,7 @@ import { configKey } from '../../launch/config.js';
 import type { RunningServer } from '../../launch/types.js';
 import { describeExit, waitUntilAnswering } from '../../load/liveness.js';
 import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
+import type { ServerProfile } from '../../profiles/types.js';
 import { previousStartupOptions } from '../../ready/history.js';
 import { storeFault } from '../../store/fault.js';
 import { messageOf, UserError } from '../../util/errors.js';
@@ -20,6 +21,8 @@ import type { RunContext } from './context.js';
 /** A server of this runner, with how it ended once it did. */
 export interface ServerHandle {
   running: RunningServer;
+  /** The profile it was started with, looked up (and checked) once at its start: trials and passes read it here. */
+  profile: ServerProfile;
   rowId: number;
   exit?: string;
 }
@@ -94,7 +97,7 @@ export class ServerLifecycle {
       journal.serverUpdate(rowId, { status: 'ready', phase: 'ready', readyMs: running.ready.elapsedMs });
       journal.startupOutcome(startupKey, startedAt, running.ready);
       log(`server ready in ${formatSeconds(running.ready.elapsedMs)} at ${running.baseUrl}`);
-      const handle: ServerHandle = { running, rowId };
+      const handle: ServerHandle = { running, profile, rowId };
       void running.exited.then((info) => (handle.exit = describeExit(info)));
       return handle;
     } catch (launchError) {
@@ -114,7 +117,7 @@ export class ServerLifecycle {
    * reconnect), else stop what is left of it and start a fresh one, which counts as a restart.
    */
   async reverify(server: ServerHandle, variant: ResolvedVariant, label: string): Promise<ServerHandle> {
-    const profile = BUILTIN_PROFILES[variant.server.profile]!;
+    const { profile } = server;
     const { signal, log } = this.context;
     const answering =
       server.exit === undefined &&

@@ -47,7 +47,7 @@ export async function runStretch(
       const key = pairKey(trial);
       for (let attempt = 0; ; attempt += 1) {
         const afterStart = (measuredOnStart.get(key) ?? 0) + 1;
-        const measured = await measureTrial(context, server.running, { trial, variant, attempt, afterStart }, consumers.progressOf(trial));
+        const measured = await measureTrial(context, server, { trial, variant, attempt, afterStart }, consumers.progressOf(trial));
         measuredOnStart.set(key, afterStart);
         const outcome = consumers.completed(measured, fingerprint);
         if (outcome.valid) {

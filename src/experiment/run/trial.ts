@@ -4,7 +4,6 @@ import { describeExit, watchLiveness } from '../../load/liveness.js';
 import type { BenchOptions, BenchProgress, LevelResult } from '../../load/types.js';
 import { WARMUP_LABEL } from '../../load/warmup.js';
 import { targetHitRate } from '../../metrics/workload-shape.js';
-import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
 import type { ServerProfile } from '../../profiles/types.js';
 import { prefixCacheFromCounters } from '../../telemetry/prefix-cache.js';
 import { startTrialRecorder } from '../../telemetry/trial.js';
@@ -14,6 +13,7 @@ import type { PlannedTrial, ResolvedVariant, ResolvedWorkload, WarmupConfig } fr
 import { resetCache, type TrialCache, trialCache } from './cache.js';
 import type { RunContext } from './context.js';
 import { watchServerLog } from './log-watch.js';
+import type { ServerHandle } from './server-lifecycle.js';
 import { invalidReason } from './validity.js';
 
 /** One measurement of a planned trial, valid or not: what every trial consumer (store, log, drift watch) gets. */
@@ -46,14 +46,14 @@ export type TrialProgress = (progress: BenchProgress, warmingUp: boolean) => voi
  */
 export async function measureTrial(
   context: RunContext,
-  server: RunningServer,
+  handle: Pick<ServerHandle, 'running' | 'profile'>,
   planned: { trial: PlannedTrial; variant: ResolvedVariant; attempt: number; afterStart: number },
   onProgress: TrialProgress,
 ): Promise<MeasuredTrial> {
   const { experiment, signal: stop } = context;
   const { trial, variant } = planned;
   const workload = experiment.workloads.find((candidate) => candidate.label === trial.workload)!;
-  const profile = BUILTIN_PROFILES[variant.server.profile]!;
+  const { running: server, profile } = handle;
   const sharedIndex = experiment.variants.filter((other) => other.serverKey === variant.serverKey).indexOf(variant);
   const cache = trialCache(variant.client.cache, profile, {
     runId: context.runId,

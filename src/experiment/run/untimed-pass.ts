@@ -4,7 +4,6 @@
  * answer that failed, for the check to judge; timings are thrown away.
  */
 import type { PromptSource, RequestOutput, Workload } from '../../load/types.js';
-import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
 import type { ResolvedVariant } from '../spec/types.js';
 import type { RunContext } from './context.js';
 import type { ServerHandle } from './server-lifecycle.js';
@@ -22,13 +21,12 @@ export interface UntimedPass {
 
 /** The pass's answers (failed ones included, with their error); throws when the load client returned none. */
 export async function untimedOutputs(context: RunContext, server: ServerHandle, variant: ResolvedVariant, pass: UntimedPass): Promise<RequestOutput[]> {
-  const profile = BUILTIN_PROFILES[variant.server.profile]!;
   // Its own warm-up (the pass's), not the trials' per-workload one: answers are compared, not timed.
   const {
     warmupMs: _duration,
     warmupPerLevel: _perLevel,
     ...options
-  } = benchOptionsOf(variant, { label: pass.label, workload: pass.workload }, profile, server.running, { record: pass.label });
+  } = benchOptionsOf(variant, { label: pass.label, workload: pass.workload }, server.profile, server.running, { record: pass.label });
   const result = await context.executor.bench({
     ...options,
     prompts: pass.prompts,
