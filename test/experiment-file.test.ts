@@ -264,6 +264,34 @@ grid:
     expectError(write('zero.yaml', BASE.replace('requests: 8', 'requests: 0')), /workloads\[0\]\.requests: expected more than 0, got 0/);
   });
 
+  test('every problem of a file is reported at once, each at its line, in file order; a misspelt key is one problem', (t) => {
+    const dir = tempDir(t, 'expfile');
+    const path = join(dir, 'several.yaml');
+    // BASE has 8 lines after its empty first one: line 9 is the first added.
+    writeFileSync(
+      path,
+      `${BASE.replace('{ kind: single-stream, requests: 8 }', '{ kind: concurrency, concurency: 8, requests: 8 }')}trials: 0\nverdict:\n  alpah: 0.1\nmetric: tokps\n`,
+    );
+    const error = (() => {
+      try {
+        loadExperiment(path);
+      } catch (thrown) {
+        return thrown;
+      }
+      return undefined;
+    })();
+    assert.ok(error instanceof UserError, String(error));
+    const lines = error.message.split('\n');
+    assert.equal(lines[0], `${path}: 4 problems:`, error.message);
+    assert.match(lines[1]!, /several\.yaml:8: workloads\[0\]\.concurency: unknown key "concurency" \(did you mean "concurrency"\?\)/);
+    assert.match(lines[2]!, /several\.yaml:9: trials: expected at least 1, got 0$/);
+    assert.match(lines[3]!, /several\.yaml:11: verdict\.alpah: unknown key "alpah" \(did you mean "alpha"\?\)/);
+    assert.match(lines[4]!, /several\.yaml:12: metric: expected one of "outputTokensPerSecond"/);
+    assert.equal(lines.length, 5, 'no "missing key concurrency" beside its misspelling');
+    assert.equal(error.hint, `fix them in ${path}`);
+    assert.equal(error.exitCode, 2);
+  });
+
   test('an unknown key at any depth lists the keys allowed there, as at the top level', (t) => {
     const dir = tempDir(t, 'expfile');
     const cases: Array<[string, string, RegExp]> = [

@@ -15,6 +15,8 @@ export interface Problem {
   /** The offending thing is a key (unknown key): point at the key, not at its value. */
   isKey: boolean;
   message: string;
+  /** An unknown key's guess (did you mean …): the missing key it stands for, which is then not reported again. */
+  explains?: Key[];
 }
 
 const EXPECTED: Record<string, string> = {
@@ -58,11 +60,26 @@ export function formsOf(schema: object): z.ZodType | undefined {
   return FORMS.get(schema);
 }
 
-/** The first issue worth showing, described. Unknown keys come first: they usually explain a "missing" key. */
-export function describeIssues(schema: z.ZodType, input: unknown, issues: readonly z.core.$ZodIssue[]): Problem {
+/**
+ * Every issue worth showing, described, unknown keys first (one problem per key): they usually explain a "missing"
+ * key, which is then left out (`trails` unknown, did you mean `trials`, is one mistake, not two).
+ */
+export function describeIssues(schema: z.ZodType, input: unknown, issues: readonly z.core.$ZodIssue[]): Problem[] {
   const flat = issues.flatMap((issue) => flatten(issue, [], input));
-  const chosen = flat.find((entry) => entry.issue.code === 'unrecognized_keys') ?? flat[0]!;
-  return describe(schema, input, chosen.issue, chosen.prefix, flat);
+  const unknown = flat.flatMap((entry) =>
+    entry.issue.code === 'unrecognized_keys' ? entry.issue.keys.map((key) => ({ ...entry, issue: { ...entry.issue, keys: [key] } })) : [],
+  );
+  const problems = [...unknown, ...flat.filter((entry) => entry.issue.code !== 'unrecognized_keys')].map((entry) =>
+    describe(schema, input, entry.issue, entry.prefix, flat),
+  );
+  const explained = new Set(problems.flatMap((problem) => (problem.explains ? [JSON.stringify(problem.explains)] : [])));
+  const seen = new Set<string>();
+  return problems.filter((problem) => {
+    const id = JSON.stringify([problem.path, problem.message]);
+    if (seen.has(id) || (!problem.isKey && explained.has(JSON.stringify(problem.path)))) return false;
+    seen.add(id);
+    return true;
+  });
 }
 
 interface Located {
@@ -119,7 +136,12 @@ function describe(schema: z.ZodType, root: unknown, issue: z.core.$ZodIssue, pre
       const guess = closest(key, candidates);
       const suggestion = guess ? ` (did you mean "${guess}"?)` : '';
       const listing = known.length > 0 ? `; keys allowed here: ${known.join(', ')}` : '';
-      return { path: [...path, key], isKey: true, message: `unknown key "${key}"${suggestion}${listing}` };
+      return {
+        path: [...path, key],
+        isKey: true,
+        message: `unknown key "${key}"${suggestion}${listing}`,
+        ...(guess && missing.includes(guess) && { explains: [...path, guess] }),
+      };
     }
     case 'invalid_type': {
       const expected = EXPECTED[issue.expected] ?? issue.expected;

@@ -32,11 +32,21 @@ export function parseConfigText<Schema extends z.ZodType>(path: string, text: st
   const input: unknown = document.toJS() ?? {};
   const result = schema.safeParse(input);
   if (result.success) return result.data;
-  const problem = describeIssues(schema, input, result.error.issues);
-  const line = problem.isKey ? keyLine(document, problem.path, lineCounter) : valueLine(document, problem.path, lineCounter);
-  const where = line ? `${path}:${line}` : path;
-  const key = formatKeyPath(problem.path);
-  throw new UserError(`${where}: ${key}: ${problem.message}`, `fix ${key} in ${path}`, ExitCode.usage);
+  const located = describeIssues(schema, input, result.error.issues)
+    .map((problem) => ({
+      line: problem.isKey ? keyLine(document, problem.path, lineCounter) : valueLine(document, problem.path, lineCounter),
+      key: formatKeyPath(problem.path),
+      message: problem.message,
+    }))
+    .sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
+  const lineOfProblem = ({ line, key, message }: (typeof located)[number]) => `${line ? `${path}:${line}` : path}: ${key}: ${message}`;
+  if (located.length === 1) throw new UserError(lineOfProblem(located[0]!), `fix ${located[0]!.key} in ${path}`, ExitCode.usage);
+  // Every problem at once, in file order: a file is fixed in one pass, not one error per run.
+  throw new UserError(
+    `${path}: ${located.length} problems:\n${located.map((problem) => `  ${lineOfProblem(problem)}`).join('\n')}`,
+    `fix them in ${path}`,
+    ExitCode.usage,
+  );
 }
 
 /**

@@ -346,7 +346,7 @@ const FLAG_OF: Record<string, string> = {
 function validatedAsInFile<T>(schema: z.ZodType<T>, value: T): T {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
-  const problem = describeIssues(schema, value, result.error.issues);
+  const problem = describeIssues(schema, value, result.error.issues)[0]!;
   const flag = FLAG_OF[String(problem.path[0])] ?? 'flags';
   throw usageError(`${flag}: ${problem.message}`, 'see `servelab bench --help` for the accepted values');
 }
