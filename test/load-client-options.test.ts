@@ -7,8 +7,11 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { parseBenchArgv } from '../src/cli/commands/bench.js';
 import { benchArgv } from '../src/exec/remote-bench.js';
+import { benchOptionsOf } from '../src/experiment/run/trial.js';
 import { loadExperiment } from '../src/experiment/spec/load.js';
+import type { RunningServer } from '../src/launch/types.js';
 import type { ClientOptions } from '../src/load/types.js';
+import { BUILTIN_PROFILES } from '../src/profiles/builtin.js';
 
 /** The fields bench's flag parsing always writes, at the values most cases keep. */
 const BENCH_DEFAULTS = {
@@ -234,5 +237,57 @@ variants:
     file(workload).replace('{ kind: sessions, turns: 4, thinkTime: exponential:2s }', '{ kind: trace, path: t.jsonl, format: mooncake, speedup: 2 }');
   writeFileSync(join(dir, 't.jsonl'), '{"timestamp": 0, "input_length": 8, "output_length": 4, "hash_ids": [1]}\n');
   writeFileSync(path, trace('{ kind: concurrency, concurrency: 8, requests: 64 }'));
-  assert.throws(() => loadExperiment(path), /exp\.yaml:6: client\.prompts\.speedup.*no workload replays them: add \{ kind: trace \} or drop speedup/);
+  assert.throws(
+    () => loadExperiment(path),
+    /exp\.yaml:6: client\.prompts\.speedup.*no workload replays them: a trace workload replays the trace it names \(\{ kind: trace, trace: \{ path, format, speedup \} \}\); here drop speedup/,
+  );
+});
+
+test('experiment file: a trace workload owns the trace it replays; the form before that still loads; a replay of no trace is refused at load', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'servelab-client-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'exp.yaml');
+  writeFileSync(join(dir, 't.jsonl'), '{"timestamp": 0, "input_length": 8, "output_length": 4}\n{"timestamp": 500, "input_length": 8, "output_length": 4}\n');
+  const file = (workloads: string, client = '') =>
+    `name: e\nprofile: vllm\nserver:\n  command: vllm serve m --port {port}\nworkloads: [${workloads}]\n${client}`;
+  const replay = (trace: string) => `{ kind: trace, trace: { ${trace} }, maxInFlight: 8 }`;
+  const trace = { kind: 'trace', path: join(dir, 't.jsonl'), format: 'mooncake', speedup: 2, seed: 0 };
+
+  writeFileSync(path, file(`${replay('path: t.jsonl, format: mooncake, speedup: 2')}, { kind: concurrency, concurrency: 2, requests: 2 }`));
+  const owned = loadExperiment(path);
+  assert.deepEqual(owned.workloads[0]!.workload, { kind: 'trace', maxInFlight: 8 });
+  assert.deepEqual(owned.workloads[0]!.prompts, trace);
+  assert.equal(owned.workloads[1]!.prompts, undefined, "other workloads send the variant's prompts");
+  assert.equal(owned.variants[0]!.client.prompts.kind, 'synthetic');
+  // What a trial of it sends: the workload's trace, whatever the variant's client.prompts.
+  const server = { baseUrl: 'http://127.0.0.1:1', ready: {} } as unknown as RunningServer;
+  assert.deepEqual(benchOptionsOf(owned.variants[0]!, owned.workloads[0]!, BUILTIN_PROFILES.vllm!, server, { record: 'warm' }).prompts, trace);
+
+  // Written before a trace workload named its trace: the variants' one client.prompts trace is what it replays.
+  writeFileSync(path, file('{ kind: trace, maxInFlight: 8 }', 'client: { prompts: { kind: trace, path: t.jsonl, format: mooncake, speedup: 2 } }\n'));
+  const before = loadExperiment(path);
+  assert.deepEqual(before.workloads[0]!.prompts, trace);
+  assert.deepEqual(before.variants[0]!.client.prompts, trace);
+
+  // A trace workload over prompts that are no trace: refused as the file loads (it failed only once the server was up).
+  writeFileSync(path, file('{ kind: trace, maxInFlight: 8 }'));
+  assert.throws(
+    () => loadExperiment(path),
+    /exp\.yaml:5: workloads\[0\]: a trace workload replays the trace it names \(client\.prompts is synthetic, not a trace\): write \{ kind: trace, trace: \{ path: FILE, format: mooncake\|burstgpt\|azure \}, maxInFlight: … \}/,
+  );
+  writeFileSync(
+    path,
+    file(
+      '{ kind: trace, maxInFlight: 8 }',
+      'client: { prompts: { kind: trace, path: t.jsonl, format: mooncake } }\nvariants:\n  a: {}\n  b: { client: { prompts: { kind: trace, path: t.jsonl, format: burstgpt } } }\n',
+    ),
+  );
+  assert.throws(() => loadExperiment(path), /workloads\[0\]: a trace workload replays the trace it names \(the variants name different traces\)/);
+  // The trace's own keys are checked and located like any other.
+  writeFileSync(path, file(replay('path: t.jsonl, format: mooncake, speedpu: 2')));
+  assert.throws(() => loadExperiment(path), /exp\.yaml:5: workloads\[0\]\.trace\.speedpu: unknown key "speedpu" \(did you mean "speedup"\?\)/);
+  writeFileSync(path, file(replay('path: gone.jsonl, format: mooncake')));
+  assert.throws(() => loadExperiment(path), /workloads\[0\]\.trace\.path: no such file: .*gone\.jsonl/);
+  writeFileSync(path, file(`${replay('path: t.jsonl, format: mooncake')}`).replace('maxInFlight: 8 }', 'maxInFlight: 8, requests: 5 }'));
+  assert.throws(() => loadExperiment(path), /workloads\[0\]\.trace\.path: .*holds 2 requests, fewer than the 5 workload "trace" asks for/);
 });

@@ -153,15 +153,15 @@ describe('trace replay against the simulator', () => {
     for (const error of azureErrors) assert.ok(Math.abs(error) < SCHEDULE_TOLERANCE_MS, `azure arrival off by ${error} ms`);
   });
 
-  test('servelab run: a trace workload in an experiment file, cold cache per trial, the trace’s own hits kept', async (t) => {
+  test('servelab run: a trace workload in an experiment file (the trace its own), cold cache per trial, the trace’s own hits kept', async (t) => {
     const dir = tempDir(t, 'trace-run');
     const store = join(dir, 'servelab.db');
     copyFileSync(join(SAMPLES, 'mooncake-sample.jsonl'), join(dir, 'trace.jsonl'));
     const file = writeExperiment(dir, 'trace.yaml', {
       name: 'trace-replay',
       server: { command: simCommand({ tpotMs: 1, extra: ['--prefix-cache', '--jitter', '0'] }), readyTimeout: '5m' },
-      client: { prompts: { kind: 'trace', path: 'trace.jsonl', format: 'mooncake', speedup: 8, window: { start: 0, end: '4s' } }, cache: 'cold' },
-      workloads: [{ kind: 'trace', maxInFlight: 32 }],
+      client: { cache: 'cold' },
+      workloads: [{ kind: 'trace', trace: { path: 'trace.jsonl', format: 'mooncake', speedup: 8, window: { start: 0, end: '4s' } }, maxInFlight: 32 }],
       trials: 2,
     });
     const result = await cli(['run', file], { store, timeoutMs: 150_000 });

@@ -50,7 +50,7 @@ export function parseConfigText<Schema extends z.ZodType>(path: string, text: st
 }
 
 /**
- * The line where `keyPath` (dotted, as errors name keys: `client.warmup`) is written in the YAML file at `path`, or
+ * The line where `keyPath` (as errors name keys: `client.warmup`, `workloads[0].trace`) is written in the YAML file at `path`, or
  * its nearest written parent's; undefined when the file cannot be read or no part of the path is in it. For errors
  * found after the schema check, so they point at a line like the schema's own.
  */
@@ -63,7 +63,7 @@ export function lineOfKey(path: string, keyPath: string): number | undefined {
   }
   const lineCounter = new LineCounter();
   const document = parseDocument(text, { lineCounter });
-  const parts = keyPath.split('.');
+  const parts = keyPath.split(/\.|(?=\[)/).map((part) => (/^\[\d+\]$/.test(part) ? Number(part.slice(1, -1)) : part));
   for (let depth = parts.length; depth >= 1; depth--) {
     if (document.hasIn(parts.slice(0, depth))) return keyLine(document, parts.slice(0, depth), lineCounter);
   }

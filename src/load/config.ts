@@ -116,12 +116,12 @@ const tokenLength = (tokens: number, description: string) =>
 /** A time into a trace: 0, or a duration ("90s", "20m", seconds as a number); in ms. */
 const traceOffset = z.union([z.literal(0), durationSchema]).meta({ title: 'duration' });
 
-const traceSourceSchema = z
+export const traceSourceSchema = z
   .object({
     kind: z
       .literal('trace')
       .describe(
-        "A production trace: each record's input and output lengths (and, with a trace workload, its arrival time); Mooncake hash blocks become shared prompt prefixes.",
+        "A production trace's input and output lengths (its arrival times are replayed by a trace workload that names it); Mooncake hash blocks become shared prompt prefixes.",
       ),
     path: z
       .string()
@@ -244,7 +244,7 @@ export const workloadSchema: z.ZodType<Workload> = z.union([
       kind: z
         .literal('trace')
         .describe(
-          'Open loop on the recorded arrival times of prompts of kind trace, divided by their speedup; TTFT and latency count from the scheduled arrival.',
+          "Open loop on the recorded arrival times of its trace (`trace:`), divided by the trace's speedup; TTFT and latency count from the scheduled arrival.",
         ),
       requests: positiveInt.optional().describe("Requests measured (the window's first ones); default: every request in the window."),
       maxInFlight: concurrency.default(DEFAULT_MAX_IN_FLIGHT).describe('Cap on requests in flight; later arrivals wait (and the wait counts).'),

@@ -147,7 +147,7 @@ export function benchOptionsOf(
     backend: client.backend ?? profile.defaultBackend,
     ...(model !== undefined && { model }),
     workload: workload.workload,
-    prompts: client.prompts,
+    prompts: workload.prompts ?? client.prompts,
     ...(cache.promptSalt !== undefined && { promptSalt: cache.promptSalt }),
     ...(cache.cachePrompt === false && { cachePrompt: false }),
     ...(profile.closesStreamedConnections && { keepAlive: false as const }),

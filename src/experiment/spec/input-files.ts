@@ -16,16 +16,24 @@ import type { ResolvedVariant, ResolvedWorkload } from './types.js';
 export function checkInputFiles(
   filePath: string,
   variants: ReadonlyArray<{ variant: ResolvedVariant; promptsKey: string }>,
-  workloads: readonly ResolvedWorkload[],
+  workloads: ReadonlyArray<{ workload: ResolvedWorkload; promptsKey: string }>,
 ): void {
+  // A trace workload's own trace, with each variant's context limit: it holds the requests the workload asks for.
+  const sources = [
+    ...variants.map(({ variant, promptsKey }) => ({ prompts: variant.client.prompts, replays: [], promptsKey, contextTokens: variant.client.contextTokens })),
+    ...workloads.flatMap(({ workload, promptsKey }) =>
+      workload.prompts
+        ? variants.map(({ variant }) => ({ prompts: workload.prompts!, replays: [workload], promptsKey, contextTokens: variant.client.contextTokens }))
+        : [],
+    ),
+  ];
   const checked = new Set<string>();
-  for (const { variant, promptsKey } of variants) {
-    const { prompts, contextTokens } = variant.client;
-    const identity = JSON.stringify([prompts, contextTokens]);
+  for (const { prompts, replays, promptsKey, contextTokens } of sources) {
+    const identity = JSON.stringify([prompts, contextTokens, replays.map((workload) => workload.label)]);
     if (checked.has(identity)) continue;
     checked.add(identity);
     try {
-      if (prompts.kind === 'trace') checkTrace(prompts, contextTokens, workloads);
+      if (prompts.kind === 'trace') checkTrace(prompts, contextTokens, replays);
       else if (prompts.kind === 'sharegpt' || prompts.kind === 'jsonl' || prompts.kind === 'csv' || prompts.kind === 'parquet')
         checkDatasetSync(prompts, { chat: false, ...(contextTokens !== undefined && { contextTokens }) });
     } catch (error) {
@@ -39,7 +47,7 @@ export function checkInputFiles(
 function checkTrace(
   prompts: Extract<ResolvedVariant['client']['prompts'], { kind: 'trace' }>,
   contextTokens: number | undefined,
-  workloads: readonly ResolvedWorkload[],
+  replays: readonly ResolvedWorkload[],
 ): void {
   const records = windowed(readTrace(prompts.path, prompts.format, { ...prompts, ...(contextTokens !== undefined && { contextTokens }) }), prompts.window);
   const where = prompts.window ? ' in the window' : '';
@@ -48,7 +56,7 @@ function checkTrace(
       `trace ${prompts.path} holds no requests${where}`,
       prompts.window ? 'widen the window or leave it out' : 'check the file and its format',
     );
-  for (const { label, workload } of workloads) {
+  for (const { label, workload } of replays) {
     if (workload.kind === 'trace' && workload.requests !== undefined && workload.requests > records.length)
       throw new UserError(
         `${prompts.path} holds ${records.length} requests${where}, fewer than the ${workload.requests} workload "${label}" asks for`,

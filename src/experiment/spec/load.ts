@@ -1,11 +1,13 @@
 import { existsSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isDeepStrictEqual } from 'node:util';
 import { lineOfKey, loadConfigFile } from '../../config/load.js';
 import { mentionsPort } from '../../launch/chosen-port.js';
 import { serverIdentity } from '../../launch/identity.js';
 import { capacityLabel } from '../../load/capacity.js';
 import { rateLabel, TRACE_LABEL } from '../../load/level.js';
+import type { TraceSource } from '../../load/trace/types.js';
 import type { PromptSource, Workload } from '../../load/types.js';
 import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
 import {
@@ -22,7 +24,16 @@ import { parseConstraint } from './constraint.js';
 import { checkInputFiles } from './input-files.js';
 import { defaultObjectiveWorkload } from './metrics.js';
 import { readSampleSet } from './sample-set.js';
-import { type ClientOverrides, type ExperimentFile, experimentFileSchema, type GridSpec, VARIANT_NAME, VARIANT_NAME_RULE, type VariantSpec } from './schema.js';
+import {
+  type ClientOverrides,
+  type ExperimentFile,
+  experimentFileSchema,
+  type GridSpec,
+  VARIANT_NAME,
+  VARIANT_NAME_RULE,
+  type VariantSpec,
+  type WorkloadEntry,
+} from './schema.js';
 import type {
   AccuracySettings,
   ClientConfig,
@@ -98,6 +109,8 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
 
   const seen = new Set<string>();
   const promptsKeys: string[] = [];
+  // A remote client (ssh, client: remote) reads its datasets and traces on the host: their paths are left as written.
+  const remoteClient = file.executor.kind === 'ssh' && file.executor.client === 'remote';
   const variants: ResolvedVariant[] = specs.map(({ name, params, spec, key }) => {
     if (seen.has(name)) fail(key, `variant name "${name}" is used twice`);
     seen.add(name);
@@ -107,8 +120,6 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
     checkWarmupKeys(`${key}.client`, spec.client ?? {}, fail);
     const client = applyClient(baseClient, spec.client ?? {}, undefined);
     const promptsKey = spec.client?.prompts ? `${key}.client.prompts.path` : 'client.prompts.path';
-    // A remote client (ssh, client: remote) reads its dataset on the host: that path is left as written.
-    const remoteClient = file.executor.kind === 'ssh' && file.executor.client === 'remote';
     const prompts = remoteClient ? client.prompts : resolvePromptPath(client.prompts, baseDir, promptsKey, fail);
     promptsKeys.push(remoteClient ? '' : promptsKey);
     return { name, params, server, serverKey: serverKeyOf(server), client: { ...client, prompts } };
@@ -117,7 +128,17 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
   const baseline = file.baseline ?? variants[0]!.name;
   if (!seen.has(baseline)) fail('baseline', `unknown variant "${baseline}" (variants: ${[...seen].join(', ')})`);
 
-  const workloads = file.workloads.flatMap(expandWorkload);
+  // Where each trace workload's trace is written, for the input check's errors.
+  const traceKeys = new Map<ResolvedWorkload, string>();
+  const workloads = file.workloads.flatMap((entry, index): ResolvedWorkload[] => {
+    if (entry.kind !== 'trace') return expandWorkload(entry);
+    const { trace, ...workload } = entry as WorkloadEntry & { trace?: TraceSource };
+    const key = trace ? `workloads[${index}].trace.path` : 'client.prompts.path';
+    const replayed = trace ? (remoteClient ? trace : resolvePromptPath(trace, baseDir, key, fail)) : writtenBeforeTrace(variants, `workloads[${index}]`, fail);
+    const resolved = { label: workloadLabel(workload), workload, prompts: replayed };
+    if (!remoteClient) traceKeys.set(resolved, key);
+    return [resolved];
+  });
   const labels = new Set<string>();
   workloads.forEach((workload, index) => {
     if (labels.has(workload.label)) fail(`workloads`, `workload "${workload.label}" appears twice (entry ${index})`);
@@ -132,13 +153,16 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
   }
   // A trace's speedup times its arrivals, which only a trace workload replays; other workloads take its lengths only.
   const sped = variants.find((variant) => variant.client.prompts.kind === 'trace' && variant.client.prompts.speedup !== undefined);
-  if (sped && !workloads.some((workload) => workload.workload.kind === 'trace')) {
-    fail('client.prompts.speedup', `variant "${sped.name}" speeds up a trace's arrivals, but no workload replays them: add { kind: trace } or drop speedup`);
+  if (sped && !workloads.some((workload) => isDeepStrictEqual(workload.prompts, sped.client.prompts))) {
+    fail(
+      'client.prompts.speedup',
+      `variant "${sped.name}" speeds up a trace's arrivals, but no workload replays them: a trace workload replays the trace it names ({ kind: trace, trace: { path, format, speedup } }); here drop speedup`,
+    );
   }
   checkInputFiles(
     filePath,
     variants.flatMap((variant, index) => (promptsKeys[index] ? [{ variant, promptsKey: promptsKeys[index]! }] : [])),
-    workloads,
+    [...traceKeys].map(([workload, promptsKey]) => ({ workload, promptsKey })),
   );
   const judged = [file.metric, file.objective?.maximize, file.objective?.minimize, ...Object.keys(file.objective?.subjectTo ?? {})];
   if (judged.includes('sloCapacity') && !workloads.some((workload) => workload.workload.kind === 'capacity')) {
@@ -302,12 +326,26 @@ function expandGrid(
  * A dataset path is relative to the experiment file (not to wherever `servelab run` is started) and must exist now:
  * finding it missing only after a server has loaded its model costs minutes to hours.
  */
-function resolvePromptPath(prompts: PromptSource, baseDir: string, key: string, fail: (key: string, message: string) => never): PromptSource {
+function resolvePromptPath<Source extends PromptSource>(prompts: Source, baseDir: string, key: string, fail: (key: string, message: string) => never): Source {
   if (prompts.kind === 'synthetic' || prompts.kind === 'shared-prefix' || prompts.path === undefined) return prompts;
   const path = resolve(baseDir, prompts.path);
   if (!existsSync(path)) fail(key, `no such file: ${path}`);
   if (!statSync(path).isFile()) fail(key, `not a file: ${path}`);
   return { ...prompts, path };
+}
+
+/**
+ * The trace a trace workload written without `trace:` replays: the variants' one `client.prompts` trace, as files
+ * said it before a trace workload named its own. Anything else has no meaning to keep, and names the new shape.
+ */
+function writtenBeforeTrace(variants: readonly ResolvedVariant[], key: string, fail: (key: string, message: string) => never): TraceSource {
+  const [first, ...others] = variants.map((variant) => variant.client.prompts);
+  if (first?.kind === 'trace' && others.every((prompts) => isDeepStrictEqual(prompts, first))) return first;
+  const why = first?.kind === 'trace' ? 'the variants name different traces' : `client.prompts is ${first?.kind}, not a trace`;
+  return fail(
+    key,
+    `a trace workload replays the trace it names (${why}): write { kind: trace, trace: { path: FILE, format: mooncake|burstgpt|azure }, maxInFlight: … }`,
+  );
 }
 
 /** quality.accuracy with its path resolved against the experiment file (it must exist now) and its format from the name. */

@@ -1,9 +1,12 @@
 import { z } from 'zod';
 import { durationSchema } from '../../config/duration.js';
 import { acceptsFormsOf } from '../../config/issues.js';
+import { kindsOf, optionsOf } from '../../config/schema-doc.js';
 import { executorConfigSchema } from '../../exec/config.js';
 import { argvSchema, envNameList, envSchema, serverSchema } from '../../launch/server-schema.js';
-import { promptSourceSchema, sloSchema, workloadSchema } from '../../load/config.js';
+import { promptSourceSchema, sloSchema, traceSourceSchema, workloadSchema } from '../../load/config.js';
+import type { TraceSource } from '../../load/trace/types.js';
+import type { Workload } from '../../load/types.js';
 import { parseScorer, SCORER_FORMS } from '../../metrics/answer-score.js';
 import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
 import { BACKEND_KINDS } from '../../profiles/types.js';
@@ -125,15 +128,47 @@ const gridSchema = variantSchema.extend({
 
 const WORKLOAD_KINDS = ['single-stream', 'concurrency', 'rate', 'sweep', 'trace', 'capacity'] as const;
 
+/**
+ * A trace workload owns the trace it replays (the file, its window and its speedup belong to the replay), so a
+ * speedup with no replay, or a replay of prompts that are no trace, cannot be written. Other workloads take the
+ * variant's `client.prompts` (a trace there gives lengths only).
+ */
+const replayedTraceSchema = traceSourceSchema.omit({ kind: true });
+
+/** A workload entry as written: a trace workload with the trace it replays (absent in files written before it had one). */
+export type WorkloadEntry = Workload | (Extract<Workload, { kind: 'trace' }> & { trace: TraceSource });
+
 /** The forms a workload entry accepts (the file reference lists them). */
-export const workloadFormsSchema: z.ZodType = workloadSchema;
+export const workloadFormsSchema: z.ZodType = z.union(
+  optionsOf(workloadSchema).map((form) =>
+    kindsOf(form).includes('trace')
+      ? (form as z.ZodObject).extend({
+          trace: replayedTraceSchema.optional().meta({
+            description:
+              'The trace replayed: its path, format, speedup, window, seed and maxOutputTokens (keys as in client.prompts kind trace, without kind).',
+            examples: [{ path: 'mooncake_trace.jsonl', format: 'mooncake', speedup: 2 }],
+          }),
+        })
+      : form,
+  ) as [z.ZodType, ...z.ZodType[]],
+);
 
 /**
- * The load module's workload schema, with the error of the branch the user meant (by `kind`) instead of zod's
- * generic "Invalid input" for a failed union.
+ * The load module's workload schema (a trace workload with its own `trace:`), with the error of the branch the
+ * user meant (by `kind`) instead of zod's generic "Invalid input" for a failed union.
  */
 const workloadEntrySchema = acceptsFormsOf(
-  z.unknown().transform((value, ctx): z.output<typeof workloadSchema> => {
+  z.unknown().transform((value, ctx): WorkloadEntry => {
+    const written = value as { kind?: unknown; trace?: unknown } | null;
+    if (written?.kind === 'trace' && written.trace !== undefined) {
+      const { trace, ...replay } = written;
+      const workload = workloadSchema.safeParse(replay);
+      const source = replayedTraceSchema.safeParse(trace);
+      for (const issue of workload.error?.issues ?? []) ctx.addIssue(issue as z.core.$ZodRawIssue);
+      for (const issue of source.error?.issues ?? []) ctx.addIssue({ ...(issue as z.core.$ZodRawIssue), path: ['trace', ...issue.path] });
+      if (!workload.success || !source.success) return z.NEVER;
+      return { ...(workload.data as Extract<Workload, { kind: 'trace' }>), trace: { kind: 'trace', ...source.data } };
+    }
     const result = workloadSchema.safeParse(value);
     if (result.success) return result.data;
     const kind = (value as { kind?: unknown } | null)?.kind;
@@ -149,7 +184,7 @@ const workloadEntrySchema = acceptsFormsOf(
     for (const issue of meant) ctx.addIssue(issue as z.core.$ZodRawIssue);
     return z.NEVER;
   }),
-  workloadSchema,
+  workloadFormsSchema,
 );
 
 /** What a constraint on a metric is, e.g. "< 500" or ">= 20"; accuracy also takes ">= baseline - 1%" (spec/constraint.ts `parseConstraint`). */

@@ -67,6 +67,8 @@ export interface ResolvedWorkload {
   label: string;
   workload: Workload;
   concurrency?: number;
+  /** The prompts its trials send instead of the variant's client.prompts: a trace workload's own trace. */
+  prompts?: PromptSource;
 }
 
 /** The TrialMetrics fields a file can name as `metric`, an objective or a constraint: verdicts and drift alarms compare them. */
