@@ -90,7 +90,8 @@ function paramNamesOf(trials: readonly TrialRecord[]): string[] {
 function metricCells(value: unknown, prefix: string, out: Array<[string, ColumnKind, Cell]>): void {
   if (value === null || typeof value === 'number') {
     const field = prefix.slice(prefix.lastIndexOf('.') + 1);
-    out.push([prefix, COUNT_FIELDS.has(field) ? 'integer' : 'number', value]);
+    // A figure not measured (NaN in memory) is a null cell, never "NaN" or 0.
+    out.push([prefix, COUNT_FIELDS.has(field) ? 'integer' : 'number', typeof value === 'number' && !Number.isFinite(value) ? null : value]);
   } else if (typeof value === 'string' || typeof value === 'boolean') {
     out.push([prefix, 'string', String(value)]);
   } else if (Array.isArray(value)) {
