@@ -148,5 +148,14 @@ describe('metric catalogue', () => {
     assert.ok(Number.isNaN(decoded.ttftMedianMs));
     const { outputTokensPerSecond: _dropped, ...missing } = metrics;
     assert.throws(() => decodeTrialMetrics(7, JSON.stringify(missing)), /trials row 7, column metrics_json.*outputTokensPerSecond/);
+    // A figure added later (its `since`): rows stamped before it lack it and read as not measured; newer rows must have it.
+    for (const [name, def] of METRIC_ENTRIES.filter(([, entry]) => entry.always && entry.since !== undefined)) {
+      const { [name]: _added, ...older } = metrics;
+      assert.ok(Number.isNaN(decodeTrialMetrics(2, JSON.stringify({ ...older, schemaVersion: def.since! - 1 }))[name]), `${name} in an older row`);
+      assert.throws(
+        () => decodeTrialMetrics(3, JSON.stringify({ ...older, schemaVersion: def.since })),
+        new RegExp(`${name}: absent in a version ${def.since} row`),
+      );
+    }
   });
 });
