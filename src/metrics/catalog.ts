@@ -61,7 +61,7 @@ function quantile(summary: Summary, pick: (summary: Summary) => number): number 
   return summary.count > 0 ? pick(summary) : Number.NaN;
 }
 
-/** Output tokens per second of a level with power or price: energy and tokens over the same span. */
+/** A figure per output token (power, energy, price): none for a level that produced no tokens. */
 function efficiency(level: MeasuredLevel, per: (rate: number) => number | undefined): number | undefined {
   return level.outputTokensPerSecond > 0 ? per(level.outputTokensPerSecond) : undefined;
 }
@@ -335,10 +335,6 @@ export function isMetric(name: string): name is CatalogMetric {
 
 export function metricDef(metric: CatalogMetric): MetricDef {
   return METRICS[metric];
-}
-
-export function higherIsBetter(metric: CatalogMetric): boolean {
-  return METRICS[metric].better === 'higher';
 }
 
 /** The metrics with a flag set, in catalogue order. */
