@@ -86,7 +86,8 @@ describe('metric catalogue', () => {
     };
     const update = store.db.prepare('UPDATE trials SET metrics_json = ? WHERE id = ?');
     update.run(encodeTrialMetrics(metrics), first!.id);
-    update.run(encodeTrialMetrics(unmeasured), second!.id);
+    // Stored with its keys in another order, as older versions wrote them (energy first).
+    update.run(encodeTrialMetrics(Object.fromEntries(Object.entries(unmeasured).reverse()) as unknown as TrialMetrics), second!.id);
     const [stored, storedNaN] = listTrials(store.db, runId);
     for (const [name] of METRIC_ENTRIES) assert.equal(stored!.metrics[name], metrics[name], `${name} stored and decoded`);
     assert.ok(Number.isNaN(storedNaN!.metrics.acceptanceRate), 'a stored null reads back as NaN, not null');
@@ -96,6 +97,15 @@ describe('metric catalogue', () => {
     const column = (name: string) => exported.columns.findIndex((entry) => entry.name === name);
     for (const [name] of METRIC_ENTRIES) assert.equal(exported.rows[0]![column(name)], metrics[name], `export column ${name}`);
     assert.equal(exported.rows[1]![column('acceptanceRate')], null, 'not measured exports as an empty cell');
+    const order = METRIC_ENTRIES.map(([name]) => column(name));
+    assert.deepEqual(
+      order,
+      [...order].sort((a, b) => a - b),
+      'metric columns in catalogue order',
+    );
+    // A row stored in another key order alone still exports the figures in catalogue order.
+    const alone = trialTable([storedNaN!]).columns.map((entry) => entry.name);
+    assert.ok(alone.indexOf('outputTokensPerSecond') < alone.indexOf('powerW'), alone.join(','));
 
     // Shown: the speculative view, the side figures and the per-category table each list their catalogue entries.
     const { experiment } = loadRun(store.db, runId);
