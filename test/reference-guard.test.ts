@@ -64,6 +64,7 @@ function trialOf(runId: number, block: number): NewTrial {
       requestsPerSecond: 1,
       perStreamTokensPerSecond: 88.8,
       ttftMedianMs: 20,
+      ttftP90Ms: 26,
       ttftP99Ms: 30,
       tpotMedianMs: 10,
       itlP99Ms: 12,

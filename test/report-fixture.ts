@@ -138,6 +138,7 @@ function trialMetrics(concurrency: number, steps: number, scale: number, random:
     requestsPerSecond: throughput / 128,
     perStreamTokensPerSecond: perStream,
     ttftMedianMs: 38 + 2.5 * concurrency,
+    ttftP90Ms: 52 + 4 * concurrency,
     ttftP99Ms: 60 + 5 * concurrency,
     tpotMedianMs: tpot,
     itlP99Ms: tpot * 1.8,

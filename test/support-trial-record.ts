@@ -6,6 +6,7 @@ export const BASE_METRICS: TrialMetrics = {
   requestsPerSecond: 1,
   perStreamTokensPerSecond: 100,
   ttftMedianMs: 10,
+  ttftP90Ms: 16,
   ttftP99Ms: 20,
   tpotMedianMs: 5,
   itlP99Ms: 9,

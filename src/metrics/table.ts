@@ -1,4 +1,5 @@
 import { formatNumber, formatSeconds, formatShare } from '../util/format.js';
+import { figuresOf, SPECULATIVE_HEADER, speculativeCell } from './catalog.js';
 import type { BenchProgress, BenchResult, CapacitySearch, LevelResult, SpecDecodeStats, Summary } from './types.js';
 
 function fixed(value: number, digits: number): string {
@@ -13,12 +14,7 @@ function pair(summary: Summary): string {
 }
 
 function specCell(level: LevelResult): string {
-  const spec = level.spec;
-  if (!spec) return '-';
-  const rate = spec.acceptanceRate === undefined ? '-' : `${fixed(spec.acceptanceRate * 100, 0)}%`;
-  const length = spec.meanAcceptedLength === undefined ? '-' : fixed(spec.meanAcceptedLength, 2);
-  const step = spec.verifyStepMs === undefined ? '-' : fixed(spec.verifyStepMs, 1);
-  return `${rate}/${length}/${step}${tierText(spec.adaptiveTier)}`;
+  return level.spec ? `${speculativeCell(figuresOf(level))}${tierText(level.spec.adaptiveTier)}` : '-';
 }
 
 /** SGLang's adaptive tier beside acceptance: " s3/d4" (draft steps / draft tokens at the level's end), "*" if it moved. */
@@ -38,7 +34,7 @@ const COLUMNS: Array<{ title: string; cell: (level: LevelResult) => string; left
   { title: 'ITL ms p50/p99', cell: (level) => pair(level.itlMs) },
   { title: 'E2E ms p50/p99', cell: (level) => pair(level.e2eMs) },
   { title: 'goodput', cell: (level) => (level.goodput ? `${fixed(level.goodput.fraction * 100, 0)}%` : '-') },
-  { title: 'spec acc/len/verify ms', cell: (level) => specCell(level) },
+  { title: SPECULATIVE_HEADER, cell: (level) => specCell(level) },
 ];
 
 /** The terminal table of a benchmark result: one row per level, then error counts and notes. */

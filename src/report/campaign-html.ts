@@ -3,12 +3,19 @@
  * pairwise matrix) and the campaign charts (objective vs a numeric grid parameter, Pareto views across
  * concurrency levels, acceptance by draft position). Every stored string goes through escapeHtml.
  */
-import { median } from 'simple-statistics';
 import type { BestVerdict } from '../experiment/analysis/best.js';
 import type { Verdict } from '../experiment/analysis/verdict.js';
-import { metricUnit, metricValue } from '../experiment/spec/metrics.js';
+import { metricUnit } from '../experiment/spec/metrics.js';
 import type { MetricName, ResolvedExperiment } from '../experiment/spec/types.js';
-import { acceptanceByPositionMedians, constraintsText, orderedVariants, rankingStatus } from '../experiment/text/best-format.js';
+import {
+  acceptanceByPositionMedians,
+  constraintsText,
+  medianFigure,
+  orderedVariants,
+  rankingStatus,
+  SPEC_VIEW_METRICS,
+} from '../experiment/text/best-format.js';
+import { metricDef } from '../metrics/catalog.js';
 import type { TrialRecord } from '../store/types.js';
 import { formatChange, formatChangeInterval, formatNumber, formatPValue } from '../util/format.js';
 import { parameterChart, positionBarChart, type XYSeries } from './charts.js';
@@ -70,40 +77,30 @@ function winnerPill(best: BestVerdict): string {
     : '<span class="pill neutral">ranks first (not significant)</span>';
 }
 
-/** Speculative-decoding table: throughput next to TPOT, ITL p99, acceptance, mean accepted length and acceptance by draft position, medians over trials. */
+/** Speculative-decoding table: the spec view's figures and acceptance by draft position, medians over trials. */
 export function specTableHtml(experiment: ResolvedExperiment, trials: readonly TrialRecord[]): string {
-  const optional = (variant: string, workload: string, pick: (metrics: TrialRecord['metrics']) => number | undefined): number | undefined => {
-    const values = trials
-      .filter((trial) => trial.variant === variant && trial.workload === workload)
-      .map((trial) => pick(trial.metrics))
-      .filter((value): value is number => value !== undefined && Number.isFinite(value));
-    return values.length > 0 ? median(values) : undefined;
-  };
   const rows = orderedVariants(experiment).flatMap((variant) =>
     experiment.workloads.map((workload) => {
-      const cells = [
-        medianOf(trials, variant.name, workload.label, 'outputTokensPerSecond'),
-        medianOf(trials, variant.name, workload.label, 'tpotMedianMs'),
-        medianOf(trials, variant.name, workload.label, 'itlP99Ms'),
-        optional(variant.name, workload.label, (metrics) => (metrics.acceptanceRate === undefined ? undefined : metrics.acceptanceRate * 100)),
-        optional(variant.name, workload.label, (metrics) => metrics.meanAcceptedLength),
-        optional(variant.name, workload.label, (metrics) => metrics.verifyStepMs),
-      ];
-      const byPosition = acceptanceByPositionMedians(trials.filter((trial) => trial.variant === variant.name && trial.workload === workload.label));
+      const own = trials.filter((trial) => trial.variant === variant.name && trial.workload === workload.label);
+      const cells = SPEC_VIEW_METRICS.map((metric) => {
+        const value = medianFigure(own, metric);
+        return `<td class="num">${value === undefined ? '—' : esc(metricDef(metric).format(value))}</td>`;
+      });
+      const byPosition = acceptanceByPositionMedians(own);
       const positions = byPosition.length === 0 ? '-' : byPosition.map((value) => (value * 100).toFixed(0)).join('/');
-      return `<tr><td><code>${esc(variant.name)}</code></td><td>${esc(workload.label)}</td>${cells.map((value) => `<td class="num">${formatNumber(value)}</td>`).join('')}<td class="num by-position">${positions}</td></tr>`;
+      return `<tr><td><code>${esc(variant.name)}</code></td><td>${esc(workload.label)}</td>${cells.join('')}<td class="num by-position">${positions}</td></tr>`;
     }),
   );
-  return `<table class="data spec"><thead><tr><th>variant</th><th>workload</th><th class="num">tok/s</th><th class="num">TPOT ms</th><th class="num">ITL p99 ms</th><th class="num">acceptance %</th><th class="num">mean accepted length</th><th class="num" title="decode time per verify step (target forward, draft pass included)">verify step ms</th><th class="num" title="share of drafts whose i-th token was accepted, by draft position">accept % by pos</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
+  const heads = SPEC_VIEW_METRICS.map((metric) => `<th class="num" title="${esc(metricDef(metric).description)}">${esc(metricDef(metric).header)}</th>`);
+  return `<table class="data spec"><thead><tr><th>variant</th><th>workload</th>${heads.join('')}<th class="num" title="share of drafts whose i-th token was accepted, by draft position">accept % by pos</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
 }
 
 /** Medians of a metric per (variant, workload) over a run's trials. */
 function medianOf(trials: readonly TrialRecord[], variant: string, workload: string, metric: MetricName): number | undefined {
-  const values = trials
-    .filter((trial) => trial.variant === variant && trial.workload === workload)
-    .map((trial) => metricValue(trial.metrics, metric))
-    .filter(Number.isFinite);
-  return values.length > 0 ? median(values) : undefined;
+  return medianFigure(
+    trials.filter((trial) => trial.variant === variant && trial.workload === workload),
+    metric,
+  );
 }
 
 /**

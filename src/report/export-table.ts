@@ -4,6 +4,7 @@
  * Column names are the stored names (`outputTokensPerSecond`, `byCategory.chat.completed`), so a column means
  * what the same key means in `servelab show --json` and in experiment files.
  */
+import { METRIC_ENTRIES } from '../metrics/catalog.js';
 import type { RequestSample } from '../metrics/types.js';
 import type { TrialRecord } from '../store/types.js';
 
@@ -90,7 +91,8 @@ function paramNamesOf(trials: readonly TrialRecord[]): string[] {
 function metricCells(value: unknown, prefix: string, out: Array<[string, ColumnKind, Cell]>): void {
   if (value === null || typeof value === 'number') {
     const field = prefix.slice(prefix.lastIndexOf('.') + 1);
-    out.push([prefix, COUNT_FIELDS.has(field) ? 'integer' : 'number', value]);
+    // A figure not measured (NaN in memory) is a null cell, never "NaN" or 0.
+    out.push([prefix, COUNT_FIELDS.has(field) ? 'integer' : 'number', typeof value === 'number' && !Number.isFinite(value) ? null : value]);
   } else if (typeof value === 'string' || typeof value === 'boolean') {
     out.push([prefix, 'string', String(value)]);
   } else if (Array.isArray(value)) {
@@ -106,7 +108,9 @@ export function trialTable(trials: readonly TrialRecord[]): ExportTable {
   const paramNames = paramNamesOf(trials);
   for (const trial of trials) {
     const metrics: Array<[string, ColumnKind, Cell]> = [];
-    metricCells(trial.metrics, '', metrics);
+    // The catalogue's figures first, in its order (rows stored by older versions keep other key orders), then the rest.
+    const catalogued = METRIC_ENTRIES.flatMap(([name]) => (trial.metrics[name] === undefined ? [] : [[name, trial.metrics[name]] as const]));
+    metricCells({ ...Object.fromEntries(catalogued), ...trial.metrics }, '', metrics);
     table.add([
       ...trialCells(trial, paramNames),
       ['serverKey', 'string', trial.serverKey],

@@ -3,8 +3,8 @@
  * exported as fragments so `servelab ui` shows exactly the same tables. Every stored string goes through escapeHtml.
  */
 
+import { CATEGORY_COLUMNS } from '../experiment/spec/categories.js';
 import { sideColumns } from '../experiment/spec/side-figures.js';
-import { ACCEPTANCE_HEADER, acceptanceCell } from '../experiment/text/format.js';
 import type { FingerprintChange } from '../fingerprint/types.js';
 import { formatChange, formatChangeInterval, formatDuration, formatNumber, formatPercent, formatPValue, runDurationMs } from '../util/format.js';
 import { CAMPAIGN_CSS } from './campaign-html.js';
@@ -136,11 +136,15 @@ export function verdictTableHtml(report: RunReport): string {
 
 /** Medians per dataset category: where acceptance and latency differ by what is asked. */
 export function categoryTableHtml(report: RunReport): string {
-  const head = `<tr><th>variant</th><th>workload</th><th>category</th><th class="num">trials</th><th class="num">ok</th><th class="num">failed</th><th class="num">tok/s</th><th class="num">TTFT ms p50</th><th class="num">TPOT ms p50</th><th class="num">${esc(ACCEPTANCE_HEADER)}</th></tr>`;
+  const head = `<tr>${CATEGORY_COLUMNS.map((column) => `<th${column.numeric ? ' class="num"' : ''}>${esc(column.title)}</th>`).join('')}</tr>`;
   const body = report.categories
     .map(
       (row) =>
-        `<tr><td><code>${esc(row.variant)}</code></td><td>${esc(row.workload)}</td><td>${esc(row.category)}</td><td class="num">${row.trials}</td><td class="num">${row.completed}</td><td class="num">${row.failed}</td><td class="num">${formatNumber(row.outputTokensPerSecond ?? null)}</td><td class="num">${formatNumber(row.ttftMedianMs ?? null)}</td><td class="num">${formatNumber(row.tpotMedianMs ?? null)}</td><td class="num">${esc(acceptanceCell(row))}</td></tr>`,
+        `<tr>${CATEGORY_COLUMNS.map((column, index) => {
+          const text = esc(column.cell(row));
+          // The variant is a name, shown as code like everywhere else.
+          return `<td${column.numeric ? ' class="num"' : ''}>${index === 0 ? `<code>${text}</code>` : text}</td>`;
+        }).join('')}</tr>`,
     )
     .join('');
   return `<table class="data categories"><thead>${head}</thead><tbody>${body}</tbody></table>`;

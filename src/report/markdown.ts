@@ -1,7 +1,7 @@
 /** The Markdown summary of a run: verdict table, environment, drift notes (for PRs, chat, terminals). */
 
+import { CATEGORY_COLUMNS } from '../experiment/spec/categories.js';
 import { sideColumns } from '../experiment/spec/side-figures.js';
-import { ACCEPTANCE_HEADER, acceptanceCell } from '../experiment/text/format.js';
 import { formatChange, formatChangeInterval, formatDuration, formatNumber, formatPValue, runDurationMs } from '../util/format.js';
 import { escapeMarkdownCell as cell } from './escape.js';
 import type { RunReport } from './model.js';
@@ -43,14 +43,10 @@ export function renderMarkdown(report: RunReport): string {
     lines.push(
       '## Per category',
       '',
-      `| variant | workload | category | trials | ok | failed | tok/s | TTFT ms p50 | TPOT ms p50 | ${ACCEPTANCE_HEADER} |`,
-      '| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+      `| ${CATEGORY_COLUMNS.map((column) => column.title).join(' | ')} |`,
+      `| ${CATEGORY_COLUMNS.map((column) => (column.numeric ? '---:' : '---')).join(' | ')} |`,
     );
-    for (const row of report.categories) {
-      lines.push(
-        `| ${cell(row.variant)} | ${cell(row.workload)} | ${cell(row.category)} | ${row.trials} | ${row.completed} | ${row.failed} | ${formatNumber(row.outputTokensPerSecond ?? null)} | ${formatNumber(row.ttftMedianMs ?? null)} | ${formatNumber(row.tpotMedianMs ?? null)} | ${acceptanceCell(row)} |`,
-      );
-    }
+    for (const row of report.categories) lines.push(`| ${CATEGORY_COLUMNS.map((column) => cell(column.cell(row))).join(' | ')} |`);
     lines.push('');
   }
 

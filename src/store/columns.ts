@@ -7,59 +7,41 @@
  */
 import { z } from 'zod';
 import type { Fingerprint } from '../fingerprint/types.js';
+import { METRIC_ENTRIES, type MetricDef } from '../metrics/catalog.js';
 import type { RequestOutput } from '../metrics/types.js';
 import type { ServerMetrics, TelemetrySeries, TelemetrySummary } from '../telemetry/types.js';
-import { decodeColumn, decodeScalars } from './row-json.js';
+import { decodeColumn, decodeScalars, UnreadableRowError } from './row-json.js';
 import type { PhaseTiming, TrialMetrics } from './types.js';
 
-export const TRIAL_METRICS_VERSION = 1;
+/** Rows stamped before a metric's `since` lack it (metrics/catalog.ts); a new metric with a `since` bumps this. */
+export const TRIAL_METRICS_VERSION = Math.max(1, ...METRIC_ENTRIES.map(([, def]) => def.since ?? 0));
 /** Stamp of equivalence_outputs.outputs_json ({ schemaVersion, outputs }). */
 export const EQUIVALENCE_OUTPUTS_VERSION = 1;
 
 /** A measured figure; null is how JSON keeps NaN, a figure the trial could not measure (no request completed). */
 const figure = z.number().nullable();
 
+/** The catalogue's figures as stored: those every trial has are required, unless older rows predate them. */
+function figureShape(entries: ReadonlyArray<[string, MetricDef]>): Record<string, z.ZodOptional<typeof figure> | typeof figure> {
+  return Object.fromEntries(entries.map(([name, def]) => [name, def.always && def.since === undefined ? figure : figure.optional()]));
+}
+
 const categorySchema = z
-  .object({
-    completed: z.number(),
-    failed: z.number(),
-    outputTokensPerSecond: figure,
-    ttftMedianMs: figure,
-    tpotMedianMs: figure,
-    e2eMedianMs: figure,
-    acceptanceRate: figure.optional(),
-    meanAcceptedLength: figure.optional(),
-    verifyStepMs: figure.optional(),
-  })
+  .object({ completed: z.number(), failed: z.number(), ...figureShape(METRIC_ENTRIES.filter(([, def]) => def.perCategory)) })
   .passthrough();
 
 const trialMetricsSchema = z
   .object({
     schemaVersion: z.number().int().min(0).optional(),
-    outputTokensPerSecond: figure,
-    requestsPerSecond: figure,
-    perStreamTokensPerSecond: figure,
-    ttftMedianMs: figure,
-    ttftP99Ms: figure,
-    tpotMedianMs: figure,
-    itlP99Ms: figure,
-    e2eMedianMs: figure,
+    ...figureShape(METRIC_ENTRIES),
     completed: z.number().int().min(0),
     failed: z.number().int().min(0),
-    acceptanceRate: figure.optional(),
-    meanAcceptedLength: figure.optional(),
     specNumSteps: figure.optional(),
     specNumDraftTokens: figure.optional(),
     acceptanceByPosition: z.array(figure).optional(),
-    prefixCacheHitRate: figure.optional(),
     prefixCacheTargetHitRate: figure.optional(),
     ttftMedianByTurnMs: z.array(figure).optional(),
     sessionsEndedByFailure: z.number().int().min(0).optional(),
-    powerW: figure.optional(),
-    joulesPerToken: figure.optional(),
-    tokensPerJoule: figure.optional(),
-    usdPerMillionTokens: figure.optional(),
-    verifyStepMs: figure.optional(),
     byCategory: z.record(z.string(), categorySchema).optional(),
     outputLength: z
       .object({ requestedMean: figure, generatedMean: figure, shortRequests: z.number().int().min(0), overLengthRequests: z.number().int().min(0).optional() })
@@ -116,10 +98,42 @@ export function encodeTrialMetrics(metrics: TrialMetrics): string {
 }
 
 export function decodeTrialMetrics(rowId: number, text: string): TrialMetrics {
-  const { schemaVersion: _version, ...metrics } = decodeColumn({ table: 'trials', rowId, column: 'metrics_json' }, trialMetricsSchema, text, {
-    version: TRIAL_METRICS_VERSION,
+  const ref = { table: 'trials', rowId, column: 'metrics_json' };
+  const { schemaVersion = 0, ...metrics } = nullsAsNaN(decodeColumn(ref, trialMetricsSchema, text, { version: TRIAL_METRICS_VERSION })) as {
+    schemaVersion?: number;
+    byCategory?: Record<string, Record<string, unknown>>;
+  } & Record<string, unknown>;
+  const missing = [
+    ...absentFigures(metrics, METRIC_ENTRIES, schemaVersion),
+    ...Object.entries(metrics.byCategory ?? {}).flatMap(([category, figures]) =>
+      absentFigures(figures, CATEGORY_ENTRIES, schemaVersion).map((name) => `byCategory.${category}.${name}`),
+    ),
+  ];
+  if (missing.length > 0) throw new UnreadableRowError({ ...ref, cause: `${missing[0]}: absent in a version ${schemaVersion} row` });
+  return metrics as unknown as TrialMetrics;
+}
+
+const CATEGORY_ENTRIES = METRIC_ENTRIES.filter(([, def]) => def.perCategory);
+
+/** Every figure in memory as its type says: a stored null is a NaN JSON could not keep (not measured), never 0. */
+function nullsAsNaN(value: unknown): unknown {
+  if (value === null) return Number.NaN;
+  if (Array.isArray(value)) return value.map(nullsAsNaN);
+  if (typeof value === 'object') return Object.fromEntries(Object.entries(value as object).map(([key, item]) => [key, nullsAsNaN(item)]));
+  return value;
+}
+
+/**
+ * A catalogue figure every trial has, absent from a row stamped before the figure's `since`, is NaN (that servelab
+ * did not measure it); the names of those a row of its version should have and lacks.
+ */
+function absentFigures(figures: Record<string, unknown>, entries: ReadonlyArray<[string, MetricDef]>, version: number): string[] {
+  return entries.flatMap(([name, def]) => {
+    if (figures[name] !== undefined || !def.always) return [];
+    if (version >= (def.since ?? 0)) return [name];
+    figures[name] = Number.NaN;
+    return [];
   });
-  return metrics as TrialMetrics;
 }
 
 export function decodeTrialParams(rowId: number, text: string): Record<string, string | number> {

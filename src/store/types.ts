@@ -1,4 +1,5 @@
 import type { Fingerprint } from '../fingerprint/types.js';
+import type { CategoryFigures, MetricFigures } from '../metrics/catalog.js';
 import type { CapacitySearch, OutputLength, TokenCountCheck } from '../metrics/types.js';
 
 /** One startup phase (from a server's log) and when it began. */
@@ -9,41 +10,23 @@ export interface PhaseTiming {
   durationMs: number;
 }
 
-/** The figures of one trial that verdicts, drift alarms and reports use. */
-export interface TrialMetrics {
-  outputTokensPerSecond: number;
-  requestsPerSecond: number;
-  /** Median single-stream decode speed (output tok/s per request). */
-  perStreamTokensPerSecond: number;
-  ttftMedianMs: number;
-  ttftP99Ms: number;
-  tpotMedianMs: number;
-  itlP99Ms: number;
-  e2eMedianMs: number;
+/**
+ * The figures of one trial that verdicts, drift alarms and reports use: the catalogue's metrics (metrics/catalog.ts;
+ * NaN where a figure every trial has could not be measured), and what the trial's work looked like.
+ */
+export interface TrialMetrics extends MetricFigures {
   completed: number;
   failed: number;
-  acceptanceRate?: number;
-  meanAcceptedLength?: number;
   /** SGLang's adaptive speculative tier in force at the trial's end: draft steps and draft tokens (SpecDecodeStats.adaptiveTier). */
   specNumSteps?: number;
   specNumDraftTokens?: number;
-  /** Prompt tokens the server found in its prefix cache / prompt tokens, where it reported them (see PrefixCacheCheck). */
-  prefixCacheHitRate?: number;
-  /** The workload's designed hit rate (shared prefixes, conversation history), beside the achieved one. */
+  /** The workload's designed prefix-cache hit rate (shared prefixes, conversation history), beside the achieved one. */
   prefixCacheTargetHitRate?: number;
   /** Multi-turn sessions: TTFT p50 of each turn (index 0 = turn 1), and sessions a failed turn ended. */
   ttftMedianByTurnMs?: number[];
   sessionsEndedByFailure?: number;
-  /** Mean power of the server host's GPUs during the level (nvidia-smi power.draw, summed over GPUs), and what it buys. */
-  powerW?: number;
-  joulesPerToken?: number;
-  tokensPerJoule?: number;
-  /** GPU cost of a million output tokens at the experiment's `cost.gpuHourUsd`. */
-  usdPerMillionTokens?: number;
   /** Share of drafts accepted at each draft position (0 = first), where the engine reports it. */
   acceptanceByPosition?: number[];
-  /** Decode time per verify step (target forward, draft pass included), where the engine counts verify steps. */
-  verifyStepMs?: number;
   /** Per dataset category, when the workload's prompts have categories. */
   byCategory?: Record<string, CategoryMetrics>;
   /** Requested vs generated output tokens; present when some request stopped short or ran over (unequal work). */
@@ -56,21 +39,14 @@ export interface TrialMetrics {
   rate?: { offeredPerSecond: number; servedPerSecond: number; queuedByCap: number; maxLagMs: number };
   /** 1: the variant's first trial of this workload after its server started, 2 the next… (absent in older runs). */
   afterStart?: number;
-  /** Capacity workload: the highest rate or concurrency that met its SLOs (0: none did), and the search's path. */
-  sloCapacity?: number;
+  /** Capacity workload: the search's path (its result is the catalogue's sloCapacity). */
   capacity?: CapacitySearch;
 }
 
-export interface CategoryMetrics {
+/** The catalogue's per-category figures of one dataset category, and its request counts. */
+export interface CategoryMetrics extends CategoryFigures {
   completed: number;
   failed: number;
-  outputTokensPerSecond: number;
-  ttftMedianMs: number;
-  tpotMedianMs: number;
-  e2eMedianMs: number;
-  acceptanceRate?: number;
-  meanAcceptedLength?: number;
-  verifyStepMs?: number;
 }
 
 export type RunStatus = 'running' | 'done' | 'failed' | 'interrupted' | 'drift';

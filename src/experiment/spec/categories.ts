@@ -1,21 +1,16 @@
 import { median } from 'simple-statistics';
+import { CATEGORY_METRICS, type CategoryFigures, metricDef, SPECULATIVE_HEADER, speculativeCell } from '../../metrics/catalog.js';
 import type { CategoryMetrics, TrialRecord } from '../../store/types.js';
 import { pairKey } from '../../util/trial-keys.js';
 
 /** Medians over a (variant, workload)'s trials of one category's figures; undefined where no trial measured it. */
-export interface CategoryRow {
+export interface CategoryRow extends Partial<CategoryFigures> {
   variant: string;
   workload: string;
   category: string;
   trials: number;
   completed: number;
   failed: number;
-  outputTokensPerSecond?: number;
-  ttftMedianMs?: number;
-  tpotMedianMs?: number;
-  acceptanceRate?: number;
-  meanAcceptedLength?: number;
-  verifyStepMs?: number;
 }
 
 function medianOf(values: Array<number | undefined>): number | undefined {
@@ -43,15 +38,35 @@ export function categoryRows(trials: readonly TrialRecord[]): CategoryRow[] {
       completed: metrics.reduce((sum, entry) => sum + entry.completed, 0),
       failed: metrics.reduce((sum, entry) => sum + entry.failed, 0),
     };
-    const figures = {
-      outputTokensPerSecond: medianOf(metrics.map((entry) => entry.outputTokensPerSecond)),
-      ttftMedianMs: medianOf(metrics.map((entry) => (entry.completed > 0 ? entry.ttftMedianMs : undefined))),
-      tpotMedianMs: medianOf(metrics.map((entry) => (entry.completed > 0 ? entry.tpotMedianMs : undefined))),
-      acceptanceRate: medianOf(metrics.map((entry) => entry.acceptanceRate)),
-      meanAcceptedLength: medianOf(metrics.map((entry) => entry.meanAcceptedLength)),
-      verifyStepMs: medianOf(metrics.map((entry) => entry.verifyStepMs)),
-    };
-    for (const [key, value] of Object.entries(figures)) if (value !== undefined) (row as unknown as Record<string, number>)[key] = value;
+    for (const metric of CATEGORY_METRICS) {
+      // A category with no completed request in a trial measured no latency there (older rows kept zeros for it).
+      const latency = metricDef(metric).group === 'latency';
+      const value = medianOf(metrics.map((entry) => (latency && entry.completed === 0 ? undefined : entry[metric])));
+      if (value !== undefined) row[metric] = value;
+    }
     return row;
   });
 }
+
+/** A column of the per-category table (show, Markdown and HTML report), its cell as plain text. */
+export interface CategoryColumn {
+  title: string;
+  /** Right-aligned: a count or a figure. */
+  numeric: boolean;
+  cell: (row: CategoryRow) => string;
+}
+
+/** The per-category table's columns: the row's identity and counts, the catalogue's per-category figures, speculative ones in one cell. */
+export const CATEGORY_COLUMNS: readonly CategoryColumn[] = [
+  { title: 'variant', numeric: false, cell: (row) => row.variant },
+  { title: 'workload', numeric: false, cell: (row) => row.workload },
+  { title: 'category', numeric: false, cell: (row) => row.category },
+  { title: 'trials', numeric: true, cell: (row) => String(row.trials) },
+  { title: 'ok', numeric: true, cell: (row) => String(row.completed) },
+  { title: 'failed', numeric: true, cell: (row) => String(row.failed) },
+  ...CATEGORY_METRICS.filter((metric) => metricDef(metric).group !== 'speculative').map((metric) => {
+    const { header, format } = metricDef(metric);
+    return { title: header, numeric: true, cell: (row: CategoryRow) => (row[metric] === undefined ? '—' : format(row[metric])) };
+  }),
+  { title: SPECULATIVE_HEADER, numeric: true, cell: (row) => speculativeCell(row) },
+];

@@ -9,6 +9,7 @@ import { capacityLabel } from '../../load/capacity.js';
 import { rateLabel, TRACE_LABEL } from '../../load/level.js';
 import type { TraceSource } from '../../load/trace/types.js';
 import type { PromptSource, Workload } from '../../load/types.js';
+import { isMetric, type MetricDef, metricDef } from '../../metrics/catalog.js';
 import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
 import {
   DEFAULT_INPUT_TOKENS,
@@ -168,9 +169,11 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
   if (judged.includes('sloCapacity') && !workloads.some((workload) => workload.workload.kind === 'capacity')) {
     fail(file.metric === 'sloCapacity' ? 'metric' : 'objective', 'sloCapacity is measured only by a capacity workload: add one to workloads (kind: capacity)');
   }
-  const energy = judged.find((metric) => metric === 'joulesPerToken' || metric === 'tokensPerJoule');
+  const needing = (need: MetricDef['needs']) => judged.find((name) => name !== undefined && isMetric(name) && metricDef(name).needs === need);
+  const energy = needing('power');
   if (energy && !file.telemetry.enabled) fail('telemetry.enabled', `${energy} needs the GPU power readings of telemetry: set it to true`);
-  if (judged.includes('usdPerMillionTokens') && !file.cost) fail('cost', 'usdPerMillionTokens needs cost: { gpuHourUsd: … }');
+  const priced = needing('cost');
+  if (priced && !file.cost) fail('cost', `${priced} needs cost: { gpuHourUsd: … }`);
 
   return {
     name: file.name,

@@ -1,5 +1,6 @@
-import type { CategoryResult, LevelResult } from '../../load/types.js';
-import type { CategoryMetrics, TrialMetrics } from '../../store/types.js';
+import type { LevelResult } from '../../load/types.js';
+import { categoryFiguresOf, figuresOf, type MetricInputs, metricDef } from '../../metrics/catalog.js';
+import type { TrialMetrics } from '../../store/types.js';
 import { meanPowerW } from '../../telemetry/energy.js';
 import type { GpuSample } from '../../telemetry/types.js';
 import type { MetricName, ResolvedWorkload } from './types.js';
@@ -10,24 +11,13 @@ export interface EfficiencyInputs {
   cost?: { gpuHourUsd: number; gpus: number };
 }
 
-/** The figures of one measured level that a trial keeps (samples are stored separately). */
+/** The figures of one measured level that a trial keeps (samples are stored separately): the catalogue's, then the work's. */
 export function trialMetricsOf(level: LevelResult, efficiency: EfficiencyInputs = {}): TrialMetrics {
   return {
-    ...efficiencyOf(level, efficiency),
-    outputTokensPerSecond: level.outputTokensPerSecond,
-    requestsPerSecond: level.requestsPerSecond,
-    perStreamTokensPerSecond: level.outputTokensPerSecondPerStream.median,
-    ttftMedianMs: level.ttftMs.median,
-    ttftP99Ms: level.ttftMs.p99,
-    tpotMedianMs: level.tpotMs.median,
-    itlP99Ms: level.itlMs.p99,
-    e2eMedianMs: level.e2eMs.median,
+    ...figuresOf(level, metricInputs(level, efficiency)),
     completed: level.completed,
     failed: level.failed,
-    ...(level.spec?.acceptanceRate !== undefined && { acceptanceRate: level.spec.acceptanceRate }),
-    ...(level.spec?.meanAcceptedLength !== undefined && { meanAcceptedLength: level.spec.meanAcceptedLength }),
     ...(level.spec?.adaptiveTier && { specNumSteps: level.spec.adaptiveTier.numSteps, specNumDraftTokens: level.spec.adaptiveTier.numDraftTokens }),
-    ...(level.prefixCache && { prefixCacheHitRate: level.prefixCache.hitRate }),
     ...(level.prefixCache?.targetHitRate !== undefined && { prefixCacheTargetHitRate: level.prefixCache.targetHitRate }),
     ...(level.turns && turnMetrics(level.turns)),
     ...(level.spec?.acceptanceByPosition && { acceptanceByPosition: level.spec.acceptanceByPosition }),
@@ -49,9 +39,12 @@ export function trialMetricsOf(level: LevelResult, efficiency: EfficiencyInputs 
         maxLagMs: level.rate.maxLagMs,
       },
     }),
-    ...(level.spec?.verifyStepMs !== undefined && { verifyStepMs: level.spec.verifyStepMs }),
-    ...(level.capacity && { sloCapacity: level.capacity.value, capacity: level.capacity }),
-    ...(level.categories && { byCategory: Object.fromEntries(level.categories.map((category) => [category.category, categoryMetricsOf(category)])) }),
+    ...(level.capacity && { capacity: level.capacity }),
+    ...(level.categories && {
+      byCategory: Object.fromEntries(
+        level.categories.map((category) => [category.category, { ...categoryFiguresOf(category), completed: category.completed, failed: category.failed }]),
+      ),
+    }),
   };
 }
 
@@ -62,14 +55,9 @@ function turnMetrics(turns: NonNullable<LevelResult['turns']>): Partial<TrialMet
   return { ttftMedianByTurnMs: byTurn, ...(turns.endedByFailure > 0 && { sessionsEndedByFailure: turns.endedByFailure }) };
 }
 
-/**
- * Joules per output token = the GPUs' mean power over the level / its output tokens per second (energy and tokens
- * over the same span); dollars per million output tokens = the GPUs' hourly price / tokens per hour.
- */
-function efficiencyOf(level: LevelResult, { gpuSamples, cost }: EfficiencyInputs): Partial<TrialMetrics> {
-  const rate = level.outputTokensPerSecond;
-  if (!(rate > 0)) return {};
-  // The level's span on the wall clock: first send to last completion (e2e counts from the scheduled arrival).
+/** The GPUs' mean power over the level's span on the wall clock (first send to last completion), and the GPU price. */
+function metricInputs(level: LevelResult, { gpuSamples, cost }: EfficiencyInputs): MetricInputs {
+  // e2e counts from the scheduled arrival: the completion is the send less the queueing plus e2e.
   let from = Number.POSITIVE_INFINITY;
   let to = Number.NEGATIVE_INFINITY;
   for (const sample of level.samples) {
@@ -78,42 +66,16 @@ function efficiencyOf(level: LevelResult, { gpuSamples, cost }: EfficiencyInputs
     to = Math.max(to, sample.sentAtMs - (sample.queueMs ?? 0) + (sample.e2eMs ?? 0));
   }
   const power = gpuSamples && from <= to ? meanPowerW(gpuSamples, from, to) : undefined;
-  return {
-    ...(power && { powerW: power.watts, joulesPerToken: power.watts / rate, tokensPerJoule: rate / power.watts }),
-    ...(cost && { usdPerMillionTokens: (cost.gpuHourUsd * cost.gpus * 1e6) / (3600 * rate) }),
-  };
+  return { ...(power && { powerW: power.watts }), ...(cost && { cost }) };
 }
 
-function categoryMetricsOf(category: CategoryResult): CategoryMetrics {
-  return {
-    completed: category.completed,
-    failed: category.failed,
-    outputTokensPerSecond: category.outputTokensPerSecond,
-    ttftMedianMs: category.ttftMs.median,
-    tpotMedianMs: category.tpotMs.median,
-    e2eMedianMs: category.e2eMs.median,
-    ...(category.spec?.acceptanceRate !== undefined && { acceptanceRate: category.spec.acceptanceRate }),
-    ...(category.spec?.meanAcceptedLength !== undefined && { meanAcceptedLength: category.spec.meanAcceptedLength }),
-    ...(category.spec?.verifyStepMs !== undefined && { verifyStepMs: category.spec.verifyStepMs }),
-  };
-}
-
-/** Latencies (…Ms), energy and cost per token improve downwards, rates upwards. */
+/** Latencies, energy and cost per token improve downwards, rates upwards: the catalogue's `better`. */
 export function higherIsBetter(metric: MetricName): boolean {
-  return !metric.endsWith('Ms') && metric !== 'joulesPerToken' && metric !== 'usdPerMillionTokens';
+  return metricDef(metric).better === 'higher';
 }
 
 export function metricUnit(metric: MetricName): string {
-  if (metric.endsWith('Ms')) return 'ms';
-  if (metric === 'requestsPerSecond') return 'req/s';
-  if (metric === 'perStreamTokensPerSecond') return 'tok/s/stream';
-  if (metric === 'outputTokensPerSecond') return 'tok/s';
-  if (metric === 'joulesPerToken') return 'J/tok';
-  if (metric === 'tokensPerJoule') return 'tok/J';
-  if (metric === 'usdPerMillionTokens') return '$/Mtok';
-  // Which one is the workload's (its name says: capacity:rate=… or capacity:c=…).
-  if (metric === 'sloCapacity') return 'req/s or in flight';
-  return '';
+  return metricDef(metric).unit;
 }
 
 /** A metric value of a stored trial; NaN when the trial could not measure it (e.g. no request completed). */

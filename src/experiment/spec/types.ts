@@ -1,8 +1,8 @@
 import type { ExecutorConfig } from '../../exec/types.js';
 import type { PortRange } from '../../launch/port-range.js';
 import type { PromptSource, Slo, TokenCountSource, Workload } from '../../load/types.js';
+import { JUDGED_METRICS, type JudgedMetric } from '../../metrics/catalog.js';
 import type { BackendKind } from '../../profiles/types.js';
-import type { TrialMetrics } from '../../store/types.js';
 import type { PreflightMode } from '../../telemetry/preflight.js';
 import type { TelemetryConfig } from '../../telemetry/trial.js';
 import type { Comparison } from './constraint.js';
@@ -71,29 +71,9 @@ export interface ResolvedWorkload {
   prompts?: PromptSource;
 }
 
-/** The TrialMetrics fields a file can name as `metric`, an objective or a constraint: verdicts and drift alarms compare them. */
-export const METRIC_NAMES = [
-  'outputTokensPerSecond',
-  'requestsPerSecond',
-  'perStreamTokensPerSecond',
-  'ttftMedianMs',
-  'ttftP99Ms',
-  'tpotMedianMs',
-  'itlP99Ms',
-  'e2eMedianMs',
-  /** Speculative decoding: decode time per verify step (NaN for a trial whose server counts none). */
-  'verifyStepMs',
-  /** Energy and cost (NaN for a trial without power readings or without `cost:`). */
-  'joulesPerToken',
-  'tokensPerJoule',
-  'usdPerMillionTokens',
-  /** Capacity workloads: the highest rate (req/s) or concurrency meeting the workload's SLOs (NaN for other workloads). */
-  'sloCapacity',
-] as const satisfies ReadonlyArray<NumericKey<TrialMetrics>>;
-export type MetricName = (typeof METRIC_NAMES)[number];
-
-/** Keys whose values are numbers, optional ones (a figure not every trial has) included. */
-type NumericKey<T> = { [K in keyof T]-?: NonNullable<T[K]> extends number ? K : never }[keyof T];
+/** The metrics a file can name as `metric`, an objective or a constraint (the catalogue's `judged` ones): verdicts and drift alarms compare them. */
+export const METRIC_NAMES = JUDGED_METRICS;
+export type MetricName = JudgedMetric;
 
 /** The experiment after defaults, grid expansion and sweep expansion; stored as runs.config_json so a resume replays it. */
 export interface ResolvedExperiment {

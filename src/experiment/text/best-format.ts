@@ -1,10 +1,11 @@
 import { median } from 'simple-statistics';
+import { type CatalogMetric, metricDef, metricsWhere } from '../../metrics/catalog.js';
 import type { TrialRecord } from '../../store/types.js';
 import { formatNumber, formatPercent, formatPoints, formatPValue, formatShare } from '../../util/format.js';
 import type { BestVerdict, RankedConfig } from '../analysis/best.js';
 import type { Verdict } from '../analysis/verdict.js';
-import { metricUnit, metricValue } from '../spec/metrics.js';
-import type { MetricName, Objective, ResolvedExperiment } from '../spec/types.js';
+import { metricUnit } from '../spec/metrics.js';
+import type { Objective, ResolvedExperiment } from '../spec/types.js';
 import { table } from './format.js';
 
 /** The objective's subjectTo as read back: "ttftP99Ms < 500, outputs equivalent, accuracy >= baseline -1.0 pts". */
@@ -74,11 +75,22 @@ function percent(ratio: number | null): string {
   return ratio === null || !Number.isFinite(ratio) ? 'n/a' : formatPercent((ratio - 1) * 100);
 }
 
-const SPEC_COLUMNS: Array<{ metric: MetricName; header: string }> = [
-  { metric: 'outputTokensPerSecond', header: 'tok/s' },
-  { metric: 'tpotMedianMs', header: 'TPOT ms' },
-  { metric: 'itlP99Ms', header: 'ITL p99 ms' },
+/** The speculative-decoding view's figures (text and HTML): throughput and decode latency, then the catalogue's speculative ones. */
+export const SPEC_VIEW_METRICS: readonly CatalogMetric[] = [
+  'outputTokensPerSecond',
+  'tpotMedianMs',
+  'itlP99Ms',
+  ...metricsWhere((def) => def.group === 'speculative'),
 ];
+
+/** Median of a catalogue figure over trials, undefined when none measured it. */
+export function medianFigure(trials: readonly TrialRecord[], metric: CatalogMetric): number | undefined {
+  const values = trials.flatMap((trial) => {
+    const value = trial.metrics[metric];
+    return value !== undefined && Number.isFinite(value) ? [value] : [];
+  });
+  return values.length === 0 ? undefined : median(values);
+}
 
 /**
  * Speculative-decoding view: per variant and workload, throughput next to TPOT, ITL, acceptance rate and mean
@@ -88,27 +100,20 @@ export function formatSpecView(experiment: ResolvedExperiment, trials: readonly 
   const rows = orderedVariants(experiment).flatMap((variant) =>
     experiment.workloads.map((workload) => {
       const own = trials.filter((trial) => trial.variant === variant.name && trial.workload === workload.label);
-      const med = (pick: (trial: TrialRecord) => number | undefined): string => {
-        const values = own.map(pick).filter((value): value is number => value !== undefined && Number.isFinite(value));
-        return values.length === 0 ? '-' : formatNumber(median(values));
-      };
       return [
         variant.name,
         workload.label,
-        ...SPEC_COLUMNS.map((column) => med((trial) => metricValue(trial.metrics, column.metric))),
-        med((trial) => (trial.metrics.acceptanceRate === undefined ? undefined : trial.metrics.acceptanceRate * 100)),
-        med((trial) => trial.metrics.meanAcceptedLength),
-        med((trial) => trial.metrics.verifyStepMs),
+        ...SPEC_VIEW_METRICS.map((metric) => {
+          const value = medianFigure(own, metric);
+          return value === undefined ? '-' : metricDef(metric).format(value);
+        }),
         tierCell(own),
         positionCell(own),
         String(own.length),
       ];
     }),
   );
-  return table(
-    ['variant', 'workload', ...SPEC_COLUMNS.map((column) => column.header), 'accept %', 'accepted len', 'verify step ms', 'tier s/d', 'accept % by pos', 'n'],
-    rows,
-  );
+  return table(['variant', 'workload', ...SPEC_VIEW_METRICS.map((metric) => metricDef(metric).header), 'tier s/d', 'accept % by pos', 'n'], rows);
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { describeKeys, entryOf, type KeyDoc, kindsOf, optionsOf, shapeOf } from '../../config/schema-doc.js';
+import { metricDef } from '../../metrics/catalog.js';
 import { workloadLabel } from '../spec/load.js';
-import { higherIsBetter, metricUnit } from '../spec/metrics.js';
 import { experimentFileSchema, workloadFormsSchema } from '../spec/schema.js';
 import { METRIC_NAMES } from '../spec/types.js';
 
@@ -166,9 +166,12 @@ function metricSection(): string {
   return [
     '## Metric names (`metric:`, `objective`)',
     '',
-    '| metric | unit | better |',
-    '|---|---|---|',
-    ...METRIC_NAMES.map((metric) => `| \`${metric}\` | ${metricUnit(metric)} | ${higherIsBetter(metric) ? 'higher' : 'lower'} |`),
+    '| metric | unit | better | what it is |',
+    '|---|---|---|---|',
+    ...METRIC_NAMES.map((metric) => {
+      const { unit, better, description } = metricDef(metric);
+      return `| \`${metric}\` | ${unit} | ${better} | ${description} |`;
+    }),
     '',
   ].join('\n');
 }

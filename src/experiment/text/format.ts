@@ -1,12 +1,12 @@
 import { median } from 'simple-statistics';
 import type { InvalidTrialRow, RunDetail } from '../../store/queries.js';
 import type { TrialRecord } from '../../store/types.js';
-import { formatBlock, formatChange, formatChangeInterval, formatNumber, formatPValue, formatShare, formatTrialNumber } from '../../util/format.js';
+import { formatBlock, formatChange, formatChangeInterval, formatNumber, formatPValue, formatTrialNumber } from '../../util/format.js';
 import type { AccuracyReport } from '../analysis/accuracy.js';
 import type { EquivalenceReport } from '../analysis/equivalence.js';
 import { verdictMethod } from '../analysis/verdict.js';
 import { workNotes } from '../analysis/work-notes.js';
-import { type CategoryRow, categoryRows } from '../spec/categories.js';
+import { CATEGORY_COLUMNS, type CategoryRow, categoryRows } from '../spec/categories.js';
 import { metricUnit, metricValue } from '../spec/metrics.js';
 import { sideColumns, sideFigures } from '../spec/side-figures.js';
 import { storedExperimentOf, storedVerdictsOf } from '../spec/stored.js';
@@ -247,31 +247,9 @@ function cacheSummary(trials: readonly TrialRecord[]): string {
   return modes.size === 0 ? '-' : [...modes].join(', ');
 }
 
-/** Acceptance as "71%", mean accepted length as "2.40", verify-step time as "12.3", "-" when not measured. */
-export function acceptanceCell(row: Pick<CategoryRow, 'acceptanceRate' | 'meanAcceptedLength' | 'verifyStepMs'>): string {
-  const rate = row.acceptanceRate === undefined ? '-' : formatShare(row.acceptanceRate);
-  const length = row.meanAcceptedLength === undefined ? '-' : formatNumber(row.meanAcceptedLength);
-  const step = row.verifyStepMs === undefined ? '-' : formatNumber(row.verifyStepMs);
-  return `${rate}/${length}/${step}`;
-}
-
-/** Header of `acceptanceCell`'s column. */
-export const ACCEPTANCE_HEADER = 'spec acc/len/verify ms';
-
 export function formatCategoryRows(rows: readonly CategoryRow[]): string {
   return table(
-    ['variant', 'workload', 'category', 'trials', 'ok', 'failed', 'tok/s', 'TTFT ms p50', 'TPOT ms p50', ACCEPTANCE_HEADER],
-    rows.map((row) => [
-      row.variant,
-      row.workload,
-      row.category,
-      String(row.trials),
-      String(row.completed),
-      String(row.failed),
-      formatNumber(row.outputTokensPerSecond),
-      formatNumber(row.ttftMedianMs),
-      formatNumber(row.tpotMedianMs),
-      acceptanceCell(row),
-    ]),
+    CATEGORY_COLUMNS.map((column) => column.title),
+    rows.map((row) => CATEGORY_COLUMNS.map((column) => column.cell(row))),
   );
 }
