@@ -3,7 +3,7 @@
  *
  *   node dist/bench/search-cost.js [--seeds 20] [--first-seed 1] [--tolerance 0.02] [--cv 0.02] [--start-cv 0.01]
  *                                  [--drift 0.01] [--start-min 10] [--start-max 15] [--trial-min 2] [--gpus 1]
- *                                  [--grid-blocks 3]
+ *                                  [--grid-blocks 3] [--block-size N] [--initial-points N]
  *
  * Smoke setting (CI, test/bench-smoke.test.ts): --seeds 1 --grid-blocks 1
  *
@@ -146,6 +146,9 @@ benchMain('search-cost', async () => {
       'trial-min': { type: 'string', default: '2' },
       gpus: { type: 'string', default: '1' },
       'grid-blocks': { type: 'string', default: '3' },
+      // The strategy's own settings (SearchSettings.blockSize, initialPoints); default: the strategy's defaults.
+      'block-size': { type: 'string' },
+      'initial-points': { type: 'string' },
     },
   });
   const seeds = positiveInt('--seeds', values.seeds);
@@ -164,6 +167,10 @@ benchMain('search-cost', async () => {
   if (machine.startMax < machine.startMin) throw usageError('--start-max is below --start-min', 'e.g. --start-min 10 --start-max 15');
   const gpus = positiveInt('--gpus', values.gpus);
   const gridBlocks = positiveInt('--grid-blocks', values['grid-blocks']);
+  const strategySettings = {
+    ...(values['block-size'] !== undefined && { blockSize: positiveInt('--block-size', values['block-size']) }),
+    ...(values['initial-points'] !== undefined && { initialPoints: positiveInt('--initial-points', values['initial-points']) }),
+  };
 
   const space = eagleSpace();
   const keys = space.points.map((point) => pointKey(space, point));
@@ -202,7 +209,7 @@ benchMain('search-cost', async () => {
     for (let block = 0; block < MAX_BLOCKS; block += 1) {
       const step = searchStep(
         space,
-        { direction: 'maximize', tolerance, confidence: CONFIDENCE, levels: LEVELS.map((level) => level.name), seed },
+        { direction: 'maximize', tolerance, confidence: CONFIDENCE, levels: LEVELS.map((level) => level.name), seed, ...strategySettings },
         { observations, spent: box.hours, dropped },
       );
       for (const entry of step.drop) dropped.set(entry.point, entry.reason);

@@ -179,7 +179,7 @@ describe('searchStep', () => {
     assert.equal(leader.preferred, 'topk=2,draftTokens=3');
     assert.match(
       result.dropped.get('topk=2,draftTokens=3') ?? '',
-      /^as good: c1: −0\.\d% vs topk=2,draftTokens=5 \(95% bounds −[01]\.\d%…\+[01]\.\d%, \d+ shared blocks\)/,
+      /^as good: c1: −0\.\d% vs topk=2,draftTokens=5 \(95% bounds −[01]\.\d%…\+[01]\.\d%, \d+ blocks\)/,
     );
   });
 

@@ -4,8 +4,11 @@
  * design). A block is one round of server starts close in time, so its effect absorbs drift; the residual spread
  * is the within-block noise every point shares, pooled over all points with a weak prior (PRIOR_DF blocks' worth
  * of the assumed CV) so that the first blocks, which cannot measure it, neither trust nor ignore one value.
- * Scores are signed so that higher is better for either direction.
+ * Scores are signed so that higher is better for either direction. Two points are compared through their effects,
+ * whose variance comes from the normal equations: a contender measured in few blocks against a leader measured in
+ * many is known about as well as its own blocks allow, and blocks connected only through other points count too.
  */
+import { cholesky, solveLower } from './linear.js';
 import type { SearchObservation } from './types.js';
 
 /** Weight of the assumed noise, in degrees of freedom, against the measured one. */
@@ -22,6 +25,8 @@ export interface LevelFit {
   /** Noise (standard deviation of one score) and its degrees of freedom, prior included. */
   sigma: number;
   df: number;
+  /** Cholesky factor of the normal equations (point effects, then every block's but the first) and each point's row. */
+  normal: { lower: number[][]; row: Map<string, number> } | undefined;
 }
 
 export function fitLevel(observations: readonly SearchObservation[], sign: 1 | -1, priorSigma: number): LevelFit {
@@ -51,7 +56,32 @@ export function fitLevel(observations: readonly SearchObservation[], sign: 1 | -
   const { effects, residualSquares, residualDf } = twoWay(cells);
   const squares = Math.max(0, withinSquares) + residualSquares;
   const df = withinDf + residualDf;
-  return { cells, effects, values, sigma: Math.sqrt((squares + PRIOR_DF * priorSigma ** 2) / (df + PRIOR_DF)), df: df + PRIOR_DF };
+  const sigma = Math.sqrt((squares + PRIOR_DF * priorSigma ** 2) / (df + PRIOR_DF));
+  return { cells, effects, values, sigma, df: df + PRIOR_DF, normal: normalEquations(sums) };
+}
+
+/** A ridge so a design whose blocks are not all connected still factors: a contrast across the gap gets a huge variance. */
+const RIDGE = 1e-8;
+
+function normalEquations(sums: Map<number, Map<string, { count: number }>>): LevelFit['normal'] {
+  const row = new Map<string, number>();
+  for (const points of sums.values()) for (const point of points.keys()) if (!row.has(point)) row.set(point, row.size);
+  const blocks = [...sums.keys()].sort((a, b) => a - b);
+  const size = row.size + blocks.length - 1;
+  const matrix = Array.from({ length: size }, (_, i) => Array.from({ length: size }, (_, j) => (i === j ? RIDGE : 0)));
+  blocks.forEach((block, position) => {
+    const blockRow = position === 0 ? undefined : row.size + position - 1;
+    for (const [point, cell] of sums.get(block)!) {
+      const pointRow = row.get(point)!;
+      matrix[pointRow]![pointRow]! += cell.count;
+      if (blockRow === undefined) continue;
+      matrix[blockRow]![blockRow]! += cell.count;
+      matrix[pointRow]![blockRow]! += cell.count;
+      matrix[blockRow]![pointRow]! += cell.count;
+    }
+  });
+  const lower = cholesky(matrix);
+  return lower && { lower, row };
 }
 
 function twoWay(cells: Map<number, Map<string, number>>): {
@@ -91,38 +121,30 @@ function twoWay(cells: Map<number, Map<string, number>>): {
   return { effects, residualSquares, residualDf: Math.max(0, cellCount - pointEffect.size - cells.size + 1) };
 }
 
-/** Paired difference of two points' scores over the blocks that measured both (a − b), with its standard error. */
-export interface PairedDifference {
+/** Difference of two points' effects (a − b), with its standard error, and the fewest blocks either was measured in. */
+export interface EffectDifference {
   estimate: number;
   standardError: number;
-  shared: number;
+  blocks: number;
 }
 
-/** Per-block differences averaged over several levels (one level: that level's); blocks must hold both points at every level. */
-export function pairedDifference(fits: readonly LevelFit[], a: string, b: string): PairedDifference | undefined {
-  const first = fits[0];
-  if (!first) return undefined;
-  let sum = 0;
-  let shared = 0;
-  for (const block of first.cells.keys()) {
-    let difference = 0;
-    let complete = true;
-    for (const fit of fits) {
-      const cell = fit.cells.get(block);
-      const scoreA = cell?.get(a);
-      const scoreB = cell?.get(b);
-      if (scoreA === undefined || scoreB === undefined) {
-        complete = false;
-        break;
-      }
-      difference += scoreA - scoreB;
-    }
-    if (!complete) continue;
-    sum += difference / fits.length;
-    shared += 1;
+/** Averaged over several levels (one level: that level's); undefined when a point is missing at a level. */
+export function effectDifference(fits: readonly LevelFit[], a: string, b: string): EffectDifference | undefined {
+  let estimate = 0;
+  let variance = 0;
+  let blocks = Infinity;
+  for (const fit of fits) {
+    const effectA = fit.effects.get(a);
+    const effectB = fit.effects.get(b);
+    if (!effectA || !effectB || !fit.normal) return undefined;
+    const contrast = new Array<number>(fit.normal.lower.length).fill(0);
+    contrast[fit.normal.row.get(a)!] = 1;
+    contrast[fit.normal.row.get(b)!] = -1;
+    // cᵀ(XᵀX)⁻¹c = |L⁻¹c|² for XᵀX = LLᵀ.
+    const solved = solveLower(fit.normal.lower, contrast);
+    variance += fit.sigma ** 2 * solved.reduce((sum, value) => sum + value * value, 0);
+    estimate += effectA.score - effectB.score;
+    blocks = Math.min(blocks, effectA.blocks, effectB.blocks);
   }
-  if (shared === 0) return undefined;
-  // Each block's difference of two points carries the noise twice; levels' noises are independent.
-  const variance = (2 * fits.reduce((total, fit) => total + fit.sigma ** 2, 0)) / fits.length ** 2;
-  return { estimate: sum / shared, standardError: Math.sqrt(variance / shared), shared };
+  return { estimate: estimate / fits.length, standardError: Math.sqrt(variance) / fits.length, blocks };
 }

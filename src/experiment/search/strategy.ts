@@ -7,13 +7,14 @@
  *    cancels, and the noise is pooled over all points. Across levels ('*') a point's score is the mean of its
  *    per-level log scores, i.e. the geometric mean of its per-level ratios to each level's best; its races use the
  *    per-block differences averaged over the levels.
- * 3. Racing (an indifference zone of `tolerance`, Kim–Nelson style, on the paired differences of shared blocks):
- *    the leader of a race is its best-estimated point; another point needs no more measuring once the upper
- *    bound of its advantage over the leader (one-sided, at `confidence`, Student's t with the pooled degrees of
+ * 3. Racing (an indifference zone of `tolerance`, Kim–Nelson style): the leader of a race is its best-estimated
+ *    point; another point needs no more measuring once the upper bound of its advantage over the leader (the
+ *    difference of their block-adjusted effects, one-sided at `confidence`, Student's t with the pooled degrees of
  *    freedom) is below the tolerance: it cannot beat the leader by more than the tolerance. It is `as good` when
  *    the lower bound is above −tolerance too (so near-ties end early instead of running to a cap), `out` when even
  *    the upper bound is below −tolerance. The confidence is per comparison, not family-wise: a wrong call on a
  *    point within the tolerance costs nothing, and bench/search-cost.ts measures how often the answer misses.
+ *    A block that races only brings the leaders of the races its contenders are still open in.
  * 4. Unmeasured points: a Gaussian process per level (gp.ts) over the measured point effects; a point is still
  *    open when its upper bound (mean + z·sd) beats the leader by more than the tolerance at some level or across.
  *    New points are the most promising open ones (highest upper bound over the leader's), picked one at a time
@@ -27,13 +28,13 @@ import { studentQuantile } from '../analysis/drift.js';
 import { maximinDesign } from './design.js';
 import { encodePoints } from './encode.js';
 import { fitGp, type GpModel } from './gp.js';
-import { fitLevel, type LevelFit, pairedDifference } from './level-fit.js';
+import { effectDifference, fitLevel, type LevelFit } from './level-fit.js';
 import { type DropStatus, pointKey, type SearchObservation, type SearchSettings, type SearchSpace, type SearchState, type SearchStep } from './types.js';
 
 /** The across-levels race's name in `leaders`. */
 export const ACROSS_LEVELS = '*';
 export const DEFAULT_NOISE_CV = 0.03;
-export const DEFAULT_BLOCK_SIZE = 8;
+export const DEFAULT_BLOCK_SIZE = 12;
 /** New points a block gets while any are open, however many contenders wait. */
 const MIN_NEW_PER_BLOCK = 2;
 
@@ -95,19 +96,21 @@ export function searchStep(space: SearchSpace, settings: SearchSettings, state: 
   }
 
   const levelRaces = settings.levels.map((level) => levelRace(level, state.observations, sign, context, dropped));
-  const races = [...levelRaces, acrossRace(levelRaces, dropped)];
+  const races = [...levelRaces, acrossRace(levelRaces, dropped, context)];
   const measured = new Set(keys.filter((key) => levelRaces.some((race) => race.scores.has(key))));
   const judgements = new Map(keys.filter((key) => measured.has(key)).map((key) => [key, races.map((race) => judge(context, race, key))]));
 
   const leaders = leadersOf(context, races, judgements);
   const drop: Array<{ point: string; reason: string; status: DropStatus }> = [];
-  const contenders: Array<{ key: string; excess: number }> = [];
+  // Each contender with the races it is still open in (whose leaders it must share a block with).
+  const contenders: Array<{ key: string; excess: number; races: number[] }> = [];
   for (const key of measurable.filter((key) => measured.has(key))) {
     const verdicts = judgements.get(key)!;
     if (verdicts.some((verdict) => verdict.status === 'leader')) continue;
     const open = verdicts.filter((verdict) => verdict.status === 'contending');
-    if (open.length > 0) contenders.push({ key, excess: Math.max(...open.map((verdict) => verdict.excess)) });
-    else if (tieBreakWants(context, races, leaders, key, verdicts)) contenders.push({ key, excess: -Infinity });
+    const openRaces = verdicts.flatMap((verdict, index) => (verdict.status === 'contending' ? [index] : []));
+    if (open.length > 0) contenders.push({ key, excess: Math.max(...open.map((verdict) => verdict.excess)), races: openRaces });
+    else if (tieBreakWants(context, races, leaders, key, verdicts)) contenders.push({ key, excess: -Infinity, races: races.map((_, index) => index) });
     else drop.push(dropOf(key, races, verdicts));
   }
   contenders.sort((a, b) => b.excess - a.excess || keys.indexOf(a.key) - keys.indexOf(b.key));
@@ -126,13 +129,25 @@ export function searchStep(space: SearchSpace, settings: SearchSettings, state: 
   if (budgetSpent)
     return { measure: [], drop, leaders, done: budgetDone(context, state, unresolvedLines(context, races, judgements, contenders, openPoints, models)) };
 
-  const raceLeaders = [...new Set(races.flatMap((race) => (race.leader === undefined ? [] : [race.leader])))];
-  const cap = Math.max(settings.blockSize ?? DEFAULT_BLOCK_SIZE, raceLeaders.length + 1);
-  const newSlots = openPoints.length === 0 ? 0 : Math.min(openPoints.length, Math.max(MIN_NEW_PER_BLOCK, cap - raceLeaders.length - contenders.length));
-  const racing = contenders.slice(0, Math.max(0, cap - raceLeaders.length - newSlots)).map((entry) => entry.key);
-  const proposals = propose(context, races, models, openPoints, newSlots);
-  const chosen = [...raceLeaders, ...racing, ...proposals];
-  return { measure: shuffle(chosen, rng).map((key) => space.points[keys.indexOf(key)]!), drop, leaders };
+  const leaderOf = (index: number): string[] => (races[index]!.leader === undefined ? [] : [races[index]!.leader!]);
+  const allLeaders = [...new Set(races.flatMap((_, index) => leaderOf(index)))];
+  const cap = Math.max(settings.blockSize ?? DEFAULT_BLOCK_SIZE, allLeaders.length + 1);
+  const newSlots = openPoints.length === 0 ? 0 : Math.min(openPoints.length, Math.max(MIN_NEW_PER_BLOCK, cap - allLeaders.length - contenders.length));
+  const chosen = new Set<string>();
+  if (newSlots > 0) {
+    // New points are judged in every race: every leader shares their block.
+    for (const key of allLeaders) chosen.add(key);
+    for (const entry of contenders.slice(0, Math.max(0, cap - allLeaders.length - newSlots))) chosen.add(entry.key);
+    for (const key of propose(context, races, models, openPoints, newSlots)) chosen.add(key);
+  } else {
+    // Racing only: a contender brings the leaders of the races it is open in, as long as the block has room.
+    for (const entry of contenders) {
+      const needed = [entry.key, ...entry.races.flatMap(leaderOf)].filter((key) => !chosen.has(key));
+      if (chosen.size > 0 && chosen.size + needed.length > cap) continue;
+      for (const key of needed) chosen.add(key);
+    }
+  }
+  return { measure: shuffle([...chosen], rng).map((key) => space.points[keys.indexOf(key)]!), drop, leaders };
 }
 
 function firstBlock(context: Context, measurable: readonly string[], rng: Random): SearchStep['measure'] {
@@ -161,13 +176,13 @@ function levelRace(level: string, observations: readonly SearchObservation[], si
 }
 
 /** All levels together: points measured at every level, scored by the mean of their level scores. */
-function acrossRace(levels: readonly Race[], dropped: ReadonlySet<string>): Race {
+function acrossRace(levels: readonly Race[], dropped: ReadonlySet<string>, context: Context): Race {
   const scores = new Map<string, number>();
   for (const key of levels[0]?.scores.keys() ?? []) {
     const each = levels.map((race) => race.scores.get(key));
     if (each.every((score) => score !== undefined)) scores.set(key, (each as number[]).reduce((sum, score) => sum + score, 0) / each.length);
   }
-  const leader = [...scores].filter(([key]) => !dropped.has(key)).sort((a, b) => b[1] - a[1])[0]?.[0];
+  const leader = best(scores, dropped, context);
   return { name: ACROSS_LEVELS, fits: levels.flatMap((race) => race.fits), scores, ...(leader !== undefined && { leader }) };
 }
 
@@ -185,15 +200,15 @@ function best(scores: ReadonlyMap<string, number>, dropped: ReadonlySet<string>,
 function judge(context: Context, race: Race, key: string): Judgement {
   if (race.leader === undefined) return { status: 'contending', detail: `${race.name}: no leader yet`, excess: Infinity };
   if (key === race.leader) return { status: 'leader' };
-  const difference = pairedDifference(race.fits, key, race.leader);
-  if (!difference) return { status: 'contending', detail: `${race.name}: not yet measured in a block with the leader ${race.leader}`, excess: Infinity };
+  const difference = effectDifference(race.fits, key, race.leader);
+  if (!difference) return { status: 'contending', detail: `${race.name}: not yet measured at every level`, excess: Infinity };
   const df = Math.min(...race.fits.map((fit) => fit.df));
   const half = context.quantile(df) * difference.standardError;
   const lower = difference.estimate - half;
   const upper = difference.estimate + half;
   const detail =
     `${race.name}: ${signedPercent(difference.estimate)} vs ${race.leader} ` +
-    `(${percent(context.settings.confidence)} bounds ${signedPercent(lower)}…${signedPercent(upper)}, ${difference.shared} shared block${difference.shared === 1 ? '' : 's'})`;
+    `(${percent(context.settings.confidence)} bounds ${signedPercent(lower)}…${signedPercent(upper)}, ${difference.blocks} block${difference.blocks === 1 ? '' : 's'})`;
   if (upper >= context.zone) return { status: 'contending', detail, excess: upper - context.zone };
   const status: DropStatus = lower > -context.zone ? 'as good' : upper < -context.zone ? 'out' : 'not better';
   return { status, detail, estimate: difference.estimate, lower, upper };

@@ -48,7 +48,7 @@ export interface SearchSettings {
   seed: number;
   /** Points of the space-filling first block (default: √(valid points), 4 to 12). */
   initialPoints?: number;
-  /** Most points (server starts) per block after the first (default 8): leaders, contenders, then new points. */
+  /** Most points (server starts) per block after the first (default 12): leaders, contenders, then new points. */
   blockSize?: number;
   /** Assumed coefficient of variation of one trial, weighed as 2 blocks' worth of evidence until blocks measure it (default 0.03). */
   noiseCv?: number;
