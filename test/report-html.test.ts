@@ -108,6 +108,26 @@ describe('servelab report', () => {
     assert.match(markdown, /## Drift notes\n\nNone/);
   });
 
+  test('every Markdown table has as many cells in each row as its header and delimiter, side columns included', (t) => {
+    const store = createFixtureStore();
+    t.after(() => store.cleanup());
+    const runId = buildFixtureRun(store, { metrics: { prefixCacheHitRate: 0.42, powerW: 650, joulesPerToken: 0.8 } });
+    const [written] = writeReports(store.db, [runId], join(store.dir, 'out'));
+    const markdown = readFileSync(written!.markdown, 'utf8');
+    assert.match(markdown, /\| prefix-cache hits \| GPU W \| J\/tok \| verdict \|/);
+    const tables = markdown
+      .split(/\n(?!\|)/)
+      .map((block) => block.trim())
+      .filter((block) => block.startsWith('|'));
+    assert.ok(tables.length >= 2, markdown);
+    // A cell's own pipes are escaped (\|): only unescaped ones separate cells.
+    const cells = (line: string): number => line.split(/(?<!\\)\|/).length - 2;
+    for (const table of tables) {
+      const [header, ...rest] = table.split('\n');
+      for (const line of rest) assert.equal(cells(line), cells(header!), `${line}\nunder ${header}`);
+    }
+  });
+
   test('CLI writes the latest run by default and fails cleanly on an unknown run', (t) => {
     const store = createFixtureStore();
     t.after(() => store.cleanup());
