@@ -4,6 +4,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, test } from 'node:test';
 import { writeReports } from '../src/report/write.js';
+import { startUi } from '../src/ui/server.js';
 import { buildFixtureRun, createFixtureStore } from './report-fixture.js';
 import { launchBrowser, NO_BROWSER } from './support-browser.js';
 import { needs } from './support-services.js';
@@ -125,6 +126,28 @@ describe('servelab report', () => {
     for (const table of tables) {
       const [header, ...rest] = table.split('\n');
       for (const line of rest) assert.equal(cells(line), cells(header!), `${line}\nunder ${header}`);
+    }
+  });
+
+  test('redaction markers are escaped text in the HTML report, the Markdown summary and the UI, never a tag the browser drops', async (t) => {
+    const store = createFixtureStore();
+    t.after(() => store.cleanup());
+    // The store hides the password as it writes the fingerprint: a marker inside a URL.
+    const runId = buildFixtureRun(store, { env: { HUB_URL: 'https://alice:hubSECRETpw@hub.example/x' } });
+    // A store written before redaction existed: its message still holds a token, hidden at the view.
+    store.db.prepare('UPDATE runs SET message = ? WHERE id = ?').run('pull failed: Authorization: Bearer oldSECRETtoken', runId);
+    const [written] = writeReports(store.db, [runId], join(store.dir, 'out'));
+    const html = readFileSync(written!.html, 'utf8');
+    const markdown = readFileSync(written!.markdown, 'utf8');
+    const ui = await startUi({ storePath: store.path, host: '127.0.0.1', port: 0 });
+    t.after(() => ui.close());
+    const view = (await (await fetch(new URL(`/api/runs/${runId}`, ui.url))).json()) as { html: Record<string, string> };
+    const fragments = Object.values(view.html).join('\n');
+    for (const [what, text] of Object.entries({ html, markdown, 'the UI': fragments })) {
+      assert.doesNotMatch(text, /SECRET/, `${what} leaks`);
+      assert.doesNotMatch(text, /<redacted/, `${what} holds a raw marker`);
+      assert.match(text, /alice:&lt;redacted:[0-9a-f]{12}&gt;@hub/, `${what}: the stored marker is shown as it was stored`);
+      assert.match(text, /Bearer &lt;redacted:[0-9a-f]{12}&gt;/, `${what}: an old store's token is hidden by an escaped marker`);
     }
   });
 
