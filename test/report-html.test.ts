@@ -1,9 +1,15 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, test } from 'node:test';
+import { judgeEquivalence } from '../src/experiment/analysis/equivalence.js';
+import { equivalenceHtml } from '../src/report/equivalence-html.js';
+import { renderHtmlReport } from '../src/report/html.js';
+import { buildRunReport } from '../src/report/model.js';
+import { loadRunData } from '../src/report/queries.js';
 import { writeReports } from '../src/report/write.js';
+import type { EquivalencePass } from '../src/store/equivalence.js';
 import { startUi } from '../src/ui/server.js';
 import { buildFixtureRun, createFixtureStore } from './report-fixture.js';
 import { launchBrowser, NO_BROWSER } from './support-browser.js';
@@ -149,6 +155,42 @@ describe('servelab report', () => {
       assert.match(text, /alice:&lt;redacted:[0-9a-f]{12}&gt;@hub/, `${what}: the stored marker is shown as it was stored`);
       assert.match(text, /Bearer &lt;redacted:[0-9a-f]{12}&gt;/, `${what}: an old store's token is hidden by an escaped marker`);
     }
+  });
+
+  test('side-by-side answers wrap: a long unbroken answer widens neither the report nor the UI page', needs(NO_BROWSER), async (t) => {
+    const store = createFixtureStore();
+    t.after(() => store.cleanup());
+    const runId = buildFixtureRun(store);
+    const long = 'x'.repeat(6000);
+    const pass = (variant: string, serverId: number, text: string): EquivalencePass => ({
+      variant,
+      serverId,
+      concurrency: 1,
+      startedAt: new Date().toISOString(),
+      outputs: [{ prompt: 0, level: 'c=1', text }],
+    });
+    const fragment = equivalenceHtml(
+      judgeEquivalence([pass('baseline', 1, `${long}a`), pass('eagle3-s2', 2, `${long}b`)], 'baseline', ['baseline', 'eagle3-s2'], 128),
+    );
+    const file = join(store.dir, 'report.html');
+    writeFileSync(file, renderHtmlReport(buildRunReport(loadRunData(store.db, runId)!), [], undefined, fragment));
+    const ui = await startUi({ storePath: store.path, host: '127.0.0.1', port: 0 });
+    t.after(() => ui.close());
+    const browser = await launchBrowser();
+    t.after(() => browser.close());
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const width = (): Promise<number> => page.locator('html').evaluate((node) => node.scrollWidth);
+
+    await page.goto(`file://${file}`);
+    assert.equal(await page.locator('.answers pre').count(), 2);
+    assert.ok((await width()) <= 1280, `the report is ${await width()} px wide`);
+    // The UI puts the same server-rendered fragment under its verdicts, as app.js does with the run's quality HTML.
+    await page.goto(ui.url);
+    await page.locator('#run').waitFor();
+    await page.locator('#quality').evaluate((node, html) => {
+      node.innerHTML = html;
+    }, fragment);
+    assert.ok((await width()) <= 1280, `the UI page is ${await width()} px wide`);
   });
 
   test('CLI writes the latest run by default and fails cleanly on an unknown run', (t) => {

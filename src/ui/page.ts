@@ -2,6 +2,7 @@
  * The `servelab ui` page: plain HTML + CSS + vanilla JS, no external resource. Text from the store and logs goes in
  * with textContent; tables and charts arrive as HTML/SVG rendered and escaped by the server (report modules).
  */
+import { EQUIVALENCE_CSS } from '../report/equivalence-html.js';
 import { REPORT_CSS } from '../report/html.js';
 
 const PAGE_CSS = `
@@ -39,7 +40,7 @@ export const PAGE_HTML = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>servelab ui</title>
-<style>${REPORT_CSS}${PAGE_CSS}</style>
+<style>${REPORT_CSS}${EQUIVALENCE_CSS}${PAGE_CSS}</style>
 </head>
 <body>
 <nav>
