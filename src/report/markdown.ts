@@ -1,4 +1,4 @@
-/** The Markdown summary of a run: verdict table, environment, drift notes (for PRs, chat, terminals). */
+/** The Markdown summary of a run: verdict table, environment, notes, work notes, drift notes (for PRs, chat, terminals). */
 
 import type { CategoryRow } from '../experiment/spec/categories.js';
 import { sideColumns } from '../experiment/spec/side-figures.js';
@@ -92,6 +92,9 @@ export function renderMarkdown(report: RunReport): string {
     }
   }
 
+  if (report.notes.length > 0) lines.push('## Notes', '', ...report.notes.map((note) => `- ${cell(note)}`), '');
+  if (report.workNotes.length > 0)
+    lines.push('## Work notes', '', 'What the trials did that their figures hide.', '', ...report.workNotes.map((note) => `- ${cell(note)}`), '');
   lines.push('## Drift notes', '');
   if (report.driftNotes.length === 0) lines.push(report.trialCount === 0 ? 'None yet.' : 'None: every variant kept one environment throughout the run.');
   else for (const note of report.driftNotes) lines.push(`- ${cell(note)}`);

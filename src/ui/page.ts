@@ -72,7 +72,6 @@ export const PAGE_HTML = `<!doctype html>
     <h2>Charts</h2>
     <div id="figures"></div>
     <div id="trials"></div>
-    <h2>Drift notes</h2>
     <div id="notes"></div>
     <h2>Fingerprint diff between runs</h2>
     <div class="diff-pick" id="diff-pick"><select id="diff-a"></select><span class="muted">→</span><select id="diff-b"></select></div>

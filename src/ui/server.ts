@@ -14,7 +14,7 @@ import { hasSpecFigures } from '../experiment/text/best-format.js';
 import { specTableHtml } from '../report/campaign-html.js';
 import { compareRuns } from '../report/compare.js';
 import { reportFigures } from '../report/figures.js';
-import { comparisonHtml, driftNotesHtml, environmentHtml, figuresHtml, runFactsHtml, trialTableHtml, verdictTableHtml } from '../report/html.js';
+import { comparisonHtml, environmentHtml, figuresHtml, notesHtml, runFactsHtml, trialTableHtml, verdictTableHtml } from '../report/html.js';
 import { machineStateHtml } from '../report/machine.js';
 import { buildRunReport } from '../report/model.js';
 import { storedQualityHtml } from '../report/quality-html.js';
@@ -216,7 +216,7 @@ class UiState {
         spec: hasSpecFigures(data.trials) ? `<h2>Speculative decoding</h2>${specTableHtml(storedExperimentOf(data.run), data.trials)}` : '',
         figures: figuresHtml(reportFigures(report)),
         trials: trialTableHtml(report),
-        notes: driftNotesHtml(report),
+        notes: notesHtml(report),
         environment: environmentHtml(report),
         machine: machineStateHtml(report.machine),
       },
