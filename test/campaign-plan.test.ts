@@ -105,7 +105,7 @@ describe('plan and budget on simulator servers', () => {
     });
     const planned = await cli(['plan', file], { store });
     assert.equal(planned.code, 0, planned.stderr);
-    assert.match(planned.stdout, /schedule: blocked, 2 passes, 3 server configs, 4 restarts — auto: a start costs [\d.]+× a trial \(≥ 1\)/);
+    assert.match(planned.stdout, /schedule: blocked, 2 blocks, 3 server configs, 4 restarts — auto: a start costs [\d.]+× a trial \(≥ 1\)/);
     assert.match(planned.stdout, /interleaved {2}4 +8 /);
   });
 });

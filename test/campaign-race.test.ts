@@ -127,7 +127,7 @@ describe('racing on simulator servers', () => {
     const file = writeExperiment(dir, 'race.yaml', { name: 'race', ...race });
     const run = await cli(['run', file], { store, timeoutMs: 150_000 });
     assert.equal(run.code, 0, run.stderr);
-    assert.match(run.stdout, /campaign: race decided after pass [123]: t3 is significantly better than every other config/);
+    assert.match(run.stdout, /campaign: race decided after block [123]: t3 is significantly better than every other config/);
     assert.match(run.stdout, /t3 is the best config/);
     assert.match(run.stdout, /GPU-hours: [\d.]+ used .* vs [\d.]+ predicted for the full interleaved grid \([^)]*24 trials/);
 
@@ -158,7 +158,9 @@ describe('racing on simulator servers', () => {
     assert.equal((db.prepare('SELECT status FROM runs').get() as { status: string }).status, 'done');
 
     const show = await cli(['show', '1'], { store });
-    assert.match(show.stdout, /eliminated after pass [123]: −\d/);
+    assert.match(show.stdout, /eliminated after block [123]: −\d/);
+    // A blocked plan's blocks hold several repetitions: the product is of repetitions (it said "× 3 blocks").
+    assert.match(show.stdout, /plan: 24 trials = 3 variants × 1 workloads × 8 repetitions in \d blocks;/);
 
     const writer = openStore(store);
     t.after(() => writer.close());
@@ -173,7 +175,7 @@ describe('racing on simulator servers', () => {
       winnerRow.map((name) => (name.includes('better') ? 'better' : name.includes('self') ? 'self' : 'other')),
       ['self', 'better', 'better'],
     );
-    assert.match(await page.locator('table.ranking').innerText(), /eliminated after pass [123]/);
+    assert.match(await page.locator('table.ranking').innerText(), /eliminated after block [123]/);
   });
 
   test('the budget stops the run between passes once the next pass would exceed it', async (t) => {
@@ -184,7 +186,7 @@ describe('racing on simulator servers', () => {
     assert.equal(refused.code, 1);
     const run = await cli(['run', file, '--force'], { store, timeoutMs: 120_000 });
     assert.equal(run.code, 0, run.stderr);
-    assert.match(run.stdout, /campaign: budget: pass 2 would end at .* of the 1\.0 s wall-time budget; stopped after pass 1/);
+    assert.match(run.stdout, /campaign: budget: block 2 would end at .* of the 1\.0 s wall-time budget; stopped after block 1/);
     const db = new Database(store, { readonly: true });
     t.after(() => db.close());
     const trials = (db.prepare('SELECT COUNT(*) AS n FROM trials').get() as { n: number }).n;

@@ -42,7 +42,7 @@ test('maximize sloCapacity: the config with the highest capacity wins the race; 
     await executor.close();
   }
   assert.ok(
-    log.some((line) => /^race decided after pass \d+: t3 is significantly better than every other config$/.test(line)),
+    log.some((line) => /^race decided after block \d+: t3 is significantly better than every other config$/.test(line)),
     log.join('\n'),
   );
   const rows = db.prepare('SELECT variant, workload, metrics_json FROM trials').all() as Array<{ variant: string; workload: string; metrics_json: string }>;

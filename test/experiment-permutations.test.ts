@@ -73,7 +73,7 @@ describe('race eliminations', () => {
     const { outcome, log, error } = await run(race, byTpotArg);
     assert.equal(outcome?.status, 'done', error);
     assert.ok(
-      log.some((line) => /^race decided after pass [123]: t3 is significantly better than every other config$/.test(line)),
+      log.some((line) => /^race decided after block [123]: t3 is significantly better than every other config$/.test(line)),
       log.join('\n'),
     );
     const events = db.prepare("SELECT variant, reason FROM race_events WHERE kind = 'eliminated' ORDER BY variant").all() as Array<{

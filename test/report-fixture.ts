@@ -57,6 +57,8 @@ export interface FixtureRunOptions {
   env?: Record<string, string>;
   /** Seed of the synthetic noise (default derived from the run id). */
   seed?: number;
+  /** Figures added to every trial's metrics, e.g. { prefixCacheHitRate: 0.4 } for the side columns. */
+  metrics?: Partial<TrialMetrics>;
 }
 
 const EXPERIMENT_YAML = (name: string): string => `
@@ -99,7 +101,7 @@ export function buildFixtureRun(store: FixtureStore, options: FixtureRunOptions 
     const workload = experiment.workloads.find((candidate) => candidate.label === planned.workload)!;
     const concurrency = workload.concurrency ?? 1;
     const steps = Number(variant.params.steps ?? 0);
-    const metrics = trialMetrics(concurrency, steps, options.scale ?? 1, random);
+    const metrics = { ...trialMetrics(concurrency, steps, options.scale ?? 1, random), ...options.metrics };
     const startedAt = new Date(start + index * 20_000).toISOString();
     insertTrial(
       store.db,

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { cdfPoints } from '../src/report/charts.js';
 import { compareRuns } from '../src/report/compare.js';
+import { renderHtmlReport } from '../src/report/html.js';
+import { renderMarkdown } from '../src/report/markdown.js';
 import { buildRunReport } from '../src/report/model.js';
 import { loadRunData } from '../src/report/queries.js';
 import { insertDriftAlarm } from '../src/store/drift-alarms.js';
@@ -36,6 +38,24 @@ describe('report model', () => {
       [['command'], ['command'], ['command']],
     );
     assert.deepEqual(report.driftNotes, []);
+    assert.deepEqual(report.notes, []);
+    assert.deepEqual(report.workNotes, []);
+  });
+
+  test('work notes are their own section, apart from drift notes: the report still says every variant kept one environment', (t) => {
+    const store = createFixtureStore();
+    t.after(() => store.cleanup());
+    const runId = buildFixtureRun(store, { metrics: { resends: 2 } });
+    const report = buildRunReport(loadRunData(store.db, runId)!);
+    assert.deepEqual(report.driftNotes, []);
+    assert.equal(report.workNotes.length, 12, report.workNotes.join('\n'));
+    assert.ok(report.workNotes.every((note) => /requests resent after a kept-alive connection closed/.test(note)));
+    const markdown = renderMarkdown(report);
+    assert.match(markdown, /## Work notes\n\n.*\n\n- [\w-]+ c=\d+: 8 requests resent/);
+    assert.match(markdown, /## Drift notes\n\nNone: every variant kept one environment throughout the run\./);
+    const html = renderHtmlReport(report, []);
+    assert.match(html, /<h2>Work notes<\/h2><p class="muted">[^<]*<\/p><ul class="notes"><li>[\w-]+ c=\d+: 8 requests resent/);
+    assert.match(html, /<h2>Drift notes<\/h2><p class="muted">None: every variant kept one environment/);
   });
 
   test('a run in progress gets provisional verdicts from the trials stored so far', (t) => {
@@ -46,7 +66,7 @@ describe('report model', () => {
     assert.equal(report.verdictsFinal, false);
     assert.equal(report.trialCount, 20);
     assert.equal(report.plannedTrials, 48);
-    assert.match(report.driftNotes[0]!, /provisional: computed from 20 of 48 planned trials/);
+    assert.match(report.notes[0]!, /provisional: computed from 20 of 48 planned trials/);
   });
 
   test('a drift alarm accepted with --accept-drift is a note, read from its stored row', (t) => {

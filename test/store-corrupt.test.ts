@@ -53,15 +53,13 @@ describe('corrupt store rows', () => {
     const report = buildRunReport(loadRunData(store.db, 1)!);
     for (const id of [bad.json, bad.text, bad.missing])
       assert.ok(
-        report.driftNotes.some((note) => note.includes(`trials row ${id}, column metrics_json`)),
-        `row ${id} named: ${report.driftNotes.join('\n')}`,
+        report.notes.some((note) => note.includes(`trials row ${id}, column metrics_json`)),
+        `row ${id} named: ${report.notes.join('\n')}`,
       );
-    assert.ok(
-      report.driftNotes.some((note) => /^trial \d+\/48 \(eagle3-s2, c=1, block \d\)/.test(note) && note.includes('left out of medians, n and verdicts')),
-    );
+    assert.ok(report.notes.some((note) => /^trial \d+\/48 \(eagle3-s2, c=1, block \d\)/.test(note) && note.includes('left out of medians, n and verdicts')));
     // The stored verdicts counted 4 trials a side; the report counts what it can read and says so.
     assert.equal(report.verdictsFinal, false);
-    assert.ok(report.driftNotes.some((note) => /verdicts recomputed/.test(note)));
+    assert.ok(report.notes.some((note) => /verdicts recomputed/.test(note)));
     const s4 = report.rows.find((row) => row.variant === 'eagle3-s4' && row.workload === 'c=8')!;
     assert.equal(s4.trials, 1);
     assert.equal(s4.label, 'insufficient data');
@@ -86,11 +84,11 @@ describe('corrupt store rows', () => {
     const alarm = { variant: 'baseline', workload: 'c=8', metric: 'outputTokensPerSecond', current: 70, reference: 100, changePct: -30, bandPct: 5 };
     for (const accepted of [false, false, true])
       insertDriftAlarm(store.db, noisy, { ...alarm, changes: [], machine: [], accepted, message: `alarm ${accepted}` });
-    const quietNotes = buildRunReport(loadRunData(store.db, quiet)!).driftNotes;
+    const quietNotes = buildRunReport(loadRunData(store.db, quiet)!).notes;
     assert.equal(quietNotes.filter((note) => note === 'Run failed: server crashed').length, 1, quietNotes.join('\n'));
-    const noisyNotes = buildRunReport(loadRunData(store.db, noisy)!).driftNotes;
-    assert.equal(noisyNotes.filter((note) => note.startsWith('Run interrupted')).length, 1, noisyNotes.join('\n'));
-    assert.equal(noisyNotes.filter((note) => note.startsWith('Drift alarm accepted')).length, 1);
+    const noisyReport = buildRunReport(loadRunData(store.db, noisy)!);
+    assert.equal(noisyReport.notes.filter((note) => note.startsWith('Run interrupted')).length, 1, noisyReport.notes.join('\n'));
+    assert.equal(noisyReport.driftNotes.filter((note) => note.startsWith('Drift alarm accepted')).length, 1);
   });
 
   test('show, report, diff and ls as child processes: clean output naming the rows, exit 0; a run whose config is unreadable: exit 1, named', {
@@ -203,7 +201,7 @@ describe('corrupt store rows', () => {
     assert.equal((store.db.prepare('SELECT status FROM runs WHERE id = ?').get(stale) as { status: string }).status, 'running');
     const report = buildRunReport(loadRunData(store.db, stale)!);
     assert.equal(report.status, 'interrupted');
-    assert.ok(report.driftNotes.some((note) => note.includes(`servelab run --resume ${stale}`)));
+    assert.ok(report.notes.some((note) => note.includes(`servelab run --resume ${stale}`)));
 
     const missing = join(store.dir, 'nowhere', 'servelab.db');
     const results = await Promise.all([cli(['ls'], { store: missing }), cli(['report'], { store: missing }), cli(['show', '1'], { store: missing })]);

@@ -16,7 +16,7 @@ import {
 } from '../src/telemetry/nvidia-smi.js';
 import { evaluatePreflight, visibleGpus } from '../src/telemetry/preflight.js';
 import { parseLocalTimestamp } from '../src/telemetry/stream.js';
-import { summarizeTelemetry } from '../src/telemetry/summary.js';
+import { formatTelemetryAcross, summarizeTelemetry } from '../src/telemetry/summary.js';
 import type { GpuSample } from '../src/telemetry/types.js';
 
 /** Real outputs captured on an H200 (driver 580.159.04); see test/fixtures/nvidia-smi/README.txt. */
@@ -84,6 +84,17 @@ describe('nvidia-smi --query-gpu on captured H200 output', () => {
     assert.equal(gpu.reasonShare.idle, undefined, 'idle is not a slowdown');
     assert.equal(gpu.memoryUsedMaxMiB, 31731);
     assert.ok(gpu.smClockMedianMHz! < 1980);
+  });
+
+  test("a variant's machine state in one line: the idle and the busy capture as two trials, each finding once", () => {
+    const trial = (name: string, unavailable?: string) => ({
+      summary: summarizeTelemetry({ gpu: samplesOf(name), processes: [], host: [{ at: 0, load1: 0.5 }], governors: ['performance'], cpus: 96 }),
+      serverMetrics: unavailable === undefined ? { series: [{ name: 'vllm:num_requests_running', points: [] }] } : { unavailable, series: [] },
+    });
+    const line = formatTelemetryAcross([trial('lms-idle.csv'), trial('lms-busy.csv', '/metrics unreachable'), trial('lms-idle.csv')]);
+    assert.match(line, /^GPU: SM \d+–\d+ MHz, \d+–\d+ W, max \d+ °C, util \d+(–\d+)?%, 31\.0 GiB used; SW power cap in 1 of 3 trials; /);
+    assert.match(line, /; host: load 0\.50 median, 0\.50 max on 96 CPUs; governor performance; /);
+    assert.match(line, /; server metrics: \/metrics unreachable in 1 of 3 trials; 1 server metrics scraped$/);
   });
 
   test('clock-event reason bitmask (nvml.h)', () => {

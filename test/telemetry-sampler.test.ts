@@ -155,10 +155,19 @@ describe('telemetry in an experiment run', () => {
       assert.ok(metrics.series.some((line) => line.name === 'vllm:generation_tokens_total'));
     }
 
+    // One line per variant, each finding once (not once per trial); the per-trial lines behind --machine.
     const show = await cli(['show', '1'], { store });
     assert.equal(show.code, 0, show.stderr);
-    assert.match(show.stdout, /machine state per trial:\n {2}trial 1\/\d+ baseline single-stream: \d+ server metrics scraped\n/);
-    assert.match(show.stdout, /host: load [\d.]+ median/);
+    assert.match(
+      show.stdout,
+      /machine state per variant \(per trial: servelab show 1 --machine\):\n {2}baseline \(2 trials\): GPU telemetry unavailable: nvidia-smi not found; host: load [\d.–]+ median, [\d.]+ max on \d+ CPUs; [\d–]+ server metrics scraped\n\n/,
+    );
+    assert.equal(show.stdout.match(/nvidia-smi not found/g)?.length, 1);
+    const detailed = await cli(['show', '1', '--machine'], { store });
+    assert.equal(detailed.code, 0, detailed.stderr);
+    assert.match(detailed.stdout, /machine state per trial:\n {2}trial 1\/\d+ baseline single-stream: \d+ server metrics scraped\n/);
+    assert.match(detailed.stdout, /host: load [\d.]+ median/);
+    assert.equal(detailed.stdout.match(/nvidia-smi not found/g)?.length, 2);
 
     const out = join(dir, 'report');
     const report = await cli(['report', '--out', out, '1'], { store });

@@ -3,9 +3,13 @@ import { brokenFloor, type EquivalenceReport, statusNote } from '../experiment/a
 import { formatAgreement, formatNumber } from '../util/format.js';
 import { escapeHtml as esc } from './escape.js';
 
+/**
+ * Answers wrap anywhere: a generated answer can be one unbroken run of characters thousands wide, and a grid column
+ * grows to its content's min-content width unless its minimum is 0 (the report and the UI page both include this).
+ */
 export const EQUIVALENCE_CSS = `
-.answers { display:grid; grid-template-columns:1fr 1fr; gap:0.5rem; }
-.answers pre { white-space:pre-wrap; margin:0; padding:0.5rem; border:1px solid var(--border, #ccc); }
+.answers { display:grid; grid-template-columns:minmax(0, 1fr) minmax(0, 1fr); gap:0.5rem; }
+.answers pre { white-space:pre-wrap; overflow-wrap:anywhere; margin:0; padding:0.5rem; border:1px solid var(--border, #ccc); }
 `;
 
 export function equivalenceHtml(report: EquivalenceReport): string {

@@ -1,10 +1,18 @@
+import { redactor } from '../util/redact.js';
 import { terminalText } from '../util/terminal-text.js';
 
 const entities: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
+/**
+ * Every escape below hides secrets first (stores written before redaction existed may hold some), so a redaction
+ * marker is escaped like any text. Redacting the rendered page instead would put a raw `<redacted:…>` into it, which
+ * a browser takes for a tag and drops, and would re-redact escaped markers (`&lt;redacted:…&gt;`) into garbage.
+ */
+const hidden = (text: unknown): string => redactor().text(String(text ?? ''));
+
 /** Escape any stored or user-supplied text before it goes into HTML (text or attribute position). */
 export function escapeHtml(text: unknown): string {
-  return String(text ?? '').replace(/[&<>"']/g, (char) => entities[char] ?? char);
+  return hidden(text).replace(/[&<>"']/g, (char) => entities[char] ?? char);
 }
 
 /**
@@ -14,7 +22,7 @@ export function escapeHtml(text: unknown): string {
  */
 export function escapeMarkdownCell(text: unknown): string {
   return terminalText(
-    String(text ?? '')
+    hidden(text)
       .replace(/[&<>]/g, (char) => entities[char] ?? char)
       .replace(/[\\`*_[\]|#~]/g, '\\$&')
       .replace(/\r\n|\n|\r/g, ' '),
@@ -28,7 +36,8 @@ export function escapeMarkdownCell(text: unknown): string {
  * rendered as HTML. Control characters are made visible as for a terminal (the file is read in one, too).
  */
 export function markdownCodeBlock(text: string): string {
-  const longestRun = Math.max(0, ...(text.match(/`+/g) ?? []).map((run) => run.length));
+  const shown = hidden(text);
+  const longestRun = Math.max(0, ...(shown.match(/`+/g) ?? []).map((run) => run.length));
   const fence = '`'.repeat(Math.max(3, longestRun + 1));
-  return `${fence}\n${terminalText(text)}\n${fence}\n`;
+  return `${fence}\n${terminalText(shown)}\n${fence}\n`;
 }

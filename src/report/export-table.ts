@@ -71,8 +71,9 @@ function trialCells(trial: TrialRecord, paramNames: readonly string[]): Array<[s
     ['variant', 'string', trial.variant],
     ['workload', 'string', trial.workload],
     ['concurrency', 'integer', trial.concurrency],
-    ['block', 'integer', trial.block],
-    ['repetition', 'integer', trial.repetition],
+    // Counted from 1, as every view counts them (formatBlock, "trial 3/20"); stored 0-based.
+    ['block', 'integer', trial.block + 1],
+    ['repetition', 'integer', trial.repetition + 1],
     ...paramNames.map((name): [string, ColumnKind, Cell | undefined] => {
       const value = trial.params[name];
       return [`param.${name}`, typeof value === 'string' ? 'string' : 'number', value];

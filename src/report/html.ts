@@ -81,8 +81,7 @@ ${campaign ? `<h2>Best config</h2>\n${campaign}` : ''}
 ${figuresHtml(figures)}
 ${trialTableHtml(report)}
 ${report.categories.length > 0 ? `<h2>Per category</h2>${categoryTableHtml(report)}` : ''}
-<h2>Drift notes</h2>
-${driftNotesHtml(report)}
+${notesHtml(report)}
 <h2>Machine state</h2>
 ${machineStateHtml(report.machine)}
 ${comparison ? `<h2>Compared with run ${comparison.runA}</h2>${comparisonHtml(comparison)}` : ''}
@@ -169,7 +168,20 @@ export function figuresHtml(figures: Figure[]): string {
   return `<div class="figures">${figures.map((figure) => `<figure data-figure="${figure.id}" aria-label="${esc(figure.title)}">${figure.svg}</figure>`).join('')}</div>`;
 }
 
-export function driftNotesHtml(report: RunReport): string {
+/**
+ * Notes on what was counted and work notes, each under its heading when there are any, then the drift notes, always:
+ * that every variant kept one environment is news too.
+ */
+export function notesHtml(report: RunReport): string {
+  const list = (notes: readonly string[]): string => `<ul class="notes">${notes.map((note) => `<li>${esc(note)}</li>`).join('')}</ul>`;
+  return (
+    (report.notes.length > 0 ? `<h2>Notes</h2>${list(report.notes)}` : '') +
+    (report.workNotes.length > 0 ? `<h2>Work notes</h2><p class="muted">What the trials did that their figures hide.</p>${list(report.workNotes)}` : '') +
+    `<h2>Drift notes</h2>${driftNotesHtml(report)}`
+  );
+}
+
+function driftNotesHtml(report: RunReport): string {
   if (report.driftNotes.length === 0) {
     return `<p class="muted">${report.trialCount === 0 ? 'None yet.' : 'None: every variant kept one environment throughout the run.'}</p>`;
   }

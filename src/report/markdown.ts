@@ -1,10 +1,10 @@
-/** The Markdown summary of a run: verdict table, environment, drift notes (for PRs, chat, terminals). */
+/** The Markdown summary of a run: verdict table, environment, notes, work notes, drift notes (for PRs, chat, terminals). */
 
-import { CATEGORY_COLUMNS } from '../experiment/spec/categories.js';
+import { CATEGORY_COLUMNS, type CategoryRow } from '../experiment/spec/categories.js';
 import { sideColumns } from '../experiment/spec/side-figures.js';
 import { formatChange, formatChangeInterval, formatDuration, formatNumber, formatPValue, runDurationMs } from '../util/format.js';
 import { escapeMarkdownCell as cell } from './escape.js';
-import type { RunReport } from './model.js';
+import type { RunReport, VerdictRow } from './model.js';
 
 export function renderMarkdown(report: RunReport): string {
   const lines: string[] = [];
@@ -23,18 +23,21 @@ export function renderMarkdown(report: RunReport): string {
   if (report.rows.length === 0) {
     lines.push('No trials measured yet.', '');
   } else {
-    const multiWorkload = report.workloads.length > 1;
     const side = sideColumns(report.rows);
-    lines.push(
-      `| ${multiWorkload ? 'workload | ' : ''}variant | trials | median ${cell(report.metricUnit || report.metric)} | change vs baseline | ${Math.round(report.confidence * 100)}% CI of change | p-value | failed requests (this variant) | invalid trials (this variant) | ${side.map((column) => `${column.title} | `).join('')}verdict |`,
-      `|${multiWorkload ? ' --- |' : ''} --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- |`,
-    );
-    for (const row of report.rows) {
-      const verdict = row.significant ? `**${row.label}**` : row.label;
-      lines.push(
-        `| ${multiWorkload ? `${cell(row.workload)} | ` : ''}${cell(row.variant)} | ${row.trials} | ${formatNumber(row.median)} | ${row.isBaseline ? '—' : formatChange(row.ratio)} | ${row.isBaseline ? '—' : formatChangeInterval(row.ciLow, row.ciHigh)} | ${formatPValue(row.pValue)} | ${row.failedRequests} | ${row.invalidTrials} | ${side.map((column) => `${column.cell(row)} | `).join('')}${verdict} |`,
-      );
-    }
+    const columns: Array<MarkdownColumn<VerdictRow>> = [
+      ...(report.workloads.length > 1 ? [{ title: 'workload', cell: (row: VerdictRow) => cell(row.workload) }] : []),
+      { title: 'variant', cell: (row) => cell(row.variant) },
+      { title: 'trials', numeric: true, cell: (row) => String(row.trials) },
+      { title: `median ${cell(report.metricUnit || report.metric)}`, numeric: true, cell: (row) => formatNumber(row.median) },
+      { title: 'change vs baseline', numeric: true, cell: (row) => (row.isBaseline ? '—' : formatChange(row.ratio)) },
+      { title: `${Math.round(report.confidence * 100)}% CI of change`, cell: (row) => (row.isBaseline ? '—' : formatChangeInterval(row.ciLow, row.ciHigh)) },
+      { title: 'p-value', numeric: true, cell: (row) => formatPValue(row.pValue) },
+      { title: 'failed requests (this variant)', numeric: true, cell: (row) => String(row.failedRequests) },
+      { title: 'invalid trials (this variant)', numeric: true, cell: (row) => String(row.invalidTrials) },
+      ...side.map((column) => ({ title: cell(column.title), numeric: true, cell: column.cell })),
+      { title: 'verdict', cell: (row) => (row.significant ? `**${row.label}**` : row.label) },
+    ];
+    lines.push(...markdownTable(columns, report.rows));
     lines.push('', `_${report.verdictMethod}._`, '');
     if (report.verdictsNote) lines.push(`_${report.verdictsNote}_`, '');
   }
@@ -43,10 +46,11 @@ export function renderMarkdown(report: RunReport): string {
     lines.push(
       '## Per category',
       '',
-      `| ${CATEGORY_COLUMNS.map((column) => column.title).join(' | ')} |`,
-      `| ${CATEGORY_COLUMNS.map((column) => (column.numeric ? '---:' : '---')).join(' | ')} |`,
+      ...markdownTable<CategoryRow>(
+        CATEGORY_COLUMNS.map((column) => ({ title: column.title, numeric: column.numeric, cell: (row: CategoryRow) => cell(column.cell(row)) })),
+        report.categories,
+      ),
     );
-    for (const row of report.categories) lines.push(`| ${CATEGORY_COLUMNS.map((column) => cell(column.cell(row))).join(' | ')} |`);
     lines.push('');
   }
 
@@ -55,8 +59,17 @@ export function renderMarkdown(report: RunReport): string {
   if (environment.common.length === 0) {
     lines.push('No fingerprint recorded.', '');
   } else {
-    lines.push(`${environment.distinctFingerprints} distinct fingerprint(s). Shared by all trials:`, '', '| fact | value |', '| --- | --- |');
-    for (const fact of environment.common) lines.push(`| ${cell(fact.key)} | ${cell(fact.value)} |`);
+    lines.push(
+      `${environment.distinctFingerprints} distinct fingerprint(s). Shared by all trials:`,
+      '',
+      ...markdownTable(
+        [
+          { title: 'fact', cell: (fact) => cell(fact.key) },
+          { title: 'value', cell: (fact) => cell(fact.value) },
+        ],
+        environment.common,
+      ),
+    );
     lines.push('');
     for (const variant of environment.variants) {
       if (variant.changes.length === 0) continue;
@@ -67,6 +80,9 @@ export function renderMarkdown(report: RunReport): string {
     }
   }
 
+  if (report.notes.length > 0) lines.push('## Notes', '', ...report.notes.map((note) => `- ${cell(note)}`), '');
+  if (report.workNotes.length > 0)
+    lines.push('## Work notes', '', 'What the trials did that their figures hide.', '', ...report.workNotes.map((note) => `- ${cell(note)}`), '');
   lines.push('## Drift notes', '');
   if (report.driftNotes.length === 0) lines.push(report.trialCount === 0 ? 'None yet.' : 'None: every variant kept one environment throughout the run.');
   else for (const note of report.driftNotes) lines.push(`- ${cell(note)}`);
@@ -80,4 +96,21 @@ export function renderMarkdown(report: RunReport): string {
     lines.push('');
   }
   return lines.join('\n');
+}
+
+interface MarkdownColumn<Row> {
+  /** Markdown already (escaped where it holds stored text). */
+  title: string;
+  /** Right-aligned. */
+  numeric?: boolean;
+  cell: (row: Row) => string;
+}
+
+/** A table whose header, delimiter and rows come from one column list, so their counts cannot disagree. */
+function markdownTable<Row>(columns: ReadonlyArray<MarkdownColumn<Row>>, rows: readonly Row[]): string[] {
+  return [
+    `| ${columns.map((column) => column.title).join(' | ')} |`,
+    `|${columns.map((column) => (column.numeric ? ' ---: |' : ' --- |')).join('')}`,
+    ...rows.map((row) => `| ${columns.map((column) => column.cell(row)).join(' | ')} |`),
+  ];
 }

@@ -1,5 +1,6 @@
 /**
- * What a run report says, computed from stored rows: verdict table, chart data, environment summary, drift notes.
+ * What a run report says, computed from stored rows: verdict table, chart data, environment summary, notes (on
+ * what was counted, work notes, drift notes).
  * Pure (no I/O): the HTML report, the Markdown summary and `servelab ui` all render this one model.
  */
 
@@ -108,6 +109,11 @@ export interface RunReport {
   /** Per dataset category medians (latency, throughput, acceptance); empty when prompts had no categories. */
   categories: CategoryRow[];
   environment: EnvironmentSummary;
+  /** What was counted and what not: values left out, verdicts recomputed or provisional, a failed run, failed requests. */
+  notes: string[];
+  /** What the trials did that their figures hide (analysis/work-notes.ts). */
+  workNotes: string[];
+  /** Drift alarms, and a variant's environment changing within the run: empty when every variant kept one. */
   driftNotes: string[];
   machine: MachineTrial[];
 }
@@ -177,7 +183,9 @@ export function buildRunReport(data: RunData): RunReport {
     ...optional('acceptance', acceptanceSeries(workloads, trials)),
     categories: categoryRows(trials),
     environment: environmentSummary(data, variants, baseline),
-    driftNotes: [...leftOutNotes(data, metric), ...(chosen.note ? [chosen.note] : []), ...(verdictsNote ? [verdictsNote] : []), ...driftNotes(data)],
+    notes: [...leftOutNotes(data, metric), ...(chosen.note ? [chosen.note] : []), ...(verdictsNote ? [verdictsNote] : []), ...runNotes(data)],
+    workNotes: workNotes(trials, storedExperimentOf(run).metric),
+    driftNotes: driftNotes(data),
     machine: machineTrials(trials, data.telemetry ?? new Map(), (trial) => formatTrialNumber(numberOf(trial), planned)),
   };
 }
@@ -332,6 +340,18 @@ export function representativeFingerprint(data: RunData, variant: string | undef
   return trial && data.fingerprints.get(trial.fingerprintId)?.fingerprint;
 }
 
+/** A run that ended badly, and failed requests (kept out of latency figures). */
+function runNotes({ run, trials }: RunData): string[] {
+  const notes: string[] = [];
+  if (run.status === 'failed' || run.status === 'interrupted') notes.push(`Run ${run.status}${run.message ? `: ${run.message}` : ''}`);
+  const failed = trials.reduce((sum, trial) => sum + (trial.metrics.failed ?? 0), 0);
+  if (failed > 0) {
+    const affected = trials.filter((trial) => (trial.metrics.failed ?? 0) > 0).length;
+    notes.push(`${failed} failed requests in ${affected} of ${trials.length} trials (excluded from latency figures).`);
+  }
+  return notes;
+}
+
 function driftNotes(data: RunData): string[] {
   const { run, trials } = data;
   const numberOf = trialNumbers(run.plan);
@@ -340,7 +360,6 @@ function driftNotes(data: RunData): string[] {
   if (run.status === 'drift') notes.push(`Drift alarm stopped this run: ${run.message ?? 'no detail recorded'}`);
   // Alarms accepted with --accept-drift leave no trace in the status: the stored rows say the numbers moved.
   for (const alarm of data.driftAlarms ?? []) if (alarm.accepted) notes.push(`Drift alarm accepted with --accept-drift: ${alarm.message}`);
-  if (run.status === 'failed' || run.status === 'interrupted') notes.push(`Run ${run.status}${run.message ? `: ${run.message}` : ''}`);
   // The same variant must see the same environment in every trial; a change mid-run is drift inside the run.
   const byVariant = new Map<string, TrialRecord[]>();
   for (const trial of trials) byVariant.set(trial.variant, [...(byVariant.get(trial.variant) ?? []), trial]);
@@ -356,12 +375,6 @@ function driftNotes(data: RunData): string[] {
         );
     }
   }
-  const failed = trials.reduce((sum, trial) => sum + (trial.metrics.failed ?? 0), 0);
-  if (failed > 0) {
-    const affected = trials.filter((trial) => (trial.metrics.failed ?? 0) > 0).length;
-    notes.push(`${failed} failed requests in ${affected} of ${trials.length} trials (excluded from latency figures).`);
-  }
-  notes.push(...workNotes(trials, storedExperimentOf(run).metric));
   return notes;
 }
 

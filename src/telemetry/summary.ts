@@ -1,5 +1,5 @@
 import { max, median } from 'simple-statistics';
-import type { GpuSample, GpuSummary, TelemetrySeries, TelemetrySummary } from './types.js';
+import type { GpuSample, GpuSummary, TelemetrySeries, TelemetrySummary, TrialTelemetry } from './types.js';
 
 /** Reasons that are not a slowdown: an idle GPU lowers its clocks by design. */
 const BENIGN_REASONS = new Set(['idle']);
@@ -112,4 +112,100 @@ export function formatTelemetrySummary(summary: TelemetrySummary): string[] {
 
 export function formatGiB(mib: number): string {
   return `${(mib / 1024).toFixed(1)} GiB`;
+}
+
+/**
+ * The machine state of several trials (a variant's) in one line: each finding once, a figure as its range over the
+ * trials and GPUs ("SM 1410–1980 MHz"), a finding not in every trial with its count ("SW power cap in 3 of 10
+ * trials"). What `show` prints per variant; the per-trial lines (formatTelemetrySummary) are behind `show --machine`.
+ */
+export function formatTelemetryAcross(trials: ReadonlyArray<Pick<TrialTelemetry, 'summary' | 'serverMetrics'>>): string {
+  const summaries = trials.map((trial) => trial.summary);
+  const total = summaries.length;
+  const inSome = (count: number): string => (count < total ? ` in ${count} of ${total} trials` : '');
+  const parts: string[] = [];
+  for (const [reason, count] of counted(summaries.flatMap((summary) => (summary.gpuUnavailable === undefined ? [] : [summary.gpuUnavailable]))))
+    parts.push(`GPU telemetry unavailable: ${reason}${inSome(count)}`);
+  const gpus = summaries.flatMap((summary) => summary.gpus);
+  if (gpus.length > 0) {
+    const figures = [
+      spanOf(
+        gpus.map((gpu) => gpu.smClockMedianMHz),
+        (value) => `SM ${value} MHz`,
+      ),
+      spanOf(
+        gpus.map((gpu) => gpu.powerMedianW),
+        (value) => `${value} W`,
+      ),
+      highestOf(
+        gpus.map((gpu) => gpu.temperatureMaxC),
+        (value) => `max ${value} °C`,
+      ),
+      spanOf(
+        gpus.map((gpu) => gpu.utilizationMedianPct),
+        (value) => `util ${value}%`,
+      ),
+      highestOf(
+        gpus.map((gpu) => gpu.memoryUsedMaxMiB),
+        (value) => `${formatGiB(value)} used`,
+      ),
+    ].filter((figure) => figure !== undefined);
+    const indexes = new Set(gpus.map((gpu) => gpu.index)).size;
+    parts.push(`${indexes === 1 ? 'GPU' : `${indexes} GPUs`}: ${figures.join(', ') || 'no readings'}`);
+    const reasons = new Map<string, number>();
+    for (const summary of summaries) {
+      const active = new Set(summary.gpus.flatMap((gpu) => Object.entries(gpu.reasonShare).flatMap(([reason, share]) => (share > 0 ? [reason] : []))));
+      for (const reason of active) reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
+    }
+    for (const [reason, count] of reasons) parts.push(`${reason}${inSome(count) || ' in every trial'}`);
+  }
+  const processes = counted(summaries.flatMap((summary) => [...new Set(summary.processes.map((process) => process.name))]));
+  if (processes.size > 0) parts.push(`GPU processes: ${[...processes].map(([name, count]) => `${name}${inSome(count)}`).join(', ')}`);
+  const load = spanOf(
+    summaries.map((summary) => summary.load1Median),
+    (value) => `load ${value} median`,
+    2,
+  );
+  if (load !== undefined) {
+    const cpus = [...new Set(summaries.flatMap((summary) => (summary.cpus === undefined ? [] : [summary.cpus])))];
+    const highest = highestOf(
+      summaries.map((summary) => summary.load1Max),
+      (value) => `, ${value.toFixed(2)} max`,
+    );
+    parts.push(`host: ${load}${highest ?? ''}${cpus.length === 1 ? ` on ${cpus[0]} CPUs` : ''}`);
+  }
+  const governors = [...new Set(summaries.flatMap((summary) => summary.governors))];
+  if (governors.length > 0) parts.push(`governor ${governors.join('/')}`);
+  for (const [reason, count] of counted(trials.flatMap((trial) => (trial.serverMetrics.unavailable === undefined ? [] : [trial.serverMetrics.unavailable]))))
+    parts.push(`server metrics: ${reason}${inSome(count)}`);
+  const scraped = spanOf(
+    trials.map((trial) => (trial.serverMetrics.unavailable === undefined ? trial.serverMetrics.series.length : undefined)),
+    (value) => `${value} server metrics scraped`,
+  );
+  if (scraped !== undefined) parts.push(scraped);
+  return parts.join('; ');
+}
+
+/** Each distinct value with how many times it occurs, in first-seen order. */
+function counted(values: readonly string[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const value of values) counts.set(value, (counts.get(value) ?? 0) + 1);
+  return counts;
+}
+
+const present = (values: ReadonlyArray<number | undefined>): number[] =>
+  values.filter((value): value is number => value !== undefined && Number.isFinite(value));
+
+/** "lo–hi" of the figures present with `digits` decimals as the per-trial lines write them, one value when they agree; undefined when none is. */
+function spanOf(values: ReadonlyArray<number | undefined>, text: (value: string) => string, digits = 0): string | undefined {
+  const known = present(values);
+  if (known.length === 0) return undefined;
+  const [low, high] = [Math.min(...known).toFixed(digits), Math.max(...known).toFixed(digits)];
+  return text(low === high ? high : `${low}–${high}`);
+}
+
+/** The highest of the figures present; undefined when none is. */
+function highestOf(values: ReadonlyArray<number | undefined>, text: (value: number) => string): string | undefined {
+  const known = present(values);
+  return known.length === 0 ? undefined : text(Math.max(...known));
 }

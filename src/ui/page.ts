@@ -2,6 +2,7 @@
  * The `servelab ui` page: plain HTML + CSS + vanilla JS, no external resource. Text from the store and logs goes in
  * with textContent; tables and charts arrive as HTML/SVG rendered and escaped by the server (report modules).
  */
+import { EQUIVALENCE_CSS } from '../report/equivalence-html.js';
 import { REPORT_CSS } from '../report/html.js';
 
 const PAGE_CSS = `
@@ -39,7 +40,7 @@ export const PAGE_HTML = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>servelab ui</title>
-<style>${REPORT_CSS}${PAGE_CSS}</style>
+<style>${REPORT_CSS}${EQUIVALENCE_CSS}${PAGE_CSS}</style>
 </head>
 <body>
 <nav>
@@ -71,7 +72,6 @@ export const PAGE_HTML = `<!doctype html>
     <h2>Charts</h2>
     <div id="figures"></div>
     <div id="trials"></div>
-    <h2>Drift notes</h2>
     <div id="notes"></div>
     <h2>Fingerprint diff between runs</h2>
     <div class="diff-pick" id="diff-pick"><select id="diff-a"></select><span class="muted">→</span><select id="diff-b"></select></div>

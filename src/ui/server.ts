@@ -14,7 +14,7 @@ import { hasSpecFigures } from '../experiment/text/best-format.js';
 import { specTableHtml } from '../report/campaign-html.js';
 import { compareRuns } from '../report/compare.js';
 import { reportFigures } from '../report/figures.js';
-import { comparisonHtml, driftNotesHtml, environmentHtml, figuresHtml, runFactsHtml, trialTableHtml, verdictTableHtml } from '../report/html.js';
+import { comparisonHtml, environmentHtml, figuresHtml, notesHtml, runFactsHtml, trialTableHtml, verdictTableHtml } from '../report/html.js';
 import { machineStateHtml } from '../report/machine.js';
 import { buildRunReport } from '../report/model.js';
 import { storedQualityHtml } from '../report/quality-html.js';
@@ -216,7 +216,7 @@ class UiState {
         spec: hasSpecFigures(data.trials) ? `<h2>Speculative decoding</h2>${specTableHtml(storedExperimentOf(data.run), data.trials)}` : '',
         figures: figuresHtml(reportFigures(report)),
         trials: trialTableHtml(report),
-        notes: driftNotesHtml(report),
+        notes: notesHtml(report),
         environment: environmentHtml(report),
         machine: machineStateHtml(report.machine),
       },
@@ -332,9 +332,15 @@ function broadcast(clients: Set<ServerResponse>, name: string | undefined, data:
   for (const client of clients) client.write(frame);
 }
 
-/** Every JSON answer passes redaction: log tails and stores written before redaction existed may hold secrets. */
+/**
+ * Every JSON answer passes redaction: log tails and stores written before redaction existed may hold secrets. An
+ * `html` key holds fragments the report modules rendered, whose escaping hid secrets before escaping: a text pass
+ * over them would turn escaped markers into raw `<redacted:…>` tags the browser drops.
+ */
 function sendJson(response: ServerResponse, body: unknown, status = 200): void {
-  send(response, status, 'application/json; charset=utf-8', JSON.stringify(redactor().deep(body)));
+  const { html, ...rest } = body as { html?: unknown };
+  const answer = html === undefined ? redactor().deep(body) : { ...redactor().deep(rest), html };
+  send(response, status, 'application/json; charset=utf-8', JSON.stringify(answer));
 }
 
 function send(response: ServerResponse, status: number, contentType: string, body: string): void {

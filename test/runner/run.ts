@@ -62,6 +62,7 @@ export const SLOW = new Set([
   'ready-wait',
   'report-html',
   'report-model',
+  'report-views',
   'security-redaction',
   'security-hostile',
   'security-signals',

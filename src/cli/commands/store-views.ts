@@ -15,7 +15,7 @@ import type { UnreadableRow } from '../../store/row-json.js';
 import type { StoredVerdicts } from '../../store/run-json.js';
 import { runTelemetry } from '../../store/telemetry.js';
 import type { TrialRecord } from '../../store/types.js';
-import { formatTelemetrySummary } from '../../telemetry/summary.js';
+import { formatTelemetryAcross, formatTelemetrySummary } from '../../telemetry/summary.js';
 import type { TrialTelemetry } from '../../telemetry/types.js';
 import { UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
@@ -57,8 +57,9 @@ export function registerStoreViews(program: Command): void {
     .description('show a run: plan, trials, per-variant medians and verdicts')
     .argument('<run>', 'run id')
     .option('--store <path>', 'result store')
+    .option('--machine', 'machine state per trial (default: one line per variant)')
     .option('--json', 'machine-readable output')
-    .action((runArg: string, flags: ViewFlags) =>
+    .action((runArg: string, flags: ViewFlags & { machine?: boolean }) =>
       withStore(flags, (db) => {
         const stored = requireRun(db, runArg);
         const unreadable: UnreadableRow[] = [];
@@ -101,7 +102,7 @@ export function registerStoreViews(program: Command): void {
           formatRunShow(run, trials, invalidTrials, restarts, campaign.equivalence, campaign.accuracy),
           ...(notes.length > 0 ? ['', 'notes:', ...notes.map((note) => `  ${note}`)] : []),
           ...formatDriftAlarms(driftAlarms),
-          ...formatMachineState(trials, telemetry, numberText),
+          ...(flags.machine ? formatMachineState(trials, telemetry, numberText) : formatMachineSummary(run.id, trials, telemetry)),
           '',
           campaign.text,
         ].join('\n');
@@ -125,7 +126,22 @@ export function registerStoreViews(program: Command): void {
     );
 }
 
-/** A "machine state" section: each trial's telemetry summary, indented under its label. */
+/** One line per variant: its trials' machine state with each finding once (formatTelemetryAcross). */
+function formatMachineSummary(runId: number, trials: readonly TrialRecord[], telemetry: ReadonlyMap<number, TrialTelemetry>): string[] {
+  const byVariant = new Map<string, TrialTelemetry[]>();
+  for (const trial of trials) {
+    const recorded = telemetry.get(trial.id);
+    if (recorded) byVariant.set(trial.variant, [...(byVariant.get(trial.variant) ?? []), recorded]);
+  }
+  if (byVariant.size === 0) return [];
+  return [
+    '',
+    `machine state per variant (per trial: servelab show ${runId} --machine):`,
+    ...[...byVariant].map(([variant, recorded]) => `  ${variant} (${recorded.length} trials): ${formatTelemetryAcross(recorded)}`),
+  ];
+}
+
+/** `show --machine`: each trial's telemetry summary, indented under its label. */
 function formatMachineState(trials: TrialRecord[], telemetry: Map<number, TrialTelemetry>, numberText: (trial: TrialRecord) => string): string[] {
   const lines: string[] = [];
   for (const trial of trials) {

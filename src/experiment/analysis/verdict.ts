@@ -78,7 +78,7 @@ export function compareBlocked(baseline: readonly BlockedValue[], candidate: rea
 /** The test and CI behind a run's verdicts, for the tables that show them. */
 export function verdictMethod(blocked: boolean): string {
   return blocked
-    ? 'exact rank-sum test stratified by pass, bootstrap CI of the within-pass ratio of medians'
+    ? 'exact rank-sum test stratified by block, bootstrap CI of the within-block ratio of medians'
     : 'exact rank-sum test, bootstrap CI of the ratio of medians';
 }
 

@@ -143,7 +143,7 @@ export function chooseSchedule(experiment: ResolvedExperiment, costs: CostModel)
   let chosen = options.find((option) => option.schedule === preferred)!;
   let reason =
     preferred === 'blocked'
-      ? `auto: a start costs ${formatNumber(ratio)}× a trial (≥ ${AUTO_BLOCKED_RATIO}), so blocked passes save restarts`
+      ? `auto: a start costs ${formatNumber(ratio)}× a trial (≥ ${AUTO_BLOCKED_RATIO}), so a blocked schedule saves restarts`
       : `auto: a start costs ${formatNumber(ratio)}× a trial (< ${AUTO_BLOCKED_RATIO}), so restarts are cheap and full interleaving is affordable`;
   const other = options.find((option) => option !== chosen)!;
   if (!fits(chosen) && fits(other)) {

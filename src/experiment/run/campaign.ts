@@ -47,10 +47,10 @@ export function campaignControl(
         const decision = raceStep(experiment, listTrials(db, runId), eliminated(), afterPass, plan.schedule === 'blocked', equivalence, scores);
         for (const entry of decision.eliminate) {
           journal.raceEvent({ kind: 'eliminated', afterPass, variant: entry.variant, reason: entry.reason });
-          log(`race: ${entry.variant} eliminated after pass ${afterPass + 1}: ${entry.reason}`);
+          log(`race: ${entry.variant} eliminated after block ${afterPass + 1}: ${entry.reason}`);
         }
         if (decision.winner !== undefined)
-          return stop(afterPass, `race decided after pass ${afterPass + 1}: ${decision.winner} is significantly better than every other config`);
+          return stop(afterPass, `race decided after block ${afterPass + 1}: ${decision.winner} is significantly better than every other config`);
       }
       const over = budgetStop(afterPass);
       return over === undefined ? undefined : stop(afterPass, over);
@@ -81,10 +81,10 @@ export function campaignControl(
     const wallMs = elapsedMs + predicted.wallMs;
     const gpuHours = (wallMs / 3_600_000) * budget.gpusPerServer;
     if (budget.wallTimeMs !== undefined && wallMs > budget.wallTimeMs) {
-      return `budget: pass ${afterPass + 2} would end at ${formatDuration(wallMs)} of the ${formatDuration(budget.wallTimeMs)} wall-time budget; stopped after pass ${afterPass + 1}`;
+      return `budget: block ${afterPass + 2} would end at ${formatDuration(wallMs)} of the ${formatDuration(budget.wallTimeMs)} wall-time budget; stopped after block ${afterPass + 1}`;
     }
     if (budget.gpuHours !== undefined && gpuHours > budget.gpuHours) {
-      return `budget: pass ${afterPass + 2} would use ${gpuHours.toFixed(2)} of ${budget.gpuHours} GPU-hours; stopped after pass ${afterPass + 1}`;
+      return `budget: block ${afterPass + 2} would use ${gpuHours.toFixed(2)} of ${budget.gpuHours} GPU-hours; stopped after block ${afterPass + 1}`;
     }
     return undefined;
   }

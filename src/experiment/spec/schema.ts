@@ -353,9 +353,14 @@ export const experimentFileSchema = z.strictObject({
     .enum(['interleaved', 'blocked', 'auto'])
     .default('interleaved')
     .describe(
-      'interleaved: every pass visits every server config once per repetition; blocked: few passes, several trials per start; auto: by startup/trial cost.',
+      'interleaved: one block per repetition, each visiting every server config once; blocked: few blocks (`passes`), each starting every server config once for several trials; auto: by startup/trial cost.',
     ),
-  passes: z.number().int().min(1).optional().describe('Passes of a blocked schedule; default 2: one forward, one reversed, so slow drift cancels.'),
+  passes: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe('How many blocks a blocked schedule has (views count them as blocks 1…N); default 2: one forward, one reversed, so slow drift cancels.'),
   budget: budgetSchema
     .optional()
     .describe('Limits the predicted plan must fit (unchecked while its wall time cannot be predicted); `run` refuses a plan over them unless --force.'),
@@ -370,7 +375,7 @@ export const experimentFileSchema = z.strictObject({
   stopping: z
     .enum(['fixed', 'race'])
     .default('fixed')
-    .describe('fixed: every planned trial; race: drop configs significantly worse than the best after each pass.'),
+    .describe('fixed: every planned trial; race: drop configs significantly worse than the best after each block.'),
   objective: objectiveSchema.optional().describe('The best config: a metric to maximize or minimize, subject to constraints.'),
   quality: z
     .strictObject({

@@ -21,7 +21,7 @@ export function constraintsText(objective: Objective): string {
 
 /** A ranking row's status: eliminated, infeasible with its reasons, or feasible with its caveats ("note: …"). */
 export function rankingStatus(row: RankedConfig): string {
-  if (row.eliminated) return `eliminated after pass ${row.eliminated.afterPass + 1}: ${row.eliminated.reason}`;
+  if (row.eliminated) return `eliminated after block ${row.eliminated.afterPass + 1}: ${row.eliminated.reason}`;
   if (!row.feasible) return `infeasible: ${row.violations.join('; ')}`;
   return row.caveats.map((caveat) => `${caveat.kind}: ${caveat.text}`).join('; ');
 }

@@ -183,7 +183,7 @@ export function formatRunShow(
     `run ${run.id} of ${experiment.name} (${run.filePath})`,
     `status: ${run.status}${run.message ? ` — ${run.message}` : ''}`,
     `started ${run.startedAt}${run.finishedAt ? `, finished ${run.finishedAt}` : ''}; servelab ${run.servelabVersion}${run.gitSha ? ` (${run.gitSha})` : ''}`,
-    `plan: ${plan.trials.length} trials = ${experiment.variants.length} variants × ${experiment.workloads.length} workloads × ${plan.blocks} blocks; ` +
+    `plan: ${plan.trials.length} trials = ${experiment.variants.length} variants × ${experiment.workloads.length} workloads × ${experiment.trials} repetitions in ${plan.blocks} blocks; ` +
       `${serverCount} server configs, ${plan.restarts} restarts${unplannedRestarts > 0 ? ` (+${unplannedRestarts} after a server died)` : ''}; seed ${plan.seed}`,
     `metric: ${experiment.metric} (${unit}); baseline: ${experiment.baseline}`,
     `prefix cache: ${cacheSummary(trials)}`,

@@ -10,11 +10,11 @@ export function formatPlanChoice(experiment: ResolvedExperiment, choice: Schedul
   const lines = [
     `plan for ${experiment.name}: ${plan.trials.length} trials = ${experiment.variants.length} variants × ${experiment.workloads.length} workloads × ${experiment.trials} repetitions` +
       (experiment.stopping === 'race' ? ' (a cap: stopping: race ends earlier once a winner is clear)' : ''),
-    `schedule: ${choice.schedule}, ${plan.blocks} ${plan.blocks === 1 ? 'pass' : 'passes'}, ${prediction.configs.length} server configs, ${plan.restarts} restarts — ${choice.reason}`,
+    `schedule: ${choice.schedule}, ${plan.blocks} ${plan.blocks === 1 ? 'block' : 'blocks'}, ${prediction.configs.length} server configs, ${plan.restarts} restarts — ${choice.reason}`,
     '',
     'trade-off (drift protection vs restart cost):',
     table(
-      ['schedule', 'passes', 'restarts', 'startups', 'measuring', 'wall time', 'GPU-hours'],
+      ['schedule', 'blocks', 'restarts', 'startups', 'measuring', 'wall time', 'GPU-hours'],
       choice.options.map((option) => [
         option.schedule + (option.schedule === choice.schedule ? ' *' : ''),
         String(option.plan.blocks),
