@@ -2,7 +2,7 @@
  * Campaign cost: wall time and correct-winner rate of three ways to find the best of 8 server configs.
  *
  *   node dist/bench/campaign-cost.js [--seeds 20] [--trials 12] [--scale 100] [--drift-pct-per-min 30] [--jitter 0.05]
- *                                      [--grid-seeds N] [--first-seed 1] [--only a,b,c] [--configs 8]
+ *                                      [--grid-seeds N] [--first-seed 1] [--only a,b,c] [--configs 8] [--lanes 1,2,4]
  *
  * Smoke setting (CI, test/bench-smoke.test.ts): --seeds 1 --configs 2 --trials 2 --scale 1000: every strategy (three
  * runs of one experiment name, which the reference guard once stopped), 10 server starts. `--configs N` shrinks the
@@ -30,8 +30,12 @@
  * carrying the timestamp, because the drift models the machine, which no fingerprint sees: with the timestamp in
  * the command, every run of "campaign-cost" was a new configuration to the reference guard (the second run stopped
  * with "environment of c2 differs from run 1 … nothing was measured") and to the startup history `auto` reads.
- * Winner = rank 1 of the best-config verdict. The table prints wall time per run, its ratio against (a) measured in
- * the same bench, and the share of seeds that named `best`.
+ * Winner = rank 1 of the best-config verdict. The table prints wall time per run, its ratio against (a) on one lane
+ * measured in the same bench, and the share of seeds that named `best`.
+ *
+ * `--lanes 1,2,4` runs every strategy on each number of lanes (experiment `lanes:`, local lanes told apart by a
+ * LANE variable the simulator ignores): the lanes column shows what running blocks side by side saves for the same
+ * answer (default: one lane).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -69,6 +73,7 @@ benchMain('campaign-cost', async () => {
       // Some strategies only, by letter: --only b,c (the ratio column needs a).
       only: { type: 'string' },
       configs: { type: 'string', default: '8' },
+      lanes: { type: 'string', default: '1' },
     },
   });
   const seeds = positiveInt('--seeds', values.seeds);
@@ -87,6 +92,7 @@ benchMain('campaign-cost', async () => {
   const configs = positiveInt('--configs', values.configs, 8);
   if (configs < 2) throw usageError('--configs must be at least 2 (best and one other)', 'e.g. --configs 3');
   if (firstSeed > seeds) throw usageError(`--first-seed ${firstSeed} is after --seeds ${seeds}: no seed to run`, `e.g. --first-seed 1 --seeds ${seeds}`);
+  const laneCounts = values.lanes.split(',').map((count) => positiveInt('--lanes', count));
   const strategies = ALL_STRATEGIES.filter((strategy) => values.only === undefined || values.only.split(',').includes(strategy.key));
   if (strategies.length === 0) throw usageError(`--only ${values.only} names no strategy`, 'pick letters among a, b, c, e.g. --only b,c');
 
@@ -95,12 +101,12 @@ benchMain('campaign-cost', async () => {
   const driftOriginFile = join(dir, 'drift-since');
 
   /** The experiment file of one (seed, strategy): configs differ by env only, `best` by a 5% smaller tpot. */
-  function experimentFile(seed: number, strategy: (typeof strategies)[number]): string {
+  function experimentFile(seed: number, strategy: (typeof strategies)[number], lanes: number): string {
     const { settings } = strategy;
     const names = Array.from({ length: configs - 1 }, (_, index) => `c${index + 1}`);
     // The best config's position among the others changes with the seed.
     names.splice(seed % configs, 0, 'best');
-    const file = join(dir, `seed-${seed}-${strategy.key}.yaml`);
+    const file = join(dir, `seed-${seed}-${strategy.key}-${lanes}.yaml`);
     const command = `exec node {servelab} simulate --port {port} --load-ms ${startupMs} --tpot-ms "$TPOT_MS" --ttft-ms ${ttftMs} --jitter ${jitter} --drift-pct-per-min ${driftPerBenchMinute} --drift-since "$(cat '${driftOriginFile}')" --stats-interval-ms 0 --seed $$`;
     writeFileSync(
       file,
@@ -117,20 +123,22 @@ benchMain('campaign-cost', async () => {
         drift: { relativeBand: 1, sigmas: 100 },
         baseline: names[0],
         variants: Object.fromEntries(names.map((name) => [name, { env: name === 'best' ? { TPOT_MS: String(tpotMs * 0.95) } : { CONFIG: name } }])),
+        ...(lanes > 1 && { lanes: Array.from({ length: lanes }, (_, index) => ({ env: { LANE: String(index) } })) }),
         ...settings,
       }),
     );
     return file;
   }
 
-  const results = new Map<Strategy, Array<{ wallMs: number; correct: boolean; trials: number }>>();
+  const results = new Map<string, Array<{ wallMs: number; correct: boolean; trials: number }>>();
+  const rowKey = (strategy: Strategy, lanes: number) => `${strategy} ${lanes}`;
   try {
     for (let seed = firstSeed; seed <= seeds; seed += 1) {
-      for (const strategy of strategies) {
+      for (const [strategy, lanes] of strategies.flatMap((strategy) => laneCounts.map((lanes) => [strategy, lanes] as const))) {
         if (strategy.name === 'interleaved grid' && seed > lastGridSeed) continue;
         const started = Date.now();
         writeFileSync(driftOriginFile, String(started));
-        const experiment = loadExperiment(experimentFile(seed, strategy));
+        const experiment = loadExperiment(experimentFile(seed, strategy, lanes));
         const outcome = await runExperiment({ db, experiment, workDir: join(dir, 'logs') });
         const wallMs = Date.now() - started;
         if (outcome.status !== 'done') {
@@ -145,9 +153,10 @@ benchMain('campaign-cost', async () => {
         const measured = listTrials(db, outcome.runId);
         const { schedule } = loadRun(db, outcome.runId).plan;
         const winner = bestConfig(experiment, measured, { eliminations, blocked: schedule === 'blocked' }).winner;
-        results.set(strategy.name, [...(results.get(strategy.name) ?? []), { wallMs, correct: winner === 'best', trials: measured.length }]);
+        const key = rowKey(strategy.name, lanes);
+        results.set(key, [...(results.get(key) ?? []), { wallMs, correct: winner === 'best', trials: measured.length }]);
         process.stderr.write(
-          `seed ${seed} ${strategy.name}: ${(wallMs / 1000).toFixed(1)} s, ${schedule}, ${measured.length} trials, winner ${winner ?? '-'}\n`,
+          `seed ${seed} ${strategy.name}, ${lanes} lane${lanes === 1 ? '' : 's'}: ${(wallMs / 1000).toFixed(1)} s, ${schedule}, ${measured.length} trials, winner ${winner ?? '-'}\n`,
         );
       }
     }
@@ -157,18 +166,18 @@ benchMain('campaign-cost', async () => {
   }
 
   const mean = (list: number[]): number => list.reduce((sum, value) => sum + value, 0) / list.length;
-  const gridRuns = results.get('interleaved grid') ?? [];
+  const gridRuns = results.get(rowKey('interleaved grid', 1)) ?? [];
   const reference = gridRuns.length > 0 ? mean(gridRuns.map((run) => run.wallMs)) : Number.NaN;
   console.log(
     `\ncampaign cost: ${configs} configs, one 5% faster; ${trials} trials cap; time scaled 1/${scale} (startup ${startupMs} ms for the issue's 20 s, ${outputTokens} tokens a request at ${tpotMs} ms); jitter ${jitter}; drift ${driftPerBenchMinute}%/bench-minute; seeds ${firstSeed}..${seeds} (full grid on seeds ${firstSeed}..${Math.min(seeds, lastGridSeed)})`,
   );
-  console.log('strategy           mean wall  vs (a)   mean trials  correct winner');
-  for (const strategy of strategies) {
-    const runs = results.get(strategy.name) ?? [];
+  console.log('strategy           lanes  mean wall  vs (a)   mean trials  correct winner');
+  for (const [strategy, lanes] of strategies.flatMap((strategy) => laneCounts.map((lanes) => [strategy, lanes] as const))) {
+    const runs = results.get(rowKey(strategy.name, lanes)) ?? [];
     if (runs.length === 0) continue;
     const wall = mean(runs.map((run) => run.wallMs));
     console.log(
-      `${strategy.name.padEnd(17)}  ${`${(wall / 1000).toFixed(1)} s`.padStart(9)}  ${(Number.isNaN(reference) ? '-' : `${(reference / wall).toFixed(2)}×`).padStart(6)}  ${mean(
+      `${strategy.name.padEnd(17)}  ${String(lanes).padStart(5)}  ${`${(wall / 1000).toFixed(1)} s`.padStart(9)}  ${(Number.isNaN(reference) ? '-' : `${(reference / wall).toFixed(2)}×`).padStart(6)}  ${mean(
         runs.map((run) => run.trials),
       )
         .toFixed(1)

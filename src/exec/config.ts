@@ -63,5 +63,8 @@ const slurmSchema = z.strictObject({
 /** The `executor:` section of an experiment file; absent means run everything on this machine. */
 export const executorConfigSchema = z.discriminatedUnion('kind', [localSchema, sshSchema, slurmSchema]).default({ kind: 'local' });
 
+/** Where one lane of an experiment runs (its `executor:`): this machine or an SSH host, no default. */
+export const laneExecutorSchema = z.discriminatedUnion('kind', [localSchema, sshSchema]);
+
 /** `executor:` as parsed; what each key means is in the schema's descriptions (and docs/experiment-file.md). */
 export type ExecutorConfig = z.output<typeof executorConfigSchema>;

@@ -161,7 +161,7 @@ export function buildRunReport(data: RunData): RunReport {
     metricUnit: metricUnit(metric),
     baseline,
     confidence: 1 - (experiment?.verdict.alpha ?? 0.05),
-    verdictMethod: verdictMethod(run.plan.schedule === 'blocked'),
+    verdictMethod: verdictMethod(run.plan.schedule === 'blocked', (experiment?.lanes?.length ?? 1) > 1),
     verdictsFinal: chosen.final,
     ...(verdictsNote !== undefined && { verdictsNote }),
     workloads,

@@ -174,7 +174,7 @@ export function decodeSampleLatencies<Row extends { id: number }>(row: Row): Row
   };
 }
 
-const trialScalarsSchema = z.object({ concurrency: count.nullable(), block: count, repetition: count, fingerprint_id: count });
+const trialScalarsSchema = z.object({ concurrency: count.nullable(), block: count, repetition: count, fingerprint_id: count, lane: count.nullish() });
 
 /** The scalar columns of a trials row; its JSON columns are decodeTrialMetrics' and decodeTrialParams'. */
 export function decodeTrialScalars<Row extends { id: number }>(row: Row): Row {

@@ -295,4 +295,14 @@ export const migrations: ReadonlyArray<{ version: number; description: string; s
       ALTER TABLE samples ADD COLUMN resent INTEGER;
     `,
   },
+  {
+    version: 13,
+    description: 'the lane each trial and server ran on',
+    sql: `
+      -- lanes: (several servers at once): the lane's index in the experiment's lanes, from 0; NULL without lanes.
+      ALTER TABLE trials ADD COLUMN lane INTEGER;
+      ALTER TABLE invalid_trials ADD COLUMN lane INTEGER;
+      ALTER TABLE servers ADD COLUMN lane INTEGER;
+    `,
+  },
 ];

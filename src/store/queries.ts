@@ -105,6 +105,7 @@ interface TrialRow {
   finished_at: string;
   metrics_json: string;
   cache: string | null;
+  lane: number | null;
   fingerprint_id: number;
 }
 
@@ -124,6 +125,7 @@ function trialFromRow(stored: TrialRow): TrialRecord {
     finishedAt: row.finished_at,
     metrics: decodeTrialMetrics(row.id, row.metrics_json),
     ...(row.cache !== null && { cache: row.cache }),
+    ...(row.lane !== null && row.lane !== undefined && { lane: row.lane }),
     fingerprintId: row.fingerprint_id,
   };
 }

@@ -89,8 +89,8 @@ export function insertTrial(
 ): number | undefined {
   const insertTrialRow = db.prepare(
     `INSERT OR IGNORE INTO trials (run_id, variant, server_key, workload, concurrency, params_json, block, repetition,
-       started_at, finished_at, metrics_json, cache, fingerprint_id)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       started_at, finished_at, metrics_json, cache, fingerprint_id, lane)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   const insertSample = db.prepare(
     `INSERT INTO samples (trial_id, idx, sent_at_ms, input_tokens, output_tokens, ttft_ms, tpot_ms, e2e_ms, itl_json,
@@ -117,6 +117,7 @@ export function insertTrial(
         encodeTrialMetrics(trial.metrics),
         trial.cache ?? null,
         fingerprintId,
+        trial.lane ?? null,
       );
       if (result.changes === 0) return undefined;
       const trialId = Number(result.lastInsertRowid);
@@ -188,13 +189,15 @@ export interface InvalidTrial {
   failed: number;
   /** Why it may not count, e.g. "server was killed by SIGKILL during the trial". */
   reason: string;
+  /** Lane index (experiment `lanes:`); absent without lanes. */
+  lane?: number;
 }
 
 /** Keep a trial that may not count, with its cause: it never enters verdicts, drift history or charts. */
 export function insertInvalidTrial(db: Db, trial: InvalidTrial): void {
   db.prepare(
-    `INSERT INTO invalid_trials (run_id, variant, server_key, workload, block, repetition, attempt, started_at, finished_at, completed, failed, reason)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO invalid_trials (run_id, variant, server_key, workload, block, repetition, attempt, started_at, finished_at, completed, failed, reason, lane)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   ).run(
     trial.runId,
     trial.variant,
@@ -208,6 +211,7 @@ export function insertInvalidTrial(db: Db, trial: InvalidTrial): void {
     trial.completed,
     trial.failed,
     clean(trial.reason),
+    trial.lane ?? null,
   );
 }
 
@@ -222,14 +226,16 @@ export interface ServerRowStart {
   predictedReadyMs?: number;
   /** Replaces a server that died during a trial (counted as a restart beyond the plan). */
   unplanned?: boolean;
+  /** Lane index (experiment `lanes:`); absent without lanes. */
+  lane?: number;
 }
 
 export function insertServer(db: Db, server: ServerRowStart): number {
   const at = now();
   const result = db
     .prepare(
-      `INSERT INTO servers (run_id, server_key, label, host, status, phase, started_at, updated_at, predicted_ready_ms, log_path, runner_pid, unplanned)
-       VALUES (?, ?, ?, ?, 'starting', 'launching', ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO servers (run_id, server_key, label, host, status, phase, started_at, updated_at, predicted_ready_ms, log_path, runner_pid, unplanned, lane)
+       VALUES (?, ?, ?, ?, 'starting', 'launching', ?, ?, ?, ?, ?, ?, ?)`,
     )
     .run(
       server.runId,
@@ -242,6 +248,7 @@ export function insertServer(db: Db, server: ServerRowStart): number {
       server.logPath,
       server.runnerPid,
       server.unplanned ? 1 : 0,
+      server.lane ?? null,
     );
   return Number(result.lastInsertRowid);
 }

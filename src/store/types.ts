@@ -82,6 +82,8 @@ export interface TrialRecord {
   metrics: TrialMetrics;
   /** How the trial met the server's prefix cache ("cold (salt N)", "warm"); absent for trials stored before it was recorded. */
   cache?: string;
+  /** Index of the lane it ran on (experiment `lanes:`, from 0); absent without lanes. */
+  lane?: number;
   fingerprintId: number;
 }
 

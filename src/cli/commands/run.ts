@@ -3,6 +3,7 @@ import type { ExecutorConfig } from '../../exec/types.js';
 import { loadCostModel } from '../../experiment/plan/budget.js';
 import { chooseSchedule } from '../../experiment/plan/schedule.js';
 import { campaignSummary } from '../../experiment/run/campaign-report.js';
+import { laneReport } from '../../experiment/run/lane-report.js';
 import { checkResumeFile } from '../../experiment/run/resume-check.js';
 import { loadRun } from '../../experiment/run/run-store.js';
 import { type RunOutcome, runExperiment } from '../../experiment/run/runner.js';
@@ -189,8 +190,11 @@ function report(db: Db, outcome: RunOutcome, json: boolean): void {
           plan.schedule === 'blocked',
           campaign.equivalence,
           campaign.accuracy,
+          (experiment.lanes?.length ?? 1) > 1,
         );
-        process.stdout.write(terminalText(`run ${outcome.runId} done\n${verdicts}\n\n${campaign.text}\n`));
+        const lanes = laneReport(db, outcome.runId).lines;
+        const laneText = lanes.length > 0 ? `\n\n${lanes.join('\n')}` : '';
+        process.stdout.write(terminalText(`run ${outcome.runId} done\n${verdicts}${laneText}\n\n${campaign.text}\n`));
       }
       return;
     case 'drift':

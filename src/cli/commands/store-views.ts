@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { campaignSummary } from '../../experiment/run/campaign-report.js';
+import { laneReport } from '../../experiment/run/lane-report.js';
 import { storedExperimentOf } from '../../experiment/spec/stored.js';
 import { trialNumbers } from '../../experiment/spec/trial-number.js';
 import { formatRunList, formatRunShow } from '../../experiment/text/format.js';
@@ -73,6 +74,7 @@ export function registerStoreViews(program: Command): void {
         const telemetry = runTelemetry(db, run.id, unreadable);
         const campaign = campaignSummary(db, run.id);
         const driftAlarms = listDriftAlarms(db, run.id, unreadable);
+        const lanes = laneReport(db, run.id);
         const notes = [...leftOutNotes({ trials, unreadable, run }, storedExperimentOf(run).metric), ...(verdicts.note ? [verdicts.note] : [])];
         if (flags.json) {
           const machine = Object.fromEntries(
@@ -89,6 +91,7 @@ export function registerStoreViews(program: Command): void {
               best: campaign.best,
               ...(campaign.equivalence && { equivalence: campaign.equivalence }),
               ...(campaign.accuracy && { accuracy: campaign.accuracy }),
+              ...(lanes.lines.length > 0 && { laneFindings: lanes.findings }),
               unreadable,
               notes,
             },
@@ -102,6 +105,7 @@ export function registerStoreViews(program: Command): void {
           formatRunShow(run, trials, invalidTrials, restarts, campaign.equivalence, campaign.accuracy),
           ...(notes.length > 0 ? ['', 'notes:', ...notes.map((note) => `  ${note}`)] : []),
           ...formatDriftAlarms(driftAlarms),
+          ...(lanes.lines.length > 0 ? ['', ...lanes.lines] : []),
           ...(flags.machine ? formatMachineState(trials, telemetry, numberText) : formatMachineSummary(run.id, trials, telemetry)),
           '',
           campaign.text,

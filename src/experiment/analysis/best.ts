@@ -7,6 +7,7 @@ import type { Constraint, Objective, ResolvedExperiment } from '../spec/types.js
 import { type EquivalenceReport, outputMatches } from './equivalence.js';
 import { type Caveat, outputMatchFloorWarning, outputsFeasibility } from './feasibility.js';
 import { holmAdjust } from './holm.js';
+import { comparisonStrata, type Strata } from './lanes.js';
 import type { BlockedValue } from './stats.js';
 import { type CompareOptions, compareSamples, type Verdict } from './verdict.js';
 
@@ -76,10 +77,15 @@ export function objectiveOf(experiment: ResolvedExperiment): Objective {
 }
 
 /** Objective values of one config's measured trials on the objective's workload, with the block each was measured in. */
-export function objectiveValues(objective: Objective, trials: readonly TrialRecord[], variant: string): BlockedValue[] {
+export function objectiveValues(
+  objective: Objective,
+  trials: readonly TrialRecord[],
+  variant: string,
+  stratumOf: Strata['stratumOf'] = (trial) => trial.block,
+): BlockedValue[] {
   return trials
     .filter((trial) => trial.variant === variant && trial.workload === objective.workload)
-    .map((trial) => ({ value: metricValue(trial.metrics, objective.metric), block: trial.block }))
+    .map((trial) => ({ value: metricValue(trial.metrics, objective.metric), block: stratumOf(trial) }))
     .filter((entry) => Number.isFinite(entry.value));
 }
 
@@ -148,14 +154,15 @@ export function bestConfig(
   const objective = objectiveOf(experiment);
   const outputMatch = equivalence && outputMatches(equivalence);
   const sign = objective.direction === 'maximize' ? 1 : -1;
+  const strata = comparisonStrata(trials, blocked);
   const compareOptions = {
     ...experiment.verdict,
     seed: experiment.seed,
     higherIsBetter: objective.direction === 'maximize',
-    blocked,
+    blocked: strata.blocked,
   };
   const rows = experiment.variants.map((variant) => {
-    const values = objectiveValues(objective, trials, variant.name);
+    const values = objectiveValues(objective, trials, variant.name, strata.stratumOf);
     const outputs = outputsFeasibility(objective, equivalence, variant.name);
     const violations = [
       ...constraintViolations(objective.constraints, objective.workload, trials, variant.name),

@@ -5,6 +5,7 @@ import { accuracyViolations, constraintViolations, type Elimination, objectiveOf
 import { type EquivalenceReport, outputMatches } from './equivalence.js';
 import { outputsFeasibility } from './feasibility.js';
 import { holmAdjust } from './holm.js';
+import { comparisonStrata } from './lanes.js';
 import { compareSamples } from './verdict.js';
 
 export interface RaceDecision {
@@ -37,8 +38,9 @@ export function raceStep(
   const objective = objectiveOf(experiment);
   const outputMatch = equivalence && outputMatches(equivalence);
   const eliminate: Elimination[] = [];
+  const strata = comparisonStrata(trials, blocked);
   const remaining = experiment.variants
-    .map((variant) => ({ variant: variant.name, values: objectiveValues(objective, trials, variant.name) }))
+    .map((variant) => ({ variant: variant.name, values: objectiveValues(objective, trials, variant.name, strata.stratumOf) }))
     .filter((entry) => !eliminated.has(entry.variant) && entry.values.length > 0);
   const feasible = remaining.filter((entry) => {
     const violations = [
@@ -59,7 +61,7 @@ export function raceStep(
     ...experiment.verdict,
     seed: experiment.seed,
     higherIsBetter: objective.direction === 'maximize',
-    blocked,
+    blocked: strata.blocked,
   };
   const tests = feasible.slice(1).map((entry) => ({ entry, verdict: compareSamples(entry.values, best.values, options) }));
   const testable = tests.filter((test) => test.verdict.pValue !== null);

@@ -75,8 +75,12 @@ export function compareBlocked(baseline: readonly BlockedValue[], candidate: rea
   return decide(interval.ratio, interval, pValue, n, options);
 }
 
-/** The test and CI behind a run's verdicts, for the tables that show them. */
-export function verdictMethod(blocked: boolean): string {
+/** The test and CI behind a run's verdicts, for the tables that show them; `lanes`: the run has several. */
+export function verdictMethod(blocked: boolean, lanes = false): string {
+  if (lanes)
+    return blocked
+      ? 'exact rank-sum test stratified by lane and pass, bootstrap CI of the within-lane, within-pass ratio of medians'
+      : 'exact rank-sum test stratified by lane, bootstrap CI of the within-lane ratio of medians';
   return blocked
     ? 'exact rank-sum test stratified by block, bootstrap CI of the within-block ratio of medians'
     : 'exact rank-sum test, bootstrap CI of the ratio of medians';

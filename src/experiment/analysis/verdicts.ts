@@ -3,13 +3,15 @@ import type { TrialHealth } from '../../store/queries.js';
 import type { TrialRecord } from '../../store/types.js';
 import { higherIsBetter, metricValue } from '../spec/metrics.js';
 import type { ResolvedExperiment, VariantVerdict } from '../spec/types.js';
+import { comparisonStrata } from './lanes.js';
 import type { BlockedValue } from './stats.js';
 import { compareSamples } from './verdict.js';
 
 /**
  * Every non-baseline variant vs the baseline, per workload, on the experiment's metric, with the failed requests and
  * invalid trials of both sides so no view shows a verdict without them. `blocked`: the plan's schedule is blocked,
- * so variants are compared within passes (compareBlocked).
+ * so variants are compared within passes (compareBlocked). Trials on several lanes are compared within each lane
+ * (and pass), so a faster lane cancels out instead of deciding the verdict.
  */
 export function computeVerdicts(
   experiment: ResolvedExperiment,
@@ -18,10 +20,11 @@ export function computeVerdicts(
   blocked = false,
 ): VariantVerdict[] {
   const healthOf = (variant: string, workload: string) => health.find((row) => row.variant === variant && row.workload === workload);
+  const strata = comparisonStrata(trials, blocked);
   const valuesOf = (variant: string, workload: string): BlockedValue[] =>
     trials
       .filter((trial) => trial.variant === variant && trial.workload === workload)
-      .map((trial) => ({ value: metricValue(trial.metrics, experiment.metric), block: trial.block }))
+      .map((trial) => ({ value: metricValue(trial.metrics, experiment.metric), block: strata.stratumOf(trial) }))
       .filter((entry) => Number.isFinite(entry.value));
   const medianOf = (values: BlockedValue[]): number | null => (values.length > 0 ? median(values.map((entry) => entry.value)) : null);
   const verdicts: VariantVerdict[] = [];
@@ -34,7 +37,7 @@ export function computeVerdicts(
         ...experiment.verdict,
         seed: experiment.seed,
         higherIsBetter: higherIsBetter(experiment.metric),
-        blocked,
+        blocked: strata.blocked,
       });
       verdicts.push({
         ...verdict,

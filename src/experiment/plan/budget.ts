@@ -4,7 +4,8 @@ import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
 import { recentReadyMs, recentTrialDurationsMs } from '../../store/campaign.js';
 import type { Db } from '../../store/db.js';
 import { pairKey } from '../../util/trial-keys.js';
-import type { Plan, ResolvedExperiment, ServerConfig } from '../spec/types.js';
+import type { Plan, PlannedTrial, ResolvedExperiment, ServerConfig } from '../spec/types.js';
+import { LanePool } from './lane-pool.js';
 import { type DeclaredCosts, declaredEquivalenceMs, declaredStartWarmupMs, declaredTrialMs, START_OVERHEAD_MS } from './trial-estimate.js';
 
 /**
@@ -57,6 +58,8 @@ export interface PlanPrediction {
   wallMs: number | undefined;
   gpuHours: number | undefined;
   gpusPerServer: number;
+  /** Lanes the plan runs on (experiment `lanes:`); absent: one. */
+  lanes?: number;
   configs: ConfigPrediction[];
   /** Untimed quality passes at each start that no figure covers (named, once each): not in the totals. */
   uncountedPasses?: string[];
@@ -131,46 +134,69 @@ function startupWithoutHistory(server: ServerConfig, declared: DeclaredCosts | u
 
 const SOURCE_ORDER: ReadonlyArray<Estimate['source']> = ['history', 'declared', 'typical', 'unknown'];
 
-/** Wall time and GPU-hours of a plan, run one server at a time: every start of a config plus every trial. */
+/**
+ * Wall time and GPU-hours of a plan: every start of a config plus every trial, on the experiment's lanes as a run
+ * takes them (LanePool: the lane free first takes the next stretch), so the wall time is the slowest lane's and
+ * the starts are those the lanes need. One lane: one after another, in plan order.
+ */
 export function predictPlan(plan: Pick<Plan, 'trials'>, experiment: ResolvedExperiment, costs: CostModel): PlanPrediction {
   const configs = new Map<string, ConfigPrediction>();
   const sources = new Set<Estimate['source']>();
-  let previousKey: string | undefined;
-  let warmedOnStart = new Set<string>();
   const uncounted = new Set<string>();
-  for (const trial of plan.trials) {
-    let config = configs.get(trial.serverKey);
+  /** One server start and its trials: counted on its config; its time, undefined when a figure is unknown. */
+  const stretchMs = (stretch: readonly PlannedTrial[]): number | undefined => {
+    const serverKey = stretch[0]!.serverKey;
+    let config = configs.get(serverKey);
     if (!config) {
-      const startupMs = costs.startups[trial.serverKey] ?? UNKNOWN;
-      const variants = experiment.variants.filter((variant) => variant.serverKey === trial.serverKey).map((variant) => variant.name);
-      config = { serverKey: trial.serverKey, variants, starts: 0, trials: 0, startupMs, measureMs: 0, trialSources: [] };
-      configs.set(trial.serverKey, config);
+      const startupMs = costs.startups[serverKey] ?? UNKNOWN;
+      const variants = experiment.variants.filter((variant) => variant.serverKey === serverKey).map((variant) => variant.name);
+      config = { serverKey, variants, starts: 0, trials: 0, startupMs, measureMs: 0, trialSources: [] };
+      configs.set(serverKey, config);
       sources.add(startupMs.source);
     }
-    if (trial.serverKey !== previousKey) {
-      config.starts += 1;
-      warmedOnStart = new Set();
-      const passes = costs.startPasses?.[trial.serverKey];
-      if (passes) {
-        config.measureMs = sum(config.measureMs, passes.ms);
-        for (const pass of passes.uncounted) uncounted.add(pass);
-      }
+    config.starts += 1;
+    let ms: number | undefined = config.startupMs.ms;
+    const passes = costs.startPasses?.[serverKey];
+    if (passes) {
+      config.measureMs = sum(config.measureMs, passes.ms);
+      ms = sum(ms, passes.ms);
+      for (const pass of passes.uncounted) uncounted.add(pass);
     }
-    previousKey = trial.serverKey;
-    const pair = pairKey(trial);
-    const trialMs = costs.trials[pair] ?? UNKNOWN;
-    sources.add(trialMs.source);
-    if (!config.trialSources.includes(trialMs.source)) config.trialSources.push(trialMs.source);
-    config.trials += 1;
-    const warmupMs = warmedOnStart.has(pair) ? 0 : (costs.startWarmups?.[pair] ?? 0);
-    warmedOnStart.add(pair);
-    config.measureMs = sum(config.measureMs, trialMs.ms === undefined ? undefined : trialMs.ms + warmupMs);
+    const warmedOnStart = new Set<string>();
+    for (const trial of stretch) {
+      const pair = pairKey(trial);
+      const trialMs = costs.trials[pair] ?? UNKNOWN;
+      sources.add(trialMs.source);
+      if (!config.trialSources.includes(trialMs.source)) config.trialSources.push(trialMs.source);
+      config.trials += 1;
+      const warmupMs = warmedOnStart.has(pair) ? 0 : (costs.startWarmups?.[pair] ?? 0);
+      warmedOnStart.add(pair);
+      const measured = trialMs.ms === undefined ? undefined : trialMs.ms + warmupMs;
+      config.measureMs = sum(config.measureMs, measured);
+      ms = sum(ms, measured);
+    }
+    return ms;
+  };
+  const lanes = Math.max(1, experiment.lanes?.length ?? 1);
+  const clocks = new Array<number | undefined>(lanes).fill(0);
+  const pool = new LanePool(plan.trials, lanes);
+  const open = new Set(clocks.keys());
+  while (open.size > 0) {
+    // The lane free first takes the next stretch; an unknown figure orders lanes as 0 would, their wall time stays unknown.
+    const lane = [...open].sort((a, b) => (clocks[a] ?? 0) - (clocks[b] ?? 0))[0]!;
+    const stretch = pool.take(lane);
+    pool.finished(lane);
+    if (stretch.length === 0) open.delete(lane);
+    else clocks[lane] = sum(clocks[lane], stretchMs(stretch));
   }
   const list = [...configs.values()];
   const starts = list.reduce((total, config) => total + config.starts, 0);
   const startupTotalMs = list.reduce<number | undefined>((total, config) => sum(total, times(config.starts, config.startupMs.ms)), 0);
   const measureMs = list.reduce<number | undefined>((total, config) => sum(total, config.measureMs), 0);
-  const wallMs = sum(startupTotalMs, measureMs);
+  const wallMs = clocks.reduce<number | undefined>(
+    (slowest, clock) => (slowest === undefined || clock === undefined ? undefined : Math.max(slowest, clock)),
+    0,
+  );
   const gpusPerServer = experiment.budget?.gpusPerServer ?? 1;
   return {
     trials: plan.trials.length,
@@ -179,8 +205,10 @@ export function predictPlan(plan: Pick<Plan, 'trials'>, experiment: ResolvedExpe
     startupTotalMs,
     measureMs,
     wallMs,
-    gpuHours: wallMs === undefined ? undefined : (wallMs / 3_600_000) * gpusPerServer,
+    // Every lane holds its GPUs for the whole run.
+    gpuHours: wallMs === undefined ? undefined : (wallMs / 3_600_000) * gpusPerServer * lanes,
     gpusPerServer,
+    ...(lanes > 1 && { lanes }),
     configs: list,
     sources: SOURCE_ORDER.filter((source) => sources.has(source)),
     ...(uncounted.size > 0 && { uncountedPasses: [...uncounted] }),

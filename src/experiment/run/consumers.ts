@@ -50,6 +50,7 @@ export class TrialConsumers {
         completed: level?.completed ?? 0,
         failed: level?.failed ?? 0,
         reason,
+        ...(this.context.lane && { lane: this.context.lane.index }),
       });
       log(`${where}: INVALID${level ? ` (${level.completed} ok, ${level.failed} failed)` : ''}: ${reason}`);
       return { valid: false, reason };
@@ -74,6 +75,7 @@ export class TrialConsumers {
         finishedAt: measured.finishedAt,
         metrics,
         cache: measured.cache,
+        ...(this.context.lane && { lane: this.context.lane.index }),
       },
       fingerprint,
       level.samples,

@@ -19,4 +19,6 @@ export interface RunContext {
   /** Measure although the configuration differs from the reference run's (reference-guard.ts). */
   acceptEnvChange: boolean;
   log: (line: string) => void;
+  /** The lane this part of the run measures on (experiment `lanes:`); absent without lanes. */
+  lane?: { index: number; name: string };
 }

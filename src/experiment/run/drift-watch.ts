@@ -24,17 +24,20 @@ export function driftWatch(context: RunContext, plan: Plan): DriftWatch {
   const pairTrials = new Map<string, number>();
   for (const trial of plan.trials) pairTrials.set(pairKey(trial), (pairTrials.get(pairKey(trial)) ?? 0) + 1);
   const { db, runId, experiment, log } = context;
+  // With lanes, each lane is judged against its own level: a slower lane is not a drift of the config.
+  const lane = context.lane?.index;
+  const onLane = (stored: TrialRecord) => lane === undefined || (stored.lane ?? 0) === lane;
   const metricOf = (metrics: TrialRecord['metrics']) => metricValue(metrics, experiment.metric);
   return (trial, fingerprint, machine) => {
     const own = listTrials(db, runId)
-      .filter((stored) => pairKey(stored) === pairKey(trial))
+      .filter((stored) => pairKey(stored) === pairKey(trial) && onLane(stored))
       .map((stored) => metricOf(stored.metrics))
       .filter((value) => Number.isFinite(value));
     if (own.length === 0 || own.length > 2) return undefined;
     // Valid trials of finished runs only (never this run, a concurrent one, or a failed one), on this configuration.
     const history = sameConfiguration(
       db,
-      variantHistory(db, { experimentName: experiment.name, variant: trial.variant, workload: trial.workload, excludeRunId: runId }),
+      variantHistory(db, { experimentName: experiment.name, variant: trial.variant, workload: trial.workload, excludeRunId: runId }).filter(onLane),
       fingerprint,
     );
     const values = history.map((past) => metricOf(past.metrics)).filter((past) => Number.isFinite(past));

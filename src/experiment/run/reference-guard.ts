@@ -49,16 +49,18 @@ export interface ReferenceFingerprint {
  */
 export function referenceFingerprint(
   db: Db,
-  target: { runId: number; experimentName: string; serverKey: string; variants: readonly string[] },
+  target: { runId: number; experimentName: string; serverKey: string; variants: readonly string[]; lane?: number },
 ): ReferenceFingerprint | undefined {
-  const own = listTrials(db, target.runId).find((trial) => trial.serverKey === target.serverKey);
+  // With lanes, each lane is compared with itself: lanes differ in their own env (CUDA_VISIBLE_DEVICES) by design.
+  const onLane = (trial: { lane?: number }) => target.lane === undefined || (trial.lane ?? 0) === target.lane;
+  const own = listTrials(db, target.runId).find((trial) => trial.serverKey === target.serverKey && onLane(trial));
   const ownFingerprint = own && getFingerprint(db, own.fingerprintId);
   if (ownFingerprint) return { source: "this run's earlier trials", fingerprint: ownFingerprint };
   const reference = listRuns(db, { experimentName: target.experimentName }).find((run) => run.status === 'done' && run.id !== target.runId);
   if (!reference) return undefined;
   const trials = listTrials(db, reference.id);
   for (const variant of target.variants) {
-    const trial = trials.find((candidate) => candidate.variant === variant);
+    const trial = trials.find((candidate) => candidate.variant === variant && onLane(candidate));
     const fingerprint = trial && getFingerprint(db, trial.fingerprintId);
     if (fingerprint) return { source: `run ${reference.id} (the last finished run of "${target.experimentName}")`, fingerprint };
   }
@@ -94,7 +96,7 @@ const NAMED_IN_CAUSE = 3;
  */
 export function guardReference(
   db: Db,
-  target: { runId: number; experimentName: string; filePath: string; serverKey: string; variants: readonly string[] },
+  target: { runId: number; experimentName: string; filePath: string; serverKey: string; variants: readonly string[]; lane?: number },
   fingerprint: Fingerprint,
   options: { accept: boolean; log: (line: string) => void },
 ): void {

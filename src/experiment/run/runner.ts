@@ -9,15 +9,12 @@ import { messageOf, UserError } from '../../util/errors.js';
 import { slotKey } from '../../util/trial-keys.js';
 import type { Plan, ResolvedExperiment } from '../spec/types.js';
 import { campaignControl } from './campaign.js';
-import { TrialConsumers } from './consumers.js';
 import type { RunContext } from './context.js';
-import { driftWatch } from './drift-watch.js';
 import { finalizeRun } from './finalize.js';
 import { RunJournal } from './journal.js';
+import { openLanes, runOnLanes } from './lanes.js';
 import { reapLeftoverServers } from './leftovers.js';
 import { createRun, finishedOutcome, loadRun, loadRunToExecute, type RunOutcome } from './run-store.js';
-import { ServerLifecycle } from './server-lifecycle.js';
-import { leadingStretch, runStretch } from './stretch.js';
 
 export interface RunOptions {
   db: Db;
@@ -121,23 +118,19 @@ async function measureRun(options: RunOptions, runId: number, journal: RunJourna
   };
   try {
     await reapLeftoverServers(db, runId, executor, journal, { ...(options.serverKey !== undefined && { serverKey: options.serverKey }), log });
-    const servers = new ServerLifecycle(context);
-    const consumers = new TrialConsumers(context, plan.trials.length, driftWatch(context, plan));
     if (run.status !== 'running') journal.runStatus('running');
-    // Campaign hook (race eliminations, budget stop) between passes; a Slurm job runs its config's trials as planned.
+    // Campaign hook (race eliminations, budget stop) between stretches; a Slurm job runs its config's trials as planned.
     const campaign = options.serverKey === undefined ? campaignControl(db, journal, experiment, plan, run.startedAt, log) : undefined;
-    let queue = pending;
-    while (queue.length > 0) {
-      if (campaign?.beforePass(queue[0]!.block) !== undefined) break;
-      queue = campaign?.keep(queue) ?? queue;
-      if (queue.length === 0) break;
-      const stretch = leadingStretch(queue);
-      const stop = await runStretch(context, servers, consumers, stretch);
+    const abortLanes = new AbortController();
+    const { lanes, close } = await openLanes(context, plan, abortLanes.signal);
+    try {
+      const stop = await runOnLanes(lanes, pending, campaign, abortLanes, log);
       if (stop) {
         journal.runStatus('drift', stop);
         return { runId, status: 'drift', message: stop };
       }
-      queue = queue.slice(stretch.length);
+    } finally {
+      await close();
     }
   } finally {
     if (!options.executor) await executor.close();

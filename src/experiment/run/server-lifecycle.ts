@@ -57,6 +57,7 @@ export class ServerLifecycle {
       logPath,
       ...(predictedReadyMs !== undefined && { predictedReadyMs }),
       unplanned,
+      ...(this.context.lane && { lane: this.context.lane.index }),
     });
     const startedAt = new Date();
     log(`starting server for ${label} (log: ${logPath})`);

@@ -109,6 +109,11 @@ export async function runOnSlurm(options: SlurmRunOptions): Promise<SlurmRunResu
     log(
       `run ${runId}: ${experiment.name} on Slurm, ${serverKeys.length} server configs to run, ${plan.trials.length - measuredKeys.size} of ${plan.trials.length} trials to measure; job logs in ${jobDir}`,
     );
+    // One job per config: each config lands on its own node, so the verdicts compare nodes as much as configs.
+    if (serverKeysOf(plan).length > 1)
+      log(
+        'note: each server config runs as its own job, on whichever node Slurm gives it: verdicts compare configs measured on different nodes, so a node a few percent faster favours its config (docs/remote.md, "Slurm and lanes")',
+      );
 
     const tracked: Tracked[] = serverKeys.map((serverKey) => {
       const scriptPath = join(jobDir, `${serverKey}.sbatch`);

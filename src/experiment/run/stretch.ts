@@ -10,12 +10,6 @@ import { guardReference } from './reference-guard.js';
 import type { ServerHandle, ServerLifecycle } from './server-lifecycle.js';
 import { measureTrial } from './trial.js';
 
-/** The queue's leading trials on one server config: one server start. */
-export function leadingStretch(queue: readonly PlannedTrial[]): PlannedTrial[] {
-  const end = queue.findIndex((trial) => trial.serverKey !== queue[0]!.serverKey);
-  return queue.slice(0, end < 0 ? queue.length : end);
-}
-
 /**
  * Start the stretch's server, measure its trials, stop it. An invalid trial is measured again in place, after the
  * server is re-verified (restarted if it died). Returns a drift-alarm message when the run must stop.
@@ -36,7 +30,14 @@ export async function runStretch(
   let failure: unknown;
   try {
     const fingerprint = withPreflight(await servers.fingerprint(server.running), preflight);
-    const target = { runId: context.runId, experimentName: experiment.name, filePath: experiment.filePath, serverKey, variants: variants.map((v) => v.name) };
+    const target = {
+      runId: context.runId,
+      experimentName: experiment.name,
+      filePath: experiment.filePath,
+      serverKey,
+      variants: variants.map((v) => v.name),
+      ...(context.lane && { lane: context.lane.index }),
+    };
     guardReference(context.db, target, fingerprint, { accept: context.acceptEnvChange, log: context.log });
     await sendEquivalencePasses(context, server, variants);
     await sendAccuracyPasses(context, server, variants);

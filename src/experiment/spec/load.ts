@@ -42,6 +42,7 @@ import type {
   MetricName,
   Objective,
   ResolvedExperiment,
+  ResolvedLane,
   ResolvedVariant,
   ResolvedWorkload,
   ServerConfig,
@@ -187,6 +188,7 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
     drift: file.drift,
     validity: { maxFailedFraction: file.maxFailedFraction, trialRetries: file.trialRetries },
     executor: file.executor,
+    ...(file.lanes && { lanes: resolveLanes(file, fail) }),
     fingerprint: file.fingerprint,
     preflight: file.preflight,
     telemetry: { enabled: file.telemetry.enabled, intervalMs: file.telemetry.interval, serverMetrics: file.telemetry.serverMetrics },
@@ -448,4 +450,23 @@ export function cacheResetUnknown(profileName: string): UserError {
     `client.cache: reset needs a cache-reset API, and profile "${profileName}" knows none`,
     'use client.cache: cold (a per-trial prompt salt), or a profile with one (vllm, sglang, llamacpp, simulator)',
   );
+}
+
+/** `lanes:` with names filled in; refused where two lanes could not run at once. */
+function resolveLanes(file: ExperimentFile, fail: (key: string, message: string) => never): ResolvedLane[] {
+  const lanes = file.lanes ?? [];
+  if (file.executor.kind === 'slurm')
+    fail('lanes', 'lanes run on this machine or on SSH hosts; with executor kind slurm, leave lanes out (each job then runs one config)');
+  if (lanes.length > 1 && file.server.port !== undefined)
+    fail('server.port', 'a fixed port cannot serve several lanes at once: use {port} with a free one per launch, or a portRange per lane');
+  const resolved = lanes.map((lane, index) => ({
+    name: lane.name ?? `lane${index + 1}`,
+    env: lane.env ?? {},
+    ...(lane.portRange !== undefined && { portRange: lane.portRange }),
+    ...(lane.executor !== undefined && { executor: lane.executor }),
+  }));
+  const names = resolved.map((lane) => lane.name);
+  const repeated = names.find((name, index) => names.indexOf(name) !== index);
+  if (repeated !== undefined) fail('lanes', `two lanes are named "${repeated}": give each its own name`);
+  return resolved;
 }

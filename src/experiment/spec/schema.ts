@@ -2,8 +2,8 @@ import { z } from 'zod';
 import { durationSchema } from '../../config/duration.js';
 import { acceptsFormsOf } from '../../config/issues.js';
 import { kindsOf, optionsOf } from '../../config/schema-doc.js';
-import { executorConfigSchema } from '../../exec/config.js';
-import { argvSchema, envNameList, envSchema, serverSchema } from '../../launch/server-schema.js';
+import { executorConfigSchema, laneExecutorSchema } from '../../exec/config.js';
+import { argvSchema, envNameList, envSchema, serverSchema, serverShape } from '../../launch/server-schema.js';
 import { promptSourceSchema, sloSchema, traceSourceSchema, workloadSchema } from '../../load/config.js';
 import type { TraceSource } from '../../load/trace/types.js';
 import type { Workload } from '../../load/types.js';
@@ -258,6 +258,23 @@ const budgetSchema = z
   })
   .refine((budget) => budget.wallTime !== undefined || budget.gpuHours !== undefined, 'expected wallTime and/or gpuHours');
 
+/**
+ * One lane: a place where a server of this experiment can run while the other lanes run theirs. Every key is
+ * optional; what is given goes over the experiment's `server:` (env, port range) and `executor:`.
+ */
+const laneSchema = z.strictObject({
+  name: z
+    .string()
+    .regex(VARIANT_NAME, 'expected a lane name of letters, digits, ".", "_" or "-"')
+    .optional()
+    .meta({ description: 'How run text, show and the report name the lane; default: lane N (from 1).', examples: ['gpus-0-3'] }),
+  env: envSchema
+    .optional()
+    .meta({ description: "Variables set in this lane's servers, over server.env and the variant's env.", examples: [{ CUDA_VISIBLE_DEVICES: '0,1,2,3' }] }),
+  portRange: serverShape.portRange.describe("Where this lane's servers pick their free port; default: server.portRange, else below the ephemeral range."),
+  executor: laneExecutorSchema.optional().describe('Where this lane runs (an SSH host); default: the experiment executor.'),
+});
+
 export const experimentFileSchema = z.strictObject({
   name: z
     .string()
@@ -275,6 +292,16 @@ export const experimentFileSchema = z.strictObject({
     }),
   server: serverSchema.describe('How to start the server; the keys of a `servelab launch --config` file.'),
   executor: executorConfigSchema.describe('Where servers run: this machine, an SSH host or a Slurm cluster.'),
+  lanes: z
+    .array(laneSchema.nullable().transform((lane) => lane ?? {}))
+    .min(1, 'expected at least one lane')
+    .max(64)
+    .optional()
+    .meta({
+      description:
+        'Places where servers run at the same time (GPUs of this box, SSH hosts): each lane runs whole passes, measuring the baseline in each, and verdicts compare configs within lanes. Default: one lane.',
+      examples: [[{ env: { CUDA_VISIBLE_DEVICES: '0,1,2,3' } }, { env: { CUDA_VISIBLE_DEVICES: '4,5,6,7' } }]],
+    }),
   fingerprint: z
     .strictObject({
       envPatterns: z

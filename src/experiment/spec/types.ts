@@ -95,6 +95,8 @@ export interface ResolvedExperiment {
    */
   validity?: { maxFailedFraction: number; trialRetries: number };
   executor: ExecutorConfig;
+  /** `lanes:` (places servers run at the same time); absent: one lane, on `executor`. */
+  lanes?: ResolvedLane[];
   fingerprint: { envPatterns: string[]; redact: string[] };
   /** Absent in runs stored before preflight existed: treated as 'warn'. */
   preflight?: PreflightMode;
@@ -113,6 +115,15 @@ export interface ResolvedExperiment {
   objective?: Objective;
   /** Absent when the file asks for no quality check. */
   quality?: { equivalence?: EquivalenceSettings; accuracy?: AccuracySettings };
+}
+
+/** One lane: its overrides of the experiment's server env, port range and executor. */
+export interface ResolvedLane {
+  /** `lanes[i].name`, default lane<i+1>. */
+  name: string;
+  env: Record<string, string>;
+  portRange?: PortRange;
+  executor?: ExecutorConfig;
 }
 
 /** quality.accuracy after defaults: the sample set (absolute path), its scorer, and how much of it is sent. */

@@ -34,6 +34,8 @@ export function formatVerdicts(
   blocked: boolean,
   equivalence?: EquivalenceReport,
   accuracy?: AccuracyReport,
+  /** The run has several lanes (experiment `lanes:`): verdicts compare within lanes. */
+  lanes = false,
 ): string {
   if (verdicts.length === 0) return `only the baseline "${baseline}" was measured: nothing to compare`;
   const unit = metricUnit(metric);
@@ -70,7 +72,7 @@ export function formatVerdicts(
     const reason = insufficientReason(verdict, baseline);
     return reason ? [`${verdict.variant} ${verdict.workload}: insufficient data: ${reason}`] : [];
   });
-  return `${table([...header, ...(equivalence ? ['outputs'] : []), ...(accuracy ? ['accuracy'] : [])], rows)}\n(${verdictMethod(blocked)})${reasons.map((line) => `\n${line}`).join('')}`;
+  return `${table([...header, ...(equivalence ? ['outputs'] : []), ...(accuracy ? ['accuracy'] : [])], rows)}\n(${verdictMethod(blocked, lanes)})${reasons.map((line) => `\n${line}`).join('')}`;
 }
 
 /** Why a verdict is "insufficient data", with what to do; undefined for any other verdict. */
@@ -226,7 +228,15 @@ export function formatRunShow(
     lines.push(
       '',
       'verdicts vs baseline:',
-      formatVerdicts(storedVerdictsOf(run)!, experiment.metric, experiment.baseline, run.plan.schedule === 'blocked', equivalence, accuracy),
+      formatVerdicts(
+        storedVerdictsOf(run)!,
+        experiment.metric,
+        experiment.baseline,
+        run.plan.schedule === 'blocked',
+        equivalence,
+        accuracy,
+        (experiment.lanes?.length ?? 1) > 1,
+      ),
     );
   return lines.join('\n');
 }

@@ -99,7 +99,8 @@ export function predictedText(prediction: PlanPrediction): string {
     const known = prediction.startupTotalMs !== undefined ? `startups ${formatPredicted(prediction.startupTotalMs)}` : undefined;
     return `wall time unknown${known ? ` (${known}; trial lengths unknown)` : ''}`;
   }
-  return `${formatPredicted(prediction.wallMs)} wall time, ${gpuHoursText(prediction.gpuHours)} GPU-hours`;
+  const lanes = prediction.lanes === undefined ? '' : ` (the slowest of ${prediction.lanes} lanes, ${prediction.starts} server starts)`;
+  return `${formatPredicted(prediction.wallMs)} wall time${lanes}, ${gpuHoursText(prediction.gpuHours)} GPU-hours`;
 }
 
 /** Where the figures come from, when not all from history ("; …"), so no prediction passes for a measurement. */

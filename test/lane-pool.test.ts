@@ -1,0 +1,96 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { predictPlan } from '../src/experiment/plan/budget.js';
+import { LanePool, leadingStretch } from '../src/experiment/plan/lane-pool.js';
+import { planExperiment } from '../src/experiment/plan/plan.js';
+import type { PlannedTrial, ResolvedExperiment } from '../src/experiment/spec/types.js';
+import { pairKey } from '../src/util/trial-keys.js';
+
+const variants = [
+  { name: 'baseline', serverKey: 'A' },
+  { name: 'fast', serverKey: 'B' },
+  { name: 'faster', serverKey: 'C' },
+];
+const plan = planExperiment({ variants, workloads: ['c=1'], repetitions: 6, seed: 3 });
+
+/** Every stretch a pool hands out, lanes taking turns as they would if every stretch took as long. */
+function drain(pool: LanePool, lanes: number): Array<{ lane: number; stretch: PlannedTrial[] }> {
+  const taken: Array<{ lane: number; stretch: PlannedTrial[] }> = [];
+  const open = new Set(Array.from({ length: lanes }, (_, lane) => lane));
+  while (open.size > 0) {
+    for (const lane of [...open]) {
+      const stretch = pool.take(lane);
+      pool.finished(lane);
+      if (stretch.length === 0) open.delete(lane);
+      else taken.push({ lane, stretch });
+    }
+  }
+  return taken;
+}
+
+describe('lane pool', () => {
+  test('one lane runs the plan in order, a stretch across blocks included (as the runner did before lanes)', () => {
+    const taken = drain(new LanePool(plan.trials, 1), 1);
+    const expected: PlannedTrial[][] = [];
+    for (let queue = plan.trials; queue.length > 0; ) {
+      const stretch = leadingStretch(queue);
+      expected.push(stretch);
+      queue = queue.slice(stretch.length);
+    }
+    assert.deepEqual(
+      taken.map((entry) => entry.stretch),
+      expected,
+    );
+    assert.equal(taken.length, plan.restarts + 1);
+  });
+
+  test('two lanes: every block on one lane, every config in each, every trial once; a stretch reaches one more block at most', () => {
+    const taken = drain(new LanePool(plan.trials, 2), 2);
+    const laneOfBlock = new Map<number, Set<number>>();
+    for (const { lane, stretch } of taken) {
+      assert.ok(new Set(stretch.map((trial) => trial.block)).size <= 2);
+      for (const trial of stretch) laneOfBlock.set(trial.block, (laneOfBlock.get(trial.block) ?? new Set()).add(lane));
+    }
+    for (const lanes of laneOfBlock.values()) assert.equal(lanes.size, 1);
+    assert.deepEqual(new Set([...laneOfBlock.values()].map((lanes) => [...lanes][0])), new Set([0, 1]));
+    const all = taken.flatMap((entry) => entry.stretch.map((trial) => trial.index)).sort((a, b) => a - b);
+    assert.deepEqual(
+      all,
+      plan.trials.map((trial) => trial.index),
+    );
+  });
+
+  test('a lane that dies gives its unmeasured trials and its blocks back; the other lane takes them', () => {
+    const pool = new LanePool(plan.trials, 2);
+    const first = pool.take(0);
+    const second = pool.take(1);
+    assert.notEqual(first[0]!.block, second[0]!.block);
+    pool.release(1, second.slice(1));
+    const rest = drain(pool, 1);
+    const measured = [...first, second[0]!, ...rest.flatMap((entry) => entry.stretch)].map((trial) => trial.index).sort((a, b) => a - b);
+    assert.deepEqual(
+      measured,
+      plan.trials.map((trial) => trial.index),
+    );
+  });
+
+  test('the prediction divides by lanes: the time of the slowest lane, the starts lanes need, GPU-hours of every lane', () => {
+    const experiment = { variants: variants.map((variant) => ({ ...variant, server: {} })), lanes: undefined } as unknown as ResolvedExperiment;
+    const costs = {
+      startups: Object.fromEntries(variants.map((variant) => [variant.serverKey, { ms: 60_000, source: 'history' as const, samples: 1 }])),
+      trials: Object.fromEntries(
+        variants.map((variant) => [pairKey({ variant: variant.name, workload: 'c=1' }), { ms: 120_000, source: 'history' as const, samples: 1 }]),
+      ),
+    };
+    const one = predictPlan(plan, experiment, costs);
+    const laned = { ...experiment, lanes: [0, 1].map((index) => ({ name: `lane${index + 1}`, env: {} })) };
+    const two = predictPlan(plan, laned, costs);
+    assert.equal(one.wallMs, one.starts * 60_000 + 18 * 120_000);
+    assert.equal(one.lanes, undefined);
+    assert.equal(two.lanes, 2);
+    // Each lane starts every config of its blocks (the last of a block shares its server with the next block's).
+    assert.ok(two.starts > one.starts);
+    assert.ok(two.wallMs! < 0.6 * one.wallMs!, `${two.wallMs} vs ${one.wallMs}`);
+    assert.equal(two.gpuHours, (two.wallMs! / 3_600_000) * 2);
+  });
+});
