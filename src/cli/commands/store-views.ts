@@ -3,6 +3,7 @@ import { campaignSummary } from '../../experiment/run/campaign-report.js';
 import { storedExperimentOf } from '../../experiment/spec/stored.js';
 import { trialNumbers } from '../../experiment/spec/trial-number.js';
 import { formatRunList, formatRunShow } from '../../experiment/text/format.js';
+import { storedBisect } from '../../report/bisect.js';
 import { compareRuns } from '../../report/compare.js';
 import { comparisonText } from '../../report/compare-text.js';
 import { leftOutNotes, runVerdicts } from '../../report/model.js';
@@ -73,6 +74,7 @@ export function registerStoreViews(program: Command): void {
         const campaign = campaignSummary(db, run.id);
         const driftAlarms = listDriftAlarms(db, run.id, unreadable);
         const notes = [...leftOutNotes({ trials, unreadable, run }, storedExperimentOf(run).metric), ...(verdicts.note ? [verdicts.note] : [])];
+        const bisect = storedBisect(db, run.id);
         if (flags.json) {
           const machine = Object.fromEntries(
             [...telemetry].map(([id, recorded]) => [id, { summary: recorded.summary, serverMetricsUnavailable: recorded.serverMetrics.unavailable }]),
@@ -88,6 +90,7 @@ export function registerStoreViews(program: Command): void {
               best: campaign.best,
               ...(campaign.equivalence && { equivalence: campaign.equivalence }),
               ...(campaign.accuracy && { accuracy: campaign.accuracy }),
+              ...(bisect && { bisect: { id: bisect.id, ...bisect.view } }),
               unreadable,
               notes,
             },
@@ -104,6 +107,7 @@ export function registerStoreViews(program: Command): void {
           ...formatMachineState(trials, telemetry, numberText),
           '',
           campaign.text,
+          ...(bisect ? ['', bisect.text] : []),
         ].join('\n');
       }),
     );
