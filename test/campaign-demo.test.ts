@@ -54,6 +54,9 @@ test('the EAGLE-3 campaign demo: reference run, lost NCCL tuning stopped by name
   // Measured anyway (scratch store): the untuned verify pass is slower, as the simulator's NCCL model says (1.41x).
   const untunedStep = Number(specRow(log('b-measured.log'), 'eagle3-s3-d4')[7]);
   assert.ok(untunedStep > tunedStep * 1.1, `verify step ${untunedStep} ms untuned vs ${tunedStep} ms tuned`);
+  // Which of them: the quick demo only plans the bisect (test/bisect.test.ts measures one); all six are settable.
+  assert.match(log('bisect.log'), /differences it sets \(6\)/);
+  assert.match(log('bisect.log'), /round 1: 4 configurations/);
 
   // (c) tuning restored: the guard lets the race through; a best config with its CIs, an A/A row, verify steps.
   const race = log('c.log');

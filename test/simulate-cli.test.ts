@@ -119,7 +119,17 @@ describe('servelab simulate (child process)', () => {
     const [negative, missing, printed] = await Promise.all([
       runCli('--tpot-ms', '-1'),
       runCli('--config', '/nonexistent/sim.yaml'),
-      runCli('--print-config', '--tpot-ms', '3', '--env-speedup', 'NCCL_PROTO=LL:1.2', '--fault', 'stall:0.5:4'),
+      runCli(
+        '--print-config',
+        '--tpot-ms',
+        '3',
+        '--env-speedup',
+        'NCCL_PROTO=LL:1.2',
+        '--env-speedup',
+        'NCCL_PROTO=LL,NCCL_ALGO=Ring:1.1',
+        '--fault',
+        'stall:0.5:4',
+      ),
     ]);
     assert.equal(negative.code, 2);
     assert.match(negative.stderr, /--tpot-ms/);
@@ -129,7 +139,16 @@ describe('servelab simulate (child process)', () => {
     assert.equal(printed.code, 0, printed.stderr);
     const config = JSON.parse(printed.stdout) as { decode: { tpotMs: number }; envSpeedups: unknown; faults: unknown };
     assert.equal(config.decode.tpotMs, 3);
-    assert.deepEqual(config.envSpeedups, [{ name: 'NCCL_PROTO', value: 'LL', factor: 1.2 }]);
+    assert.deepEqual(config.envSpeedups, [
+      { when: [{ name: 'NCCL_PROTO', value: 'LL' }], factor: 1.2 },
+      {
+        when: [
+          { name: 'NCCL_PROTO', value: 'LL' },
+          { name: 'NCCL_ALGO', value: 'Ring' },
+        ],
+        factor: 1.1,
+      },
+    ]);
     assert.deepEqual(config.faults, [{ kind: 'stall', rate: 0.5, afterTokens: 4 }]);
   });
 });

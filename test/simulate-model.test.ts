@@ -156,6 +156,25 @@ describe('timing model', () => {
     assert.equal(expectedE2eMs(config, 100, 11, 1, { NCCL_PROTO: 'LL' }), 70 + 10 * 8);
   });
 
+  test('a joint env speedup applies only when all of its conditions hold, on top of the independent ones', () => {
+    const joint = parseSimConfig({
+      envSpeedups: [
+        { name: 'NCCL_PROTO', value: 'LL', factor: 1.25 },
+        {
+          when: [
+            { name: 'NCCL_PROTO', value: 'LL' },
+            { name: 'NCCL_ALGO', value: 'Ring' },
+          ],
+          factor: 1.1,
+        },
+      ],
+    });
+    assert.equal(envSpeedup(joint, { NCCL_ALGO: 'Ring' }), 1);
+    assert.equal(envSpeedup(joint, { NCCL_PROTO: 'LL' }), 1.25);
+    assert.ok(Math.abs(envSpeedup(joint, { NCCL_PROTO: 'LL', NCCL_ALGO: 'Ring' }) - 1.375) < 1e-12);
+    assert.equal(envSpeedup(joint, { NCCL_PROTO: 'LL', NCCL_ALGO: 'Tree' }), 1.25);
+  });
+
   test('machine drift lengthens steps linearly in wall-clock minutes since its origin, never below 0.1×', () => {
     const drifting = (pctPerMin: number) => parseSimConfig({ decode: { drift: { pctPerMin } } });
     assert.equal(driftFactor(parseSimConfig({}), 600_000), 1);

@@ -24,6 +24,7 @@ const commandLoaders: Record<string, () => Promise<Register>> = {
   report: async () => (await import('./commands/report.js')).registerReport,
   export: async () => (await import('./commands/export.js')).registerExport,
   ui: async () => (await import('./commands/ui.js')).registerUi,
+  bisect: async () => (await import('./commands/bisect.js')).registerBisect,
 };
 commandLoaders.show = commandLoaders.ls!;
 commandLoaders.diff = commandLoaders.ls!;

@@ -16,6 +16,7 @@ import { latestRunId } from '../store/reads.js';
 import { UserError } from '../util/errors.js';
 import { ExitCode } from '../util/exit.js';
 import { accuracyHtml } from './accuracy-html.js';
+import { bisectReportParts } from './bisect.js';
 import { bestConfigHtml, campaignFigures, specTableHtml } from './campaign-html.js';
 import { compareRuns } from './compare.js';
 import { equivalenceHtml } from './equivalence-html.js';
@@ -51,7 +52,9 @@ export function writeReports(db: Db, runIds: number[], outDir: string): WrittenR
       .slice(0, index)
       .reverse()
       .find((candidate) => candidate.run.experimentName === data.run.experimentName);
-    return writeOne(data, previous, dir, campaignOf(db, data));
+    const campaign = campaignOf(db, data);
+    const bisect = bisectReportParts(db, data.run.id);
+    return writeOne(data, previous, dir, { ...campaign, html: (campaign.html ?? '') + bisect.html, markdown: campaign.markdown + bisect.markdown });
   });
 }
 

@@ -109,12 +109,23 @@ const DecodeSchema = z.strictObject({
   spec: SpecSchema.prefault({}),
 });
 
-const EnvSpeedupSchema = z.strictObject({
-  name: z.string().min(1),
-  value: z.string(),
-  /** Decode speed is multiplied by this when process.env[name] === value. */
-  factor: z.number().positive(),
-});
+const EnvConditionSchema = z.strictObject({ name: z.string().min(1), value: z.string() });
+
+/**
+ * Decode speed is multiplied by `factor` when every condition holds (env[name] === value): one condition is an
+ * independent factor; several are a joint one, a setting pair that pays only together (servelab bisect's
+ * interactions). `{ name, value, factor }` is the one-condition shorthand.
+ */
+const EnvSpeedupSchema = z.preprocess(
+  (input) =>
+    input !== null && typeof input === 'object' && 'name' in input && !('when' in input)
+      ? (({ name, value, ...rest }: Record<string, unknown>) => ({ ...rest, when: [{ name, value }] }))(input as Record<string, unknown>)
+      : input,
+  z.strictObject({
+    when: z.array(EnvConditionSchema).min(1),
+    factor: z.number().positive(),
+  }),
+);
 
 export const FaultKinds = ['http-500', 'stall', 'malformed-sse', 'disconnect'] as const;
 

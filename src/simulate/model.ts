@@ -13,11 +13,11 @@ export function batchFactor(config: SimConfig, active: number): number {
   return 1 + config.decode.concurrencySlowdown * (Math.max(1, active) - 1);
 }
 
-/** Product of the factors of every envSpeedups entry whose variable has the given value in `env`. */
+/** Product of the factors of every envSpeedups entry whose conditions all hold in `env`. */
 export function envSpeedup(config: SimConfig, env: EnvLookup): number {
   let speedup = 1;
   for (const entry of config.envSpeedups) {
-    if (env[entry.name] === entry.value) speedup *= entry.factor;
+    if (entry.when.every((condition) => env[condition.name] === condition.value)) speedup *= entry.factor;
   }
   return speedup;
 }

@@ -305,4 +305,31 @@ export const migrations: ReadonlyArray<{ version: number; description: string; s
       ALTER TABLE servers ADD COLUMN lane INTEGER;
     `,
   },
+  {
+    version: 14,
+    description: 'servelab bisect: its setup, rounds and answer',
+    sql: `
+      -- One bisect of a current (slow) run against a reference run: what it compares (variant, workload, metric,
+      -- tolerance, the settable differences) in setup_json. Each round is one run of generated variants (the current
+      -- configuration with a subset restored); the answer is computed from the rounds' trials, a resume continues.
+      CREATE TABLE bisects (
+        id INTEGER PRIMARY KEY,
+        created_at TEXT NOT NULL,
+        current_run_id INTEGER NOT NULL REFERENCES runs (id),
+        reference_run_id INTEGER NOT NULL REFERENCES runs (id),
+        setup_json TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('running', 'done', 'stopped')),
+        message TEXT
+      );
+      CREATE INDEX bisects_by_runs ON bisects (current_run_id, reference_run_id);
+      CREATE TABLE bisect_rounds (
+        bisect_id INTEGER NOT NULL REFERENCES bisects (id),
+        round INTEGER NOT NULL,
+        run_id INTEGER NOT NULL REFERENCES runs (id),
+        tests_json TEXT NOT NULL,
+        PRIMARY KEY (bisect_id, round)
+      );
+      CREATE INDEX bisect_rounds_by_run ON bisect_rounds (run_id);
+    `,
+  },
 ];

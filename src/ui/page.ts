@@ -69,6 +69,7 @@ export const PAGE_HTML = `<!doctype html>
     <div id="verdicts"></div>
     <div id="quality"></div>
     <div id="spec"></div>
+    <div id="bisect"></div>
     <h2>Charts</h2>
     <div id="figures"></div>
     <div id="trials"></div>
@@ -225,6 +226,7 @@ async function refreshRun() {
   $('verdicts').innerHTML = data.html.verdicts;
   $('quality').innerHTML = data.html.quality;
   $('spec').innerHTML = data.html.spec;
+  $('bisect').innerHTML = data.html.bisect;
   $('figures').innerHTML = data.html.figures;
   $('trials').innerHTML = data.html.trials;
   $('notes').innerHTML = data.html.notes;

@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { hostname, networkInterfaces } from 'node:os';
 import { storedExperimentOf } from '../experiment/spec/stored.js';
 import { hasSpecFigures } from '../experiment/text/best-format.js';
+import { bisectReportParts } from '../report/bisect.js';
 import { specTableHtml } from '../report/campaign-html.js';
 import { compareRuns } from '../report/compare.js';
 import { reportFigures } from '../report/figures.js';
@@ -143,6 +144,8 @@ interface RunView {
     verdicts: string;
     quality: string;
     spec: string;
+    /** The `servelab bisect` answer this run is part of (a round, or the run bisected); empty otherwise. */
+    bisect: string;
     figures: string;
     trials: string;
     notes: string;
@@ -214,6 +217,7 @@ class UiState {
         quality: storedQualityHtml(this.db, runId, storedExperimentOf(data.run)),
         // Acceptance, accepted length and verify-step time side by side, as in the report's campaign section.
         spec: hasSpecFigures(data.trials) ? `<h2>Speculative decoding</h2>${specTableHtml(storedExperimentOf(data.run), data.trials)}` : '',
+        bisect: bisectReportParts(this.db, runId).html,
         figures: figuresHtml(reportFigures(report)),
         trials: trialTableHtml(report),
         notes: notesHtml(report),

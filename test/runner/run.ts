@@ -20,6 +20,7 @@ import { fileURLToPath } from 'node:url';
  */
 export const SLOW = new Set([
   'bench-smoke',
+  'bisect-pair',
   'campaign-demo',
   'campaign-plan',
   'campaign-race',

@@ -86,12 +86,16 @@ function workerCount(value: string): number {
   return parsed;
 }
 
-/** NAME=VALUE:FACTOR, e.g. NCCL_PROTO=LL:1.15 */
+/** NAME=VALUE[,NAME=VALUE…]:FACTOR, e.g. NCCL_PROTO=LL:1.15; several conditions: the factor only when all hold. */
 function envSpeedup(value: string, previous: EnvSpeedup[]): EnvSpeedup[] {
-  const match = /^([^=]+)=(.*):([^:]+)$/.exec(value);
-  const factor = match ? Number(match[3]) : NaN;
-  if (!match || !(factor > 0)) throw new InvalidArgumentError('expected NAME=VALUE:FACTOR, e.g. NCCL_PROTO=LL:1.15');
-  return [...previous, { name: match[1]!, value: match[2]!, factor }];
+  const match = /^(.+):([^:]+)$/.exec(value);
+  const factor = match ? Number(match[2]) : NaN;
+  const when = (match?.[1] ?? '').split(',').map((condition) => /^([^=]+)=(.*)$/.exec(condition));
+  const conditions = when.flatMap((condition) => (condition ? [{ name: condition[1]!, value: condition[2]! }] : []));
+  if (!match || !(factor > 0) || conditions.length !== when.length) {
+    throw new InvalidArgumentError('expected NAME=VALUE:FACTOR or NAME=VALUE,NAME=VALUE:FACTOR (a joint condition), e.g. NCCL_PROTO=LL:1.15');
+  }
+  return [...previous, { when: conditions, factor }];
 }
 
 /** KIND:RATE[:AFTER_TOKENS], e.g. stall:0.1:20 */
@@ -302,7 +306,12 @@ function defineSimulate(program: Command): Command {
       '--answer-key <file>',
       'JSONL of {"prompt", "answer"}: a greedy request for one of those prompts answers with its answer, then stops (with --lossy, that share of answers wrong)',
     )
-    .option('--env-speedup <NAME=VALUE:FACTOR>', 'decode speed x FACTOR when env NAME equals VALUE (repeatable)', envSpeedup, [])
+    .option(
+      '--env-speedup <NAME=VALUE:FACTOR>',
+      'decode speed x FACTOR when env NAME equals VALUE; NAME=VALUE,NAME=VALUE:FACTOR only when all hold (repeatable)',
+      envSpeedup,
+      [],
+    )
     .option('--fault <KIND:RATE[:AFTER_TOKENS]>', `inject client-visible faults: ${FaultKinds.join('|')} (repeatable)`, fault, [])
     .option(
       '--workers <n|auto>',

@@ -4,6 +4,7 @@ import { laneReport } from '../../experiment/run/lane-report.js';
 import { storedExperimentOf } from '../../experiment/spec/stored.js';
 import { trialNumbers } from '../../experiment/spec/trial-number.js';
 import { formatRunList, formatRunShow } from '../../experiment/text/format.js';
+import { storedBisect } from '../../report/bisect.js';
 import { compareRuns } from '../../report/compare.js';
 import { comparisonText } from '../../report/compare-text.js';
 import { leftOutNotes, runVerdicts } from '../../report/model.js';
@@ -76,6 +77,7 @@ export function registerStoreViews(program: Command): void {
         const driftAlarms = listDriftAlarms(db, run.id, unreadable);
         const lanes = laneReport(db, run.id);
         const notes = [...leftOutNotes({ trials, unreadable, run }, storedExperimentOf(run).metric), ...(verdicts.note ? [verdicts.note] : [])];
+        const bisect = storedBisect(db, run.id);
         if (flags.json) {
           const machine = Object.fromEntries(
             [...telemetry].map(([id, recorded]) => [id, { summary: recorded.summary, serverMetricsUnavailable: recorded.serverMetrics.unavailable }]),
@@ -92,6 +94,7 @@ export function registerStoreViews(program: Command): void {
               ...(campaign.equivalence && { equivalence: campaign.equivalence }),
               ...(campaign.accuracy && { accuracy: campaign.accuracy }),
               ...(lanes.lines.length > 0 && { laneFindings: lanes.findings }),
+              ...(bisect && { bisect: { id: bisect.id, ...bisect.view } }),
               unreadable,
               notes,
             },
@@ -109,6 +112,7 @@ export function registerStoreViews(program: Command): void {
           ...(flags.machine ? formatMachineState(trials, telemetry, numberText) : formatMachineSummary(run.id, trials, telemetry)),
           '',
           campaign.text,
+          ...(bisect ? ['', bisect.text] : []),
         ].join('\n');
       }),
     );
