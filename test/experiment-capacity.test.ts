@@ -11,8 +11,9 @@ import { workNotes } from '../src/experiment/analysis/work-notes.js';
 import { runExperiment } from '../src/experiment/run/runner.js';
 import { loadExperiment } from '../src/experiment/spec/load.js';
 import { formatVerdicts } from '../src/experiment/text/format.js';
+import { loadConclusion } from '../src/report/queries.js';
 import { openStore } from '../src/store/db.js';
-import { listTrials } from '../src/store/queries.js';
+import { getRun, listTrials } from '../src/store/queries.js';
 import { tempDir, writeExperiment } from './support-experiment.js';
 import { FakeExecutor } from './support-fake-executor.js';
 
@@ -136,7 +137,7 @@ test('no level meets the SLOs at c=1: the notes give the cause and no "lower min
     notes.join('\n'),
   );
   assert.ok(!notes.some((note) => note.includes('lower min')), notes.join('\n'));
-  const verdicts = formatVerdicts(outcome.verdicts ?? [], experiment.metric, experiment.baseline, false);
+  const verdicts = formatVerdicts(loadConclusion(db, getRun(db, outcome.runId)!, { ranking: false }), false);
   assert.match(
     verdicts,
     /\nt50 capacity:\S+: insufficient data: baseline's median sloCapacity is 0, so no ratio to it exists: no level of its searches met the SLOs \(`servelab show` gives the cause of each\)$/,

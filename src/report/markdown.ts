@@ -30,7 +30,7 @@ export function renderMarkdown(report: RunReport): string {
       `|${multiWorkload ? ' --- |' : ''} --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- |`,
     );
     for (const row of report.rows) {
-      const verdict = row.significant ? `**${row.label}**` : row.label;
+      const verdict = row.significant && row.feasible ? `**${row.outcome}**` : row.outcome;
       lines.push(
         `| ${multiWorkload ? `${cell(row.workload)} | ` : ''}${cell(row.variant)} | ${row.trials} | ${formatNumber(row.median)} | ${row.isBaseline ? '—' : formatChange(row.ratio)} | ${row.isBaseline ? '—' : formatChangeInterval(row.ciLow, row.ciHigh)} | ${formatPValue(row.pValue)} | ${row.failedRequests} | ${row.invalidTrials} | ${side.map((column) => `${column.cell(row)} | `).join('')}${verdict} |`,
       );

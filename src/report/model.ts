@@ -4,6 +4,7 @@
  */
 
 import { median } from 'simple-statistics';
+import type { ConcludedVerdict, Conclusion } from '../experiment/analysis/conclusion.js';
 import { verdictMethod } from '../experiment/analysis/verdict.js';
 import { computeVerdicts } from '../experiment/analysis/verdicts.js';
 import { workNotes } from '../experiment/analysis/work-notes.js';
@@ -40,6 +41,8 @@ export interface RunData {
   driftAlarms?: DriftAlarmRecord[];
   /** Stored values of this run that could not be read, so were left out of every figure. */
   unreadable?: UnreadableRow[];
+  /** The run's conclusion (analysis/conclusion.ts), on the verdicts `runVerdicts` chose; absent: verdicts only. */
+  conclusion?: Conclusion;
 }
 
 export interface VerdictRow {
@@ -55,6 +58,10 @@ export interface VerdictRow {
   pValue: number | null;
   significant: boolean;
   label: string;
+  /** The verdict as the run's conclusion words it: the label, and for an infeasible config why ("faster, outputs changed"). */
+  outcome: string;
+  /** False when the conclusion found the config infeasible under the objective (its answers changed, a constraint broke). */
+  feasible: boolean;
   /** Failed requests inside the counted trials. */
   failedRequests: number;
   /** Trials measured but not counted (server died, requests failed); each was re-run. */
@@ -97,6 +104,8 @@ export interface RunReport {
   workloads: string[];
   variants: string[];
   rows: VerdictRow[];
+  /** The run's conclusion, when loaded: the best-config section and every verdict row's wording come from it. */
+  conclusion?: Conclusion;
   /** Each counted trial at its run-order position, per workload, with the plan's blocks. */
   trialOrder: TrialOrderSeries[];
   /** The stored trials in run order, numbered as every view numbers them. */
@@ -134,7 +143,7 @@ export function buildRunReport(data: RunData): RunReport {
   const baseline = experiment?.baseline ?? variants[0] ?? '';
   const planned = run.plan.trials.length;
   const chosen = runVerdicts(run, trials, data.health);
-  const verdicts = chosen.verdicts;
+  const verdicts = data.conclusion?.verdicts ?? chosen.verdicts;
   const rows = verdictRows(workloads, variants, baseline, trials, metric, verdicts, data.health ?? []);
   const numberOf = trialNumbers(run.plan);
   const verdictsNote = chosen.final || trials.length === 0 ? undefined : unfinalizedNote(run.status, trials.length, planned);
@@ -161,6 +170,7 @@ export function buildRunReport(data: RunData): RunReport {
     workloads,
     variants,
     rows,
+    ...(data.conclusion && { conclusion: data.conclusion }),
     trialOrder: trialOrderSeries(workloads, variants, trials, run.plan, numberOf, metric),
     trialRows: trialRows(trials, numberOf, planned, metric),
     throughput: throughputSeries(workloads, variants, trials),
@@ -172,7 +182,7 @@ export function buildRunReport(data: RunData): RunReport {
         ratio: row.ratio!,
         ...(row.ciLow !== null && { ciLow: row.ciLow }),
         ...(row.ciHigh !== null && { ciHigh: row.ciHigh }),
-        verdict: row.label,
+        verdict: row.feasible ? row.label : row.outcome,
       })),
     ...optional('acceptance', acceptanceSeries(workloads, trials)),
     categories: categoryRows(trials),
@@ -270,7 +280,7 @@ function verdictRows(
   baseline: string,
   trials: TrialRecord[],
   metric: MetricName,
-  verdicts: VariantVerdict[],
+  verdicts: ReadonlyArray<VariantVerdict & Partial<Pick<ConcludedVerdict, 'outcome' | 'feasible'>>>,
   health: readonly TrialHealth[],
 ): VerdictRow[] {
   const rows: VerdictRow[] = [];
@@ -281,6 +291,7 @@ function verdictRows(
       const verdict = verdicts.find((candidate) => candidate.variant === variant && candidate.workload === workload);
       const pairHealth = health.find((row) => row.variant === variant && row.workload === workload);
       if (values.length === 0 && !verdict && !pairHealth) continue;
+      const label = isBaseline ? 'baseline' : (verdict?.label ?? 'insufficient data');
       rows.push({
         workload,
         variant,
@@ -292,7 +303,9 @@ function verdictRows(
         ciHigh: verdict?.ciHigh ?? null,
         pValue: verdict?.pValue ?? null,
         significant: verdict?.significant ?? false,
-        label: isBaseline ? 'baseline' : (verdict?.label ?? 'insufficient data'),
+        label,
+        outcome: isBaseline ? label : (verdict?.outcome ?? label),
+        feasible: verdict?.feasible ?? true,
         failedRequests:
           pairHealth?.failedRequests ??
           trials.filter((trial) => trial.variant === variant && trial.workload === workload).reduce((sum, trial) => sum + trial.metrics.failed, 0),

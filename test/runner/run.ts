@@ -22,6 +22,7 @@ export const SLOW = new Set([
   'bench-smoke',
   'campaign-plan',
   'campaign-race',
+  'conclusion',
   'exec-remote-shell',
   'exec-slurm',
   'exec-ssh',

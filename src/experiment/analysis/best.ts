@@ -57,6 +57,14 @@ export interface BestVerdict {
   warnings: string[];
 }
 
+/** A config's feasibility under the objective: broken constraints and answers, or caveats of a feasible one. */
+export interface ConfigFeasibility {
+  variant: string;
+  feasible: boolean;
+  violations: string[];
+  caveats: Caveat[];
+}
+
 export interface Elimination {
   variant: string;
   afterPass: number;
@@ -146,7 +154,6 @@ export function bestConfig(
   { eliminations = [], blocked = false, equivalence, accuracy }: BestOptions = {},
 ): BestVerdict {
   const objective = objectiveOf(experiment);
-  const outputMatch = equivalence && outputMatches(equivalence);
   const sign = objective.direction === 'maximize' ? 1 : -1;
   const compareOptions = {
     ...experiment.verdict,
@@ -154,24 +161,16 @@ export function bestConfig(
     higherIsBetter: objective.direction === 'maximize',
     blocked,
   };
-  const rows = experiment.variants.map((variant) => {
-    const values = objectiveValues(objective, trials, variant.name);
-    const outputs = outputsFeasibility(objective, equivalence, variant.name);
-    const violations = [
-      ...constraintViolations(objective.constraints, objective.workload, trials, variant.name),
-      ...outputs.violations,
-      ...outputMatchViolations(objective, outputMatch, variant.name),
-      ...accuracyViolations(objective, accuracy, variant.name, experiment.baseline),
-    ];
-    const eliminated = eliminations.find((entry) => entry.variant === variant.name);
+  const feasibility = configFeasibility(experiment, trials, { ...(equivalence && { equivalence }), ...(accuracy && { accuracy }) });
+  const rows = feasibility.map(({ variant, ...judged }) => {
+    const values = objectiveValues(objective, trials, variant);
+    const eliminated = eliminations.find((entry) => entry.variant === variant);
     return {
-      variant: variant.name,
+      variant,
       values,
       median: values.length > 0 ? median(values.map((entry) => entry.value)) : null,
       n: values.length,
-      feasible: violations.length === 0,
-      violations,
-      caveats: violations.length === 0 ? outputs.caveats : [],
+      ...judged,
       ...(eliminated && { eliminated: { afterPass: eliminated.afterPass, reason: eliminated.reason } }),
     };
   });
@@ -211,6 +210,30 @@ export function bestConfig(
     verdict.conclusion += `; better on ${objective.metric} but infeasible: ${passedOver.map((row) => `${row.variant} (${row.violations[0]})`).join(', ')}`;
   }
   return verdict;
+}
+
+/**
+ * Each config's feasibility under the experiment's objective: its constraints on the objective's workload, its
+ * answers (the status table in feasibility.ts, subjectTo.outputMatch) and its accuracy. The ranking and every
+ * verdict row read this one judgement.
+ */
+export function configFeasibility(
+  experiment: ResolvedExperiment,
+  trials: readonly TrialRecord[],
+  { equivalence, accuracy }: Pick<BestOptions, 'equivalence' | 'accuracy'> = {},
+): ConfigFeasibility[] {
+  const objective = objectiveOf(experiment);
+  const outputMatch = equivalence && outputMatches(equivalence);
+  return experiment.variants.map((variant) => {
+    const outputs = outputsFeasibility(objective, equivalence, variant.name);
+    const violations = [
+      ...constraintViolations(objective.constraints, objective.workload, trials, variant.name),
+      ...outputs.violations,
+      ...outputMatchViolations(objective, outputMatch, variant.name),
+      ...accuracyViolations(objective, accuracy, variant.name, experiment.baseline),
+    ];
+    return { variant: variant.name, feasible: violations.length === 0, violations, caveats: violations.length === 0 ? outputs.caveats : [] };
+  });
 }
 
 /**
