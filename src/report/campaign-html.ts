@@ -4,8 +4,7 @@
  * concurrency levels, acceptance by draft position). Every stored string goes through escapeHtml.
  */
 import { median } from 'simple-statistics';
-import type { BestVerdict } from '../experiment/analysis/best.js';
-import type { Verdict } from '../experiment/analysis/verdict.js';
+import type { BestVerdict, HolmVerdict } from '../experiment/analysis/best.js';
 import { metricUnit, metricValue } from '../experiment/spec/metrics.js';
 import type { MetricName, ResolvedExperiment } from '../experiment/spec/types.js';
 import { acceptanceByPositionMedians, constraintsText, orderedVariants, rankingStatus } from '../experiment/text/best-format.js';
@@ -27,7 +26,9 @@ export function bestConfigHtml(experiment: ResolvedExperiment, best: BestVerdict
   const constraints = constraintsText(objective);
   const effects = [
     best.vsBaseline && `<li>vs the baseline (<code>${esc(experiment.baseline)}</code>): ${effectHtml(best.vsBaseline)}</li>`,
-    best.vsRunnerUp && `<li>vs the runner-up (<code>${esc(best.runnerUp)}</code>): ${effectHtml(best.vsRunnerUp)}</li>`,
+    best.vsRunnerUp &&
+      best.runnerUp !== experiment.baseline &&
+      `<li>vs the runner-up (<code>${esc(best.runnerUp)}</code>): ${effectHtml(best.vsRunnerUp)}</li>`,
   ].filter(Boolean);
   const ranking = `<table class="data ranking"><thead><tr><th class="num">rank</th><th>config</th><th class="num">median ${esc(unit)}</th><th class="num">trials</th><th>status</th></tr></thead><tbody>${best.ranking
     .map(
@@ -59,8 +60,9 @@ export function bestConfigHtml(experiment: ResolvedExperiment, best: BestVerdict
 <h2>Pairwise comparisons</h2><p class="muted">Change of the row's median vs the column's; green/red: significantly better/worse after Holm correction over all pairs.</p>${matrix}`;
 }
 
-function effectHtml(verdict: Verdict): string {
-  return `${esc(formatChange(verdict.ratio))} (CI ${esc(formatChangeInterval(verdict.ciLow, verdict.ciHigh))}, p ${esc(formatPValue(verdict.pValue))}): <span class="pill ${verdict.label === 'faster' || verdict.label === 'slower' ? verdict.label : 'neutral'}">${esc(verdict.label)}</span>`;
+/** The label is the Holm-corrected one, as in the ranking (best.ts `holmVerdict`). */
+function effectHtml(verdict: HolmVerdict): string {
+  return `${esc(formatChange(verdict.ratio))} (CI ${esc(formatChangeInterval(verdict.ciLow, verdict.ciHigh))}, p ${esc(formatPValue(verdict.pValue))}, Holm p ${esc(formatPValue(verdict.pAdjusted))}): <span class="pill ${verdict.label === 'faster' || verdict.label === 'slower' ? verdict.label : 'neutral'}">${esc(verdict.label)}</span>`;
 }
 
 /** Green "winner" only when the verdict says so (significantly better than every other); else a neutral "ranks first". */

@@ -45,9 +45,12 @@ export interface BestVerdict {
   ranking: RankedConfig[];
   winner?: string;
   runnerUp?: string;
-  /** Winner vs baseline and vs runner-up (ratio = winner / other). */
-  vsBaseline?: Verdict;
-  vsRunnerUp?: Verdict;
+  /**
+   * Winner vs baseline and vs runner-up (ratio = winner / other), judged as the ranking judges them: significance and
+   * label after Holm's correction over every pair, so the headline and these lines cannot disagree.
+   */
+  vsBaseline?: HolmVerdict;
+  vsRunnerUp?: HolmVerdict;
   /** Winner significantly better than every other feasible config (Holm-corrected). */
   clear: boolean;
   /** Configs in ranking order; matrix[i][j] compares ranking[i] with ranking[j]. */
@@ -55,6 +58,11 @@ export interface BestVerdict {
   conclusion: string;
   /** Said beside the conclusion: a subjectTo.outputMatch stricter than the run's A/A floor. */
   warnings: string[];
+}
+
+/** A pairwise verdict whose significance and label are Holm-corrected; `pValue` stays the raw one, beside `pAdjusted`. */
+export interface HolmVerdict extends Verdict {
+  pAdjusted: number | null;
 }
 
 /** A config's feasibility under the objective: broken constraints and answers, or caveats of a feasible one. */
@@ -187,12 +195,14 @@ export function bestConfig(
   const verdict: BestVerdict = { objective, ranking, clear: false, matrix, conclusion: '', warnings: floorWarning ? [floorWarning] : [] };
   if (!winner) return { ...verdict, conclusion: "no config meets the objective's constraints (or none was measured)" };
   verdict.winner = winner.variant;
-  if (base && base !== winner) verdict.vsBaseline = compareSamples(base.values, winner.values, compareOptions);
+  const winnerRow = matrix[rows.indexOf(winner)]!;
+  const holm = (other: (typeof rows)[number]): HolmVerdict =>
+    holmVerdict(compareSamples(other.values, winner.values, compareOptions), winnerRow.find((cell) => cell.column === other.variant)!);
+  if (base && base !== winner) verdict.vsBaseline = holm(base);
   if (runnerUp) {
     verdict.runnerUp = runnerUp.variant;
-    verdict.vsRunnerUp = compareSamples(runnerUp.values, winner.values, compareOptions);
+    verdict.vsRunnerUp = holm(runnerUp);
   }
-  const winnerRow = matrix[0]!;
   const others = winnerRow.filter((cell) => cell.column !== winner.variant && feasible.some((row) => row.variant === cell.column));
   verdict.clear = others.every((cell) => cell.better);
   verdict.conclusion = !runnerUp
@@ -234,6 +244,13 @@ export function configFeasibility(
     ];
     return { variant: variant.name, feasible: violations.length === 0, violations, caveats: violations.length === 0 ? outputs.caveats : [] };
   });
+}
+
+/** The winner's verdict against another config, its significance taken from the Holm-corrected matrix cell. */
+function holmVerdict(verdict: Verdict, cell: PairwiseCell): HolmVerdict {
+  const significant = cell.better || cell.worse;
+  const label = verdict.label === 'insufficient data' ? verdict.label : significant ? (cell.better ? 'faster' : 'slower') : 'no significant difference';
+  return { ...verdict, significant, label, pAdjusted: cell.pAdjusted };
 }
 
 /**
