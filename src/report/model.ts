@@ -207,11 +207,12 @@ export function runVerdicts(
   const compute = (): VariantVerdict[] => (experiment && trials.length > 0 ? computeVerdicts(experiment, trials, health, run.plan.schedule === 'blocked') : []);
   if (stored === undefined) return { verdicts: compute(), final: false };
   if (!experiment) return { verdicts: stored, final: true };
-  const counted = (variant: string, workload: string): number => metricValues([...trials], variant, workload, experiment.metric).length;
+  // Each verdict counted the trials of its own metric (a capacity workload's is sloCapacity).
+  const counted = (variant: string, verdict: VariantVerdict): number =>
+    metricValues([...trials], variant, verdict.workload, verdict.metric ?? experiment.metric).length;
   const agree = stored.every(
     (verdict) =>
-      verdict.n === undefined ||
-      (verdict.n.baseline === counted(experiment.baseline, verdict.workload) && verdict.n.candidate === counted(verdict.variant, verdict.workload)),
+      verdict.n === undefined || (verdict.n.baseline === counted(experiment.baseline, verdict) && verdict.n.candidate === counted(verdict.variant, verdict)),
   );
   if (agree) return { verdicts: stored, final: true };
   return {
@@ -285,8 +286,10 @@ function verdictRows(
 ): VerdictRow[] {
   const rows: VerdictRow[] = [];
   for (const workload of workloads) {
+    // The workload's verdict metric (a capacity workload's is sloCapacity): its medians are of what was compared.
+    const judged = verdicts.find((verdict) => verdict.workload === workload)?.metric ?? metric;
     for (const variant of variants) {
-      const values = metricValues(trials, variant, workload, metric);
+      const values = metricValues(trials, variant, workload, judged);
       const isBaseline = variant === baseline;
       const verdict = verdicts.find((candidate) => candidate.variant === variant && candidate.workload === workload);
       const pairHealth = health.find((row) => row.variant === variant && row.workload === workload);
