@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { bestConfig } from '../src/experiment/analysis/best.js';
+import { floorPValue, significanceWarning } from '../src/experiment/plan/significance.js';
 import { loadExperiment } from '../src/experiment/spec/load.js';
 import { formatBestVerdict } from '../src/experiment/text/best-format.js';
 import { tempDir, writeExperiment } from './support-experiment.js';
@@ -23,4 +24,29 @@ test('the best-config headline and its vs-baseline line agree: both Holm-correct
   const text = formatBestVerdict(experiment, best);
   assert.match(text, /vs the baseline \(baseline\): \+2\d\d\.\d% \(CI .*, p 0\.029, Holm p 0\.0\d+, n 4\/4\): no significant difference/);
   assert.doesNotMatch(text, /\): faster/);
+});
+
+test('plan warns when the trials asked for cannot reach significance, vs the baseline or after Holm, and says how many would', (t) => {
+  const dir = tempDir(t, 'conclusion-plan');
+  const experimentWith = (trials: number, variants: Record<string, object>) =>
+    loadExperiment(writeExperiment(dir, `plan-${trials}-${Object.keys(variants).length}.yaml`, { trials, variants }));
+  const three = { baseline: {}, 'spec-good': {}, 'spec-bad': {} };
+  // 4 vs 4 pooled: p ≥ 2/70 = 0.029, × 3 pairs = 0.086; 5 vs 5: 2/252 × 3 = 0.024.
+  assert.match(
+    significanceWarning(experimentWith(4, three), false)!,
+    /^with trials: 4 and 3 configs the best config cannot be significantly better than another: Holm's correction over 3 pairs makes the smallest possible p 0\.029 × 3 = 0\.086 ≥ α 0\.05 .*; trials: 5 would$/,
+  );
+  assert.equal(significanceWarning(experimentWith(5, three), false), undefined);
+  // Two configs, no Holm: 3 vs 3 cannot reach 0.05 (p ≥ 0.1), 4 vs 4 can.
+  assert.match(
+    significanceWarning(experimentWith(3, { baseline: {}, other: {} }), false)!,
+    /^with trials: 3 no verdict can be significant: .*p 0\.100 ≥ α 0\.05 .*; trials: 4 would$/,
+  );
+  assert.equal(significanceWarning(experimentWith(4, { baseline: {}, other: {} }), false), undefined);
+  // Blocked in two passes of 2: stratified, p ≥ 2/36 = 0.056 even fully separated.
+  assert.match(
+    significanceWarning(experimentWith(4, { baseline: {}, other: {} }), true)!,
+    /no verdict can be significant: the exact rank-sum test \(stratified by pass\) gives at least p 0\.056/,
+  );
+  assert.equal(floorPValue(experimentWith(4, three), 4, false), 2 / 70);
 });
