@@ -21,9 +21,9 @@ import { type RunData, runVerdicts } from './model.js';
 
 /**
  * Everything a report needs about one run, its status as views show it (viewedRuns); undefined when the run is not
- * in the store. Stored values that cannot be read are left out and listed in `unreadable`.
+ * in the store. Stored values that cannot be read are left out and listed in `unreadable`. `conclusion`: with the
+ * run's conclusion and its ranking (default); a comparison of two runs needs neither.
  */
-/** `conclusion`: with the run's conclusion and its ranking (default); a comparison of two runs needs neither. */
 export function loadRunData(db: Db, runId: number, options: { latencies?: boolean; conclusion?: boolean } = {}): RunData | undefined {
   const found = getRun(db, runId);
   if (!found) return undefined;
@@ -31,8 +31,6 @@ export function loadRunData(db: Db, runId: number, options: { latencies?: boolea
   const unreadable: UnreadableRow[] = [];
   const trials = listTrials(db, runId, unreadable);
   const health = trialHealth(db, runId);
-  // The conclusion words the verdicts the report counts: the runner's, or the ones recomputed on the readable trials.
-  const verdicts = runVerdicts(run!, trials, health).verdicts;
   return {
     run: run!,
     trials,
@@ -53,7 +51,10 @@ export function loadRunData(db: Db, runId: number, options: { latencies?: boolea
     telemetry: runTelemetry(db, runId, unreadable),
     driftAlarms: listDriftAlarms(db, runId, unreadable),
     unreadable,
-    ...(options.conclusion !== false && { conclusion: loadConclusion(db, run!, { trials, verdicts, ranking: true }) }),
+    // The conclusion words the verdicts the report counts: the runner's, or the ones recomputed on the readable trials.
+    ...(options.conclusion !== false && {
+      conclusion: loadConclusion(db, run!, { trials, verdicts: runVerdicts(run!, trials, health).verdicts, ranking: true }),
+    }),
   };
 }
 

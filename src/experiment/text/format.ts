@@ -8,7 +8,7 @@ import { workNotes } from '../analysis/work-notes.js';
 import { type CategoryRow, categoryRows } from '../spec/categories.js';
 import { metricUnit, metricValue } from '../spec/metrics.js';
 import { sideColumns, sideFigures } from '../spec/side-figures.js';
-import { storedExperimentOf, storedVerdictsOf } from '../spec/stored.js';
+import { storedExperimentOf } from '../spec/stored.js';
 import type { ResolvedExperiment, VariantVerdict } from '../spec/types.js';
 import { accuracyCell } from './accuracy-format.js';
 import { equivalenceCell } from './equivalence-format.js';
@@ -93,8 +93,8 @@ function pairOf(counts: { baseline: number; candidate: number } | undefined): st
   return counts ? `${counts.baseline}/${counts.candidate}` : '?';
 }
 
-/** `conclusions`: each done run's conclusion (verdicts only), by run id; a run without one shows its stored verdicts. */
-export function formatRunList(runs: readonly RunDetail[], conclusions: ReadonlyMap<number, Conclusion> = new Map()): string {
+/** `conclusions`: each done run's conclusion (its verdicts are what the list says), by run id. */
+export function formatRunList(runs: readonly RunDetail[], conclusions: ReadonlyMap<number, Conclusion>): string {
   if (runs.length === 0) return 'no runs in this store yet (start one with `servelab run FILE`)';
   const rows = runs.map((run) => {
     const plan = run.plan;
@@ -120,7 +120,7 @@ function summarizeVerdicts(run: RunDetail, conclusion: Conclusion | undefined): 
 /** Significant verdicts and infeasible configs' ones, as the conclusion words them: "lossy@single-stream faster, outputs changed +171.1%". */
 function verdictSummary(run: RunDetail, conclusion: Conclusion | undefined): string {
   if (run.status !== 'done') return run.message ?? '';
-  const verdicts = conclusion?.verdicts ?? (storedVerdictsOf(run) ?? []).map((verdict) => ({ ...verdict, outcome: verdict.label, feasible: true }));
+  const verdicts = conclusion?.verdicts ?? [];
   const notable = verdicts.filter((verdict) => verdict.significant || !verdict.feasible);
   if (notable.length === 0) return verdicts.length === 0 ? '' : 'no significant difference';
   return notable.map((verdict) => `${verdict.variant}@${verdict.workload} ${verdict.outcome} ${formatChange(verdict.ratio)}`).join('; ');
