@@ -11,8 +11,9 @@ import { workNotes } from '../src/experiment/analysis/work-notes.js';
 import { runExperiment } from '../src/experiment/run/runner.js';
 import { loadExperiment } from '../src/experiment/spec/load.js';
 import { formatVerdicts } from '../src/experiment/text/format.js';
+import { loadConclusion } from '../src/report/queries.js';
 import { openStore } from '../src/store/db.js';
-import { listTrials } from '../src/store/queries.js';
+import { getRun, listTrials } from '../src/store/queries.js';
 import { tempDir, writeExperiment } from './support-experiment.js';
 import { FakeExecutor } from './support-fake-executor.js';
 
@@ -136,9 +137,40 @@ test('no level meets the SLOs at c=1: the notes give the cause and no "lower min
     notes.join('\n'),
   );
   assert.ok(!notes.some((note) => note.includes('lower min')), notes.join('\n'));
-  const verdicts = formatVerdicts(outcome.verdicts ?? [], experiment.metric, experiment.baseline, false);
+  const verdicts = formatVerdicts(loadConclusion(db, getRun(db, outcome.runId)!, { ranking: false }), false);
   assert.match(
     verdicts,
     /\nt50 capacity:\S+: insufficient data: baseline's median sloCapacity is 0, so no ratio to it exists: no level of its searches met the SLOs \(`servelab show` gives the cause of each\)$/,
   );
+});
+
+test("a capacity workload's verdict is judged on sloCapacity, the other workloads' on the experiment's metric", async (t) => {
+  const dir = tempDir(t, 'capacity-verdict');
+  const db = openStore(join(dir, 'servelab.db'));
+  t.after(() => db.close());
+  const file = writeExperiment(dir, 'mixed.yaml', {
+    trials: 3,
+    telemetry: { enabled: false },
+    server: { command: ['fake-server', '--port', '{port}', '--tpot-ms', '4'], readyTimeout: '5m' },
+    workloads: [
+      { kind: 'single-stream', requests: 3 },
+      { kind: 'capacity', over: 'concurrency', min: 1, max: 16, requestsPerStep: 16, slo: { tpotP99Ms: 31 } },
+    ],
+    variants: { baseline: {}, t3: { args: ['--tpot-ms', '3'] } },
+  });
+  const executor = new FakeExecutor((call) => ({ tpotMs: Number(call.arg('--tpot-ms')) }));
+  const experiment = loadExperiment(file);
+  const outcome = await runExperiment({ db, experiment, executor, workDir: dir }).finally(() => executor.close());
+  assert.equal(outcome.status, 'done', outcome.message);
+  const metricOf = Object.fromEntries((outcome.verdicts ?? []).map((verdict) => [verdict.workload.split(':')[0], verdict.metric]));
+  // Before, both were outputTokensPerSecond: the capacity workload's tok/s mixes every level its search tried.
+  assert.deepEqual(metricOf, { 'single-stream': 'outputTokensPerSecond', capacity: 'sloCapacity' });
+  const capacity = outcome.verdicts!.find((verdict) => verdict.metric === 'sloCapacity')!;
+  // TPOT = tpot × concurrency under a 31 ms p99 limit: c=7 at 4 ms, c=10 at 3 ms.
+  assert.ok(capacity.baselineMedian! >= 6 && capacity.baselineMedian! <= 8, JSON.stringify(capacity));
+  assert.ok(capacity.candidateMedian! > capacity.baselineMedian!, JSON.stringify(capacity));
+  // Two metrics in one table: each figure carries its unit.
+  const text = formatVerdicts(loadConclusion(db, getRun(db, outcome.runId)!, { ranking: false }), false);
+  assert.match(text, /\nt3 +capacity:\S+ +[\d.]+ req\/s or in flight +[\d.]+ req\/s or in flight /);
+  assert.match(text, /\nt3 +single-stream +[\d.]+ tok\/s +[\d.]+ tok\/s /);
 });

@@ -1,10 +1,4 @@
-/**
- * Campaign sections of the HTML report: the best-config verdict (ranking, winner vs baseline and runner-up, a
- * pairwise matrix) and the campaign charts (objective vs a numeric grid parameter, Pareto views across
- * concurrency levels, acceptance by draft position). Every stored string goes through escapeHtml.
- */
-import type { BestVerdict } from '../experiment/analysis/best.js';
-import type { Verdict } from '../experiment/analysis/verdict.js';
+import type { BestVerdict, HolmVerdict } from '../experiment/analysis/best.js';
 import { metricUnit } from '../experiment/spec/metrics.js';
 import type { MetricName, ResolvedExperiment } from '../experiment/spec/types.js';
 import {
@@ -34,7 +28,9 @@ export function bestConfigHtml(experiment: ResolvedExperiment, best: BestVerdict
   const constraints = constraintsText(objective);
   const effects = [
     best.vsBaseline && `<li>vs the baseline (<code>${esc(experiment.baseline)}</code>): ${effectHtml(best.vsBaseline)}</li>`,
-    best.vsRunnerUp && `<li>vs the runner-up (<code>${esc(best.runnerUp)}</code>): ${effectHtml(best.vsRunnerUp)}</li>`,
+    best.vsRunnerUp &&
+      best.runnerUp !== experiment.baseline &&
+      `<li>vs the runner-up (<code>${esc(best.runnerUp)}</code>): ${effectHtml(best.vsRunnerUp)}</li>`,
   ].filter(Boolean);
   const ranking = `<table class="data ranking"><thead><tr><th class="num">rank</th><th>config</th><th class="num">median ${esc(unit)}</th><th class="num">trials</th><th>status</th></tr></thead><tbody>${best.ranking
     .map(
@@ -66,8 +62,9 @@ export function bestConfigHtml(experiment: ResolvedExperiment, best: BestVerdict
 <h2>Pairwise comparisons</h2><p class="muted">Change of the row's median vs the column's; green/red: significantly better/worse after Holm correction over all pairs.</p>${matrix}`;
 }
 
-function effectHtml(verdict: Verdict): string {
-  return `${esc(formatChange(verdict.ratio))} (CI ${esc(formatChangeInterval(verdict.ciLow, verdict.ciHigh))}, p ${esc(formatPValue(verdict.pValue))}): <span class="pill ${verdict.label === 'faster' || verdict.label === 'slower' ? verdict.label : 'neutral'}">${esc(verdict.label)}</span>`;
+/** The label is the Holm-corrected one, as in the ranking (best.ts `holmVerdict`). */
+function effectHtml(verdict: HolmVerdict): string {
+  return `${esc(formatChange(verdict.ratio))} (CI ${esc(formatChangeInterval(verdict.ciLow, verdict.ciHigh))}, p ${esc(formatPValue(verdict.pValue))}, Holm p ${esc(formatPValue(verdict.pAdjusted))}): <span class="pill ${verdict.label === 'faster' || verdict.label === 'slower' ? verdict.label : 'neutral'}">${esc(verdict.label)}</span>`;
 }
 
 /** Green "winner" only when the verdict says so (significantly better than every other); else a neutral "ranks first". */

@@ -4,6 +4,8 @@
  * Column names are the stored names (`outputTokensPerSecond`, `byCategory.chat.completed`), so a column means
  * what the same key means in `servelab show --json` and in experiment files.
  */
+
+import type { Conclusion } from '../experiment/analysis/conclusion.js';
 import { METRIC_ENTRIES } from '../metrics/catalog.js';
 import type { RequestSample } from '../metrics/types.js';
 import type { TrialRecord } from '../store/types.js';
@@ -103,8 +105,27 @@ function metricCells(value: unknown, prefix: string, out: Array<[string, ColumnK
   }
 }
 
-/** One row per stored (valid, readable) trial. */
-export function trialTable(trials: readonly TrialRecord[]): ExportTable {
+/**
+ * The run's conclusion about a trial's config (analysis/conclusion.ts), as every view states it: its equivalence
+ * status and token agreement (with quality.equivalence), its accuracy (with quality.accuracy), and whether it is
+ * feasible under the objective, with why not.
+ */
+function conclusionCells(conclusion: Conclusion, variant: string): Array<[string, ColumnKind, Cell | undefined]> {
+  const config = conclusion.configs.find((entry) => entry.variant === variant);
+  const isBaseline = variant === conclusion.baseline;
+  const cells: Array<[string, ColumnKind, Cell | undefined]> = [];
+  if (conclusion.equivalence) {
+    cells.push(['conclusion.equivalence', 'string', isBaseline ? 'baseline' : config?.equivalence]);
+    cells.push(['conclusion.tokenAgreement', 'number', isBaseline ? 1 : config?.tokenAgreement]);
+  }
+  if (conclusion.accuracy) cells.push(['conclusion.accuracy', 'number', config?.accuracy]);
+  cells.push(['conclusion.feasible', 'integer', config ? Number(config.feasible) : undefined]);
+  cells.push(['conclusion.infeasibleBecause', 'string', config?.violations.join('; ') || undefined]);
+  return cells;
+}
+
+/** One row per stored (valid, readable) trial; with the run's conclusion, its config's quality and feasibility too. */
+export function trialTable(trials: readonly TrialRecord[], conclusion?: Conclusion): ExportTable {
   const table = new TableBuilder();
   const paramNames = paramNamesOf(trials);
   for (const trial of trials) {
@@ -119,6 +140,7 @@ export function trialTable(trials: readonly TrialRecord[]): ExportTable {
       ['startedAt', 'string', trial.startedAt],
       ['finishedAt', 'string', trial.finishedAt],
       ['fingerprintId', 'integer', trial.fingerprintId],
+      ...(conclusion ? conclusionCells(conclusion, trial.variant) : []),
       ...metrics,
     ]);
   }

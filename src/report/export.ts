@@ -8,7 +8,7 @@ import { redactor } from '../util/redact.js';
 import { TABLE_FORMATS, type TableFormat, tableCsv, tableJsonl, tableParquet } from './export-formats.js';
 import { type ExportLevel, requestTable, trialTable } from './export-table.js';
 import { vllmBenchLines, vllmBenchResults } from './export-vllm.js';
-import { loadExportData } from './queries.js';
+import { loadConclusion, loadExportData } from './queries.js';
 
 export const EXPORT_FORMATS = [...TABLE_FORMATS, 'vllm-bench'] as const;
 export type ExportFormat = TableFormat | 'vllm-bench';
@@ -43,7 +43,10 @@ export async function exportRun(db: Db, runId: number, format: ExportFormat, lev
     const results = vllmBenchResults(data, { detailed: level === 'request' });
     return { ...base, content: redact.text(vllmBenchLines(results)), count: results.length, unit: 'vLLM results' };
   }
-  const table = level === 'trial' ? trialTable(data.trials) : requestTable(data.trials, data.samples);
+  const table =
+    level === 'trial'
+      ? trialTable(data.trials, loadConclusion(db, data.run, { trials: data.trials, ranking: false }))
+      : requestTable(data.trials, data.samples);
   if (table.rows.length === 0) throw new UserError(`run ${runId} has no readable requests stored for its trials`, `export its trials instead: --level trial`);
   table.rows = table.rows.map((row) => row.map((cell) => (typeof cell === 'string' ? redact.text(cell) : cell)));
   const content = format === 'csv' ? tableCsv(table) : format === 'jsonl' ? tableJsonl(table) : await tableParquet(table);

@@ -28,7 +28,7 @@ code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monosp
 .card { background:#fff; border:1px solid var(--border); border-radius:8px; padding:16px 18px; }
 .pill { display:inline-block; padding:1px 10px; border-radius:999px; font-size:12px; font-weight:600; border:1px solid transparent; vertical-align:middle; white-space:nowrap; }
 .pill.done, .pill.ready, .pill.faster { background:var(--good-bg); color:var(--good); border-color:#aceebb; }
-.pill.failed, .pill.drift, .pill.slower { background:var(--bad-bg); color:var(--bad); border-color:#ffcecb; }
+.pill.failed, .pill.drift, .pill.slower, .pill.infeasible { background:var(--bad-bg); color:var(--bad); border-color:#ffcecb; }
 .pill.running, .pill.starting { background:#ddf4ff; color:var(--accent); border-color:#b6e3ff; }
 .pill.interrupted, .pill.stopped, .pill.neutral { background:var(--soft); color:var(--muted); border-color:var(--border); }
 .facts { display:grid; grid-template-columns:repeat(auto-fit, minmax(150px, 1fr)); gap:12px; margin-top:16px; }
@@ -125,8 +125,9 @@ export function verdictTableHtml(report: RunReport): string {
   const head = `<tr>${multiWorkload ? '<th>workload</th>' : ''}<th>variant</th><th class="num">trials</th><th class="num">median ${esc(report.metricUnit || report.metric)}</th><th class="num">change vs baseline</th><th class="num">${confidence} of change</th><th class="num">p-value</th><th class="num">failed requests (this variant)</th><th class="num">invalid trials (this variant)</th>${side.map((column) => `<th class="num">${esc(column.title)}</th>`).join('')}<th>verdict</th></tr>`;
   const body = report.rows
     .map((row) => {
-      const verdictClass = row.label === 'faster' || row.label === 'slower' ? row.label : 'neutral';
-      return `<tr class="${row.isBaseline ? 'baseline' : ''}">${multiWorkload ? `<td>${esc(row.workload)}</td>` : ''}<td><code>${esc(row.variant)}</code></td><td class="num">${row.trials}</td><td class="num">${formatNumber(row.median)}</td><td class="num">${row.isBaseline ? '—' : formatChange(row.ratio)}</td><td class="num">${row.isBaseline ? '—' : formatChangeInterval(row.ciLow, row.ciHigh)}</td><td class="num">${formatPValue(row.pValue)}</td><td class="num${row.failedRequests > 0 ? ' warn' : ''}">${row.failedRequests}</td><td class="num${row.invalidTrials > 0 ? ' warn' : ''}">${row.invalidTrials}</td>${side.map((column) => `<td class="num">${column.cell(row)}</td>`).join('')}<td><span class="pill ${verdictClass}">${esc(row.label)}</span></td></tr>`;
+      // An infeasible config's verdict is no win, however fast: never the green badge.
+      const verdictClass = !row.feasible ? 'infeasible' : row.label === 'faster' || row.label === 'slower' ? row.label : 'neutral';
+      return `<tr class="${row.isBaseline ? 'baseline' : ''}">${multiWorkload ? `<td>${esc(row.workload)}</td>` : ''}<td><code>${esc(row.variant)}</code></td><td class="num">${row.trials}</td><td class="num">${formatNumber(row.median)}</td><td class="num">${row.isBaseline ? '—' : formatChange(row.ratio)}</td><td class="num">${row.isBaseline ? '—' : formatChangeInterval(row.ciLow, row.ciHigh)}</td><td class="num">${formatPValue(row.pValue)}</td><td class="num${row.failedRequests > 0 ? ' warn' : ''}">${row.failedRequests}</td><td class="num${row.invalidTrials > 0 ? ' warn' : ''}">${row.invalidTrials}</td>${side.map((column) => `<td class="num">${column.cell(row)}</td>`).join('')}<td><span class="pill ${verdictClass}">${esc(row.outcome)}</span></td></tr>`;
     })
     .join('');
   const note = `<p class="muted">${esc(report.verdictMethod)}.${report.verdictsNote ? ` ${esc(report.verdictsNote)}` : ''}</p>`;

@@ -35,7 +35,7 @@ export function renderMarkdown(report: RunReport): string {
       { title: 'failed requests (this variant)', numeric: true, cell: (row) => String(row.failedRequests) },
       { title: 'invalid trials (this variant)', numeric: true, cell: (row) => String(row.invalidTrials) },
       ...side.map((column) => ({ title: cell(column.title), numeric: true, cell: column.cell })),
-      { title: 'verdict', cell: (row) => (row.significant ? `**${row.label}**` : row.label) },
+      { title: 'verdict', cell: (row) => (row.significant && row.feasible ? `**${row.outcome}**` : row.outcome) },
     ];
     lines.push(...markdownTable(columns, report.rows));
     lines.push('', `_${report.verdictMethod}._`, '');

@@ -5,6 +5,7 @@
  */
 
 import { median } from 'simple-statistics';
+import type { ConcludedVerdict, Conclusion } from '../experiment/analysis/conclusion.js';
 import { verdictMethod } from '../experiment/analysis/verdict.js';
 import { computeVerdicts } from '../experiment/analysis/verdicts.js';
 import { workNotes } from '../experiment/analysis/work-notes.js';
@@ -41,6 +42,8 @@ export interface RunData {
   driftAlarms?: DriftAlarmRecord[];
   /** Stored values of this run that could not be read, so were left out of every figure. */
   unreadable?: UnreadableRow[];
+  /** The run's conclusion (analysis/conclusion.ts), on the verdicts `runVerdicts` chose; absent: verdicts only. */
+  conclusion?: Conclusion;
 }
 
 export interface VerdictRow {
@@ -56,6 +59,10 @@ export interface VerdictRow {
   pValue: number | null;
   significant: boolean;
   label: string;
+  /** The verdict as the run's conclusion words it: the label, and for an infeasible config why ("faster, outputs changed"). */
+  outcome: string;
+  /** False when the conclusion found the config infeasible under the objective (its answers changed, a constraint broke). */
+  feasible: boolean;
   /** Failed requests inside the counted trials. */
   failedRequests: number;
   /** Trials measured but not counted (server died, requests failed); each was re-run. */
@@ -98,6 +105,8 @@ export interface RunReport {
   workloads: string[];
   variants: string[];
   rows: VerdictRow[];
+  /** The run's conclusion, when loaded: the best-config section and every verdict row's wording come from it. */
+  conclusion?: Conclusion;
   /** Each counted trial at its run-order position, per workload, with the plan's blocks. */
   trialOrder: TrialOrderSeries[];
   /** The stored trials in run order, numbered as every view numbers them. */
@@ -140,7 +149,7 @@ export function buildRunReport(data: RunData): RunReport {
   const baseline = experiment?.baseline ?? variants[0] ?? '';
   const planned = run.plan.trials.length;
   const chosen = runVerdicts(run, trials, data.health);
-  const verdicts = chosen.verdicts;
+  const verdicts = data.conclusion?.verdicts ?? chosen.verdicts;
   const rows = verdictRows(workloads, variants, baseline, trials, metric, verdicts, data.health ?? []);
   const numberOf = trialNumbers(run.plan);
   const verdictsNote = chosen.final || trials.length === 0 ? undefined : unfinalizedNote(run.status, trials.length, planned);
@@ -167,6 +176,7 @@ export function buildRunReport(data: RunData): RunReport {
     workloads,
     variants,
     rows,
+    ...(data.conclusion && { conclusion: data.conclusion }),
     trialOrder: trialOrderSeries(workloads, variants, trials, run.plan, numberOf, metric),
     trialRows: trialRows(trials, numberOf, planned, metric),
     throughput: throughputSeries(workloads, variants, trials),
@@ -178,7 +188,7 @@ export function buildRunReport(data: RunData): RunReport {
         ratio: row.ratio!,
         ...(row.ciLow !== null && { ciLow: row.ciLow }),
         ...(row.ciHigh !== null && { ciHigh: row.ciHigh }),
-        verdict: row.label,
+        verdict: row.feasible ? row.label : row.outcome,
       })),
     ...optional('acceptance', acceptanceSeries(workloads, trials)),
     categories: categoryRows(trials),
@@ -205,11 +215,12 @@ export function runVerdicts(
   const compute = (): VariantVerdict[] => (experiment && trials.length > 0 ? computeVerdicts(experiment, trials, health, run.plan.schedule === 'blocked') : []);
   if (stored === undefined) return { verdicts: compute(), final: false };
   if (!experiment) return { verdicts: stored, final: true };
-  const counted = (variant: string, workload: string): number => metricValues([...trials], variant, workload, experiment.metric).length;
+  // Each verdict counted the trials of its own metric (a capacity workload's is sloCapacity).
+  const counted = (variant: string, verdict: VariantVerdict): number =>
+    metricValues([...trials], variant, verdict.workload, verdict.metric ?? experiment.metric).length;
   const agree = stored.every(
     (verdict) =>
-      verdict.n === undefined ||
-      (verdict.n.baseline === counted(experiment.baseline, verdict.workload) && verdict.n.candidate === counted(verdict.variant, verdict.workload)),
+      verdict.n === undefined || (verdict.n.baseline === counted(experiment.baseline, verdict) && verdict.n.candidate === counted(verdict.variant, verdict)),
   );
   if (agree) return { verdicts: stored, final: true };
   return {
@@ -278,17 +289,20 @@ function verdictRows(
   baseline: string,
   trials: TrialRecord[],
   metric: MetricName,
-  verdicts: VariantVerdict[],
+  verdicts: ReadonlyArray<VariantVerdict & Partial<Pick<ConcludedVerdict, 'outcome' | 'feasible'>>>,
   health: readonly TrialHealth[],
 ): VerdictRow[] {
   const rows: VerdictRow[] = [];
   for (const workload of workloads) {
+    // The workload's verdict metric (a capacity workload's is sloCapacity): its medians are of what was compared.
+    const judged = verdicts.find((verdict) => verdict.workload === workload)?.metric ?? metric;
     for (const variant of variants) {
-      const values = metricValues(trials, variant, workload, metric);
+      const values = metricValues(trials, variant, workload, judged);
       const isBaseline = variant === baseline;
       const verdict = verdicts.find((candidate) => candidate.variant === variant && candidate.workload === workload);
       const pairHealth = health.find((row) => row.variant === variant && row.workload === workload);
       if (values.length === 0 && !verdict && !pairHealth) continue;
+      const label = isBaseline ? 'baseline' : (verdict?.label ?? 'insufficient data');
       rows.push({
         workload,
         variant,
@@ -300,7 +314,9 @@ function verdictRows(
         ciHigh: verdict?.ciHigh ?? null,
         pValue: verdict?.pValue ?? null,
         significant: verdict?.significant ?? false,
-        label: isBaseline ? 'baseline' : (verdict?.label ?? 'insufficient data'),
+        label,
+        outcome: isBaseline ? label : (verdict?.outcome ?? label),
+        feasible: verdict?.feasible ?? true,
         failedRequests:
           pairHealth?.failedRequests ??
           trials.filter((trial) => trial.variant === variant && trial.workload === workload).reduce((sum, trial) => sum + trial.metrics.failed, 0),

@@ -1,25 +1,36 @@
 /** Assembles everything a report of one run needs from the store's read-only views. */
 
+import { experimentAccuracy } from '../experiment/analysis/accuracy.js';
+import { type Conclusion, conclude } from '../experiment/analysis/conclusion.js';
+import { experimentEquivalence } from '../experiment/analysis/equivalence.js';
+import { computeVerdicts } from '../experiment/analysis/verdicts.js';
+import { storedExperimentOf, storedVerdictsOf } from '../experiment/spec/stored.js';
+import type { VariantVerdict } from '../experiment/spec/types.js';
 import type { RequestSample } from '../metrics/types.js';
+import { listAccuracyPasses } from '../store/accuracy.js';
+import { listRaceEvents } from '../store/campaign.js';
 import type { Db } from '../store/db.js';
 import { listDriftAlarms } from '../store/drift-alarms.js';
+import { listEquivalencePasses } from '../store/equivalence.js';
 import { getRun, listTrials, type RunDetail, trialHealth, trialSamples } from '../store/queries.js';
 import { fingerprintsByIds, trialLatencies, viewedRuns } from '../store/reads.js';
 import type { UnreadableRow } from '../store/row-json.js';
 import { runTelemetry } from '../store/telemetry.js';
 import type { TrialRecord } from '../store/types.js';
-import type { RunData } from './model.js';
+import { type RunData, runVerdicts } from './model.js';
 
 /**
  * Everything a report needs about one run, its status as views show it (viewedRuns); undefined when the run is not
- * in the store. Stored values that cannot be read are left out and listed in `unreadable`.
+ * in the store. Stored values that cannot be read are left out and listed in `unreadable`. `conclusion`: with the
+ * run's conclusion and its ranking (default); a comparison of two runs needs neither.
  */
-export function loadRunData(db: Db, runId: number, options: { latencies?: boolean } = {}): RunData | undefined {
+export function loadRunData(db: Db, runId: number, options: { latencies?: boolean; conclusion?: boolean } = {}): RunData | undefined {
   const found = getRun(db, runId);
   if (!found) return undefined;
   const [run] = viewedRuns(db, [found]);
   const unreadable: UnreadableRow[] = [];
   const trials = listTrials(db, runId, unreadable);
+  const health = trialHealth(db, runId);
   return {
     run: run!,
     trials,
@@ -36,11 +47,50 @@ export function loadRunData(db: Db, runId: number, options: { latencies?: boolea
             db,
             trials.map((trial) => trial.id),
           ),
-    health: trialHealth(db, runId),
+    health,
     telemetry: runTelemetry(db, runId, unreadable),
     driftAlarms: listDriftAlarms(db, runId, unreadable),
     unreadable,
+    // The conclusion words the verdicts the report counts: the runner's, or the ones recomputed on the readable trials.
+    ...(options.conclusion !== false && {
+      conclusion: loadConclusion(db, run!, { trials, verdicts: runVerdicts(run!, trials, health).verdicts, ranking: true }),
+    }),
   };
+}
+
+export interface ConclusionReadOptions {
+  /** The trials the view counts (default: every readable stored trial). */
+  trials?: readonly TrialRecord[];
+  /** The verdicts the view counts (default: the runner's stored ones, else computed from the trials). */
+  verdicts?: readonly VariantVerdict[];
+  /** With the best-config ranking (see ConclusionInput.ranking). */
+  ranking: boolean;
+}
+
+/** A stored run's conclusion (experiment/analysis/conclusion.ts), from its trials, race events and quality passes. */
+export function loadConclusion(db: Db, run: RunDetail, options: ConclusionReadOptions): Conclusion {
+  const experiment = storedExperimentOf(run);
+  const trials = options.trials ?? listTrials(db, run.id);
+  const blocked = run.plan.schedule === 'blocked';
+  // Runs stored before verdict settings were kept have no alpha to test with: their stored verdicts, no ranking.
+  const testable = experiment.verdict !== undefined;
+  const verdicts =
+    options.verdicts ?? storedVerdictsOf(run) ?? (testable && trials.length > 0 ? computeVerdicts(experiment, trials, trialHealth(db, run.id), blocked) : []);
+  const eliminations = listRaceEvents(db, run.id).flatMap((event) =>
+    event.kind === 'eliminated' && event.variant !== undefined ? [{ variant: event.variant, afterPass: event.afterPass, reason: event.reason }] : [],
+  );
+  const equivalence = experimentEquivalence(experiment, listEquivalencePasses(db, run.id));
+  const accuracy = experimentAccuracy(experiment, listAccuracyPasses(db, run.id));
+  return conclude({
+    experiment,
+    trials,
+    verdicts,
+    ...(equivalence && { equivalence }),
+    ...(accuracy && { accuracy }),
+    eliminations,
+    blocked,
+    ranking: options.ranking && testable,
+  });
 }
 
 /** What `servelab export` writes: a run's readable trials and, for request-level formats, their requests. */

@@ -1,17 +1,11 @@
 /** `servelab report`: render runs of the store to HTML + Markdown files. */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { accuracies, experimentAccuracy } from '../experiment/analysis/accuracy.js';
-import { bestConfig } from '../experiment/analysis/best.js';
-import { experimentEquivalence } from '../experiment/analysis/equivalence.js';
 import { storedExperimentOf } from '../experiment/spec/stored.js';
 import { formatAccuracy } from '../experiment/text/accuracy-format.js';
 import { formatBestVerdict, formatSpecView, hasSpecFigures } from '../experiment/text/best-format.js';
 import { formatEquivalence } from '../experiment/text/equivalence-format.js';
-import { listAccuracyPasses } from '../store/accuracy.js';
-import { listRaceEvents } from '../store/campaign.js';
 import type { Db } from '../store/db.js';
-import { listEquivalencePasses } from '../store/equivalence.js';
 import { latestRunId } from '../store/reads.js';
 import { UserError } from '../util/errors.js';
 import { ExitCode } from '../util/exit.js';
@@ -52,7 +46,7 @@ export function writeReports(db: Db, runIds: number[], outDir: string): WrittenR
       .slice(0, index)
       .reverse()
       .find((candidate) => candidate.run.experimentName === data.run.experimentName);
-    const campaign = campaignOf(db, data);
+    const campaign = campaignOf(data);
     const bisect = bisectReportParts(db, data.run.id);
     return writeOne(data, previous, dir, { ...campaign, html: (campaign.html ?? '') + bisect.html, markdown: campaign.markdown + bisect.markdown });
   });
@@ -64,22 +58,11 @@ interface CampaignParts {
   markdown: string;
 }
 
-/** Best-config verdict and campaign charts; a single-variant run has no best config to name. */
-function campaignOf(db: Db, data: RunData): CampaignParts {
+/** The conclusion's best-config verdict, quality sections and campaign charts; a single-variant run has no best config to name. */
+function campaignOf(data: RunData): CampaignParts {
   const experiment = storedExperimentOf(data.run);
-  if (experiment.variants.length < 2) return { figures: [], markdown: '' };
-  const eliminations = listRaceEvents(db, data.run.id).flatMap((event) =>
-    event.kind === 'eliminated' && event.variant !== undefined ? [{ variant: event.variant, afterPass: event.afterPass, reason: event.reason }] : [],
-  );
-  const equivalence = experimentEquivalence(experiment, listEquivalencePasses(db, data.run.id));
-  const accuracy = experimentAccuracy(experiment, listAccuracyPasses(db, data.run.id));
-  const scores = accuracy && accuracies(accuracy);
-  const best = bestConfig(experiment, data.trials, {
-    eliminations,
-    blocked: data.run.plan.schedule === 'blocked',
-    ...(equivalence && { equivalence }),
-    ...(scores && { accuracy: scores }),
-  });
+  const { best, equivalence, accuracy } = data.conclusion ?? {};
+  if (!best) return { figures: [], markdown: '' };
   return {
     html:
       bestConfigHtml(experiment, best) +

@@ -2,6 +2,8 @@
  * The `servelab ui` page: plain HTML + CSS + vanilla JS, no external resource. Text from the store and logs goes in
  * with textContent; tables and charts arrive as HTML/SVG rendered and escaped by the server (report modules).
  */
+
+import { CAMPAIGN_CSS } from '../report/campaign-html.js';
 import { EQUIVALENCE_CSS } from '../report/equivalence-html.js';
 import { REPORT_CSS } from '../report/html.js';
 
@@ -40,7 +42,7 @@ export const PAGE_HTML = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>servelab ui</title>
-<style>${REPORT_CSS}${EQUIVALENCE_CSS}${PAGE_CSS}</style>
+<style>${REPORT_CSS}${EQUIVALENCE_CSS}${CAMPAIGN_CSS}${PAGE_CSS}</style>
 </head>
 <body>
 <nav>
@@ -67,6 +69,7 @@ export const PAGE_HTML = `<!doctype html>
     </section>
     <h2>Comparison</h2>
     <div id="verdicts"></div>
+    <div id="best"></div>
     <div id="quality"></div>
     <div id="spec"></div>
     <div id="bisect"></div>
@@ -224,6 +227,7 @@ async function refreshRun() {
   // Fragments below are rendered and escaped by the server (same code as the HTML report).
   $('facts').innerHTML = data.html.facts;
   $('verdicts').innerHTML = data.html.verdicts;
+  $('best').innerHTML = data.html.best;
   $('quality').innerHTML = data.html.quality;
   $('spec').innerHTML = data.html.spec;
   $('bisect').innerHTML = data.html.bisect;

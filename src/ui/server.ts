@@ -12,13 +12,13 @@ import { hostname, networkInterfaces } from 'node:os';
 import { storedExperimentOf } from '../experiment/spec/stored.js';
 import { hasSpecFigures } from '../experiment/text/best-format.js';
 import { bisectReportParts } from '../report/bisect.js';
-import { specTableHtml } from '../report/campaign-html.js';
+import { bestConfigHtml, specTableHtml } from '../report/campaign-html.js';
 import { compareRuns } from '../report/compare.js';
 import { reportFigures } from '../report/figures.js';
 import { comparisonHtml, environmentHtml, figuresHtml, notesHtml, runFactsHtml, trialTableHtml, verdictTableHtml } from '../report/html.js';
 import { machineStateHtml } from '../report/machine.js';
 import { buildRunReport } from '../report/model.js';
-import { storedQualityHtml } from '../report/quality-html.js';
+import { qualityHtml } from '../report/quality-html.js';
 import { loadRunData } from '../report/queries.js';
 import type { Db } from '../store/db.js';
 import { getRun } from '../store/queries.js';
@@ -142,6 +142,7 @@ interface RunView {
   html: {
     facts: string;
     verdicts: string;
+    best: string;
     quality: string;
     spec: string;
     /** The `servelab bisect` answer this run is part of (a round, or the run bisected); empty otherwise. */
@@ -213,8 +214,10 @@ class UiState {
       html: {
         facts: runFactsHtml(report),
         verdicts: verdictTableHtml(report),
+        // The conclusion's best config and ranking (infeasible configs with their reasons), as in the report.
+        best: data.conclusion?.best ? `<h2>Best config</h2>${bestConfigHtml(storedExperimentOf(data.run), data.conclusion.best)}` : '',
         // Output equivalence and accuracy next to the verdicts they qualify, as in the report's campaign section.
-        quality: storedQualityHtml(this.db, runId, storedExperimentOf(data.run)),
+        quality: qualityHtml(data.conclusion),
         // Acceptance, accepted length and verify-step time side by side, as in the report's campaign section.
         spec: hasSpecFigures(data.trials) ? `<h2>Speculative decoding</h2>${specTableHtml(storedExperimentOf(data.run), data.trials)}` : '',
         bisect: bisectReportParts(this.db, runId).html,
@@ -234,8 +237,8 @@ class UiState {
     const cacheKey = `${runA}:${runB}`;
     const cached = this.diffs.get(cacheKey);
     if (cached?.key === key) return cached.view;
-    const a = loadRunData(this.db, runA, { latencies: false });
-    const b = loadRunData(this.db, runB, { latencies: false });
+    const a = loadRunData(this.db, runA, { latencies: false, conclusion: false });
+    const b = loadRunData(this.db, runB, { latencies: false, conclusion: false });
     if (!a || !b) return undefined;
     const comparison = compareRuns(a, b);
     const view = { drifted: comparison.drifted, html: comparisonHtml(comparison) };

@@ -24,6 +24,7 @@ export const SLOW = new Set([
   'campaign-demo',
   'campaign-plan',
   'campaign-race',
+  'conclusion',
   'exec-remote-shell',
   'exec-slurm',
   'exec-ssh',

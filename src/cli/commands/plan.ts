@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { loadCostModel } from '../../experiment/plan/budget.js';
 import { chooseSchedule, limitViolations, type ScheduleChoice } from '../../experiment/plan/schedule.js';
+import { significanceWarning } from '../../experiment/plan/significance.js';
 import { loadExperiment } from '../../experiment/spec/load.js';
 import type { ResolvedExperiment } from '../../experiment/spec/types.js';
 import { formatPlanChoice } from '../../experiment/text/plan-format.js';
@@ -25,7 +26,9 @@ export function registerPlan(program: Command): void {
     .action((file: string, flags: { store?: string; json?: boolean }) => {
       const experiment = loadExperiment(file);
       const choice = costedPlan(experiment, flags.store);
-      process.stdout.write(`${flags.json ? JSON.stringify(choice, null, 2) : terminalText(formatPlanChoice(experiment, choice))}\n`);
+      const significance = significanceWarning(experiment, choice.schedule === 'blocked');
+      const json = { ...choice, ...(significance && { warnings: [significance] }) };
+      process.stdout.write(`${flags.json ? JSON.stringify(json, null, 2) : terminalText(formatPlanChoice(experiment, choice))}\n`);
     });
 }
 

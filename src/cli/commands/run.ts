@@ -12,6 +12,7 @@ import { loadExperiment } from '../../experiment/spec/load.js';
 import type { Plan, ResolvedExperiment } from '../../experiment/spec/types.js';
 import { formatVerdicts } from '../../experiment/text/format.js';
 import { formatPlanChoice, predictedText, sourcesNote } from '../../experiment/text/plan-format.js';
+import { loadConclusion } from '../../report/queries.js';
 import { type Db, defaultStorePath, openStore } from '../../store/db.js';
 import { latestUnfinishedRun } from '../../store/queries.js';
 import { UserError } from '../../util/errors.js';
@@ -177,24 +178,16 @@ function slurmDispatch(experiment: ResolvedExperiment, flags: RunFlags): Pick<Ta
 }
 
 function report(db: Db, outcome: RunOutcome, json: boolean): void {
-  const { experiment, plan } = loadRun(db, outcome.runId);
+  const { run, plan, experiment } = loadRun(db, outcome.runId);
   if (json) process.stdout.write(`${JSON.stringify(outcome, null, 2)}\n`);
   switch (outcome.status) {
     case 'done':
       if (!json) {
-        const campaign = campaignSummary(db, outcome.runId);
-        const verdicts = formatVerdicts(
-          outcome.verdicts ?? [],
-          experiment.metric,
-          experiment.baseline,
-          plan.schedule === 'blocked',
-          campaign.equivalence,
-          campaign.accuracy,
-          (experiment.lanes?.length ?? 1) > 1,
-        );
+        const conclusion = loadConclusion(db, run, { verdicts: outcome.verdicts ?? [], ranking: true });
+        const verdicts = formatVerdicts(conclusion, plan.schedule === 'blocked', (experiment.lanes?.length ?? 1) > 1);
         const lanes = laneReport(db, outcome.runId).lines;
         const laneText = lanes.length > 0 ? `\n\n${lanes.join('\n')}` : '';
-        process.stdout.write(terminalText(`run ${outcome.runId} done\n${verdicts}${laneText}\n\n${campaign.text}\n`));
+        process.stdout.write(terminalText(`run ${outcome.runId} done\n${verdicts}${laneText}\n\n${campaignSummary(db, outcome.runId, conclusion)}\n`));
       }
       return;
     case 'drift':

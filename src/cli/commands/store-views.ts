@@ -8,7 +8,7 @@ import { storedBisect } from '../../report/bisect.js';
 import { compareRuns } from '../../report/compare.js';
 import { comparisonText } from '../../report/compare-text.js';
 import { leftOutNotes, runVerdicts } from '../../report/model.js';
-import { loadRunData } from '../../report/queries.js';
+import { loadConclusion, loadRunData } from '../../report/queries.js';
 import { type Db, defaultStorePath } from '../../store/db.js';
 import { type DriftAlarmRecord, listDriftAlarms } from '../../store/drift-alarms.js';
 import { getRun, listInvalidTrials, listRuns, listTrials, type RunDetail, trialHealth, unplannedRestarts } from '../../store/queries.js';
@@ -50,7 +50,9 @@ export function registerStoreViews(program: Command): void {
             null,
             2,
           );
-        return formatRunList(runs);
+        // Each done run's verdicts as its conclusion words them (an infeasible config's "faster, outputs changed").
+        const conclusions = new Map(runs.filter((run) => run.status === 'done').map((run) => [run.id, loadConclusion(db, run, { ranking: false })]));
+        return formatRunList(runs, conclusions);
       }),
     );
 
@@ -73,7 +75,8 @@ export function registerStoreViews(program: Command): void {
         const invalidTrials = listInvalidTrials(db, run.id);
         const restarts = unplannedRestarts(db, run.id);
         const telemetry = runTelemetry(db, run.id, unreadable);
-        const campaign = campaignSummary(db, run.id);
+        const concluded = loadConclusion(db, run, { trials, verdicts: verdicts.verdicts, ranking: true });
+        const { best, equivalence, accuracy, ...conclusion } = concluded;
         const driftAlarms = listDriftAlarms(db, run.id, unreadable);
         const lanes = laneReport(db, run.id);
         const notes = [...leftOutNotes({ trials, unreadable, run }, storedExperimentOf(run).metric), ...(verdicts.note ? [verdicts.note] : [])];
@@ -90,9 +93,10 @@ export function registerStoreViews(program: Command): void {
               unplannedRestarts: restarts,
               driftAlarms,
               telemetry: machine,
-              best: campaign.best,
-              ...(campaign.equivalence && { equivalence: campaign.equivalence }),
-              ...(campaign.accuracy && { accuracy: campaign.accuracy }),
+              conclusion,
+              best,
+              ...(equivalence && { equivalence }),
+              ...(accuracy && { accuracy }),
               ...(lanes.lines.length > 0 && { laneFindings: lanes.findings }),
               ...(bisect && { bisect: { id: bisect.id, ...bisect.view } }),
               unreadable,
@@ -105,13 +109,13 @@ export function registerStoreViews(program: Command): void {
         const numberOf = trialNumbers(run.plan);
         const numberText = (trial: TrialRecord): string => formatTrialNumber(numberOf(trial), run.plan.trials.length);
         return [
-          formatRunShow(run, trials, invalidTrials, restarts, campaign.equivalence, campaign.accuracy),
+          formatRunShow(run, trials, invalidTrials, restarts, concluded),
           ...(notes.length > 0 ? ['', 'notes:', ...notes.map((note) => `  ${note}`)] : []),
           ...formatDriftAlarms(driftAlarms),
           ...(lanes.lines.length > 0 ? ['', ...lanes.lines] : []),
           ...(flags.machine ? formatMachineState(trials, telemetry, numberText) : formatMachineSummary(run.id, trials, telemetry)),
           '',
-          campaign.text,
+          campaignSummary(db, run.id, concluded),
           ...(bisect ? ['', bisect.text] : []),
         ].join('\n');
       }),
@@ -128,7 +132,10 @@ export function registerStoreViews(program: Command): void {
       withStore(flags, (db) => {
         const [a, b] = [requireRun(db, aArg), requireRun(db, bArg)];
         // The comparison the UI and report show: B against A as the drift alarm judges it.
-        const comparison = compareRuns(loadRunData(db, a.id, { latencies: false })!, loadRunData(db, b.id, { latencies: false })!);
+        const comparison = compareRuns(
+          loadRunData(db, a.id, { latencies: false, conclusion: false })!,
+          loadRunData(db, b.id, { latencies: false, conclusion: false })!,
+        );
         return flags.json ? JSON.stringify(comparison, null, 2) : comparisonText(comparison);
       }),
     );

@@ -46,9 +46,12 @@ export interface BestVerdict {
   ranking: RankedConfig[];
   winner?: string;
   runnerUp?: string;
-  /** Winner vs baseline and vs runner-up (ratio = winner / other). */
-  vsBaseline?: Verdict;
-  vsRunnerUp?: Verdict;
+  /**
+   * Winner vs baseline and vs runner-up (ratio = winner / other), judged as the ranking judges them: significance and
+   * label after Holm's correction over every pair, so the headline and these lines cannot disagree.
+   */
+  vsBaseline?: HolmVerdict;
+  vsRunnerUp?: HolmVerdict;
   /** Winner significantly better than every other feasible config (Holm-corrected). */
   clear: boolean;
   /** Configs in ranking order; matrix[i][j] compares ranking[i] with ranking[j]. */
@@ -56,6 +59,19 @@ export interface BestVerdict {
   conclusion: string;
   /** Said beside the conclusion: a subjectTo.outputMatch stricter than the run's A/A floor. */
   warnings: string[];
+}
+
+/** A pairwise verdict whose significance and label are Holm-corrected; `pValue` stays the raw one, beside `pAdjusted`. */
+export interface HolmVerdict extends Verdict {
+  pAdjusted: number | null;
+}
+
+/** A config's feasibility under the objective: broken constraints and answers, or caveats of a feasible one. */
+export interface ConfigFeasibility {
+  variant: string;
+  feasible: boolean;
+  violations: string[];
+  caveats: Caveat[];
 }
 
 export interface Elimination {
@@ -152,7 +168,6 @@ export function bestConfig(
   { eliminations = [], blocked = false, equivalence, accuracy }: BestOptions = {},
 ): BestVerdict {
   const objective = objectiveOf(experiment);
-  const outputMatch = equivalence && outputMatches(equivalence);
   const sign = objective.direction === 'maximize' ? 1 : -1;
   const strata = comparisonStrata(trials, blocked);
   const compareOptions = {
@@ -161,24 +176,16 @@ export function bestConfig(
     higherIsBetter: objective.direction === 'maximize',
     blocked: strata.blocked,
   };
-  const rows = experiment.variants.map((variant) => {
-    const values = objectiveValues(objective, trials, variant.name, strata.stratumOf);
-    const outputs = outputsFeasibility(objective, equivalence, variant.name);
-    const violations = [
-      ...constraintViolations(objective.constraints, objective.workload, trials, variant.name),
-      ...outputs.violations,
-      ...outputMatchViolations(objective, outputMatch, variant.name),
-      ...accuracyViolations(objective, accuracy, variant.name, experiment.baseline),
-    ];
-    const eliminated = eliminations.find((entry) => entry.variant === variant.name);
+  const feasibility = configFeasibility(experiment, trials, { ...(equivalence && { equivalence }), ...(accuracy && { accuracy }) });
+  const rows = feasibility.map(({ variant, ...judged }) => {
+    const values = objectiveValues(objective, trials, variant, strata.stratumOf);
+    const eliminated = eliminations.find((entry) => entry.variant === variant);
     return {
-      variant: variant.name,
+      variant,
       values,
       median: values.length > 0 ? median(values.map((entry) => entry.value)) : null,
       n: values.length,
-      feasible: violations.length === 0,
-      violations,
-      caveats: violations.length === 0 ? outputs.caveats : [],
+      ...judged,
       ...(eliminated && { eliminated: { afterPass: eliminated.afterPass, reason: eliminated.reason } }),
     };
   });
@@ -195,12 +202,14 @@ export function bestConfig(
   const verdict: BestVerdict = { objective, ranking, clear: false, matrix, conclusion: '', warnings: floorWarning ? [floorWarning] : [] };
   if (!winner) return { ...verdict, conclusion: "no config meets the objective's constraints (or none was measured)" };
   verdict.winner = winner.variant;
-  if (base && base !== winner) verdict.vsBaseline = compareSamples(base.values, winner.values, compareOptions);
+  const winnerRow = matrix[rows.indexOf(winner)]!;
+  const holm = (other: (typeof rows)[number]): HolmVerdict =>
+    holmVerdict(compareSamples(other.values, winner.values, compareOptions), winnerRow.find((cell) => cell.column === other.variant)!);
+  if (base && base !== winner) verdict.vsBaseline = holm(base);
   if (runnerUp) {
     verdict.runnerUp = runnerUp.variant;
-    verdict.vsRunnerUp = compareSamples(runnerUp.values, winner.values, compareOptions);
+    verdict.vsRunnerUp = holm(runnerUp);
   }
-  const winnerRow = matrix[0]!;
   const others = winnerRow.filter((cell) => cell.column !== winner.variant && feasible.some((row) => row.variant === cell.column));
   verdict.clear = others.every((cell) => cell.better);
   verdict.conclusion = !runnerUp
@@ -218,6 +227,37 @@ export function bestConfig(
     verdict.conclusion += `; better on ${objective.metric} but infeasible: ${passedOver.map((row) => `${row.variant} (${row.violations[0]})`).join(', ')}`;
   }
   return verdict;
+}
+
+/**
+ * Each config's feasibility under the experiment's objective: its constraints on the objective's workload, its
+ * answers (the status table in feasibility.ts, subjectTo.outputMatch) and its accuracy. The ranking and every
+ * verdict row read this one judgement.
+ */
+export function configFeasibility(
+  experiment: ResolvedExperiment,
+  trials: readonly TrialRecord[],
+  { equivalence, accuracy }: Pick<BestOptions, 'equivalence' | 'accuracy'> = {},
+): ConfigFeasibility[] {
+  const objective = objectiveOf(experiment);
+  const outputMatch = equivalence && outputMatches(equivalence);
+  return experiment.variants.map((variant) => {
+    const outputs = outputsFeasibility(objective, equivalence, variant.name);
+    const violations = [
+      ...constraintViolations(objective.constraints, objective.workload, trials, variant.name),
+      ...outputs.violations,
+      ...outputMatchViolations(objective, outputMatch, variant.name),
+      ...accuracyViolations(objective, accuracy, variant.name, experiment.baseline),
+    ];
+    return { variant: variant.name, feasible: violations.length === 0, violations, caveats: violations.length === 0 ? outputs.caveats : [] };
+  });
+}
+
+/** The winner's verdict against another config, its significance taken from the Holm-corrected matrix cell. */
+function holmVerdict(verdict: Verdict, cell: PairwiseCell): HolmVerdict {
+  const significant = cell.better || cell.worse;
+  const label = verdict.label === 'insufficient data' ? verdict.label : significant ? (cell.better ? 'faster' : 'slower') : 'no significant difference';
+  return { ...verdict, significant, label, pAdjusted: cell.pAdjusted };
 }
 
 /**

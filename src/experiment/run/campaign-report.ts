@@ -1,14 +1,10 @@
 import { median } from 'simple-statistics';
-import { listAccuracyPasses } from '../../store/accuracy.js';
 import { listRaceEvents } from '../../store/campaign.js';
 import type { Db } from '../../store/db.js';
-import { listEquivalencePasses } from '../../store/equivalence.js';
 import { listTrials } from '../../store/queries.js';
 import { runServers } from '../../store/reads.js';
 import { formatDuration, formatPredicted } from '../../util/format.js';
-import { type AccuracyReport, accuracies, experimentAccuracy } from '../analysis/accuracy.js';
-import { type BestVerdict, bestConfig } from '../analysis/best.js';
-import { type EquivalenceReport, experimentEquivalence } from '../analysis/equivalence.js';
+import type { Conclusion } from '../analysis/conclusion.js';
 import { loadCostModel, predictPlan } from '../plan/budget.js';
 import { planExperiment } from '../plan/plan.js';
 import { formatAccuracy } from '../text/accuracy-format.js';
@@ -17,27 +13,20 @@ import { formatEquivalence } from '../text/equivalence-format.js';
 import { gpuHoursText } from '../text/plan-format.js';
 import { loadRun } from './run-store.js';
 
-/** A run's campaign view: race decisions, the best-config verdict, the speculative-decoding table, GPU-hours. */
-export function campaignSummary(db: Db, runId: number): { best: BestVerdict; text: string; equivalence?: EquivalenceReport; accuracy?: AccuracyReport } {
-  const { run, experiment, plan } = loadRun(db, runId);
+/**
+ * A run's campaign view of its conclusion: race decisions, the best-config verdict, output equivalence, accuracy,
+ * the speculative-decoding table, GPU-hours. `conclusion`: the one the caller's other sections render
+ * (report/queries.ts `loadConclusion`).
+ */
+export function campaignSummary(db: Db, runId: number, conclusion: Conclusion): string {
+  const { run, experiment } = loadRun(db, runId);
   const trials = listTrials(db, runId);
   const events = listRaceEvents(db, runId);
-  const eliminations = events.flatMap((event) =>
-    event.kind === 'eliminated' && event.variant !== undefined ? [{ variant: event.variant, afterPass: event.afterPass, reason: event.reason }] : [],
-  );
-  const equivalence = experimentEquivalence(experiment, listEquivalencePasses(db, runId));
-  const accuracy = experimentAccuracy(experiment, listAccuracyPasses(db, runId));
-  const scores = accuracy && accuracies(accuracy);
-  const best = bestConfig(experiment, trials, {
-    eliminations,
-    blocked: plan.schedule === 'blocked',
-    ...(equivalence && { equivalence }),
-    ...(scores && { accuracy: scores }),
-  });
+  const { best, equivalence, accuracy } = conclusion;
   const lines: string[] = [];
   const stop = events.find((event) => event.kind === 'stop');
   if (experiment.stopping === 'race' || stop) lines.push(stop ? `campaign: ${stop.reason}` : 'campaign: ran to its trial cap without a clear winner', '');
-  if (experiment.variants.length > 1) lines.push(formatBestVerdict(experiment, best), '');
+  if (best) lines.push(formatBestVerdict(experiment, best), '');
   if (equivalence) lines.push(formatEquivalence(equivalence), '');
   if (accuracy) lines.push(formatAccuracy(accuracy), '');
   if (hasSpecFigures(trials)) lines.push('speculative decoding (medians over trials):', formatSpecView(experiment, trials), '');
@@ -62,5 +51,5 @@ export function campaignSummary(db: Db, runId: number): { best: BestVerdict; tex
   lines.push(
     `GPU-hours: ${gpuHoursText((wallMs / 3_600_000) * gpus)} used (${formatDuration(wallMs)} × ${gpus} GPU${gpus === 1 ? '' : 's'}, ${trials.length} trials) vs ${gpuHoursText(full.gpuHours)} predicted for the full interleaved grid (${formatPredicted(full.wallMs)}, ${full.trials} trials, ${full.restarts} restarts${full.uncountedPasses ? `; not counted: ${full.uncountedPasses.join(', ')}` : ''})`,
   );
-  return { best, text: lines.join('\n'), ...(equivalence && { equivalence }), ...(accuracy && { accuracy }) };
+  return lines.join('\n');
 }

@@ -2,8 +2,7 @@ import { median } from 'simple-statistics';
 import { type CatalogMetric, metricDef, metricsWhere } from '../../metrics/catalog.js';
 import type { TrialRecord } from '../../store/types.js';
 import { formatNumber, formatPercent, formatPoints, formatPValue, formatShare } from '../../util/format.js';
-import type { BestVerdict, RankedConfig } from '../analysis/best.js';
-import type { Verdict } from '../analysis/verdict.js';
+import type { BestVerdict, HolmVerdict, RankedConfig } from '../analysis/best.js';
 import { metricUnit } from '../spec/metrics.js';
 import type { Objective, ResolvedExperiment } from '../spec/types.js';
 import { table } from './format.js';
@@ -37,7 +36,7 @@ export function formatBestVerdict(experiment: ResolvedExperiment, best: BestVerd
     ...best.warnings.map((warning) => `warning: ${warning}`),
   ];
   if (best.winner && best.vsBaseline) lines.push(`  vs the baseline (${experiment.baseline}): ${effect(best.vsBaseline)}`);
-  if (best.winner && best.vsRunnerUp) lines.push(`  vs the runner-up (${best.runnerUp}): ${effect(best.vsRunnerUp)}`);
+  if (best.winner && best.vsRunnerUp && best.runnerUp !== experiment.baseline) lines.push(`  vs the runner-up (${best.runnerUp}): ${effect(best.vsRunnerUp)}`);
   const top = best.ranking[0]?.median ?? null;
   lines.push(
     '',
@@ -65,9 +64,11 @@ export function formatBestVerdict(experiment: ResolvedExperiment, best: BestVerd
   return lines.join('\n');
 }
 
-function effect(verdict: Verdict): string {
+/** "+220.0% (CI …, p 0.029, Holm p 0.086, n 4/4): no significant difference": the label is the Holm-corrected one. */
+function effect(verdict: HolmVerdict): string {
   const ci = verdict.ciLow === null || verdict.ciHigh === null ? 'CI n/a' : `CI ${percent(verdict.ciLow)} … ${percent(verdict.ciHigh)}`;
-  const p = verdict.pValue === null ? 'p n/a' : `p ${formatPValue(verdict.pValue)}`;
+  const p =
+    verdict.pValue === null ? 'p n/a' : `p ${formatPValue(verdict.pValue)}${verdict.pAdjusted === null ? '' : `, Holm p ${formatPValue(verdict.pAdjusted)}`}`;
   return `${percent(verdict.ratio)} (${ci}, ${p}, n ${verdict.n.baseline}/${verdict.n.candidate}): ${verdict.label}`;
 }
 

@@ -2,15 +2,14 @@ import { median } from 'simple-statistics';
 import type { InvalidTrialRow, RunDetail } from '../../store/queries.js';
 import type { TrialRecord } from '../../store/types.js';
 import { formatBlock, formatChange, formatChangeInterval, formatNumber, formatPValue, formatTrialNumber } from '../../util/format.js';
-import type { AccuracyReport } from '../analysis/accuracy.js';
-import type { EquivalenceReport } from '../analysis/equivalence.js';
+import type { Conclusion } from '../analysis/conclusion.js';
 import { verdictMethod } from '../analysis/verdict.js';
 import { workNotes } from '../analysis/work-notes.js';
 import { CATEGORY_COLUMNS, type CategoryRow, categoryRows } from '../spec/categories.js';
 import { metricUnit, metricValue } from '../spec/metrics.js';
 import { sideColumns, sideFigures } from '../spec/side-figures.js';
-import { storedExperimentOf, storedVerdictsOf } from '../spec/stored.js';
-import type { MetricName, ResolvedExperiment, VariantVerdict } from '../spec/types.js';
+import { storedExperimentOf } from '../spec/stored.js';
+import type { ResolvedExperiment, VariantVerdict } from '../spec/types.js';
 import { accuracyCell } from './accuracy-format.js';
 import { equivalenceCell } from './equivalence-format.js';
 
@@ -26,31 +25,36 @@ export function table(header: string[], rows: string[][]): string {
   return [line(header), line(widths.map((width) => '-'.repeat(width))), ...rows.map(line)].join('\n');
 }
 
-/** `blocked`: the run's schedule is blocked (verdicts within passes), said under the table (verdictMethod). */
+/**
+ * The conclusion's verdicts vs the baseline, each worded as the conclusion words it ("faster, outputs changed"), with
+ * its outputs and accuracy columns when the run checked them. `blocked`: the run's schedule is blocked (verdicts
+ * within passes), said under the table (verdictMethod).
+ */
 export function formatVerdicts(
-  verdicts: readonly VariantVerdict[],
-  metric: MetricName,
-  baseline: string,
+  conclusion: Conclusion,
   blocked: boolean,
-  equivalence?: EquivalenceReport,
-  accuracy?: AccuracyReport,
   /** The run has several lanes (experiment `lanes:`): verdicts compare within lanes. */
   lanes = false,
 ): string {
+  const { verdicts, baseline, equivalence, accuracy } = conclusion;
   if (verdicts.length === 0) return `only the baseline "${baseline}" was measured: nothing to compare`;
-  const unit = metricUnit(metric);
+  // A capacity workload is judged on sloCapacity, the others on the experiment's metric: a unit per row then.
+  const metrics = [...new Set(verdicts.map((verdict) => verdict.metric))];
+  const unit = metrics.length === 1 ? metricUnit(metrics[0]!) : '';
+  const figure = (verdict: VariantVerdict, value: number | null): string =>
+    metrics.length === 1 || value === null ? formatNumber(value) : `${formatNumber(value)} ${metricUnit(verdict.metric)}`;
   const rows = verdicts.map((verdict) => [
     verdict.variant,
     verdict.workload,
-    formatNumber(verdict.baselineMedian),
-    formatNumber(verdict.candidateMedian),
+    figure(verdict, verdict.baselineMedian),
+    figure(verdict, verdict.candidateMedian),
     formatChange(verdict.ratio),
     formatChangeInterval(verdict.ciLow, verdict.ciHigh),
     verdict.pValue === null ? 'n/a' : formatPValue(verdict.pValue),
     `${verdict.n.baseline}/${verdict.n.candidate}`,
     pairOf(verdict.failedRequests),
     pairOf(verdict.invalidTrials),
-    verdict.label,
+    verdict.outcome,
     ...(equivalence ? [equivalenceCell(equivalence, verdict.variant)!] : []),
     ...(accuracy ? [accuracyCell(accuracy, verdict.variant)!] : []),
   ]);
@@ -58,8 +62,8 @@ export function formatVerdicts(
   const header = [
     'variant',
     'workload',
-    `${baseline} ${unit}`,
-    `variant ${unit}`,
+    `${baseline} ${unit}`.trimEnd(),
+    `variant ${unit}`.trimEnd(),
     'change',
     'CI of change',
     'p',
@@ -94,7 +98,8 @@ function pairOf(counts: { baseline: number; candidate: number } | undefined): st
   return counts ? `${counts.baseline}/${counts.candidate}` : '?';
 }
 
-export function formatRunList(runs: readonly RunDetail[]): string {
+/** `conclusions`: each done run's conclusion (its verdicts are what the list says), by run id. */
+export function formatRunList(runs: readonly RunDetail[], conclusions: ReadonlyMap<number, Conclusion>): string {
   if (runs.length === 0) return 'no runs in this store yet (start one with `servelab run FILE`)';
   const rows = runs.map((run) => {
     const plan = run.plan;
@@ -104,7 +109,7 @@ export function formatRunList(runs: readonly RunDetail[]): string {
       run.status,
       run.startedAt.replace('T', ' ').slice(0, 19),
       `${run.trialCount}/${plan.trials.length}`,
-      summarizeVerdicts(run),
+      summarizeVerdicts(run, conclusions.get(run.id)),
     ];
   });
   return table(['run', 'experiment', 'status', 'started (UTC)', 'trials', 'result'], rows);
@@ -112,17 +117,18 @@ export function formatRunList(runs: readonly RunDetail[]): string {
 
 const RESULT_WIDTH = 100;
 
-function summarizeVerdicts(run: RunDetail): string {
-  const text = verdictSummary(run);
+function summarizeVerdicts(run: RunDetail, conclusion: Conclusion | undefined): string {
+  const text = verdictSummary(run, conclusion);
   return text.length > RESULT_WIDTH ? `${text.slice(0, RESULT_WIDTH - 1)}…` : text;
 }
 
-function verdictSummary(run: RunDetail): string {
+/** Significant verdicts and infeasible configs' ones, as the conclusion words them: "lossy@single-stream faster, outputs changed +171.1%". */
+function verdictSummary(run: RunDetail, conclusion: Conclusion | undefined): string {
   if (run.status !== 'done') return run.message ?? '';
-  const verdicts = storedVerdictsOf(run) ?? [];
-  const notable = verdicts.filter((verdict) => verdict.significant);
+  const verdicts = conclusion?.verdicts ?? [];
+  const notable = verdicts.filter((verdict) => verdict.significant || !verdict.feasible);
   if (notable.length === 0) return verdicts.length === 0 ? '' : 'no significant difference';
-  return notable.map((verdict) => `${verdict.variant}@${verdict.workload} ${verdict.label} ${formatChange(verdict.ratio)}`).join('; ');
+  return notable.map((verdict) => `${verdict.variant}@${verdict.workload} ${verdict.outcome} ${formatChange(verdict.ratio)}`).join('; ');
 }
 
 /** Median of the metric per variant (rows) and workload (columns). */
@@ -174,8 +180,7 @@ export function formatRunShow(
   trials: readonly TrialRecord[],
   invalid: readonly InvalidTrialRow[] = [],
   unplannedRestarts = 0,
-  equivalence?: EquivalenceReport,
-  accuracy?: AccuracyReport,
+  conclusion?: Conclusion,
 ): string {
   const experiment = storedExperimentOf(run);
   const plan = run.plan;
@@ -224,20 +229,8 @@ export function formatRunShow(
   if (side) lines.push('', 'prefix-cache hits (as the server reported them), GPU power, energy and cost (medians over trials):', side);
   const categories = categoryRows(trials);
   if (categories.length > 0) lines.push('', 'per category (medians over trials):', formatCategoryRows(categories));
-  if (run.verdicts !== undefined)
-    lines.push(
-      '',
-      'verdicts vs baseline:',
-      formatVerdicts(
-        storedVerdictsOf(run)!,
-        experiment.metric,
-        experiment.baseline,
-        run.plan.schedule === 'blocked',
-        equivalence,
-        accuracy,
-        (experiment.lanes?.length ?? 1) > 1,
-      ),
-    );
+  if (run.verdicts !== undefined && conclusion)
+    lines.push('', 'verdicts vs baseline:', formatVerdicts(conclusion, run.plan.schedule === 'blocked', (experiment.lanes?.length ?? 1) > 1));
   return lines.join('\n');
 }
 

@@ -1,6 +1,7 @@
 import { formatNumber, formatPredicted } from '../../util/format.js';
 import type { Estimate, PlanPrediction } from '../plan/budget.js';
 import { limitViolations, type ScheduleChoice, uncheckedBudget } from '../plan/schedule.js';
+import { significanceWarning } from '../plan/significance.js';
 import type { ResolvedExperiment } from '../spec/types.js';
 import { table } from './format.js';
 
@@ -43,6 +44,8 @@ export function formatPlanChoice(experiment: ResolvedExperiment, choice: Schedul
     `predicted: ${predictedText(prediction)}, ${prediction.gpusPerServer} GPU${prediction.gpusPerServer === 1 ? '' : 's'} per server${sourcesNote(prediction)}`,
   ];
   if (prediction.measureMs === undefined) lines.push(...unknownLengthNotes(experiment));
+  const significance = significanceWarning(experiment, choice.schedule === 'blocked');
+  if (significance) lines.push(`warning: ${significance}`);
   const violations = limitViolations(experiment, prediction);
   if (experiment.budget || experiment.maxRestarts !== undefined) {
     const unchecked = uncheckedBudget(experiment, prediction);
