@@ -46,6 +46,12 @@ export interface SearchSettings {
   /** Budget in cost units (seconds of GPU time, as the caller counts them); undefined = until resolved. */
   budget?: number;
   seed: number;
+  /** Points of the space-filling first block (default: √(valid points), 4 to 12). */
+  initialPoints?: number;
+  /** Most points (server starts) per block after the first (default 8): leaders, contenders, then new points. */
+  blockSize?: number;
+  /** Assumed coefficient of variation of one trial, weighed as 2 blocks' worth of evidence until blocks measure it (default 0.03). */
+  noiseCv?: number;
 }
 
 /** One valid trial's objective value at one load level. Invalid trials never reach the strategy. */
@@ -65,14 +71,26 @@ export interface SearchState {
   dropped: ReadonlyMap<string, string>;
 }
 
+/**
+ * Why a point needs no more measuring: `out` (worse than the leader by more than the tolerance, at the stated
+ * confidence), `as good` (within the tolerance of the leader either way), `not better` (cannot beat the leader by
+ * more than the tolerance, though not shown within it: behind at one level, as good at another, or too noisy).
+ */
+export type DropStatus = 'out' | 'as good' | 'not better';
+
 /** What the strategy decides after each block. */
 export interface SearchStep {
   /** Points to measure in the next block (each measured at every level), in the order to run them. */
   measure: readonly SearchPoint[];
   /** Points dropped by this step, with a reason a person reads ("−7.4% vs leader steps=3,… (CI …)"). */
-  drop: ReadonlyArray<{ point: string; reason: string }>;
-  /** The current leader per level, and across levels, with its margin over the runner-up. */
-  leaders: ReadonlyArray<{ level: string | '*'; point: string; value: number; margin?: number }>;
+  drop: ReadonlyArray<{ point: string; reason: string; status?: DropStatus }>;
+  /**
+   * The current leader per level, and across levels, with its margin over the runner-up (relative, in the
+   * objective's direction: 0.012 = 1.2% better). A level's value is the leader's median there; across levels ('*')
+   * it is the leader's geometric mean of per-level ratios to each level's leader (1 when it leads every level).
+   * `preferred`: with a tie-break, its first choice among the points shown within the tolerance of the leader.
+   */
+  leaders: ReadonlyArray<{ level: string | '*'; point: string; value: number; margin?: number; preferred?: string }>;
   /** Set when the search ends: why, and what is and is not resolved. */
   done?: { reason: string; resolved: boolean; unresolved: readonly string[] };
 }

@@ -1,0 +1,363 @@
+/**
+ * The search's strategy: after each block, which points to measure next, which need no more measuring, and when
+ * the whole search is decided. Pure and deterministic for a seed: everything is recomputed from the observations.
+ *
+ * 1. First block: a space-filling design over the valid points (design.ts).
+ * 2. Per load level, the observations are fitted with point and block effects (level-fit.ts): a block's drift
+ *    cancels, and the noise is pooled over all points. Across levels ('*') a point's score is the mean of its
+ *    per-level log scores, i.e. the geometric mean of its per-level ratios to each level's best; its races use the
+ *    per-block differences averaged over the levels.
+ * 3. Racing (an indifference zone of `tolerance`, Kim–Nelson style, on the paired differences of shared blocks):
+ *    the leader of a race is its best-estimated point; another point needs no more measuring once the upper
+ *    bound of its advantage over the leader (one-sided, at `confidence`, Student's t with the pooled degrees of
+ *    freedom) is below the tolerance: it cannot beat the leader by more than the tolerance. It is `as good` when
+ *    the lower bound is above −tolerance too (so near-ties end early instead of running to a cap), `out` when even
+ *    the upper bound is below −tolerance. The confidence is per comparison, not family-wise: a wrong call on a
+ *    point within the tolerance costs nothing, and bench/search-cost.ts measures how often the answer misses.
+ * 4. Unmeasured points: a Gaussian process per level (gp.ts) over the measured point effects; a point is still
+ *    open when its upper bound (mean + z·sd) beats the leader by more than the tolerance at some level or across.
+ *    New points are the most promising open ones (highest upper bound over the leader's), picked one at a time
+ *    with the ones already picked added at their predicted mean (a "kriging believer"), so a block spreads out.
+ * 5. The search ends when no measured point is contending and no unmeasured point is open (resolved), or when
+ *    the budget is spent (unresolved: what is still open, in words).
+ */
+import { median, probit } from 'simple-statistics';
+import { deriveSeed, mulberry32, type Random } from '../../util/random.js';
+import { studentQuantile } from '../analysis/drift.js';
+import { maximinDesign } from './design.js';
+import { encodePoints } from './encode.js';
+import { fitGp, type GpModel } from './gp.js';
+import { fitLevel, type LevelFit, pairedDifference } from './level-fit.js';
+import { type DropStatus, pointKey, type SearchObservation, type SearchSettings, type SearchSpace, type SearchState, type SearchStep } from './types.js';
+
+/** The across-levels race's name in `leaders`. */
+export const ACROSS_LEVELS = '*';
+export const DEFAULT_NOISE_CV = 0.03;
+export const DEFAULT_BLOCK_SIZE = 8;
+/** New points a block gets while any are open, however many contenders wait. */
+const MIN_NEW_PER_BLOCK = 2;
+
+type Judgement =
+  | { status: 'leader' }
+  | { status: 'contending'; detail: string; excess: number }
+  | { status: DropStatus; detail: string; estimate: number; lower: number; upper: number };
+
+/** One race: a level, or all levels together. */
+interface Race {
+  name: string;
+  fits: LevelFit[];
+  /** Score (higher is better) of every point measured in this race. */
+  scores: Map<string, number>;
+  leader?: string;
+}
+
+interface Context {
+  space: SearchSpace;
+  settings: SearchSettings;
+  keys: string[];
+  /** Every point's coordinates (encode.ts), in the space's order. */
+  vectors: number[][];
+  /** Signed-log tolerance: a point beating the leader by less than this is not worth finding. */
+  zone: number;
+  quantile: (df: number) => number;
+}
+
+export function searchStep(space: SearchSpace, settings: SearchSettings, state: SearchState): SearchStep {
+  const keys = space.points.map((point) => pointKey(space, point));
+  const sign = settings.direction === 'maximize' ? 1 : -1;
+  const context: Context = {
+    space,
+    settings,
+    keys,
+    vectors: encodePoints(space),
+    // maximize: within tolerance = value ≥ best·(1 − tol); minimize: value ≤ best·(1 + tol).
+    zone: sign === 1 ? -Math.log(1 - settings.tolerance) : Math.log(1 + settings.tolerance),
+    quantile: (df) => studentQuantile(settings.confidence, df),
+  };
+  const blocks = new Set(state.observations.map((observation) => observation.block));
+  const rng = mulberry32(deriveSeed(settings.seed, blocks.size));
+  // Only points no step dropped may lead: a leader is measured in every block its races need.
+  const dropped = new Set(state.dropped.keys());
+  const measurable = keys.filter((key) => !state.dropped.has(key));
+  const budgetSpent = settings.budget !== undefined && state.spent >= settings.budget;
+
+  if (measurable.length === 0) {
+    return {
+      measure: [],
+      drop: [],
+      leaders: [],
+      done: { reason: `no point left to measure: all ${keys.length} were dropped`, resolved: false, unresolved: [] },
+    };
+  }
+  if (state.observations.length === 0) {
+    if (budgetSpent) return { measure: [], drop: [], leaders: [], done: budgetDone(context, state, ['no point was measured']) };
+    return { measure: firstBlock(context, measurable, rng), drop: [], leaders: [] };
+  }
+
+  const levelRaces = settings.levels.map((level) => levelRace(level, state.observations, sign, context, dropped));
+  const races = [...levelRaces, acrossRace(levelRaces, dropped)];
+  const measured = new Set(keys.filter((key) => levelRaces.some((race) => race.scores.has(key))));
+  const judgements = new Map(keys.filter((key) => measured.has(key)).map((key) => [key, races.map((race) => judge(context, race, key))]));
+
+  const leaders = leadersOf(context, races, judgements);
+  const drop: Array<{ point: string; reason: string; status: DropStatus }> = [];
+  const contenders: Array<{ key: string; excess: number }> = [];
+  for (const key of measurable.filter((key) => measured.has(key))) {
+    const verdicts = judgements.get(key)!;
+    if (verdicts.some((verdict) => verdict.status === 'leader')) continue;
+    const open = verdicts.filter((verdict) => verdict.status === 'contending');
+    if (open.length > 0) contenders.push({ key, excess: Math.max(...open.map((verdict) => verdict.excess)) });
+    else if (tieBreakWants(context, races, leaders, key, verdicts)) contenders.push({ key, excess: -Infinity });
+    else drop.push(dropOf(key, races, verdicts));
+  }
+  contenders.sort((a, b) => b.excess - a.excess || keys.indexOf(a.key) - keys.indexOf(b.key));
+
+  const models = modelsOf(context, levelRaces);
+  const unmeasured = measurable.filter((key) => !measured.has(key));
+  const openPoints = unmeasured.filter((key) => acquisition(context, races, models, keys.indexOf(key)) > 0);
+
+  if (contenders.length === 0 && openPoints.length === 0) {
+    const ended = [...judgements.values()].filter((verdicts) => !verdicts.some((verdict) => verdict.status === 'leader')).length;
+    const reason =
+      `the leaders are within ${percent(settings.tolerance)} of the best of ${keys.length} points at ${percent(settings.confidence)} confidence per comparison: ` +
+      `${measured.size} measured (${ended} ruled out by racing), ${unmeasured.length} ruled out by the response model`;
+    return { measure: [], drop, leaders, done: { reason, resolved: true, unresolved: [] } };
+  }
+  if (budgetSpent)
+    return { measure: [], drop, leaders, done: budgetDone(context, state, unresolvedLines(context, races, judgements, contenders, openPoints, models)) };
+
+  const raceLeaders = [...new Set(races.flatMap((race) => (race.leader === undefined ? [] : [race.leader])))];
+  const cap = Math.max(settings.blockSize ?? DEFAULT_BLOCK_SIZE, raceLeaders.length + 1);
+  const newSlots = openPoints.length === 0 ? 0 : Math.min(openPoints.length, Math.max(MIN_NEW_PER_BLOCK, cap - raceLeaders.length - contenders.length));
+  const racing = contenders.slice(0, Math.max(0, cap - raceLeaders.length - newSlots)).map((entry) => entry.key);
+  const proposals = propose(context, races, models, openPoints, newSlots);
+  const chosen = [...raceLeaders, ...racing, ...proposals];
+  return { measure: shuffle(chosen, rng).map((key) => space.points[keys.indexOf(key)]!), drop, leaders };
+}
+
+function firstBlock(context: Context, measurable: readonly string[], rng: Random): SearchStep['measure'] {
+  const { space, settings, keys } = context;
+  const allowed = measurable.map((key) => keys.indexOf(key));
+  const { vectors } = context;
+  const size = settings.initialPoints ?? Math.max(4, Math.min(12, Math.round(Math.sqrt(space.points.length))));
+  const valueKeys = allowed.map((index) => space.knobs.map((knob) => `${knob.name}=${space.points[index]![knob.name]}`));
+  const design = maximinDesign(
+    allowed.map((index) => vectors[index]!),
+    size,
+    rng,
+    valueKeys,
+  );
+  return design.map((position) => space.points[allowed[position]!]!);
+}
+
+function levelRace(level: string, observations: readonly SearchObservation[], sign: 1 | -1, context: Context, dropped: ReadonlySet<string>): Race {
+  const fit = fitLevel(
+    observations.filter((observation) => observation.level === level),
+    sign,
+    Math.log1p(context.settings.noiseCv ?? DEFAULT_NOISE_CV),
+  );
+  const scores = new Map([...fit.effects].map(([key, effect]) => [key, effect.score]));
+  return { name: level, fits: [fit], scores, leader: best(scores, dropped, context) };
+}
+
+/** All levels together: points measured at every level, scored by the mean of their level scores. */
+function acrossRace(levels: readonly Race[], dropped: ReadonlySet<string>): Race {
+  const scores = new Map<string, number>();
+  for (const key of levels[0]?.scores.keys() ?? []) {
+    const each = levels.map((race) => race.scores.get(key));
+    if (each.every((score) => score !== undefined)) scores.set(key, (each as number[]).reduce((sum, score) => sum + score, 0) / each.length);
+  }
+  const leader = [...scores].filter(([key]) => !dropped.has(key)).sort((a, b) => b[1] - a[1])[0]?.[0];
+  return { name: ACROSS_LEVELS, fits: levels.flatMap((race) => race.fits), scores, ...(leader !== undefined && { leader }) };
+}
+
+/** The best-scored point that may lead: measured, and not dropped by an earlier step or the runner. */
+function best(scores: ReadonlyMap<string, number>, dropped: ReadonlySet<string>, context: Context): string | undefined {
+  let leader: string | undefined;
+  for (const key of context.keys) {
+    const score = scores.get(key);
+    if (score === undefined || dropped.has(key)) continue;
+    if (leader === undefined || score > scores.get(leader)!) leader = key;
+  }
+  return leader;
+}
+
+function judge(context: Context, race: Race, key: string): Judgement {
+  if (race.leader === undefined) return { status: 'contending', detail: `${race.name}: no leader yet`, excess: Infinity };
+  if (key === race.leader) return { status: 'leader' };
+  const difference = pairedDifference(race.fits, key, race.leader);
+  if (!difference) return { status: 'contending', detail: `${race.name}: not yet measured in a block with the leader ${race.leader}`, excess: Infinity };
+  const df = Math.min(...race.fits.map((fit) => fit.df));
+  const half = context.quantile(df) * difference.standardError;
+  const lower = difference.estimate - half;
+  const upper = difference.estimate + half;
+  const detail =
+    `${race.name}: ${signedPercent(difference.estimate)} vs ${race.leader} ` +
+    `(${percent(context.settings.confidence)} bounds ${signedPercent(lower)}…${signedPercent(upper)}, ${difference.shared} shared block${difference.shared === 1 ? '' : 's'})`;
+  if (upper >= context.zone) return { status: 'contending', detail, excess: upper - context.zone };
+  const status: DropStatus = lower > -context.zone ? 'as good' : upper < -context.zone ? 'out' : 'not better';
+  return { status, detail, estimate: difference.estimate, lower, upper };
+}
+
+/**
+ * With a tie-break, a point it prefers to a race's current choice, estimated within the tolerance of the leader
+ * but not yet shown to be, is raced on until it is shown as good or not: the tie-break can only pick points that are.
+ */
+function tieBreakWants(context: Context, races: readonly Race[], leaders: SearchStep['leaders'], key: string, verdicts: readonly Judgement[]): boolean {
+  const { tieBreak } = context.settings;
+  if (!tieBreak) return false;
+  const point = context.space.points[context.keys.indexOf(key)]!;
+  return verdicts.some((verdict, index) => {
+    if (verdict.status !== 'not better' || verdict.estimate <= -context.zone) return false;
+    const preferred = leaders.find((entry) => entry.level === races[index]!.name)?.preferred;
+    return preferred !== undefined && tieBreak(point, context.space.points[context.keys.indexOf(preferred)]!) < 0;
+  });
+}
+
+function dropOf(key: string, races: readonly Race[], verdicts: readonly Judgement[]): { point: string; reason: string; status: DropStatus } {
+  const statuses = verdicts.map((verdict) => verdict.status);
+  const status: DropStatus = statuses.every((each) => each === 'as good') ? 'as good' : statuses.every((each) => each === 'out') ? 'out' : 'not better';
+  const details = verdicts.map((verdict, index) => ('detail' in verdict ? verdict.detail : `${races[index]!.name}: leader`));
+  return { point: key, reason: `${status}: ${details.join('; ')}`, status };
+}
+
+/** Per level, the response model over the measured point effects (noise σ²/blocks each). */
+function modelsOf(context: Context, levels: readonly Race[]): Array<{ model: GpModel; x: number[][]; y: number[]; noise: number[] } | undefined> {
+  const { vectors } = context;
+  const prior = Math.log1p(0.1) ** 2;
+  return levels.map((race) => {
+    const fit = race.fits[0]!;
+    const entries = context.keys.flatMap((key, index) => {
+      const effect = fit.effects.get(key);
+      return effect ? [{ x: vectors[index]!, y: effect.score, noise: fit.sigma ** 2 / effect.blocks }] : [];
+    });
+    if (entries.length === 0) return undefined;
+    const x = entries.map((entry) => entry.x);
+    const y = entries.map((entry) => entry.y);
+    const noise = entries.map((entry) => entry.noise);
+    return { model: fitGp(x, y, noise, prior), x, y, noise };
+  });
+}
+
+type Models = ReturnType<typeof modelsOf>;
+
+/**
+ * How far an unmeasured point's upper bound beats the leader's score by more than the tolerance, the most over
+ * the races (> 0: open). Across levels the bound is the mean of the per-level bounds against the across leader.
+ */
+function acquisition(context: Context, races: readonly Race[], models: Models, index: number): number {
+  const z = probit(context.settings.confidence);
+  const point = context.vectors[index]!;
+  const bounds = models.map((entry) => {
+    if (!entry) return Infinity;
+    const prediction = entry.model.predict(point);
+    return prediction.mean + z * Math.sqrt(prediction.variance);
+  });
+  let most = -Infinity;
+  bounds.forEach((bound, level) => {
+    const race = races[level]!;
+    if (race.leader !== undefined) most = Math.max(most, bound - race.scores.get(race.leader)! - context.zone);
+    else most = Infinity;
+  });
+  const across = races.at(-1)!;
+  if (across.leader !== undefined) {
+    const gaps = bounds.map((bound, level) => bound - races[level]!.scores.get(across.leader!)!);
+    most = Math.max(most, gaps.reduce((sum, gap) => sum + gap, 0) / gaps.length - context.zone);
+  }
+  return most;
+}
+
+/** The `count` most promising open points, each picked as if the ones before it were measured at their predicted mean. */
+function propose(context: Context, races: readonly Race[], models: Models, open: readonly string[], count: number): string[] {
+  const { vectors } = context;
+  let current = models;
+  const picked: string[] = [];
+  while (picked.length < count) {
+    let pick: string | undefined;
+    let pickValue = 0;
+    for (const key of open) {
+      if (picked.includes(key)) continue;
+      const value = acquisition(context, races, current, context.keys.indexOf(key));
+      if (value > pickValue) {
+        pick = key;
+        pickValue = value;
+      }
+    }
+    if (pick === undefined) break;
+    picked.push(pick);
+    const x = vectors[context.keys.indexOf(pick)]!;
+    current = current.map((entry, level) => {
+      if (!entry) return entry;
+      const believed = entry.model.predict(x).mean;
+      const sigma = races[level]!.fits[0]!.sigma;
+      const next = { x: [...entry.x, x], y: [...entry.y, believed], noise: [...entry.noise, sigma ** 2] };
+      return { ...next, model: fitGp(next.x, next.y, next.noise, 0, entry.model.hyper) };
+    });
+  }
+  return picked;
+}
+
+function leadersOf(context: Context, races: readonly Race[], judgements: ReadonlyMap<string, Judgement[]>): SearchStep['leaders'] {
+  const { settings, space, keys } = context;
+  const levelBest = races.slice(0, -1).map((race) => (race.leader === undefined ? undefined : race.scores.get(race.leader)));
+  return races.flatMap((race, index) => {
+    const leader = race.leader;
+    if (leader === undefined) return [];
+    const score = race.scores.get(leader)!;
+    const others = [...race.scores].filter(([key]) => key !== leader).map(([, other]) => other);
+    const margin = others.length === 0 ? undefined : Math.exp(score - Math.max(...others)) - 1;
+    const value =
+      race.name === ACROSS_LEVELS
+        ? Math.exp(races.slice(0, -1).reduce((sum, level, at) => sum + (level.scores.get(leader)! - (levelBest[at] ?? 0)), 0) / (races.length - 1))
+        : median(race.fits[0]!.values.get(leader)!);
+    const asGood = keys.filter((key) => key === leader || judgements.get(key)?.[index]?.status === 'as good');
+    const tieBreak = settings.tieBreak;
+    const preferred = tieBreak && [...asGood].sort((a, b) => tieBreak(space.points[keys.indexOf(a)]!, space.points[keys.indexOf(b)]!))[0];
+    return [{ level: race.name, point: leader, value, ...(margin !== undefined && { margin }), ...(preferred !== undefined && { preferred }) }];
+  });
+}
+
+function unresolvedLines(
+  context: Context,
+  races: readonly Race[],
+  judgements: ReadonlyMap<string, Judgement[]>,
+  contenders: ReadonlyArray<{ key: string }>,
+  open: readonly string[],
+  models: Models,
+): string[] {
+  const lines = contenders.map(({ key }) => {
+    const details = judgements.get(key)!.flatMap((verdict) => (verdict.status === 'contending' ? [verdict.detail] : []));
+    return `${key} may still beat a leader by more than ${percent(context.settings.tolerance)}: ${details.join('; ')}`;
+  });
+  if (open.length > 0) {
+    const ranked = open.map((key) => ({ key, excess: acquisition(context, races, models, context.keys.indexOf(key)) })).sort((a, b) => b.excess - a.excess);
+    lines.push(
+      `${open.length} unmeasured point${open.length === 1 ? '' : 's'} may beat a leader by more than ${percent(context.settings.tolerance)} ` +
+        `by the response model (most promising: ${ranked[0]!.key}, upper bound up to ${signedPercent(ranked[0]!.excess + context.zone)} over the leader)`,
+    );
+  }
+  return lines;
+}
+
+function budgetDone(context: Context, state: SearchState, unresolved: string[]): NonNullable<SearchStep['done']> {
+  return { reason: `budget spent (${state.spent} of ${context.settings.budget}) before the search was decided`, resolved: false, unresolved };
+}
+
+function shuffle<T>(items: readonly T[], rng: Random): T[] {
+  const copy = [...items];
+  for (let i = copy.length - 1; i > 0; i -= 1) {
+    const j = Math.floor(rng() * (i + 1));
+    [copy[i], copy[j]] = [copy[j]!, copy[i]!];
+  }
+  return copy;
+}
+
+function percent(fraction: number): string {
+  return `${Number((fraction * 100).toFixed(2))}%`;
+}
+
+/** A score difference as the relative advantage it means, in the objective's direction. */
+function signedPercent(scoreDifference: number): string {
+  const value = (Math.exp(scoreDifference) - 1) * 100;
+  return `${value >= 0 ? '+' : '−'}${Math.abs(value).toFixed(1)}%`;
+}

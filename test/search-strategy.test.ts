@@ -1,0 +1,231 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { ACROSS_LEVELS, searchStep } from '../src/experiment/search/strategy.js';
+import {
+  type Knob,
+  pointKey,
+  type SearchObservation,
+  type SearchPoint,
+  type SearchSettings,
+  type SearchSpace,
+  type SearchStep,
+} from '../src/experiment/search/types.js';
+import { deriveSeed, mulberry32, standardNormal } from '../src/util/random.js';
+
+/**
+ * The search strategy's stopping rules and proposals, driven as the runner drives it (a block of starts, each
+ * measured at every level, values fed back) against known responses with GPU-like noise: each trial's value has
+ * a 2% coefficient of variation and each block's drift moves all its values together by ~2%.
+ */
+
+/** SGLang's EAGLE space of issue 35: steps 1–6 × topk {1,2,4,8} × draft tokens 2–16, draftTokens ≤ steps·topk + 1. */
+function eagleSpace(): SearchSpace {
+  const range = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+  const knobs: Knob[] = [
+    { name: 'steps', values: range(1, 6), numeric: true, log: false },
+    { name: 'topk', values: [1, 2, 4, 8], numeric: true, log: true },
+    { name: 'draftTokens', values: range(2, 16), numeric: true, log: false },
+  ];
+  const points: SearchPoint[] = [];
+  for (const steps of range(1, 6))
+    for (const topk of [1, 2, 4, 8]) for (const draftTokens of range(2, 16)) if (draftTokens <= steps * topk + 1) points.push({ steps, topk, draftTokens });
+  return { knobs, points };
+}
+
+type Truth = (point: SearchPoint, level: string) => number;
+
+interface Drive {
+  last: SearchStep;
+  steps: SearchStep[];
+  blocks: number;
+  starts: number;
+  measured: Set<string>;
+  dropped: Map<string, string>;
+}
+
+function drive(space: SearchSpace, settings: SearchSettings, truth: Truth, options: { cv?: number; blockDrift?: number; maxBlocks?: number } = {}): Drive {
+  const { cv = 0.02, blockDrift = 0.02, maxBlocks = 60 } = options;
+  const rng = mulberry32(deriveSeed(settings.seed, 7));
+  const observations: SearchObservation[] = [];
+  const dropped = new Map<string, string>();
+  const measured = new Set<string>();
+  const steps: SearchStep[] = [];
+  let starts = 0;
+  for (let block = 0; block <= maxBlocks; block += 1) {
+    const step = searchStep(space, settings, { observations, spent: starts, dropped });
+    steps.push(step);
+    for (const entry of step.drop) dropped.set(entry.point, entry.reason);
+    if (step.done) return { last: step, steps, blocks: block, starts, measured, dropped };
+    const drift = Math.exp(blockDrift * standardNormal(rng));
+    for (const point of step.measure) {
+      const key = pointKey(space, point);
+      assert.ok(!dropped.has(key), `dropped point ${key} measured again`);
+      measured.add(key);
+      starts += 1;
+      for (const level of settings.levels)
+        observations.push({ point: key, level, block, value: truth(point, level) * drift * Math.exp(cv * standardNormal(rng)) });
+    }
+  }
+  assert.fail(`no decision after ${maxBlocks} blocks`);
+}
+
+const settingsOf = (overrides: Partial<SearchSettings> = {}): SearchSettings => ({
+  direction: 'maximize',
+  tolerance: 0.02,
+  confidence: 0.95,
+  levels: ['c1'],
+  seed: 1,
+  ...overrides,
+});
+
+const num = (point: SearchPoint, name: string): number => Number(point[name]);
+
+function bestOf(space: SearchSpace, truth: Truth, level: string): number {
+  return Math.max(...space.points.map((point) => truth(point, level)));
+}
+
+function leaderOf(result: Drive, level: string): string {
+  const leader = result.last.leaders.find((entry) => entry.level === level);
+  assert.ok(leader, `a leader for ${level}`);
+  return leader.point;
+}
+
+const pointOf = (space: SearchSpace, key: string): SearchPoint => space.points.find((point) => pointKey(space, point) === key)!;
+
+/** A speculative-decoding-like response: deeper drafts gain less each; each draft token and step costs. */
+const smooth: Truth = (point) => {
+  const steps = num(point, 'steps');
+  const topk = num(point, 'topk');
+  const draft = num(point, 'draftTokens');
+  const accepted = 1 + 2.2 * (1 - 0.6 ** steps) * (1 + 0.1 * Math.log2(topk));
+  return (1000 * accepted) / (1 + 0.06 * steps + 0.01 * draft + 0.02 * topk);
+};
+
+describe('searchStep', () => {
+  test('the first block is a space-filling design of valid points, and the constraint holds for every point proposed', () => {
+    const space = eagleSpace();
+    assert.ok(space.points.length >= 150, `${space.points.length} valid points`);
+    const first = searchStep(space, settingsOf(), { observations: [], spent: 0, dropped: new Map() });
+    assert.ok(first.measure.length >= 10 && first.measure.length <= 16, `${first.measure.length} design points`);
+    assert.equal(new Set(first.measure.map((point) => pointKey(space, point))).size, first.measure.length, 'no point twice');
+    for (const knob of space.knobs) {
+      const used = new Set(first.measure.map((point) => point[knob.name]));
+      assert.ok(used.size >= Math.min(3, knob.values.length), `${knob.name}: ${[...used].join(',')} spread over its values`);
+    }
+    const valid = new Set(space.points.map((point) => pointKey(space, point)));
+    const result = drive(space, settingsOf(), smooth);
+    for (const step of result.steps)
+      for (const point of step.measure) {
+        assert.ok(valid.has(pointKey(space, point)), `${pointKey(space, point)} is a valid point`);
+        assert.ok(num(point, 'draftTokens') <= num(point, 'steps') * num(point, 'topk') + 1);
+      }
+  });
+
+  test('a clear winner ends the search early, with most points never started', () => {
+    const space = eagleSpace();
+    // One peak, 6% ahead of its nearest neighbours and falling away from there.
+    const truth: Truth = (point) =>
+      1000 * Math.exp(-0.06 * (Math.abs(num(point, 'steps') - 4) + Math.abs(Math.log2(num(point, 'topk')) - 1) + Math.abs(num(point, 'draftTokens') - 6) / 2));
+    const result = drive(space, settingsOf(), truth);
+    assert.equal(result.last.done?.resolved, true, result.last.done?.reason);
+    assert.ok(result.measured.size < space.points.length / 2, `${result.measured.size} of ${space.points.length} points measured`);
+    const leader = leaderOf(result, 'c1');
+    assert.ok(truth(pointOf(space, leader), 'c1') >= 0.98 * bestOf(space, truth, 'c1'), `${leader} within 2% of the best`);
+    assert.match(result.last.done!.reason, /within 2% of the best of 215 points/);
+  });
+
+  test('a near-tie ends early: points within the tolerance of the leader end without being raced to a cap', () => {
+    const space = eagleSpace();
+    // Four points tied at the top (steps 4, topk 2, draft tokens 4–7), every step away 6% behind.
+    const truth: Truth = (point) =>
+      1000 *
+      Math.exp(
+        -0.06 *
+          (Math.abs(num(point, 'steps') - 4) +
+            Math.abs(Math.log2(num(point, 'topk')) - 1) +
+            Math.max(0, 4 - num(point, 'draftTokens'), num(point, 'draftTokens') - 7)),
+      );
+    const result = drive(space, settingsOf(), truth);
+    assert.equal(result.last.done?.resolved, true, result.last.done?.reason);
+    assert.ok(result.blocks <= 12, `decided after ${result.blocks} blocks`);
+    const leader = leaderOf(result, 'c1');
+    assert.ok(truth(pointOf(space, leader), 'c1') >= 0.98 * bestOf(space, truth, 'c1'), `${leader} within 2% of the best`);
+    const tied = [...result.measured].filter((key) => key !== leader && truth(pointOf(space, key), 'c1') === 1000);
+    assert.ok(tied.length >= 1, 'another tied point was measured');
+    for (const key of tied) assert.match(result.dropped.get(key) ?? '', /^(as good|not better): c1: [+−]\d+\.\d% vs /, key);
+  });
+
+  test('a tie-break races its preferred point until it is shown as good, and names it', () => {
+    const range = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+    const space: SearchSpace = {
+      knobs: [
+        { name: 'topk', values: [1, 2], numeric: true, log: true },
+        { name: 'draftTokens', values: range(2, 7), numeric: true, log: false },
+      ],
+      points: [1, 2].flatMap((topk) => range(2, 7).map((draftTokens) => ({ topk, draftTokens }))),
+    };
+    // topk 2 with 5 draft tokens is fastest; 3 draft tokens 0.5% slower, within the tolerance; the rest ≥ 8% behind.
+    const truth: Truth = (point) => {
+      const key = pointKey(space, point);
+      return key === 'topk=2,draftTokens=5' ? 1000 : key === 'topk=2,draftTokens=3' ? 995 : 920 - num(point, 'draftTokens');
+    };
+    const fewestDrafts = (a: SearchPoint, b: SearchPoint): number => num(a, 'draftTokens') - num(b, 'draftTokens');
+    // Quiet trials (0.2% CV; blocks still drift 2%), so the 0.5% between the two is a clear order.
+    const result = drive(space, settingsOf({ initialPoints: 12, tieBreak: fewestDrafts, noiseCv: 0.005 }), truth, { cv: 0.002 });
+    assert.equal(result.last.done?.resolved, true, result.last.done?.reason);
+    assert.ok(result.blocks <= 12, `decided after ${result.blocks} blocks`);
+    const leader = result.last.leaders.find((entry) => entry.level === 'c1')!;
+    assert.equal(leader.point, 'topk=2,draftTokens=5');
+    assert.equal(leader.preferred, 'topk=2,draftTokens=3');
+    assert.match(
+      result.dropped.get('topk=2,draftTokens=3') ?? '',
+      /^as good: c1: −0\.\d% vs topk=2,draftTokens=5 \(95% bounds −[01]\.\d%…\+[01]\.\d%, \d+ shared blocks\)/,
+    );
+  });
+
+  test('a spent budget stops the search and says what is unresolved', () => {
+    const space = eagleSpace();
+    const result = drive(space, settingsOf({ budget: 20, levels: ['c1', 'c32'] }), smooth);
+    const done = result.last.done!;
+    assert.equal(done.resolved, false);
+    assert.match(done.reason, /^budget spent \(\d+ of 20\)/);
+    assert.ok(done.unresolved.length > 0);
+    assert.match(done.unresolved.join('\n'), /may still beat a leader by more than 2%|unmeasured points? may beat a leader by more than 2%/);
+  });
+
+  test('the same seed gives the same search; another seed another first block', () => {
+    const space = eagleSpace();
+    const keys = (result: Drive): string[] => result.steps.map((step) => step.measure.map((point) => pointKey(space, point)).join(' '));
+    const first = drive(space, settingsOf({ levels: ['c1', 'c8'] }), smooth);
+    const again = drive(space, settingsOf({ levels: ['c1', 'c8'] }), smooth);
+    assert.deepEqual(keys(again), keys(first));
+    assert.deepEqual(again.last, first.last);
+    const other = searchStep(space, settingsOf({ seed: 2 }), { observations: [], spent: 0, dropped: new Map() });
+    assert.notDeepEqual(
+      other.measure.map((point) => pointKey(space, point)),
+      first.steps[0]!.measure.map((point) => pointKey(space, point)),
+    );
+  });
+
+  test('per-level leaders differ where the response says so, and one leader across levels', () => {
+    const space = eagleSpace();
+    // Deep drafts pay at concurrency 1 and cost at 32 (verify work grows with batch × draft tokens).
+    const truth: Truth = (point, level) => {
+      const depth = Math.min(num(point, 'steps'), num(point, 'draftTokens') - 1);
+      const draft = num(point, 'draftTokens');
+      const batch = level === 'c1' ? 1 : 32;
+      const tokens = 1 + 3 * (1 - 0.7 ** depth);
+      return (1000 * tokens) / (1 + 0.03 * num(point, 'steps') + 0.004 * batch * draft);
+    };
+    const result = drive(space, settingsOf({ levels: ['c1', 'c32'] }), truth);
+    assert.equal(result.last.done?.resolved, true, result.last.done?.reason);
+    for (const level of ['c1', 'c32']) {
+      const leader = leaderOf(result, level);
+      assert.ok(truth(pointOf(space, leader), level) >= 0.98 * bestOf(space, truth, level), `${level}: ${leader} within 2% of the best`);
+    }
+    const deep = num(pointOf(space, leaderOf(result, 'c1')), 'steps');
+    const shallow = num(pointOf(space, leaderOf(result, 'c32')), 'steps');
+    assert.ok(deep > shallow, `best steps ${deep} at c1, ${shallow} at c32`);
+    assert.ok(result.last.leaders.some((entry) => entry.level === ACROSS_LEVELS));
+  });
+});
