@@ -295,4 +295,20 @@ export const migrations: ReadonlyArray<{ version: number; description: string; s
       ALTER TABLE samples ADD COLUMN resent INTEGER;
     `,
   },
+  {
+    version: 13,
+    description: "a search's decisions, one row per block, so a resumed run replays them",
+    sql: `
+      -- What the search strategy decided after each block (points to measure, dropped, leaders, done): JSON.
+      CREATE TABLE search_steps (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        block INTEGER NOT NULL,
+        step_json TEXT NOT NULL,
+        spent_s REAL NOT NULL,
+        created_at TEXT NOT NULL,
+        UNIQUE (run_id, block)
+      );
+    `,
+  },
 ];

@@ -44,6 +44,7 @@ export const SLOW = new Set([
   'launch-server-schema',
   'launch-watchdog',
   'load-capacity-cli',
+  'search-run',
   'load-cli',
   'load-datasets-sim',
   'load-faults',

@@ -190,7 +190,9 @@ function report(db: Db, outcome: RunOutcome, json: boolean): void {
           campaign.equivalence,
           campaign.accuracy,
         );
-        process.stdout.write(terminalText(`run ${outcome.runId} done\n${verdicts}\n\n${campaign.text}\n`));
+        // A search's answer (in campaign.text) is its best config per level, not verdicts against its first point.
+        const head = experiment.search ? '' : `${verdicts}\n\n`;
+        process.stdout.write(terminalText(`run ${outcome.runId} done\n${head}${campaign.text}\n`));
       }
       return;
     case 'drift':

@@ -13,6 +13,7 @@ import { getRun, listInvalidTrials, listRuns, listTrials, type RunDetail, trialH
 import { openStoreForReading, viewedRuns } from '../../store/reads.js';
 import type { UnreadableRow } from '../../store/row-json.js';
 import type { StoredVerdicts } from '../../store/run-json.js';
+import { listSearchSteps } from '../../store/search.js';
 import { runTelemetry } from '../../store/telemetry.js';
 import type { TrialRecord } from '../../store/types.js';
 import { formatTelemetrySummary } from '../../telemetry/summary.js';
@@ -86,6 +87,7 @@ export function registerStoreViews(program: Command): void {
               driftAlarms,
               telemetry: machine,
               best: campaign.best,
+              ...(storedExperimentOf(run).search && { searchSteps: listSearchSteps(db, run.id) }),
               ...(campaign.equivalence && { equivalence: campaign.equivalence }),
               ...(campaign.accuracy && { accuracy: campaign.accuracy }),
               unreadable,

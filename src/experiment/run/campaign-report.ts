@@ -5,16 +5,19 @@ import type { Db } from '../../store/db.js';
 import { listEquivalencePasses } from '../../store/equivalence.js';
 import { listTrials } from '../../store/queries.js';
 import { runServers } from '../../store/reads.js';
+import { listSearchSteps } from '../../store/search.js';
 import { formatDuration, formatPredicted } from '../../util/format.js';
 import { type AccuracyReport, accuracies, experimentAccuracy } from '../analysis/accuracy.js';
 import { type BestVerdict, bestConfig } from '../analysis/best.js';
 import { type EquivalenceReport, experimentEquivalence } from '../analysis/equivalence.js';
+import { measuredOnly } from '../analysis/search.js';
 import { loadCostModel, predictPlan } from '../plan/budget.js';
 import { planExperiment } from '../plan/plan.js';
 import { formatAccuracy } from '../text/accuracy-format.js';
 import { formatBestVerdict, formatSpecView, hasSpecFigures } from '../text/best-format.js';
 import { formatEquivalence } from '../text/equivalence-format.js';
 import { gpuHoursText } from '../text/plan-format.js';
+import { formatSearchSummary } from '../text/search-format.js';
 import { loadRun } from './run-store.js';
 
 /** A run's campaign view: race decisions, the best-config verdict, the speculative-decoding table, GPU-hours. */
@@ -28,16 +31,19 @@ export function campaignSummary(db: Db, runId: number): { best: BestVerdict; tex
   const equivalence = experimentEquivalence(experiment, listEquivalencePasses(db, runId));
   const accuracy = experimentAccuracy(experiment, listAccuracyPasses(db, runId));
   const scores = accuracy && accuracies(accuracy);
-  const best = bestConfig(experiment, trials, {
+  const judged = measuredOnly(experiment, trials);
+  const best = bestConfig(judged, trials, {
     eliminations,
     blocked: plan.schedule === 'blocked',
     ...(equivalence && { equivalence }),
     ...(scores && { accuracy: scores }),
   });
   const lines: string[] = [];
+  // A search's answer (best config per level, within its tolerance) leads; the ranking below covers its measured points.
+  if (experiment.search) lines.push(formatSearchSummary(experiment, listSearchSteps(db, runId), trials), '');
   const stop = events.find((event) => event.kind === 'stop');
   if (experiment.stopping === 'race' || stop) lines.push(stop ? `campaign: ${stop.reason}` : 'campaign: ran to its trial cap without a clear winner', '');
-  if (experiment.variants.length > 1) lines.push(formatBestVerdict(experiment, best), '');
+  if (judged.variants.length > 1) lines.push(formatBestVerdict(judged, best), '');
   if (equivalence) lines.push(formatEquivalence(equivalence), '');
   if (accuracy) lines.push(formatAccuracy(accuracy), '');
   if (hasSpecFigures(trials)) lines.push('speculative decoding (medians over trials):', formatSpecView(experiment, trials), '');

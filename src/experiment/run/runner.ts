@@ -122,12 +122,15 @@ async function measureRun(options: RunOptions, runId: number, journal: RunJourna
   try {
     await reapLeftoverServers(db, runId, executor, journal, { ...(options.serverKey !== undefined && { serverKey: options.serverKey }), log });
     const servers = new ServerLifecycle(context);
-    const consumers = new TrialConsumers(context, plan.trials.length, driftWatch(context, plan));
+    const consumers = new TrialConsumers(context, () => plan.trials.length, driftWatch(context, plan));
     if (run.status !== 'running') journal.runStatus('running');
     // Campaign hook (race eliminations, budget stop) between passes; a Slurm job runs its config's trials as planned.
     const campaign = options.serverKey === undefined ? campaignControl(db, journal, experiment, plan, run.startedAt, log) : undefined;
     let queue = pending;
-    while (queue.length > 0) {
+    for (;;) {
+      // A search's plan grows by a block whenever the last one is measured (run/search-control.ts).
+      if (queue.length === 0) queue = campaign?.nextBlock() ?? [];
+      if (queue.length === 0) break;
       if (campaign?.beforePass(queue[0]!.block) !== undefined) break;
       queue = campaign?.keep(queue) ?? queue;
       if (queue.length === 0) break;
