@@ -45,6 +45,10 @@ const SMOKE: Record<string, Smoke> = {
     figures: [/^servelab wait .*median [\d.]+ ms/m, /^servelab launch .*median [\d.]+ ms/m, /^shell loop, sleep 0\.2: +median [\d.]+ ms/m],
     ...(curlMissing && { skip: curlMissing }),
   },
+  'search-cost': {
+    args: ['--seeds', '1', '--grid-blocks', '1'],
+    figures: [/^search vs grid: [\d.]+× fewer GPU-hours, \d+% of seeds within tolerance \(random search: \d+% .*\)$/m],
+  },
   'telemetry-overhead': {
     args: ['--rounds', '1', '--requests', '32', '--concurrency', '4', '--output-len', '16', '--interval-ms', '200', '--fake-nvidia-smi'],
     figures: [/^ratio with\/without: [\d.]+ /m, /^GPU samples recorded: \d+/m],

@@ -8,7 +8,15 @@ import { runBenchmark } from '../src/load/run.js';
 import { loadTokenizer } from '../src/load/tokenizers/model.js';
 import type { BenchOptions, LevelResult } from '../src/load/types.js';
 import type { SimConfig, SimConfigInput } from '../src/simulate/config.js';
-import { batchFactor, expectedAcceptanceRate, expectedE2eMs, expectedTokensPerStep, expectedTpotMs, expectedTtftMs } from '../src/simulate/model.js';
+import {
+  batchFactor,
+  expectedAcceptanceRate,
+  expectedDecodeTokensPerSecond,
+  expectedE2eMs,
+  expectedTokensPerStep,
+  expectedTpotMs,
+  expectedTtftMs,
+} from '../src/simulate/model.js';
 import { startSimulator } from '../src/simulate/server.js';
 import { UserError } from '../src/util/errors.js';
 import { servingSimulator } from './support-experiment.js';
@@ -137,6 +145,24 @@ describe('runBenchmark against the simulator', () => {
     assert.equal(modelRatio, batchFactor(server.config, 6));
     assert.ok(measuredRatio > 1 + (modelRatio - 1) / 2, `slowdown visible: tpot ratio c6/c1 ${measuredRatio.toFixed(3)} vs model ${modelRatio.toFixed(3)}`);
     assert.ok(c6.outputTokensPerSecond > 2 * c1.outputTokensPerSecond, 'aggregate throughput scales with concurrency');
+  });
+
+  test('--spec-verify-batch-cost: a deep draft wins alone and loses to a shallow one at concurrency 8, as the model says', async (t) => {
+    // Verify work grows with batch × draft tokens: 4 drafts pay at c=1 (3.4 tokens a step) and cost at c=8.
+    const flags = (drafts: number) => ['--tpot-ms', '20', '--jitter', '0', '--spec-draft-tokens', String(drafts), '--spec-acceptance', '0.8'];
+    const costs = ['--spec-draft-overhead', '0.02', '--spec-verify-batch-cost', '0.1', '--concurrency-slowdown', '0.02'];
+    const [deep, shallow] = await Promise.all([simProcess(t, [...flags(4), ...costs]), simProcess(t, [...flags(1), ...costs])]);
+    const measure = async (url: string) => {
+      const prompts = { kind: 'synthetic', inputTokens: { kind: 'fixed', value: INPUT_TOKENS }, outputTokens: { kind: 'fixed', value: 48 }, seed: 1 } as const;
+      const result = await runBenchmark(options(url, { workload: { kind: 'sweep', concurrencies: [1, 8], requestsPerLevel: 8 }, prompts }));
+      return result.levels.map((level) => level.outputTokensPerSecond);
+    };
+    const [deepC1, deepC8] = (await measure(deep.url)) as [number, number];
+    const [shallowC1, shallowC8] = (await measure(shallow.url)) as [number, number];
+    assert.ok(expectedDecodeTokensPerSecond(deep.config, 1) > 1.2 * expectedDecodeTokensPerSecond(shallow.config, 1));
+    assert.ok(expectedDecodeTokensPerSecond(shallow.config, 8) > 1.15 * expectedDecodeTokensPerSecond(deep.config, 8));
+    assert.ok(deepC1 > shallowC1, `c=1: deep ${deepC1.toFixed(0)} tok/s vs shallow ${shallowC1.toFixed(0)}`);
+    assert.ok(shallowC8 > deepC8, `c=8: shallow ${shallowC8.toFixed(0)} tok/s vs deep ${deepC8.toFixed(0)}`);
   });
 
   for (const backend of BACKEND_KINDS) {

@@ -10,6 +10,7 @@ import {
   driftFactor,
   envSpeedup,
   expectedAcceptanceRate,
+  expectedDecodeTokensPerSecond,
   expectedDraftMs,
   expectedE2eMs,
   expectedStepMs,
@@ -89,6 +90,42 @@ describe('speculative decoding model', () => {
     const config = withSpec(4, 0.7);
     assert.ok(Math.abs(expectedStepMs(config) - 14) < 1e-9);
     assert.ok(Math.abs(expectedTpotMs(config) - 14 / expectedTokensPerStep(config)) < 1e-9);
+  });
+});
+
+describe('speculative decoding under load (--spec-verify-batch-cost)', () => {
+  // SGLang's EAGLE space (steps × topk × draft tokens, the root counted as SGLang counts it) at three loads.
+  const eagleAt = (steps: number, topk: number, numDraftTokens: number, verifyBatchCost: number) =>
+    parseSimConfig({
+      decode: {
+        tpotMs: 10,
+        spec: { steps, topk, draftTokens: numDraftTokens - 1, acceptance: 0.8, acceptanceDecay: 0.9, draftOverhead: 0.02, draftStepCost: 0.1, verifyBatchCost },
+      },
+    });
+  const bestSteps = (concurrency: number, verifyBatchCost: number): number => {
+    let best = { steps: 0, value: 0 };
+    for (let steps = 1; steps <= 6; steps += 1)
+      for (const topk of [1, 2, 4, 8])
+        for (let draft = 2; draft <= Math.min(16, steps * topk + 1); draft += 1) {
+          const value = expectedDecodeTokensPerSecond(eagleAt(steps, topk, draft, verifyBatchCost), concurrency);
+          if (value > best.value) best = { steps, value };
+        }
+    return best.steps;
+  };
+
+  test('the best draft depth falls as concurrency rises; without the cost it does not move', () => {
+    const [c1, c8, c32] = [1, 8, 32].map((concurrency) => bestSteps(concurrency, 0.01)) as [number, number, number];
+    assert.ok(c1 > c8 && c8 > c32, `best steps ${c1} at c=1, ${c8} at c=8, ${c32} at c=32`);
+    assert.deepEqual(
+      [1, 8, 32].map((concurrency) => bestSteps(concurrency, 0)),
+      [bestSteps(1, 0), bestSteps(1, 0), bestSteps(1, 0)],
+    );
+  });
+
+  test('the verify pass costs tpot * (slowdown * (1 + draftOverhead * k) + verifyBatchCost * batch * k); throughput is batch / tpot', () => {
+    const config = parseSimConfig({ decode: { tpotMs: 10, concurrencySlowdown: 0.02, spec: { draftTokens: 4, draftOverhead: 0.1, verifyBatchCost: 0.05 } } });
+    assert.ok(Math.abs(expectedVerifyMs(config, 8) - 10 * (1.14 * 1.4 + 0.05 * 8 * 4)) < 1e-9);
+    assert.ok(Math.abs(expectedDecodeTokensPerSecond(config, 8) - 8000 / expectedTpotMs(config, 8)) < 1e-9);
   });
 });
 

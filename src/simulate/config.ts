@@ -66,6 +66,13 @@ const SpecSchema = z.strictObject({
   acceptanceDecay: z.number().min(0).max(1).default(1),
   /** Cost of one draft-model step, as a fraction of tpot; tuned NCCL (envSpeedups) does not speed it up. */
   draftStepCost: z.number().min(0).default(0),
+  /**
+   * Extra verify cost per draft token per running request, as a fraction of tpot: verifying is compute, batch ×
+   * draft tokens of it, so deep drafts that pay alone stop paying at high concurrency (SGLang's AutoSpec found the
+   * best steps 4 at batch 1 and 2 at batch 64 on Qwen3-235B-A22B, sgl-project/sglang#22246). 0: the verify cost
+   * ignores the batch.
+   */
+  verifyBatchCost: z.number().min(0).default(0),
   /** Set by the simulator: the draft tokens asked for before SGLang's topk-1 rule replaced them (logged as SGLang does). */
   requestedDraftTokens: z.number().int().min(0).optional(),
 });

@@ -27,10 +27,14 @@ export function expectedTtftMs(config: SimConfig, inputTokens: number, active = 
   return (ttftBaseMs + prefillMsPerToken * inputTokens) * batchFactor(config, active);
 }
 
-/** The target model's forward of one step (decode, or verification of the drafts): what tuned NCCL speeds up. */
+/**
+ * The target model's forward of one step (decode, or verification of the drafts): what tuned NCCL speeds up. Each
+ * draft token adds `draftOverhead` of a step whatever the batch, and `verifyBatchCost` per running request.
+ */
 export function expectedVerifyMs(config: SimConfig, active = 1, env: EnvLookup = {}): number {
   const { tpotMs, spec } = config.decode;
-  return (tpotMs * batchFactor(config, active) * (1 + spec.draftOverhead * spec.draftTokens)) / envSpeedup(config, env);
+  const batchWork = spec.verifyBatchCost * Math.max(1, active) * spec.draftTokens;
+  return (tpotMs * (batchFactor(config, active) * (1 + spec.draftOverhead * spec.draftTokens) + batchWork)) / envSpeedup(config, env);
 }
 
 /** The draft model's steps before a verification, every step run even where the tree is shallower (0 with spec off). */
@@ -88,6 +92,14 @@ export function expectedAcceptanceRate(config: SimConfig): number | undefined {
 /** Mean time per output token after the first, ignoring the partial last step. */
 export function expectedTpotMs(config: SimConfig, active = 1, env: EnvLookup = {}): number {
   return expectedStepMs(config, active, env) / expectedTokensPerStep(config);
+}
+
+/**
+ * Output tokens per second of `concurrency` requests decoding together, steady state (prefill and queueing left
+ * out): the response a search over speculative settings measures, and bench/search-cost.ts's truth.
+ */
+export function expectedDecodeTokensPerSecond(config: SimConfig, concurrency: number, env: EnvLookup = {}): number {
+  return (concurrency * 1000) / expectedTpotMs(config, concurrency, env);
 }
 
 /** Expected end-to-end latency of a request that produces exactly `outputTokens` (first token comes from prefill). */

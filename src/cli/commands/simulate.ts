@@ -48,6 +48,7 @@ interface SimulateFlags {
   specDraftOverhead?: number;
   specAcceptanceDecay?: number;
   specDraftStepCost?: number;
+  specVerifyBatchCost?: number;
   speculativeAlgorithm?: string;
   speculativeNumSteps?: number;
   speculativeEagleTopk?: number;
@@ -135,6 +136,7 @@ const FLAG_OF_KEY: Record<string, string> = {
   'decode.spec.draftOverhead': '--spec-draft-overhead',
   'decode.spec.acceptanceDecay': '--spec-acceptance-decay',
   'decode.spec.draftStepCost': '--spec-draft-step-cost',
+  'decode.spec.verifyBatchCost': '--spec-verify-batch-cost',
   'decode.spec.steps': '--speculative-num-steps',
   'decode.spec.topk': '--speculative-eagle-topk',
   'sglang.tpSize': '--tp-size',
@@ -189,6 +191,7 @@ function overridesFrom(flags: SimulateFlags): SimConfigInput {
         draftOverhead: flags.specDraftOverhead,
         acceptanceDecay: flags.specAcceptanceDecay,
         draftStepCost: flags.specDraftStepCost,
+        verifyBatchCost: flags.specVerifyBatchCost,
         steps: flags.speculativeNumSteps,
         topk: flags.speculativeEagleTopk,
       },
@@ -275,6 +278,11 @@ function defineSimulate(program: Command): Command {
     .option('--spec-draft-overhead <fraction>', 'verification step cost per draft token, fraction of tpot (default 0.1)', number)
     .option('--spec-acceptance-decay <f>', 'acceptance at draft depth i is --spec-acceptance x f^i (default 1)', number)
     .option('--spec-draft-step-cost <fraction>', 'cost of one draft-model step, fraction of tpot; --env-speedup leaves it alone (default 0)', number)
+    .option(
+      '--spec-verify-batch-cost <fraction>',
+      'extra verify cost per draft token per running request, fraction of tpot: deep drafts stop paying at high concurrency (default 0)',
+      number,
+    )
     .option('--speculative-algorithm <name>', "sglang: as SGLang's flag (EAGLE, EAGLE3, NEXTN…); only logged")
     .option('--speculative-num-steps <n>', "sglang: draft-model steps per verify (the draft tree's depth), as SGLang's flag", integer)
     .option('--speculative-eagle-topk <n>', "sglang: candidates per draft step, as SGLang's flag; 1 makes draft tokens = steps + 1 (default 1)", integer)
