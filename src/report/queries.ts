@@ -3,6 +3,7 @@
 import { experimentAccuracy } from '../experiment/analysis/accuracy.js';
 import { type Conclusion, conclude } from '../experiment/analysis/conclusion.js';
 import { experimentEquivalence } from '../experiment/analysis/equivalence.js';
+import { measuredOnly } from '../experiment/analysis/search.js';
 import { computeVerdicts } from '../experiment/analysis/verdicts.js';
 import { storedExperimentOf, storedVerdictsOf } from '../experiment/spec/stored.js';
 import type { VariantVerdict } from '../experiment/spec/types.js';
@@ -69,8 +70,9 @@ export interface ConclusionReadOptions {
 
 /** A stored run's conclusion (experiment/analysis/conclusion.ts), from its trials, race events and quality passes. */
 export function loadConclusion(db: Db, run: RunDetail, options: ConclusionReadOptions): Conclusion {
-  const experiment = storedExperimentOf(run);
   const trials = options.trials ?? listTrials(db, run.id);
+  // A search's unmeasured points are its space, not contenders without data.
+  const experiment = measuredOnly(storedExperimentOf(run), trials);
   const blocked = run.plan.schedule === 'blocked';
   // Runs stored before verdict settings were kept have no alpha to test with: their stored verdicts, no ranking.
   const testable = experiment.verdict !== undefined;

@@ -332,4 +332,20 @@ export const migrations: ReadonlyArray<{ version: number; description: string; s
       CREATE INDEX bisect_rounds_by_run ON bisect_rounds (run_id);
     `,
   },
+  {
+    version: 15,
+    description: "a search's decisions, one row per block, so a resumed run replays them",
+    sql: `
+      -- What the search strategy decided after each block (points to measure, dropped, leaders, done): JSON.
+      CREATE TABLE search_steps (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        block INTEGER NOT NULL,
+        step_json TEXT NOT NULL,
+        spent_s REAL NOT NULL,
+        created_at TEXT NOT NULL,
+        UNIQUE (run_id, block)
+      );
+    `,
+  },
 ];

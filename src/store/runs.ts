@@ -60,6 +60,11 @@ export function setRunStatus(db: Db, runId: number, status: RunStatus, message?:
   );
 }
 
+/** A search run's plan grows by a block each time its strategy decides one (experiment/run/search-control.ts). */
+export function setRunPlan(db: Db, runId: number, plan: object): void {
+  db.prepare('UPDATE runs SET plan_json = ? WHERE id = ?').run(encodeVersioned(redactor().deep(plan)), runId);
+}
+
 export function setRunVerdicts(db: Db, runId: number, verdicts: unknown): void {
   db.prepare('UPDATE runs SET verdict_json = ? WHERE id = ?').run(JSON.stringify(verdicts), runId);
 }

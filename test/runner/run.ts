@@ -50,6 +50,7 @@ export const SLOW = new Set([
   'launch-server-schema',
   'launch-watchdog',
   'load-capacity-cli',
+  'search-run',
   'load-cli',
   'load-datasets-sim',
   'load-faults',

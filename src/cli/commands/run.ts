@@ -187,7 +187,9 @@ function report(db: Db, outcome: RunOutcome, json: boolean): void {
         const verdicts = formatVerdicts(conclusion, plan.schedule === 'blocked', (experiment.lanes?.length ?? 1) > 1);
         const lanes = laneReport(db, outcome.runId).lines;
         const laneText = lanes.length > 0 ? `\n\n${lanes.join('\n')}` : '';
-        process.stdout.write(terminalText(`run ${outcome.runId} done\n${verdicts}${laneText}\n\n${campaignSummary(db, outcome.runId, conclusion)}\n`));
+        // A search's answer (in the campaign text) is its best config per level, not verdicts against its first point.
+        const head = experiment.search ? '' : `${verdicts}${laneText}\n\n`;
+        process.stdout.write(terminalText(`run ${outcome.runId} done\n${head}${campaignSummary(db, outcome.runId, conclusion)}\n`));
       }
       return;
     case 'drift':

@@ -15,6 +15,7 @@ import { getRun, listInvalidTrials, listRuns, listTrials, type RunDetail, trialH
 import { openStoreForReading, viewedRuns } from '../../store/reads.js';
 import type { UnreadableRow } from '../../store/row-json.js';
 import type { StoredVerdicts } from '../../store/run-json.js';
+import { listSearchSteps } from '../../store/search.js';
 import { runTelemetry } from '../../store/telemetry.js';
 import type { TrialRecord } from '../../store/types.js';
 import { formatTelemetryAcross, formatTelemetrySummary } from '../../telemetry/summary.js';
@@ -99,6 +100,7 @@ export function registerStoreViews(program: Command): void {
               ...(accuracy && { accuracy }),
               ...(lanes.lines.length > 0 && { laneFindings: lanes.findings }),
               ...(bisect && { bisect: { id: bisect.id, ...bisect.view } }),
+              ...(storedExperimentOf(run).search && { searchSteps: listSearchSteps(db, run.id) }),
               unreadable,
               notes,
             },

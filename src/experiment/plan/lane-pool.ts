@@ -67,6 +67,11 @@ export class LanePool {
     return next ? [...stretch, ...this.queue.filter((trial) => trial.block === next.block && trial.serverKey === serverKey)] : stretch;
   }
 
+  /** A search's next block, once every trial before it is measured. */
+  add(trials: readonly PlannedTrial[]): void {
+    this.queue = [...this.queue, ...trials].sort((a, b) => a.index - b.index);
+  }
+
   finished(lane: number): void {
     this.running.delete(lane);
   }

@@ -111,6 +111,7 @@ function oneInversionPValue(sizes: number[]): number {
 
 /** The experiment's schedule (resolving `auto` with the cost model) and the plan that goes with it. */
 export function chooseSchedule(experiment: ResolvedExperiment, costs: CostModel): ScheduleChoice {
+  if (experiment.search) return searchSchedule(experiment, costs);
   const input: PlanInput = {
     variants: experiment.variants,
     workloads: experiment.workloads.map((workload) => workload.label),
@@ -151,6 +152,30 @@ export function chooseSchedule(experiment: ResolvedExperiment, costs: CostModel)
     chosen = other;
   }
   return { ...chosen, options, startupToTrialRatio: ratio, reason };
+}
+
+/**
+ * A search starts with an empty plan: its strategy appends a block at a time (run/search-control.ts). The one
+ * option shown beside it is the full interleaved grid of every valid point, the cost the search is to undercut.
+ */
+function searchSchedule(experiment: ResolvedExperiment, costs: CostModel): ScheduleChoice {
+  const empty: Plan = { schedule: 'interleaved', seed: experiment.seed, blocks: 0, restarts: 0, trials: [] };
+  const grid = {
+    ...planExperiment({
+      variants: experiment.variants,
+      workloads: experiment.workloads.map((w) => w.label),
+      repetitions: experiment.trials,
+      seed: experiment.seed,
+    }),
+    schedule: 'interleaved' as const,
+  };
+  const option = { schedule: 'interleaved' as const, plan: empty, prediction: predictPlan(empty, experiment, costs) };
+  return {
+    ...option,
+    options: [{ schedule: 'interleaved', plan: grid, prediction: predictPlan(grid, experiment, costs) }],
+    startupToTrialRatio: undefined,
+    reason: 'search: the strategy plans a block of points at a time',
+  };
 }
 
 /** Mean predicted startup / mean predicted trial time; undefined when either is unknown. */

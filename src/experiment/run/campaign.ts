@@ -8,6 +8,7 @@ import type { Plan, PlannedTrial, ResolvedExperiment } from '../spec/types.js';
 import { storedAccuracies } from './accuracy.js';
 import { storedEquivalence } from './equivalence.js';
 import type { RunJournal } from './journal.js';
+import { searchControl } from './search-control.js';
 
 /**
  * What the runner asks between passes of a campaign: which configs a race has eliminated, and whether the run
@@ -19,6 +20,8 @@ export interface CampaignControl {
   beforePass(pass: number): string | undefined;
   /** The trials still to run: those of eliminated configs are dropped. */
   keep(trials: readonly PlannedTrial[]): PlannedTrial[];
+  /** Once the queue is empty: a search's next block (none for a fixed plan, or once the search is done). */
+  nextBlock(): PlannedTrial[];
 }
 
 export function campaignControl(
@@ -34,7 +37,9 @@ export function campaignControl(
   const eliminated = (): Set<string> =>
     new Set(events().flatMap((event) => (event.kind === 'eliminated' && event.variant !== undefined ? [event.variant] : [])));
   let decidedThrough = Math.max(-1, ...events().map((event) => event.afterPass));
+  const search = experiment.search && searchControl(db, journal, experiment, plan, startedAt, log);
   return {
+    nextBlock: () => search?.next() ?? [],
     beforePass(pass) {
       const stopped = events().find((event) => event.kind === 'stop');
       if (stopped) return stopped.reason;

@@ -16,13 +16,14 @@ export type TrialOutcome = { valid: true; alarm?: string } | { valid: false; rea
 export class TrialConsumers {
   constructor(
     private readonly context: RunContext,
-    private readonly total: number,
+    /** Trials planned so far (a search's plan grows by a block at a time). */
+    private readonly total: () => number,
     private readonly drift: DriftWatch,
   ) {}
 
   /** "trial 3/20 baseline c=8": how the log, progress, `show`, the report and the UI all name a trial. */
   nameOf(trial: PlannedTrial): string {
-    return `${formatTrialNumber(trial.index + 1, this.total)} ${trial.variant} ${trial.workload}`;
+    return `${formatTrialNumber(trial.index + 1, this.total())} ${trial.variant} ${trial.workload}`;
   }
 
   /** Progress of `trial` while it runs (the journal throttles it). */

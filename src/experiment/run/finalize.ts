@@ -2,6 +2,7 @@ import type { Db } from '../../store/db.js';
 import { listTrials, trialHealth } from '../../store/queries.js';
 import { setRunStatus, setRunVerdicts } from '../../store/runs.js';
 import { slotKey } from '../../util/trial-keys.js';
+import { measuredOnly } from '../analysis/search.js';
 import { computeVerdicts } from '../analysis/verdicts.js';
 import { skippedTrialFilter } from './campaign.js';
 import type { Fence } from './journal.js';
@@ -22,7 +23,7 @@ export function finalizeRun(db: Db, runId: number, fence: Fence = (write) => db.
   if (missing > 0) {
     return { runId, status: run.status, message: `${missing} of ${plan.trials.length} planned trials not measured yet` };
   }
-  const verdicts = computeVerdicts(experiment, trials, trialHealth(db, runId), plan.schedule === 'blocked');
+  const verdicts = computeVerdicts(measuredOnly(experiment, trials), trials, trialHealth(db, runId), plan.schedule === 'blocked');
   fence(() => {
     setRunVerdicts(db, runId, verdicts);
     setRunStatus(db, runId, 'done');

@@ -16,10 +16,12 @@ import {
   type NewTrial,
   type ServerRowStart,
   type ServerRowUpdate,
+  setRunPlan,
   setRunStatus,
   updateServer,
   upsertProgress,
 } from '../../store/runs.js';
+import { recordSearchStep, type StoredSearchStep } from '../../store/search.js';
 import type { RunStatus } from '../../store/types.js';
 import type { TrialTelemetry } from '../../telemetry/types.js';
 
@@ -103,6 +105,14 @@ export class RunJournal {
 
   raceEvent(event: RaceEvent): void {
     this.fence(() => recordRaceEvent(this.db, this.runId, event));
+  }
+
+  /** A search's decision and the plan grown by the block it asks for, together: a resume finds both or neither. */
+  searchStep(step: Omit<StoredSearchStep, 'createdAt'>, plan: object): void {
+    this.fence(() => {
+      recordSearchStep(this.db, this.runId, step);
+      setRunPlan(this.db, this.runId, plan);
+    });
   }
 
   equivalencePass(pass: EquivalencePass): void {

@@ -49,7 +49,7 @@ export async function openLanes(context: RunContext, plan: Plan, abort: AbortSig
     index,
     context: laneContext,
     servers: new ServerLifecycle(laneContext),
-    consumers: new TrialConsumers(laneContext, plan.trials.length, driftWatch(laneContext, plan)),
+    consumers: new TrialConsumers(laneContext, () => plan.trials.length, driftWatch(laneContext, plan)),
   });
   const close = async () => {
     await Promise.allSettled(own.map((executor) => executor.close()));
@@ -105,7 +105,13 @@ export async function runOnLanes(
   const laneLoop = async (lane: LaneRun): Promise<void> => {
     while (!ended && alarm === undefined && !abortAll.signal.aborted) {
       const open = pool.openBlock();
-      if (open === undefined) return;
+      if (open === undefined) {
+        // Nothing left or running: a search's plan grows by a block once the last one is measured (run/search-control.ts).
+        const next = campaign?.nextBlock() ?? [];
+        if (next.length === 0) return;
+        pool.add(next);
+        continue;
+      }
       if (campaign?.beforePass(open) !== undefined) {
         ended = true;
         return notify();

@@ -35,6 +35,7 @@ import {
   type VariantSpec,
   type WorkloadEntry,
 } from './schema.js';
+import { resolveSearch } from './search-space.js';
 import type {
   AccuracySettings,
   ClientConfig,
@@ -107,6 +108,15 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
     ([name, spec]) => ({ name, params: {}, spec, key: `variants.${name}` }),
   );
   file.grid.forEach((grid, index) => specs.push(...expandGrid(grid, `grid[${index}]`, fail)));
+  const searched = file.search && resolveSearch(file.search, fail);
+  // A Slurm job runs the trials planned for its config; a search plans its next block only after the last one.
+  if (searched && file.executor.kind === 'slurm')
+    fail('search', 'a search decides its next points as it goes, which one Slurm job per config cannot: run it with executor local or ssh');
+  for (const point of searched?.points ?? []) {
+    if (!VARIANT_NAME.test(point.name)) fail('search.name', `${VARIANT_NAME_RULE}, got "${point.name}"`);
+    const { name, params, ...spec } = point;
+    specs.push({ name, params, spec, key: 'search' });
+  }
   if (specs.length === 0) specs.push({ name: 'baseline', params: {}, spec: {}, key: 'variants' });
 
   const seen = new Set<string>();
@@ -206,6 +216,7 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
     ...(file.cost && { cost: { gpuHourUsd: file.cost.gpuHourUsd, gpus: file.cost.gpus ?? file.budget?.gpusPerServer ?? 1 } }),
     ...(file.maxRestarts !== undefined && { maxRestarts: file.maxRestarts }),
     stopping: file.stopping,
+    ...(searched && { search: searched.search }),
     ...(file.objective && { objective: resolveObjective(file.objective, workloads, file.quality?.accuracy !== undefined, fail) }),
     // An outputs or outputMatch constraint needs the answers: it turns the check on with its defaults.
     ...((file.quality?.equivalence || judgesOutputs(file) || file.quality?.accuracy) && {

@@ -21,6 +21,7 @@ import {
   MAX_REQUEST_TOKENS,
 } from '../../util/defaults.js';
 import { CONSTRAINT } from './constraint.js';
+import { searchSchema } from './search-schema.js';
 import { METRIC_NAMES } from './types.js';
 
 /** zod schema of an experiment file as written by the user (before grid expansion and defaults of ./load.ts). */
@@ -376,6 +377,11 @@ export const experimentFileSchema = z.strictObject({
       examples: [{ baseline: {}, 'chunked-prefill': { args: ['--enable-chunked-prefill'] } }],
     }),
   grid: z.array(gridSchema).default([]).describe('Variants from every combination of parameter values (on top of any `variants:`).'),
+  search: searchSchema
+    .optional()
+    .describe(
+      'A space of server settings searched for the best config per workload (load level): each valid point becomes a variant; a strategy measures the points that decide something, in blocks (see the search section).',
+    ),
   schedule: z
     .enum(['interleaved', 'blocked', 'auto'])
     .default('interleaved')

@@ -5,6 +5,7 @@ import { JUDGED_METRICS, type JudgedMetric } from '../../metrics/catalog.js';
 import type { BackendKind } from '../../profiles/types.js';
 import type { PreflightMode } from '../../telemetry/preflight.js';
 import type { TelemetryConfig } from '../../telemetry/trial.js';
+import type { Knob } from '../search/types.js';
 import type { Comparison } from './constraint.js';
 
 /** How one server is started; variants with an identical ServerConfig share a server (same serverKey). */
@@ -115,6 +116,8 @@ export interface ResolvedExperiment {
   objective?: Objective;
   /** Absent when the file asks for no quality check. */
   quality?: { equivalence?: EquivalenceSettings; accuracy?: AccuracySettings };
+  /** `search:`: its valid points are variants (params = knob values); the strategy picks which to measure. */
+  search?: ResolvedSearch;
 }
 
 /** One lane: its overrides of the experiment's server env, port range and executor. */
@@ -125,6 +128,21 @@ export interface ResolvedLane {
   portRange?: PortRange;
   executor?: ExecutorConfig;
 }
+
+/** The `search:` section resolved (spec/search-space.ts); its points are the variants whose params name every knob. */
+export interface ResolvedSearch {
+  knobs: Knob[];
+  /** Combinations of knob values before the constraints. */
+  combinations: number;
+  constraints: string[];
+  tolerance: number;
+  confidence: number;
+  tieBreak: TieBreakEntry[];
+  budget?: { gpuHours?: number; wallTimeMs?: number; gpusPerServer: number };
+}
+
+/** Among points within the tolerance: a knob ascending (or descending), or a metric at its better end. */
+export type TieBreakEntry = { kind: 'knob'; name: string; descending: boolean } | { kind: 'metric'; metric: MetricName };
 
 /** quality.accuracy after defaults: the sample set (absolute path), its scorer, and how much of it is sent. */
 export interface AccuracySettings {

@@ -38,6 +38,7 @@ export function renderExperimentFileDoc(): string {
     variantMergeSection(),
     keyTable('`grid:` entries', entryOf(at('grid'))),
     placeholderSection(),
+    searchSection(at('search')),
     // Every other section of the file, in the schema's order, so a section added to the schema is documented.
     ...Object.keys(shapeOf(top)!)
       .filter((key) => !RENDERED_ABOVE.has(key))
@@ -48,7 +49,7 @@ export function renderExperimentFileDoc(): string {
 }
 
 /** Top-level sections with a layout of their own (forms by kind, entries, merge rules) in the sections above. */
-const RENDERED_ABOVE = new Set(['server', 'executor', 'client', 'workloads', 'variants', 'grid']);
+const RENDERED_ABOVE = new Set(['server', 'executor', 'client', 'workloads', 'variants', 'grid', 'search']);
 
 /** A mapping's table, then one for each mapping inside it (`quality.equivalence:`); nothing for a plain value. */
 function mappingSections(path: string, schema: z.ZodType): string[] {
@@ -156,9 +157,35 @@ function placeholderSection(): string {
     '| `{port}` | `server.command`, args, env values | a free port picked at each launch (in `server.portRange` when given), or `server.port` |',
     '| `{host}` | `server.command`, args, env values | the address the server binds |',
     "| `{param}` | a `grid:` entry's `name`, `args` and `env` values | each value of that grid parameter |",
+    "| `{knob}` | `search.name`, `search.args` and `search.env` values | each point's value of that knob |",
     '',
     'Fingerprints record `{port}`/`{host}` values as the template, so a new port is no environment change.',
     '',
+  ].join('\n');
+}
+
+/** `search:`: what it does in a paragraph, then its keys, a knob's forms and the budget's keys. */
+function searchSection(search: z.ZodType): string {
+  const knobs = shapeOf(search)!;
+  return [
+    '## `search:` (searching a space of server settings)',
+    '',
+    'Instead of listing configs, name the knobs and the values each may take: every combination that meets the',
+    '`constraints` is a point, and each point is a variant (its name from `name`, its server args and env filled from',
+    '`{knob}` placeholders). A point breaking a constraint is never started. The run measures the points in blocks,',
+    'each point of a block once at every workload (each workload is a load level), and after each block a strategy',
+    'decides: which points to measure next (a space-filling design first, then where a model of the measured response',
+    'says a point can still win), which are out (clearly behind the leader, or within `tolerance` of it so a near-tie',
+    "ends early) and when to stop: the leader of each level is within `tolerance` of that level's best with the",
+    'stated `confidence`, or the next block would spend more than `budget` (the end then says what is unresolved).',
+    "Among points within the tolerance, `tieBreak` picks (fewest draft tokens, lowest J/token, …). The objective's",
+    'metric (else `metric:`) is what is optimised; `objective.subjectTo` constraints hold as for any run. Each',
+    'decision is stored with the run, so `--resume` replays them; `plan` shows the space, what one point costs,',
+    'the full grid and what the budget buys; `show` and the report show the search. Not with executor `slurm`.',
+    '',
+    keyTable('`search:` keys', search),
+    keyTable('`search.knobs.<name>:` as a range', optionsOf(entryOf(knobs.knobs!))[1]!),
+    keyTable('`search.budget:`', knobs.budget!),
   ].join('\n');
 }
 

@@ -1,12 +1,15 @@
 import { formatNumber, formatPredicted } from '../../util/format.js';
+import { searchBudgetSeconds, searchObjective, searchRunOf } from '../analysis/search.js';
 import type { Estimate, PlanPrediction } from '../plan/budget.js';
 import { limitViolations, type ScheduleChoice, uncheckedBudget } from '../plan/schedule.js';
 import { significanceWarning } from '../plan/significance.js';
 import type { ResolvedExperiment } from '../spec/types.js';
 import { table } from './format.js';
+import { shareText } from './search-format.js';
 
 /** `servelab plan` / `run --dry-run`: the schedule, its trade-off, per-config costs and the budget check. */
 export function formatPlanChoice(experiment: ResolvedExperiment, choice: ScheduleChoice): string {
+  if (experiment.search) return formatSearchPlan(experiment, choice);
   const { plan, prediction } = choice;
   const lines = [
     `plan for ${experiment.name}: ${plan.trials.length} trials = ${experiment.variants.length} variants × ${experiment.workloads.length} workloads × ${experiment.trials} repetitions` +
@@ -122,4 +125,36 @@ export function sourcesNote(prediction: PlanPrediction): string {
 
 export function gpuHoursText(gpuHours: number | undefined): string {
   return gpuHours === undefined ? 'unknown' : formatNumber(gpuHours);
+}
+
+/** `servelab plan` of a search: the space, its constraints, the cost of one point measured, the grid, the budget. */
+export function formatSearchPlan(experiment: ResolvedExperiment, choice: ScheduleChoice): string {
+  const run = searchRunOf(experiment)!;
+  const { search, space } = run;
+  const grid = choice.options[0]!.prediction;
+  const levels = experiment.workloads.map((workload) => workload.label);
+  const lines = [
+    `search plan for ${experiment.name}: ${space.points.length} valid points of ${search.combinations} combinations, each measured at ${levels.length} level${levels.length === 1 ? '' : 's'} (${levels.join(', ')}) per block`,
+    ...search.knobs.map((knob) => `  ${knob.name}: ${knob.values.join(', ')}${knob.log ? ' (log scale)' : ''}`),
+    ...search.constraints.map((constraint) => `  constraint: ${constraint}`),
+    `objective: ${searchObjective(experiment).direction} ${searchObjective(experiment).metric}; tolerance ${shareText(search.tolerance)}, confidence ${shareText(search.confidence)}${search.tieBreak.length > 0 ? `; tie-break ${search.tieBreak.map((entry) => (entry.kind === 'knob' ? `${entry.name}${entry.descending ? ' desc' : ''}` : entry.metric)).join(', ')}` : ''}`,
+    'design: the strategy measures a space-filling set of points first, then the points its model of the response says can still win; points within the tolerance of the leader or clearly behind it stop early',
+  ];
+  // One point measured once at every level costs a start (with its untimed passes) and one trial per level.
+  const pointMs = grid.wallMs === undefined || grid.starts === 0 ? undefined : grid.wallMs / Math.max(1, grid.trials / levels.length);
+  const gpus = search.budget?.gpusPerServer ?? 1;
+  lines.push(
+    `one point at every level: ${formatPredicted(pointMs)} (a start and ${levels.length} trial${levels.length === 1 ? '' : 's'}); the full interleaved grid: ${predictedText(grid)} (${grid.trials} trials, ${grid.starts} starts)${sourcesNote(grid)}`,
+  );
+  const budget = searchBudgetSeconds(search);
+  if (budget === undefined) lines.push('budget: none; the search stops when the leader is within the tolerance of the best');
+  else {
+    const buys =
+      pointMs === undefined
+        ? 'an unknown number of point measurements (no cost history yet)'
+        : `about ${Math.floor(budget / ((pointMs / 1000) * gpus))} point measurements`;
+    const share = grid.gpuHours === undefined ? '' : `, ${shareText(budget / 3600 / grid.gpuHours)} of the grid's`;
+    lines.push(`budget: ${gpuHoursText(budget / 3600)} GPU-hours${share}, buys ${buys}`);
+  }
+  return lines.join('\n');
 }
