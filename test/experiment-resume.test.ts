@@ -9,12 +9,15 @@ import { processAlive } from '../src/util/proc-identity.js';
 import { cli, killWatchdogs, SERVELAB, simCommand, tempDir, writeExperiment } from './support-experiment.js';
 import { pollFor } from './support-wait.js';
 
-/** A query on a running runner's store; `fallback` until the runner has created the schema. */
+/**
+ * A query on a running runner's store; `fallback` until the runner has created the schema (migrated one version at a
+ * time, so a table may exist before a later version's column).
+ */
 function unlessNoSchema<T>(query: () => T, fallback: T): T {
   try {
     return query();
   } catch (error) {
-    if (/no such table/.test(String(error))) return fallback;
+    if (/no such (table|column)/.test(String(error))) return fallback;
     throw error;
   }
 }
