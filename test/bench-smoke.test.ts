@@ -30,7 +30,11 @@ const SMOKE: Record<string, Smoke> = {
   // Every strategy, so the second and third runs of "campaign-cost" pass the reference guard.
   'campaign-cost': {
     args: ['--seeds', '1', '--configs', '2', '--trials', '2', '--scale', '1000'],
-    figures: [/^interleaved grid +1 +[\d.]+ s +1\.00× .* \d+\/1$/m, /^sequential +1 +[\d.]+ s +[\d.]+× .* \d+\/1$/m, /^race \+ auto +1 +[\d.]+ s +[\d.]+× .* \d+\/1$/m],
+    figures: [
+      /^interleaved grid +1 +[\d.]+ s +1\.00× .* \d+\/1$/m,
+      /^sequential +1 +[\d.]+ s +[\d.]+× .* \d+\/1$/m,
+      /^race \+ auto +1 +[\d.]+ s +[\d.]+× .* \d+\/1$/m,
+    ],
   },
   'client-overhead': {
     args: ['--streams', '8', '--output-len', '16', '--requests', '64', '--paced-tpot-ms', '2'],
