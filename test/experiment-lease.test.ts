@@ -14,7 +14,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { processAlive } from '../src/util/proc-identity.js';
 import { type CliResult, SERVELAB, simCommand, tempDir, writeExperiment } from './support-experiment.js';
-import { pollFor } from './support-wait.js';
+import { pollFor, unlessNoSchema } from './support-wait.js';
 
 const STALE_MS = 1_500;
 
@@ -40,13 +40,7 @@ async function startRunner(t: TestContext, args: string[], store: string) {
 
 /** A row of a running runner's store; undefined until the runner has created the schema and the row. */
 function row<T>(db: Database.Database, sql: string, ...params: unknown[]): T | undefined {
-  try {
-    return db.prepare(sql).get(...params) as T | undefined;
-  } catch (error) {
-    // The runner may still be migrating a fresh store.
-    if (/no such (table|column)/.test(String(error))) return undefined;
-    throw error;
-  }
+  return unlessNoSchema(() => db.prepare(sql).get(...params) as T | undefined, undefined);
 }
 
 /** Once a trial has measured a request. */

@@ -7,20 +7,7 @@ import Database from 'better-sqlite3';
 import { groupAlive } from '../src/launch/process-group.js';
 import { processAlive } from '../src/util/proc-identity.js';
 import { cli, killWatchdogs, SERVELAB, simCommand, tempDir, writeExperiment } from './support-experiment.js';
-import { pollFor } from './support-wait.js';
-
-/**
- * A query on a running runner's store; `fallback` until the runner has created the schema (migrated one version at a
- * time, so a table may exist before a later version's column).
- */
-function unlessNoSchema<T>(query: () => T, fallback: T): T {
-  try {
-    return query();
-  } catch (error) {
-    if (/no such (table|column)/.test(String(error))) return fallback;
-    throw error;
-  }
-}
+import { pollFor, unlessNoSchema } from './support-wait.js';
 
 /** PIDs of the simulator servers a killed runner left behind, from their logs. */
 function serverPids(db: Database.Database): number[] {

@@ -11,16 +11,11 @@ import { describe, type TestContext, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { processAlive } from '../src/util/proc-identity.js';
 import { type CliResult, cli, SERVELAB, simCommand, tempDir, writeExperiment } from './support-experiment.js';
-import { pollFor, waitFor } from './support-wait.js';
+import { pollFor, unlessNoSchema, waitFor } from './support-wait.js';
 
-/** A query on a running runner's store; undefined until the runner has created the schema or the row. */
+/** A row of a running runner's store; undefined until the runner has created the schema or the row. */
 function query<T>(db: Database.Database, sql: string, ...params: unknown[]): T | undefined {
-  try {
-    return db.prepare(sql).get(...params) as T | undefined;
-  } catch (error) {
-    if (/no such table/.test(String(error))) return undefined;
-    throw error;
-  }
+  return unlessNoSchema(() => db.prepare(sql).get(...params) as T | undefined, undefined);
 }
 
 /** `servelab run ARGS` in the background with a read-only view of its store. */

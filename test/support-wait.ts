@@ -32,3 +32,16 @@ export const listening = (port: number): Promise<boolean> =>
     });
     socket.once('error', () => resolve(false));
   });
+
+/**
+ * A query on a running runner's store, or `fallback` while the runner is still creating the schema: it migrates one
+ * version at a time, so a table may exist before a later version's column does.
+ */
+export function unlessNoSchema<T>(query: () => T, fallback: T): T {
+  try {
+    return query();
+  } catch (error) {
+    if (/no such (table|column)/.test(String(error))) return fallback;
+    throw error;
+  }
+}

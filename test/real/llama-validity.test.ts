@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { type CliResult, SERVELAB, tempDir, writeExperiment } from '../support-experiment.js';
-import { pollFor } from '../support-wait.js';
+import { pollFor, unlessNoSchema } from '../support-wait.js';
 import { LLAMA_MODEL, LLAMA_SERVER, llamaSkip } from './support-llama.js';
 
 const skip = llamaSkip();
@@ -38,15 +38,8 @@ describe('real llama-server: trial validity', { timeout: 300_000 }, () => {
     const db = new Database(store, { readonly: true, fileMustExist: true });
     db.pragma('busy_timeout = 5000');
     t.after(() => db.close());
-    // undefined until the runner has created the tables.
-    const row = (sql: string) => {
-      try {
-        return db.prepare(sql).get() as { pid: number } | undefined;
-      } catch (error) {
-        if (/no such table/.test(String(error))) return undefined;
-        throw error;
-      }
-    };
+    // undefined until the runner has created the schema.
+    const row = (sql: string) => unlessNoSchema(() => db.prepare(sql).get() as { pid: number } | undefined, undefined);
     const pid = await pollFor(
       'a trial in flight',
       () => row("SELECT s.pid FROM servers s JOIN progress p ON p.run_id = s.run_id WHERE s.status = 'ready' AND p.completed >= 1 ORDER BY s.id LIMIT 1")?.pid,
