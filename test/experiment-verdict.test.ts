@@ -22,6 +22,22 @@ describe('servelab run: verdicts on the simulator', () => {
     assert.equal(verdict!.significant, true);
     assert.ok(verdict!.ratio! > 1.3, `ratio ${verdict!.ratio}`);
     assert.equal(verdict!.n.baseline, 4);
+    // run --json, show --json and ls --json carry one conclusion object: the same verdict words, configs and ranking.
+    const { conclusion, best } = JSON.parse(result.stdout);
+    assert.equal(conclusion.verdicts[0].outcome, 'faster');
+    assert.deepEqual(
+      conclusion.configs.map((config: { variant: string; feasible: boolean }) => [config.variant, config.feasible]),
+      [
+        ['baseline', true],
+        ['spec-k3', true],
+      ],
+    );
+    assert.equal(best.winner, 'spec-k3');
+    const shownJson = JSON.parse((await cli(['show', String(outcome.runId), '--json'], { store })).stdout);
+    assert.deepEqual(shownJson.conclusion, conclusion);
+    assert.deepEqual(shownJson.best, best);
+    const [listedRun] = JSON.parse((await cli(['ls', '--json'], { store })).stdout);
+    assert.deepEqual(listedRun.conclusion, conclusion);
     // Two server configs, four blocks: a restart per block boundary at most, not one per trial.
     const shown = await cli(['show', String(outcome.runId)], { store });
     assert.equal(shown.code, 0, shown.stderr);

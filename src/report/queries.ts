@@ -95,6 +95,19 @@ export function loadConclusion(db: Db, run: RunDetail, options: ConclusionReadOp
   });
 }
 
+/**
+ * A conclusion as every `--json` view prints it (`show`, `run`, `ls`): the verdicts and configs under `conclusion`,
+ * the ranking and the quality reports beside it.
+ */
+export function conclusionJson({ best, equivalence, accuracy, ...conclusion }: Conclusion): {
+  conclusion: Omit<Conclusion, 'best' | 'equivalence' | 'accuracy'>;
+  best?: Conclusion['best'];
+  equivalence?: Conclusion['equivalence'];
+  accuracy?: Conclusion['accuracy'];
+} {
+  return { conclusion, ...(best && { best }), ...(equivalence && { equivalence }), ...(accuracy && { accuracy }) };
+}
+
 /** What `servelab export` writes: a run's readable trials and, for request-level formats, their requests. */
 export interface ExportData {
   run: RunDetail;

@@ -8,7 +8,7 @@ import { storedBisect } from '../../report/bisect.js';
 import { compareRuns } from '../../report/compare.js';
 import { comparisonText } from '../../report/compare-text.js';
 import { leftOutNotes, runVerdicts } from '../../report/model.js';
-import { loadConclusion, loadRunData } from '../../report/queries.js';
+import { conclusionJson, loadConclusion, loadRunData } from '../../report/queries.js';
 import { type Db, defaultStorePath } from '../../store/db.js';
 import { type DriftAlarmRecord, listDriftAlarms } from '../../store/drift-alarms.js';
 import { getRun, listInvalidTrials, listRuns, listTrials, type RunDetail, trialHealth, unplannedRestarts } from '../../store/queries.js';
@@ -45,14 +45,17 @@ export function registerStoreViews(program: Command): void {
           db,
           listRuns(db, { ...(flags.experiment !== undefined && { experimentName: flags.experiment }), limit: Number(flags.limit) || 50 }),
         );
+        // Each done run's verdicts as its conclusion words them (an infeasible config's "faster, outputs changed").
+        const conclusions = new Map(runs.filter((run) => run.status === 'done').map((run) => [run.id, loadConclusion(db, run, { ranking: false })]));
         if (flags.json)
           return JSON.stringify(
-            runs.map(({ config: _config, plan: _plan, ...summary }) => summary),
+            runs.map(({ config: _config, plan: _plan, ...summary }) => {
+              const concluded = conclusions.get(summary.id);
+              return { ...summary, ...(concluded && { conclusion: conclusionJson(concluded).conclusion }) };
+            }),
             null,
             2,
           );
-        // Each done run's verdicts as its conclusion words them (an infeasible config's "faster, outputs changed").
-        const conclusions = new Map(runs.filter((run) => run.status === 'done').map((run) => [run.id, loadConclusion(db, run, { ranking: false })]));
         return formatRunList(runs, conclusions);
       }),
     );
@@ -77,7 +80,6 @@ export function registerStoreViews(program: Command): void {
         const restarts = unplannedRestarts(db, run.id);
         const telemetry = runTelemetry(db, run.id, unreadable);
         const concluded = loadConclusion(db, run, { trials, verdicts: verdicts.verdicts, ranking: true });
-        const { best, equivalence, accuracy, ...conclusion } = concluded;
         const driftAlarms = listDriftAlarms(db, run.id, unreadable);
         const lanes = laneReport(db, run.id);
         const notes = [...leftOutNotes({ trials, unreadable, run }, storedExperimentOf(run).metric), ...(verdicts.note ? [verdicts.note] : [])];
@@ -94,10 +96,7 @@ export function registerStoreViews(program: Command): void {
               unplannedRestarts: restarts,
               driftAlarms,
               telemetry: machine,
-              conclusion,
-              best,
-              ...(equivalence && { equivalence }),
-              ...(accuracy && { accuracy }),
+              ...conclusionJson(concluded),
               ...(lanes.lines.length > 0 && { laneFindings: lanes.findings }),
               ...(bisect && { bisect: { id: bisect.id, ...bisect.view } }),
               ...(storedExperimentOf(run).search && { searchSteps: listSearchSteps(db, run.id) }),
