@@ -36,6 +36,16 @@ describe('servelab run: verdicts on the simulator', () => {
     const shownJson = JSON.parse((await cli(['show', String(outcome.runId), '--json'], { store })).stdout);
     assert.deepEqual(shownJson.conclusion, conclusion);
     assert.deepEqual(shownJson.best, best);
+    // Blocks, repetitions and plan positions count from 1 in --json too, as in the text and export.
+    assert.deepEqual([...new Set(shownJson.trials.map((trial: { block: number }) => trial.block))].sort(), [1, 2, 3, 4]);
+    const repetitions = shownJson.trials
+      .filter((trial: { variant: string }) => trial.variant === 'spec-k3')
+      .map((trial: { repetition: number }) => trial.repetition);
+    assert.deepEqual(repetitions.sort(), [1, 2, 3, 4]);
+    assert.deepEqual(
+      shownJson.run.plan.trials.map((planned: { index: number }) => planned.index),
+      Array.from({ length: 8 }, (_, index) => index + 1),
+    );
     const [listedRun] = JSON.parse((await cli(['ls', '--json'], { store })).stdout);
     assert.deepEqual(listedRun.conclusion, conclusion);
     // Two server configs, four blocks: a restart per block boundary at most, not one per trial.

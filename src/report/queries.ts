@@ -97,7 +97,7 @@ export function loadConclusion(db: Db, run: RunDetail, options: ConclusionReadOp
 
 /**
  * A conclusion as every `--json` view prints it (`show`, `run`, `ls`): the verdicts and configs under `conclusion`,
- * the ranking and the quality reports beside it.
+ * the ranking and the quality reports beside it; a race's elimination block counted from 1, as the text says it.
  */
 export function conclusionJson({ best, equivalence, accuracy, ...conclusion }: Conclusion): {
   conclusion: Omit<Conclusion, 'best' | 'equivalence' | 'accuracy'>;
@@ -105,7 +105,11 @@ export function conclusionJson({ best, equivalence, accuracy, ...conclusion }: C
   equivalence?: Conclusion['equivalence'];
   accuracy?: Conclusion['accuracy'];
 } {
-  return { conclusion, ...(best && { best }), ...(equivalence && { equivalence }), ...(accuracy && { accuracy }) };
+  const ranked = best && {
+    ...best,
+    ranking: best.ranking.map((row) => (row.eliminated ? { ...row, eliminated: { ...row.eliminated, afterPass: row.eliminated.afterPass + 1 } } : row)),
+  };
+  return { conclusion, ...(ranked && { best: ranked }), ...(equivalence && { equivalence }), ...(accuracy && { accuracy }) };
 }
 
 /** What `servelab export` writes: a run's readable trials and, for request-level formats, their requests. */

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { campaignSummary } from '../../experiment/run/campaign-report.js';
 import { laneReport } from '../../experiment/run/lane-report.js';
 import { storedExperimentOf } from '../../experiment/spec/stored.js';
-import { trialNumbers } from '../../experiment/spec/trial-number.js';
+import { numberedFromOne, trialNumbers } from '../../experiment/spec/trial-number.js';
 import { formatRunList, formatRunShow } from '../../experiment/text/format.js';
 import { storedBisect } from '../../report/bisect.js';
 import { compareRuns } from '../../report/compare.js';
@@ -88,18 +88,19 @@ export function registerStoreViews(program: Command): void {
           const machine = Object.fromEntries(
             [...telemetry].map(([id, recorded]) => [id, { summary: recorded.summary, serverMetricsUnavailable: recorded.serverMetrics.unavailable }]),
           );
+          // Blocks, repetitions, attempts and plan positions count from 1, as in the text, the report and export.
           return JSON.stringify(
             {
-              run,
-              trials,
-              invalidTrials,
+              run: { ...run, plan: { ...run.plan, trials: run.plan.trials.map(numberedFromOne) } },
+              trials: trials.map(numberedFromOne),
+              invalidTrials: invalidTrials.map(numberedFromOne),
               unplannedRestarts: restarts,
               driftAlarms,
               telemetry: machine,
               ...conclusionJson(concluded),
               ...(lanes.lines.length > 0 && { laneFindings: lanes.findings }),
               ...(bisect && { bisect: { id: bisect.id, ...bisect.view } }),
-              ...(storedExperimentOf(run).search && { searchSteps: listSearchSteps(db, run.id) }),
+              ...(storedExperimentOf(run).search && { searchSteps: listSearchSteps(db, run.id).map(numberedFromOne) }),
               unreadable,
               notes,
             },
