@@ -11,7 +11,11 @@ import { workNotes } from '../src/experiment/analysis/work-notes.js';
 import { runExperiment } from '../src/experiment/run/runner.js';
 import { loadExperiment } from '../src/experiment/spec/load.js';
 import { formatVerdicts } from '../src/experiment/text/format.js';
-import { loadConclusion } from '../src/report/queries.js';
+import { reportFigures } from '../src/report/figures.js';
+import { verdictTableHtml } from '../src/report/html.js';
+import { renderMarkdown } from '../src/report/markdown.js';
+import { buildRunReport } from '../src/report/model.js';
+import { loadConclusion, loadRunData } from '../src/report/queries.js';
 import { openStore } from '../src/store/db.js';
 import { getRun, listTrials } from '../src/store/queries.js';
 import { tempDir, writeExperiment } from './support-experiment.js';
@@ -57,6 +61,23 @@ test('maximize sloCapacity: the config with the highest capacity wins the race; 
     assert.equal(metrics.capacity.upper, metrics.sloCapacity + 1);
   }
   assert.deepEqual(Object.fromEntries([...capacities].map(([variant, values]) => [variant, [...values]])), { baseline: [7], t3: [10], t5: [6] });
+  // The report judges the capacity workload on sloCapacity: its median column is headed so (the catalogue's header,
+  // not the experiment's tok/s), and sloCapacity has its chart as tok/s has.
+  const report = buildRunReport(loadRunData(db, runId)!);
+  assert.match(renderMarkdown(report), /\| variant \| trials \| median SLO capacity \| change vs baseline \|/);
+  assert.match(verdictTableHtml(report), /<th class="num">median SLO capacity<\/th>/);
+  const figures = reportFigures(report);
+  const capacityChart = figures.find((figure) => figure.id === 'slo-capacity');
+  assert.ok(capacityChart, figures.map((figure) => figure.id).join(', '));
+  assert.deepEqual(
+    report.capacity.series.map((line) => [line.name, line.points]),
+    [
+      ['baseline', [['capacity:c=1..16,tpot-p99=31ms', 7]]],
+      ['t3', [['capacity:c=1..16,tpot-p99=31ms', 10]]],
+      ['t5', [['capacity:c=1..16,tpot-p99=31ms', 6]]],
+    ],
+  );
+  assert.match(figures.find((figure) => figure.id === 'trials-0')!.svg, /SLO capacity per trial/);
   // What `show` and the report say of each config's searches.
   const notes = workNotes(listTrials(db, runId));
   const t3 = notes.find((note) => note.startsWith('t3 capacity:c=1..16,tpot-p99=31ms: capacity per trial 10 in flight, 10 in flight'));

@@ -22,6 +22,32 @@ describe('servelab run: verdicts on the simulator', () => {
     assert.equal(verdict!.significant, true);
     assert.ok(verdict!.ratio! > 1.3, `ratio ${verdict!.ratio}`);
     assert.equal(verdict!.n.baseline, 4);
+    // run --json, show --json and ls --json carry one conclusion object: the same verdict words, configs and ranking.
+    const { conclusion, best } = JSON.parse(result.stdout);
+    assert.equal(conclusion.verdicts[0].outcome, 'faster');
+    assert.deepEqual(
+      conclusion.configs.map((config: { variant: string; feasible: boolean }) => [config.variant, config.feasible]),
+      [
+        ['baseline', true],
+        ['spec-k3', true],
+      ],
+    );
+    assert.equal(best.winner, 'spec-k3');
+    const shownJson = JSON.parse((await cli(['show', String(outcome.runId), '--json'], { store })).stdout);
+    assert.deepEqual(shownJson.conclusion, conclusion);
+    assert.deepEqual(shownJson.best, best);
+    // Blocks, repetitions and plan positions count from 1 in --json too, as in the text and export.
+    assert.deepEqual([...new Set(shownJson.trials.map((trial: { block: number }) => trial.block))].sort(), [1, 2, 3, 4]);
+    const repetitions = shownJson.trials
+      .filter((trial: { variant: string }) => trial.variant === 'spec-k3')
+      .map((trial: { repetition: number }) => trial.repetition);
+    assert.deepEqual(repetitions.sort(), [1, 2, 3, 4]);
+    assert.deepEqual(
+      shownJson.run.plan.trials.map((planned: { index: number }) => planned.index),
+      Array.from({ length: 8 }, (_, index) => index + 1),
+    );
+    const [listedRun] = JSON.parse((await cli(['ls', '--json'], { store })).stdout);
+    assert.deepEqual(listedRun.conclusion, conclusion);
     // Two server configs, four blocks: a restart per block boundary at most, not one per trial.
     const shown = await cli(['show', String(outcome.runId)], { store });
     assert.equal(shown.code, 0, shown.stderr);

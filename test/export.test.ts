@@ -55,9 +55,9 @@ describe('servelab export', () => {
       assert.ok(row, `trial ${trial.id} exported`);
       assert.equal(read(row.variant), trial.variant);
       assert.equal(read(row.workload), trial.workload);
-      // Counted from 1 like every view ("block 1"); `show --json` has the stored 0-based values.
-      assert.equal(Number(read(row.block)), trial.block + 1);
-      assert.equal(Number(read(row.repetition)), trial.repetition + 1);
+      // Counted from 1 like every view ("block 1"), `show --json` included.
+      assert.equal(Number(read(row.block)), trial.block);
+      assert.equal(Number(read(row.repetition)), trial.repetition);
       assert.equal(read(row['param.k']), trial.params.k ?? null);
       for (const [key, value] of Object.entries(trial.metrics)) {
         if (key === 'acceptanceByPosition') {

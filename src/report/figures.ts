@@ -1,4 +1,6 @@
 /** The report's charts as SVG, rendered from the report model: shared by the HTML report and `servelab ui`. */
+
+import { metricDef } from '../metrics/catalog.js';
 import { type ChartSize, cdfChart, parameterChart, speedupChart, throughputChart, trialOrderChart } from './charts.js';
 import type { RunReport } from './model.js';
 
@@ -14,8 +16,8 @@ export function reportFigures(report: RunReport, size: ChartSize = {}): Figure[]
     id: `trials-${index}`,
     title: `Each trial in run order: ${entry.workload}`,
     svg: trialOrderChart(
-      `${report.metricUnit || report.metric} per trial, ${entry.workload}`,
-      report.metricUnit || report.metric,
+      `${metricDef(entry.metric).header} per trial, ${entry.workload}`,
+      metricDef(entry.metric).header,
       entry.series,
       entry.blocks,
       entry.total,
@@ -27,6 +29,18 @@ export function reportFigures(report: RunReport, size: ChartSize = {}): Figure[]
       id: 'throughput',
       title: 'Median throughput per workload',
       svg: throughputChart(report.throughput.categories, report.throughput.series, size),
+    });
+  }
+  // A capacity workload is judged on sloCapacity: its medians get their own chart, as tok/s does above.
+  if (report.capacity.series.length > 0) {
+    figures.push({
+      id: 'slo-capacity',
+      title: 'Median SLO capacity per capacity workload',
+      svg: throughputChart(report.capacity.categories, report.capacity.series, {
+        ...size,
+        title: 'Median SLO capacity per capacity workload',
+        yName: `${metricDef('sloCapacity').header} (${metricDef('sloCapacity').unit})`,
+      }),
     });
   }
   if (report.speedup.length > 0) {

@@ -13,7 +13,7 @@ import { EQUIVALENCE_CSS } from './equivalence-html.js';
 import { escapeHtml as esc } from './escape.js';
 import type { Figure } from './figures.js';
 import { machineStateHtml } from './machine.js';
-import type { RunReport } from './model.js';
+import { medianColumn, type RunReport } from './model.js';
 
 /** Styles of the report fragments; the UI page includes them too. */
 export const REPORT_CSS = `
@@ -122,12 +122,13 @@ export function verdictTableHtml(report: RunReport): string {
   const multiWorkload = report.workloads.length > 1;
   const confidence = `${Math.round(report.confidence * 100)}% CI`;
   const side = sideColumns(report.rows);
-  const head = `<tr>${multiWorkload ? '<th>workload</th>' : ''}<th>variant</th><th class="num">trials</th><th class="num">median ${esc(report.metricUnit || report.metric)}</th><th class="num">change vs baseline</th><th class="num">${confidence} of change</th><th class="num">p-value</th><th class="num">failed requests (this variant)</th><th class="num">invalid trials (this variant)</th>${side.map((column) => `<th class="num">${esc(column.title)}</th>`).join('')}<th>verdict</th></tr>`;
+  const median = medianColumn(report);
+  const head = `<tr>${multiWorkload ? '<th>workload</th>' : ''}<th>variant</th><th class="num">trials</th><th class="num">${esc(median.title)}</th><th class="num">change vs baseline</th><th class="num">${confidence} of change</th><th class="num">p-value</th><th class="num">failed requests (this variant)</th><th class="num">invalid trials (this variant)</th>${side.map((column) => `<th class="num">${esc(column.title)}</th>`).join('')}<th>verdict</th></tr>`;
   const body = report.rows
     .map((row) => {
       // An infeasible config's verdict is no win, however fast: never the green badge.
       const verdictClass = !row.feasible ? 'infeasible' : row.label === 'faster' || row.label === 'slower' ? row.label : 'neutral';
-      return `<tr class="${row.isBaseline ? 'baseline' : ''}">${multiWorkload ? `<td>${esc(row.workload)}</td>` : ''}<td><code>${esc(row.variant)}</code></td><td class="num">${row.trials}</td><td class="num">${formatNumber(row.median)}</td><td class="num">${row.isBaseline ? '—' : formatChange(row.ratio)}</td><td class="num">${row.isBaseline ? '—' : formatChangeInterval(row.ciLow, row.ciHigh)}</td><td class="num">${formatPValue(row.pValue)}</td><td class="num${row.failedRequests > 0 ? ' warn' : ''}">${row.failedRequests}</td><td class="num${row.invalidTrials > 0 ? ' warn' : ''}">${row.invalidTrials}</td>${side.map((column) => `<td class="num">${column.cell(row)}</td>`).join('')}<td><span class="pill ${verdictClass}">${esc(row.outcome)}</span></td></tr>`;
+      return `<tr class="${row.isBaseline ? 'baseline' : ''}">${multiWorkload ? `<td>${esc(row.workload)}</td>` : ''}<td><code>${esc(row.variant)}</code></td><td class="num">${row.trials}</td><td class="num">${esc(median.cell(row))}</td><td class="num">${row.isBaseline ? '—' : formatChange(row.ratio)}</td><td class="num">${row.isBaseline ? '—' : formatChangeInterval(row.ciLow, row.ciHigh)}</td><td class="num">${formatPValue(row.pValue)}</td><td class="num${row.failedRequests > 0 ? ' warn' : ''}">${row.failedRequests}</td><td class="num${row.invalidTrials > 0 ? ' warn' : ''}">${row.invalidTrials}</td>${side.map((column) => `<td class="num">${column.cell(row)}</td>`).join('')}<td><span class="pill ${verdictClass}">${esc(row.outcome)}</span></td></tr>`;
     })
     .join('');
   const note = `<p class="muted">${esc(report.verdictMethod)}.${report.verdictsNote ? ` ${esc(report.verdictsNote)}` : ''}</p>`;

@@ -2,9 +2,9 @@
 
 import { CATEGORY_COLUMNS, type CategoryRow } from '../experiment/spec/categories.js';
 import { sideColumns } from '../experiment/spec/side-figures.js';
-import { formatChange, formatChangeInterval, formatDuration, formatNumber, formatPValue, runDurationMs } from '../util/format.js';
+import { formatChange, formatChangeInterval, formatDuration, formatPValue, runDurationMs } from '../util/format.js';
 import { escapeMarkdownCell as cell } from './escape.js';
-import type { RunReport, VerdictRow } from './model.js';
+import { medianColumn, type RunReport, type VerdictRow } from './model.js';
 
 export function renderMarkdown(report: RunReport): string {
   const lines: string[] = [];
@@ -24,11 +24,12 @@ export function renderMarkdown(report: RunReport): string {
     lines.push('No trials measured yet.', '');
   } else {
     const side = sideColumns(report.rows);
+    const median = medianColumn(report);
     const columns: Array<MarkdownColumn<VerdictRow>> = [
       ...(report.workloads.length > 1 ? [{ title: 'workload', cell: (row: VerdictRow) => cell(row.workload) }] : []),
       { title: 'variant', cell: (row) => cell(row.variant) },
       { title: 'trials', numeric: true, cell: (row) => String(row.trials) },
-      { title: `median ${cell(report.metricUnit || report.metric)}`, numeric: true, cell: (row) => formatNumber(row.median) },
+      { title: cell(median.title), numeric: true, cell: median.cell },
       { title: 'change vs baseline', numeric: true, cell: (row) => (row.isBaseline ? '—' : formatChange(row.ratio)) },
       { title: `${Math.round(report.confidence * 100)}% CI of change`, cell: (row) => (row.isBaseline ? '—' : formatChangeInterval(row.ciLow, row.ciHigh)) },
       { title: 'p-value', numeric: true, cell: (row) => formatPValue(row.pValue) },

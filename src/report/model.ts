@@ -17,16 +17,17 @@ import { type TrialSlot, trialNumbers } from '../experiment/spec/trial-number.js
 import type { MetricName, ResolvedExperiment, VariantVerdict } from '../experiment/spec/types.js';
 import { diffFingerprints, flattenFingerprint, formatChanges, isVolatileKey } from '../fingerprint/diff.js';
 import type { Fingerprint, FingerprintChange } from '../fingerprint/types.js';
+import { metricDef } from '../metrics/catalog.js';
 import type { DriftAlarmRecord } from '../store/drift-alarms.js';
 import type { RunDetail, TrialHealth } from '../store/queries.js';
 import type { TrialLatencies } from '../store/reads.js';
 import { describeUnreadable, type UnreadableRow } from '../store/row-json.js';
 import type { FingerprintRecord, RunStatus, TrialRecord } from '../store/types.js';
 import type { TrialTelemetry } from '../telemetry/types.js';
-import { formatBlock, formatTrialNumber } from '../util/format.js';
+import { formatBlock, formatNumber, formatTrialNumber } from '../util/format.js';
 import type { CdfSeries, SpeedupBar, XYSeries } from './charts.js';
 import { type MachineTrial, machineTrials } from './machine.js';
-import { acceptanceSeries, latencySeries, metricValues, type TrialOrderSeries, throughputSeries, trialOrderSeries } from './series.js';
+import { acceptanceSeries, latencySeries, medianSeries, metricValues, type TrialOrderSeries, trialOrderSeries } from './series.js';
 
 /** Everything stored about one run that a report needs. */
 export interface RunData {
@@ -51,7 +52,9 @@ export interface VerdictRow {
   variant: string;
   isBaseline: boolean;
   trials: number;
-  /** Median of the experiment's metric over the trials. */
+  /** The metric its verdict judges (a capacity workload's is sloCapacity, the others the experiment's `metric`). */
+  metric: MetricName;
+  /** Median of that metric over the trials. */
   median: number | null;
   ratio: number | null;
   ciLow: number | null;
@@ -112,6 +115,8 @@ export interface RunReport {
   /** The stored trials in run order, numbered as every view numbers them. */
   trialRows: TrialRow[];
   throughput: { categories: string[]; series: XYSeries[] };
+  /** Median sloCapacity per capacity workload and variant: what those workloads are judged on. */
+  capacity: { categories: string[]; series: XYSeries[] };
   latency?: { workload: string; ttft: CdfSeries[]; e2e: CdfSeries[] };
   speedup: SpeedupBar[];
   acceptance?: { parameter: string; series: XYSeries[] };
@@ -177,9 +182,15 @@ export function buildRunReport(data: RunData): RunReport {
     variants,
     rows,
     ...(data.conclusion && { conclusion: data.conclusion }),
-    trialOrder: trialOrderSeries(workloads, variants, trials, run.plan, numberOf, metric),
+    trialOrder: trialOrderSeries(workloads, variants, trials, run.plan, numberOf, (workload) => judgedMetric(rows, workload, metric)),
     trialRows: trialRows(trials, numberOf, planned, metric),
-    throughput: throughputSeries(workloads, variants, trials),
+    throughput: medianSeries(workloads, variants, trials, 'outputTokensPerSecond'),
+    capacity: medianSeries(
+      workloads.filter((workload) => judgedMetric(rows, workload, metric) === 'sloCapacity'),
+      variants,
+      trials,
+      'sloCapacity',
+    ),
     ...optional('latency', latencySeries(workloads, variants, data)),
     speedup: rows
       .filter((row) => !row.isBaseline && row.ratio !== null)
@@ -307,6 +318,7 @@ function verdictRows(
         workload,
         variant,
         isBaseline,
+        metric: judged,
         trials: values.length,
         median: values.length > 0 ? median(values) : null,
         ratio: isBaseline ? 1 : (verdict?.ratio ?? null),
@@ -326,6 +338,21 @@ function verdictRows(
     }
   }
   return rows;
+}
+
+/** The metric a workload's verdict rows judge; the experiment's metric where the workload has none. */
+function judgedMetric(rows: readonly VerdictRow[], workload: string, fallback: MetricName): MetricName {
+  return rows.find((row) => row.workload === workload)?.metric ?? fallback;
+}
+
+/**
+ * The verdict table's median column, headed by the catalogue's header of the metric judged ("median tok/s",
+ * "median SLO capacity"); when workloads judge different metrics, each cell carries its unit instead.
+ */
+export function medianColumn(report: Pick<RunReport, 'rows'>): { title: string; cell: (row: VerdictRow) => string } {
+  const metrics = [...new Set(report.rows.map((row) => row.metric))];
+  if (metrics.length === 1) return { title: `median ${metricDef(metrics[0]!).header}`, cell: (row) => formatNumber(row.median) };
+  return { title: 'median', cell: (row) => (row.median === null ? formatNumber(null) : `${formatNumber(row.median)} ${metricUnit(row.metric)}`) };
 }
 
 function environmentSummary(data: RunData, variants: string[], baseline: string): EnvironmentSummary {

@@ -95,6 +95,23 @@ export function loadConclusion(db: Db, run: RunDetail, options: ConclusionReadOp
   });
 }
 
+/**
+ * A conclusion as every `--json` view prints it (`show`, `run`, `ls`): the verdicts and configs under `conclusion`,
+ * the ranking and the quality reports beside it; a race's elimination block counted from 1, as the text says it.
+ */
+export function conclusionJson({ best, equivalence, accuracy, ...conclusion }: Conclusion): {
+  conclusion: Omit<Conclusion, 'best' | 'equivalence' | 'accuracy'>;
+  best?: Conclusion['best'];
+  equivalence?: Conclusion['equivalence'];
+  accuracy?: Conclusion['accuracy'];
+} {
+  const ranked = best && {
+    ...best,
+    ranking: best.ranking.map((row) => (row.eliminated ? { ...row, eliminated: { ...row.eliminated, afterPass: row.eliminated.afterPass + 1 } } : row)),
+  };
+  return { conclusion, ...(ranked && { best: ranked }), ...(equivalence && { equivalence }), ...(accuracy && { accuracy }) };
+}
+
 /** What `servelab export` writes: a run's readable trials and, for request-level formats, their requests. */
 export interface ExportData {
   run: RunDetail;

@@ -13,6 +13,8 @@ import type { RunData } from './model.js';
 /** One workload's trials as measured, x = trial number (run order), one series per variant, with the plan's blocks. */
 export interface TrialOrderSeries {
   workload: string;
+  /** The metric the workload is judged on (a capacity workload's is sloCapacity). */
+  metric: MetricName;
   series: XYSeries[];
   blocks: BlockSpan[];
   /** Planned trials of the whole run: the x axis spans them all, so charts of workloads line up. */
@@ -36,7 +38,7 @@ export function trialOrderSeries(
   trials: readonly TrialRecord[],
   plan: Pick<Plan, 'trials'>,
   numberOf: (slot: TrialSlot) => number | undefined,
-  metric: MetricName,
+  metricOf: (workload: string) => MetricName,
 ): TrialOrderSeries[] {
   const blocks = new Map<number, BlockSpan>();
   for (const planned of plan.trials) {
@@ -46,6 +48,7 @@ export function trialOrderSeries(
     blocks.set(planned.block, span);
   }
   return workloads.flatMap((workload) => {
+    const metric = metricOf(workload);
     const series = variants.flatMap((variant): XYSeries[] => {
       const points = trials
         .filter((trial) => trial.variant === variant && trial.workload === workload)
@@ -57,16 +60,21 @@ export function trialOrderSeries(
         .sort((a, b) => a[0] - b[0]);
       return points.length > 0 ? [{ name: variant, points, pointsOnly: true }] : [];
     });
-    return series.length > 0 ? [{ workload, series, blocks: [...blocks.values()].sort((a, b) => a.block - b.block), total: plan.trials.length }] : [];
+    return series.length > 0 ? [{ workload, metric, series, blocks: [...blocks.values()].sort((a, b) => a.block - b.block), total: plan.trials.length }] : [];
   });
 }
 
-/** Median output tok/s per workload and variant; workloads are categories (single-stream, c=8), drawn as bars. */
-export function throughputSeries(workloads: string[], variants: string[], trials: readonly TrialRecord[]): { categories: string[]; series: XYSeries[] } {
+/** A metric's median per workload and variant (tok/s, a capacity); workloads are categories (single-stream, c=8), drawn as bars. */
+export function medianSeries(
+  workloads: string[],
+  variants: string[],
+  trials: readonly TrialRecord[],
+  metric: MetricName,
+): { categories: string[]; series: XYSeries[] } {
   const series = variants.map((variant) => ({
     name: variant,
     points: workloads.flatMap((workload): Array<[string, number]> => {
-      const values = metricValues(trials, variant, workload, 'outputTokensPerSecond');
+      const values = metricValues(trials, variant, workload, metric);
       return values.length > 0 ? [[workload, median(values)]] : [];
     }),
   }));

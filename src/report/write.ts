@@ -1,12 +1,14 @@
 /** `servelab report`: render runs of the store to HTML + Markdown files. */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { scheduleFileName, speculativeSchedule } from '../experiment/analysis/spec-schedule.js';
 import { storedExperimentOf } from '../experiment/spec/stored.js';
 import { formatAccuracy } from '../experiment/text/accuracy-format.js';
 import { formatBestVerdict, formatSpecView, hasSpecFigures } from '../experiment/text/best-format.js';
 import { formatEquivalence } from '../experiment/text/equivalence-format.js';
 import type { Db } from '../store/db.js';
 import { latestRunId } from '../store/reads.js';
+import { listSearchSteps } from '../store/search.js';
 import { UserError } from '../util/errors.js';
 import { ExitCode } from '../util/exit.js';
 import { accuracyHtml } from './accuracy-html.js';
@@ -25,6 +27,8 @@ export interface WrittenReport {
   runId: number;
   html: string;
   markdown: string;
+  /** A search's per-level best speculative depths as the engine's schedule file (analysis/spec-schedule.ts). */
+  schedule?: string;
 }
 
 /**
@@ -48,7 +52,12 @@ export function writeReports(db: Db, runIds: number[], outDir: string): WrittenR
       .find((candidate) => candidate.run.experimentName === data.run.experimentName);
     const campaign = campaignOf(data);
     const bisect = bisectReportParts(db, data.run.id);
-    return writeOne(data, previous, dir, { ...campaign, html: (campaign.html ?? '') + bisect.html, markdown: campaign.markdown + bisect.markdown });
+    const written = writeOne(data, previous, dir, { ...campaign, html: (campaign.html ?? '') + bisect.html, markdown: campaign.markdown + bisect.markdown });
+    const schedule = speculativeSchedule(storedExperimentOf(data.run), listSearchSteps(db, data.run.id));
+    if (!schedule || 'none' in schedule) return written;
+    const file = join(dir, scheduleFileName(data.run.id, schedule.schedule.engine));
+    writeFileSync(file, `${JSON.stringify(schedule.schedule.content, null, 2)}\n`);
+    return { ...written, schedule: file };
   });
 }
 

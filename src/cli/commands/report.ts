@@ -25,7 +25,9 @@ export function registerReport(program: Command): void {
       try {
         const written = writeReports(db, runIds, flags.out);
         if (flags.json) process.stdout.write(`${JSON.stringify(written, null, 2)}\n`);
-        else for (const file of written) process.stdout.write(`run ${file.runId}: ${file.html}\n        ${file.markdown}\n`);
+        else
+          for (const file of written)
+            process.stdout.write(`run ${file.runId}: ${file.html}\n        ${file.markdown}\n${file.schedule ? `        ${file.schedule}\n` : ''}`);
       } finally {
         db.close();
       }

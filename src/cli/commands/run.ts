@@ -12,7 +12,7 @@ import { loadExperiment } from '../../experiment/spec/load.js';
 import type { Plan, ResolvedExperiment } from '../../experiment/spec/types.js';
 import { formatVerdicts } from '../../experiment/text/format.js';
 import { formatPlanChoice, predictedText, sourcesNote } from '../../experiment/text/plan-format.js';
-import { loadConclusion } from '../../report/queries.js';
+import { conclusionJson, loadConclusion } from '../../report/queries.js';
 import { type Db, defaultStorePath, openStore } from '../../store/db.js';
 import { latestUnfinishedRun } from '../../store/queries.js';
 import { UserError } from '../../util/errors.js';
@@ -179,11 +179,12 @@ function slurmDispatch(experiment: ResolvedExperiment, flags: RunFlags): Pick<Ta
 
 function report(db: Db, outcome: RunOutcome, json: boolean): void {
   const { run, plan, experiment } = loadRun(db, outcome.runId);
-  if (json) process.stdout.write(`${JSON.stringify(outcome, null, 2)}\n`);
+  // A done run's JSON carries its conclusion as `show --json` prints it.
+  const conclusion = outcome.status === 'done' ? loadConclusion(db, run, { verdicts: outcome.verdicts ?? [], ranking: true }) : undefined;
+  if (json) process.stdout.write(`${JSON.stringify({ ...outcome, ...(conclusion && conclusionJson(conclusion)) }, null, 2)}\n`);
   switch (outcome.status) {
     case 'done':
-      if (!json) {
-        const conclusion = loadConclusion(db, run, { verdicts: outcome.verdicts ?? [], ranking: true });
+      if (!json && conclusion) {
         const verdicts = formatVerdicts(conclusion, plan.schedule === 'blocked', (experiment.lanes?.length ?? 1) > 1);
         const lanes = laneReport(db, outcome.runId).lines;
         const laneText = lanes.length > 0 ? `\n\n${lanes.join('\n')}` : '';

@@ -2,13 +2,13 @@ import type { Command } from 'commander';
 import { campaignSummary } from '../../experiment/run/campaign-report.js';
 import { laneReport } from '../../experiment/run/lane-report.js';
 import { storedExperimentOf } from '../../experiment/spec/stored.js';
-import { trialNumbers } from '../../experiment/spec/trial-number.js';
+import { numberedFromOne, trialNumbers } from '../../experiment/spec/trial-number.js';
 import { formatRunList, formatRunShow } from '../../experiment/text/format.js';
 import { storedBisect } from '../../report/bisect.js';
 import { compareRuns } from '../../report/compare.js';
 import { comparisonText } from '../../report/compare-text.js';
 import { leftOutNotes, runVerdicts } from '../../report/model.js';
-import { loadConclusion, loadRunData } from '../../report/queries.js';
+import { conclusionJson, loadConclusion, loadRunData } from '../../report/queries.js';
 import { type Db, defaultStorePath } from '../../store/db.js';
 import { type DriftAlarmRecord, listDriftAlarms } from '../../store/drift-alarms.js';
 import { getRun, listInvalidTrials, listRuns, listTrials, type RunDetail, trialHealth, unplannedRestarts } from '../../store/queries.js';
@@ -45,14 +45,17 @@ export function registerStoreViews(program: Command): void {
           db,
           listRuns(db, { ...(flags.experiment !== undefined && { experimentName: flags.experiment }), limit: Number(flags.limit) || 50 }),
         );
+        // Each done run's verdicts as its conclusion words them (an infeasible config's "faster, outputs changed").
+        const conclusions = new Map(runs.filter((run) => run.status === 'done').map((run) => [run.id, loadConclusion(db, run, { ranking: false })]));
         if (flags.json)
           return JSON.stringify(
-            runs.map(({ config: _config, plan: _plan, ...summary }) => summary),
+            runs.map(({ config: _config, plan: _plan, ...summary }) => {
+              const concluded = conclusions.get(summary.id);
+              return { ...summary, ...(concluded && { conclusion: conclusionJson(concluded).conclusion }) };
+            }),
             null,
             2,
           );
-        // Each done run's verdicts as its conclusion words them (an infeasible config's "faster, outputs changed").
-        const conclusions = new Map(runs.filter((run) => run.status === 'done').map((run) => [run.id, loadConclusion(db, run, { ranking: false })]));
         return formatRunList(runs, conclusions);
       }),
     );
@@ -77,7 +80,6 @@ export function registerStoreViews(program: Command): void {
         const restarts = unplannedRestarts(db, run.id);
         const telemetry = runTelemetry(db, run.id, unreadable);
         const concluded = loadConclusion(db, run, { trials, verdicts: verdicts.verdicts, ranking: true });
-        const { best, equivalence, accuracy, ...conclusion } = concluded;
         const driftAlarms = listDriftAlarms(db, run.id, unreadable);
         const lanes = laneReport(db, run.id);
         const notes = [...leftOutNotes({ trials, unreadable, run }, storedExperimentOf(run).metric), ...(verdicts.note ? [verdicts.note] : [])];
@@ -86,21 +88,19 @@ export function registerStoreViews(program: Command): void {
           const machine = Object.fromEntries(
             [...telemetry].map(([id, recorded]) => [id, { summary: recorded.summary, serverMetricsUnavailable: recorded.serverMetrics.unavailable }]),
           );
+          // Blocks, repetitions, attempts and plan positions count from 1, as in the text, the report and export.
           return JSON.stringify(
             {
-              run,
-              trials,
-              invalidTrials,
+              run: { ...run, plan: { ...run.plan, trials: run.plan.trials.map(numberedFromOne) } },
+              trials: trials.map(numberedFromOne),
+              invalidTrials: invalidTrials.map(numberedFromOne),
               unplannedRestarts: restarts,
               driftAlarms,
               telemetry: machine,
-              conclusion,
-              best,
-              ...(equivalence && { equivalence }),
-              ...(accuracy && { accuracy }),
+              ...conclusionJson(concluded),
               ...(lanes.lines.length > 0 && { laneFindings: lanes.findings }),
               ...(bisect && { bisect: { id: bisect.id, ...bisect.view } }),
-              ...(storedExperimentOf(run).search && { searchSteps: listSearchSteps(db, run.id) }),
+              ...(storedExperimentOf(run).search && { searchSteps: listSearchSteps(db, run.id).map(numberedFromOne) }),
               unreadable,
               notes,
             },

@@ -6,13 +6,14 @@ import { runServers } from '../../store/reads.js';
 import { listSearchSteps } from '../../store/search.js';
 import { formatDuration, formatPredicted } from '../../util/format.js';
 import type { Conclusion } from '../analysis/conclusion.js';
+import { speculativeSchedule } from '../analysis/spec-schedule.js';
 import { loadCostModel, predictPlan } from '../plan/budget.js';
 import { planExperiment } from '../plan/plan.js';
 import { formatAccuracy } from '../text/accuracy-format.js';
 import { formatBestVerdict, formatSpecView, hasSpecFigures } from '../text/best-format.js';
 import { formatEquivalence } from '../text/equivalence-format.js';
 import { gpuHoursText } from '../text/plan-format.js';
-import { formatSearchSummary } from '../text/search-format.js';
+import { formatSearchSummary, formatSpecSchedule } from '../text/search-format.js';
 import { loadRun } from './run-store.js';
 
 /**
@@ -27,7 +28,10 @@ export function campaignSummary(db: Db, runId: number, conclusion: Conclusion): 
   const { best, equivalence, accuracy } = conclusion;
   const lines: string[] = [];
   // A search's answer (best config per level, within its tolerance) leads; the ranking below covers its measured points.
-  if (experiment.search) lines.push(formatSearchSummary(experiment, listSearchSteps(db, runId), trials), '');
+  if (experiment.search) {
+    const steps = listSearchSteps(db, runId);
+    lines.push(formatSearchSummary(experiment, steps, trials), ...formatSpecSchedule(speculativeSchedule(experiment, steps), runId), '');
+  }
   const stop = events.find((event) => event.kind === 'stop');
   if (experiment.stopping === 'race' || stop) lines.push(stop ? `campaign: ${stop.reason}` : 'campaign: ran to its trial cap without a clear winner', '');
   if (best) lines.push(formatBestVerdict(experiment, best), '');

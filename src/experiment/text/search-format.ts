@@ -1,6 +1,7 @@
 import type { StoredSearchStep } from '../../store/search.js';
 import type { TrialRecord } from '../../store/types.js';
 import { leaderText, searchObjective, searchRunOf, searchStanding } from '../analysis/search.js';
+import { type ScheduleResult, scheduleFileName } from '../analysis/spec-schedule.js';
 import type { ResolvedExperiment } from '../spec/types.js';
 
 /**
@@ -34,6 +35,18 @@ export function formatSearchSummary(experiment: ResolvedExperiment, steps: reado
   lines.push(`${standing.out} point${standing.out === 1 ? '' : 's'} out or settled; ${standing.alive} still racing when it ended`);
   if (standing.done && standing.done.unresolved.length > 0) lines.push('unresolved:', ...standing.done.unresolved.map((line) => `  ${line}`));
   return lines.join('\n');
+}
+
+/** The engine schedule of the per-level bests (analysis/spec-schedule.ts), and the file `servelab report` writes. */
+export function formatSpecSchedule(result: ScheduleResult, runId: number): string[] {
+  if (!result) return [];
+  if ('none' in result) return [`engine schedule: none written (${result.none})`];
+  const { schedule } = result;
+  const per = schedule.levels.map((level) => `${level.level} → ${level.depth} (${level.variant})`).join(', ');
+  return [
+    `engine schedule (${schedule.engine === 'vllm' ? 'vLLM' : 'SGLang'} ${schedule.setting}): ${JSON.stringify(schedule.ranges.map(([low, high, depth]) => [low, high, depth]))} from each level's best: ${per}`,
+    `  \`servelab report ${runId}\` writes it as ${scheduleFileName(runId, schedule.engine)}; ${schedule.usage}`,
+  ];
 }
 
 /** 0.02 → "2%", 0.955 → "95.5%". */
