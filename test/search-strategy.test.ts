@@ -183,6 +183,22 @@ describe('searchStep', () => {
     );
   });
 
+  test('the response model does not rule out a 1-D peak beside a measured point on the word of too few points', () => {
+    // One knob of 16 values, a peak 8% above its neighbours (the defect: x=2 ruled out 8.3% above the leader x=1,
+    // on a prior far narrower than the 40% spread the first 4 points measured, and one length scale of 9 values).
+    const values = Array.from({ length: 16 }, (_, i) => i + 1);
+    const space: SearchSpace = { knobs: [{ name: 'x', values, numeric: true, log: false }], points: values.map((x) => ({ x })) };
+    const misses: string[] = [];
+    for (const peak of values)
+      for (const seed of [1, 2, 3]) {
+        const truth: Truth = (point) => 1000 * Math.exp(-0.08 * Math.abs(num(point, 'x') - peak));
+        const result = drive(space, settingsOf({ seed }), truth);
+        const leader = leaderOf(result, 'c1');
+        if (truth(pointOf(space, leader), 'c1') < 0.98 * 1000) misses.push(`peak ${peak}, seed ${seed}: ${leader} (${result.last.done?.reason})`);
+      }
+    assert.deepEqual(misses, []);
+  });
+
   test('a spent budget stops the search and says what is unresolved', () => {
     const space = eagleSpace();
     const result = drive(space, settingsOf({ budget: 20, levels: ['c1', 'c32'] }), smooth);

@@ -52,6 +52,7 @@ export const SLOW = new Set([
   'load-capacity-cli',
   'search-run',
   'search-schedule',
+  'search-stopping',
   'load-cli',
   'load-datasets-sim',
   'load-faults',

@@ -4,6 +4,12 @@
  * observation's own noise variance (a point's estimate from n blocks is known to ±σ/√n). Length scales and signal
  * variance are picked by the log marginal likelihood over a coarse grid, one coordinate at a time: a search fits
  * at most a few hundred points, so a Cholesky per candidate setting costs milliseconds and no library is needed.
+ * Below FIT_FROM observations the likelihood cannot choose a length scale: a long one promises that the points
+ * between the measured ones follow them, a short one does not, and the data fit both. So the model keeps every
+ * length scale of the grid there, and an unmeasured point's upper bound is the highest over them: it is ruled out
+ * only when every length scale rules it out. Its signal variance is at least the measured spread (a prior narrower
+ * than the data would promise what the data contradicts: a 1-D peak beside a measured point was ruled out 8%
+ * above the leader that way, test/search-strategy.test.ts).
  */
 import { cholesky, solveLower, solveUpper } from './linear.js';
 
@@ -18,14 +24,18 @@ export interface GpPrediction {
 }
 
 export interface GpModel {
-  hyper: GpHyper;
+  /** The settings the model predicts with: the likeliest one, or below FIT_FROM observations every length scale. */
+  hypers: GpHyper[];
+  /** Prediction under the first settings. */
   predict(x: readonly number[]): GpPrediction;
+  /** The highest mean + z·sd over the settings. */
+  upperBound(x: readonly number[], z: number): number;
 }
 
 const LENGTH_GRID = [0.15, 0.3, 0.6, 1.2, 2.4];
 const SIGNAL_GRID = [0.25, 1, 4];
 const SWEEPS = 2;
-/** Below this many observations the likelihood says little: fixed, middling settings. */
+/** Below this many observations the likelihood says little: every length scale of the grid is kept. */
 const FIT_FROM = 5;
 const JITTER = 1e-9;
 
@@ -55,43 +65,64 @@ function factor(x: readonly number[][], centred: readonly number[], noise: reado
 }
 
 /**
- * Fit the process to observations `y` at `x` with per-observation noise variances; `hyper` reuses settings of an
+ * Fit the process to observations `y` at `x` with per-observation noise variances; `hypers` reuses settings of an
  * earlier fit (adding pseudo-observations to the same model), otherwise they are chosen by likelihood.
- * `priorVariance` is the signal variance used while there are too few observations to estimate one.
+ * `priorVariance` is the least signal variance assumed while there are too few observations to estimate one (their
+ * spread, when larger, is taken instead: a prior narrower than the data would promise what the data contradicts).
  */
-export function fitGp(x: readonly number[][], y: readonly number[], noise: readonly number[], priorVariance: number, hyper?: GpHyper): GpModel {
+export function fitGp(x: readonly number[][], y: readonly number[], noise: readonly number[], priorVariance: number, hypers?: readonly GpHyper[]): GpModel {
   const dims = x[0]?.length ?? 0;
   const mean = y.length === 0 ? 0 : y.reduce((sum, value) => sum + value, 0) / y.length;
   const centred = y.map((value) => value - mean);
   const spread = centred.reduce((sum, value) => sum + value * value, 0) / Math.max(1, y.length - 1);
-  const chosen = hyper ?? chooseHyper(x, centred, noise, dims, y.length < FIT_FROM ? priorVariance : Math.max(spread, 1e-8));
-  let factored = factor(x, centred, noise, chosen);
+  const chosen = hypers ?? chooseHypers(x, centred, noise, dims, y.length < FIT_FROM ? Math.max(priorVariance, spread) : Math.max(spread, 1e-8));
+  const predictors = chosen.map((hyper) => predictor(x, centred, noise, mean, hyper));
+  return {
+    hypers: [...chosen],
+    predict: predictors[0]!,
+    upperBound(point, z) {
+      let most = -Infinity;
+      for (const predict of predictors) {
+        const prediction = predict(point);
+        most = Math.max(most, prediction.mean + z * Math.sqrt(prediction.variance));
+      }
+      return most;
+    },
+  };
+}
+
+function predictor(
+  x: readonly number[][],
+  centred: readonly number[],
+  noise: readonly number[],
+  mean: number,
+  hyper: GpHyper,
+): (point: readonly number[]) => GpPrediction {
+  let factored = factor(x, centred, noise, hyper);
   // A near-singular matrix (duplicate points with tiny noise): more jitter until it factors.
   for (let boost = 1e-6; !factored && boost < 1; boost *= 10) {
     factored = factor(
       x,
       centred,
-      noise.map((value) => value + boost * chosen.signalVariance),
-      chosen,
+      noise.map((value) => value + boost * hyper.signalVariance),
+      hyper,
     );
   }
   const { lower, alpha } = factored ?? { lower: [], alpha: [] };
-  return {
-    hyper: chosen,
-    predict(point) {
-      if (lower.length === 0) return { mean, variance: chosen.signalVariance };
-      const k = x.map((a) => matern52(a, point, chosen));
-      const v = solveLower(lower, k);
-      const predicted = mean + k.reduce((sum, value, i) => sum + value * alpha[i]!, 0);
-      const variance = chosen.signalVariance - v.reduce((sum, value) => sum + value * value, 0);
-      return { mean: predicted, variance: Math.max(variance, 0) };
-    },
+  return (point) => {
+    if (lower.length === 0) return { mean, variance: hyper.signalVariance };
+    const k = x.map((a) => matern52(a, point, hyper));
+    const v = solveLower(lower, k);
+    const predicted = mean + k.reduce((sum, value, i) => sum + value * alpha[i]!, 0);
+    const variance = hyper.signalVariance - v.reduce((sum, value) => sum + value * value, 0);
+    return { mean: predicted, variance: Math.max(variance, 0) };
   };
 }
 
-function chooseHyper(x: readonly number[][], centred: readonly number[], noise: readonly number[], dims: number, spread: number): GpHyper {
+/** The likeliest settings by the log marginal likelihood; below FIT_FROM observations, every length scale of the grid. */
+function chooseHypers(x: readonly number[][], centred: readonly number[], noise: readonly number[], dims: number, spread: number): GpHyper[] {
   const start: GpHyper = { lengthScales: new Array<number>(dims).fill(0.6), signalVariance: spread };
-  if (centred.length < FIT_FROM) return start;
+  if (centred.length < FIT_FROM) return LENGTH_GRID.map((length) => ({ lengthScales: new Array<number>(dims).fill(length), signalVariance: spread }));
   let best = { hyper: start, logLikelihood: factor(x, centred, noise, start)?.logLikelihood ?? -Infinity };
   const consider = (hyper: GpHyper): void => {
     const logLikelihood = factor(x, centred, noise, hyper)?.logLikelihood ?? -Infinity;
@@ -107,5 +138,5 @@ function chooseHyper(x: readonly number[][], centred: readonly number[], noise: 
       }
     }
   }
-  return best.hyper;
+  return [best.hyper];
 }

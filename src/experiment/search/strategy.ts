@@ -263,11 +263,7 @@ type Models = ReturnType<typeof modelsOf>;
 function acquisition(context: Context, races: readonly Race[], models: Models, index: number): number {
   const z = probit(context.settings.confidence);
   const point = context.vectors[index]!;
-  const bounds = models.map((entry) => {
-    if (!entry) return Infinity;
-    const prediction = entry.model.predict(point);
-    return prediction.mean + z * Math.sqrt(prediction.variance);
-  });
+  const bounds = models.map((entry) => (entry ? entry.model.upperBound(point, z) : Infinity));
   let most = -Infinity;
   bounds.forEach((bound, level) => {
     const race = races[level]!;
@@ -306,7 +302,7 @@ function propose(context: Context, races: readonly Race[], models: Models, open:
       const believed = entry.model.predict(x).mean;
       const sigma = races[level]!.fits[0]!.sigma;
       const next = { x: [...entry.x, x], y: [...entry.y, believed], noise: [...entry.noise, sigma ** 2] };
-      return { ...next, model: fitGp(next.x, next.y, next.noise, 0, entry.model.hyper) };
+      return { ...next, model: fitGp(next.x, next.y, next.noise, 0, entry.model.hypers) };
     });
   }
   return picked;
