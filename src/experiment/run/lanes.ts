@@ -39,9 +39,10 @@ export function laneExperiment(experiment: ResolvedExperiment, lane: ResolvedLan
 
 /**
  * The run's lanes: one without `lanes:` (the run's own context, unchanged), else one per lane, each with the
- * lane's executor (created here, closed by `close`) or the run's. `abort` stops every lane's trial in flight.
+ * lane's executor (created here, closed by `close`) or the run's; with `only`, that lane alone (a Slurm lane's job).
+ * `abort` stops every lane's trial in flight.
  */
-export async function openLanes(context: RunContext, plan: Plan, abort: AbortSignal): Promise<{ lanes: LaneRun[]; close: () => Promise<void> }> {
+export async function openLanes(context: RunContext, plan: Plan, abort: AbortSignal, only?: number): Promise<{ lanes: LaneRun[]; close: () => Promise<void> }> {
   const own: Executor[] = [];
   const specs = context.experiment.lanes;
   const signal = AbortSignal.any([context.signal, abort]);
@@ -58,6 +59,7 @@ export async function openLanes(context: RunContext, plan: Plan, abort: AbortSig
   try {
     const lanes: LaneRun[] = [];
     for (const [index, lane] of specs.entries()) {
+      if (only !== undefined && index !== only) continue;
       let executor = context.executor;
       if (lane.executor) {
         executor = await createExecutor(lane.executor, { workDir: context.workDir });

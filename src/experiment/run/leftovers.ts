@@ -21,11 +21,12 @@ export async function reapLeftoverServers(
   runId: number,
   executor: Executor,
   journal: RunJournal,
-  options: { serverKey?: string; log: (line: string) => void },
+  options: { lane?: number; log: (line: string) => void },
 ): Promise<void> {
   if (executor.kind !== 'local') return;
   for (const row of unstoppedServers(db, runId)) {
-    if (row.host !== executor.hostLabel || (options.serverKey !== undefined && row.serverKey !== options.serverKey)) continue;
+    // A Slurm lane's job reaps only its own lane's: another lane's job may run beside it on this node.
+    if (row.host !== executor.hostLabel || (options.lane !== undefined && (row.lane ?? 0) !== options.lane)) continue;
     const message = await reap(row, options.log);
     journal.serverUpdate(row.id, { status: 'stopped', phase: 'stopped', message });
   }
