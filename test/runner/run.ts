@@ -33,6 +33,7 @@ export const SLOW = new Set([
   'experiment-drift',
   'experiment-lanes',
   'experiment-lanes-die',
+  'experiment-lanes-killed',
   'experiment-lanes-wall',
   'experiment-lease',
   'experiment-log-watch',
