@@ -8,7 +8,7 @@ import type { Executor, ExecutorConfig } from './types.js';
  * (`servelab run --run-id N --lane K` on the node): there the server runs on the job's own node,
  * so the job uses a local executor labelled with the node name.
  */
-export async function createExecutor(config: ExecutorConfig, context: { workDir: string }): Promise<Executor> {
+export async function createExecutor(config: ExecutorConfig, context: { workDir: string; jobTag?: string }): Promise<Executor> {
   switch (config.kind) {
     case 'local':
       return new LocalExecutor();

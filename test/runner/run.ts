@@ -28,6 +28,7 @@ export const SLOW = new Set([
   'exec-remote-shell',
   'exec-slurm',
   'exec-ssh',
+  'exec-ssh-leftovers',
   'exec-ssh-run',
   'experiment-cache',
   'experiment-drift',

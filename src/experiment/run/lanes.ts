@@ -10,6 +10,7 @@ import type { CampaignControl } from './campaign.js';
 import { TrialConsumers } from './consumers.js';
 import type { RunContext } from './context.js';
 import { driftWatch } from './drift-watch.js';
+import { remoteJobTag } from './leftovers.js';
 import { ServerLifecycle } from './server-lifecycle.js';
 import { runStretch } from './stretch.js';
 
@@ -62,7 +63,7 @@ export async function openLanes(context: RunContext, plan: Plan, abort: AbortSig
       if (only !== undefined && index !== only) continue;
       let executor = context.executor;
       if (lane.executor) {
-        executor = await createExecutor(lane.executor, { workDir: context.workDir });
+        executor = await createExecutor(lane.executor, { workDir: context.workDir, jobTag: remoteJobTag(context.db, context.runId, index) });
         own.push(executor);
       }
       const log = (line: string) => context.log(`[${lane.name}] ${line}`);

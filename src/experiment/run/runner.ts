@@ -13,7 +13,7 @@ import type { RunContext } from './context.js';
 import { finalizeRun } from './finalize.js';
 import { RunJournal } from './journal.js';
 import { openLanes, runOnLanes } from './lanes.js';
-import { reapLeftoverServers } from './leftovers.js';
+import { reapLeftoverServers, remoteJobTag } from './leftovers.js';
 import { createRun, finishedOutcome, loadRun, loadRunToExecute, type RunOutcome } from './run-store.js';
 import { runSlurmLane, slurmLaneScope } from './slurm-lane.js';
 
@@ -108,7 +108,7 @@ async function measureRun(options: RunOptions, runId: number, journal: RunJourna
   if (done.size > 0 && options.lane === undefined) log(`run ${runId}: ${done.size} of ${plan.trials.length} trials already measured; ${pending.length} to go`);
 
   const workDir = options.workDir ?? logsBeside(db);
-  const executor = options.executor ?? (await createExecutor(experiment.executor, { workDir }));
+  const executor = options.executor ?? (await createExecutor(experiment.executor, { workDir, jobTag: remoteJobTag(db, runId) }));
   const context: RunContext = {
     db,
     runId,
