@@ -53,24 +53,24 @@ describe('executor config schema', () => {
 
 describe('job script', () => {
   const input = {
-    config: { kind: 'slurm' as const, retries: 1, partition: 'gpu', gpusPerJob: 2, timeLimit: '2:00:00', sbatchArgs: ['--account=lab', '--exclusive'] },
+    config: { partition: 'gpu', gpusPerJob: 2, timeLimit: '2:00:00', sbatchArgs: ['--account=lab', '--exclusive'] },
     experimentName: 'spec decode/eagle',
     runId: 7,
-    serverKey: '0123456789abcdef',
+    lane: { index: 1, name: 'a100-2' },
     servelab: "'/usr/bin/node' '/opt/servelab/bin/servelab.js'",
     experimentPath: "/shared/exp's.yaml",
     storePath: '/shared/servelab.db',
     workDir: '/shared',
   };
 
-  test('carries the resources and runs exactly one server config of the run', () => {
+  test('carries the resources and runs exactly one lane of the run', () => {
     const script = slurmJobScript(input);
     const directives = script
       .split('\n')
       .filter((line) => line.startsWith('#SBATCH '))
       .map((line) => line.slice(8));
     assert.deepEqual(directives, [
-      '--job-name=servelab-spec-decode-eagle-01234567',
+      '--job-name=servelab-spec-decode-eagle-a100-2',
       '--nodes=1',
       '--ntasks=1',
       '--partition=gpu',
@@ -82,7 +82,7 @@ describe('job script', () => {
     assert.ok(script.startsWith('#!/bin/bash\n'));
     assert.match(
       script,
-      /^exec '\/usr\/bin\/node' '\/opt\/servelab\/bin\/servelab.js' run '\/shared\/exp'\\''s.yaml' --run-id 7 --server-key 0123456789abcdef --store \/shared\/servelab.db$/m,
+      /^exec '\/usr\/bin\/node' '\/opt\/servelab\/bin\/servelab.js' run '\/shared\/exp'\\''s.yaml' --run-id 7 --lane 1 --store \/shared\/servelab.db$/m,
     );
   });
 
@@ -92,7 +92,7 @@ describe('job script', () => {
   });
 
   test('omits what the config leaves out', () => {
-    const script = slurmJobScript({ ...input, config: { kind: 'slurm', retries: 0 } });
+    const script = slurmJobScript({ ...input, config: {} });
     assert.doesNotMatch(script, /--partition|--gres|--time|--accept-drift/);
   });
 
@@ -106,13 +106,13 @@ describe('job script', () => {
   });
 
   test('refuses an sbatch argument with a line break (it would end the directive block)', () => {
-    assert.throws(() => slurmJobScript({ ...input, config: { kind: 'slurm', retries: 0, sbatchArgs: ['--a=1\nrm -rf /'] } }));
-    assert.throws(() => slurmJobScript({ ...input, config: { kind: 'slurm', retries: 0, partition: 'gpu\necho pwned' } }), /partition must be one word/);
-    assert.throws(() => slurmJobScript({ ...input, serverKey: 'k\necho pwned' }), /invalid server key/);
+    assert.throws(() => slurmJobScript({ ...input, config: { sbatchArgs: ['--a=1\nrm -rf /'] } }));
+    assert.throws(() => slurmJobScript({ ...input, config: { partition: 'gpu\necho pwned' } }), /partition must be one word/);
+    assert.throws(() => slurmJobScript({ ...input, lane: { index: 0, name: 'k\necho pwned' } }), /invalid lane name/);
   });
 
   test('job names stay short and shell-safe', () => {
-    assert.equal(jobName('x'.repeat(100), 'abcdef0123456789'), `servelab-${'x'.repeat(40)}-abcdef01`);
+    assert.equal(jobName('x'.repeat(100), 'gpus 0-3/node-7-long-name'), `servelab-${'x'.repeat(40)}-gpus-0-3-node-7-`);
   });
 });
 

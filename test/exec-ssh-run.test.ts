@@ -6,46 +6,17 @@
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, type TestContext, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { openStore } from '../src/store/db.js';
 import { listInvalidTrials, listRuns, listTrials } from '../src/store/queries.js';
 import { processAlive } from '../src/util/proc-identity.js';
 import { writeExperiment } from './support-experiment.js';
 import { ciSshd, needs } from './support-services.js';
-import { BIN, killSshdSessions, processesWith, uniqueModel } from './support-ssh.js';
-import { waitFor } from './support-wait.js';
+import { BIN, killSshdSessions, processesWith, sshRunSetup, startSshRun } from './support-ssh.js';
 
 const ci = ciSshd();
-
-/**
- * A temp dir, a model name unique to the test (its server processes are found and killed by it), the simulator's
- * command with that model, and an ssh executor section for the CI sshd whose remote dir is in the temp dir.
- */
-function sshRunSetup(t: TestContext, speed: { loadMs: number; tpotMs: number }) {
-  const sshd = ci.sshd!;
-  const dir = mkdtempSync(join(tmpdir(), 'servelab-ssh-run-'));
-  const model = uniqueModel();
-  t.after(() => {
-    for (const pid of processesWith(model)) process.kill(pid, 'SIGKILL');
-    rmSync(dir, { recursive: true, force: true });
-  });
-  const timing = ['--load-ms', String(speed.loadMs), '--jitter', '0', '--ttft-ms', '1', '--tpot-ms', String(speed.tpotMs)];
-  const command = [process.execPath, BIN, 'simulate', '--port', '{port}', '--model', model, ...timing];
-  const executor = {
-    kind: 'ssh',
-    host: sshd.host,
-    port: sshd.port,
-    identityFile: sshd.identityFile,
-    sshOptions: [`UserKnownHostsFile=${sshd.knownHosts}`],
-    remoteDir: join(dir, 'remote'),
-    client: 'local',
-  };
-  return { dir, model, command, executor };
-}
 
 describe('servelab run with an ssh executor against a real sshd', { timeout: 300_000 }, () => {
   test('connections dropped while the server loads: the experiment still succeeds and leaves no server behind', needs(ci.skip), async (t) => {
@@ -90,44 +61,6 @@ describe('servelab run with an ssh executor against a real sshd', { timeout: 300
     assert.deepEqual(processesWith(model), []);
   });
 });
-
-/** `servelab run` of a small ssh experiment in the background, with its store and the server's model name. */
-async function startSshRun(t: TestContext, name: string, trials: number) {
-  // Trials of ~2 s (6 requests × 40 tokens × 8 ms): long enough to break one in the middle.
-  const { dir, model, command, executor } = sshRunSetup(t, { loadMs: 200, tpotMs: 8 });
-  const experiment = writeExperiment(dir, 'exp.yaml', {
-    name,
-    server: { command, readyTimeout: '120s' },
-    executor,
-    client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens: 40, seed: 1 }, warmupRequests: 1 },
-    workloads: [{ kind: 'single-stream', requests: 6 }],
-    trials,
-    variants: { base: {} },
-  });
-  const store = join(dir, 'store.db');
-  const child = spawn(process.execPath, [BIN, 'run', experiment, '--store', store, '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  t.after(() => child.kill('SIGKILL'));
-  let stderr = '';
-  let stdout = '';
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-  assert.ok(await waitFor(() => existsSync(store), 60_000), 'store created');
-  const db = openStore(store, { readonly: true });
-  t.after(() => db.close());
-  /** Resolves once the first trial has measured a request. */
-  const trialInFlight = async () => {
-    const inFlight = () => {
-      try {
-        return ((db.prepare('SELECT completed FROM progress').get() as { completed: number } | undefined)?.completed ?? 0) >= 1;
-      } catch {
-        return false; // schema not there yet
-      }
-    };
-    assert.ok(await waitFor(inFlight, 90_000), `no trial started:\n${stderr}`);
-  };
-  return { db, model, exited, trialInFlight, stderr: () => stderr, stdout: () => stdout };
-}
 
 describe('trial validity over a real sshd', { ...needs(ci.skip), timeout: 300_000 }, () => {
   test('the server killed with SIGKILL mid-trial: trial invalid, server restarted on the host, trial re-run', async (t) => {

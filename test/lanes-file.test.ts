@@ -40,14 +40,36 @@ describe('lanes: in the experiment file', () => {
     assert.equal(loadExperiment(writeBase(t, BASE)).lanes, undefined);
   });
 
-  test('refused at load, with the key and the next step: two lanes on one fixed port, Slurm with lanes, a name twice', (t) => {
+  test('Slurm lanes: count N is N jobs named NAME-1 … NAME-N, each with its slurm: settings; without a name, lane N', (t) => {
+    const path = join(tempDir(t, 'lanes-slurm'), 'exp.yaml');
+    writeFileSync(
+      path,
+      `${BASE}executor: { kind: slurm, partition: gpu, timeLimit: "2:00:00" }\nlanes:\n  - { name: a100, count: 2, slurm: { partition: a100, gpusPerJob: 4 } }\n  - { count: 1 }\n`,
+    );
+    const experiment = loadExperiment(path);
+    assert.deepEqual(
+      experiment.lanes?.map((lane) => [lane.name, lane.slurm]),
+      [
+        ['a100-1', { partition: 'a100', gpusPerJob: 4 }],
+        ['a100-2', { partition: 'a100', gpusPerJob: 4 }],
+        ['lane3', undefined],
+      ],
+    );
+  });
+
+  test('refused at load, with the key and the next step: two lanes on one fixed port, a lane kind unlike the executor, a name twice', (t) => {
     const dir = tempDir(t, 'lanes-refused');
     const cases: Array<[string, RegExp]> = [
       [
         `${BASE.replace('--port {port}', '--port 8000').replace('unsetEnv', 'port: 8000\n  unsetEnv')}lanes: [{}, {}]\n`,
         /server\.port: a fixed port cannot serve several lanes at once/,
       ],
-      [`${BASE}executor: { kind: slurm }\nlanes: [{}, {}]\n`, /lanes: lanes run on this machine or on SSH hosts; with executor kind slurm, leave lanes out/],
+      [
+        `${BASE}executor: { kind: slurm }\nlanes: [{ executor: { kind: ssh, host: h } }]\n`,
+        /lanes\[0\]\.executor: with executor kind slurm every lane is a Slurm job/,
+      ],
+      [`${BASE}lanes: [{ count: 2 }]\n`, /lanes\[0\]: slurm: and count: are for Slurm lanes \(executor kind slurm\)/],
+      [`${BASE}lanes: [{ slurm: { partition: a } }]\n`, /lanes\[0\]: slurm: and count: are for Slurm lanes/],
       [`${BASE}lanes: [{ name: a }, { name: a }]\n`, /lanes: two lanes are named "a"/],
       [`${BASE}lanes: [{ executor: { kind: slurm } }]\n`, /lanes\[0\]\.executor/],
     ];

@@ -41,10 +41,8 @@ const sshSchema = z.strictObject({
     ),
 });
 
-const slurmSchema = z.strictObject({
-  kind: z
-    .literal('slurm')
-    .describe("One sbatch job per server config, each running that config's trials on its node into this run's store (its path must be reachable there)."),
+/** The sbatch settings of a Slurm job: the executor's, and a lane's `slurm:` over them. */
+const sbatchShape = {
   partition: directiveWord('partition').optional().describe("#SBATCH --partition; default: the cluster's."),
   gpusPerJob: z.number().int().min(0).optional().describe('#SBATCH --gres=gpu:N; default: none asked.'),
   timeLimit: z
@@ -56,15 +54,36 @@ const slurmSchema = z.strictObject({
     .array(directiveWord('an sbatch argument').regex(/^--?[A-Za-z]/, 'expected an sbatch option like "--account=foo"'))
     .optional()
     .meta({ description: 'Extra #SBATCH options, one word each.', examples: [['--account=foo']] }),
-  retries: z.number().int().min(0).max(100).default(0).describe('Times a failed or cancelled job is resubmitted; it measures only the missing trials.'),
+};
+
+const slurmSchema = z.strictObject({
+  kind: z
+    .literal('slurm')
+    .describe(
+      "Each lane is one sbatch job (one job without lanes:) running the servers of every config in turn on its node, into this run's store (its path must be reachable there).",
+    ),
+  ...sbatchShape,
+  retries: z
+    .number()
+    .int()
+    .min(0)
+    .max(100)
+    .default(0)
+    .describe("Times a lane's job that failed or was cancelled is resubmitted; it measures only the trials still missing."),
   remoteServelab: oneLine('remoteServelab').optional().describe('Command that runs servelab on the nodes; default: this servelab.'),
 });
 
 /** The `executor:` section of an experiment file; absent means run everything on this machine. */
 export const executorConfigSchema = z.discriminatedUnion('kind', [localSchema, sshSchema, slurmSchema]).default({ kind: 'local' });
 
+/** A lane's `slurm:`: its jobs' sbatch settings over the executor's. */
+export const slurmLaneSchema = z.strictObject(sbatchShape);
+
 /** Where one lane of an experiment runs (its `executor:`): this machine or an SSH host, no default. */
 export const laneExecutorSchema = z.discriminatedUnion('kind', [localSchema, sshSchema]);
 
 /** `executor:` as parsed; what each key means is in the schema's descriptions (and docs/experiment-file.md). */
 export type ExecutorConfig = z.output<typeof executorConfigSchema>;
+
+/** A lane's `slurm:` as parsed. */
+export type SlurmLaneSettings = z.output<typeof slurmLaneSchema>;

@@ -173,6 +173,19 @@ export function removeJobScript(dir: string): string {
   return `[ -f ${word}/supervise.sh ] && rm -rf ${word}; exit 0`;
 }
 
+/**
+ * Script that prints the job directories under `remoteDir` whose names carry `tag` (one absolute path a line): the
+ * jobs an executor of the same part of a run started, for a later runner of it to stop (see SshExecutor).
+ */
+export function taggedJobsScript(remoteDir: string, tag: string): string {
+  if (!/^[A-Za-z0-9]+$/.test(tag)) throw new Error(`invalid job tag: ${JSON.stringify(tag)}`);
+  return [
+    `cd ${remotePathWord(remoteDir)} 2>/dev/null || exit 0`,
+    `for d in *-${tag}-*; do [ -f "$d/supervise.sh" ] && printf '%s/%s\\n' "$PWD" "$d"; done`,
+    'exit 0',
+  ].join('\n');
+}
+
 /** Script that prints the NUL-separated environment of a running process (Linux /proc); empty when unreadable. */
 export function environScript(pid: number): string {
   return `cat /proc/${pid}/environ 2>/dev/null; exit 0`;

@@ -27,8 +27,11 @@ import {
   parseHostPorts,
   parseListenerOwner,
   remotePathWord,
+  removeJobScript,
   shellJoin,
   shellQuote,
+  stopScript,
+  taggedJobsScript,
 } from './remote-shell.js';
 import { RemoteJob } from './ssh-job.js';
 import { type RemoteEndpoint, SshTransport } from './ssh-transport.js';
@@ -48,6 +51,12 @@ export interface SshExecutorContext {
   workDir: string;
   /** Progress lines (reconnects); default: stderr. */
   log?: (line: string) => void;
+  /**
+   * Names this executor's jobs on the host as one part of one run (letters and digits: store, run, lane). A later
+   * executor with the same tag is a later runner of that part, which holds its lease: jobs it finds with the tag were
+   * left by a runner that was killed, and are stopped before it starts anything there.
+   */
+  jobTag?: string;
 }
 
 interface LiveServer {
@@ -70,6 +79,9 @@ export class SshExecutor implements Executor {
   private readonly live = new Set<LiveServer>();
   /** Where each local forward we handed out as a baseUrl leads on the host. */
   private readonly remoteEndpoints = new Map<number, RemoteEndpoint>();
+  private readonly jobTag: string | undefined;
+  /** The stop of jobs an earlier runner left (jobTag), once, before this executor's first job. */
+  private leftovers: Promise<void> | undefined;
   private readonly onExit = () => {
     for (const server of this.live) server.job.stopSync(STOP_GRACE_S);
   };
@@ -85,6 +97,7 @@ export class SshExecutor implements Executor {
     this.config = config;
     this.hostLabel = config.host;
     this.remoteDir = config.remoteDir ?? '~/.servelab/remote';
+    this.jobTag = context.jobTag;
     this.log = context.log ?? ((line) => process.stderr.write(`servelab [${config.host}]: ${line}\n`));
     this.transport = new SshTransport(
       {
@@ -110,6 +123,7 @@ export class SshExecutor implements Executor {
 
   async launch(spec: ServerSpec, hooks: LaunchHooks): Promise<RunningServer> {
     await this.transport.connect();
+    await this.reapLeftovers();
     return startOnChosenPort(
       spec,
       hooks,
@@ -124,7 +138,7 @@ export class SshExecutor implements Executor {
     const bindHost = spec.host ?? '127.0.0.1';
     const remote = { host: bindHost === '0.0.0.0' || bindHost === '::' ? '127.0.0.1' : bindHost, port: remotePort };
     const { command, env: specEnv } = fillSpec(spec, { port: remotePort, host: bindHost });
-    const dir = `${this.remoteDir.replace(/\/+$/, '')}/${jobName('server')}`;
+    const dir = `${this.remoteDir.replace(/\/+$/, '')}/${jobName('server', this.jobTag)}`;
 
     mkdirSync(dirname(spec.logPath), { recursive: true });
     appendFileSync(spec.logPath, `\n--- servelab launch on ${this.hostLabel} ${new Date().toISOString()} (${dir}): ${redactor().args(command).join(' ')}\n`);
@@ -237,6 +251,24 @@ export class SshExecutor implements Executor {
     }
   }
 
+  /**
+   * Stop and remove the jobs (servers, load clients) that a killed runner of the same part of the run left on the
+   * host (same jobTag), instead of leaving them to hold the GPU until their watchdog's timeout.
+   */
+  private reapLeftovers(): Promise<void> {
+    const tag = this.jobTag;
+    if (tag === undefined) return Promise.resolve();
+    this.leftovers ??= (async () => {
+      const listing = await this.transport.execRetrying(taggedJobsScript(this.remoteDir, tag), { timeoutMs: 30_000, what: 'listing leftover jobs' });
+      for (const dir of listing.stdout.toString('utf8').split('\n').filter(Boolean)) {
+        await this.transport.execRetrying(stopScript(dir, STOP_GRACE_S), { timeoutMs: (STOP_GRACE_S + 15) * 1000, what: `stopping the job in ${dir}` });
+        await this.transport.execRetrying(removeJobScript(dir), { timeoutMs: 30_000, what: `removing ${dir}` });
+        this.log(`stopped ${dir}, left running by an earlier runner of this run that was killed`);
+      }
+    })();
+    return this.leftovers;
+  }
+
   async bench(options: BenchOptions): Promise<BenchResult> {
     if (this.config.client === 'local') return runBenchmark(options);
     return this.benchOnHost(options);
@@ -256,7 +288,7 @@ export class SshExecutor implements Executor {
         'launch the server through the ssh executor, or set client: local',
       );
     }
-    const dir = `${this.remoteDir.replace(/\/+$/, '')}/${jobName('bench')}`;
+    const dir = `${this.remoteDir.replace(/\/+$/, '')}/${jobName('bench', this.jobTag)}`;
     const servelab = (this.config.remoteServelab ?? 'servelab').trim().split(/\s+/);
     const job = await RemoteJob.start(
       this.transport,
@@ -356,7 +388,7 @@ export class SshExecutor implements Executor {
   }
 }
 
-/** Unique, sortable job directory name. */
-function jobName(kind: string): string {
-  return `${new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '')}-${kind}-${randomBytes(3).toString('hex')}`;
+/** Unique, sortable job directory name, with the executor's tag (see SshExecutorContext.jobTag). */
+function jobName(kind: string, tag: string | undefined): string {
+  return `${new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '')}-${tag === undefined ? '' : `${tag}-`}${kind}-${randomBytes(3).toString('hex')}`;
 }

@@ -6,7 +6,7 @@ export type { CommandResult, CommandRunner } from '../fingerprint/types.js';
 
 /**
  * Where servers run. The experiment runner talks only to this interface, so a variant runs the same way
- * on this machine or on an SSH host. (Slurm dispatches whole server configs instead: see experiment/slurm.)
+ * on this machine or on an SSH host. (Slurm dispatches jobs that each run a lane on their node: see experiment/run/slurm.)
  * Its `hostLabel` and `run` (CommandRunner) are all that fingerprinting uses.
  */
 export interface Executor extends CommandRunner {

@@ -114,6 +114,31 @@ export function leaseNewRun(db: Db, create: () => number, options: { log: (line:
   return { runId, lease: heldLease(db, runId, leaseKey(runId, '*'), token!, staleMs) };
 }
 
+/**
+ * The scopes of a run's leases whose holders may still be running (none dead or silent past the stale period), for
+ * parts of one run held by separate processes (Slurm lanes: `lane:N`).
+ */
+export function liveLeaseScopes(db: Db, runId: number): Set<string> {
+  const staleMs = leaseStaleMs();
+  const rows = db.prepare('SELECT lease_key, host, pid, process_start, acquired_at, heartbeat_at FROM run_leases WHERE run_id = ?').all(runId) as Array<
+    LeaseRow & { lease_key: string }
+  >;
+  const prefix = `${runId}:`;
+  return new Set(
+    rows
+      .filter((row) => row.lease_key.startsWith(prefix) && takeoverReason(row, Date.now(), staleMs) === undefined)
+      .map((row) => row.lease_key.slice(prefix.length)),
+  );
+}
+
+/**
+ * Take a part of the run away from its holder, known dead (its Slurm job ended) or silent: the holder's next heartbeat
+ * or fenced write then fails, so a holder that was only paused stores nothing another process measures meanwhile.
+ */
+export function revokeLease(db: Db, runId: number, scope: string): void {
+  db.prepare('DELETE FROM run_leases WHERE lease_key = ?').run(leaseKey(runId, scope));
+}
+
 function leaseKey(runId: number, scope: string): string {
   return scope === '*' ? `${runId}` : `${runId}:${scope}`;
 }

@@ -348,4 +348,19 @@ export const migrations: ReadonlyArray<{ version: number; description: string; s
       );
     `,
   },
+  {
+    version: 16,
+    description: 'which Slurm lane (job) claimed each block of a run',
+    sql: `
+      -- Slurm lanes: each job runs its lane in its own process and claims whole blocks here; a claim counts only while
+      -- its lane's lease (run_leases, scope lane:N) is live, so a dead job's unmeasured blocks go to the other lanes.
+      CREATE TABLE lane_claims (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        block INTEGER NOT NULL,
+        lane INTEGER NOT NULL,
+        claimed_at TEXT NOT NULL,
+        PRIMARY KEY (run_id, block)
+      );
+    `,
+  },
 ];

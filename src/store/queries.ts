@@ -277,13 +277,15 @@ export interface LiveServerRow {
   runnerPid?: number;
   pidStart?: string;
   pidCmdline?: string;
+  /** The lane it ran on (experiment `lanes:`, from 0); absent without lanes. */
+  lane?: number;
 }
 
 /** Servers of a run that were never marked stopped or failed: still up, or left behind by a killed runner. */
 export function unstoppedServers(db: Db, runId: number): LiveServerRow[] {
   const rows = db
     .prepare(
-      "SELECT id, server_key, host, pid, runner_pid, pid_start, pid_cmdline FROM servers WHERE run_id = ? AND status IN ('starting', 'ready') ORDER BY id",
+      "SELECT id, server_key, host, pid, runner_pid, pid_start, pid_cmdline, lane FROM servers WHERE run_id = ? AND status IN ('starting', 'ready') ORDER BY id",
     )
     .all(runId) as Array<{
     id: number;
@@ -293,6 +295,7 @@ export function unstoppedServers(db: Db, runId: number): LiveServerRow[] {
     runner_pid: number | null;
     pid_start: string | null;
     pid_cmdline: string | null;
+    lane: number | null;
   }>;
   return rows.map((row) => ({
     id: row.id,
@@ -302,5 +305,6 @@ export function unstoppedServers(db: Db, runId: number): LiveServerRow[] {
     ...(row.runner_pid !== null && { runnerPid: row.runner_pid }),
     ...(row.pid_start !== null && { pidStart: row.pid_start }),
     ...(row.pid_cmdline !== null && { pidCmdline: row.pid_cmdline }),
+    ...(row.lane !== null && { lane: row.lane }),
   }));
 }

@@ -29,7 +29,7 @@ interface RunFlags {
   acceptDrift?: boolean;
   acceptEnvChange?: boolean;
   runId?: string;
-  serverKey?: string;
+  lane?: string;
   json?: boolean;
   dryRun?: boolean;
   force?: boolean;
@@ -48,7 +48,7 @@ export function registerRun(program: Command): void {
     .option('--accept-drift', 'record and continue when the baseline moved away from its history')
     .option('--accept-env-change', "measure although the servers' configuration (env, args, packages, driver, GPUs…) differs from the last finished run's")
     .option('--run-id <n>', 'attach to an existing run (used by Slurm jobs)')
-    .option('--server-key <key>', 'run only the trials of this server config and leave the run open (used by Slurm jobs)')
+    .option('--lane <n>', "run this lane of the run (from 0) beside the other lanes' jobs and leave the run open (used by Slurm jobs)")
     .option('--json', 'print the outcome as JSON on stdout')
     .option('--dry-run', 'print the plan (schedule, restarts, predicted wall time and GPU-hours) and run nothing')
     .option('--force', 'run even when the plan exceeds the budget or maxRestarts of the experiment file')
@@ -103,7 +103,7 @@ export function registerRun(program: Command): void {
               db,
               ...target,
               ...(plan && { plan }),
-              ...(flags.serverKey !== undefined && { serverKey: flags.serverKey }),
+              ...(flags.lane !== undefined && { lane: laneIndex(flags.lane) }),
               acceptDrift,
               acceptEnvChange,
               signal: controller.signal,
@@ -146,7 +146,7 @@ function resolveTarget(db: Db, file: string | undefined, flags: RunFlags): Targe
   }
   if (file === undefined) throw new UserError('no experiment file given', 'run `servelab run FILE`, or `servelab run --resume RUN_ID`', ExitCode.usage);
   const experiment = loadExperiment(file);
-  if (flags.serverKey !== undefined) throw new UserError('--server-key needs --run-id', 'pass the run id the Slurm dispatcher created', ExitCode.usage);
+  if (flags.lane !== undefined) throw new UserError('--lane needs --run-id', 'pass the run id the Slurm dispatcher created', ExitCode.usage);
   if (flags.resume === true) {
     const run = latestUnfinishedRun(db, experiment.name);
     if (!run) throw new UserError(`no unfinished run of experiment "${experiment.name}" to resume`, `start a new one with \`servelab run ${file}\``);
@@ -169,12 +169,19 @@ function checkResume(runId: number, stored: ResolvedExperiment, file: string | u
 }
 
 /**
- * A Slurm experiment becomes one job per server config (new or resumed: only configs with missing trials get jobs);
- * each job runs this command with --run-id/--server-key and runs its config's trials on its node.
+ * A Slurm experiment becomes one job per lane (new or resumed: the jobs take the trials still missing); each job runs
+ * this command with --run-id/--lane and runs its lane on its node.
  */
 function slurmDispatch(experiment: ResolvedExperiment, flags: RunFlags): Pick<Target, 'slurm'> {
-  if (experiment.executor.kind !== 'slurm' || flags.serverKey !== undefined) return {};
+  if (experiment.executor.kind !== 'slurm' || flags.lane !== undefined) return {};
   return { slurm: { config: experiment.executor, experimentPath: experiment.filePath } };
+}
+
+function laneIndex(text: string): number {
+  const lane = Number(text);
+  if (!Number.isInteger(lane) || lane < 0)
+    throw new UserError(`--lane must be a lane index from 0, got "${text}"`, 'see the lanes with `servelab plan FILE`', ExitCode.usage);
+  return lane;
 }
 
 function report(db: Db, outcome: RunOutcome, json: boolean): void {

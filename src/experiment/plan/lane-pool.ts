@@ -25,8 +25,11 @@ export class LanePool {
     trials: readonly PlannedTrial[],
     /** Lanes alive: one less for each that died. */
     private lanes: number,
+    /** Blocks already claimed by live lanes (Slurm lanes, whose claims are in the store): block → lane. */
+    claimed: ReadonlyMap<number, number> = new Map(),
   ) {
     this.queue = [...trials].sort((a, b) => a.index - b.index);
+    for (const [block, lane] of claimed) this.owners.set(block, lane);
   }
 
   /** Lowest block with a trial still to run or running: every pass before it is finished. Undefined: none left. */

@@ -10,6 +10,7 @@ import type { CampaignControl } from './campaign.js';
 import { TrialConsumers } from './consumers.js';
 import type { RunContext } from './context.js';
 import { driftWatch } from './drift-watch.js';
+import { remoteJobTag } from './leftovers.js';
 import { ServerLifecycle } from './server-lifecycle.js';
 import { runStretch } from './stretch.js';
 
@@ -39,9 +40,10 @@ export function laneExperiment(experiment: ResolvedExperiment, lane: ResolvedLan
 
 /**
  * The run's lanes: one without `lanes:` (the run's own context, unchanged), else one per lane, each with the
- * lane's executor (created here, closed by `close`) or the run's. `abort` stops every lane's trial in flight.
+ * lane's executor (created here, closed by `close`) or the run's; with `only`, that lane alone (a Slurm lane's job).
+ * `abort` stops every lane's trial in flight.
  */
-export async function openLanes(context: RunContext, plan: Plan, abort: AbortSignal): Promise<{ lanes: LaneRun[]; close: () => Promise<void> }> {
+export async function openLanes(context: RunContext, plan: Plan, abort: AbortSignal, only?: number): Promise<{ lanes: LaneRun[]; close: () => Promise<void> }> {
   const own: Executor[] = [];
   const specs = context.experiment.lanes;
   const signal = AbortSignal.any([context.signal, abort]);
@@ -58,9 +60,10 @@ export async function openLanes(context: RunContext, plan: Plan, abort: AbortSig
   try {
     const lanes: LaneRun[] = [];
     for (const [index, lane] of specs.entries()) {
+      if (only !== undefined && index !== only) continue;
       let executor = context.executor;
       if (lane.executor) {
-        executor = await createExecutor(lane.executor, { workDir: context.workDir });
+        executor = await createExecutor(lane.executor, { workDir: context.workDir, jobTag: remoteJobTag(context.db, context.runId, index) });
         own.push(executor);
       }
       const log = (line: string) => context.log(`[${lane.name}] ${line}`);

@@ -1,9 +1,21 @@
+import { createHash } from 'node:crypto';
+import { hostname } from 'node:os';
 import type { Executor } from '../../exec/types.js';
 import { groupAlive, stopGroup } from '../../launch/process-group.js';
 import type { Db } from '../../store/db.js';
 import { unstoppedServers } from '../../store/queries.js';
 import { processAlive, sameProcess } from '../../util/proc-identity.js';
 import type { RunJournal } from './journal.js';
+
+/**
+ * The tag of the jobs a run (or one of its lanes) starts on SSH hosts: this store, the run, the lane. A runner that
+ * holds the run's lease stops the jobs it finds with its tag on a host before starting anything there: a killed
+ * runner of the same run left them (SshExecutorContext.jobTag).
+ */
+export function remoteJobTag(db: Db, runId: number, lane?: number): string {
+  const store = createHash('sha256').update(`${hostname()}:${db.name}`).digest('hex').slice(0, 8);
+  return `s${store}r${runId}${lane === undefined ? '' : `l${lane}`}`;
+}
 
 /** Same grace as a normal stop: a server that ignores SIGTERM this long gets SIGKILL. */
 const STOP_GRACE_MS = 10_000;
@@ -21,11 +33,12 @@ export async function reapLeftoverServers(
   runId: number,
   executor: Executor,
   journal: RunJournal,
-  options: { serverKey?: string; log: (line: string) => void },
+  options: { lane?: number; log: (line: string) => void },
 ): Promise<void> {
   if (executor.kind !== 'local') return;
   for (const row of unstoppedServers(db, runId)) {
-    if (row.host !== executor.hostLabel || (options.serverKey !== undefined && row.serverKey !== options.serverKey)) continue;
+    // A Slurm lane's job reaps only its own lane's: another lane's job may run beside it on this node.
+    if (row.host !== executor.hostLabel || (options.lane !== undefined && (row.lane ?? 0) !== options.lane)) continue;
     const message = await reap(row, options.log);
     journal.serverUpdate(row.id, { status: 'stopped', phase: 'stopped', message });
   }

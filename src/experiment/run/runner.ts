@@ -13,8 +13,9 @@ import type { RunContext } from './context.js';
 import { finalizeRun } from './finalize.js';
 import { RunJournal } from './journal.js';
 import { openLanes, runOnLanes } from './lanes.js';
-import { reapLeftoverServers } from './leftovers.js';
+import { reapLeftoverServers, remoteJobTag } from './leftovers.js';
 import { createRun, finishedOutcome, loadRun, loadRunToExecute, type RunOutcome } from './run-store.js';
+import { runSlurmLane, slurmLaneScope } from './slurm-lane.js';
 
 export interface RunOptions {
   db: Db;
@@ -28,8 +29,11 @@ export interface RunOptions {
   plan?: Plan;
   /** Attach to an existing run (resume, Slurm job). */
   runId?: number;
-  /** Run only the trials of this server config and leave the run open (one Slurm job). */
-  serverKey?: string;
+  /**
+   * Run this lane of the run (its index in the experiment's lanes, 0 without `lanes:`) in this process and leave the
+   * run open: a Slurm lane's job, which claims blocks from the store beside the other lanes' jobs (slurm-lane.ts).
+   */
+  lane?: number;
   /** Record and continue past drift alarms. */
   acceptDrift?: boolean;
   /** Measure although the configuration differs from the reference run's (reference-guard.ts). */
@@ -62,15 +66,17 @@ export async function runExperiment(options: RunOptions): Promise<RunOutcome> {
     ({ runId, lease } = leaseNewRun(db, create, { log }));
     log(`run ${runId}: ${experiment.name}`);
   } else {
-    const { run, plan } = loadRun(db, runId);
+    const { run, experiment } = loadRun(db, runId);
     const finished = finishedOutcome(run, options.acceptDrift ?? false);
     if (finished) return finished;
-    if (options.serverKey !== undefined && !plan.trials.some((trial) => trial.serverKey === options.serverKey)) {
-      throw new UserError(`run ${runId} has no server config ${options.serverKey}`, 'pass a server key from the run plan (`servelab show RUN --json`)');
+    if (options.lane !== undefined && options.lane >= (experiment.lanes?.length ?? 1)) {
+      throw new UserError(`run ${runId} has no lane ${options.lane}`, `pass a lane index below ${experiment.lanes?.length ?? 1} (from 0)`);
     }
-    // One runner per run: a second `--resume` of the same run refuses here instead of measuring the same trials.
-    // A Slurm job may be the resubmission of one killed a moment ago: it waits for that lease to go stale.
-    lease = await acquireRunLease(db, runId, options.serverKey ?? '*', { log, ...(options.serverKey !== undefined && { waitMs: leaseStaleMs() + 5_000 }) });
+    // One runner per run (per lane for a Slurm lane's job): a second `--resume` of the same run refuses here instead
+    // of measuring the same trials. A Slurm job may be the resubmission of one killed a moment ago: it waits for that
+    // lease to go stale.
+    const scope = options.lane === undefined ? '*' : slurmLaneScope(options.lane);
+    lease = await acquireRunLease(db, runId, scope, { log, ...(options.lane !== undefined && { waitMs: leaseStaleMs() + 5_000 }) });
   }
   try {
     return await runLeased(options, runId, lease, log);
@@ -98,11 +104,11 @@ async function measureRun(options: RunOptions, runId: number, journal: RunJourna
   const { db } = options;
   const { experiment, plan } = loadRunToExecute(db, runId, options.experiment);
   const done = new Set(listTrials(db, runId).map(slotKey));
-  const pending = plan.trials.filter((trial) => !done.has(slotKey(trial)) && (options.serverKey === undefined || trial.serverKey === options.serverKey));
-  if (done.size > 0) log(`run ${runId}: ${done.size} of ${plan.trials.length} trials already measured; ${pending.length} to go`);
+  const pending = plan.trials.filter((trial) => !done.has(slotKey(trial)));
+  if (done.size > 0 && options.lane === undefined) log(`run ${runId}: ${done.size} of ${plan.trials.length} trials already measured; ${pending.length} to go`);
 
   const workDir = options.workDir ?? logsBeside(db);
-  const executor = options.executor ?? (await createExecutor(experiment.executor, { workDir }));
+  const executor = options.executor ?? (await createExecutor(experiment.executor, { workDir, jobTag: remoteJobTag(db, runId) }));
   const context: RunContext = {
     db,
     runId,
@@ -117,14 +123,15 @@ async function measureRun(options: RunOptions, runId: number, journal: RunJourna
     log,
   };
   try {
-    await reapLeftoverServers(db, runId, executor, journal, { ...(options.serverKey !== undefined && { serverKey: options.serverKey }), log });
-    if (run.status !== 'running') journal.runStatus('running');
-    // Campaign hook (race eliminations, budget stop) between stretches; a Slurm job runs its config's trials as planned.
-    const campaign = options.serverKey === undefined ? campaignControl(db, journal, experiment, plan, run.startedAt, log) : undefined;
+    await reapLeftoverServers(db, runId, executor, journal, { ...(options.lane !== undefined && { lane: options.lane }), log });
+    // A Slurm lane's job leaves the run's status to its dispatcher.
+    if (run.status !== 'running' && options.lane === undefined) journal.runStatus('running');
+    // Campaign hook (race eliminations, budget stop) between stretches; Slurm lanes run the plan as planned.
+    const campaign = options.lane === undefined ? campaignControl(db, journal, experiment, plan, run.startedAt, log) : undefined;
     const abortLanes = new AbortController();
-    const { lanes, close } = await openLanes(context, plan, abortLanes.signal);
+    const { lanes, close } = await openLanes(context, plan, abortLanes.signal, options.lane);
     try {
-      const stop = await runOnLanes(lanes, pending, campaign, abortLanes, log);
+      const stop = options.lane === undefined ? await runOnLanes(lanes, pending, campaign, abortLanes, log) : await runSlurmLane(lanes[0]!, plan);
       if (stop) {
         journal.runStatus('drift', stop);
         return { runId, status: 'drift', message: stop };
@@ -135,7 +142,7 @@ async function measureRun(options: RunOptions, runId: number, journal: RunJourna
   } finally {
     if (!options.executor) await executor.close();
   }
-  if (options.serverKey !== undefined) return { runId, status: 'running', message: `server config ${options.serverKey} finished` };
+  if (options.lane !== undefined) return { runId, status: 'running', message: `${context.experiment.lanes?.[options.lane]?.name ?? 'the lane'} finished` };
   return finalizeRun(db, runId, journal.fence);
 }
 
@@ -149,7 +156,8 @@ function failedRun(options: RunOptions, journal: RunJournal, runId: number, erro
   const fault = storeFault(cause);
   const message = interrupted ? 'interrupted; measured trials are kept' : messageOf(fault);
   try {
-    journal.runStatus(interrupted ? 'interrupted' : 'failed', message);
+    // A Slurm lane's job ending early is no end of the run: the other lanes take its trials, the dispatcher decides.
+    if (options.lane === undefined) journal.runStatus(interrupted ? 'interrupted' : 'failed', message);
   } catch {
     // The store itself is failing (locked, full) or the run is another runner's now: the status stays as it is.
   }

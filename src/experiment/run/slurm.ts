@@ -18,21 +18,22 @@ import {
 import type { ExecutorConfig } from '../../exec/types.js';
 import { servelabGitSha } from '../../fingerprint/collect.js';
 import { type Db, openStore } from '../../store/db.js';
+import { revokeLease } from '../../store/lease.js';
 import { getRun, listTrials } from '../../store/queries.js';
 import { setRunStatus } from '../../store/runs.js';
 import { UserError } from '../../util/errors.js';
 import { readLastLines } from '../../util/log-tail.js';
 import { slotKey } from '../../util/trial-keys.js';
-import { serverKeysOf } from '../plan/plan.js';
 import { loadExperiment } from '../spec/load.js';
 import { finalizeRun } from './finalize.js';
 import { createRun, finishedOutcome, loadRun, type RunOutcome } from './run-store.js';
+import { slurmLaneScope } from './slurm-lane.js';
 
 type SlurmConfig = Extract<ExecutorConfig, { kind: 'slurm' }>;
 
 export interface SlurmRunOptions {
   experimentPath: string;
-  /** Continue this run instead of creating one: jobs only for server configs with trials still missing. */
+  /** Continue this run instead of creating one: its lanes' jobs take the trials still missing. */
   runId?: number;
   /** The shared store every job writes into (SQLite WAL; must be on a filesystem all nodes see). */
   storePath: string;
@@ -51,10 +52,11 @@ export interface SlurmRunOptions {
   log?: (line: string) => void;
 }
 
-/** How one server config's jobs ended. */
+/** How one lane's jobs ended. */
 export interface SlurmJobReport {
-  serverKey: string;
-  /** Every job id submitted for this config, oldest first. */
+  /** The lane's name (`lanes:`; lane1 without). */
+  lane: string;
+  /** Every job id submitted for this lane, oldest first. */
   jobIds: string[];
   state: string;
   /** The last lines of the last job's log when it did not complete. */
@@ -72,7 +74,7 @@ const LOG_TAIL_LINES = 20;
 const UNKNOWN_POLLS_BEFORE_LOST = 5;
 
 interface Tracked {
-  serverKey: string;
+  lane: { index: number; name: string };
   scriptPath: string;
   jobIds: string[];
   status: JobStatus;
@@ -83,11 +85,13 @@ interface Tracked {
 }
 
 /**
- * Dispatch a run to Slurm: one job per server config (`servelab run FILE --run-id N --server-key KEY --store PATH`),
- * all submitted at once so the cluster runs them side by side. Polls their states, reports jobs that end badly
- * with their log tail, resubmits them up to `config.retries` times (a resubmitted job measures only the missing
- * trials), and finalizes the run once every job has ended. Ctrl-C cancels the jobs; measured trials stay stored.
- * With `runId`, an unfinished run is continued: only configs with trials still missing get jobs.
+ * Dispatch a run to Slurm: one job per lane (one without `lanes:`), each running `servelab run FILE --run-id N
+ * --lane K --store PATH` on its node for its lifetime. The jobs claim whole blocks of the plan from the shared store
+ * (slurm-lane.ts) and start each config's server inside their own allocation, so every comparison is made within a
+ * node. Polls their states, reports jobs that end badly with their log tail (their unmeasured trials go to the lanes
+ * still running), resubmits them up to `config.retries` times while trials are missing, and finalizes the run once
+ * every job has ended. Ctrl-C cancels the jobs; measured trials stay stored. With `runId`, an unfinished run is
+ * continued: its lanes take the trials still missing.
  */
 export async function runOnSlurm(options: SlurmRunOptions): Promise<SlurmRunResult> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
@@ -101,29 +105,29 @@ export async function runOnSlurm(options: SlurmRunOptions): Promise<SlurmRunResu
     const finished = finishedOutcome(run, options.acceptDrift ?? false);
     if (finished) return { runId, outcome: finished, jobs: [] };
     if (options.runId !== undefined) setRunStatus(db, runId, 'running');
-    const measuredKeys = new Set(listTrials(db, runId).map(slotKey));
-    const serverKeys = serverKeysOf({ ...plan, trials: plan.trials.filter((trial) => !measuredKeys.has(slotKey(trial))) });
+    const missing = () => {
+      const measured = new Set(listTrials(db, runId).map(slotKey));
+      return plan.trials.filter((trial) => !measured.has(slotKey(trial))).length;
+    };
     const jobDir = resolve(options.jobDir ?? join(dirname(storePath), 'slurm', `run-${runId}`));
     mkdirSync(jobDir, { recursive: true });
     const servelab = options.config.remoteServelab ?? thisServelab();
+    const lanes = experiment.lanes ?? [{ name: 'lane1', env: {} }];
     log(
-      `run ${runId}: ${experiment.name} on Slurm, ${serverKeys.length} server configs to run, ${plan.trials.length - measuredKeys.size} of ${plan.trials.length} trials to measure; job logs in ${jobDir}`,
+      `run ${runId}: ${experiment.name} on Slurm, ${lanes.length} ${lanes.length === 1 ? 'job' : 'jobs at once'}, each a lane running every server config in turn on its node (configs compared within a node); ${missing()} of ${plan.trials.length} trials to measure; job logs in ${jobDir}`,
     );
-    // One job per config: each config lands on its own node, so the verdicts compare nodes as much as configs.
-    if (serverKeysOf(plan).length > 1)
-      log(
-        'note: each server config runs as its own job, on whichever node Slurm gives it: verdicts compare configs measured on different nodes, so a node a few percent faster favours its config (docs/remote.md, "Slurm and lanes")',
-      );
 
-    const tracked: Tracked[] = serverKeys.map((serverKey) => {
-      const scriptPath = join(jobDir, `${serverKey}.sbatch`);
+    const tracked: Tracked[] = lanes.map((spec, index) => {
+      const lane = { index, name: spec.name };
+      const scriptPath = join(jobDir, `${lane.name}.sbatch`);
+      const { kind: _kind, retries: _retries, remoteServelab: _remote, ...sbatch } = options.config;
       writeFileSync(
         scriptPath,
         slurmJobScript({
-          config: options.config,
+          config: { ...sbatch, ...spec.slurm },
           experimentName: experiment.name,
           runId,
-          serverKey,
+          lane,
           servelab,
           experimentPath,
           storePath,
@@ -133,7 +137,7 @@ export async function runOnSlurm(options: SlurmRunOptions): Promise<SlurmRunResu
         }),
         { mode: 0o755 },
       );
-      return { serverKey, scriptPath, jobIds: [], status: { state: 'UNSUBMITTED' }, unknownPolls: 0, attempts: 0, done: false };
+      return { lane, scriptPath, jobIds: [], status: { state: 'UNSUBMITTED' }, unknownPolls: 0, attempts: 0, done: false };
     });
 
     const onAbort = () => void scancel(tracked.filter((job) => !job.done).flatMap((job) => job.jobIds.slice(-1)));
@@ -146,9 +150,17 @@ export async function runOnSlurm(options: SlurmRunOptions): Promise<SlurmRunResu
         if (options.signal?.aborted) break;
         await refresh(tracked, log);
         for (const job of tracked.filter((candidate) => !candidate.done && classifyState(candidate.status.state) !== 'active')) {
-          await settle(job, { jobDir, retries: options.config.retries, runStatus: () => getRun(db, runId)?.status, log });
+          await settle(job, {
+            jobDir,
+            retries: options.config.retries,
+            // A job Slurm says has ended holds its lane no more: the other lanes take its blocks at once.
+            release: () => revokeLease(db, runId, slurmLaneScope(job.lane.index)),
+            stillWanted: () => getRun(db, runId)?.status !== 'drift' && missing() > 0,
+            othersRunning: tracked.filter((other) => other !== job && !other.done).length,
+            log,
+          });
         }
-        const count = listTrials(db, runId).length;
+        const count = plan.trials.length - missing();
         if (count !== measured) {
           measured = count;
           log(`run ${runId}: ${count} of ${plan.trials.length} trials measured`);
@@ -159,7 +171,7 @@ export async function runOnSlurm(options: SlurmRunOptions): Promise<SlurmRunResu
     }
 
     const jobs: SlurmJobReport[] = tracked.map((job) => ({
-      serverKey: job.serverKey,
+      lane: job.lane.name,
       jobIds: job.jobIds,
       state: job.status.state,
       ...(job.logTail && { logTail: job.logTail }),
@@ -194,20 +206,20 @@ async function newRun(db: Db, experimentPath: string): Promise<number> {
 
 async function submit(job: Tracked, jobDir: string, log: (line: string) => void): Promise<void> {
   // %j: each attempt keeps its own log, so a retry does not overwrite the failure it retries.
-  const output = join(jobDir, `${job.serverKey}-%j.log`);
+  const output = join(jobDir, `${job.lane.name}-%j.log`);
   const result = await command('sbatch', ['--parsable', `--output=${output}`, job.scriptPath], 60_000);
   const jobId = result.code === 0 ? parseSbatchParsable(result.stdout) : undefined;
   if (!jobId) {
     throw new UserError(
-      `sbatch refused the job for server config ${job.serverKey}: ${result.stderr.trim() || result.stdout.trim() || `exit code ${result.code}`}`,
-      `check partition, gpusPerJob, timeLimit and sbatchArgs under executor: (try \`sbatch --test-only ${job.scriptPath}\`)`,
+      `sbatch refused the job of lane ${job.lane.name}: ${result.stderr.trim() || result.stdout.trim() || `exit code ${result.code}`}`,
+      `check partition, gpusPerJob, timeLimit and sbatchArgs under executor: and the lane's slurm: (try \`sbatch --test-only ${job.scriptPath}\`)`,
     );
   }
   job.jobIds.push(jobId);
   job.attempts++;
   job.status = { state: 'PENDING' };
   job.unknownPolls = 0;
-  log(`slurm job ${jobId}: server config ${job.serverKey} submitted${job.attempts > 1 ? ` (attempt ${job.attempts})` : ''}`);
+  log(`slurm job ${jobId}: lane ${job.lane.name} submitted${job.attempts > 1 ? ` (attempt ${job.attempts})` : ''}`);
 }
 
 /** Current state of each unfinished job: squeue, then sacct, then scontrol for jobs squeue no longer lists. */
@@ -245,10 +257,20 @@ async function refresh(tracked: Tracked[], log: (line: string) => void): Promise
   }
 }
 
-/** A job that left the queue: done, or reported with its log tail and resubmitted while retries remain. */
+/**
+ * A job that left the queue: done, or reported with its log tail, its lane released (its unmeasured trials go to the
+ * lanes still running) and resubmitted while retries remain and trials are missing.
+ */
 async function settle(
   job: Tracked,
-  context: { jobDir: string; retries: number; runStatus: () => string | undefined; log: (line: string) => void },
+  context: {
+    jobDir: string;
+    retries: number;
+    release: () => void;
+    stillWanted: () => boolean;
+    othersRunning: number;
+    log: (line: string) => void;
+  },
 ): Promise<void> {
   const id = job.jobIds.at(-1)!;
   if (classifyState(job.status.state) === 'completed') {
@@ -256,17 +278,18 @@ async function settle(
     job.logTail = undefined;
     return;
   }
-  job.logTail = readLastLines(join(context.jobDir, `${job.serverKey}-${id}.log`), LOG_TAIL_LINES);
+  context.release();
+  job.logTail = readLastLines(join(context.jobDir, `${job.lane.name}-${id}.log`), LOG_TAIL_LINES);
   const exit = job.status.exitCode ? ` (exit code ${job.status.exitCode})` : '';
+  const rest = context.othersRunning > 0 ? `; its unmeasured trials go to the ${context.othersRunning} other lanes` : '';
   context.log(
-    `slurm job ${id} (server config ${job.serverKey}) ended ${job.status.state}${exit}; last log lines:\n${
+    `slurm job ${id} (lane ${job.lane.name}) ended ${job.status.state}${exit}${rest}; last log lines:\n${
       job.logTail.length > 0 ? job.logTail.map((line) => `    ${line}`).join('\n') : '    (no log)'
     }`,
   );
-  // A drift alarm stops the whole run on purpose: running the config again would only raise it again.
-  const retryable = context.runStatus() !== 'drift';
-  if (retryable && job.attempts <= context.retries) {
-    context.log(`slurm: resubmitting server config ${job.serverKey} (retry ${job.attempts} of ${context.retries}); it resumes the missing trials`);
+  // A drift alarm stops the whole run on purpose: running the lane again would only raise it again.
+  if (job.attempts <= context.retries && context.stillWanted()) {
+    context.log(`slurm: resubmitting lane ${job.lane.name} (retry ${job.attempts} of ${context.retries}); it takes the trials still missing`);
     await submit(job, context.jobDir, context.log);
     return;
   }

@@ -109,9 +109,12 @@ export function resolveExperiment(filePath: string, file: ExperimentFile): Resol
   );
   file.grid.forEach((grid, index) => specs.push(...expandGrid(grid, `grid[${index}]`, fail)));
   const searched = file.search && resolveSearch(file.search, fail);
-  // A Slurm job runs the trials planned for its config; a search plans its next block only after the last one.
+  // Slurm jobs claim the planned blocks from the store; a search plans its next block only after the last one is measured.
   if (searched && file.executor.kind === 'slurm')
-    fail('search', 'a search decides its next points as it goes, which one Slurm job per config cannot: run it with executor local or ssh');
+    fail(
+      'search',
+      'a search decides its next points as it goes, which Slurm jobs working through a fixed plan cannot: run it with executor local or ssh lanes',
+    );
   for (const point of searched?.points ?? []) {
     if (!VARIANT_NAME.test(point.name)) fail('search.name', `${VARIANT_NAME_RULE}, got "${point.name}"`);
     const { name, params, ...spec } = point;
@@ -463,19 +466,31 @@ export function cacheResetUnknown(profileName: string): UserError {
   );
 }
 
-/** `lanes:` with names filled in; refused where two lanes could not run at once. */
+/**
+ * `lanes:` with names filled in, a Slurm lane's `count` expanded into one lane per job; refused where two lanes could
+ * not run at once, or where a lane's kind does not match the executor (Slurm jobs are dispatched, the rest run here).
+ */
 function resolveLanes(file: ExperimentFile, fail: (key: string, message: string) => never): ResolvedLane[] {
   const lanes = file.lanes ?? [];
-  if (file.executor.kind === 'slurm')
-    fail('lanes', 'lanes run on this machine or on SSH hosts; with executor kind slurm, leave lanes out (each job then runs one config)');
-  if (lanes.length > 1 && file.server.port !== undefined)
-    fail('server.port', 'a fixed port cannot serve several lanes at once: use {port} with a free one per launch, or a portRange per lane');
-  const resolved = lanes.map((lane, index) => ({
-    name: lane.name ?? `lane${index + 1}`,
+  const slurm = file.executor.kind === 'slurm';
+  for (const [index, lane] of lanes.entries()) {
+    if (slurm && lane.executor !== undefined)
+      fail(`lanes[${index}].executor`, "with executor kind slurm every lane is a Slurm job: set its sbatch settings under the lane's slurm:");
+    if (!slurm && (lane.slurm !== undefined || (lane.count ?? 1) > 1))
+      fail(`lanes[${index}]`, 'slurm: and count: are for Slurm lanes (executor kind slurm); list local or SSH lanes one by one');
+  }
+  // An unnamed lane is lane N by its place among all lanes (jobs included); a named one with count N is NAME-1 … NAME-N.
+  const expanded = lanes.flatMap((lane) => Array.from({ length: lane.count ?? 1 }, (_, job) => ({ lane, job })));
+  const resolved = expanded.map(({ lane, job }, index) => ({
+    name: lane.name === undefined ? `lane${index + 1}` : lane.count === undefined ? lane.name : `${lane.name}-${job + 1}`,
     env: lane.env ?? {},
     ...(lane.portRange !== undefined && { portRange: lane.portRange }),
     ...(lane.executor !== undefined && { executor: lane.executor }),
+    ...(lane.slurm !== undefined && { slurm: lane.slurm }),
   }));
+  // Several Slurm jobs may share a node, as local lanes share this machine.
+  if (resolved.length > 1 && file.server.port !== undefined)
+    fail('server.port', 'a fixed port cannot serve several lanes at once: use {port} with a free one per launch, or a portRange per lane');
   const names = resolved.map((lane) => lane.name);
   const repeated = names.find((name, index) => names.indexOf(name) !== index);
   if (repeated !== undefined) fail('lanes', `two lanes are named "${repeated}": give each its own name`);

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { durationSchema } from '../../config/duration.js';
 import { acceptsFormsOf } from '../../config/issues.js';
 import { kindsOf, optionsOf } from '../../config/schema-doc.js';
-import { executorConfigSchema, laneExecutorSchema } from '../../exec/config.js';
+import { executorConfigSchema, laneExecutorSchema, slurmLaneSchema } from '../../exec/config.js';
 import { argvSchema, envNameList, envSchema, serverSchema, serverShape } from '../../launch/server-schema.js';
 import { promptSourceSchema, sloSchema, traceSourceSchema, workloadSchema } from '../../load/config.js';
 import type { TraceSource } from '../../load/trace/types.js';
@@ -274,6 +274,16 @@ const laneSchema = z.strictObject({
     .meta({ description: "Variables set in this lane's servers, over server.env and the variant's env.", examples: [{ CUDA_VISIBLE_DEVICES: '0,1,2,3' }] }),
   portRange: serverShape.portRange.describe("Where this lane's servers pick their free port; default: server.portRange, else below the ephemeral range."),
   executor: laneExecutorSchema.optional().describe('Where this lane runs (an SSH host); default: the experiment executor.'),
+  slurm: slurmLaneSchema
+    .optional()
+    .describe("With executor kind slurm: this lane's jobs' sbatch settings over the executor's (partition, gpusPerJob, timeLimit, sbatchArgs)."),
+  count: z
+    .number()
+    .int()
+    .min(1)
+    .max(64)
+    .optional()
+    .describe('With executor kind slurm: this many concurrent jobs, each a lane for its lifetime (named NAME-1 … NAME-N, or lane N); default: 1.'),
 });
 
 export const experimentFileSchema = z.strictObject({
@@ -300,7 +310,7 @@ export const experimentFileSchema = z.strictObject({
     .optional()
     .meta({
       description:
-        'Places where servers run at the same time (GPUs of this box, SSH hosts): each lane runs whole passes, measuring the baseline in each, and verdicts compare configs within lanes. Default: one lane.',
+        'Places where servers run at the same time (GPUs of this box, SSH hosts, Slurm jobs): each lane runs whole passes, measuring the baseline in each, and verdicts compare configs within lanes. Default: one lane (with executor kind slurm: one job).',
       examples: [[{ env: { CUDA_VISIBLE_DEVICES: '0,1,2,3' } }, { env: { CUDA_VISIBLE_DEVICES: '4,5,6,7' } }]],
     }),
   fingerprint: z

@@ -1,3 +1,4 @@
+import type { SlurmLaneSettings } from '../../exec/config.js';
 import type { ExecutorConfig } from '../../exec/types.js';
 import type { PortRange } from '../../launch/port-range.js';
 import type { PromptSource, Slo, TokenCountSource, Workload } from '../../load/types.js';
@@ -127,6 +128,8 @@ export interface ResolvedLane {
   env: Record<string, string>;
   portRange?: PortRange;
   executor?: ExecutorConfig;
+  /** With executor kind slurm: the lane's sbatch settings over the executor's (its job's `#SBATCH` lines). */
+  slurm?: SlurmLaneSettings;
 }
 
 /** The `search:` section resolved (spec/search-space.ts); its points are the variants whose params name every knob. */
