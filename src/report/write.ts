@@ -17,6 +17,7 @@ import { equivalenceHtml } from './equivalence-html.js';
 import { markdownCodeBlock } from './escape.js';
 import { type Figure, reportFigures } from './figures.js';
 import { renderHtmlReport } from './html.js';
+import { laneReportParts } from './lanes.js';
 import { renderMarkdown } from './markdown.js';
 import { buildRunReport, type RunData } from './model.js';
 import { loadRunData } from './queries.js';
@@ -48,7 +49,12 @@ export function writeReports(db: Db, runIds: number[], outDir: string): WrittenR
       .find((candidate) => candidate.run.experimentName === data.run.experimentName);
     const campaign = campaignOf(data);
     const bisect = bisectReportParts(db, data.run.id);
-    return writeOne(data, previous, dir, { ...campaign, html: (campaign.html ?? '') + bisect.html, markdown: campaign.markdown + bisect.markdown });
+    const lanes = laneReportParts(data.conclusion?.lanes);
+    return writeOne(data, previous, dir, {
+      ...campaign,
+      html: (campaign.html ?? '') + lanes.html + bisect.html,
+      markdown: campaign.markdown + lanes.markdown + bisect.markdown,
+    });
   });
 }
 

@@ -3,7 +3,6 @@ import type { ExecutorConfig } from '../../exec/types.js';
 import { loadCostModel } from '../../experiment/plan/budget.js';
 import { chooseSchedule } from '../../experiment/plan/schedule.js';
 import { campaignSummary } from '../../experiment/run/campaign-report.js';
-import { laneReport } from '../../experiment/run/lane-report.js';
 import { checkResumeFile } from '../../experiment/run/resume-check.js';
 import { loadRun } from '../../experiment/run/run-store.js';
 import { type RunOutcome, runExperiment } from '../../experiment/run/runner.js';
@@ -11,6 +10,7 @@ import { runOnSlurm } from '../../experiment/run/slurm.js';
 import { loadExperiment } from '../../experiment/spec/load.js';
 import type { Plan, ResolvedExperiment } from '../../experiment/spec/types.js';
 import { formatVerdicts } from '../../experiment/text/format.js';
+import { formatLaneReport } from '../../experiment/text/lane-format.js';
 import { formatPlanChoice, predictedText, sourcesNote } from '../../experiment/text/plan-format.js';
 import { loadConclusion } from '../../report/queries.js';
 import { type Db, defaultStorePath, openStore } from '../../store/db.js';
@@ -185,8 +185,7 @@ function report(db: Db, outcome: RunOutcome, json: boolean): void {
       if (!json) {
         const conclusion = loadConclusion(db, run, { verdicts: outcome.verdicts ?? [], ranking: true });
         const verdicts = formatVerdicts(conclusion, plan.schedule === 'blocked', (experiment.lanes?.length ?? 1) > 1);
-        const lanes = laneReport(db, outcome.runId).lines;
-        const laneText = lanes.length > 0 ? `\n\n${lanes.join('\n')}` : '';
+        const laneText = conclusion.lanes ? `\n\n${formatLaneReport(conclusion.lanes).join('\n')}` : '';
         // A search's answer (in the campaign text) is its best config per level, not verdicts against its first point.
         const head = experiment.search ? '' : `${verdicts}${laneText}\n\n`;
         process.stdout.write(terminalText(`run ${outcome.runId} done\n${head}${campaignSummary(db, outcome.runId, conclusion)}\n`));
