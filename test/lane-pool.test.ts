@@ -92,5 +92,19 @@ describe('lane pool', () => {
     assert.ok(two.starts > one.starts);
     assert.ok(two.wallMs! < 0.6 * one.wallMs!, `${two.wallMs} vs ${one.wallMs}`);
     assert.equal(two.gpuHours, (two.wallMs! / 3_600_000) * 2);
+    // Each lane's share: its starts and trials add up to the plan's, the wall time is the slowest lane's busy time.
+    const shares = two.laneShares!;
+    assert.deepEqual(
+      shares.map((share) => share.name),
+      ['lane1', 'lane2'],
+    );
+    assert.equal(shares[0]!.starts + shares[1]!.starts, two.starts);
+    assert.equal(shares[0]!.trials + shares[1]!.trials, 18);
+    assert.equal(two.wallMs, Math.max(...shares.map((share) => share.ms!)));
+    for (const share of shares) assert.equal(share.ms, share.starts * 60_000 + share.trials * 120_000);
+    // A lane's first start is no restart; the extra starts are those the lanes add to one lane's.
+    assert.equal(two.restarts, two.starts - 2);
+    assert.equal(two.oneLaneStarts, one.starts);
+    assert.equal(one.restarts, one.starts - 1);
   });
 });

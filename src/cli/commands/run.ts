@@ -11,7 +11,7 @@ import { loadExperiment } from '../../experiment/spec/load.js';
 import type { Plan, ResolvedExperiment } from '../../experiment/spec/types.js';
 import { formatVerdicts } from '../../experiment/text/format.js';
 import { formatLaneReport } from '../../experiment/text/lane-format.js';
-import { formatPlanChoice, predictedText, sourcesNote } from '../../experiment/text/plan-format.js';
+import { formatPlanChoice, plannedRestarts, predictedText, sourcesNote } from '../../experiment/text/plan-format.js';
 import { loadConclusion } from '../../report/queries.js';
 import { type Db, defaultStorePath, openStore } from '../../store/db.js';
 import { latestUnfinishedRun } from '../../store/queries.js';
@@ -83,7 +83,7 @@ export function registerRun(program: Command): void {
           const choice = chooseSchedule(target.experiment, loadCostModel(db, target.experiment, simulatorDeclaredCosts));
           enforceLimits(target.experiment, choice, flags.force ?? false);
           log(
-            `plan: ${choice.schedule}, ${choice.plan.trials.length} trials, ${choice.plan.restarts} restarts, predicted ${predictedText(choice.prediction)} (${choice.reason})${sourcesNote(choice.prediction)}`,
+            `plan: ${choice.schedule}, ${choice.plan.trials.length} trials, ${plannedRestarts(choice)} restarts, predicted ${predictedText(choice.prediction)} (${choice.reason})${sourcesNote(choice.prediction)}`,
           );
           plan = choice.plan;
         }

@@ -5,6 +5,7 @@ import { listTrials } from '../../store/queries.js';
 import { messageOf } from '../../util/errors.js';
 import { slotKey } from '../../util/trial-keys.js';
 import { LanePool } from '../plan/lane-pool.js';
+import { laneServer } from '../spec/lane-server.js';
 import type { Plan, PlannedTrial, ResolvedExperiment, ResolvedLane } from '../spec/types.js';
 import type { CampaignControl } from './campaign.js';
 import { TrialConsumers } from './consumers.js';
@@ -25,15 +26,7 @@ export interface LaneRun {
 export function laneExperiment(experiment: ResolvedExperiment, lane: ResolvedLane): ResolvedExperiment {
   return {
     ...experiment,
-    variants: experiment.variants.map((variant) => ({
-      ...variant,
-      server: {
-        ...variant.server,
-        env: { ...variant.server.env, ...lane.env },
-        unsetEnv: variant.server.unsetEnv.filter((name) => !(name in lane.env)),
-        ...(lane.portRange !== undefined && { portRange: lane.portRange }),
-      },
-    })),
+    variants: experiment.variants.map((variant) => ({ ...variant, server: laneServer(variant.server, lane) })),
   };
 }
 
