@@ -46,6 +46,8 @@ describe('lanes', () => {
     // Both lanes ran at once: their log lines carry their names.
     assert.match(run.stderr, /\[lane1\] starting server/);
     assert.match(run.stderr, /\[lane2\] starting server/);
+    // stderr is a pipe here: the lanes' live state never redraws it (no carriage return, no escape sequence).
+    assert.ok(!run.stderr.includes('\r') && !run.stderr.includes('\u001b'), run.stderr);
 
     const trials = trialsOf(store, 1);
     assert.equal(trials.length, 16);

@@ -18,6 +18,7 @@ import { latestUnfinishedRun } from '../../store/queries.js';
 import { UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
 import { terminalText } from '../../util/terminal-text.js';
+import { laneProgress } from '../lane-progress.js';
 import { simulatorDeclaredCosts } from '../sim-costs.js';
 import { EXPERIMENT_FILE_HELP, enforceLimits } from './plan.js';
 
@@ -73,7 +74,9 @@ export function registerRun(program: Command): void {
       };
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
-      const log = (line: string): void => void process.stderr.write(`${terminalText(line)}\n`);
+      // On lanes, each lane's state under the log (a terminal) or a line now and then (a log file): cli/lane-progress.ts.
+      const lanes = laneProgress();
+      const log = (line: string): void => lanes.log(terminalText(line));
       try {
         const { slurm, ...target } = resolveTarget(db, file, flags);
         const acceptDrift = flags.acceptDrift ?? false;
@@ -108,9 +111,12 @@ export function registerRun(program: Command): void {
               acceptEnvChange,
               signal: controller.signal,
               log,
+              onLanes: lanes.update,
             });
+        lanes.finish();
         report(db, outcome, flags.json ?? false);
       } finally {
+        lanes.finish();
         process.off('SIGINT', onSignal);
         process.off('SIGTERM', onSignal);
         db.close();
