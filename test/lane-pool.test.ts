@@ -1,9 +1,15 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { predictPlan } from '../src/experiment/plan/budget.js';
+import { loadCostModel, predictPlan, startupKeyOf } from '../src/experiment/plan/budget.js';
 import { LanePool, leadingStretch } from '../src/experiment/plan/lane-pool.js';
 import { planExperiment } from '../src/experiment/plan/plan.js';
-import type { PlannedTrial, ResolvedExperiment } from '../src/experiment/spec/types.js';
+import { laneServer } from '../src/experiment/spec/lane-server.js';
+import type { PlannedTrial, ResolvedExperiment, ServerConfig } from '../src/experiment/spec/types.js';
+import { openStore } from '../src/store/db.js';
+import { recordStartup } from '../src/store/startups.js';
 import { pairKey } from '../src/util/trial-keys.js';
 
 const variants = [
@@ -106,5 +112,27 @@ describe('lane pool', () => {
     assert.equal(two.restarts, two.starts - 2);
     assert.equal(two.oneLaneStarts, one.starts);
     assert.equal(one.restarts, one.starts - 1);
+  });
+
+  test("the prediction finds a config's startups recorded by its lanes (a lane's env is part of their key)", (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'servelab-lane-history-'));
+    const db = openStore(join(dir, 'servelab.db'));
+    t.after(() => {
+      db.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+    const server = { command: ['node', 'sim'], env: {}, unsetEnv: [], profile: 'simulator' } as unknown as ServerConfig;
+    const lanes = [0, 1].map((index) => ({ name: `lane${index + 1}`, env: { LANE: String(index) } }));
+    const experiment = { name: 'e', variants: [{ name: 'baseline', serverKey: 'A', server }], workloads: [], lanes } as unknown as ResolvedExperiment;
+    // What the runner records: each lane's start under the lane's version of the config.
+    for (const [index, lane] of lanes.entries())
+      recordStartup(db, {
+        configKey: startupKeyOf(laneServer(server, lane)),
+        startedAt: new Date().toISOString(),
+        outcome: 'ready',
+        readyMs: 1000 * (index + 1),
+        phases: [],
+      });
+    assert.deepEqual(loadCostModel(db, experiment).startups.A, { ms: 1500, source: 'history', samples: 2 });
   });
 });
