@@ -1,9 +1,15 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { predictPlan } from '../src/experiment/plan/budget.js';
+import { loadCostModel, predictPlan, startupKeyOf } from '../src/experiment/plan/budget.js';
 import { LanePool, leadingStretch } from '../src/experiment/plan/lane-pool.js';
 import { planExperiment } from '../src/experiment/plan/plan.js';
-import type { PlannedTrial, ResolvedExperiment } from '../src/experiment/spec/types.js';
+import { laneServer } from '../src/experiment/spec/lane-server.js';
+import type { PlannedTrial, ResolvedExperiment, ServerConfig } from '../src/experiment/spec/types.js';
+import { openStore } from '../src/store/db.js';
+import { recordStartup } from '../src/store/startups.js';
 import { pairKey } from '../src/util/trial-keys.js';
 
 const variants = [
@@ -92,5 +98,41 @@ describe('lane pool', () => {
     assert.ok(two.starts > one.starts);
     assert.ok(two.wallMs! < 0.6 * one.wallMs!, `${two.wallMs} vs ${one.wallMs}`);
     assert.equal(two.gpuHours, (two.wallMs! / 3_600_000) * 2);
+    // Each lane's share: its starts and trials add up to the plan's, the wall time is the slowest lane's busy time.
+    const shares = two.laneShares!;
+    assert.deepEqual(
+      shares.map((share) => share.name),
+      ['lane1', 'lane2'],
+    );
+    assert.equal(shares[0]!.starts + shares[1]!.starts, two.starts);
+    assert.equal(shares[0]!.trials + shares[1]!.trials, 18);
+    assert.equal(two.wallMs, Math.max(...shares.map((share) => share.ms!)));
+    for (const share of shares) assert.equal(share.ms, share.starts * 60_000 + share.trials * 120_000);
+    // A lane's first start is no restart; the extra starts are those the lanes add to one lane's.
+    assert.equal(two.restarts, two.starts - 2);
+    assert.equal(two.oneLaneStarts, one.starts);
+    assert.equal(one.restarts, one.starts - 1);
+  });
+
+  test("the prediction finds a config's startups recorded by its lanes (a lane's env is part of their key)", (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'servelab-lane-history-'));
+    const db = openStore(join(dir, 'servelab.db'));
+    t.after(() => {
+      db.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+    const server = { command: ['node', 'sim'], env: {}, unsetEnv: [], profile: 'simulator' } as unknown as ServerConfig;
+    const lanes = [0, 1].map((index) => ({ name: `lane${index + 1}`, env: { LANE: String(index) } }));
+    const experiment = { name: 'e', variants: [{ name: 'baseline', serverKey: 'A', server }], workloads: [], lanes } as unknown as ResolvedExperiment;
+    // What the runner records: each lane's start under the lane's version of the config.
+    for (const [index, lane] of lanes.entries())
+      recordStartup(db, {
+        configKey: startupKeyOf(laneServer(server, lane)),
+        startedAt: new Date().toISOString(),
+        outcome: 'ready',
+        readyMs: 1000 * (index + 1),
+        phases: [],
+      });
+    assert.deepEqual(loadCostModel(db, experiment).startups.A, { ms: 1500, source: 'history', samples: 2 });
   });
 });

@@ -6,6 +6,7 @@
  */
 
 import type { Conclusion } from '../experiment/analysis/conclusion.js';
+import { laneName } from '../experiment/analysis/lanes.js';
 import { METRIC_ENTRIES } from '../metrics/catalog.js';
 import type { RequestSample } from '../metrics/types.js';
 import type { TrialRecord } from '../store/types.js';
@@ -63,10 +64,15 @@ function mergeKinds(a: ColumnKind, b: ColumnKind): ColumnKind {
   return 'string';
 }
 
+/** A lane's name by its stored index (analysis/lanes.ts `laneName` over the run's experiment). */
+export type LaneNames = (lane: number) => string;
+
+const defaultLaneName: LaneNames = (lane) => laneName({}, lane);
+
 const COUNT_FIELDS = new Set(['completed', 'failed']);
 
 /** What identifies a trial, first in every row of both levels; every grid parameter of the run in every row. */
-function trialCells(trial: TrialRecord, paramNames: readonly string[]): Array<[string, ColumnKind, Cell | undefined]> {
+function trialCells(trial: TrialRecord, paramNames: readonly string[], nameOfLane: LaneNames): Array<[string, ColumnKind, Cell | undefined]> {
   return [
     ['runId', 'integer', trial.runId],
     ['trialId', 'integer', trial.id],
@@ -76,6 +82,8 @@ function trialCells(trial: TrialRecord, paramNames: readonly string[]): Array<[s
     // Counted from 1, as every view counts them (formatBlock, "trial 3/20"); stored 0-based.
     ['block', 'integer', trial.block + 1],
     ['repetition', 'integer', trial.repetition + 1],
+    // The lane that measured it (experiment `lanes:`), by name as every view names it; null without lanes.
+    ['lane', 'string', trial.lane === undefined ? undefined : nameOfLane(trial.lane)],
     ...paramNames.map((name): [string, ColumnKind, Cell | undefined] => {
       const value = trial.params[name];
       return [`param.${name}`, typeof value === 'string' ? 'string' : 'number', value];
@@ -125,7 +133,7 @@ function conclusionCells(conclusion: Conclusion, variant: string): Array<[string
 }
 
 /** One row per stored (valid, readable) trial; with the run's conclusion, its config's quality and feasibility too. */
-export function trialTable(trials: readonly TrialRecord[], conclusion?: Conclusion): ExportTable {
+export function trialTable(trials: readonly TrialRecord[], conclusion?: Conclusion, nameOfLane: LaneNames = defaultLaneName): ExportTable {
   const table = new TableBuilder();
   const paramNames = paramNamesOf(trials);
   for (const trial of trials) {
@@ -134,7 +142,7 @@ export function trialTable(trials: readonly TrialRecord[], conclusion?: Conclusi
     const catalogued = METRIC_ENTRIES.flatMap(([name]) => (trial.metrics[name] === undefined ? [] : [[name, trial.metrics[name]] as const]));
     metricCells({ ...Object.fromEntries(catalogued), ...trial.metrics }, '', metrics);
     table.add([
-      ...trialCells(trial, paramNames),
+      ...trialCells(trial, paramNames, nameOfLane),
       ['serverKey', 'string', trial.serverKey],
       ['cache', 'string', trial.cache],
       ['startedAt', 'string', trial.startedAt],
@@ -151,13 +159,17 @@ export function trialTable(trials: readonly TrialRecord[], conclusion?: Conclusi
  * One row per stored request of those trials, as the load client measured it: times in ms from the request's
  * scheduled arrival (or its send, in a closed loop), `itlMs` the gaps between token-bearing chunks.
  */
-export function requestTable(trials: readonly TrialRecord[], samples: ReadonlyMap<number, readonly RequestSample[]>): ExportTable {
+export function requestTable(
+  trials: readonly TrialRecord[],
+  samples: ReadonlyMap<number, readonly RequestSample[]>,
+  nameOfLane: LaneNames = defaultLaneName,
+): ExportTable {
   const table = new TableBuilder();
   const paramNames = paramNamesOf(trials);
   for (const trial of trials) {
     for (const sample of samples.get(trial.id) ?? []) {
       table.add([
-        ...trialCells(trial, paramNames),
+        ...trialCells(trial, paramNames, nameOfLane),
         ['index', 'integer', sample.index],
         ['sentAtMs', 'number', sample.sentAtMs],
         ['inputTokens', 'integer', sample.inputTokens],

@@ -1,4 +1,6 @@
 /** `servelab export`: one run's stored trials or requests as CSV, JSON Lines, Parquet or vLLM bench-serve results. */
+import { laneName } from '../experiment/analysis/lanes.js';
+import { storedExperimentOf } from '../experiment/spec/stored.js';
 import type { Db } from '../store/db.js';
 import { viewedRuns } from '../store/reads.js';
 import type { UnreadableRow } from '../store/row-json.js';
@@ -43,10 +45,12 @@ export async function exportRun(db: Db, runId: number, format: ExportFormat, lev
     const results = vllmBenchResults(data, { detailed: level === 'request' });
     return { ...base, content: redact.text(vllmBenchLines(results)), count: results.length, unit: 'vLLM results' };
   }
+  const experiment = storedExperimentOf(data.run);
+  const nameOfLane = (lane: number) => laneName(experiment, lane);
   const table =
     level === 'trial'
-      ? trialTable(data.trials, loadConclusion(db, data.run, { trials: data.trials, ranking: false }))
-      : requestTable(data.trials, data.samples);
+      ? trialTable(data.trials, loadConclusion(db, data.run, { trials: data.trials, ranking: false }), nameOfLane)
+      : requestTable(data.trials, data.samples, nameOfLane);
   if (table.rows.length === 0) throw new UserError(`run ${runId} has no readable requests stored for its trials`, `export its trials instead: --level trial`);
   table.rows = table.rows.map((row) => row.map((cell) => (typeof cell === 'string' ? redact.text(cell) : cell)));
   const content = format === 'csv' ? tableCsv(table) : format === 'jsonl' ? tableJsonl(table) : await tableParquet(table);

@@ -154,11 +154,13 @@ export function categoryTableHtml(report: RunReport): string {
 /** Every stored trial in run order, numbered as the runner's log and `servelab show` number them. */
 export function trialTableHtml(report: RunReport): string {
   if (report.trialRows.length === 0) return '<p class="empty">No trials measured yet.</p>';
-  const head = `<tr><th>trial</th><th>block</th><th>variant</th><th>workload</th><th class="num">${esc(report.metricUnit || report.metric)}</th><th class="num">ok requests</th><th class="num">failed requests</th><th>finished</th></tr>`;
+  // Which lane measured each trial, on a run with lanes.
+  const laned = report.trialRows.some((row) => row.lane !== undefined);
+  const head = `<tr><th>trial</th><th>block</th><th>variant</th><th>workload</th>${laned ? '<th>lane</th>' : ''}<th class="num">${esc(report.metricUnit || report.metric)}</th><th class="num">ok requests</th><th class="num">failed requests</th><th>finished</th></tr>`;
   const body = report.trialRows
     .map(
       (row) =>
-        `<tr><td class="mono">${esc(row.number)}</td><td>${esc(row.block)}</td><td><code>${esc(row.variant)}</code></td><td>${esc(row.workload)}</td><td class="num">${formatNumber(row.value)}</td><td class="num">${row.completed}</td><td class="num${row.failed > 0 ? ' warn' : ''}">${row.failed}</td><td class="mono">${esc(row.finishedAt.replace('T', ' ').slice(0, 19))}</td></tr>`,
+        `<tr><td class="mono">${esc(row.number)}</td><td>${esc(row.block)}</td><td><code>${esc(row.variant)}</code></td><td>${esc(row.workload)}</td>${laned ? `<td>${esc(row.lane ?? '—')}</td>` : ''}<td class="num">${formatNumber(row.value)}</td><td class="num">${row.completed}</td><td class="num${row.failed > 0 ? ' warn' : ''}">${row.failed}</td><td class="mono">${esc(row.finishedAt.replace('T', ' ').slice(0, 19))}</td></tr>`,
     )
     .join('');
   return `<details class="trials"><summary>${report.trialRows.length} trials in run order</summary><table class="data trials"><thead>${head}</thead><tbody>${body}</tbody></table></details>`;

@@ -6,6 +6,7 @@
 
 import { median } from 'simple-statistics';
 import type { ConcludedVerdict, Conclusion } from '../experiment/analysis/conclusion.js';
+import { laneName } from '../experiment/analysis/lanes.js';
 import { verdictMethod } from '../experiment/analysis/verdict.js';
 import { computeVerdicts } from '../experiment/analysis/verdicts.js';
 import { workNotes } from '../experiment/analysis/work-notes.js';
@@ -139,6 +140,8 @@ export interface TrialRow {
   block: string;
   variant: string;
   workload: string;
+  /** The lane that measured it (experiment `lanes:`); absent without lanes. */
+  lane?: string;
   value: number;
   completed: number;
   failed: number;
@@ -183,7 +186,7 @@ export function buildRunReport(data: RunData): RunReport {
     rows,
     ...(data.conclusion && { conclusion: data.conclusion }),
     trialOrder: trialOrderSeries(workloads, variants, trials, run.plan, numberOf, (workload) => judgedMetric(rows, workload, metric)),
-    trialRows: trialRows(trials, numberOf, planned, metric),
+    trialRows: trialRows(trials, numberOf, planned, metric, (lane) => laneName(experiment ?? {}, lane)),
     throughput: medianSeries(workloads, variants, trials, 'outputTokensPerSecond'),
     capacity: medianSeries(
       workloads.filter((workload) => judgedMetric(rows, workload, metric) === 'sloCapacity'),
@@ -260,7 +263,13 @@ function unfinalizedNote(status: RunStatus, trials: number, planned: number): st
     : `Verdicts computed by the report from the ${trials} of ${planned} planned trials stored: the runner did not finalize this ${status} run.`;
 }
 
-function trialRows(trials: readonly TrialRecord[], numberOf: (slot: TrialSlot) => number | undefined, planned: number, metric: MetricName): TrialRow[] {
+function trialRows(
+  trials: readonly TrialRecord[],
+  numberOf: (slot: TrialSlot) => number | undefined,
+  planned: number,
+  metric: MetricName,
+  nameOfLane: (lane: number) => string,
+): TrialRow[] {
   return trials
     .map((trial) => ({ trial, position: numberOf(trial) ?? Number.POSITIVE_INFINITY }))
     .sort((a, b) => a.position - b.position || a.trial.id - b.trial.id)
@@ -269,6 +278,7 @@ function trialRows(trials: readonly TrialRecord[], numberOf: (slot: TrialSlot) =
       block: formatBlock(trial.block),
       variant: trial.variant,
       workload: trial.workload,
+      ...(trial.lane !== undefined && { lane: nameOfLane(trial.lane) }),
       value: metricValue(trial.metrics, metric),
       completed: trial.metrics.completed,
       failed: trial.metrics.failed,
@@ -365,21 +375,26 @@ function environmentSummary(data: RunData, variants: string[], baseline: string)
     // Readings of the moment (host load, current clock) are machine state, shown with the telemetry, not the environment.
     .filter(([key, value]) => !isVolatileKey(key) && flats.every((flat) => flat[key] === value))
     .map(([key, value]) => ({ key, value }));
-  const reference = representativeFingerprint(data, baseline);
-  const variantChanges = reference
-    ? variants
-        .filter((variant) => variant !== baseline)
-        .flatMap((variant) => {
-          const fingerprint = representativeFingerprint(data, variant, false);
-          return fingerprint ? [{ variant, changes: diffFingerprints(reference, fingerprint) }] : [];
-        })
-    : [];
+  // On lanes, a variant is compared with the baseline as its lane ran it: a lane's own env is not the variant's.
+  const variantChanges = variants
+    .filter((variant) => variant !== baseline)
+    .flatMap((variant) => {
+      const trial = data.trials.find((candidate) => candidate.variant === variant);
+      const fingerprint = trial && data.fingerprints.get(trial.fingerprintId)?.fingerprint;
+      const reference = representativeFingerprint(data, baseline, true, trial?.lane);
+      return fingerprint && reference ? [{ variant, changes: diffFingerprints(reference, fingerprint) }] : [];
+    });
   return { common, variants: variantChanges, distinctFingerprints: fingerprints.length };
 }
 
-/** The fingerprint of a variant's first trial (or of the run's first trial when the variant has none). */
-export function representativeFingerprint(data: RunData, variant: string | undefined, fallback = true): Fingerprint | undefined {
-  const trial = data.trials.find((candidate) => candidate.variant === variant) ?? (fallback ? data.trials[0] : undefined);
+/**
+ * The fingerprint of a variant's first trial, on `lane` when it has one there (or of the run's first trial when the
+ * variant has none).
+ */
+export function representativeFingerprint(data: RunData, variant: string | undefined, fallback = true, lane?: number): Fingerprint | undefined {
+  const ofVariant = (candidate: TrialRecord) => candidate.variant === variant;
+  const trial =
+    data.trials.find((candidate) => ofVariant(candidate) && candidate.lane === lane) ?? data.trials.find(ofVariant) ?? (fallback ? data.trials[0] : undefined);
   return trial && data.fingerprints.get(trial.fingerprintId)?.fingerprint;
 }
 
@@ -403,10 +418,15 @@ function driftNotes(data: RunData): string[] {
   if (run.status === 'drift') notes.push(`Drift alarm stopped this run: ${run.message ?? 'no detail recorded'}`);
   // Alarms accepted with --accept-drift leave no trace in the status: the stored rows say the numbers moved.
   for (const alarm of data.driftAlarms ?? []) if (alarm.accepted) notes.push(`Drift alarm accepted with --accept-drift: ${alarm.message}`);
-  // The same variant must see the same environment in every trial; a change mid-run is drift inside the run.
+  // The same variant must see the same environment in every trial of a lane; a change mid-run is drift inside the
+  // run. Lanes differ by design (their env, GPUs, host): the lane report shows a lane's difference, not this.
   const byVariant = new Map<string, TrialRecord[]>();
-  for (const trial of trials) byVariant.set(trial.variant, [...(byVariant.get(trial.variant) ?? []), trial]);
-  for (const [variant, variantTrials] of byVariant) {
+  for (const trial of trials) {
+    const key = `${trial.variant}\u0000${trial.lane ?? ''}`;
+    byVariant.set(key, [...(byVariant.get(key) ?? []), trial]);
+  }
+  for (const variantTrials of byVariant.values()) {
+    const variant = variantTrials[0]!.variant;
     for (let i = 1; i < variantTrials.length; i++) {
       const before = data.fingerprints.get(variantTrials[i - 1]!.fingerprintId)?.fingerprint;
       const after = data.fingerprints.get(variantTrials[i]!.fingerprintId)?.fingerprint;

@@ -13,7 +13,7 @@ import { listRaceEvents } from '../store/campaign.js';
 import type { Db } from '../store/db.js';
 import { listDriftAlarms } from '../store/drift-alarms.js';
 import { listEquivalencePasses } from '../store/equivalence.js';
-import { getRun, listTrials, type RunDetail, trialHealth, trialSamples } from '../store/queries.js';
+import { getFingerprint, getRun, listTrials, type RunDetail, trialHealth, trialSamples } from '../store/queries.js';
 import { fingerprintsByIds, trialLatencies, viewedRuns } from '../store/reads.js';
 import type { UnreadableRow } from '../store/row-json.js';
 import { runTelemetry } from '../store/telemetry.js';
@@ -68,7 +68,7 @@ export interface ConclusionReadOptions {
   ranking: boolean;
 }
 
-/** A stored run's conclusion (experiment/analysis/conclusion.ts), from its trials, race events and quality passes. */
+/** A stored run's conclusion (experiment/analysis/conclusion.ts), from its trials, race events, quality passes and fingerprints. */
 export function loadConclusion(db: Db, run: RunDetail, options: ConclusionReadOptions): Conclusion {
   const trials = options.trials ?? listTrials(db, run.id);
   // A search's unmeasured points are its space, not contenders without data.
@@ -92,6 +92,7 @@ export function loadConclusion(db: Db, run: RunDetail, options: ConclusionReadOp
     eliminations,
     blocked,
     ranking: options.ranking && testable,
+    fingerprintOf: (id) => getFingerprint(db, id),
   });
 }
 

@@ -19,6 +19,7 @@ import { equivalenceHtml } from './equivalence-html.js';
 import { markdownCodeBlock } from './escape.js';
 import { type Figure, reportFigures } from './figures.js';
 import { renderHtmlReport } from './html.js';
+import { laneReportParts } from './lanes.js';
 import { renderMarkdown } from './markdown.js';
 import { buildRunReport, type RunData } from './model.js';
 import { loadRunData } from './queries.js';
@@ -52,7 +53,12 @@ export function writeReports(db: Db, runIds: number[], outDir: string): WrittenR
       .find((candidate) => candidate.run.experimentName === data.run.experimentName);
     const campaign = campaignOf(data);
     const bisect = bisectReportParts(db, data.run.id);
-    const written = writeOne(data, previous, dir, { ...campaign, html: (campaign.html ?? '') + bisect.html, markdown: campaign.markdown + bisect.markdown });
+    const lanes = laneReportParts(data.conclusion?.lanes);
+    const written = writeOne(data, previous, dir, {
+      ...campaign,
+      html: (campaign.html ?? '') + lanes.html + bisect.html,
+      markdown: campaign.markdown + lanes.markdown + bisect.markdown,
+    });
     const schedule = speculativeSchedule(storedExperimentOf(data.run), listSearchSteps(db, data.run.id));
     if (!schedule || 'none' in schedule) return written;
     const file = join(dir, scheduleFileName(data.run.id, schedule.schedule.engine));

@@ -72,6 +72,7 @@ export const PAGE_HTML = `<!doctype html>
     <div id="best"></div>
     <div id="quality"></div>
     <div id="spec"></div>
+    <div id="lanes"></div>
     <div id="bisect"></div>
     <h2>Charts</h2>
     <div id="figures"></div>
@@ -230,6 +231,7 @@ async function refreshRun() {
   $('best').innerHTML = data.html.best;
   $('quality').innerHTML = data.html.quality;
   $('spec').innerHTML = data.html.spec;
+  $('lanes').innerHTML = data.html.lanes;
   $('bisect').innerHTML = data.html.bisect;
   $('figures').innerHTML = data.html.figures;
   $('trials').innerHTML = data.html.trials;

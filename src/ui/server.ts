@@ -16,6 +16,7 @@ import { bestConfigHtml, specTableHtml } from '../report/campaign-html.js';
 import { compareRuns } from '../report/compare.js';
 import { reportFigures } from '../report/figures.js';
 import { comparisonHtml, environmentHtml, figuresHtml, notesHtml, runFactsHtml, trialTableHtml, verdictTableHtml } from '../report/html.js';
+import { laneReportParts } from '../report/lanes.js';
 import { machineStateHtml } from '../report/machine.js';
 import { buildRunReport } from '../report/model.js';
 import { qualityHtml } from '../report/quality-html.js';
@@ -147,6 +148,8 @@ interface RunView {
     spec: string;
     /** The `servelab bisect` answer this run is part of (a round, or the run bisected); empty otherwise. */
     bisect: string;
+    /** The lane report of a run on lanes (the report's section); empty otherwise. */
+    lanes: string;
     figures: string;
     trials: string;
     notes: string;
@@ -221,6 +224,7 @@ class UiState {
         // Acceptance, accepted length and verify-step time side by side, as in the report's campaign section.
         spec: hasSpecFigures(data.trials) ? `<h2>Speculative decoding</h2>${specTableHtml(storedExperimentOf(data.run), data.trials)}` : '',
         bisect: bisectReportParts(this.db, runId).html,
+        lanes: laneReportParts(data.conclusion?.lanes).html,
         figures: figuresHtml(reportFigures(report)),
         trials: trialTableHtml(report),
         notes: notesHtml(report),

@@ -3,7 +3,6 @@ import type { ExecutorConfig } from '../../exec/types.js';
 import { loadCostModel } from '../../experiment/plan/budget.js';
 import { chooseSchedule } from '../../experiment/plan/schedule.js';
 import { campaignSummary } from '../../experiment/run/campaign-report.js';
-import { laneReport } from '../../experiment/run/lane-report.js';
 import { checkResumeFile } from '../../experiment/run/resume-check.js';
 import { loadRun } from '../../experiment/run/run-store.js';
 import { type RunOutcome, runExperiment } from '../../experiment/run/runner.js';
@@ -11,13 +10,15 @@ import { runOnSlurm } from '../../experiment/run/slurm.js';
 import { loadExperiment } from '../../experiment/spec/load.js';
 import type { Plan, ResolvedExperiment } from '../../experiment/spec/types.js';
 import { formatVerdicts } from '../../experiment/text/format.js';
-import { formatPlanChoice, predictedText, sourcesNote } from '../../experiment/text/plan-format.js';
+import { formatLaneReport } from '../../experiment/text/lane-format.js';
+import { formatPlanChoice, plannedRestarts, predictedText, sourcesNote } from '../../experiment/text/plan-format.js';
 import { conclusionJson, loadConclusion } from '../../report/queries.js';
 import { type Db, defaultStorePath, openStore } from '../../store/db.js';
 import { latestUnfinishedRun } from '../../store/queries.js';
 import { UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
 import { terminalText } from '../../util/terminal-text.js';
+import { laneProgress } from '../lane-progress.js';
 import { simulatorDeclaredCosts } from '../sim-costs.js';
 import { EXPERIMENT_FILE_HELP, enforceLimits } from './plan.js';
 
@@ -73,7 +74,9 @@ export function registerRun(program: Command): void {
       };
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
-      const log = (line: string): void => void process.stderr.write(`${terminalText(line)}\n`);
+      // On lanes, each lane's state under the log (a terminal) or a line now and then (a log file): cli/lane-progress.ts.
+      const lanes = laneProgress();
+      const log = (line: string): void => lanes.log(terminalText(line));
       try {
         const { slurm, ...target } = resolveTarget(db, file, flags);
         const acceptDrift = flags.acceptDrift ?? false;
@@ -83,7 +86,7 @@ export function registerRun(program: Command): void {
           const choice = chooseSchedule(target.experiment, loadCostModel(db, target.experiment, simulatorDeclaredCosts));
           enforceLimits(target.experiment, choice, flags.force ?? false);
           log(
-            `plan: ${choice.schedule}, ${choice.plan.trials.length} trials, ${choice.plan.restarts} restarts, predicted ${predictedText(choice.prediction)} (${choice.reason})${sourcesNote(choice.prediction)}`,
+            `plan: ${choice.schedule}, ${choice.plan.trials.length} trials, ${plannedRestarts(choice)} restarts, predicted ${predictedText(choice.prediction)} (${choice.reason})${sourcesNote(choice.prediction)}`,
           );
           plan = choice.plan;
         }
@@ -108,9 +111,12 @@ export function registerRun(program: Command): void {
               acceptEnvChange,
               signal: controller.signal,
               log,
+              onLanes: lanes.update,
             });
+        lanes.finish();
         report(db, outcome, flags.json ?? false);
       } finally {
+        lanes.finish();
         process.off('SIGINT', onSignal);
         process.off('SIGTERM', onSignal);
         db.close();
@@ -193,8 +199,7 @@ function report(db: Db, outcome: RunOutcome, json: boolean): void {
     case 'done':
       if (!json && conclusion) {
         const verdicts = formatVerdicts(conclusion, plan.schedule === 'blocked', (experiment.lanes?.length ?? 1) > 1);
-        const lanes = laneReport(db, outcome.runId).lines;
-        const laneText = lanes.length > 0 ? `\n\n${lanes.join('\n')}` : '';
+        const laneText = conclusion.lanes ? `\n\n${formatLaneReport(conclusion.lanes).join('\n')}` : '';
         // A search's answer (in the campaign text) is its best config per level, not verdicts against its first point.
         const head = experiment.search ? '' : `${verdicts}${laneText}\n\n`;
         process.stdout.write(terminalText(`run ${outcome.runId} done\n${head}${campaignSummary(db, outcome.runId, conclusion)}\n`));

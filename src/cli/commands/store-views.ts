@@ -1,9 +1,9 @@
 import type { Command } from 'commander';
 import { campaignSummary } from '../../experiment/run/campaign-report.js';
-import { laneReport } from '../../experiment/run/lane-report.js';
 import { storedExperimentOf } from '../../experiment/spec/stored.js';
 import { numberedFromOne, trialNumbers } from '../../experiment/spec/trial-number.js';
 import { formatRunList, formatRunShow } from '../../experiment/text/format.js';
+import { formatLaneReport } from '../../experiment/text/lane-format.js';
 import { storedBisect } from '../../report/bisect.js';
 import { compareRuns } from '../../report/compare.js';
 import { comparisonText } from '../../report/compare-text.js';
@@ -81,7 +81,6 @@ export function registerStoreViews(program: Command): void {
         const telemetry = runTelemetry(db, run.id, unreadable);
         const concluded = loadConclusion(db, run, { trials, verdicts: verdicts.verdicts, ranking: true });
         const driftAlarms = listDriftAlarms(db, run.id, unreadable);
-        const lanes = laneReport(db, run.id);
         const notes = [...leftOutNotes({ trials, unreadable, run }, storedExperimentOf(run).metric), ...(verdicts.note ? [verdicts.note] : [])];
         const bisect = storedBisect(db, run.id);
         if (flags.json) {
@@ -98,7 +97,6 @@ export function registerStoreViews(program: Command): void {
               driftAlarms,
               telemetry: machine,
               ...conclusionJson(concluded),
-              ...(lanes.lines.length > 0 && { laneFindings: lanes.findings }),
               ...(bisect && { bisect: { id: bisect.id, ...bisect.view } }),
               ...(storedExperimentOf(run).search && { searchSteps: listSearchSteps(db, run.id).map(numberedFromOne) }),
               unreadable,
@@ -114,7 +112,7 @@ export function registerStoreViews(program: Command): void {
           formatRunShow(run, trials, invalidTrials, restarts, concluded),
           ...(notes.length > 0 ? ['', 'notes:', ...notes.map((note) => `  ${note}`)] : []),
           ...formatDriftAlarms(driftAlarms),
-          ...(lanes.lines.length > 0 ? ['', ...lanes.lines] : []),
+          ...(concluded.lanes ? ['', ...formatLaneReport(concluded.lanes)] : []),
           ...(flags.machine ? formatMachineState(trials, telemetry, numberText) : formatMachineSummary(run.id, trials, telemetry)),
           '',
           campaignSummary(db, run.id, concluded),

@@ -1,17 +1,20 @@
 /**
  * A run's conclusion, the one model every view renders (issue 34, "One conclusion"): each config's quality
  * (equivalence status, token agreement, accuracy) and feasibility under the objective with its reasons; each
- * variant × workload verdict worded with that feasibility ("faster, outputs changed"); and the best-config ranking.
+ * variant × workload verdict worded with that feasibility ("faster, outputs changed"); the best-config ranking; and,
+ * on lanes, the lane report (which lane measured what, which lane's level differs, with its fingerprint difference).
  * `run`'s final text, `show` (+ `--json`), `ls`, the Markdown and HTML reports, the UI and `export` read it; none
  * judges a config again or words its verdict otherwise. Pure: computed from stored rows on read (nothing stored),
  * so a run of any earlier version renders the same way.
  */
+import type { Fingerprint } from '../../fingerprint/types.js';
 import type { TrialRecord } from '../../store/types.js';
 import type { ResolvedExperiment, VariantVerdict } from '../spec/types.js';
 import { type AccuracyReport, accuracies } from './accuracy.js';
 import { type BestVerdict, bestConfig, configFeasibility, type Elimination } from './best.js';
 import type { EquivalenceReport, EquivalenceStatus } from './equivalence.js';
 import type { Caveat } from './feasibility.js';
+import { type LaneReport, laneReport } from './lanes.js';
 
 /** One config as the conclusion judges it. */
 export interface ConfigConclusion {
@@ -47,6 +50,8 @@ export interface Conclusion {
   best?: BestVerdict;
   equivalence?: EquivalenceReport;
   accuracy?: AccuracyReport;
+  /** A run on lanes: what each lane measured, and each lane whose level differs; absent without lanes or without the ranking. */
+  lanes?: LaneReport;
 }
 
 export interface ConclusionInput {
@@ -58,8 +63,10 @@ export interface ConclusionInput {
   accuracy?: AccuracyReport;
   eliminations?: readonly Elimination[];
   blocked: boolean;
-  /** Compute the ranking and its pairwise matrix (bootstraps of every pair); `ls` lists many runs and needs none. */
+  /** Compute the ranking and its pairwise matrix (bootstraps of every pair), and the lane report; `ls` lists many runs and needs none. */
   ranking: boolean;
+  /** A stored fingerprint by id: the lane report's fingerprint differences. */
+  fingerprintOf?: (id: number) => Fingerprint | undefined;
 }
 
 export function conclude(input: ConclusionInput): Conclusion {
@@ -96,6 +103,7 @@ export function conclude(input: ConclusionInput): Conclusion {
           ...(scores && { accuracy: scores }),
         })
       : undefined;
+  const lanes = input.ranking ? laneReport(experiment, trials, input.fingerprintOf ?? (() => undefined)) : undefined;
   return {
     baseline: experiment.baseline,
     configs,
@@ -103,6 +111,7 @@ export function conclude(input: ConclusionInput): Conclusion {
     ...(best && { best }),
     ...(equivalence && { equivalence }),
     ...(accuracy && { accuracy }),
+    ...(lanes && { lanes }),
   };
 }
 

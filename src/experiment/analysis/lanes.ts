@@ -1,3 +1,5 @@
+import { diffFingerprints } from '../../fingerprint/diff.js';
+import type { Fingerprint, FingerprintChange } from '../../fingerprint/types.js';
 import type { TrialRecord } from '../../store/types.js';
 import { higherIsBetter, metricValue } from '../spec/metrics.js';
 import type { ResolvedExperiment, Verdict } from '../spec/types.js';
@@ -51,6 +53,67 @@ export function laneLevels(experiment: ResolvedExperiment, trials: readonly Tria
     }
   }
   return levels;
+}
+
+/** Which lane measured what: its trials per config and the blocks it ran (1-based, as every view numbers them). */
+export interface LaneShare {
+  lane: number;
+  name: string;
+  trials: number;
+  variants: Array<{ variant: string; trials: number }>;
+  blocks: number[];
+}
+
+/** A lane whose level differs significantly from the other lanes', with the fingerprint facts that differ (others → lane). */
+export interface LaneFinding extends LaneLevel {
+  name: string;
+  changes: FingerprintChange[];
+}
+
+/** The lane report of a run with `lanes:` (part of the conclusion, analysis/conclusion.ts): every view renders it. */
+export interface LaneReport {
+  lanes: LaneShare[];
+  /** Each lane whose level differs from the others' at the same configs; empty: none does (or one lane only). */
+  findings: LaneFinding[];
+}
+
+/** `lanes[i].name`, else lane<i+1> (also for a lane index the stored experiment no longer names). */
+export function laneName(experiment: Pick<ResolvedExperiment, 'lanes'>, lane: number): string {
+  return experiment.lanes?.[lane]?.name ?? `lane${lane + 1}`;
+}
+
+/**
+ * Which lane measured what and which lane differs from the others (laneLevels), with its fingerprint difference
+ * against a trial of another lane at the same config. Undefined for a run without lanes. Pure: `fingerprintOf`
+ * reads a stored fingerprint.
+ */
+export function laneReport(
+  experiment: ResolvedExperiment,
+  trials: readonly TrialRecord[],
+  fingerprintOf: (id: number) => Fingerprint | undefined,
+): LaneReport | undefined {
+  const lanes = lanesOf(trials);
+  if (lanes.length === 0) return undefined;
+  const shares = lanes.map((lane): LaneShare => {
+    const own = trials.filter((trial) => trial.lane === lane);
+    const variants = experiment.variants
+      .map((variant) => variant.name)
+      .filter((variant) => own.some((trial) => trial.variant === variant))
+      .map((variant) => ({
+        variant,
+        trials: own.filter((trial) => trial.variant === variant).length,
+      }));
+    const blocks = [...new Set(own.map((trial) => trial.block + 1))].sort((a, b) => a - b);
+    return { lane, name: laneName(experiment, lane), trials: own.length, variants, blocks };
+  });
+  const findings = laneLevels(experiment, trials)
+    .filter((level) => level.significant)
+    .map((level): LaneFinding => {
+      const own = fingerprintOf(level.fingerprints.lane);
+      const other = fingerprintOf(level.fingerprints.others);
+      return { ...level, name: laneName(experiment, level.lane), changes: own && other ? diffFingerprints(other, own) : [] };
+    });
+  return { lanes: shares, findings };
 }
 
 /** How comparisons of configs stratify a run's trials (verdicts, best config, race). */

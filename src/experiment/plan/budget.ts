@@ -4,8 +4,11 @@ import { BUILTIN_PROFILES } from '../../profiles/builtin.js';
 import { recentReadyMs, recentTrialDurationsMs } from '../../store/campaign.js';
 import type { Db } from '../../store/db.js';
 import { pairKey } from '../../util/trial-keys.js';
+import { laneName } from '../analysis/lanes.js';
+import { laneServer } from '../spec/lane-server.js';
 import type { Plan, PlannedTrial, ResolvedExperiment, ServerConfig } from '../spec/types.js';
 import { LanePool } from './lane-pool.js';
+import { countRestarts } from './plan.js';
 import { type DeclaredCosts, declaredEquivalenceMs, declaredStartWarmupMs, declaredTrialMs, START_OVERHEAD_MS } from './trial-estimate.js';
 
 /**
@@ -48,9 +51,20 @@ export interface ConfigPrediction {
   trialSources: Array<Estimate['source']>;
 }
 
+/** One lane's share of a prediction: its starts (each config of each block it runs), trials and busy time. */
+export interface LanePrediction {
+  name: string;
+  starts: number;
+  trials: number;
+  /** Startups and trials of this lane, one after another; undefined when a figure is unknown. */
+  ms: number | undefined;
+}
+
 export interface PlanPrediction {
   trials: number;
+  /** Server starts in all (every lane's). */
   starts: number;
+  /** Starts after each lane's first: the run's server restarts. */
   restarts: number;
   /** Each total is undefined when a figure it sums is unknown: never a number missing a part. */
   startupTotalMs: number | undefined;
@@ -60,6 +74,10 @@ export interface PlanPrediction {
   gpusPerServer: number;
   /** Lanes the plan runs on (experiment `lanes:`); absent: one. */
   lanes?: number;
+  /** Each lane's share, the slowest's time being `wallMs`; with `lanes` only. */
+  laneShares?: LanePrediction[];
+  /** Starts the same plan needs on one lane: a config whose blocks go to several lanes starts on each of them. */
+  oneLaneStarts?: number;
   configs: ConfigPrediction[];
   /** Untimed quality passes at each start that no figure covers (named, once each): not in the totals. */
   uncountedPasses?: string[];
@@ -70,6 +88,15 @@ export interface PlanPrediction {
 /** The history key the runner records a config's startups under (shared with `servelab launch`). */
 export function startupKeyOf(server: ServerConfig): string {
   return configKey({ command: server.command, env: server.env, unsetEnv: server.unsetEnv, profile: server.profile });
+}
+
+/**
+ * Recorded startups of a server config: on lanes, those of every lane's version of it (a lane's env is part of the
+ * key the runner records under), else of the config itself.
+ */
+function startupHistory(db: Db, experiment: ResolvedExperiment, server: ServerConfig): number[] {
+  const servers = experiment.lanes ? experiment.lanes.map((lane) => laneServer(server, lane)) : [server];
+  return [...new Set(servers.map(startupKeyOf))].flatMap((key) => recentReadyMs(db, key));
 }
 
 /** What the caller can read of a server's own declared speed (the CLI reads the simulator's flags). */
@@ -86,7 +113,7 @@ export function loadCostModel(db: Db | undefined, experiment: ResolvedExperiment
   const startWarmups: Record<string, number> = {};
   for (const variant of experiment.variants) {
     const declared = declaredOf?.(variant.server);
-    startups[variant.serverKey] ??= fromHistory(db ? recentReadyMs(db, startupKeyOf(variant.server)) : []) ?? startupWithoutHistory(variant.server, declared);
+    startups[variant.serverKey] ??= fromHistory(db ? startupHistory(db, experiment, variant.server) : []) ?? startupWithoutHistory(variant.server, declared);
     for (const { label, workload } of experiment.workloads) {
       const own = db ? recentTrialDurationsMs(db, { experimentName: experiment.name, workload: label, variant: variant.name }) : [];
       const any = own.length > 0 || !db ? own : recentTrialDurationsMs(db, { experimentName: experiment.name, workload: label });
@@ -178,17 +205,23 @@ export function predictPlan(plan: Pick<Plan, 'trials'>, experiment: ResolvedExpe
     return ms;
   };
   const lanes = Math.max(1, experiment.lanes?.length ?? 1);
-  const clocks = new Array<number | undefined>(lanes).fill(0);
+  const shares = Array.from({ length: lanes }, (_, lane): LanePrediction => ({ name: laneName(experiment, lane), starts: 0, trials: 0, ms: 0 }));
   const pool = new LanePool(plan.trials, lanes);
-  const open = new Set(clocks.keys());
+  const open = new Set(shares.keys());
   while (open.size > 0) {
     // The lane free first takes the next stretch; an unknown figure orders lanes as 0 would, their wall time stays unknown.
-    const lane = [...open].sort((a, b) => (clocks[a] ?? 0) - (clocks[b] ?? 0))[0]!;
+    const lane = [...open].sort((a, b) => (shares[a]!.ms ?? 0) - (shares[b]!.ms ?? 0))[0]!;
     const stretch = pool.take(lane);
     pool.finished(lane);
     if (stretch.length === 0) open.delete(lane);
-    else clocks[lane] = sum(clocks[lane], stretchMs(stretch));
+    else {
+      const share = shares[lane]!;
+      share.ms = sum(share.ms, stretchMs(stretch));
+      share.starts += 1;
+      share.trials += stretch.length;
+    }
   }
+  const clocks = shares.map((share) => share.ms);
   const list = [...configs.values()];
   const starts = list.reduce((total, config) => total + config.starts, 0);
   const startupTotalMs = list.reduce<number | undefined>((total, config) => sum(total, times(config.starts, config.startupMs.ms)), 0);
@@ -201,14 +234,14 @@ export function predictPlan(plan: Pick<Plan, 'trials'>, experiment: ResolvedExpe
   return {
     trials: plan.trials.length,
     starts,
-    restarts: Math.max(0, starts - 1),
+    restarts: Math.max(0, starts - shares.filter((share) => share.starts > 0).length),
     startupTotalMs,
     measureMs,
     wallMs,
     // Every lane holds its GPUs for the whole run.
     gpuHours: wallMs === undefined ? undefined : (wallMs / 3_600_000) * gpusPerServer * lanes,
     gpusPerServer,
-    ...(lanes > 1 && { lanes }),
+    ...(lanes > 1 && { lanes, laneShares: shares, oneLaneStarts: countRestarts(plan.trials) + (plan.trials.length > 0 ? 1 : 0) }),
     configs: list,
     sources: SOURCE_ORDER.filter((source) => sources.has(source)),
     ...(uncounted.size > 0 && { uncountedPasses: [...uncounted] }),

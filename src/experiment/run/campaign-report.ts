@@ -39,9 +39,10 @@ export function campaignSummary(db: Db, runId: number, conclusion: Conclusion): 
   if (accuracy) lines.push(formatAccuracy(accuracy), '');
   if (hasSpecFigures(trials)) lines.push('speculative decoding (medians over trials):', formatSpecView(experiment, trials), '');
 
-  // Used: wall time of the run × GPUs per server; full grid: the interleaved plan of every trial at today's costs.
+  // Used: wall time of the run × GPUs per server × lanes (each holds its GPUs throughout, as the prediction counts
+  // them); full grid: the interleaved plan of every trial at today's costs.
   const wallMs = Date.parse(run.finishedAt ?? new Date().toISOString()) - Date.parse(run.startedAt);
-  const gpus = experiment.budget?.gpusPerServer ?? 1;
+  const gpus = (experiment.budget?.gpusPerServer ?? 1) * Math.max(1, experiment.lanes?.length ?? 1);
   const input = {
     variants: experiment.variants,
     workloads: experiment.workloads.map((workload) => workload.label),

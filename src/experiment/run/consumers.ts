@@ -1,4 +1,5 @@
 import type { Fingerprint } from '../../fingerprint/types.js';
+import type { BenchProgress } from '../../load/types.js';
 import { serverBehindLine } from '../../metrics/table.js';
 import { formatNumber, formatTrialNumber } from '../../util/format.js';
 import { metricUnit, metricValue, trialMetricsOf } from '../spec/metrics.js';
@@ -6,6 +7,12 @@ import type { PlannedTrial } from '../spec/types.js';
 import type { RunContext } from './context.js';
 import type { DriftWatch } from './drift-watch.js';
 import type { MeasuredTrial, TrialProgress } from './trial.js';
+
+/** Who follows a lane's trials live besides the journal. */
+export interface TrialWatch {
+  progress: (trialName: string, progress: BenchProgress, warmingUp: boolean) => void;
+  stored: () => void;
+}
 
 export type TrialOutcome = { valid: true; alarm?: string } | { valid: false; reason: string };
 
@@ -19,6 +26,8 @@ export class TrialConsumers {
     /** Trials planned so far (a search's plan grows by a block at a time). */
     private readonly total: () => number,
     private readonly drift: DriftWatch,
+    /** A lane's live state (run/lane-status.ts): its trials' progress and each one stored. */
+    private readonly watch?: TrialWatch,
   ) {}
 
   /** "trial 3/20 baseline c=8": how the log, progress, `show`, the report and the UI all name a trial. */
@@ -29,7 +38,10 @@ export class TrialConsumers {
   /** Progress of `trial` while it runs (the journal throttles it). */
   progressOf(trial: PlannedTrial): TrialProgress {
     const label = this.nameOf(trial);
-    return (progress, warmingUp) => this.context.journal.progress(label, progress, warmingUp);
+    return (progress, warmingUp) => {
+      this.context.journal.progress(label, progress, warmingUp);
+      this.watch?.progress(label, progress, warmingUp);
+    };
   }
 
   /** The trial-completed path. A valid trial may raise a drift alarm: its message when the run must stop. */
@@ -82,6 +94,7 @@ export class TrialConsumers {
       level.samples,
       measured.telemetry,
     );
+    this.watch?.stored();
     const value = formatNumber(metricValue(metrics, experiment.metric));
     const resent = metrics.resends ? `, ${metrics.resends} resent` : '';
     // A figure of an open loop whose server fell behind is its backlog's, not its rate's: said where the figure is.

@@ -5,12 +5,14 @@ import { listTrials } from '../../store/queries.js';
 import { messageOf } from '../../util/errors.js';
 import { slotKey } from '../../util/trial-keys.js';
 import { LanePool } from '../plan/lane-pool.js';
+import { laneServer } from '../spec/lane-server.js';
 import type { Plan, PlannedTrial, ResolvedExperiment, ResolvedLane } from '../spec/types.js';
 import type { CampaignControl } from './campaign.js';
 import { TrialConsumers } from './consumers.js';
 import type { RunContext } from './context.js';
 import { driftWatch } from './drift-watch.js';
 import { remoteJobTag } from './leftovers.js';
+import { LaneBoard, type LanesView } from './lane-status.js';
 import { ServerLifecycle } from './server-lifecycle.js';
 import { runStretch } from './stretch.js';
 
@@ -20,21 +22,15 @@ export interface LaneRun {
   context: RunContext;
   servers: ServerLifecycle;
   consumers: TrialConsumers;
+  /** The live state of every lane, when the caller draws it (several lanes only). */
+  board?: LaneBoard;
 }
 
 /** The experiment as one lane runs it: the lane's env and port range over every variant's server. */
 export function laneExperiment(experiment: ResolvedExperiment, lane: ResolvedLane): ResolvedExperiment {
   return {
     ...experiment,
-    variants: experiment.variants.map((variant) => ({
-      ...variant,
-      server: {
-        ...variant.server,
-        env: { ...variant.server.env, ...lane.env },
-        unsetEnv: variant.server.unsetEnv.filter((name) => !(name in lane.env)),
-        ...(lane.portRange !== undefined && { portRange: lane.portRange }),
-      },
-    })),
+    variants: experiment.variants.map((variant) => ({ ...variant, server: laneServer(variant.server, lane) })),
   };
 }
 
@@ -43,15 +39,35 @@ export function laneExperiment(experiment: ResolvedExperiment, lane: ResolvedLan
  * lane's executor (created here, closed by `close`) or the run's; with `only`, that lane alone (a Slurm lane's job).
  * `abort` stops every lane's trial in flight.
  */
-export async function openLanes(context: RunContext, plan: Plan, abort: AbortSignal, only?: number): Promise<{ lanes: LaneRun[]; close: () => Promise<void> }> {
+export async function openLanes(
+  context: RunContext,
+  plan: Plan,
+  abort: AbortSignal,
+  live?: { measuredBefore: number; onChange: (view: LanesView) => void },
+  only?: number,
+): Promise<{ lanes: LaneRun[]; close: () => Promise<void> }> {
   const own: Executor[] = [];
   const specs = context.experiment.lanes;
   const signal = AbortSignal.any([context.signal, abort]);
+  const board =
+    live && specs && specs.length > 1
+      ? new LaneBoard(
+          specs.map((lane) => lane.name),
+          { before: live.measuredBefore, planned: () => plan.trials.length },
+          live.onChange,
+        )
+      : undefined;
   const laneOf = (index: number, laneContext: RunContext): LaneRun => ({
     index,
     context: laneContext,
     servers: new ServerLifecycle(laneContext),
-    consumers: new TrialConsumers(laneContext, () => plan.trials.length, driftWatch(laneContext, plan)),
+    consumers: new TrialConsumers(
+      laneContext,
+      () => plan.trials.length,
+      driftWatch(laneContext, plan),
+      board && { progress: (trial, progress, warmingUp) => board.progress(index, trial, progress, warmingUp), stored: () => board.stored(index) },
+    ),
+    ...(board && { board }),
   });
   const close = async () => {
     await Promise.allSettled(own.map((executor) => executor.close()));
@@ -123,12 +139,16 @@ export async function runOnLanes(
       const stretch = pool.take(lane.index);
       if (stretch.length === 0) {
         if (!pool.busy()) return;
+        lane.board?.set(lane.index, { kind: 'waiting' });
         await changed;
         continue;
       }
       try {
+        const config = [...new Set(stretch.map((trial) => trial.variant))].join(', ');
+        lane.board?.set(lane.index, { kind: 'starting', config, block: stretch[0]!.block + 1 });
         const stop = await runStretch(lane.context, lane.servers, lane.consumers, stretch);
         pool.finished(lane.index);
+        lane.board?.set(lane.index, { kind: 'waiting' });
         if (stop !== undefined) alarm ??= stop;
       } catch (error) {
         if (alive.size === 1 || lane.context.signal.aborted || storeFault(error) !== error) throw error;
@@ -136,6 +156,7 @@ export async function runOnLanes(
         const measured = new Set(listTrials(lane.context.db, lane.context.runId).map(slotKey));
         const unmeasured = stretch.filter((trial) => !measured.has(slotKey(trial)));
         pool.release(lane.index, unmeasured);
+        lane.board?.set(lane.index, { kind: 'left' });
         const name = lane.context.lane?.name ?? `lane${lane.index + 1}`;
         log(`${name} left the run: ${messageOf(error)}; its ${unmeasured.length} unmeasured trials go to the other lanes (${alive.size} left)`);
         return;
@@ -148,12 +169,17 @@ export async function runOnLanes(
   let failure: { error: unknown } | undefined;
   await Promise.all(
     lanes.map((lane) =>
-      laneLoop(lane).catch((error: unknown) => {
-        // The first failure is the run's: the other lanes stop their trials in flight instead of finishing their stretches.
-        failure ??= { error };
-        abortAll.abort(error);
-        notify();
-      }),
+      laneLoop(lane).then(
+        () => {
+          if (lane.board?.view().lanes[lane.index]?.activity.kind !== 'left') lane.board?.set(lane.index, { kind: 'done' });
+        },
+        (error: unknown) => {
+          // The first failure is the run's: the other lanes stop their trials in flight instead of finishing their stretches.
+          failure ??= { error };
+          abortAll.abort(error);
+          notify();
+        },
+      ),
     ),
   );
   if (failure) throw failure.error;

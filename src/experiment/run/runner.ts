@@ -12,6 +12,7 @@ import { campaignControl } from './campaign.js';
 import type { RunContext } from './context.js';
 import { finalizeRun } from './finalize.js';
 import { RunJournal } from './journal.js';
+import type { LanesView } from './lane-status.js';
 import { openLanes, runOnLanes } from './lanes.js';
 import { reapLeftoverServers, remoteJobTag } from './leftovers.js';
 import { createRun, finishedOutcome, loadRun, loadRunToExecute, type RunOutcome } from './run-store.js';
@@ -45,6 +46,8 @@ export interface RunOptions {
   signal?: AbortSignal;
   /** Progress lines (the CLI writes them to stderr). */
   log?: (line: string) => void;
+  /** Each lane's live state, at every change (several lanes only; the CLI draws it: cli/lane-progress.ts). */
+  onLanes?: (view: LanesView) => void;
 }
 
 export type { RunOutcome } from './run-store.js';
@@ -129,7 +132,8 @@ async function measureRun(options: RunOptions, runId: number, journal: RunJourna
     // Campaign hook (race eliminations, budget stop) between stretches; Slurm lanes run the plan as planned.
     const campaign = options.lane === undefined ? campaignControl(db, journal, experiment, plan, run.startedAt, log) : undefined;
     const abortLanes = new AbortController();
-    const { lanes, close } = await openLanes(context, plan, abortLanes.signal, options.lane);
+    const live = options.onLanes && { measuredBefore: done.size, onChange: options.onLanes };
+    const { lanes, close } = await openLanes(context, plan, abortLanes.signal, live, options.lane);
     try {
       const stop = options.lane === undefined ? await runOnLanes(lanes, pending, campaign, abortLanes, log) : await runSlurmLane(lanes[0]!, plan);
       if (stop) {

@@ -3,6 +3,7 @@ import type { InvalidTrialRow, RunDetail } from '../../store/queries.js';
 import type { TrialRecord } from '../../store/types.js';
 import { formatBlock, formatChange, formatChangeInterval, formatNumber, formatPValue, formatTrialNumber } from '../../util/format.js';
 import type { Conclusion } from '../analysis/conclusion.js';
+import { laneName } from '../analysis/lanes.js';
 import { verdictMethod } from '../analysis/verdict.js';
 import { workNotes } from '../analysis/work-notes.js';
 import { CATEGORY_COLUMNS, type CategoryRow, categoryRows } from '../spec/categories.js';
@@ -186,6 +187,8 @@ export function formatRunShow(
   const plan = run.plan;
   const serverCount = new Set(plan.trials.map((trial) => trial.serverKey)).size;
   const unit = metricUnit(experiment.metric);
+  // Which lane measured each trial, on a run with lanes.
+  const laned = trials.some((trial) => trial.lane !== undefined);
   const lines = [
     `run ${run.id} of ${experiment.name} (${run.filePath})`,
     `status: ${run.status}${run.message ? ` — ${run.message}` : ''}`,
@@ -199,7 +202,7 @@ export function formatRunShow(
     '',
     'trials:',
     table(
-      ['trial', 'block', 'variant', 'workload', unit, 'ok', 'failed', 'finished'],
+      ['trial', 'block', 'variant', 'workload', ...(laned ? ['lane'] : []), unit, 'ok', 'failed', 'finished'],
       plan.trials.map((planned) => {
         const trial = trials.find(
           (candidate) =>
@@ -213,6 +216,7 @@ export function formatRunShow(
           formatBlock(planned.block),
           planned.variant,
           planned.workload,
+          ...(laned ? [trial?.lane === undefined ? '-' : laneName(experiment, trial.lane)] : []),
           trial ? formatNumber(metricValue(trial.metrics, experiment.metric)) : '-',
           trial ? String(trial.metrics.completed) : '-',
           trial ? String(trial.metrics.failed) : '-',

@@ -14,7 +14,7 @@ export function formatPlanChoice(experiment: ResolvedExperiment, choice: Schedul
   const lines = [
     `plan for ${experiment.name}: ${plan.trials.length} trials = ${experiment.variants.length} variants × ${experiment.workloads.length} workloads × ${experiment.trials} repetitions` +
       (experiment.stopping === 'race' ? ' (a cap: stopping: race ends earlier once a winner is clear)' : ''),
-    `schedule: ${choice.schedule}, ${plan.blocks} ${plan.blocks === 1 ? 'block' : 'blocks'}, ${prediction.configs.length} server configs, ${plan.restarts} restarts — ${choice.reason}`,
+    `schedule: ${choice.schedule}, ${plan.blocks} ${plan.blocks === 1 ? 'block' : 'blocks'}, ${prediction.configs.length} server configs, ${plannedRestarts(choice)} restarts — ${choice.reason}`,
     '',
     'trade-off (drift protection vs restart cost):',
     table(
@@ -43,6 +43,7 @@ export function formatPlanChoice(experiment: ResolvedExperiment, choice: Schedul
         config.trialSources.map((source) => SOURCE_WORDS[source]).join(', '),
       ]),
     ),
+    ...laneTable(prediction),
     '',
     `predicted: ${predictedText(prediction)}, ${prediction.gpusPerServer} GPU${prediction.gpusPerServer === 1 ? '' : 's'} per server${sourcesNote(prediction)}`,
   ];
@@ -55,6 +56,11 @@ export function formatPlanChoice(experiment: ResolvedExperiment, choice: Schedul
     lines.push(violations.length > 0 ? `budget: OVER ${violations.join('; ')}` : unchecked ? `budget: ${unchecked}` : 'budget: within every limit');
   }
   return lines.join('\n');
+}
+
+/** Restarts the chosen plan needs: the plan's own on one lane; on lanes, the starts after each lane's first. */
+export function plannedRestarts(choice: Pick<ScheduleChoice, 'plan' | 'prediction'>): number {
+  return choice.prediction.lanes === undefined ? choice.plan.restarts : choice.prediction.restarts;
 }
 
 /**
@@ -105,8 +111,33 @@ export function predictedText(prediction: PlanPrediction): string {
     const known = prediction.startupTotalMs !== undefined ? `startups ${formatPredicted(prediction.startupTotalMs)}` : undefined;
     return `wall time unknown${known ? ` (${known}; trial lengths unknown)` : ''}`;
   }
-  const lanes = prediction.lanes === undefined ? '' : ` (the slowest of ${prediction.lanes} lanes, ${prediction.starts} server starts)`;
-  return `${formatPredicted(prediction.wallMs)} wall time${lanes}, ${gpuHoursText(prediction.gpuHours)} GPU-hours`;
+  return `${formatPredicted(prediction.wallMs)} wall time${slowestLaneText(prediction)}, ${gpuHoursText(prediction.gpuHours)} GPU-hours`;
+}
+
+/**
+ * " (the slowest of 2 lanes: lane2, 3 starts and 4 trials; 6 starts in all, 2 more than one lane needs)": what the
+ * wall time is the time of, and the starts lanes add (a config whose blocks go to several lanes starts on each).
+ */
+function slowestLaneText(prediction: PlanPrediction): string {
+  const shares = prediction.laneShares;
+  if (prediction.lanes === undefined || shares === undefined) return '';
+  const slowest = shares.reduce((a, b) => ((b.ms ?? 0) > (a.ms ?? 0) ? b : a));
+  const extra = prediction.starts - (prediction.oneLaneStarts ?? prediction.starts);
+  const more = extra > 0 ? `, ${extra} more than one lane needs` : '';
+  return ` (the slowest of ${prediction.lanes} lanes: ${slowest.name}, ${slowest.starts} starts and ${slowest.trials} trials; ${prediction.starts} starts in all${more})`;
+}
+
+/** `plan`'s per-lane table: each lane's starts, trials and busy time (the wall time is the slowest's). */
+function laneTable(prediction: PlanPrediction): string[] {
+  if (prediction.laneShares === undefined) return [];
+  return [
+    '',
+    'lanes (each runs whole blocks; the wall time is the slowest lane):',
+    table(
+      ['lane', 'starts', 'trials', 'busy'],
+      prediction.laneShares.map((share) => [share.name, String(share.starts), String(share.trials), formatPredicted(share.ms)]),
+    ),
+  ];
 }
 
 /** Where the figures come from, when not all from history ("; …"), so no prediction passes for a measurement. */
