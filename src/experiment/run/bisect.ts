@@ -250,7 +250,7 @@ export interface BisectOutcome {
 
 /**
  * Run (or continue) the rounds until the search is over or the budget stops it: an unfinished round's run is
- * resumed, then each next round is created as a run of its subsets and run to the end.
+ * resumed, then each next round is created as a run of its configurations and run to the end.
  */
 export async function runBisect(db: Db, prepared: PreparedBisect, request: Pick<BisectRequest, 'costs'>, options: BisectRunOptions): Promise<BisectOutcome> {
   const { bisect, design } = prepared;
