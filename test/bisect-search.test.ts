@@ -1,52 +1,63 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { bisectAnswer, resolve, type SubsetResult, subsetResult } from '../src/experiment/analysis/bisect.js';
+import { type BisectConfig, type BisectObservation, type BisectState, resolve } from '../src/experiment/analysis/bisect.js';
+import { aliasChains, screeningRows } from '../src/experiment/analysis/bisect-design.js';
 import { bisectDifferences, withDifferences } from '../src/experiment/analysis/bisect-differences.js';
 import type { ServerConfig } from '../src/experiment/spec/types.js';
 import type { Fingerprint } from '../src/fingerprint/types.js';
+import { mulberry32 } from '../src/util/random.js';
 
 /**
- * The search alone, driven by an exact oracle (what restoring a subset recovers, no noise): which subsets each round
- * asks for, and what the answer names. The measured version is test/bisect.test.ts (the simulator, real runs).
+ * The search alone, driven by a model of what restoring a subset recovers with 1% noise per trial: which
+ * configurations each round measures, and what the answer names. Measured versions: test/bisect-rounds.test.ts
+ * (the fake machine) and test/bisect-pair.test.ts (the simulator, real runs).
  */
 const NAMES = ['NCCL_ALGO', 'NCCL_BUFFSIZE', 'NCCL_MAX_NCHANNELS', 'NCCL_NTHREADS', 'NCCL_P2P_LEVEL', 'NCCL_PROTO'];
 
 /** Speed-up factors of restoring single settings, and joint ones (all members restored). */
 type Model = Array<{ when: string[]; factor: number }>;
 
-function oracle(model: Model, tolerance: number) {
-  return (members: string[], round: number): SubsetResult => {
-    const restored = new Set(members);
-    const factor = model.filter((entry) => entry.when.every((name) => restored.has(name))).reduce((product, entry) => product * entry.factor, 1);
-    const change = 1 / factor - 1;
-    return {
-      members: [...members].sort(),
-      change,
-      changeLow: change - 0.005,
-      changeHigh: change + 0.005,
-      pValue: 0.001,
-      matters: Math.abs(change) >= tolerance,
-      round,
-    };
-  };
+function search(model: Model, tolerance: number, names = NAMES, trials = 6) {
+  const random = mulberry32(5);
+  const speed = (members: readonly string[]): number =>
+    model.filter((entry) => entry.when.every((name) => members.includes(name))).reduce((product, entry) => product * entry.factor, 1);
+  const rounds: Array<{ round: number; configs: BisectConfig[] }> = [];
+  const observations: BisectObservation[] = [];
+  const state = (): BisectState => ({ differences: names, rounds, observations, alpha: 0.05, tolerance });
+  let measured = 0;
+  for (let round = 1; round < 10; round += 1) {
+    const { next } = resolve(state());
+    if (next.length === 0) break;
+    const perConfig = Math.max(2, Math.ceil((2 * trials) / next.length));
+    rounds.push({ round, configs: next });
+    for (let block = 0; block < perConfig; block += 1) {
+      // A block level common to the block's configurations (the machine's drift), then 1% noise per trial.
+      const level = 100 * (1 + 0.05 * block);
+      for (const config of next)
+        observations.push({ round, block, members: config.members, value: level * speed(config.members) * (1 + 0.01 * (random() * 2 - 1)) });
+      measured += next.length;
+    }
+  }
+  return { rounds, measured, answer: resolve(state()).answer! };
 }
 
-function search(model: Model, tolerance: number) {
-  const measure = oracle(model, tolerance);
-  const results: SubsetResult[] = [];
-  const rounds: string[][] = [];
-  for (let round = 1; round < 10; round += 1) {
-    const { next } = resolve({ differences: NAMES, results });
-    if (round > 1 && next.length === 0) break;
-    rounds.push(next.map((test) => test.members.join('+')));
-    results.push(measure(NAMES, round), ...next.map((test) => measure(test.members, round)));
-  }
-  return { rounds, answer: bisectAnswer({ differences: NAMES, results }, results.filter((result) => result.members.length === NAMES.length).at(-1)!) };
-}
+const names = (effects: ReadonlyArray<{ members: string[] }>): string[] => effects.map((effect) => effect.members.join('+'));
 
 describe('bisect search', () => {
-  test('six differences of which two matter: halves, then only the halves that hold one, and the two named with their share', () => {
-    const { rounds, answer } = search(
+  test('the screening designs: resolution IV (no pair aliased with a setting), the current and the reference configuration in each', () => {
+    for (let factors = 1; factors <= 8; factors += 1) {
+      const rows = screeningRows(factors);
+      assert.ok(rows.some((row) => row.every((x) => x < 0)) && rows.some((row) => row.every((x) => x > 0)), `${factors}`);
+      const columns = Array.from({ length: factors }, (_, column) => rows.map((row) => row[column]).join(','));
+      assert.equal(new Set(columns).size, factors);
+      for (const chain of aliasChains(rows)) assert.ok(!columns.includes(chain.column.join(',')), `${factors}: a pair aliased with a setting`);
+    }
+    assert.equal(screeningRows(6).length, 16);
+    assert.equal(screeningRows(3).length, 8);
+  });
+
+  test('six differences of which two matter: one round of 16 configurations, the two named with effect and CI, the share, fewer trials than one at a time', () => {
+    const { rounds, measured, answer } = search(
       [
         { when: ['NCCL_PROTO'], factor: 1.15 },
         { when: ['NCCL_ALGO'], factor: 1.08 },
@@ -54,68 +65,55 @@ describe('bisect search', () => {
       ],
       0.05,
     );
-    assert.deepEqual(rounds[0], ['NCCL_ALGO+NCCL_BUFFSIZE+NCCL_MAX_NCHANNELS', 'NCCL_NTHREADS+NCCL_P2P_LEVEL+NCCL_PROTO']);
-    assert.deepEqual(rounds[1], ['NCCL_ALGO+NCCL_BUFFSIZE', 'NCCL_MAX_NCHANNELS', 'NCCL_NTHREADS+NCCL_P2P_LEVEL', 'NCCL_PROTO']);
-    assert.deepEqual(rounds[2], ['NCCL_ALGO', 'NCCL_BUFFSIZE']);
-    assert.equal(rounds.length, 3);
-    assert.deepEqual(
-      answer.responsible.map((entry) => entry.name),
-      ['NCCL_PROTO', 'NCCL_ALGO'],
-    );
-    assert.ok(Math.abs(answer.responsible[0]!.result.change! - (1 / 1.15 - 1)) < 1e-12);
-    assert.equal(answer.interactions.length, 0);
-    // The 1% left is NCCL_NTHREADS, below the tolerance: reported with its group, not looked into.
-    assert.ok(answer.explained! > 0.85 && answer.explained! < 1, String(answer.explained));
-    assert.ok(answer.negligible.some((result) => result.members.includes('NCCL_NTHREADS')));
-    assert.deepEqual(answer.unresolved, []);
+    assert.equal(rounds.length, 1);
+    assert.equal(rounds[0]!.configs.length, 16);
+    assert.ok(measured < (NAMES.length + 2) * 6, `${measured} trials`);
+    assert.deepEqual(names(answer.responsible), ['NCCL_PROTO', 'NCCL_ALGO']);
+    const proto = answer.responsible[0]!;
+    assert.ok(Math.abs(proto.change - (1 / 1.15 - 1)) < 0.01, String(proto.change));
+    assert.ok(proto.changeLow! < proto.change && proto.change < proto.changeHigh!);
+    assert.deepEqual(answer.interactions, []);
+    // The 1% left is NCCL_NTHREADS, below the tolerance: listed with its effect.
+    assert.ok(answer.negligible.some((effect) => effect.members[0] === 'NCCL_NTHREADS'));
+    const { share, low, high } = answer.explained!;
+    const truth = Math.log(1.15 * 1.08) / Math.log(1.15 * 1.08 * 1.01);
+    assert.ok(Math.abs(share - truth) < 0.03 && low! < share && share < high!, `${share} vs ${truth}`);
   });
 
-  test('two that matter only together, one in each half: neither half matters, each member is tested without, the pair is named', () => {
-    const { rounds, answer } = search([{ when: ['NCCL_ALGO', 'NCCL_PROTO'], factor: 1.1 }], 0.05);
-    assert.equal(rounds.length, 2);
-    assert.equal(rounds[1]!.length, NAMES.length, 'the full set without each member in turn');
+  test('two that matter only together: the interaction named with the joint effect, each apart near nothing, share 100%', () => {
+    const { rounds, answer } = search([{ when: ['NCCL_ALGO', 'NCCL_PROTO'], factor: 1.2 }], 0.05);
     assert.deepEqual(answer.responsible, []);
     assert.equal(answer.interactions.length, 1);
-    assert.deepEqual(answer.interactions[0]!.members, ['NCCL_ALGO', 'NCCL_PROTO']);
-    assert.ok(Math.abs(answer.explained! - 1) < 1e-12);
+    const pair = answer.interactions[0]!;
+    assert.deepEqual(pair.members, [['NCCL_ALGO'], ['NCCL_PROTO']]);
+    assert.ok(Math.abs(pair.joint.change - (1 / 1.2 - 1)) < 0.01);
+    for (const apart of pair.apart) assert.ok(Math.abs(apart.change) < 0.02 && !apart.matters);
+    assert.ok(Math.abs(answer.explained!.share - 1) < 0.05);
+    // The 16-row design aliases each pair with others: a round of the chain's pairs told them apart.
+    assert.equal(rounds.length, 2);
+    assert.ok(rounds[1]!.configs.every((config) => config.why === 'pair'));
   });
 
-  test('a pair that matters only together inside one half: found when its half splits into the two', () => {
-    const { answer } = search([{ when: ['NCCL_NTHREADS', 'NCCL_P2P_LEVEL'], factor: 1.1 }], 0.05);
-    assert.deepEqual(answer.interactions[0]?.members, ['NCCL_NTHREADS', 'NCCL_P2P_LEVEL']);
-    assert.deepEqual(answer.responsible, []);
-  });
-
-  test('two small settings that add up past the tolerance: named together, not as an interaction', () => {
-    const { answer } = search(
-      [
-        { when: ['NCCL_NTHREADS'], factor: 1.03 },
-        { when: ['NCCL_P2P_LEVEL'], factor: 1.03 },
-      ],
-      0.05,
-    );
-    assert.deepEqual(answer.interactions, []);
-    assert.deepEqual(answer.together[0]?.members, ['NCCL_NTHREADS', 'NCCL_P2P_LEVEL']);
-  });
-
-  test('a change below the tolerance is not looked into', () => {
-    const { rounds, answer } = search([{ when: ['NCCL_PROTO'], factor: 1.01 }], 0.05);
+  test('two settings alone: the full factorial names their interaction in one round', () => {
+    const { rounds, answer } = search([{ when: ['A', 'B'], factor: 2 }], 0.05, ['A', 'B']);
     assert.equal(rounds.length, 1);
-    assert.equal(answer.total.matters, false);
-    assert.deepEqual(answer.responsible, []);
+    assert.equal(rounds[0]!.configs.length, 4);
+    assert.deepEqual(answer.interactions[0]?.members, [['A'], ['B']]);
   });
 
-  test("a subset's change is read from the restored side, with the rank test's significance", () => {
-    const values = (list: number[]) => list.map((value) => ({ value, block: 0 }));
-    const current = values([60, 61, 62, 63, 64]);
-    const restored = values([80, 81, 82, 83, 84]);
-    const result = subsetResult(current, restored, ['B', 'A'], 1, { alpha: 0.05, seed: 1, tolerance: 0.05, blocked: false });
-    assert.deepEqual(result.members, ['A', 'B']);
-    assert.ok(Math.abs(result.change! - (62 / 82 - 1)) < 1e-12);
-    assert.ok(result.changeLow! <= result.change! && result.change! <= result.changeHigh!);
-    assert.equal(result.matters, true);
-    const same = subsetResult(current, values([60.5, 61.5, 62.5, 63.5, 64.5]), ['A'], 1, { alpha: 0.05, seed: 1, tolerance: 0.05, blocked: false });
-    assert.equal(same.matters, false);
+  test('more than eight differences: screened in groups, only the group that matters split', () => {
+    const many = Array.from({ length: 32 }, (_, i) => `V${String(i).padStart(2, '0')}`);
+    const { rounds, answer, measured } = search([{ when: ['V05'], factor: 1.3 }], 0.05, many);
+    assert.equal(rounds[0]!.configs.length, 16);
+    assert.deepEqual(names(answer.responsible), ['V05']);
+    assert.ok(rounds.length >= 2 && rounds.length <= 3, `${rounds.length} rounds`);
+    assert.ok(measured < (many.length + 2) * 6, `${measured} trials vs ${(many.length + 2) * 6}`);
+  });
+
+  test('a change below the tolerance: nothing named, the total said', () => {
+    const { answer } = search([{ when: ['NCCL_PROTO'], factor: 1.01 }], 0.05);
+    assert.deepEqual(answer.responsible, []);
+    assert.equal(answer.total.matters, false);
   });
 });
 

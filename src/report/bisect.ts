@@ -13,7 +13,7 @@ import { escapeHtml, markdownCodeBlock } from './escape.js';
 export function storedBisect(db: Db, runId: number): { id: number; view: BisectView; text: string } | undefined {
   const bisect = bisectOfRun(db, runId);
   if (!bisect) return undefined;
-  const view = bisectView(bisect.setup, bisectRoundRows(db, bisect.id));
+  const view = bisectView(bisect.setup, bisectRoundRows(db, bisect));
   const labels = { current: `run ${bisect.currentRunId}`, reference: `run ${bisect.referenceRunId}`, unit: metricUnit(bisect.setup.metric as MetricName) };
   return { id: bisect.id, view, text: formatBisect(bisect.id, view, labels) };
 }

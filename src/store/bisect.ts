@@ -30,13 +30,19 @@ const SetupSchema = z.object({
   alpha: z.number(),
   seed: z.number(),
   gpusPerServer: z.number(),
+  /** Passes of a blocked round (server starts per configuration): the file's, 1 by default. */
+  passes: z.number().int().positive().optional(),
   differences: z.array(DifferenceSchema),
   fixed: z.array(z.object({ key: z.string(), before: z.string().optional(), after: z.string().optional(), why: z.string() })),
 });
 export type BisectSetupRecord = z.infer<typeof SetupSchema>;
 
-const TestsSchema = z.array(z.object({ members: z.array(z.string()), why: z.enum(['half', 'without']) }));
-export type StoredSubsetTest = z.infer<typeof TestsSchema>[number];
+/**
+ * A round's configurations (the differences each restores). Bisects of the first version stored only the subsets
+ * tested beside the current and the reference configuration (why half / without): read as configurations with those two.
+ */
+const TestsSchema = z.array(z.object({ members: z.array(z.string()), why: z.enum(['screen', 'pair', 'half', 'without']) }));
+export type StoredConfig = { members: string[]; why: 'screen' | 'pair' };
 
 export type BisectStatus = 'running' | 'done' | 'stopped';
 
@@ -53,7 +59,7 @@ export interface BisectRecord {
 export interface BisectRoundRecord {
   round: number;
   runId: number;
-  tests: StoredSubsetTest[];
+  configs: StoredConfig[];
 }
 
 interface BisectRow {
@@ -119,30 +125,33 @@ export function insertBisectRound(db: Db, bisectId: number, round: BisectRoundRe
     bisectId,
     round.round,
     round.runId,
-    JSON.stringify(round.tests),
+    JSON.stringify(round.configs),
   );
 }
 
-export function listBisectRounds(db: Db, bisectId: number): BisectRoundRecord[] {
+export function listBisectRounds(db: Db, bisectId: number, all: readonly string[]): BisectRoundRecord[] {
   const rows = db.prepare('SELECT rowid, round, run_id, tests_json FROM bisect_rounds WHERE bisect_id = ? ORDER BY round').all(bisectId) as Array<{
     rowid: number;
     round: number;
     run_id: number;
     tests_json: string;
   }>;
-  return rows.map((row) => ({
-    round: row.round,
-    runId: row.run_id,
-    tests: decodeColumn({ table: 'bisect_rounds', rowId: row.rowid, column: 'tests_json' }, TestsSchema, row.tests_json),
-  }));
+  return rows.map((row) => {
+    const stored = decodeColumn({ table: 'bisect_rounds', rowId: row.rowid, column: 'tests_json' }, TestsSchema, row.tests_json);
+    const firstVersion = stored.some((entry) => entry.why === 'half' || entry.why === 'without');
+    const configs: StoredConfig[] = stored.map((entry) => ({ members: entry.members, why: entry.why === 'pair' ? 'pair' : 'screen' }));
+    if (firstVersion) configs.unshift({ members: [], why: 'screen' }, { members: [...all].sort(), why: 'screen' });
+    return { round: row.round, runId: row.run_id, configs };
+  });
 }
 
 /** Each round with its run's status and times and the trials it measured: what a bisect's views are computed from. */
 export function bisectRoundRows(
   db: Db,
-  bisectId: number,
+  bisect: Pick<BisectRecord, 'id' | 'setup'>,
 ): Array<BisectRoundRecord & { status: string; blocked: boolean; startedAt: string; finishedAt?: string; trials: TrialRecord[] }> {
-  return listBisectRounds(db, bisectId).map((round) => {
+  const all = bisect.setup.differences.map((difference) => difference.name);
+  return listBisectRounds(db, bisect.id, all).map((round) => {
     const run = db
       .prepare("SELECT status, started_at, finished_at, json_extract(plan_json, '$.schedule') AS schedule FROM runs WHERE id = ?")
       .get(round.runId) as { status: string; started_at: string; finished_at: string | null; schedule: string | null } | undefined;

@@ -21,6 +21,7 @@ import { fileURLToPath } from 'node:url';
 export const SLOW = new Set([
   'bench-smoke',
   'bisect-pair',
+  'bisect-rounds',
   'campaign-demo',
   'campaign-plan',
   'campaign-race',

@@ -51,7 +51,9 @@ function tolerance(value: string): number {
 export function registerBisect(program: Command): void {
   program
     .command('bisect')
-    .description('which of the settings that changed between two runs cost the speed: halving over the differences, each subset measured against both')
+    .description(
+      'which of the settings that changed between two runs cost the speed: a screening design over the differences, every effect fitted from all trials',
+    )
     .argument('<run>', 'the slower run (stopped by the reference guard or a drift alarm, or any run of the experiment)', runId)
     .option('--against <run>', 'the reference run (default: the last finished run of the experiment before RUN)', runId)
     .option('--store <path>', 'result store (default: $SERVELAB_STORE or ~/.servelab/servelab.db)')
@@ -59,7 +61,7 @@ export function registerBisect(program: Command): void {
     .option('--workload <label>', "the workload measured (default: the experiment's first)")
     .option('--metric <name>', "the metric whose change is explained (default: the file's metric)", metricName)
     .option('--tolerance <change>', "smallest change a setting must cause to be named, e.g. 5% (default: the file's verdict.minEffect, at least 2%)", tolerance)
-    .option('--trials <n>', "trials of each configuration per round (default: the file's trials, at least 6)", positiveInteger)
+    .option('--trials <n>', "precision: each effect as precise as N trials per arm one at a time (default: the file's trials, at least 6)", positiveInteger)
     .option('--max-trials <n>', 'budget: do not start a round that would pass this many trials in all', positiveInteger)
     .option('--dry-run', 'print the differences, the design and the predicted cost, and measure nothing')
     .option('--json', 'print the answer as JSON on stdout')

@@ -16,7 +16,7 @@ import { getFingerprint, listRuns, listTrials } from '../../store/queries.js';
 import { UserError } from '../../util/errors.js';
 import { ExitCode } from '../../util/exit.js';
 import { redactor } from '../../util/redact.js';
-import { type BisectView, bisectView, resolve, type SubsetTest } from '../analysis/bisect.js';
+import { type BisectConfig, type BisectView, bisectView, firstRound } from '../analysis/bisect.js';
 import { bisectDifferences, type Differences } from '../analysis/bisect-differences.js';
 import { type BisectDesign, type BisectPrediction, predictBisect, roundExperiment } from '../plan/bisect-plan.js';
 import type { CostModel } from '../plan/budget.js';
@@ -68,8 +68,8 @@ export interface PreparedBisect {
 /** Smallest tolerance: effects below 2% are within what a rank test on a handful of trials can tell apart. */
 const MIN_TOLERANCE = 0.02;
 /**
- * Trials per configuration and round: 6 vs 6 lets the exact rank test reach p < 0.05 with a trial out of order, and
- * keeps one outlying trial (a busy host) from the bootstrap CI of the median, which 5 did not on a loaded box.
+ * The precision target: each effect as precise as one-at-a-time testing with 6 trials per arm (6 vs 6 lets a rank
+ * test reach p < 0.05 with a trial out of order). A screening design reaches it with fewer trials (trialsPerConfig).
  */
 const MIN_TRIALS = 6;
 
@@ -109,13 +109,13 @@ export function prepareBisect(request: BisectRequest, options: { dryRun?: boolea
     differences: setup.differences,
     tolerance: setup.tolerance,
     trials: setup.trials,
+    passes: setup.passes ?? 1,
     metric: setup.metric as MetricName,
   };
-  const firstRound = resolve({ differences: setup.differences.map((difference) => difference.name).sort(), results: [] }).next;
   return {
     bisect,
     design,
-    prediction: predictBisect(design, firstRound, request.costs),
+    prediction: predictBisect(design, firstRound(setup.differences.map((difference) => difference.name).sort()), request.costs),
     resumed: existing !== undefined,
     labels: { current: `run ${request.currentRunId}`, reference: `run ${referenceRunId}`, unit: metricUnit(setup.metric as MetricName) },
   };
@@ -186,6 +186,7 @@ function newSetup(
     alpha: experiment.verdict.alpha,
     seed: experiment.seed,
     gpusPerServer: experiment.budget?.gpusPerServer ?? 1,
+    ...(experiment.passes !== undefined && { passes: experiment.passes }),
     differences: differences.settable,
     fixed: differences.fixed.map(({ change, why }) => ({ ...change, why })),
   };
@@ -249,21 +250,21 @@ export interface BisectOutcome {
 
 /**
  * Run (or continue) the rounds until the search is over or the budget stops it: an unfinished round's run is
- * resumed, then each next round is created as a run of its subsets and run to the end.
+ * resumed, then each next round is created as a run of its configurations and run to the end.
  */
 export async function runBisect(db: Db, prepared: PreparedBisect, request: Pick<BisectRequest, 'costs'>, options: BisectRunOptions): Promise<BisectOutcome> {
   const { bisect, design } = prepared;
-  const viewOf = (): BisectView => bisectView(bisect.setup, bisectRoundRows(db, bisect.id));
+  const viewOf = (): BisectView => bisectView(bisect.setup, bisectRoundRows(db, bisect));
   const finish = (status: BisectOutcome['status'], message?: string): BisectOutcome => {
     setBisectStatus(db, bisect.id, status === 'done' ? 'done' : status === 'stopped' ? 'stopped' : 'running', message);
     return { bisectId: bisect.id, status, ...(message !== undefined && { message }), view: viewOf() };
   };
   for (;;) {
-    const rounds = bisectRoundRows(db, bisect.id);
+    const rounds = bisectRoundRows(db, bisect);
     const last = rounds.at(-1);
     if (last && last.status !== 'done') {
       options.log(`bisect ${bisect.id}: continuing round ${last.round} (run ${last.runId})`);
-      const outcome = await executeRound(db, roundExperiment(design, last.round, last.tests), last.runId, options);
+      const outcome = await executeRound(db, roundExperiment(design, last.round, last.configs), last.runId, options);
       if (outcome.status !== 'done')
         return finish(
           outcome.status === 'interrupted' ? 'interrupted' : 'failed',
@@ -272,10 +273,10 @@ export async function runBisect(db: Db, prepared: PreparedBisect, request: Pick<
       continue;
     }
     const view = viewOf();
-    const next = resolve({ differences: design.differences.map((difference) => difference.name).sort(), results: view.results }).next;
-    if (last && next.length === 0) return finish('done');
+    const next = last ? view.next : firstRound(design.differences.map((difference) => difference.name).sort());
+    if (next.length === 0) return finish('done');
     const round = (last?.round ?? 0) + 1;
-    const roundTrials = (next.length + 2) * design.trials;
+    const roundTrials = roundExperiment(design, round, next).trials * next.length;
     const { maxTrials } = bisect.setup;
     if (maxTrials !== undefined && view.cost.trials + roundTrials > maxTrials) {
       return finish(
@@ -287,9 +288,9 @@ export async function runBisect(db: Db, prepared: PreparedBisect, request: Pick<
     const plan = chooseSchedule(experiment, request.costs(experiment)).plan;
     const gitSha = await servelabGitSha();
     const runId = createRun(db, experiment, { plan, ...(gitSha !== undefined && { gitSha }) });
-    insertBisectRound(db, bisect.id, { round, runId, tests: next });
+    insertBisectRound(db, bisect.id, { round, runId, configs: next });
     options.log(
-      `bisect ${bisect.id}: round ${round} (run ${runId}): ${next.length} subsets (${next.map(describeTest).join('; ')}) beside current and reference, ${plan.trials.length} trials`,
+      `bisect ${bisect.id}: round ${round} (run ${runId}): ${next.length} configurations (${describeRound(next)}), ${experiment.trials} trials each, ${plan.trials.length} trials`,
     );
     const outcome = await executeRound(db, experiment, runId, options);
     if (outcome.status !== 'done')
@@ -297,8 +298,10 @@ export async function runBisect(db: Db, prepared: PreparedBisect, request: Pick<
   }
 }
 
-function describeTest(test: SubsetTest): string {
-  return test.why === 'without' ? `${test.members.join('+')} (one member left out)` : test.members.join('+');
+function describeRound(configs: readonly BisectConfig[]): string {
+  return configs[0]?.why === 'pair'
+    ? 'pairs of an interaction the screening could not tell apart, each restored alone and together'
+    : 'a screening design: each factor restored in half of them';
 }
 
 /** One round's run by the ordinary machinery: drift alarms are recorded (a bisect is not a history), the guard stays on. */

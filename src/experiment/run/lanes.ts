@@ -11,8 +11,8 @@ import type { CampaignControl } from './campaign.js';
 import { TrialConsumers } from './consumers.js';
 import type { RunContext } from './context.js';
 import { driftWatch } from './drift-watch.js';
-import { remoteJobTag } from './leftovers.js';
 import { LaneBoard, type LanesView } from './lane-status.js';
+import { remoteJobTag } from './leftovers.js';
 import { ServerLifecycle } from './server-lifecycle.js';
 import { runStretch } from './stretch.js';
 
