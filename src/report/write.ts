@@ -1,6 +1,7 @@
 /** `servelab report`: render runs of the store to HTML + Markdown files. */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { measuredOnly } from '../experiment/analysis/search.js';
 import { storedExperimentOf } from '../experiment/spec/stored.js';
 import { formatAccuracy } from '../experiment/text/accuracy-format.js';
 import { formatBestVerdict, formatSpecView, hasSpecFigures } from '../experiment/text/best-format.js';
@@ -20,6 +21,7 @@ import { renderHtmlReport } from './html.js';
 import { renderMarkdown } from './markdown.js';
 import { buildRunReport, type RunData } from './model.js';
 import { loadRunData } from './queries.js';
+import { searchReportParts } from './search.js';
 
 export interface WrittenReport {
   runId: number;
@@ -48,7 +50,13 @@ export function writeReports(db: Db, runIds: number[], outDir: string): WrittenR
       .find((candidate) => candidate.run.experimentName === data.run.experimentName);
     const campaign = campaignOf(data);
     const bisect = bisectReportParts(db, data.run.id);
-    return writeOne(data, previous, dir, { ...campaign, html: (campaign.html ?? '') + bisect.html, markdown: campaign.markdown + bisect.markdown });
+    // A search's answer and response surface lead the campaign sections, as in `show`.
+    const search = searchReportParts(db, data.run.id);
+    return writeOne(data, previous, dir, {
+      ...campaign,
+      html: search.html + (campaign.html ?? '') + bisect.html,
+      markdown: search.markdown + campaign.markdown + bisect.markdown,
+    });
   });
 }
 
@@ -60,7 +68,8 @@ interface CampaignParts {
 
 /** The conclusion's best-config verdict, quality sections and campaign charts; a single-variant run has no best config to name. */
 function campaignOf(data: RunData): CampaignParts {
-  const experiment = storedExperimentOf(data.run);
+  // A search's spec table and charts: its measured points only.
+  const experiment = measuredOnly(storedExperimentOf(data.run), data.trials);
   const { best, equivalence, accuracy } = data.conclusion ?? {};
   if (!best) return { figures: [], markdown: '' };
   return {

@@ -51,6 +51,7 @@ export const SLOW = new Set([
   'launch-watchdog',
   'load-capacity-cli',
   'search-run',
+  'search-views',
   'load-cli',
   'load-datasets-sim',
   'load-faults',

@@ -9,6 +9,7 @@ import { compareRuns } from '../../report/compare.js';
 import { comparisonText } from '../../report/compare-text.js';
 import { leftOutNotes, runVerdicts } from '../../report/model.js';
 import { loadConclusion, loadRunData } from '../../report/queries.js';
+import { loadSearchSummary } from '../../report/search.js';
 import { type Db, defaultStorePath } from '../../store/db.js';
 import { type DriftAlarmRecord, listDriftAlarms } from '../../store/drift-alarms.js';
 import { getRun, listInvalidTrials, listRuns, listTrials, type RunDetail, trialHealth, unplannedRestarts } from '../../store/queries.js';
@@ -100,7 +101,7 @@ export function registerStoreViews(program: Command): void {
               ...(accuracy && { accuracy }),
               ...(lanes.lines.length > 0 && { laneFindings: lanes.findings }),
               ...(bisect && { bisect: { id: bisect.id, ...bisect.view } }),
-              ...(storedExperimentOf(run).search && { searchSteps: listSearchSteps(db, run.id) }),
+              ...(storedExperimentOf(run).search && { search: loadSearchSummary(db, run.id), searchSteps: listSearchSteps(db, run.id) }),
               unreadable,
               notes,
             },

@@ -6,6 +6,8 @@ import { runServers } from '../../store/reads.js';
 import { listSearchSteps } from '../../store/search.js';
 import { formatDuration, formatPredicted } from '../../util/format.js';
 import type { Conclusion } from '../analysis/conclusion.js';
+import { measuredOnly } from '../analysis/search.js';
+import { searchSummary } from '../analysis/search-summary.js';
 import { loadCostModel, predictPlan } from '../plan/budget.js';
 import { planExperiment } from '../plan/plan.js';
 import { formatAccuracy } from '../text/accuracy-format.js';
@@ -27,13 +29,13 @@ export function campaignSummary(db: Db, runId: number, conclusion: Conclusion): 
   const { best, equivalence, accuracy } = conclusion;
   const lines: string[] = [];
   // A search's answer (best config per level, within its tolerance) leads; the ranking below covers its measured points.
-  if (experiment.search) lines.push(formatSearchSummary(experiment, listSearchSteps(db, runId), trials), '');
+  if (experiment.search) lines.push(formatSearchSummary(searchSummary(experiment, listSearchSteps(db, runId), trials)), '');
   const stop = events.find((event) => event.kind === 'stop');
   if (experiment.stopping === 'race' || stop) lines.push(stop ? `campaign: ${stop.reason}` : 'campaign: ran to its trial cap without a clear winner', '');
   if (best) lines.push(formatBestVerdict(experiment, best), '');
   if (equivalence) lines.push(formatEquivalence(equivalence), '');
   if (accuracy) lines.push(formatAccuracy(accuracy), '');
-  if (hasSpecFigures(trials)) lines.push('speculative decoding (medians over trials):', formatSpecView(experiment, trials), '');
+  if (hasSpecFigures(trials)) lines.push('speculative decoding (medians over trials):', formatSpecView(measuredOnly(experiment, trials), trials), '');
 
   // Used: wall time of the run × GPUs per server; full grid: the interleaved plan of every trial at today's costs.
   const wallMs = Date.parse(run.finishedAt ?? new Date().toISOString()) - Date.parse(run.startedAt);
