@@ -25,12 +25,13 @@ describe('search views', { timeout: 240_000 }, () => {
   let store: string;
   let unmeasured: string[];
   let summary: SearchSummary;
+  let file: string;
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'servelab-search-views-'));
     store = join(dir, 'servelab.db');
-    const file = writeExperiment(dir, 'search.yaml', {
+    file = writeExperiment(dir, 'search.yaml', {
       name: 'search-views',
       server: { command: ['fake-server', '--port', '{port}'], readyTimeout: '5m' },
       telemetry: { enabled: false },
@@ -95,6 +96,14 @@ describe('search views', { timeout: 240_000 }, () => {
       for (const entry of map.cells.filter((candidate) => candidate.state === 'measured' && !candidate.leader))
         assert.ok(entry.measuredPoints >= 1 && entry.value! > 0 && entry.variant !== undefined);
     }
+  });
+
+  test('plan: the design in numbers, and what it predicts without a budget', async () => {
+    const planned = await cli(['plan', file], { store: join(dir, 'plan.db') });
+    assert.equal(planned.code, 0, planned.stderr);
+    // √34 ≈ 6 points spread over the space first (strategy.ts firstBlockSize), then blocks of up to 12.
+    assert.match(planned.stdout, /^design: block 1 measures 6 points spread over the space \(maximin\), then up to 12 points a block/m);
+    assert.match(planned.stdout, /^predicted: block 1 alone: .*; then until the leader is within the tolerance of the best \(no budget: no upper bound\)$/m);
   });
 
   test('show: the summary with its budget line, the measured points only', async () => {
