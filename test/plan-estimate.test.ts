@@ -107,7 +107,7 @@ describe('plan figures without history', () => {
     assert.doesNotMatch(planned.stdout, /note: baseline's/);
   });
 
-  test('quality passes: declared equivalence passes are in the prediction; what has no figure is named as not counted', async (t) => {
+  test('quality passes: declared equivalence and accuracy passes are in the prediction; what has no figure is named as not counted', async (t) => {
     const dir = tempDir(t, 'plan-quality');
     const store = join(dir, 'servelab.db');
     const base = {
@@ -127,6 +127,11 @@ describe('plan figures without history', () => {
     const added = checked.wallMs! - plain.wallMs!;
     assert.ok(added >= 5 * 10 * 20 && added < 2 * 6 * 10 * 20 + 1000, `equivalence adds ${added} ms`);
     assert.equal(checked.uncountedPasses, undefined);
+    // The accuracy pass at each start: its 60 items one at a time, each answer at its longest (32 tokens of 20 ms).
+    const asked = await planOf('asked', { quality: { accuracy: { path: ACCURACY_SAMPLE, scorer: 'last-number', outputTokens: 32 } } });
+    const accuracyMs = asked.wallMs! - plain.wallMs!;
+    assert.ok(accuracyMs >= 60 * 31 * 20 && accuracyMs < 60 * (32 * 20 + 500), `accuracy adds ${accuracyMs} ms`);
+    assert.equal(asked.uncountedPasses, undefined);
 
     const engine = await planOf('engine', {
       profile: 'vllm',

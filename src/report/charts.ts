@@ -380,3 +380,115 @@ function floorTo(value: number, step: number): number {
 function ceilTo(value: number, step: number): number {
   return Math.round(Math.ceil(value / step) * step * 1000) / 1000;
 }
+
+/** One cell of a heatmap: a measured value, or a cell with nothing measured or nothing valid in it. */
+export interface HeatmapCell {
+  x: number;
+  y: number;
+  state: 'measured' | 'unmeasured' | 'invalid';
+  value?: number;
+  /** The best point (thick dark border, ★) or one within the tolerance of it (orange border, ≈). */
+  mark?: 'leader' | 'tolerance';
+}
+
+/**
+ * A response surface: measured cells coloured by value (darker = better, whichever the objective's direction) and
+ * labelled with it, cells with nothing measured white with a dot, cells no valid point reaches (a constraint) grey
+ * with a cross. Values are text in the cells, so the picture reads without the colour scale.
+ */
+export function heatmapChart(
+  title: string,
+  axes: { x: string; xValues: string[]; y?: string; yValues: string[] },
+  cells: readonly HeatmapCell[],
+  options: ChartSize & { unit: string; higherIsBetter: boolean },
+): string {
+  const measured = cells.filter((cell) => cell.state === 'measured' && cell.value !== undefined);
+  const values = measured.map((cell) => cell.value!);
+  const [low, high] = values.length > 0 ? [Math.min(...values), Math.max(...values)] : [0, 1];
+  const ramp = ['#f7fbff', '#c6dbef', '#6baed6', '#2171b5', '#08306b'];
+  const dark = (value: number): boolean => {
+    const position = high === low ? 1 : (value - low) / (high - low);
+    return (options.higherIsBetter ? position : 1 - position) > 0.55;
+  };
+  const border = (mark: HeatmapCell['mark']): Record<string, unknown> =>
+    mark === 'leader' ? { borderColor: '#000000', borderWidth: 3 } : mark === 'tolerance' ? { borderColor: '#E69F00', borderWidth: 3 } : {};
+  const rows = axes.yValues.length;
+  const height = options.height ?? Math.max(200, 44 + 30 + rows * 26 + 56);
+  return render(
+    { width: options.width ?? 640, height },
+    {
+      ...base(title, [], options.width),
+      grid: { left: axes.y === undefined ? 24 : 64, right: 96, top: 44, bottom: 56 },
+      tooltip: { show: false },
+      xAxis: { ...axis(axes.x), type: 'category', data: axes.xValues, splitArea: { show: false }, splitLine: { show: false } },
+      yAxis: {
+        ...axis(axes.y ?? ''),
+        type: 'category',
+        data: axes.yValues,
+        splitLine: { show: false },
+        ...(axes.y === undefined && { axisLabel: { show: false }, axisTick: { show: false } }),
+      },
+      visualMap: [
+        {
+          type: 'continuous',
+          seriesIndex: 0,
+          min: low,
+          max: high,
+          calculable: false,
+          orient: 'vertical',
+          right: 8,
+          top: 'middle',
+          itemHeight: Math.min(140, Math.max(60, rows * 26 - 20)),
+          text: [formatCompact(high), formatCompact(low)],
+          textStyle: { color: MUTED, fontSize: 10, fontFamily: FONT },
+          inRange: { color: options.higherIsBetter ? ramp : [...ramp].reverse() },
+        },
+        {
+          type: 'piecewise',
+          show: false,
+          seriesIndex: 1,
+          pieces: [
+            { value: 1, color: '#ffffff' },
+            { value: 2, color: '#d0d7de' },
+          ],
+        },
+      ],
+      series: [
+        {
+          type: 'heatmap',
+          name: options.unit,
+          data: measured.map((cell) => ({
+            value: [cell.x, cell.y, cell.value],
+            itemStyle: { borderColor: '#ffffff', borderWidth: 1, ...border(cell.mark) },
+            label: {
+              show: true,
+              fontSize: 9,
+              fontFamily: FONT,
+              color: dark(cell.value!) ? '#ffffff' : TEXT,
+              formatter: `${cell.mark === 'leader' ? '★' : cell.mark === 'tolerance' ? '≈' : ''}${formatCompact(cell.value!)}`,
+            },
+          })),
+        },
+        {
+          // Cells without a value: 1 = nothing measured (white, a dot), 2 = no valid point (grey, a cross).
+          type: 'heatmap',
+          name: 'no value',
+          data: cells
+            .filter((cell) => cell.state !== 'measured')
+            .map((cell) => ({
+              value: [cell.x, cell.y, cell.state === 'invalid' ? 2 : 1],
+              label: { show: true, formatter: cell.state === 'invalid' ? '×' : '·', color: MUTED, fontSize: 10 },
+            })),
+          itemStyle: { borderColor: GRID_LINE, borderWidth: 1 },
+        },
+      ],
+    },
+  );
+}
+
+/** 3,323 → "3.32k", 512.4 → "512", 0.0123 → "0.0123": short enough for a cell. */
+function formatCompact(value: number): string {
+  const magnitude = Math.abs(value);
+  if (magnitude >= 1000) return `${Number((value / 1000).toPrecision(3))}k`;
+  return String(Number(value.toPrecision(3)));
+}

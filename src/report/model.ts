@@ -7,6 +7,7 @@
 import { median } from 'simple-statistics';
 import type { ConcludedVerdict, Conclusion } from '../experiment/analysis/conclusion.js';
 import { laneName } from '../experiment/analysis/lanes.js';
+import { measuredOnly } from '../experiment/analysis/search.js';
 import { verdictMethod } from '../experiment/analysis/verdict.js';
 import { computeVerdicts } from '../experiment/analysis/verdicts.js';
 import { workNotes } from '../experiment/analysis/work-notes.js';
@@ -150,7 +151,7 @@ export interface TrialRow {
 
 export function buildRunReport(data: RunData): RunReport {
   const { run, trials } = data;
-  const experiment = experimentOf(run);
+  const experiment = experimentOf(run, trials);
   const metric: MetricName = experiment?.metric ?? 'outputTokensPerSecond';
   const variants = orderedVariants(experiment, trials);
   const workloads = orderedWorkloads(experiment, trials);
@@ -224,7 +225,7 @@ export function runVerdicts(
   trials: readonly TrialRecord[],
   health?: readonly TrialHealth[],
 ): { verdicts: VariantVerdict[]; final: boolean; note?: string } {
-  const experiment = experimentOf(run);
+  const experiment = experimentOf(run, trials);
   const stored = storedVerdictsOf(run);
   const compute = (): VariantVerdict[] => (experiment && trials.length > 0 ? computeVerdicts(experiment, trials, health, run.plan.schedule === 'blocked') : []);
   if (stored === undefined) return { verdicts: compute(), final: false };
@@ -286,10 +287,12 @@ function trialRows(
     }));
 }
 
-export function experimentOf(run: RunDetail): ResolvedExperiment | undefined {
+export function experimentOf(run: RunDetail, trials?: readonly TrialRecord[]): ResolvedExperiment | undefined {
   const config = storedExperimentOf(run);
-  // The store checked names, variants and workloads; verdicts also need the verdict settings.
-  return config.verdict ? config : undefined;
+  // The store checked names, variants and workloads; verdicts also need the verdict settings. A search's
+  // unmeasured points are its space, not rows of the views: given the trials, only its measured points.
+  if (!config.verdict) return undefined;
+  return trials ? measuredOnly(config, trials) : config;
 }
 
 export function orderedVariants(experiment: ResolvedExperiment | undefined, trials: TrialRecord[]): string[] {

@@ -1,6 +1,7 @@
 /** `servelab report`: render runs of the store to HTML + Markdown files. */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { measuredOnly } from '../experiment/analysis/search.js';
 import { scheduleFileName, speculativeSchedule } from '../experiment/analysis/spec-schedule.js';
 import { storedExperimentOf } from '../experiment/spec/stored.js';
 import { formatAccuracy } from '../experiment/text/accuracy-format.js';
@@ -23,6 +24,7 @@ import { laneReportParts } from './lanes.js';
 import { renderMarkdown } from './markdown.js';
 import { buildRunReport, type RunData } from './model.js';
 import { loadRunData } from './queries.js';
+import { searchReportParts } from './search.js';
 
 export interface WrittenReport {
   runId: number;
@@ -54,10 +56,12 @@ export function writeReports(db: Db, runIds: number[], outDir: string): WrittenR
     const campaign = campaignOf(data);
     const bisect = bisectReportParts(db, data.run.id);
     const lanes = laneReportParts(data.conclusion?.lanes);
+    // A search's answer and response surface lead the campaign sections, as in `show`.
+    const search = searchReportParts(db, data.run.id);
     const written = writeOne(data, previous, dir, {
       ...campaign,
-      html: (campaign.html ?? '') + lanes.html + bisect.html,
-      markdown: campaign.markdown + lanes.markdown + bisect.markdown,
+      html: search.html + (campaign.html ?? '') + lanes.html + bisect.html,
+      markdown: search.markdown + campaign.markdown + lanes.markdown + bisect.markdown,
     });
     const schedule = speculativeSchedule(storedExperimentOf(data.run), listSearchSteps(db, data.run.id));
     if (!schedule || 'none' in schedule) return written;
@@ -75,7 +79,8 @@ interface CampaignParts {
 
 /** The conclusion's best-config verdict, quality sections and campaign charts; a single-variant run has no best config to name. */
 function campaignOf(data: RunData): CampaignParts {
-  const experiment = storedExperimentOf(data.run);
+  // A search's spec table and charts: its measured points only.
+  const experiment = measuredOnly(storedExperimentOf(data.run), data.trials);
   const { best, equivalence, accuracy } = data.conclusion ?? {};
   if (!best) return { figures: [], markdown: '' };
   return {

@@ -69,6 +69,7 @@ export const PAGE_HTML = `<!doctype html>
     </section>
     <h2>Comparison</h2>
     <div id="verdicts"></div>
+    <div id="search"></div>
     <div id="best"></div>
     <div id="quality"></div>
     <div id="spec"></div>
@@ -228,6 +229,7 @@ async function refreshRun() {
   // Fragments below are rendered and escaped by the server (same code as the HTML report).
   $('facts').innerHTML = data.html.facts;
   $('verdicts').innerHTML = data.html.verdicts;
+  $('search').innerHTML = data.html.search;
   $('best').innerHTML = data.html.best;
   $('quality').innerHTML = data.html.quality;
   $('spec').innerHTML = data.html.spec;

@@ -9,6 +9,7 @@ import { stat } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname, networkInterfaces } from 'node:os';
+import { measuredOnly } from '../experiment/analysis/search.js';
 import { storedExperimentOf } from '../experiment/spec/stored.js';
 import { hasSpecFigures } from '../experiment/text/best-format.js';
 import { bisectReportParts } from '../report/bisect.js';
@@ -21,6 +22,7 @@ import { machineStateHtml } from '../report/machine.js';
 import { buildRunReport } from '../report/model.js';
 import { qualityHtml } from '../report/quality-html.js';
 import { loadRunData } from '../report/queries.js';
+import { searchReportParts } from '../report/search.js';
 import type { Db } from '../store/db.js';
 import { getRun } from '../store/queries.js';
 import {
@@ -150,6 +152,8 @@ interface RunView {
     bisect: string;
     /** The lane report of a run on lanes (the report's section); empty otherwise. */
     lanes: string;
+    /** A search's standing and response surface (report/search.ts); empty for a run that is no search. */
+    search: string;
     figures: string;
     trials: string;
     notes: string;
@@ -222,9 +226,13 @@ class UiState {
         // Output equivalence and accuracy next to the verdicts they qualify, as in the report's campaign section.
         quality: qualityHtml(data.conclusion),
         // Acceptance, accepted length and verify-step time side by side, as in the report's campaign section.
-        spec: hasSpecFigures(data.trials) ? `<h2>Speculative decoding</h2>${specTableHtml(storedExperimentOf(data.run), data.trials)}` : '',
+        spec: hasSpecFigures(data.trials)
+          ? `<h2>Speculative decoding</h2>${specTableHtml(measuredOnly(storedExperimentOf(data.run), data.trials), data.trials)}`
+          : '',
         bisect: bisectReportParts(this.db, runId).html,
         lanes: laneReportParts(data.conclusion?.lanes).html,
+        // A search's standing and response surface, as in the report.
+        search: searchReportParts(this.db, runId).html,
         figures: figuresHtml(reportFigures(report)),
         trials: trialTableHtml(report),
         notes: notesHtml(report),

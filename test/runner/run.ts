@@ -56,6 +56,7 @@ export const SLOW = new Set([
   'search-run',
   'search-schedule',
   'search-stopping',
+  'search-views',
   'load-cli',
   'load-datasets-sim',
   'load-faults',

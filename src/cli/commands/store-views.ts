@@ -9,6 +9,7 @@ import { compareRuns } from '../../report/compare.js';
 import { comparisonText } from '../../report/compare-text.js';
 import { leftOutNotes, runVerdicts } from '../../report/model.js';
 import { conclusionJson, loadConclusion, loadRunData } from '../../report/queries.js';
+import { loadSearchSummary } from '../../report/search.js';
 import { type Db, defaultStorePath } from '../../store/db.js';
 import { type DriftAlarmRecord, listDriftAlarms } from '../../store/drift-alarms.js';
 import { getRun, listInvalidTrials, listRuns, listTrials, type RunDetail, trialHealth, unplannedRestarts } from '../../store/queries.js';
@@ -98,7 +99,7 @@ export function registerStoreViews(program: Command): void {
               telemetry: machine,
               ...conclusionJson(concluded),
               ...(bisect && { bisect: { id: bisect.id, ...bisect.view } }),
-              ...(storedExperimentOf(run).search && { searchSteps: listSearchSteps(db, run.id).map(numberedFromOne) }),
+              ...(storedExperimentOf(run).search && { search: loadSearchSummary(db, run.id), searchSteps: listSearchSteps(db, run.id).map(numberedFromOne) }),
               unreadable,
               notes,
             },

@@ -1,9 +1,8 @@
 import { median } from 'simple-statistics';
 import type { StoredSearchStep } from '../../store/search.js';
 import type { TrialRecord } from '../../store/types.js';
-import { formatNumber } from '../../util/format.js';
 import { pointKey, type SearchObservation, type SearchPoint, type SearchSettings, type SearchSpace } from '../search/types.js';
-import { higherIsBetter, metricUnit, metricValue } from '../spec/metrics.js';
+import { higherIsBetter, metricValue } from '../spec/metrics.js';
 import { pointKeyOfVariant, searchSpaceOf } from '../spec/search-space.js';
 import type { MetricName, ResolvedExperiment, ResolvedSearch } from '../spec/types.js';
 
@@ -156,19 +155,4 @@ export function measuredOnly(experiment: ResolvedExperiment, trials: readonly Tr
     ...experiment,
     variants: experiment.variants.filter((variant) => measured.has(variant.name) || !run.pointOf.has(variant.name) || variant.name === experiment.baseline),
   };
-}
-
-/**
- * One leader in words: "c=8: eagle3-s3-k2-d7 3,323 tok/s (+5.2% over the next)"; across levels its value is a
- * ratio to each level's leader (1 = leads every level); a tie-break's preferred point is named beside it.
- */
-export function leaderText(run: SearchRun, leader: StoredSearchStep['leaders'][number], metric: MetricName): string {
-  const name = (point: string): string => run.variantOf.get(point) ?? point;
-  const value =
-    leader.level === '*'
-      ? `at ${formatNumber(leader.value * 100)}% of the level leaders (geometric mean)`
-      : `${formatNumber(leader.value)} ${metricUnit(metric)}`;
-  const margin = leader.margin === undefined ? '' : ` (+${formatNumber(leader.margin * 100)}% over the next)`;
-  const preferred = leader.preferred !== undefined && leader.preferred !== leader.point ? `, tie-break prefers ${name(leader.preferred)}` : '';
-  return `${leader.level === '*' ? 'across levels' : leader.level}: ${name(leader.point)} ${value}${margin}${preferred}`;
 }

@@ -6,10 +6,11 @@ import type { Db } from '../../store/db.js';
 import { pairKey } from '../../util/trial-keys.js';
 import { laneName } from '../analysis/lanes.js';
 import { laneServer } from '../spec/lane-server.js';
+import { readSampleSet, type SampleItem } from '../spec/sample-set.js';
 import type { Plan, PlannedTrial, ResolvedExperiment, ServerConfig } from '../spec/types.js';
 import { LanePool } from './lane-pool.js';
 import { countRestarts } from './plan.js';
-import { type DeclaredCosts, declaredEquivalenceMs, declaredStartWarmupMs, declaredTrialMs, START_OVERHEAD_MS } from './trial-estimate.js';
+import { type DeclaredCosts, declaredAccuracyMs, declaredEquivalenceMs, declaredStartWarmupMs, declaredTrialMs, START_OVERHEAD_MS } from './trial-estimate.js';
 
 /**
  * A predicted duration and where it comes from, best first: the store's history (median of `samples` recorded
@@ -128,14 +129,16 @@ export function loadCostModel(db: Db | undefined, experiment: ResolvedExperiment
 }
 
 /**
- * Per server config, the quality passes of its variants at each start: equivalence from declared request times;
- * what has no declared figure (an engine's passes, accuracy answers that stop where the model stops) is named as
+ * Per server config, the quality passes of its variants at each start, from declared request times: equivalence,
+ * and accuracy with every answer at its longest. What has no declared figure (an engine's passes) is named as
  * uncounted rather than guessed, and the prediction says so.
  */
 function qualityPasses(experiment: ResolvedExperiment, declaredOf?: DeclaredCostsOf): Record<string, { ms: number; uncounted: string[] }> {
   const passes: Record<string, { ms: number; uncounted: string[] }> = {};
   const { equivalence, accuracy } = experiment.quality ?? {};
   const baseline = experiment.variants.find((variant) => variant.name === experiment.baseline);
+  // The sample set, read once (the experiment's loading already checked it).
+  let items: SampleItem[] | undefined;
   for (const variant of experiment.variants) {
     const entry = (passes[variant.serverKey] ??= { ms: 0, uncounted: [] });
     if (equivalence && baseline) {
@@ -144,7 +147,11 @@ function qualityPasses(experiment: ResolvedExperiment, declaredOf?: DeclaredCost
       if (ms === undefined) entry.uncounted.push(`${variant.name}'s equivalence pass (${equivalence.prompts} prompts × ${equivalence.outputTokens} tokens)`);
       else entry.ms += ms;
     }
-    if (accuracy) entry.uncounted.push(`${variant.name}'s accuracy pass (${accuracy.items === undefined ? 'every item' : `${accuracy.items} items`})`);
+    if (accuracy) {
+      const declared = declaredOf?.(variant.server);
+      if (declared) entry.ms += declaredAccuracyMs(declared, accuracy, (items ??= readSampleSet(accuracy)));
+      else entry.uncounted.push(`${variant.name}'s accuracy pass (${accuracy.items === undefined ? 'every item' : `${accuracy.items} items`})`);
+    }
   }
   return passes;
 }

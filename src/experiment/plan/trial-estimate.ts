@@ -3,7 +3,8 @@ import { capacityLevelPlan, planLevels } from '../../load/level.js';
 import type { LengthDistribution, SessionsSource, Workload } from '../../load/types.js';
 import { planWarmups, type WarmupStep } from '../../load/warmup.js';
 import { EQUIVALENCE_WARMUP_REQUESTS } from '../../util/defaults.js';
-import type { ClientConfig, EquivalenceSettings } from '../spec/types.js';
+import type { SampleItem } from '../spec/sample-set.js';
+import type { AccuracySettings, ClientConfig, EquivalenceSettings } from '../spec/types.js';
 
 /**
  * What a server declares about its own speed, for a plan without history: the simulator's load time and decode
@@ -147,6 +148,17 @@ export function declaredEquivalenceMs(costs: DeclaredCosts, settings: Equivalenc
   const single = costs.requestMs(input, settings.outputTokens, 1);
   const batch = settings.prompts > 1 ? single + costs.requestMs(input, settings.outputTokens, settings.prompts) : 0;
   return (settings.prompts + EQUIVALENCE_WARMUP_REQUESTS) * single + batch;
+}
+
+/** Characters per token of English text for the tokenizers in use (GPT/Llama BPE: about 4): a sample set's prompts are text, not tokens. */
+const CHARS_PER_TOKEN = 4;
+
+/**
+ * Declared time of the untimed quality.accuracy pass one variant sends at each server start (run/accuracy.ts): its
+ * items one at a time, each answer at its longest (`outputTokens`; a model that stops sooner takes less).
+ */
+export function declaredAccuracyMs(costs: DeclaredCosts, settings: AccuracySettings, items: readonly SampleItem[]): number {
+  return items.reduce((total, item) => total + costs.requestMs(Math.max(1, Math.round(item.promptChars / CHARS_PER_TOKEN)), settings.outputTokens, 1), 0);
 }
 
 export function meanLength(length: LengthDistribution): number {

@@ -6,6 +6,8 @@ import { runServers } from '../../store/reads.js';
 import { listSearchSteps } from '../../store/search.js';
 import { formatDuration, formatPredicted } from '../../util/format.js';
 import type { Conclusion } from '../analysis/conclusion.js';
+import { measuredOnly } from '../analysis/search.js';
+import { searchSummary } from '../analysis/search-summary.js';
 import { speculativeSchedule } from '../analysis/spec-schedule.js';
 import { loadCostModel, predictPlan } from '../plan/budget.js';
 import { planExperiment } from '../plan/plan.js';
@@ -30,14 +32,14 @@ export function campaignSummary(db: Db, runId: number, conclusion: Conclusion): 
   // A search's answer (best config per level, within its tolerance) leads; the ranking below covers its measured points.
   if (experiment.search) {
     const steps = listSearchSteps(db, runId);
-    lines.push(formatSearchSummary(experiment, steps, trials), ...formatSpecSchedule(speculativeSchedule(experiment, steps), runId), '');
+    lines.push(formatSearchSummary(searchSummary(experiment, steps, trials)), ...formatSpecSchedule(speculativeSchedule(experiment, steps), runId), '');
   }
   const stop = events.find((event) => event.kind === 'stop');
   if (experiment.stopping === 'race' || stop) lines.push(stop ? `campaign: ${stop.reason}` : 'campaign: ran to its trial cap without a clear winner', '');
   if (best) lines.push(formatBestVerdict(experiment, best), '');
   if (equivalence) lines.push(formatEquivalence(equivalence), '');
   if (accuracy) lines.push(formatAccuracy(accuracy), '');
-  if (hasSpecFigures(trials)) lines.push('speculative decoding (medians over trials):', formatSpecView(experiment, trials), '');
+  if (hasSpecFigures(trials)) lines.push('speculative decoding (medians over trials):', formatSpecView(measuredOnly(experiment, trials), trials), '');
 
   // Used: wall time of the run × GPUs per server × lanes (each holds its GPUs throughout, as the prediction counts
   // them); full grid: the interleaved plan of every trial at today's costs.

@@ -4,11 +4,14 @@ import { listSearchSteps, type StoredSearchStep } from '../../store/search.js';
 import type { TrialRecord } from '../../store/types.js';
 import { mulberry32 } from '../../util/random.js';
 import { slotKey } from '../../util/trial-keys.js';
-import { leaderText, type SearchRun, searchObjective, searchObservations, searchRunOf, searchSettings, searchStanding } from '../analysis/search.js';
+import { type SearchRun, searchObjective, searchObservations, searchRunOf, searchSettings, searchStanding } from '../analysis/search.js';
+import { searchLeaders } from '../analysis/search-summary.js';
 import { countRestarts } from '../plan/plan.js';
 import { searchStep } from '../search/strategy.js';
 import { pointKey, type SearchPoint, type SearchStep } from '../search/types.js';
+import { metricUnit } from '../spec/metrics.js';
 import type { MetricName, Plan, PlannedTrial, ResolvedExperiment } from '../spec/types.js';
+import { leaderText } from '../text/search-format.js';
 import type { RunJournal } from './journal.js';
 
 /**
@@ -105,7 +108,9 @@ function storedStep(run: SearchRun, step: SearchStep, block: number, spentSecond
 /** "search: before block 4: 20 of 215 points measured, 8 alive, 12 out; 8 to measure next; leaders c=1: … 812 tok/s (+1.9%)". */
 function standingLine(run: SearchRun, steps: readonly StoredSearchStep[], trials: readonly TrialRecord[], metric: MetricName, block: number): string {
   const standing = searchStanding(run, steps, trials);
-  const leaders = standing.leaders.map((leader) => leaderText(run, leader, metric)).join('; ');
+  const leaders = searchLeaders(run, standing.leaders)
+    .map((leader) => leaderText(leader, metricUnit(metric)))
+    .join('; ');
   const asked = steps.at(-1)!.measure.length;
   return `search: before block ${block + 1}: ${standing.measured} of ${standing.points} points measured, ${standing.alive} alive, ${standing.out} out; ${asked} to measure next${leaders ? `; leaders ${leaders}` : ''}`;
 }

@@ -35,6 +35,11 @@ import { type DropStatus, pointKey, type SearchObservation, type SearchSettings,
 export const ACROSS_LEVELS = '*';
 export const DEFAULT_NOISE_CV = 0.03;
 export const DEFAULT_BLOCK_SIZE = 12;
+/** Points of the space-filling first block: the file's, else √(valid points), 4 to 12 (`plan` shows it too). */
+export function firstBlockSize(points: number, settings: Pick<SearchSettings, 'initialPoints'>): number {
+  return Math.min(points, settings.initialPoints ?? Math.max(4, Math.min(12, Math.round(Math.sqrt(points)))));
+}
+
 /** New points a block gets while any are open, however many contenders wait. */
 const MIN_NEW_PER_BLOCK = 2;
 
@@ -154,7 +159,7 @@ function firstBlock(context: Context, measurable: readonly string[], rng: Random
   const { space, settings, keys } = context;
   const allowed = measurable.map((key) => keys.indexOf(key));
   const { vectors } = context;
-  const size = settings.initialPoints ?? Math.max(4, Math.min(12, Math.round(Math.sqrt(space.points.length))));
+  const size = firstBlockSize(space.points.length, settings);
   const valueKeys = allowed.map((index) => space.knobs.map((knob) => `${knob.name}=${space.points[index]![knob.name]}`));
   const design = maximinDesign(
     allowed.map((index) => vectors[index]!),

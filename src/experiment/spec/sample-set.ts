@@ -7,6 +7,8 @@ import type { AccuracySettings } from './types.js';
 export interface SampleItem {
   answer: string;
   category?: string;
+  /** The prompt's length in characters (the plan prices the pass from it). */
+  promptChars: number;
 }
 
 /**
@@ -43,6 +45,10 @@ export function readSampleSet(settings: AccuracySettings): SampleItem[] {
       );
     }
     const group = record[category];
-    return { answer: String(value), ...((typeof group === 'string' || typeof group === 'number') && group !== '' && { category: String(group) }) };
+    return {
+      answer: String(value),
+      promptChars: (record[prompt] as string).length,
+      ...((typeof group === 'string' || typeof group === 'number') && group !== '' && { category: String(group) }),
+    };
   });
 }

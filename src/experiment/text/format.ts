@@ -4,6 +4,7 @@ import type { TrialRecord } from '../../store/types.js';
 import { formatBlock, formatChange, formatChangeInterval, formatNumber, formatPValue, formatTrialNumber } from '../../util/format.js';
 import type { Conclusion } from '../analysis/conclusion.js';
 import { laneName } from '../analysis/lanes.js';
+import { measuredOnly } from '../analysis/search.js';
 import { verdictMethod } from '../analysis/verdict.js';
 import { workNotes } from '../analysis/work-notes.js';
 import { CATEGORY_COLUMNS, type CategoryRow, categoryRows } from '../spec/categories.js';
@@ -183,7 +184,9 @@ export function formatRunShow(
   unplannedRestarts = 0,
   conclusion?: Conclusion,
 ): string {
-  const experiment = storedExperimentOf(run);
+  // A search's unmeasured points are its space: no rows of them (the search summary counts them).
+  const stored = storedExperimentOf(run);
+  const experiment = measuredOnly(stored, trials);
   const plan = run.plan;
   const serverCount = new Set(plan.trials.map((trial) => trial.serverKey)).size;
   const unit = metricUnit(experiment.metric);
@@ -193,7 +196,9 @@ export function formatRunShow(
     `run ${run.id} of ${experiment.name} (${run.filePath})`,
     `status: ${run.status}${run.message ? ` — ${run.message}` : ''}`,
     `started ${run.startedAt}${run.finishedAt ? `, finished ${run.finishedAt}` : ''}; servelab ${run.servelabVersion}${run.gitSha ? ` (${run.gitSha})` : ''}`,
-    `plan: ${plan.trials.length} trials = ${experiment.variants.length} variants × ${experiment.workloads.length} workloads × ${experiment.trials} repetitions in ${plan.blocks} blocks; ` +
+    (stored.search
+      ? `plan: ${plan.trials.length} trials = ${experiment.variants.length} measured points (of ${stored.variants.length} in the search's space) at ${experiment.workloads.length} workloads in ${plan.blocks} blocks; `
+      : `plan: ${plan.trials.length} trials = ${experiment.variants.length} variants × ${experiment.workloads.length} workloads × ${experiment.trials} repetitions in ${plan.blocks} blocks; `) +
       `${serverCount} server configs, ${plan.restarts} restarts${unplannedRestarts > 0 ? ` (+${unplannedRestarts} after a server died)` : ''}; seed ${plan.seed}`,
     `metric: ${experiment.metric} (${unit}); baseline: ${experiment.baseline}`,
     `prefix cache: ${cacheSummary(trials)}`,

@@ -3,6 +3,7 @@ import { searchBudgetSeconds, searchObjective, searchRunOf } from '../analysis/s
 import type { Estimate, PlanPrediction } from '../plan/budget.js';
 import { limitViolations, type ScheduleChoice, uncheckedBudget } from '../plan/schedule.js';
 import { significanceWarning } from '../plan/significance.js';
+import { DEFAULT_BLOCK_SIZE, firstBlockSize } from '../search/strategy.js';
 import type { ResolvedExperiment } from '../spec/types.js';
 import { table } from './format.js';
 import { shareText } from './search-format.js';
@@ -169,23 +170,30 @@ export function formatSearchPlan(experiment: ResolvedExperiment, choice: Schedul
     ...search.knobs.map((knob) => `  ${knob.name}: ${knob.values.join(', ')}${knob.log ? ' (log scale)' : ''}`),
     ...search.constraints.map((constraint) => `  constraint: ${constraint}`),
     `objective: ${searchObjective(experiment).direction} ${searchObjective(experiment).metric}; tolerance ${shareText(search.tolerance)}, confidence ${shareText(search.confidence)}${search.tieBreak.length > 0 ? `; tie-break ${search.tieBreak.map((entry) => (entry.kind === 'knob' ? `${entry.name}${entry.descending ? ' desc' : ''}` : entry.metric)).join(', ')}` : ''}`,
-    'design: the strategy measures a space-filling set of points first, then the points its model of the response says can still win; points within the tolerance of the leader or clearly behind it stop early',
   ];
+  const first = firstBlockSize(space.points.length, {});
+  lines.push(
+    `design: block 1 measures ${first} points spread over the space (maximin), then up to ${DEFAULT_BLOCK_SIZE} points a block: the leaders, the points still racing them, and new points the response model says can still win by more than the tolerance; a point stops once it is within the tolerance of the leader or clearly behind it`,
+  );
   // One point measured once at every level costs a start (with its untimed passes) and one trial per level.
   const pointMs = grid.wallMs === undefined || grid.starts === 0 ? undefined : grid.wallMs / Math.max(1, grid.trials / levels.length);
   const gpus = search.budget?.gpusPerServer ?? 1;
   lines.push(
     `one point at every level: ${formatPredicted(pointMs)} (a start and ${levels.length} trial${levels.length === 1 ? '' : 's'}); the full interleaved grid: ${predictedText(grid)} (${grid.trials} trials, ${grid.starts} starts)${sourcesNote(grid)}`,
   );
+  const firstMs = pointMs === undefined ? undefined : pointMs * first;
   const budget = searchBudgetSeconds(search);
-  if (budget === undefined) lines.push('budget: none; the search stops when the leader is within the tolerance of the best');
+  const firstText = `block 1 alone: ${formatPredicted(firstMs)}, ${gpuHoursText(firstMs === undefined ? undefined : (firstMs / 3_600_000) * gpus)} GPU-hours`;
+  if (budget === undefined) lines.push(`predicted: ${firstText}; then until the leader is within the tolerance of the best (no budget: no upper bound)`);
   else {
+    const points = pointMs === undefined ? undefined : Math.floor(budget / ((pointMs / 1000) * gpus));
     const buys =
-      pointMs === undefined
+      points === undefined
         ? 'an unknown number of point measurements (no cost history yet)'
-        : `about ${Math.floor(budget / ((pointMs / 1000) * gpus))} point measurements`;
+        : `about ${points} point measurements (block 1 and ${Math.max(0, Math.ceil((points - first) / DEFAULT_BLOCK_SIZE))} more blocks of up to ${DEFAULT_BLOCK_SIZE})`;
     const share = grid.gpuHours === undefined ? '' : `, ${shareText(budget / 3600 / grid.gpuHours)} of the grid's`;
-    lines.push(`budget: ${gpuHoursText(budget / 3600)} GPU-hours${share}, buys ${buys}`);
+    lines.push(`predicted: at most the budget, ${gpuHoursText(budget / 3600)} GPU-hours${share}; ${firstText}; it stops sooner once resolved`);
+    lines.push(`budget: ${gpuHoursText(budget / 3600)} GPU-hours buys ${buys}`);
   }
   return lines.join('\n');
 }

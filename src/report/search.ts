@@ -1,0 +1,137 @@
+import { leadersOf, type SearchHeatmap, type SearchSummary, searchSummary } from '../experiment/analysis/search-summary.js';
+import { storedExperimentOf } from '../experiment/spec/stored.js';
+import { budgetText, formatSearchSummary, leaderText, shareText } from '../experiment/text/search-format.js';
+import type { Db } from '../store/db.js';
+import { getRun, listTrials } from '../store/queries.js';
+import { listSearchSteps } from '../store/search.js';
+import { formatNumber } from '../util/format.js';
+import { heatmapChart } from './charts.js';
+import { escapeHtml as esc, escapeMarkdownCell, markdownCodeBlock } from './escape.js';
+import type { Figure } from './figures.js';
+import { figuresHtml } from './html.js';
+
+/**
+ * A search run in the report and the UI: its summary (experiment/analysis/search-summary.ts, the model `show` and
+ * the run's final text render too) and its response surface, a heatmap over two knobs per load level.
+ */
+export function loadSearchSummary(db: Db, runId: number): SearchSummary | undefined {
+  const run = getRun(db, runId);
+  if (!run) return undefined;
+  const experiment = storedExperimentOf(run);
+  if (!experiment.search) return undefined;
+  return searchSummary(experiment, listSearchSteps(db, runId), listTrials(db, runId));
+}
+
+/** The report's search section, HTML and Markdown; empty for a run that is no search. */
+export function searchReportParts(db: Db, runId: number): { html: string; markdown: string } {
+  const summary = loadSearchSummary(db, runId);
+  if (!summary) return { html: '', markdown: '' };
+  return { html: `\n${searchHtml(summary)}`, markdown: `\n${searchMarkdown(summary)}` };
+}
+
+export function searchHtml(summary: SearchSummary): string {
+  const { across, levels } = leadersOf(summary);
+  const resolved = summary.done?.resolved ?? false;
+  const state = summary.done ? esc(summary.done.reason) : `not finished: ${summary.steps} block${summary.steps === 1 ? '' : 's'} decided`;
+  const facts: Array<[string, string]> = [
+    [
+      'points in the space',
+      `${summary.points}${summary.points < summary.combinations ? ` of ${summary.combinations} combinations (the rest break a constraint)` : ''}`,
+    ],
+    ['measured', `${summary.measured} in ${summary.blocks} block${summary.blocks === 1 ? '' : 's'}`],
+    ['out or settled', String(summary.out)],
+    [summary.done ? 'still racing when it ended' : 'alive (racing)', String(summary.alive)],
+    [
+      'tolerance',
+      `${shareText(summary.tolerance)} at ${shareText(summary.confidence)} confidence${summary.tieBreak.length > 0 ? `; tie-break ${summary.tieBreak.join(', ')}` : ''}`,
+    ],
+    ['budget', budgetText(summary)],
+  ];
+  const leaderRows = [...levels, ...(across ? [across] : [])]
+    .map(
+      (leader) =>
+        `<tr><td>${esc(leader.level === '*' ? 'across levels' : leader.level)}</td><td><code>${esc(leader.variant)}</code></td><td class="num">${
+          leader.level === '*' ? `${formatNumber(leader.value * 100)}% of the level leaders` : esc(`${formatNumber(leader.value)} ${summary.unit}`.trim())
+        }</td><td class="num">${leader.margin === undefined ? '—' : `+${formatNumber(leader.margin * 100)}%`}</td><td>${leader.preferred ? `<code>${esc(leader.preferred)}</code>` : '—'}</td></tr>`,
+    )
+    .join('');
+  const leaders =
+    leaderRows.length === 0
+      ? '<p class="empty">No leader yet: no point measured.</p>'
+      : `<table class="data search-leaders"><thead><tr><th>level</th><th>${resolved ? 'best' : 'leader so far'}</th><th class="num">median</th><th class="num">margin over the next</th><th>tie-break prefers (within ${shareText(summary.tolerance)})</th></tr></thead><tbody>${leaderRows}</tbody></table>`;
+  const unresolved =
+    summary.done && summary.done.unresolved.length > 0
+      ? `<details class="unresolved"><summary>unresolved (${summary.done.unresolved.length})</summary><ul class="notes">${summary.done.unresolved.map((line) => `<li>${esc(line)}</li>`).join('')}</ul></details>`
+      : '';
+  const figures = summary.heatmaps.map(
+    (map, index): Figure => ({ id: `search-${index}`, title: `Response surface at ${map.level}`, svg: heatmapSvg(summary, map) }),
+  );
+  return `<h2>Search</h2><div class="card search" data-search><p><strong>${state}</strong></p><table class="data search-facts"><tbody>${facts
+    .map(([name, value]) => `<tr><th>${esc(name)}</th><td>${esc(value)}</td></tr>`)
+    .join('')}</tbody></table>${leaders}${unresolved}</div>${
+    summary.heatmaps.length > 0 ? `<h2>Response surface</h2><p class="muted">${esc(caption(summary, summary.heatmaps[0]!))}</p>${figuresHtml(figures)}` : ''
+  }`;
+}
+
+export function searchMarkdown(summary: SearchSummary): string {
+  const parts = [`## Search\n\n${markdownCodeBlock(formatSearchSummary(summary))}`];
+  if (summary.heatmaps.length > 0) {
+    parts.push(`## Response surface\n\n_${escapeMarkdownCell(caption(summary, summary.heatmaps[0]!))}_`);
+    for (const map of summary.heatmaps) parts.push(`### ${escapeMarkdownCell(map.level)}\n\n${heatmapTable(summary, map)}`);
+  }
+  return `${parts.join('\n\n')}\n`;
+}
+
+/**
+ * What a cell shows, said once for every heatmap of the run: the axes' knobs, how the others are folded in (the
+ * best measured point over them), the marks.
+ */
+function caption(summary: SearchSummary, map: SearchHeatmap): string {
+  const best = summary.objective.direction === 'maximize' ? 'highest' : 'lowest';
+  const axes = map.y ? `${map.x.knob} (across) × ${map.y.knob} (down)` : map.x.knob;
+  const others =
+    map.others.length === 0
+      ? ''
+      : `; each cell is the ${best} median over the other knobs (${map.others.join(', ')}), the knobs on the axes being the two whose values move the measured ${summary.objective.metric} most`;
+  return (
+    `Median ${summary.objective.metric} of each measured point at each load level over ${axes}${others}. ` +
+    `★ the level's leader, ≈ within ${shareText(summary.tolerance)} of its median, · not measured, × no valid point (a constraint).`
+  );
+}
+
+function markOf(cell: SearchHeatmap['cells'][number]): 'leader' | 'tolerance' | undefined {
+  return cell.leader ? 'leader' : cell.withinTolerance ? 'tolerance' : undefined;
+}
+
+function heatmapSvg(summary: SearchSummary, map: SearchHeatmap): string {
+  return heatmapChart(
+    `${summary.objective.metric} at ${map.level}`,
+    { x: map.x.knob, xValues: map.x.values, ...(map.y && { y: map.y.knob }), yValues: map.y?.values ?? [''] },
+    map.cells.map((cell) => {
+      const mark = markOf(cell);
+      return { x: cell.x, y: cell.y, state: cell.state, ...(cell.value !== undefined && { value: cell.value }), ...(mark && { mark }) };
+    }),
+    { unit: summary.unit, higherIsBetter: summary.objective.direction === 'maximize' },
+  );
+}
+
+/** The heatmap as a Markdown table: rows the y knob's values, columns the x knob's; marks as in the caption. */
+function heatmapTable(summary: SearchSummary, map: SearchHeatmap): string {
+  const rows = map.y?.values ?? [''];
+  const corner = map.y ? `${map.y.knob} ↓ ${map.x.knob} →` : map.x.knob;
+  const text = (cell: SearchHeatmap['cells'][number]): string => {
+    if (cell.state === 'invalid') return '×';
+    if (cell.state === 'unmeasured' || cell.value === undefined) return '·';
+    const mark = cell.leader ? '★ ' : cell.withinTolerance ? '≈ ' : '';
+    return `${mark}${formatNumber(cell.value)}`;
+  };
+  const lines = [
+    `| ${escapeMarkdownCell(corner)} | ${map.x.values.map(escapeMarkdownCell).join(' | ')} |`,
+    `| --- |${map.x.values.map(() => ' ---: |').join('')}`,
+    ...rows.map(
+      (row, y) => `| ${escapeMarkdownCell(row)} | ${map.x.values.map((_, x) => text(map.cells.find((cell) => cell.x === x && cell.y === y)!)).join(' | ')} |`,
+    ),
+  ];
+  const leader = leadersOf(summary).levels.find((entry) => entry.level === map.level);
+  return `${lines.join('\n')}${leader ? `\n\n${escapeMarkdownCell(leaderText(leader, summary.unit))}` : ''}`;
+}

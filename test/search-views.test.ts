@@ -1,0 +1,164 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import type { SearchSummary } from '../src/experiment/analysis/search-summary.js';
+import { runExperiment } from '../src/experiment/run/runner.js';
+import { loadExperiment } from '../src/experiment/spec/load.js';
+import { writeReports } from '../src/report/write.js';
+import { openStore } from '../src/store/db.js';
+import { startUi } from '../src/ui/server.js';
+import { launchBrowser, NO_BROWSER } from './support-browser.js';
+import { cli, writeExperiment } from './support-experiment.js';
+import { FakeExecutor } from './support-fake-executor.js';
+import { needs } from './support-services.js';
+
+/**
+ * Every view of a search run (issue 35, item 4): the summary every view renders from one model, the response surface
+ * as a heatmap over the two knobs that matter most per level (Markdown and HTML report, the UI), and no rows of the
+ * points the search never measured (show, the reports' verdict and speculative-decoding tables). A search of 3 knobs
+ * on the fake machine (the real runner, store and strategy): depth and width move the response, `extra` barely.
+ */
+describe('search views', { timeout: 240_000 }, () => {
+  let dir: string;
+  let store: string;
+  let unmeasured: string[];
+  let summary: SearchSummary;
+  let file: string;
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'servelab-search-views-'));
+    store = join(dir, 'servelab.db');
+    file = writeExperiment(dir, 'search.yaml', {
+      name: 'search-views',
+      server: { command: ['fake-server', '--port', '{port}'], readyTimeout: '5m' },
+      telemetry: { enabled: false },
+      variants: {},
+      workloads: [
+        { kind: 'single-stream', requests: 3 },
+        { kind: 'concurrency', concurrency: 4, requests: 4 },
+      ],
+      objective: { maximize: 'outputTokensPerSecond' },
+      search: {
+        name: 'd{depth}-w{width}-e{extra}',
+        knobs: { depth: { min: 1, max: 8 }, width: [1, 2, 4], extra: [0, 1] },
+        args: ['--depth', '{depth}', '--width', '{width}', '--extra', '{extra}'],
+        // Width 1 reaches depth 3 at most: the cells (depth 4–8, width 1) hold no valid point.
+        constraints: ['depth <= width * 3'],
+        tolerance: '2%',
+      },
+    });
+    const db = openStore(store);
+    const executor = new FakeExecutor((call) => ({
+      tpotMs:
+        5 + 0.08 * (Number(call.arg('--depth')) - 4) ** 2 + 0.4 * Math.abs(Math.log2(Number(call.arg('--width'))) - 1) + 0.005 * Number(call.arg('--extra')),
+    }));
+    const result = await runExperiment({ db, experiment: loadExperiment(file), executor, workDir: dir });
+    await executor.close();
+    assert.equal(result.status, 'done', result.message);
+    // A stored run of a speculative engine: its trials carry acceptance, so every view draws its spec table.
+    db.prepare("UPDATE trials SET metrics_json = json_set(metrics_json, '$.acceptanceRate', 0.7)").run();
+    const measured = new Set((db.prepare('SELECT DISTINCT variant FROM trials').all() as Array<{ variant: string }>).map((row) => row.variant));
+    db.close();
+    const shown = await cli(['show', '1', '--json'], { store });
+    assert.equal(shown.code, 0, shown.stderr);
+    summary = (JSON.parse(shown.stdout) as { search: SearchSummary }).search;
+    const all: string[] = [];
+    for (let depth = 1; depth <= 8; depth++)
+      for (const width of [1, 2, 4]) for (const extra of [0, 1]) if (depth <= width * 3) all.push(`d${depth}-w${width}-e${extra}`);
+    unmeasured = all.filter((name) => !measured.has(name));
+    assert.ok(unmeasured.length > 0 && measured.size > 0, `${measured.size} measured of ${all.length}`);
+  });
+
+  test('show --json: the summary as an object, a heatmap per level over the two knobs that matter, the third folded in', () => {
+    assert.equal(summary.points, 34);
+    assert.equal(summary.combinations, 48);
+    assert.ok(summary.measured < summary.points && summary.measured > 0);
+    assert.ok(summary.done, 'the search ended');
+    assert.deepEqual(
+      summary.leaders.map((leader) => leader.level),
+      ['single-stream', 'c=4', '*'],
+    );
+    assert.equal(summary.heatmaps.length, 2);
+    for (const map of summary.heatmaps) {
+      assert.deepEqual([map.x.knob, map.y?.knob, map.others], ['depth', 'width', ['extra']]);
+      assert.equal(map.cells.length, 8 * 3);
+      const cell = (depth: number, width: number) => map.cells.find((entry) => entry.x === depth - 1 && entry.y === [1, 2, 4].indexOf(width))!;
+      for (let depth = 4; depth <= 8; depth++) assert.equal(cell(depth, 1).state, 'invalid', `depth ${depth}, width 1`);
+      assert.ok(map.cells.some((entry) => entry.state === 'unmeasured'));
+      const leaders = map.cells.filter((entry) => entry.leader);
+      assert.equal(leaders.length, 1, map.level);
+      assert.equal(leaders[0]!.variant, summary.leaders.find((leader) => leader.level === map.level)!.variant);
+      assert.ok(leaders[0]!.withinTolerance);
+      // A cell shows its best measured point over `extra`.
+      for (const entry of map.cells.filter((candidate) => candidate.state === 'measured' && !candidate.leader))
+        assert.ok(entry.measuredPoints >= 1 && entry.value! > 0 && entry.variant !== undefined);
+    }
+  });
+
+  test('plan: the design in numbers, and what it predicts without a budget', async () => {
+    const planned = await cli(['plan', file], { store: join(dir, 'plan.db') });
+    assert.equal(planned.code, 0, planned.stderr);
+    // √34 ≈ 6 points spread over the space first (strategy.ts firstBlockSize), then blocks of up to 12.
+    assert.match(planned.stdout, /^design: block 1 measures 6 points spread over the space \(maximin\), then up to 12 points a block/m);
+    assert.match(planned.stdout, /^predicted: block 1 alone: .*; then until the leader is within the tolerance of the best \(no budget: no upper bound\)$/m);
+  });
+
+  test('show: the summary with its budget line, the measured points only', async () => {
+    const shown = await cli(['show', '1'], { store });
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.match(shown.stdout, new RegExp(`^plan: \\d+ trials = ${summary.measured} measured points \\(of 34 in the search's space\\)`, 'm'));
+    assert.match(shown.stdout, /^budget: [\d.]+ GPU-hours spent, no limit$/m);
+    assert.match(shown.stdout, /^best per level/m);
+    assert.match(shown.stdout, /^speculative decoding/m);
+    for (const name of unmeasured) assert.doesNotMatch(shown.stdout, new RegExp(`\\b${name}\\b`), `${name} is never measured`);
+  });
+
+  test('report: the search summary and a heatmap per level, in HTML and Markdown; no rows of unmeasured points', () => {
+    const db = openStore(store);
+    const [written] = writeReports(db, [1], join(dir, 'report'));
+    db.close();
+    const html = readFileSync(written!.html, 'utf8');
+    const markdown = readFileSync(written!.markdown, 'utf8');
+    assert.match(html, /<h2>Search<\/h2><div class="card search"/);
+    assert.match(html, /<th>points in the space<\/th><td>34 of 48 combinations/);
+    assert.match(html, /data-figure="search-0"[^>]*><svg/);
+    assert.match(html, /data-figure="search-1"[^>]*><svg/);
+    assert.match(html, /each cell is the highest median over the other knobs \(extra\)/);
+    assert.match(markdown, /^## Search$/m);
+    assert.match(markdown, /^### single-stream$/m);
+    assert.match(markdown, /^\| width ↓ depth → \| 1 \| 2 \| 3 \| 4 \| 5 \| 6 \| 7 \| 8 \|$/m);
+    // Width 1: depth 1–3 valid (measured or not), 4–8 break the constraint.
+    assert.match(markdown, /^\| 1 \|(?: (?:(?:★ |≈ )?[\d,.]+|·) \|){3}(?: × \|){5}$/m);
+    assert.match(markdown, /★ [\d,.]+/);
+    for (const name of unmeasured) {
+      assert.doesNotMatch(html, new RegExp(`\\b${name}\\b`), `${name} is never measured (HTML)`);
+      assert.doesNotMatch(markdown, new RegExp(`\\b${name}\\b`), `${name} is never measured (Markdown)`);
+    }
+  });
+
+  test('the dashboard shows the search summary and its heatmaps', { ...needs(NO_BROWSER) }, async () => {
+    const ui = await startUi({ storePath: store, port: 0, host: '127.0.0.1' });
+    const browser = await launchBrowser();
+    try {
+      const page = await browser.newPage();
+      await page.goto(`${ui.url}#run=1`);
+      const search = page.locator('#search');
+      await search.locator('.card.search').waitFor({ timeout: 20_000 });
+      assert.match((await search.locator('table.search-facts').textContent()) ?? '', /points in the space34 of 48 combinations/);
+      const leaders = await search.locator('table.search-leaders tbody tr').allTextContents();
+      assert.deepEqual(
+        leaders.map((row) => row.split(/d\d/)[0]),
+        ['single-stream', 'c=4', 'across levels'],
+      );
+      for (const index of [0, 1]) assert.ok(await search.locator(`figure[data-figure="search-${index}"] svg`).isVisible());
+      assert.match((await search.locator('figure[data-figure="search-0"] svg').textContent()) ?? '', /★/);
+      await page.screenshot({ path: '/tmp/search-views-ui.png', fullPage: true });
+    } finally {
+      await browser.close();
+      await ui.close();
+    }
+  });
+});
