@@ -2,7 +2,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
@@ -44,20 +44,76 @@ export function processesWith(token: string): number[] {
     .map((entry) => entry.pid);
 }
 
-/** Drop every connection to the test sshd: kill its per-connection processes (children of the listener). */
+/**
+ * Drop this test process's connections to the test sshd: kill the sshd sessions (children of the listener) whose TCP
+ * peer is an ssh client descending from this process. Only ours: SSH test files run side by side, and dropping
+ * another file's connections made its trials invalid twice or its launch fail before it logged.
+ */
 export function killSshdSessions(): number {
-  const listener = readFileSync(join(CI_DIR, 'ssh', 'sshd.pid'), 'utf8').trim();
-  const children = processTable()
-    .filter((entry) => entry.ppid === Number(listener))
+  const listener = Number(readFileSync(join(CI_DIR, 'ssh', 'sshd.pid'), 'utf8').trim());
+  const table = processTable();
+  const tcp = tcpByInode();
+  const connections = (pid: number) => socketInodes(pid).flatMap((inode) => tcp.get(inode) ?? []);
+  const clients = descendants(table, process.pid).filter((entry) => /^ssh /.test(entry.cmdline));
+  // A client's (local, remote) port pair is the session's (remote, local).
+  const ours = new Set(clients.flatMap((entry) => connections(entry.pid).map((connection) => `${connection.remote}:${connection.local}`)));
+  const sessions = table
+    .filter((entry) => entry.ppid === listener && connections(entry.pid).some((connection) => ours.has(`${connection.local}:${connection.remote}`)))
     .map((entry) => entry.pid);
-  for (const pid of children) {
+  for (const pid of sessions) {
     try {
       process.kill(pid, 'SIGKILL');
     } catch {
       // already gone
     }
   }
-  return children.length;
+  return sessions.length;
+}
+
+function descendants(table: ReturnType<typeof processTable>, root: number): ReturnType<typeof processTable> {
+  const found = new Set([root]);
+  // The table is in pid order, and a child may have a lower pid than its parent once pids wrap: repeat to a fixpoint.
+  for (let size = 0; size !== found.size; ) {
+    size = found.size;
+    for (const entry of table) if (found.has(entry.ppid)) found.add(entry.pid);
+  }
+  return table.filter((entry) => entry.pid !== root && found.has(entry.pid));
+}
+
+/** Socket inodes a process holds, from /proc/PID/fd; none once it has exited. */
+function socketInodes(pid: number): string[] {
+  try {
+    return readdirSync(`/proc/${pid}/fd`).flatMap((fd) => {
+      try {
+        return /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`))?.[1] ?? [];
+      } catch {
+        return [];
+      }
+    });
+  } catch {
+    return [];
+  }
+}
+
+/** Established TCP connections (IPv4 and IPv6) by socket inode: local and remote port. */
+function tcpByInode(): Map<string, { local: number; remote: number }> {
+  const connections = new Map<string, { local: number; remote: number }>();
+  for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = '';
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n').slice(1)) {
+      // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+      const fields = line.trim().split(/\s+/);
+      if (fields.length < 10) continue;
+      const port = (address: string) => Number.parseInt(address.slice(address.lastIndexOf(':') + 1), 16);
+      connections.set(fields[9]!, { local: port(fields[1]!), remote: port(fields[2]!) });
+    }
+  }
+  return connections;
 }
 
 let ci: ReturnType<typeof ciSshd> | undefined;
