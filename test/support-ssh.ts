@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { readProcNetTcp } from '../src/launch/port-owner.js';
 import { type Db, openStore } from '../src/store/db.js';
 import { writeExperiment } from './support-experiment.js';
 import { CI_DIR, ciSshd } from './support-services.js';
@@ -95,23 +96,15 @@ function socketInodes(pid: number): string[] {
   }
 }
 
-/** Established TCP connections (IPv4 and IPv6) by socket inode: local and remote port. */
+/** TCP connections (IPv4 and IPv6) by socket inode: local and remote port. */
 function tcpByInode(): Map<string, { local: number; remote: number }> {
   const connections = new Map<string, { local: number; remote: number }>();
-  for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
-    let text = '';
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch {
-      continue;
-    }
-    for (const line of text.split('\n').slice(1)) {
-      // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
-      const fields = line.trim().split(/\s+/);
-      if (fields.length < 10) continue;
-      const port = (address: string) => Number.parseInt(address.slice(address.lastIndexOf(':') + 1), 16);
-      connections.set(fields[9]!, { local: port(fields[1]!), remote: port(fields[2]!) });
-    }
+  const port = (address: string) => Number.parseInt(address.slice(address.lastIndexOf(':') + 1), 16);
+  for (const line of (readProcNetTcp() ?? '').split('\n')) {
+    // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+    const fields = line.trim().split(/\s+/);
+    if (fields.length < 10 || fields[0] === 'sl') continue;
+    connections.set(fields[9]!, { local: port(fields[1]!), remote: port(fields[2]!) });
   }
   return connections;
 }

@@ -24,7 +24,7 @@ export function listeningInodes(procNetTcp: string, port: number): Set<string> {
 }
 
 /** /proc/net/tcp and tcp6 of this machine; undefined where there is no /proc (macOS). */
-function readProcNetTcp(): string | undefined {
+export function readProcNetTcp(): string | undefined {
   const parts: string[] = [];
   for (const path of ['/proc/net/tcp', '/proc/net/tcp6']) {
     try {
