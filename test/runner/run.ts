@@ -124,7 +124,7 @@ const child = spawn(
   process.execPath,
   [
     '--test',
-    '--test-concurrency=3',
+    '--test-concurrency=2',
     '--test-timeout=180000',
     `--test-reporter=${reporter}`,
     '--test-reporter-destination=stdout',
