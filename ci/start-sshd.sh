@@ -41,6 +41,10 @@ StrictModes no
 AllowTcpForwarding yes
 MaxSessions 50
 MaxStartups 50:30:100
+# Bash sources ~/.bashrc for every command sshd runs (Debian builds it with SSH_SOURCE_BASHRC) unless SHLVL says it is
+# not a top-level shell. This image's root .bashrc runs \`pyenv init\`: 0.7 s of CPU per command, about one core
+# for an SSH test file polling once a second. The tests are about servelab, not the host's rc files.
+SetEnv SHLVL=1
 PrintMotd no
 LogLevel INFO
 Subsystem sftp internal-sftp
