@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { listRuns, listTrials } from '../src/store/queries.js';
+import { runServers } from '../src/store/reads.js';
 import { processAlive } from '../src/util/proc-identity.js';
 import { cli } from './support-experiment.js';
 import { ciSshd, needs } from './support-services.js';
@@ -39,5 +40,10 @@ describe('leftovers on an SSH host', { ...needs(ci.skip), timeout: 300_000 }, ()
     assert.equal(JSON.parse(resumed.stdout).status, 'done', resumed.stdout);
     assert.equal(listTrials(run.db, runId).length, 1);
     assert.deepEqual(processesWith(run.model), []);
+    // The killed runner's server row says what happened to it; no view shows it as still ready.
+    const [left, ...after] = runServers(run.db, runId);
+    assert.equal(left?.status, 'stopped');
+    assert.match(left?.message ?? '', /^its runner was gone; stopped on resume \(\S+-server-\S+ on root@127\.0\.0\.1\)$/);
+    assert.ok(after.length > 0 && after.every((server) => server.status === 'stopped'), JSON.stringify(after));
   });
 });

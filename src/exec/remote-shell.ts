@@ -181,7 +181,8 @@ export function taggedJobsScript(remoteDir: string, tag: string): string {
   if (!/^[A-Za-z0-9]+$/.test(tag)) throw new Error(`invalid job tag: ${JSON.stringify(tag)}`);
   return [
     `cd ${remotePathWord(remoteDir)} 2>/dev/null || exit 0`,
-    `for d in *-${tag}-*; do [ -f "$d/supervise.sh" ] && printf '%s/%s\\n' "$PWD" "$d"; done`,
+    // Each job dir with its server's pid (empty when it never got one), tab-separated: the runner marks that row.
+    `for d in *-${tag}-*; do [ -f "$d/supervise.sh" ] && printf '%s/%s\\t%s\\n' "$PWD" "$d" "$(cat "$d/pid" 2>/dev/null)"; done`,
     'exit 0',
   ].join('\n');
 }

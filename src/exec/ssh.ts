@@ -35,7 +35,7 @@ import {
 } from './remote-shell.js';
 import { RemoteJob } from './ssh-job.js';
 import { type RemoteEndpoint, SshTransport } from './ssh-transport.js';
-import type { CommandResult, Executor, ExecutorConfig } from './types.js';
+import type { CommandResult, Executor, ExecutorConfig, LeftoverJob } from './types.js';
 
 type SshConfig = Extract<ExecutorConfig, { kind: 'ssh' }>;
 
@@ -81,7 +81,7 @@ export class SshExecutor implements Executor {
   private readonly remoteEndpoints = new Map<number, RemoteEndpoint>();
   private readonly jobTag: string | undefined;
   /** The stop of jobs an earlier runner left (jobTag), once, before this executor's first job. */
-  private leftovers: Promise<void> | undefined;
+  private leftovers: Promise<LeftoverJob[] | undefined> | undefined;
   private readonly onExit = () => {
     for (const server of this.live) server.job.stopSync(STOP_GRACE_S);
   };
@@ -123,7 +123,7 @@ export class SshExecutor implements Executor {
 
   async launch(spec: ServerSpec, hooks: LaunchHooks): Promise<RunningServer> {
     await this.transport.connect();
-    await this.reapLeftovers();
+    await this.stopLeftovers();
     return startOnChosenPort(
       spec,
       hooks,
@@ -156,6 +156,7 @@ export class SshExecutor implements Executor {
       },
       `the server (${command[0]})`,
     );
+    hooks.onSpawn?.(job.pid);
 
     // The remote log is mirrored into spec.logPath and read with the same monitor as a local launch.
     const log = new LogMonitor(spec.profile, spec.logPath, startOffset, FATAL_SETTLE_MS);
@@ -255,16 +256,21 @@ export class SshExecutor implements Executor {
    * Stop and remove the jobs (servers, load clients) that a killed runner of the same part of the run left on the
    * host (same jobTag), instead of leaving them to hold the GPU until their watchdog's timeout.
    */
-  private reapLeftovers(): Promise<void> {
+  stopLeftovers(): Promise<LeftoverJob[] | undefined> {
     const tag = this.jobTag;
-    if (tag === undefined) return Promise.resolve();
+    if (tag === undefined) return Promise.resolve(undefined);
     this.leftovers ??= (async () => {
+      await this.transport.connect();
       const listing = await this.transport.execRetrying(taggedJobsScript(this.remoteDir, tag), { timeoutMs: 30_000, what: 'listing leftover jobs' });
-      for (const dir of listing.stdout.toString('utf8').split('\n').filter(Boolean)) {
+      const stopped: LeftoverJob[] = [];
+      for (const line of listing.stdout.toString('utf8').split('\n').filter(Boolean)) {
+        const [dir = '', pid = ''] = line.split('\t');
         await this.transport.execRetrying(stopScript(dir, STOP_GRACE_S), { timeoutMs: (STOP_GRACE_S + 15) * 1000, what: `stopping the job in ${dir}` });
         await this.transport.execRetrying(removeJobScript(dir), { timeoutMs: 30_000, what: `removing ${dir}` });
         this.log(`stopped ${dir}, left running by an earlier runner of this run that was killed`);
+        stopped.push({ dir, ...(/^\d+$/.test(pid) && { pid: Number(pid) }) });
       }
+      return stopped;
     })();
     return this.leftovers;
   }

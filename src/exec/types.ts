@@ -17,6 +17,18 @@ export interface Executor extends CommandRunner {
   bench(options: BenchOptions): Promise<BenchResult>;
   /** Stop everything this executor started and release connections. */
   close(): Promise<void>;
+  /**
+   * Executors whose jobs outlive their runner on a host (SSH): stop those a killed runner of the same part of the run
+   * left there, once, and say which (their server pid where they had one), so the runner can mark their rows;
+   * undefined when it cannot tell (no job tag: it does not know which part of which run it serves).
+   */
+  stopLeftovers?(): Promise<LeftoverJob[] | undefined>;
+}
+
+/** A job a killed runner left on a host, stopped and removed by the next one. */
+export interface LeftoverJob {
+  dir: string;
+  pid?: number;
 }
 
 export type { ExecutorConfig } from './config.js';

@@ -59,8 +59,9 @@ export interface LaunchHooks {
   /** Phase timings of that startup, for a phase-anchored time-to-ready estimate. */
   previousPhases?: PhaseTiming[];
   /**
-   * Called with the process id as soon as a local server is spawned, long before it is ready: a runner that records
-   * it can stop a server still loading its model after the runner itself was killed. Remote executors do not call it.
+   * Called with the process id as soon as the server is spawned, long before it is ready: a runner that records it
+   * can stop a server still loading its model after the runner itself was killed. On a remote executor it is the
+   * pid on that host (the next runner's executor stops it there; its identity cannot be read here).
    */
   onSpawn?: (pid: number) => void;
   /** A line for the user about the launch itself (a relaunch on another port). */

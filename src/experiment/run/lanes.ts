@@ -12,7 +12,7 @@ import { TrialConsumers } from './consumers.js';
 import type { RunContext } from './context.js';
 import { driftWatch } from './drift-watch.js';
 import { LaneBoard, type LanesView } from './lane-status.js';
-import { remoteJobTag } from './leftovers.js';
+import { reapLeftoverServers, remoteJobTag } from './leftovers.js';
 import { ServerLifecycle } from './server-lifecycle.js';
 import { runStretch } from './stretch.js';
 
@@ -81,6 +81,8 @@ export async function openLanes(
       if (lane.executor) {
         executor = await createExecutor(lane.executor, { workDir: context.workDir, jobTag: remoteJobTag(context.db, context.runId, index) });
         own.push(executor);
+        // The run's reap saw the main executor's host only: this lane's host may hold what a killed runner left.
+        await reapLeftoverServers(context.db, context.runId, executor, context.journal, { lane: index, log: context.log });
       }
       const log = (line: string) => context.log(`[${lane.name}] ${line}`);
       lanes.push(laneOf(index, { ...context, experiment: laneExperiment(context.experiment, lane), executor, signal, log, lane: { index, name: lane.name } }));

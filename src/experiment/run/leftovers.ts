@@ -25,8 +25,9 @@ const STOP_GRACE_MS = 10_000;
  * gone): stop the servers it left behind — they run in their own process groups and would still hold the GPU.
  * A process is stopped only when its pid, start time and command line all match what was recorded once it ran the
  * server: a pid reused by an unrelated process since then is never signalled. A group whose leader has exited is
- * reported, not signalled (a later process may lead it). Each row says what happened — never "stopped on resume"
- * for a process left running.
+ * reported, not signalled (a later process may lead it). On an SSH host the executor stops the jobs tagged with
+ * this part of the run (exec/ssh.ts stopLeftovers). Each row says what happened — never "stopped on resume" for a
+ * process left running, never `ready` for one that is gone.
  */
 export async function reapLeftoverServers(
   db: Db,
@@ -35,11 +36,19 @@ export async function reapLeftoverServers(
   journal: RunJournal,
   options: { lane?: number; log: (line: string) => void },
 ): Promise<void> {
-  if (executor.kind !== 'local') return;
-  for (const row of unstoppedServers(db, runId)) {
-    // A Slurm lane's job reaps only its own lane's: another lane's job may run beside it on this node.
-    if (row.host !== executor.hostLabel || (options.lane !== undefined && (row.lane ?? 0) !== options.lane)) continue;
-    const message = await reap(row, options.log);
+  // A lane reaps only its own rows: another lane (a Slurm job, an SSH host) may run beside it on the same host.
+  const rows = unstoppedServers(db, runId).filter((row) => row.host === executor.hostLabel && (options.lane === undefined || (row.lane ?? 0) === options.lane));
+  if (executor.kind === 'local') {
+    for (const row of rows) journal.serverUpdate(row.id, { status: 'stopped', phase: 'stopped', message: await reap(row, options.log) });
+    return;
+  }
+  const stopped = await executor.stopLeftovers?.();
+  if (stopped === undefined) return;
+  for (const row of rows) {
+    const job = stopped.find((each) => each.pid !== undefined && each.pid === row.pid);
+    const message = job
+      ? `its runner was gone; stopped on resume (${job.dir} on ${executor.hostLabel})`
+      : `its runner was gone; no job of it was left on ${executor.hostLabel} (it had exited, or its watchdog stopped it)`;
     journal.serverUpdate(row.id, { status: 'stopped', phase: 'stopped', message });
   }
 }

@@ -87,7 +87,7 @@ export class ServerLifecycle {
           // Recorded at spawn, not at ready: a resumed run must be able to stop a server killed mid-load.
           // With its start time and command line, so a resume never signals a process that merely reuses the pid.
           onSpawn: writes.guard((pid: number) => {
-            const identity = processIdentity(pid);
+            const identity = executor.kind === 'local' ? processIdentity(pid) : undefined;
             journal.serverUpdate(rowId, { pid, ...(identity && { pidStart: identity.start, pidCmdline: identity.cmdline }) });
           }),
           signal: writes.signal,
