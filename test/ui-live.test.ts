@@ -73,12 +73,16 @@ test('servelab ui follows a live experiment: server phase to ready, log tail, ch
   await page.goto(ui.url);
   await page.locator('#empty', { hasText: 'No runs yet' }).waitFor({ timeout: 10_000 });
   // Every text the progress line ever shows, to check that warm-up counts never pass as the trial's.
-  await page.locator('#progress-figures').evaluate((node) => {
+  await page.locator('#progress-rows').evaluate((node) => {
     // The test's tsconfig has no DOM globals; the page's window is typed just enough here.
     type Window = { progressTexts: string[]; MutationObserver: new (callback: () => void) => { observe(target: unknown, options: object): void } };
+    type Rows = { querySelectorAll(selector: string): Iterable<{ textContent: string | null }> };
     const view = node.ownerDocument.defaultView as unknown as Window;
     view.progressTexts = [];
-    new view.MutationObserver(() => view.progressTexts.push(node.textContent ?? '')).observe(node, { childList: true, characterData: true, subtree: true });
+    const record = (): void => {
+      for (const figures of (node as unknown as Rows).querySelectorAll('.progress-figures')) view.progressTexts.push(figures.textContent ?? '');
+    };
+    new view.MutationObserver(record).observe(node, { childList: true, characterData: true, subtree: true });
   });
 
   const runner = spawn(process.execPath, [SERVELAB, 'run', writeExperiment(dir), '--store', store], { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -112,7 +116,7 @@ test('servelab ui follows a live experiment: server phase to ready, log tail, ch
 
   assert.equal(await runnerExit, 0, runnerLog);
   const progressTexts = await page
-    .locator('#progress-figures')
+    .locator('#progress-rows')
     .evaluate((node) => (node.ownerDocument.defaultView as unknown as { progressTexts: string[] }).progressTexts);
   assert.ok(progressTexts.length > 0, 'the progress line was shown');
   // Each trial measures 6 requests per level after 1 warm-up request: "1/1" would be the warm-up's count.

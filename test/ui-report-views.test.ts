@@ -246,8 +246,8 @@ describe('report and dashboard views', { ...needs(NO_BROWSER), timeout: 240_000 
     progress('trial 7/48 baseline c=8', 3, 640.5);
     await openRun(page, setup.ui, setup.live);
     const agree = async (label: string, figures: string): Promise<void> => {
-      await page.locator('#progress-figures', { hasText: figures }).waitFor({ timeout: 20_000 });
-      assert.equal(await page.locator('#progress-label').textContent(), label);
+      await page.locator('#progress-rows .progress-figures', { hasText: figures }).waitFor({ timeout: 20_000 });
+      assert.deepEqual(await page.locator('#progress-rows .progress-label').allTextContents(), [label]);
       assert.equal(await page.locator('#live-figures figure[data-figure="live-in-flight"]').getAttribute('aria-label'), `Trial in flight: ${label}`);
     };
     await agree('trial 7/48 baseline c=8', '3/24 requests · 640.5 tok/s');
@@ -257,6 +257,24 @@ describe('report and dashboard views', { ...needs(NO_BROWSER), timeout: 240_000 
     assert.equal(await page.locator(`nav a[data-run="${setup.live}"] .trials-done`).textContent(), `run ${setup.live} · 6/48 done`);
     assert.deepEqual(await overlappingTexts(page), []);
     await page.locator('#live').screenshot({ path: '/tmp/reportui-in-flight.png' });
+
+    // Two lanes measure at the same time: a row and a chart line each, neither overwriting the other.
+    const laneProgress = (index: number, name: string, trialLabel: string, completed: number, tokens: number): void =>
+      upsertProgress(setup.store.db, setup.live, { lane: { index, name }, trialLabel, completed, total: 24, outputTokensPerSecond: tokens });
+    laneProgress(0, 'gpu-a', 'trial 8/48 baseline c=8', 5, 610);
+    laneProgress(1, 'gpu-b', 'trial 9/48 candidate c=8', 7, 820);
+    await page.locator('#progress-rows .progress-figures', { hasText: '7/24 requests · 820.0 tok/s' }).waitFor({ timeout: 20_000 });
+    assert.deepEqual(await page.locator('#progress-rows .progress-label').allTextContents(), [
+      'gpu-a: trial 8/48 baseline c=8',
+      'gpu-b: trial 9/48 candidate c=8',
+    ]);
+    assert.deepEqual(await page.locator('#progress-rows .progress-figures').allTextContents(), ['5/24 requests · 610.0 tok/s', '7/24 requests · 820.0 tok/s']);
+    assert.equal(await page.locator('#progress-title').textContent(), 'Trials in flight');
+    const chart = page.locator('#live-figures figure[data-figure="live-in-flight"]');
+    assert.equal(await chart.getAttribute('aria-label'), 'Trials in flight on 2 lanes');
+    const legend = await chart.locator('svg').textContent();
+    assert.match(legend ?? '', /gpu-a: trial 8\/48 baseline c=8/);
+    assert.match(legend ?? '', /gpu-b: trial 9\/48 candidate c=8/);
   });
 
   test('switching runs shows a loading state until the run is there', async () => {

@@ -363,4 +363,27 @@ export const migrations: ReadonlyArray<{ version: number; description: string; s
       );
     `,
   },
+  {
+    version: 17,
+    description: 'the trial in flight per lane, not per run',
+    sql: `
+      -- Lanes measure trials at the same time: one progress row per run overwrote each lane's with the other's.
+      -- lane is 0 for a run without lanes (one stream of trials); lane_name is null there.
+      CREATE TABLE progress_by_lane (
+        run_id INTEGER NOT NULL REFERENCES runs (id),
+        lane INTEGER NOT NULL,
+        lane_name TEXT,
+        trial_label TEXT NOT NULL,
+        completed INTEGER NOT NULL,
+        total INTEGER NOT NULL,
+        output_tokens_per_second REAL NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (run_id, lane)
+      );
+      INSERT INTO progress_by_lane (run_id, lane, trial_label, completed, total, output_tokens_per_second, updated_at)
+        SELECT run_id, 0, trial_label, completed, total, output_tokens_per_second, updated_at FROM progress;
+      DROP TABLE progress;
+      ALTER TABLE progress_by_lane RENAME TO progress;
+    `,
+  },
 ];

@@ -44,6 +44,8 @@ export interface ServerStatusRecord {
 
 export interface ProgressRecord {
   runId: number;
+  /** The lane measuring it; absent without lanes. */
+  lane?: string;
   trialLabel: string;
   completed: number;
   total: number;
@@ -196,20 +198,26 @@ export function getServer(db: Db, serverId: number): ServerStatusRecord | undefi
   return row && runServers(db, row.run_id).find((server) => server.id === serverId);
 }
 
-export function runProgress(db: Db, runId: number): ProgressRecord | undefined {
-  const row = db.prepare('SELECT * FROM progress WHERE run_id = ?').get(runId) as
-    | { run_id: number; trial_label: string; completed: number; total: number; output_tokens_per_second: number; updated_at: string }
-    | undefined;
-  return (
-    row && {
-      runId: row.run_id,
-      trialLabel: row.trial_label,
-      completed: row.completed,
-      total: row.total,
-      outputTokensPerSecond: row.output_tokens_per_second,
-      updatedAt: row.updated_at,
-    }
-  );
+/** The trial in flight of each lane of a run (one row without lanes), in lane order. */
+export function runProgress(db: Db, runId: number): ProgressRecord[] {
+  const rows = db.prepare('SELECT * FROM progress WHERE run_id = ? ORDER BY lane').all(runId) as Array<{
+    run_id: number;
+    lane_name: string | null;
+    trial_label: string;
+    completed: number;
+    total: number;
+    output_tokens_per_second: number;
+    updated_at: string;
+  }>;
+  return rows.map((row) => ({
+    runId: row.run_id,
+    ...(row.lane_name !== null && { lane: row.lane_name }),
+    trialLabel: row.trial_label,
+    completed: row.completed,
+    total: row.total,
+    outputTokensPerSecond: row.output_tokens_per_second,
+    updatedAt: row.updated_at,
+  }));
 }
 
 /**
@@ -230,7 +238,9 @@ export function liveServerLogs(db: Db): Array<{ id: number; logPath: string }> {
 
 /** Runs in flight that have reported progress. */
 export function runningRunsWithProgress(db: Db): number[] {
-  const rows = db.prepare("SELECT p.run_id FROM progress p JOIN runs r ON r.id = p.run_id WHERE r.status = 'running'").all() as Array<{ run_id: number }>;
+  const rows = db.prepare("SELECT DISTINCT p.run_id FROM progress p JOIN runs r ON r.id = p.run_id WHERE r.status = 'running'").all() as Array<{
+    run_id: number;
+  }>;
   return rows.map((row) => row.run_id);
 }
 

@@ -291,6 +291,8 @@ export function updateServer(db: Db, serverId: number, update: ServerRowUpdate):
 }
 
 export interface ProgressUpdate {
+  /** The lane measuring it (experiment `lanes:`); absent without lanes. */
+  lane?: { index: number; name: string };
   trialLabel: string;
   completed: number;
   total: number;
@@ -299,8 +301,17 @@ export interface ProgressUpdate {
 
 export function upsertProgress(db: Db, runId: number, progress: ProgressUpdate): void {
   db.prepare(
-    `INSERT INTO progress (run_id, trial_label, completed, total, output_tokens_per_second, updated_at) VALUES (?, ?, ?, ?, ?, ?)
-     ON CONFLICT (run_id) DO UPDATE SET trial_label = excluded.trial_label, completed = excluded.completed, total = excluded.total,
-       output_tokens_per_second = excluded.output_tokens_per_second, updated_at = excluded.updated_at`,
-  ).run(runId, clean(progress.trialLabel), progress.completed, progress.total, progress.outputTokensPerSecond, now());
+    `INSERT INTO progress (run_id, lane, lane_name, trial_label, completed, total, output_tokens_per_second, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (run_id, lane) DO UPDATE SET lane_name = excluded.lane_name, trial_label = excluded.trial_label, completed = excluded.completed,
+       total = excluded.total, output_tokens_per_second = excluded.output_tokens_per_second, updated_at = excluded.updated_at`,
+  ).run(
+    runId,
+    progress.lane?.index ?? 0,
+    progress.lane === undefined ? null : clean(progress.lane.name),
+    clean(progress.trialLabel),
+    progress.completed,
+    progress.total,
+    progress.outputTokensPerSecond,
+    now(),
+  );
 }

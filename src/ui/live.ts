@@ -50,16 +50,25 @@ export function liveFigures(runStartedAt: string, trials: TrialRecord[], inFligh
       });
     }
   });
-  // Only the current trial's points: earlier ones belong to other trials, often of other workloads.
-  const current = inFlight.at(-1)?.progress.trialLabel;
-  const points = inFlight.filter((point) => point.progress.trialLabel === current && point.progress.outputTokensPerSecond > 0);
-  if (current !== undefined && points.length > 0) {
-    const series: XYSeries[] = [{ name: 'output tok/s', points: points.map((point) => [seconds(point.atMs), point.progress.outputTokensPerSecond]) }];
-    figures.push({
-      id: 'live-in-flight',
-      title: `Trial in flight: ${current}`,
-      svg: timelineChart(`In flight: ${current}`, 'tok/s', series),
-    });
+  // Per lane, only its current trial's points: earlier ones belong to other trials, often of other workloads.
+  const current = latestPerLane(inFlight);
+  const series: XYSeries[] = current.flatMap(({ progress }) => {
+    const points = inFlight.filter(
+      (point) => point.progress.lane === progress.lane && point.progress.trialLabel === progress.trialLabel && point.progress.outputTokensPerSecond > 0,
+    );
+    const name = progress.lane === undefined ? 'output tok/s' : `${progress.lane}: ${progress.trialLabel}`;
+    return points.length === 0 ? [] : [{ name, points: points.map((point): [number, number] => [seconds(point.atMs), point.progress.outputTokensPerSecond]) }];
+  });
+  if (series.length > 0) {
+    const title = current.length === 1 ? `Trial in flight: ${current[0]!.progress.trialLabel}` : `Trials in flight on ${current.length} lanes`;
+    figures.push({ id: 'live-in-flight', title, svg: timelineChart(title.replace('Trial in flight', 'In flight'), 'tok/s', series) });
   }
   return figures;
+}
+
+/** The newest point of each lane (one without lanes), in lane order as first seen. */
+export function latestPerLane(inFlight: readonly ProgressPoint[]): ProgressPoint[] {
+  const latest = new Map<string | undefined, ProgressPoint>();
+  for (const point of inFlight) latest.set(point.progress.lane, point);
+  return [...latest.values()];
 }

@@ -61,8 +61,8 @@ export const PAGE_HTML = `<!doctype html>
       <h2 id="log-title">Server log</h2>
       <pre class="log" id="log"></pre>
       <div id="progress-block" class="hidden">
-        <h2>Trial in flight</h2>
-        <div class="progress"><span id="progress-label" class="mono"></span><div class="bar"><div id="progress-bar"></div></div><span id="progress-figures" class="mono"></span></div>
+        <h2 id="progress-title">Trial in flight</h2>
+        <div id="progress-rows"></div>
       </div>
       <h2>Live charts</h2>
       <div id="live-figures"></div>
@@ -287,13 +287,23 @@ function renderServers() {
   }
 }
 
-function renderProgress(progress, live) {
-  $('progress-block').classList.toggle('hidden', !live || !progress);
-  if (!progress) return;
-  $('progress-label').textContent = progress.trialLabel;
-  $('progress-bar').style.width = (progress.total > 0 ? (100 * progress.completed) / progress.total : 0).toFixed(1) + '%';
-  // total 0: the runner is sending warm-up requests, whose counts are not the trial's.
-  $('progress-figures').textContent = progress.total > 0 ? progress.completed + '/' + progress.total + ' requests · ' + progress.outputTokensPerSecond.toFixed(1) + ' tok/s' : 'warming up';
+// One row per lane (one without lanes): lanes measure trials at the same time. Rows are updated in place.
+function renderProgress(rows, live) {
+  $('progress-block').classList.toggle('hidden', !live || rows.length === 0);
+  $('progress-title').textContent = rows.length > 1 ? 'Trials in flight' : 'Trial in flight';
+  const box = $('progress-rows');
+  while (box.children.length > rows.length) box.lastChild.remove();
+  rows.forEach((progress, index) => {
+    let row = box.children[index];
+    if (!row) {
+      row = el('div', { className: 'progress' }, [el('span', { className: 'mono progress-label' }), el('div', { className: 'bar' }, [el('div')]), el('span', { className: 'mono progress-figures' })]);
+      box.appendChild(row);
+    }
+    row.querySelector('.progress-label').textContent = (progress.lane ? progress.lane + ': ' : '') + progress.trialLabel;
+    row.querySelector('.bar div').style.width = (progress.total > 0 ? (100 * progress.completed) / progress.total : 0).toFixed(1) + '%';
+    // total 0: the runner is sending warm-up requests, whose counts are not the trial's.
+    row.querySelector('.progress-figures').textContent = progress.total > 0 ? progress.completed + '/' + progress.total + ' requests · ' + progress.outputTokensPerSecond.toFixed(1) + ' tok/s' : 'warming up';
+  });
 }
 
 async function refreshLog() {

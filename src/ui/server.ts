@@ -41,7 +41,7 @@ import type { TrialRecord } from '../store/types.js';
 import { isUserError } from '../util/errors.js';
 import { readLogTail } from '../util/log-tail.js';
 import { redactor } from '../util/redact.js';
-import { liveFigures, type ProgressPoint } from './live.js';
+import { latestPerLane, liveFigures, type ProgressPoint } from './live.js';
 import { APP_JS, PAGE_HTML } from './page.js';
 
 export interface UiOptions {
@@ -268,12 +268,15 @@ class UiState {
    */
   recordProgress(): void {
     for (const runId of runningRunsWithProgress(this.db)) {
-      const progress = runProgress(this.db, runId);
-      if (!progress) continue;
-      const atMs = Date.parse(progress.updatedAt);
-      const history = this.progress.get(runId) ?? [];
-      if (history.at(-1)?.atMs === atMs) continue;
-      history.push({ atMs, progress });
+      const rows = runProgress(this.db, runId);
+      // Only the lanes the store has now: each one's newest point is then its stored row.
+      const lanes = new Set(rows.map((row) => row.lane));
+      const history = (this.progress.get(runId) ?? []).filter((point) => lanes.has(point.progress.lane));
+      for (const progress of rows) {
+        const atMs = Date.parse(progress.updatedAt);
+        if (history.findLast((point) => point.progress.lane === progress.lane)?.atMs === atMs) continue;
+        history.push({ atMs, progress });
+      }
       this.progress.set(runId, history.slice(-600));
     }
   }
@@ -316,7 +319,8 @@ async function handle(state: UiState, clients: Set<ServerResponse>, request: Inc
     return sendJson(response, {
       run: view.run,
       servers: runServers(db, runId),
-      progress: history.at(-1)?.progress ?? null,
+      // The trial in flight of each lane (one without lanes): lanes measure at the same time.
+      progress: latestPerLane(history).map((point) => point.progress),
       html: { ...view.html, live: live ? figuresHtml(liveFigures(view.run.startedAt, view.trials, history)) : '' },
     });
   }

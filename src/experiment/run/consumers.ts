@@ -39,7 +39,7 @@ export class TrialConsumers {
   progressOf(trial: PlannedTrial): TrialProgress {
     const label = this.nameOf(trial);
     return (progress, warmingUp) => {
-      this.context.journal.progress(label, progress, warmingUp);
+      this.context.journal.progress(label, progress, warmingUp, this.context.lane);
       this.watch?.progress(label, progress, warmingUp);
     };
   }

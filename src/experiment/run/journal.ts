@@ -40,7 +40,8 @@ export class RunJournal {
   readonly fence: Fence;
   /** Aborted when the lease is lost or its heartbeat failed; the reason is the error to report. */
   readonly signal: AbortSignal;
-  private lastProgressAt = 0;
+  /** When each lane (0 without lanes) last wrote its progress: lanes are throttled apart, never by each other. */
+  private readonly lastProgressAt = new Map<number, number>();
 
   constructor(
     private readonly db: Db,
@@ -72,12 +73,13 @@ export class RunJournal {
    * The trial in flight, at most every PROGRESS_INTERVAL_MS (and its last step). Progress is for humans: a store
    * that refuses it (locked, full) fails the trial's own write right after, and a lost lease aborts `signal`.
    */
-  progress(trialLabel: string, progress: BenchProgress, warmingUp: boolean): void {
+  progress(trialLabel: string, progress: BenchProgress, warmingUp: boolean, lane?: { index: number; name: string }): void {
     const now = Date.now();
-    if (now - this.lastProgressAt < PROGRESS_INTERVAL_MS && progress.completed < progress.total) return;
-    this.lastProgressAt = now;
+    if (now - (this.lastProgressAt.get(lane?.index ?? 0) ?? 0) < PROGRESS_INTERVAL_MS && progress.completed < progress.total) return;
+    this.lastProgressAt.set(lane?.index ?? 0, now);
     // Warm-up requests are not the trial's: show that it is warming up, never their counts as the trial's.
     const update = {
+      ...(lane && { lane }),
       trialLabel: `${trialLabel}${warmingUp ? ', warming up' : ''}`,
       completed: warmingUp ? 0 : progress.completed,
       total: warmingUp ? 0 : progress.total,
