@@ -98,10 +98,6 @@ export const SLOW = new Set([
 
 const TEST_DIR = fileURLToPath(new URL('..', import.meta.url));
 
-function slowName(file: string): string {
-  return file.slice(0, -'.test.js'.length);
-}
-
 const args = process.argv.slice(2);
 const fast = args.includes('--fast');
 const named = args.filter((arg) => arg !== '--fast');
@@ -110,9 +106,8 @@ const files =
   named.length > 0
     ? named.map((name) => (name.includes('/') || name.endsWith('.js') ? name : join(TEST_DIR, `${name}.test.js`)))
     : readdirSync(TEST_DIR)
-        .filter((name) => name.endsWith('.test.js') && !(fast && SLOW.has(slowName(name))))
-        // Slow files first, then the fast ones fill in: a long file started last would stretch the run alone.
-        .sort((a, b) => Number(SLOW.has(slowName(b))) - Number(SLOW.has(slowName(a))) || a.localeCompare(b))
+        .filter((name) => name.endsWith('.test.js') && !(fast && SLOW.has(name.slice(0, -'.test.js'.length))))
+        .sort()
         .map((name) => join(TEST_DIR, name));
 
 const missing = files.filter((file) => !existsSync(file));
