@@ -8,8 +8,10 @@ import type { ResolvedExperiment } from '../spec/types.js';
 import { type SearchObjective, type SearchRun, searchBudgetSeconds, searchObjective, searchRunOf, searchStanding } from './search.js';
 
 /**
- * A search run in one model every view renders (run's final text, `show` and `show --json`, the Markdown and HTML
- * reports, the UI): where it stands, its leaders with their margins, the budget spent, and its response surface as
+ * A search run in one model every view renders (run's final text, `show` and `show --json`, `ls`, the Markdown and
+ * HTML reports, the UI, `export`), carried as the run's conclusion (conclusion.ts `search`): where it stands, its
+ * leaders with their margins and its stated best per level and across levels (the strategy's block-adjusted
+ * estimate and tie-break, never a second ranking by raw medians), the budget spent, and its response surface as
  * heatmaps over two knobs per load level. Pure: computed from the stored steps and trials on read.
  */
 export interface SearchSummary {
@@ -51,8 +53,10 @@ export interface SearchLeader {
   value: number;
   /** Over the runner-up, relative, in the objective's direction (0.012 = 1.2% better). */
   margin?: number;
-  /** With a tie-break, the variant it prefers among those within the tolerance of the leader: the stated best config. */
+  /** With a tie-break, the variant it prefers among those within the tolerance of the leader, where that is another point. */
   preferred?: string;
+  /** The stated best config of this level (or across levels): the tie-break's choice, else the leader. Every view names this one. */
+  best: string;
 }
 
 /** A load level's response over two knobs (one when the space has one knob), each cell the best measured point in it. */
@@ -117,15 +121,17 @@ export function searchSummary(experiment: ResolvedExperiment, steps: readonly St
 /** Stored leaders by variant name; a tie-break's preferred point only where it differs from the leader. */
 export function searchLeaders(run: SearchRun, leaders: StoredSearchStep['leaders']): SearchLeader[] {
   const name = (point: string): string => run.variantOf.get(point) ?? point;
-  return leaders.map(
-    (leader): SearchLeader => ({
+  return leaders.map((leader): SearchLeader => {
+    const preferred = leader.preferred !== undefined && leader.preferred !== leader.point ? name(leader.preferred) : undefined;
+    return {
       level: leader.level,
       variant: name(leader.point),
       value: leader.value,
       ...(leader.margin !== undefined && { margin: leader.margin }),
-      ...(leader.preferred !== undefined && leader.preferred !== leader.point && { preferred: name(leader.preferred) }),
-    }),
-  );
+      ...(preferred !== undefined && { preferred }),
+      best: preferred ?? name(leader.point),
+    };
+  });
 }
 
 /** Each measured point's median of the objective per level, over its valid trials. */

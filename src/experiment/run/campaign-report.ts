@@ -7,7 +7,6 @@ import { listSearchSteps } from '../../store/search.js';
 import { formatDuration, formatPredicted } from '../../util/format.js';
 import type { Conclusion } from '../analysis/conclusion.js';
 import { measuredOnly } from '../analysis/search.js';
-import { searchSummary } from '../analysis/search-summary.js';
 import { speculativeSchedule } from '../analysis/spec-schedule.js';
 import { loadCostModel, predictPlan } from '../plan/budget.js';
 import { planExperiment } from '../plan/plan.js';
@@ -27,13 +26,10 @@ export function campaignSummary(db: Db, runId: number, conclusion: Conclusion): 
   const { run, experiment } = loadRun(db, runId);
   const trials = listTrials(db, runId);
   const events = listRaceEvents(db, runId);
-  const { best, equivalence, accuracy } = conclusion;
+  const { best, search, equivalence, accuracy } = conclusion;
   const lines: string[] = [];
-  // A search's answer (best config per level, within its tolerance) leads; the ranking below covers its measured points.
-  if (experiment.search) {
-    const steps = listSearchSteps(db, runId);
-    lines.push(formatSearchSummary(searchSummary(experiment, steps, trials)), ...formatSpecSchedule(speculativeSchedule(experiment, steps), runId), '');
-  }
+  // A search's answer (best config per level and across them, within its tolerance) is the run's conclusion: no ranking follows it.
+  if (search) lines.push(formatSearchSummary(search), ...formatSpecSchedule(speculativeSchedule(experiment, listSearchSteps(db, runId)), runId), '');
   const stop = events.find((event) => event.kind === 'stop');
   if (experiment.stopping === 'race' || stop) lines.push(stop ? `campaign: ${stop.reason}` : 'campaign: ran to its trial cap without a clear winner', '');
   if (best) lines.push(formatBestVerdict(experiment, best), '');

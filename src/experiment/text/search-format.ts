@@ -14,25 +14,37 @@ export function formatSearchSummary(summary: SearchSummary): string {
 export function searchSummaryLines(summary: SearchSummary): string[] {
   const tolerance = shareText(summary.tolerance);
   const resolved = summary.done?.resolved ?? false;
-  const of = `of ${summary.points} points${summary.points < summary.combinations ? ` (${summary.combinations} combinations, the rest breaking a constraint)` : ''}, ${summary.measured} measured in ${summary.blocks} block${summary.blocks === 1 ? '' : 's'}`;
   const lines = [summary.done ? `search: ${summary.done.reason}` : `search: not finished (${summary.steps} block${summary.steps === 1 ? '' : 's'} decided)`];
-  const best = (leader: SearchLeader): string => leader.preferred ?? leader.variant;
-  const { across, levels } = leadersOf(summary);
-  if (across) {
-    lines.push(
-      resolved
-        ? `best config across levels: ${best(across)}, within ${tolerance} of the best ${of} (${shareText(summary.confidence)} confidence)`
-        : `best config so far across levels: ${best(across)}, the leader ${of}; not resolved`,
-    );
-  } else lines.push(`${summary.points} points, ${summary.measured} measured`);
+  const { levels } = leadersOf(summary);
+  lines.push(searchAnswerText(summary));
   if (levels.length > 0) {
-    lines.push(resolved ? `best per level (each within ${tolerance} of that level's best):` : 'best per level so far:');
+    lines.push(resolved ? `best per level (each within ${tolerance} of that level's best):` : 'best per level so far (not resolved):');
     for (const leader of levels) lines.push(`  ${leaderText(leader, summary.unit)}`);
   }
   lines.push(`${summary.out} point${summary.out === 1 ? '' : 's'} out or settled; ${summary.alive} still racing${summary.done ? ' when it ended' : ''}`);
   lines.push(`budget: ${budgetText(summary)}`);
   if (summary.done && summary.done.unresolved.length > 0) lines.push('unresolved:', ...summary.done.unresolved.map((line) => `  ${line}`));
   return lines;
+}
+
+/**
+ * The search's answer in one line (run's final text, `show`, `ls`, the reports): the best config across levels with
+ * the tolerance it was decided at ("… within 2% of the best of 215 points, 37 measured in 5 blocks"), or the leader
+ * so far and "not resolved"; a single level's best when the search has no across-levels pick.
+ */
+export function searchAnswerText(summary: SearchSummary): string {
+  const resolved = summary.done?.resolved ?? false;
+  const broken = summary.combinations - summary.points;
+  const of =
+    `of ${summary.points} points, ${summary.measured} measured in ${summary.blocks} block${summary.blocks === 1 ? '' : 's'}` +
+    (broken > 0 ? `; ${broken} other combinations break a constraint` : '');
+  const { across, levels } = leadersOf(summary);
+  const pick = across ?? (levels.length === 1 ? levels[0] : undefined);
+  if (!pick) return `no best config yet: ${summary.measured} of ${summary.points} points measured`;
+  const where = pick.level === '*' ? 'across levels' : `at ${pick.level}`;
+  return resolved
+    ? `best config ${where}: ${pick.best}, within ${shareText(summary.tolerance)} of the best (${shareText(summary.confidence)} confidence) ${of}`
+    : `best config so far ${where}: ${pick.best}, the leader ${of}; not resolved`;
 }
 
 /** "0.031 GPU-hours spent of 0.033 (94%)", or without a budget "0.031 GPU-hours spent, no limit". */
@@ -43,15 +55,17 @@ export function budgetText(summary: Pick<SearchSummary, 'spentGpuSeconds' | 'bud
 }
 
 /**
- * One leader in words: "c=8: eagle3-s3-k2-d7 3,323 tok/s (+5.2% over the next)"; across levels its value is a
- * ratio to each level's leader (1 = leads every level); a tie-break's preferred point is named beside it.
+ * One level's best in words, named first: "c=8: eagle3-s3-k2-d7 3,323 tok/s (+5.2% over the next)"; across levels
+ * the leader's value is a ratio to each level's leader (1 = leads every level). A tie-break's choice is named
+ * first, the leader it is as good as after it: "c=8: eagle3-s2-k1-d3 by the tie-break, as good as the leader …".
  */
 export function leaderText(leader: SearchLeader, unit: string): string {
   const value =
     leader.level === '*' ? `at ${formatNumber(leader.value * 100)}% of the level leaders (geometric mean)` : `${formatNumber(leader.value)} ${unit}`.trimEnd();
   const margin = leader.margin === undefined ? '' : ` (+${formatNumber(leader.margin * 100)}% over the next)`;
-  const preferred = leader.preferred !== undefined ? `, tie-break prefers ${leader.preferred}` : '';
-  return `${leader.level === '*' ? 'across levels' : leader.level}: ${leader.variant} ${value}${margin}${preferred}`;
+  const level = leader.level === '*' ? 'across levels' : leader.level;
+  if (leader.preferred !== undefined) return `${level}: ${leader.best} by the tie-break, as good as the leader ${leader.variant} ${value}${margin}`;
+  return `${level}: ${leader.best} ${value}${margin}`;
 }
 
 /** The engine schedule of the per-level bests (analysis/spec-schedule.ts), and the file `servelab report` writes. */
