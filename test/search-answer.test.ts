@@ -117,4 +117,40 @@ describe('a search run has one answer in every view', { timeout: 120_000 }, () =
     const named = new Set(rows.filter((row) => row[bestAt] !== '').map((row) => `${row[variantAt]} ${row[bestAt]}`));
     assert.deepEqual([...named], [`${best} single-stream *`]);
   });
+
+  test('a budget spent past its end says why: checked between blocks, the last block ran whole; plan says so before', async (t) => {
+    const dir = tempDir(t, 'search-budget-overrun');
+    const store = join(dir, 'servelab.db');
+    const file = writeExperiment(dir, 'search.yaml', {
+      name: 'search-budget-overrun',
+      server: { command: ['fake-server', '--port', '{port}'], readyTimeout: '5m' },
+      telemetry: { enabled: false },
+      variants: {},
+      workloads: [{ kind: 'single-stream', requests: 3 }],
+      objective: { maximize: 'outputTokensPerSecond' },
+      search: { name: 'x{x}', knobs: { x: { min: 1, max: 8 } }, args: ['--x', '{x}'], tolerance: '2%', budget: { wallTime: '1s' } },
+    });
+    const db = openStore(store);
+    t.after(() => db.close());
+    // Each trial takes 400 ms of wall time: block 1's 4 points take 1.6 s of a 1 s budget, left to run whole.
+    const pause = new Int32Array(new SharedArrayBuffer(4));
+    const executor = new FakeExecutor(() => {
+      Atomics.wait(pause, 0, 0, 400);
+      return { tpotMs: 5 };
+    });
+    const result = await runExperiment({ db, experiment: loadExperiment(file), executor, workDir: dir });
+    await executor.close();
+    assert.equal(result.status, 'done', result.message);
+    const summary = loadConclusion(db, getRun(db, 1)!, { ranking: false }).search!;
+    assert.match(summary.done!.reason, /^budget spent \([\d.]+ s of a 1\.0 s budget\) before the search was decided$/);
+    const [shown, planned] = await Promise.all([cli(['show', '1'], { store }), cli(['plan', file], { store })]);
+    assert.match(
+      shown.stdout,
+      /^budget: [\d.]+ s of GPU time spent of a 1\.0 s budget \(\d+%\): the budget is checked between blocks, and the last block, started at 0\.0 s, ran whole$/m,
+    );
+    assert.match(
+      planned.stdout,
+      /plus at most one block, up to .+ \(the budget is checked between blocks, and a block started before it runs out runs whole\)/,
+    );
+  });
 });

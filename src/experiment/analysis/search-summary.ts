@@ -36,6 +36,8 @@ export interface SearchSummary {
   /** GPU-seconds spent when the last step was decided, and the budget (the tighter of GPU-hours and wall time). */
   spentGpuSeconds: number;
   budgetGpuSeconds?: number;
+  /** GPU-seconds spent when the last block measured was decided: the budget is checked between blocks, so a block started before it ran out runs whole. */
+  lastBlockFromGpuSeconds?: number;
   /** Set once the search ended: why, and what is still unresolved. */
   done?: { reason: string; resolved: boolean; unresolved: string[] };
   /** The latest leaders: each level's, then across levels (`level: '*'`). */
@@ -97,6 +99,7 @@ export function searchSummary(experiment: ResolvedExperiment, steps: readonly St
   const objective = searchObjective(experiment);
   const budget = searchBudgetSeconds(run.search);
   const leaders = searchLeaders(run, standing.leaders);
+  const lastBlockFrom = steps.filter((step) => step.measure.length > 0).at(-1)?.spentSeconds;
   return {
     objective,
     unit: metricUnit(objective.metric),
@@ -112,6 +115,7 @@ export function searchSummary(experiment: ResolvedExperiment, steps: readonly St
     tieBreak: run.search.tieBreak.map((entry) => (entry.kind === 'knob' ? `${entry.name}${entry.descending ? ' desc' : ''}` : entry.metric)),
     spentGpuSeconds: steps.at(-1)?.spentSeconds ?? 0,
     ...(budget !== undefined && { budgetGpuSeconds: budget }),
+    ...(lastBlockFrom !== undefined && { lastBlockFromGpuSeconds: lastBlockFrom }),
     ...(standing.done && { done: { ...standing.done, unresolved: [...standing.done.unresolved] } }),
     leaders,
     heatmaps: heatmaps(experiment, run, standing.leaders, trials),

@@ -177,7 +177,7 @@ function searchSection(search: z.ZodType): string {
     'decides: which points to measure next (a space-filling design first, then where a model of the measured response',
     'says a point can still win), which are out (clearly behind the leader, or within `tolerance` of it so a near-tie',
     "ends early) and when to stop: the leader of each level is within `tolerance` of that level's best with the",
-    'stated `confidence`, or the next block would spend more than `budget` (the end then says what is unresolved).',
+    'stated `confidence`, or `budget` is spent (checked between blocks; the end then says what is unresolved).',
     "Among points within the tolerance, `tieBreak` picks (fewest draft tokens, lowest J/token, …). The objective's",
     'metric (else `metric:`) is what is optimised; `objective.subjectTo` constraints hold as for any run. Each',
     'decision is stored with the run, so `--resume` replays them; `plan` shows the space, what one point costs,',

@@ -1,4 +1,4 @@
-import { formatNumber } from '../../util/format.js';
+import { formatGpuTime, formatNumber } from '../../util/format.js';
 import { leadersOf, type SearchLeader, type SearchSummary } from '../analysis/search-summary.js';
 import { type ScheduleResult, scheduleFileName } from '../analysis/spec-schedule.js';
 
@@ -47,11 +47,18 @@ export function searchAnswerText(summary: SearchSummary): string {
     : `best config so far ${where}: ${pick.best}, the leader ${of}; not resolved`;
 }
 
-/** "0.031 GPU-hours spent of 0.033 (94%)", or without a budget "0.031 GPU-hours spent, no limit". */
-export function budgetText(summary: Pick<SearchSummary, 'spentGpuSeconds' | 'budgetGpuSeconds'>): string {
-  const spent = `${formatNumber(summary.spentGpuSeconds / 3600)} GPU-hours spent`;
-  if (summary.budgetGpuSeconds === undefined) return `${spent}, no limit`;
-  return `${spent} of ${formatNumber(summary.budgetGpuSeconds / 3600)} (${shareText(summary.spentGpuSeconds / summary.budgetGpuSeconds)})`;
+/**
+ * "4 min 09 s of GPU time spent of a 2 min budget (208%): …", or without a budget "… spent, no limit". A budget
+ * overrun says why: the budget is checked between blocks, and a block started before it ran out runs whole.
+ */
+export function budgetText(summary: Pick<SearchSummary, 'spentGpuSeconds' | 'budgetGpuSeconds' | 'lastBlockFromGpuSeconds'>): string {
+  const spent = `${formatGpuTime(summary.spentGpuSeconds)} of GPU time spent`;
+  const budget = summary.budgetGpuSeconds;
+  if (budget === undefined) return `${spent}, no limit`;
+  const text = `${spent} of a ${formatGpuTime(budget)} budget (${shareText(summary.spentGpuSeconds / budget)})`;
+  const from = summary.lastBlockFromGpuSeconds;
+  if (summary.spentGpuSeconds <= budget || from === undefined || from >= budget) return text;
+  return `${text}: the budget is checked between blocks, and the last block, started at ${formatGpuTime(from)}, ran whole`;
 }
 
 /**
