@@ -123,6 +123,8 @@ describe('a search run has one answer in every view', { timeout: 120_000 }, () =
     const store = join(dir, 'servelab.db');
     const file = writeExperiment(dir, 'search.yaml', {
       name: 'search-budget-overrun',
+      // A profile with a typical startup of minutes: the grid's prediction must use the starts this run measured.
+      profile: 'vllm',
       server: { command: ['fake-server', '--port', '{port}'], readyTimeout: '5m' },
       telemetry: { enabled: false },
       variants: {},
@@ -148,6 +150,8 @@ describe('a search run has one answer in every view', { timeout: 120_000 }, () =
       shown.stdout,
       /^budget: [\d.]+ s of GPU time spent of a 1\.0 s budget \(\d+%\): the budget is checked between blocks, and the last block, started at 0\.0 s, ran whole$/m,
     );
+    // The points it never started cost what its measured starts did (1 ms on the fake machine), not vLLM's typical minutes.
+    assert.match(shown.stdout, /^GPU-hours: .* vs [\d.]+ predicted for the full interleaved grid \([\d.]+ s, \d+ trials/m);
     assert.match(
       planned.stdout,
       /plus at most one block, up to .+ \(the budget is checked between blocks, and a block started before it runs out runs whole\)/,

@@ -49,10 +49,16 @@ export function campaignSummary(db: Db, runId: number, conclusion: Conclusion): 
   };
   const costs = loadCostModel(db, experiment);
   // The stored experiment hides secret flag values, so its startup keys miss the history the runner recorded under
-  // the real ones: this run's own startups stand in (else a 2 s simulator start was predicted at a profile's 3 min).
+  // the real ones: this run's own startups stand in (else a 2 s simulator start was predicted at a profile's 3 min),
+  // and for a config it never started (a search's unmeasured points) those of its other configs, the same server
+  // with other flags (else 643 simulator starts of a search's grid were predicted at 29 h).
+  const servers = runServers(db, runId).filter((server) => server.readyMs !== undefined);
+  const readyOf = (list: typeof servers): number[] => list.map((server) => server.readyMs!);
   for (const [serverKey, estimate] of Object.entries(costs.startups)) {
-    const own = runServers(db, runId).flatMap((server) => (server.serverKey === serverKey && server.readyMs !== undefined ? [server.readyMs] : []));
-    if (estimate.source !== 'history' && own.length > 0) costs.startups[serverKey] = { ms: median(own), source: 'history', samples: own.length };
+    if (estimate.source === 'history') continue;
+    const own = readyOf(servers.filter((server) => server.serverKey === serverKey));
+    const stand = own.length > 0 ? own : readyOf(servers);
+    if (stand.length > 0) costs.startups[serverKey] = { ms: median(stand), source: 'history', samples: stand.length };
   }
   const full = predictPlan(planExperiment(input), experiment, costs);
   lines.push(
