@@ -28,8 +28,6 @@ export function campaignSummary(db: Db, runId: number, conclusion: Conclusion): 
   const events = listRaceEvents(db, runId);
   const { best, search, equivalence, accuracy } = conclusion;
   const lines: string[] = [];
-  // A search's answer (best config per level and across them, within its tolerance) is the run's conclusion: no ranking follows it.
-  if (search) lines.push(formatSearchSummary(search), ...formatSpecSchedule(speculativeSchedule(experiment, listSearchSteps(db, runId)), runId), '');
   const stop = events.find((event) => event.kind === 'stop');
   if (experiment.stopping === 'race' || stop) lines.push(stop ? `campaign: ${stop.reason}` : 'campaign: ran to its trial cap without a clear winner', '');
   if (best) lines.push(formatBestVerdict(experiment, best), '');
@@ -61,8 +59,12 @@ export function campaignSummary(db: Db, runId: number, conclusion: Conclusion): 
     if (stand.length > 0) costs.startups[serverKey] = { ms: median(stand), source: 'history', samples: stand.length };
   }
   const full = predictPlan(planExperiment(input), experiment, costs);
+  // A search's answer (best config per level and across them, within its tolerance) is the run's conclusion, and its
+  // last lines: no ranking stands beside it.
+  if (search) lines.push(...formatSpecSchedule(speculativeSchedule(experiment, listSearchSteps(db, runId)), runId));
   lines.push(
     `GPU-hours: ${gpuHoursText((wallMs / 3_600_000) * gpus)} used (${formatDuration(wallMs)} × ${gpus} GPU${gpus === 1 ? '' : 's'}, ${trials.length} trials) vs ${gpuHoursText(full.gpuHours)} predicted for the full interleaved grid (${formatPredicted(full.wallMs)}, ${full.trials} trials, ${full.restarts} restarts${full.uncountedPasses ? `; not counted: ${full.uncountedPasses.join(', ')}` : ''})`,
   );
+  if (search) lines.push('', formatSearchSummary(search));
   return lines.join('\n');
 }

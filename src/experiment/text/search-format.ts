@@ -15,15 +15,16 @@ export function searchSummaryLines(summary: SearchSummary): string[] {
   const tolerance = shareText(summary.tolerance);
   const resolved = summary.done?.resolved ?? false;
   const lines = [summary.done ? `search: ${summary.done.reason}` : `search: not finished (${summary.steps} block${summary.steps === 1 ? '' : 's'} decided)`];
-  const { levels } = leadersOf(summary);
+  lines.push(`${summary.out} point${summary.out === 1 ? '' : 's'} out or settled; ${summary.alive} still racing${summary.done ? ' when it ended' : ''}`);
+  lines.push(`budget: ${budgetText(summary)}`);
+  if (summary.done && summary.done.unresolved.length > 0) lines.push('unresolved:', ...summary.done.unresolved.map((line) => `  ${line}`));
+  // The answer last: the run's output ends with it.
   lines.push(searchAnswerText(summary));
+  const { levels } = leadersOf(summary);
   if (levels.length > 0) {
     lines.push(resolved ? `best per level (each within ${tolerance} of that level's best):` : 'best per level so far (not resolved):');
     for (const leader of levels) lines.push(`  ${leaderText(leader, summary.unit)}`);
   }
-  lines.push(`${summary.out} point${summary.out === 1 ? '' : 's'} out or settled; ${summary.alive} still racing${summary.done ? ' when it ended' : ''}`);
-  lines.push(`budget: ${budgetText(summary)}`);
-  if (summary.done && summary.done.unresolved.length > 0) lines.push('unresolved:', ...summary.done.unresolved.map((line) => `  ${line}`));
   return lines;
 }
 
