@@ -72,7 +72,16 @@ describe('a search run has one answer in every view', { timeout: 120_000 }, () =
       [['show', '1'], ['show', '1', '--json'], ['ls', '--json'], ['ls'], ['export', '1', '--format', 'csv']].map((args) => cli(args, { store })),
     );
     // run's final text (cli/commands/run.ts prints this summary of the same conclusion) and show.
-    namesOneBest('run', campaignSummary(db, 1, conclusion));
+    const runText = campaignSummary(db, 1, conclusion);
+    namesOneBest('run', runText);
+    // The run's text ends with its answer: the best across levels with its tolerance, then each level's best.
+    const last = runText.trimEnd().split('\n').slice(-3);
+    assert.match(
+      last[0]!,
+      new RegExp(`^best config across levels: ${best}, within 2% of the best \\(95% confidence\\) of 8 points, \\d+ measured in \\d+ blocks?$`),
+    );
+    assert.match(last[1]!, /^best per level \(each within 2% of that level's best\):$/);
+    assert.match(last[2]!, new RegExp(`^ {2}single-stream: ${best} `));
     assert.equal(shown!.code, 0, shown!.stderr);
     namesOneBest('show', shown!.stdout);
     assert.match(shown!.stdout, new RegExp(`^ {2}single-stream: ${best} `, 'm'));
