@@ -38,7 +38,7 @@ describe('search run', () => {
     assert.equal(plan.code, 0, plan.stderr);
     assert.match(plan.stdout, /12 valid points of 14 combinations, each measured at 2 levels \(single-stream, c=4\)/);
     assert.match(plan.stdout, /constraint: draft <= 5/);
-    assert.match(plan.stdout, /budget: 0\.17 GPU-hours/);
+    assert.match(plan.stdout, /budget: 10 min of GPU time \(0\.17 GPU-hours\)/);
 
     const run = await cli(['run', file], { store, timeoutMs: 300_000 });
     assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);

@@ -102,17 +102,42 @@ export interface FingerprintOptions {
  * fingerprint must never stop an experiment.
  */
 export async function collectFingerprint(executor: CommandRunner, server: FingerprintServer, options: FingerprintOptions = {}): Promise<Fingerprint> {
-  const secrets = redactor().withPatterns(options.redactPatterns ?? []);
+  return fingerprintOf(await collectMachineFacts(executor, server.command), server, options);
+}
+
+/** The facts of a fingerprint that need no running server: host, GPUs, packages and system of the program that serves. */
+export interface MachineFacts {
+  host: Fingerprint['host'];
+  gpus: Fingerprint['gpus'];
+  packages: Fingerprint['packages'];
+  system: NonNullable<Fingerprint['system']>;
+  gitSha: string | undefined;
+  /** The executor's host label. */
+  executor: string;
+}
+
+/**
+ * A server's machine facts, from its argv before it runs (only the program matters): the runner gathers them while
+ * the server starts rather than after it is ready. Never rejects: a missing tool leaves its part empty.
+ */
+export async function collectMachineFacts(executor: CommandRunner, command: readonly string[]): Promise<MachineFacts> {
   const [host, gpus, packages, gitSha] = await Promise.all([
     collectHost(executor),
     collectGpus(executor),
-    collectPackages(executor, server.command),
+    collectPackages(executor, command),
     servelabGitSha(),
   ]);
-  const system = await collectSystem(executor, server.command, gpus.length, packages);
+  const system = await collectSystem(executor, command, gpus.length, packages);
+  return { host, gpus, packages, system, gitSha, executor: executor.hostLabel };
+}
+
+/** A fingerprint of a server from its machine's facts: its command, captured env and model, secrets redacted. */
+export function fingerprintOf(facts: MachineFacts, server: FingerprintServer, options: FingerprintOptions = {}): Fingerprint {
+  const secrets = redactor().withPatterns(options.redactPatterns ?? []);
+  const { host, gpus, packages, system, gitSha, executor } = facts;
   const fingerprint: Fingerprint = {
     servelabVersion: VERSION,
-    executor: executor.hostLabel,
+    executor,
     host,
     gpus,
     command: secrets.args(server.command),

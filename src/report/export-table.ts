@@ -115,8 +115,8 @@ function metricCells(value: unknown, prefix: string, out: Array<[string, ColumnK
 
 /**
  * The run's conclusion about a trial's config (analysis/conclusion.ts), as every view states it: its equivalence
- * status and token agreement (with quality.equivalence), its accuracy (with quality.accuracy), and whether it is
- * feasible under the objective, with why not.
+ * status and token agreement (with quality.equivalence), its accuracy (with quality.accuracy), whether it is
+ * feasible under the objective, with why not, and in a search the levels it is the stated best at.
  */
 function conclusionCells(conclusion: Conclusion, variant: string): Array<[string, ColumnKind, Cell | undefined]> {
   const config = conclusion.configs.find((entry) => entry.variant === variant);
@@ -129,6 +129,11 @@ function conclusionCells(conclusion: Conclusion, variant: string): Array<[string
   if (conclusion.accuracy) cells.push(['conclusion.accuracy', 'number', config?.accuracy]);
   cells.push(['conclusion.feasible', 'integer', config ? Number(config.feasible) : undefined]);
   cells.push(['conclusion.infeasibleBecause', 'string', config?.violations.join('; ') || undefined]);
+  // A search's answer: the levels ('*' across them) at which this config is the stated best.
+  if (conclusion.search) {
+    const levels = conclusion.search.leaders.filter((leader) => leader.best === variant).map((leader) => leader.level);
+    cells.push(['conclusion.searchBestAt', 'string', levels.join(' ') || undefined]);
+  }
   return cells;
 }
 

@@ -55,7 +55,7 @@ figure svg { display:block; width:100%; max-width:760px; height:auto; margin:0 a
 .change-after { color:var(--good); }
 `;
 
-/** `campaign`: the best-config sections (./campaign-html.ts), placed after the verdicts. */
+/** `campaign`: the conclusion's sections (a search's answer, the best config, quality, lanes, bisect), placed after the verdicts, each with its heading. */
 export function renderHtmlReport(report: RunReport, figures: Figure[], comparison?: RunComparison, campaign?: string): string {
   return `<!doctype html>
 <html lang="en">
@@ -76,7 +76,7 @@ ${report.description ? `<p class="muted">${esc(report.description)}</p>` : ''}
 ${runFactsHtml(report)}
 <h2>Verdicts</h2>
 ${verdictTableHtml(report)}
-${campaign ? `<h2>Best config</h2>\n${campaign}` : ''}
+${campaign ?? ''}
 <h2>Charts</h2>
 ${figuresHtml(figures)}
 ${trialTableHtml(report)}

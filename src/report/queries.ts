@@ -4,6 +4,7 @@ import { experimentAccuracy } from '../experiment/analysis/accuracy.js';
 import { type Conclusion, conclude } from '../experiment/analysis/conclusion.js';
 import { experimentEquivalence } from '../experiment/analysis/equivalence.js';
 import { measuredOnly } from '../experiment/analysis/search.js';
+import { searchSummary } from '../experiment/analysis/search-summary.js';
 import { computeVerdicts } from '../experiment/analysis/verdicts.js';
 import { storedExperimentOf, storedVerdictsOf } from '../experiment/spec/stored.js';
 import type { VariantVerdict } from '../experiment/spec/types.js';
@@ -16,6 +17,7 @@ import { listEquivalencePasses } from '../store/equivalence.js';
 import { getFingerprint, getRun, listTrials, type RunDetail, trialHealth, trialSamples } from '../store/queries.js';
 import { fingerprintsByIds, trialLatencies, viewedRuns } from '../store/reads.js';
 import type { UnreadableRow } from '../store/row-json.js';
+import { listSearchSteps } from '../store/search.js';
 import { runTelemetry } from '../store/telemetry.js';
 import type { TrialRecord } from '../store/types.js';
 import { type RunData, runVerdicts } from './model.js';
@@ -71,8 +73,10 @@ export interface ConclusionReadOptions {
 /** A stored run's conclusion (experiment/analysis/conclusion.ts), from its trials, race events, quality passes and fingerprints. */
 export function loadConclusion(db: Db, run: RunDetail, options: ConclusionReadOptions): Conclusion {
   const trials = options.trials ?? listTrials(db, run.id);
-  // A search's unmeasured points are its space, not contenders without data.
-  const experiment = measuredOnly(storedExperimentOf(run), trials);
+  const stored = storedExperimentOf(run);
+  // A search's answer is its strategy's, over its whole space; its unmeasured points are no contenders in the rest.
+  const search = stored.search && searchSummary(stored, listSearchSteps(db, run.id), trials);
+  const experiment = measuredOnly(stored, trials);
   const blocked = run.plan.schedule === 'blocked';
   // Runs stored before verdict settings were kept have no alpha to test with: their stored verdicts, no ranking.
   const testable = experiment.verdict !== undefined;
@@ -93,16 +97,19 @@ export function loadConclusion(db: Db, run: RunDetail, options: ConclusionReadOp
     blocked,
     ranking: options.ranking && testable,
     fingerprintOf: (id) => getFingerprint(db, id),
+    ...(search && { search }),
   });
 }
 
 /**
  * A conclusion as every `--json` view prints it (`show`, `run`, `ls`): the verdicts and configs under `conclusion`,
- * the ranking and the quality reports beside it; a race's elimination block counted from 1, as the text says it.
+ * the ranking (or a search's summary) and the quality reports beside it; a race's elimination block counted from 1,
+ * as the text says it.
  */
-export function conclusionJson({ best, equivalence, accuracy, ...conclusion }: Conclusion): {
-  conclusion: Omit<Conclusion, 'best' | 'equivalence' | 'accuracy'>;
+export function conclusionJson({ best, search, equivalence, accuracy, ...conclusion }: Conclusion): {
+  conclusion: Omit<Conclusion, 'best' | 'search' | 'equivalence' | 'accuracy'>;
   best?: Conclusion['best'];
+  search?: Conclusion['search'];
   equivalence?: Conclusion['equivalence'];
   accuracy?: Conclusion['accuracy'];
 } {
@@ -110,7 +117,7 @@ export function conclusionJson({ best, equivalence, accuracy, ...conclusion }: C
     ...best,
     ranking: best.ranking.map((row) => (row.eliminated ? { ...row, eliminated: { ...row.eliminated, afterPass: row.eliminated.afterPass + 1 } } : row)),
   };
-  return { conclusion, ...(ranked && { best: ranked }), ...(equivalence && { equivalence }), ...(accuracy && { accuracy }) };
+  return { conclusion, ...(ranked && { best: ranked }), ...(search && { search }), ...(equivalence && { equivalence }), ...(accuracy && { accuracy }) };
 }
 
 /** What `servelab export` writes: a run's readable trials and, for request-level formats, their requests. */

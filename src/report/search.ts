@@ -1,9 +1,5 @@
-import { leadersOf, type SearchHeatmap, type SearchSummary, searchSummary } from '../experiment/analysis/search-summary.js';
-import { storedExperimentOf } from '../experiment/spec/stored.js';
-import { budgetText, formatSearchSummary, leaderText, shareText } from '../experiment/text/search-format.js';
-import type { Db } from '../store/db.js';
-import { getRun, listTrials } from '../store/queries.js';
-import { listSearchSteps } from '../store/search.js';
+import { leadersOf, type SearchHeatmap, type SearchSummary } from '../experiment/analysis/search-summary.js';
+import { budgetText, formatSearchSummary, leaderText, searchAnswerText, shareText } from '../experiment/text/search-format.js';
 import { formatNumber } from '../util/format.js';
 import { heatmapChart } from './charts.js';
 import { escapeHtml as esc, escapeMarkdownCell, markdownCodeBlock } from './escape.js';
@@ -11,20 +7,11 @@ import type { Figure } from './figures.js';
 import { figuresHtml } from './html.js';
 
 /**
- * A search run in the report and the UI: its summary (experiment/analysis/search-summary.ts, the model `show` and
- * the run's final text render too) and its response surface, a heatmap over two knobs per load level.
+ * A search run in the report and the UI: its summary (experiment/analysis/search-summary.ts, carried by the run's
+ * conclusion, the model `show` and the run's final text render too) and its response surface, a heatmap over two
+ * knobs per load level. The report's search section, HTML and Markdown; empty for a run that is no search.
  */
-export function loadSearchSummary(db: Db, runId: number): SearchSummary | undefined {
-  const run = getRun(db, runId);
-  if (!run) return undefined;
-  const experiment = storedExperimentOf(run);
-  if (!experiment.search) return undefined;
-  return searchSummary(experiment, listSearchSteps(db, runId), listTrials(db, runId));
-}
-
-/** The report's search section, HTML and Markdown; empty for a run that is no search. */
-export function searchReportParts(db: Db, runId: number): { html: string; markdown: string } {
-  const summary = loadSearchSummary(db, runId);
+export function searchReportParts(summary: SearchSummary | undefined): { html: string; markdown: string } {
   if (!summary) return { html: '', markdown: '' };
   return { html: `\n${searchHtml(summary)}`, markdown: `\n${searchMarkdown(summary)}` };
 }
@@ -47,18 +34,21 @@ export function searchHtml(summary: SearchSummary): string {
     ],
     ['budget', budgetText(summary)],
   ];
+  // Each row names the stated best first (the tie-break's choice or the leader), then the leader it was judged by.
   const leaderRows = [...levels, ...(across ? [across] : [])]
     .map(
       (leader) =>
-        `<tr><td>${esc(leader.level === '*' ? 'across levels' : leader.level)}</td><td><code>${esc(leader.variant)}</code></td><td class="num">${
+        `<tr><td>${esc(leader.level === '*' ? 'across levels' : leader.level)}</td><td><code>${esc(leader.best)}</code></td><td>${
+          leader.preferred ? `tie-break, as good as <code>${esc(leader.variant)}</code>` : 'the leader'
+        }</td><td class="num">${
           leader.level === '*' ? `${formatNumber(leader.value * 100)}% of the level leaders` : esc(`${formatNumber(leader.value)} ${summary.unit}`.trim())
-        }</td><td class="num">${leader.margin === undefined ? '—' : `+${formatNumber(leader.margin * 100)}%`}</td><td>${leader.preferred ? `<code>${esc(leader.preferred)}</code>` : '—'}</td></tr>`,
+        }</td><td class="num">${leader.margin === undefined ? '—' : `+${formatNumber(leader.margin * 100)}%`}</td></tr>`,
     )
     .join('');
   const leaders =
     leaderRows.length === 0
       ? '<p class="empty">No leader yet: no point measured.</p>'
-      : `<table class="data search-leaders"><thead><tr><th>level</th><th>${resolved ? 'best' : 'leader so far'}</th><th class="num">median</th><th class="num">margin over the next</th><th>tie-break prefers (within ${shareText(summary.tolerance)})</th></tr></thead><tbody>${leaderRows}</tbody></table>`;
+      : `<table class="data search-leaders"><thead><tr><th>level</th><th>${resolved ? `best (within ${shareText(summary.tolerance)})` : 'best so far (not resolved)'}</th><th>chosen as</th><th class="num">leader's median</th><th class="num">leader's margin over the next</th></tr></thead><tbody>${leaderRows}</tbody></table>`;
   const unresolved =
     summary.done && summary.done.unresolved.length > 0
       ? `<details class="unresolved"><summary>unresolved (${summary.done.unresolved.length})</summary><ul class="notes">${summary.done.unresolved.map((line) => `<li>${esc(line)}</li>`).join('')}</ul></details>`
@@ -66,7 +56,7 @@ export function searchHtml(summary: SearchSummary): string {
   const figures = summary.heatmaps.map(
     (map, index): Figure => ({ id: `search-${index}`, title: `Response surface at ${map.level}`, svg: heatmapSvg(summary, map) }),
   );
-  return `<h2>Search</h2><div class="card search" data-search><p><strong>${state}</strong></p><table class="data search-facts"><tbody>${facts
+  return `<h2>Search</h2><div class="card search" data-search><p><strong>${state}</strong></p><p class="search-answer">${esc(searchAnswerText(summary))}</p><table class="data search-facts"><tbody>${facts
     .map(([name, value]) => `<tr><th>${esc(name)}</th><td>${esc(value)}</td></tr>`)
     .join('')}</tbody></table>${leaders}${unresolved}</div>${
     summary.heatmaps.length > 0 ? `<h2>Response surface</h2><p class="muted">${esc(caption(summary, summary.heatmaps[0]!))}</p>${figuresHtml(figures)}` : ''

@@ -57,7 +57,7 @@ export function writeReports(db: Db, runIds: number[], outDir: string): WrittenR
     const bisect = bisectReportParts(db, data.run.id);
     const lanes = laneReportParts(data.conclusion?.lanes);
     // A search's answer and response surface lead the campaign sections, as in `show`.
-    const search = searchReportParts(db, data.run.id);
+    const search = searchReportParts(data.conclusion?.search);
     const written = writeOne(data, previous, dir, {
       ...campaign,
       html: search.html + (campaign.html ?? '') + lanes.html + bisect.html,
@@ -77,21 +77,24 @@ interface CampaignParts {
   markdown: string;
 }
 
-/** The conclusion's best-config verdict, quality sections and campaign charts; a single-variant run has no best config to name. */
+/**
+ * The conclusion's best-config verdict, quality sections and campaign charts; a single-variant run has no best config
+ * to name, and a search's answer is its own section (./search.ts).
+ */
 function campaignOf(data: RunData): CampaignParts {
   // A search's spec table and charts: its measured points only.
   const experiment = measuredOnly(storedExperimentOf(data.run), data.trials);
-  const { best, equivalence, accuracy } = data.conclusion ?? {};
-  if (!best) return { figures: [], markdown: '' };
+  const { best, search, equivalence, accuracy } = data.conclusion ?? {};
+  if (!best && !search) return { figures: [], markdown: '' };
   return {
     html:
-      bestConfigHtml(experiment, best) +
+      (best ? `<h2>Best config</h2>\n${bestConfigHtml(experiment, best)}` : '') +
       (equivalence ? `\n${equivalenceHtml(equivalence)}` : '') +
       (accuracy ? `\n${accuracyHtml(accuracy)}` : '') +
       (hasSpecFigures(data.trials) ? `\n<h2>Speculative decoding</h2>${specTableHtml(experiment, data.trials)}` : ''),
-    figures: campaignFigures(experiment, best, data.trials),
+    figures: best ? campaignFigures(experiment, best, data.trials) : [],
     markdown:
-      `\n## Best config\n\n${markdownCodeBlock(formatBestVerdict(experiment, best))}` +
+      (best ? `\n## Best config\n\n${markdownCodeBlock(formatBestVerdict(experiment, best))}` : '') +
       (equivalence ? `\n## Output equivalence\n\n${markdownCodeBlock(formatEquivalence(equivalence))}` : '') +
       (accuracy ? `\n## Accuracy\n\n${markdownCodeBlock(formatAccuracy(accuracy))}` : '') +
       (hasSpecFigures(data.trials) ? `\n## Speculative decoding\n\n${markdownCodeBlock(formatSpecView(experiment, data.trials))}` : ''),

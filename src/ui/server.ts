@@ -232,7 +232,7 @@ class UiState {
         bisect: bisectReportParts(this.db, runId).html,
         lanes: laneReportParts(data.conclusion?.lanes).html,
         // A search's standing and response surface, as in the report.
-        search: searchReportParts(this.db, runId).html,
+        search: searchReportParts(data.conclusion?.search).html,
         figures: figuresHtml(reportFigures(report)),
         trials: trialTableHtml(report),
         notes: notesHtml(report),

@@ -58,6 +58,15 @@ export function formatDuration(ms: number | null | undefined): string {
   return `${Math.floor(minutes / 60)} h ${String(minutes % 60).padStart(2, '0')} min`;
 }
 
+/**
+ * GPU time (seconds of one GPU, a search's budget unit) as text: under an hour a duration ("4 min 01 s", "2 min"),
+ * which is wall time on one GPU per server; from an hour on, GPU-hours ("1.5 GPU-hours").
+ */
+export function formatGpuTime(seconds: number): string {
+  if (seconds >= 3600) return `${formatNumber(seconds / 3600)} GPU-hours`;
+  return formatDuration(seconds * 1000).replace(/ min 00 s$/, ' min');
+}
+
 /** A predicted duration, which may be unknown (no history and nothing declared): said so, never a dash or a guess. */
 export function formatPredicted(ms: number | undefined): string {
   return ms === undefined ? 'unknown' : formatDuration(ms);

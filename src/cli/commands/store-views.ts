@@ -9,7 +9,6 @@ import { compareRuns } from '../../report/compare.js';
 import { comparisonText } from '../../report/compare-text.js';
 import { leftOutNotes, runVerdicts } from '../../report/model.js';
 import { conclusionJson, loadConclusion, loadRunData } from '../../report/queries.js';
-import { loadSearchSummary } from '../../report/search.js';
 import { type Db, defaultStorePath } from '../../store/db.js';
 import { type DriftAlarmRecord, listDriftAlarms } from '../../store/drift-alarms.js';
 import { getRun, listInvalidTrials, listRuns, listTrials, type RunDetail, trialHealth, unplannedRestarts } from '../../store/queries.js';
@@ -52,7 +51,9 @@ export function registerStoreViews(program: Command): void {
           return JSON.stringify(
             runs.map(({ config: _config, plan: _plan, ...summary }) => {
               const concluded = conclusions.get(summary.id);
-              return { ...summary, ...(concluded && { conclusion: conclusionJson(concluded).conclusion }) };
+              // A search's answer as `show --json` gives it, less its heatmaps.
+              const { heatmaps: _heatmaps, ...search } = concluded?.search ?? { heatmaps: [] };
+              return { ...summary, ...(concluded && { conclusion: conclusionJson(concluded).conclusion }), ...(concluded?.search && { search }) };
             }),
             null,
             2,
@@ -99,7 +100,7 @@ export function registerStoreViews(program: Command): void {
               telemetry: machine,
               ...conclusionJson(concluded),
               ...(bisect && { bisect: { id: bisect.id, ...bisect.view } }),
-              ...(storedExperimentOf(run).search && { search: loadSearchSummary(db, run.id), searchSteps: listSearchSteps(db, run.id).map(numberedFromOne) }),
+              ...(concluded.search && { searchSteps: listSearchSteps(db, run.id).map(numberedFromOne) }),
               unreadable,
               notes,
             },

@@ -1,8 +1,10 @@
 /**
  * A run's conclusion, the one model every view renders (issue 34, "One conclusion"): each config's quality
  * (equivalence status, token agreement, accuracy) and feasibility under the objective with its reasons; each
- * variant × workload verdict worded with that feasibility ("faster, outputs changed"); the best-config ranking; and,
- * on lanes, the lane report (which lane measured what, which lane's level differs, with its fingerprint difference).
+ * variant × workload verdict worded with that feasibility ("faster, outputs changed"); the best-config ranking, or for
+ * a search run the search's answer instead (its per-level and across-levels best at its tolerance, or "unresolved":
+ * a ranking of the measured points by raw medians would be a second estimator naming another "best"); and, on
+ * lanes, the lane report (which lane measured what, which lane's level differs, with its fingerprint difference).
  * `run`'s final text, `show` (+ `--json`), `ls`, the Markdown and HTML reports, the UI and `export` read it; none
  * judges a config again or words its verdict otherwise. Pure: computed from stored rows on read (nothing stored),
  * so a run of any earlier version renders the same way.
@@ -15,6 +17,7 @@ import { type BestVerdict, bestConfig, configFeasibility, type Elimination } fro
 import type { EquivalenceReport, EquivalenceStatus } from './equivalence.js';
 import type { Caveat } from './feasibility.js';
 import { type LaneReport, laneReport } from './lanes.js';
+import type { SearchSummary } from './search-summary.js';
 
 /** One config as the conclusion judges it. */
 export interface ConfigConclusion {
@@ -46,8 +49,10 @@ export interface Conclusion {
   /** Every config of the experiment, the baseline included, in the experiment's order. */
   configs: ConfigConclusion[];
   verdicts: ConcludedVerdict[];
-  /** The best-config ranking (pairwise, Holm-corrected); absent where a view asked for verdicts only (`ls`). */
+  /** The best-config ranking (pairwise, Holm-corrected); absent where a view asked for verdicts only (`ls`), and for a search run. */
   best?: BestVerdict;
+  /** A search run's answer and standing (search-summary.ts): its best configs, in place of `best`. */
+  search?: SearchSummary;
   equivalence?: EquivalenceReport;
   accuracy?: AccuracyReport;
   /** A run on lanes: what each lane measured, and each lane whose level differs; absent without lanes or without the ranking. */
@@ -67,6 +72,8 @@ export interface ConclusionInput {
   ranking: boolean;
   /** A stored fingerprint by id: the lane report's fingerprint differences. */
   fingerprintOf?: (id: number) => Fingerprint | undefined;
+  /** A search run's summary (from its stored steps): the run's answer, and no ranking beside it. */
+  search?: SearchSummary;
 }
 
 export function conclude(input: ConclusionInput): Conclusion {
@@ -95,7 +102,7 @@ export function conclude(input: ConclusionInput): Conclusion {
     return { ...verdict, outcome: config?.tag ? `${verdict.label}, ${config.tag}` : verdict.label, feasible };
   });
   const best =
-    input.ranking && experiment.variants.length > 1
+    input.ranking && !input.search && experiment.variants.length > 1
       ? bestConfig(experiment, trials, {
           ...(input.eliminations && { eliminations: input.eliminations }),
           blocked: input.blocked,
@@ -109,6 +116,7 @@ export function conclude(input: ConclusionInput): Conclusion {
     configs,
     verdicts,
     ...(best && { best }),
+    ...(input.search && { search: input.search }),
     ...(equivalence && { equivalence }),
     ...(accuracy && { accuracy }),
     ...(lanes && { lanes }),

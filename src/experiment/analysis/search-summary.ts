@@ -8,8 +8,10 @@ import type { ResolvedExperiment } from '../spec/types.js';
 import { type SearchObjective, type SearchRun, searchBudgetSeconds, searchObjective, searchRunOf, searchStanding } from './search.js';
 
 /**
- * A search run in one model every view renders (run's final text, `show` and `show --json`, the Markdown and HTML
- * reports, the UI): where it stands, its leaders with their margins, the budget spent, and its response surface as
+ * A search run in one model every view renders (run's final text, `show` and `show --json`, `ls`, the Markdown and
+ * HTML reports, the UI, `export`), carried as the run's conclusion (conclusion.ts `search`): where it stands, its
+ * leaders with their margins and its stated best per level and across levels (the strategy's block-adjusted
+ * estimate and tie-break, never a second ranking by raw medians), the budget spent, and its response surface as
  * heatmaps over two knobs per load level. Pure: computed from the stored steps and trials on read.
  */
 export interface SearchSummary {
@@ -34,6 +36,8 @@ export interface SearchSummary {
   /** GPU-seconds spent when the last step was decided, and the budget (the tighter of GPU-hours and wall time). */
   spentGpuSeconds: number;
   budgetGpuSeconds?: number;
+  /** GPU-seconds spent when the last block measured was decided: the budget is checked between blocks, so a block started before it ran out runs whole. */
+  lastBlockFromGpuSeconds?: number;
   /** Set once the search ended: why, and what is still unresolved. */
   done?: { reason: string; resolved: boolean; unresolved: string[] };
   /** The latest leaders: each level's, then across levels (`level: '*'`). */
@@ -51,8 +55,10 @@ export interface SearchLeader {
   value: number;
   /** Over the runner-up, relative, in the objective's direction (0.012 = 1.2% better). */
   margin?: number;
-  /** With a tie-break, the variant it prefers among those within the tolerance of the leader: the stated best config. */
+  /** With a tie-break, the variant it prefers among those within the tolerance of the leader, where that is another point. */
   preferred?: string;
+  /** The stated best config of this level (or across levels): the tie-break's choice, else the leader. Every view names this one. */
+  best: string;
 }
 
 /** A load level's response over two knobs (one when the space has one knob), each cell the best measured point in it. */
@@ -93,6 +99,7 @@ export function searchSummary(experiment: ResolvedExperiment, steps: readonly St
   const objective = searchObjective(experiment);
   const budget = searchBudgetSeconds(run.search);
   const leaders = searchLeaders(run, standing.leaders);
+  const lastBlockFrom = steps.filter((step) => step.measure.length > 0).at(-1)?.spentSeconds;
   return {
     objective,
     unit: metricUnit(objective.metric),
@@ -108,6 +115,7 @@ export function searchSummary(experiment: ResolvedExperiment, steps: readonly St
     tieBreak: run.search.tieBreak.map((entry) => (entry.kind === 'knob' ? `${entry.name}${entry.descending ? ' desc' : ''}` : entry.metric)),
     spentGpuSeconds: steps.at(-1)?.spentSeconds ?? 0,
     ...(budget !== undefined && { budgetGpuSeconds: budget }),
+    ...(lastBlockFrom !== undefined && { lastBlockFromGpuSeconds: lastBlockFrom }),
     ...(standing.done && { done: { ...standing.done, unresolved: [...standing.done.unresolved] } }),
     leaders,
     heatmaps: heatmaps(experiment, run, standing.leaders, trials),
@@ -117,15 +125,17 @@ export function searchSummary(experiment: ResolvedExperiment, steps: readonly St
 /** Stored leaders by variant name; a tie-break's preferred point only where it differs from the leader. */
 export function searchLeaders(run: SearchRun, leaders: StoredSearchStep['leaders']): SearchLeader[] {
   const name = (point: string): string => run.variantOf.get(point) ?? point;
-  return leaders.map(
-    (leader): SearchLeader => ({
+  return leaders.map((leader): SearchLeader => {
+    const preferred = leader.preferred !== undefined && leader.preferred !== leader.point ? name(leader.preferred) : undefined;
+    return {
       level: leader.level,
       variant: name(leader.point),
       value: leader.value,
       ...(leader.margin !== undefined && { margin: leader.margin }),
-      ...(leader.preferred !== undefined && leader.preferred !== leader.point && { preferred: name(leader.preferred) }),
-    }),
-  );
+      ...(preferred !== undefined && { preferred }),
+      best: preferred ?? name(leader.point),
+    };
+  });
 }
 
 /** Each measured point's median of the objective per level, over its valid trials. */

@@ -7,7 +7,6 @@ import { listSearchSteps } from '../../store/search.js';
 import { formatDuration, formatPredicted } from '../../util/format.js';
 import type { Conclusion } from '../analysis/conclusion.js';
 import { measuredOnly } from '../analysis/search.js';
-import { searchSummary } from '../analysis/search-summary.js';
 import { speculativeSchedule } from '../analysis/spec-schedule.js';
 import { loadCostModel, predictPlan } from '../plan/budget.js';
 import { planExperiment } from '../plan/plan.js';
@@ -27,13 +26,8 @@ export function campaignSummary(db: Db, runId: number, conclusion: Conclusion): 
   const { run, experiment } = loadRun(db, runId);
   const trials = listTrials(db, runId);
   const events = listRaceEvents(db, runId);
-  const { best, equivalence, accuracy } = conclusion;
+  const { best, search, equivalence, accuracy } = conclusion;
   const lines: string[] = [];
-  // A search's answer (best config per level, within its tolerance) leads; the ranking below covers its measured points.
-  if (experiment.search) {
-    const steps = listSearchSteps(db, runId);
-    lines.push(formatSearchSummary(searchSummary(experiment, steps, trials)), ...formatSpecSchedule(speculativeSchedule(experiment, steps), runId), '');
-  }
   const stop = events.find((event) => event.kind === 'stop');
   if (experiment.stopping === 'race' || stop) lines.push(stop ? `campaign: ${stop.reason}` : 'campaign: ran to its trial cap without a clear winner', '');
   if (best) lines.push(formatBestVerdict(experiment, best), '');
@@ -53,14 +47,24 @@ export function campaignSummary(db: Db, runId: number, conclusion: Conclusion): 
   };
   const costs = loadCostModel(db, experiment);
   // The stored experiment hides secret flag values, so its startup keys miss the history the runner recorded under
-  // the real ones: this run's own startups stand in (else a 2 s simulator start was predicted at a profile's 3 min).
+  // the real ones: this run's own startups stand in (else a 2 s simulator start was predicted at a profile's 3 min),
+  // and for a config it never started (a search's unmeasured points) those of its other configs, the same server
+  // with other flags (else 643 simulator starts of a search's grid were predicted at 29 h).
+  const servers = runServers(db, runId).filter((server) => server.readyMs !== undefined);
+  const readyOf = (list: typeof servers): number[] => list.map((server) => server.readyMs!);
   for (const [serverKey, estimate] of Object.entries(costs.startups)) {
-    const own = runServers(db, runId).flatMap((server) => (server.serverKey === serverKey && server.readyMs !== undefined ? [server.readyMs] : []));
-    if (estimate.source !== 'history' && own.length > 0) costs.startups[serverKey] = { ms: median(own), source: 'history', samples: own.length };
+    if (estimate.source === 'history') continue;
+    const own = readyOf(servers.filter((server) => server.serverKey === serverKey));
+    const stand = own.length > 0 ? own : readyOf(servers);
+    if (stand.length > 0) costs.startups[serverKey] = { ms: median(stand), source: 'history', samples: stand.length };
   }
   const full = predictPlan(planExperiment(input), experiment, costs);
+  // A search's answer (best config per level and across them, within its tolerance) is the run's conclusion, and its
+  // last lines: no ranking stands beside it.
+  if (search) lines.push(...formatSpecSchedule(speculativeSchedule(experiment, listSearchSteps(db, runId)), runId));
   lines.push(
     `GPU-hours: ${gpuHoursText((wallMs / 3_600_000) * gpus)} used (${formatDuration(wallMs)} × ${gpus} GPU${gpus === 1 ? '' : 's'}, ${trials.length} trials) vs ${gpuHoursText(full.gpuHours)} predicted for the full interleaved grid (${formatPredicted(full.wallMs)}, ${full.trials} trials, ${full.restarts} restarts${full.uncountedPasses ? `; not counted: ${full.uncountedPasses.join(', ')}` : ''})`,
   );
+  if (search) lines.push('', formatSearchSummary(search));
   return lines.join('\n');
 }

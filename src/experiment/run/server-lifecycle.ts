@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { collectFingerprint } from '../../fingerprint/collect.js';
+import { collectMachineFacts, fingerprintOf, type MachineFacts } from '../../fingerprint/collect.js';
 import { DEFAULT_ENV_PATTERNS } from '../../fingerprint/env.js';
 import type { Fingerprint } from '../../fingerprint/types.js';
 import { configKey } from '../../launch/config.js';
@@ -161,10 +161,15 @@ export class ServerLifecycle {
   }
 
   /** What the server runs on, with placeholders as configured ({port} unfilled): the picked port is no property of the environment. */
-  fingerprint(server: RunningServer): Promise<Fingerprint> {
-    const { experiment, executor } = this.context;
-    return collectFingerprint(
-      executor,
+  /** The machine facts of a server config's fingerprint, gathered while it starts (they need no running server). */
+  machineFacts(variant: ResolvedVariant): Promise<MachineFacts> {
+    return collectMachineFacts(this.context.executor, variant.server.command);
+  }
+
+  fingerprint(server: RunningServer, facts: MachineFacts): Fingerprint {
+    const { experiment } = this.context;
+    return fingerprintOf(
+      facts,
       { ...server.template, ...(server.ready.model !== undefined && { model: server.ready.model }) },
       { envPatterns: [...DEFAULT_ENV_PATTERNS, ...experiment.fingerprint.envPatterns], redactPatterns: experiment.fingerprint.redact },
     );

@@ -26,10 +26,13 @@ export async function runStretch(
   const label = variants.map((variant) => variant.name).join(', ');
   const retries = experiment.validity?.trialRetries ?? 2;
   const preflight = await preflightBeforeStart(context.executor, variants[0]!.server.env, experiment.preflight, context.log);
+  // The fingerprint's machine facts (a dozen short commands, ~1 s on a loaded 2-core box) need no server: gathered
+  // while it starts instead of after it is ready. They never reject.
+  const facts = servers.machineFacts(variants[0]!);
   let server = await servers.start(variants[0]!, label);
   let failure: unknown;
   try {
-    const fingerprint = withPreflight(await servers.fingerprint(server.running), preflight);
+    const fingerprint = withPreflight(servers.fingerprint(server.running, await facts), preflight);
     const target = {
       runId: context.runId,
       experimentName: experiment.name,

@@ -23,6 +23,7 @@
  *    the budget is spent (unresolved: what is still open, in words).
  */
 import { median, probit } from 'simple-statistics';
+import { formatGpuTime } from '../../util/format.js';
 import { deriveSeed, mulberry32, type Random } from '../../util/random.js';
 import { studentQuantile } from '../analysis/drift.js';
 import { maximinDesign } from './design.js';
@@ -356,7 +357,8 @@ function unresolvedLines(
 }
 
 function budgetDone(context: Context, state: SearchState, unresolved: string[]): NonNullable<SearchStep['done']> {
-  return { reason: `budget spent (${state.spent} of ${context.settings.budget}) before the search was decided`, resolved: false, unresolved };
+  const [spent, budget] = [formatGpuTime(state.spent), formatGpuTime(context.settings.budget ?? 0)];
+  return { reason: `budget spent (${spent} of a ${budget} budget) before the search was decided`, resolved: false, unresolved };
 }
 
 function shuffle<T>(items: readonly T[], rng: Random): T[] {

@@ -84,7 +84,9 @@ export const searchSchema = z.strictObject({
     })
     .refine((budget) => budget.wallTime !== undefined || budget.gpuHours !== undefined, 'expected wallTime and/or gpuHours')
     .optional()
-    .describe('The search stops when the next block would spend more; it then says what is and is not resolved.'),
+    .describe(
+      'Checked between blocks: the first check that finds it spent ends the search, which then says what is and is not resolved. A block started before it ran out runs whole, so a search may exceed it by up to one block (`plan` says how much).',
+    ),
 });
 
 export type SearchSpec = z.output<typeof searchSchema>;

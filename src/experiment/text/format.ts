@@ -14,6 +14,7 @@ import { storedExperimentOf } from '../spec/stored.js';
 import type { ResolvedExperiment, VariantVerdict } from '../spec/types.js';
 import { accuracyCell } from './accuracy-format.js';
 import { equivalenceCell } from './equivalence-format.js';
+import { searchAnswerText } from './search-format.js';
 
 /** Plain-text tables for `servelab run`, `ls`, `show` and `diff`. Pure: data in, lines out. */
 
@@ -127,6 +128,8 @@ function summarizeVerdicts(run: RunDetail, conclusion: Conclusion | undefined): 
 /** Significant verdicts and infeasible configs' ones, as the conclusion words them: "lossy@single-stream faster, outputs changed +171.1%". */
 function verdictSummary(run: RunDetail, conclusion: Conclusion | undefined): string {
   if (run.status !== 'done') return run.message ?? '';
+  // A search's result is its answer, not verdicts against its first point.
+  if (conclusion?.search) return searchAnswerText(conclusion.search);
   const verdicts = conclusion?.verdicts ?? [];
   const notable = verdicts.filter((verdict) => verdict.significant || !verdict.feasible);
   if (notable.length === 0) return verdicts.length === 0 ? '' : 'no significant difference';

@@ -1,4 +1,4 @@
-import { formatNumber, formatPredicted } from '../../util/format.js';
+import { formatGpuTime, formatNumber, formatPredicted } from '../../util/format.js';
 import { searchBudgetSeconds, searchObjective, searchRunOf } from '../analysis/search.js';
 import type { Estimate, PlanPrediction } from '../plan/budget.js';
 import { limitViolations, type ScheduleChoice, uncheckedBudget } from '../plan/schedule.js';
@@ -192,8 +192,13 @@ export function formatSearchPlan(experiment: ResolvedExperiment, choice: Schedul
         ? 'an unknown number of point measurements (no cost history yet)'
         : `about ${points} point measurements (block 1 and ${Math.max(0, Math.ceil((points - first) / DEFAULT_BLOCK_SIZE))} more blocks of up to ${DEFAULT_BLOCK_SIZE})`;
     const share = grid.gpuHours === undefined ? '' : `, ${shareText(budget / 3600 / grid.gpuHours)} of the grid's`;
-    lines.push(`predicted: at most the budget, ${gpuHoursText(budget / 3600)} GPU-hours${share}; ${firstText}; it stops sooner once resolved`);
-    lines.push(`budget: ${gpuHoursText(budget / 3600)} GPU-hours buys ${buys}`);
+    // The strategy checks the budget between blocks: a block started before it runs out runs whole.
+    const blockMs = pointMs === undefined ? undefined : pointMs * Math.max(first, DEFAULT_BLOCK_SIZE);
+    const over = blockMs === undefined ? 'one block' : `one block, up to ${formatGpuTime((blockMs / 1000) * gpus)}`;
+    lines.push(
+      `predicted: the budget, ${gpuHoursText(budget / 3600)} GPU-hours${share}, plus at most ${over} (the budget is checked between blocks, and a block started before it runs out runs whole); ${firstText}; it stops sooner once resolved`,
+    );
+    lines.push(`budget: ${formatGpuTime(budget)} of GPU time (${gpuHoursText(budget / 3600)} GPU-hours) buys ${buys}`);
   }
   return lines.join('\n');
 }

@@ -1,4 +1,4 @@
-import { formatNumber } from '../../util/format.js';
+import { formatGpuTime, formatNumber } from '../../util/format.js';
 import { leadersOf, type SearchLeader, type SearchSummary } from '../analysis/search-summary.js';
 import { type ScheduleResult, scheduleFileName } from '../analysis/spec-schedule.js';
 
@@ -14,44 +14,66 @@ export function formatSearchSummary(summary: SearchSummary): string {
 export function searchSummaryLines(summary: SearchSummary): string[] {
   const tolerance = shareText(summary.tolerance);
   const resolved = summary.done?.resolved ?? false;
-  const of = `of ${summary.points} points${summary.points < summary.combinations ? ` (${summary.combinations} combinations, the rest breaking a constraint)` : ''}, ${summary.measured} measured in ${summary.blocks} block${summary.blocks === 1 ? '' : 's'}`;
   const lines = [summary.done ? `search: ${summary.done.reason}` : `search: not finished (${summary.steps} block${summary.steps === 1 ? '' : 's'} decided)`];
-  const best = (leader: SearchLeader): string => leader.preferred ?? leader.variant;
-  const { across, levels } = leadersOf(summary);
-  if (across) {
-    lines.push(
-      resolved
-        ? `best config across levels: ${best(across)}, within ${tolerance} of the best ${of} (${shareText(summary.confidence)} confidence)`
-        : `best config so far across levels: ${best(across)}, the leader ${of}; not resolved`,
-    );
-  } else lines.push(`${summary.points} points, ${summary.measured} measured`);
-  if (levels.length > 0) {
-    lines.push(resolved ? `best per level (each within ${tolerance} of that level's best):` : 'best per level so far:');
-    for (const leader of levels) lines.push(`  ${leaderText(leader, summary.unit)}`);
-  }
   lines.push(`${summary.out} point${summary.out === 1 ? '' : 's'} out or settled; ${summary.alive} still racing${summary.done ? ' when it ended' : ''}`);
   lines.push(`budget: ${budgetText(summary)}`);
   if (summary.done && summary.done.unresolved.length > 0) lines.push('unresolved:', ...summary.done.unresolved.map((line) => `  ${line}`));
+  // The answer last: the run's output ends with it.
+  lines.push(searchAnswerText(summary));
+  const { levels } = leadersOf(summary);
+  if (levels.length > 0) {
+    lines.push(resolved ? `best per level (each within ${tolerance} of that level's best):` : 'best per level so far (not resolved):');
+    for (const leader of levels) lines.push(`  ${leaderText(leader, summary.unit)}`);
+  }
   return lines;
 }
 
-/** "0.031 GPU-hours spent of 0.033 (94%)", or without a budget "0.031 GPU-hours spent, no limit". */
-export function budgetText(summary: Pick<SearchSummary, 'spentGpuSeconds' | 'budgetGpuSeconds'>): string {
-  const spent = `${formatNumber(summary.spentGpuSeconds / 3600)} GPU-hours spent`;
-  if (summary.budgetGpuSeconds === undefined) return `${spent}, no limit`;
-  return `${spent} of ${formatNumber(summary.budgetGpuSeconds / 3600)} (${shareText(summary.spentGpuSeconds / summary.budgetGpuSeconds)})`;
+/**
+ * The search's answer in one line (run's final text, `show`, `ls`, the reports): the best config across levels with
+ * the tolerance it was decided at ("… within 2% of the best of 215 points, 37 measured in 5 blocks"), or the leader
+ * so far and "not resolved"; a single level's best when the search has no across-levels pick.
+ */
+export function searchAnswerText(summary: SearchSummary): string {
+  const resolved = summary.done?.resolved ?? false;
+  const broken = summary.combinations - summary.points;
+  const of =
+    `of ${summary.points} points, ${summary.measured} measured in ${summary.blocks} block${summary.blocks === 1 ? '' : 's'}` +
+    (broken > 0 ? `; ${broken} other combinations break a constraint` : '');
+  const { across, levels } = leadersOf(summary);
+  const pick = across ?? (levels.length === 1 ? levels[0] : undefined);
+  if (!pick) return `no best config yet: ${summary.measured} of ${summary.points} points measured`;
+  const where = pick.level === '*' ? 'across levels' : `at ${pick.level}`;
+  return resolved
+    ? `best config ${where}: ${pick.best}, within ${shareText(summary.tolerance)} of the best (${shareText(summary.confidence)} confidence) ${of}`
+    : `best config so far ${where}: ${pick.best}, the leader ${of}; not resolved`;
 }
 
 /**
- * One leader in words: "c=8: eagle3-s3-k2-d7 3,323 tok/s (+5.2% over the next)"; across levels its value is a
- * ratio to each level's leader (1 = leads every level); a tie-break's preferred point is named beside it.
+ * "4 min 09 s of GPU time spent of a 2 min budget (208%): …", or without a budget "… spent, no limit". A budget
+ * overrun says why: the budget is checked between blocks, and a block started before it ran out runs whole.
+ */
+export function budgetText(summary: Pick<SearchSummary, 'spentGpuSeconds' | 'budgetGpuSeconds' | 'lastBlockFromGpuSeconds'>): string {
+  const spent = `${formatGpuTime(summary.spentGpuSeconds)} of GPU time spent`;
+  const budget = summary.budgetGpuSeconds;
+  if (budget === undefined) return `${spent}, no limit`;
+  const text = `${spent} of a ${formatGpuTime(budget)} budget (${shareText(summary.spentGpuSeconds / budget)})`;
+  const from = summary.lastBlockFromGpuSeconds;
+  if (summary.spentGpuSeconds <= budget || from === undefined || from >= budget) return text;
+  return `${text}: the budget is checked between blocks, and the last block, started at ${formatGpuTime(from)}, ran whole`;
+}
+
+/**
+ * One level's best in words, named first: "c=8: eagle3-s3-k2-d7 3,323 tok/s (+5.2% over the next)"; across levels
+ * the leader's value is a ratio to each level's leader (1 = leads every level). A tie-break's choice is named
+ * first, the leader it is as good as after it: "c=8: eagle3-s2-k1-d3 by the tie-break, as good as the leader …".
  */
 export function leaderText(leader: SearchLeader, unit: string): string {
   const value =
     leader.level === '*' ? `at ${formatNumber(leader.value * 100)}% of the level leaders (geometric mean)` : `${formatNumber(leader.value)} ${unit}`.trimEnd();
   const margin = leader.margin === undefined ? '' : ` (+${formatNumber(leader.margin * 100)}% over the next)`;
-  const preferred = leader.preferred !== undefined ? `, tie-break prefers ${leader.preferred}` : '';
-  return `${leader.level === '*' ? 'across levels' : leader.level}: ${leader.variant} ${value}${margin}${preferred}`;
+  const level = leader.level === '*' ? 'across levels' : leader.level;
+  if (leader.preferred !== undefined) return `${level}: ${leader.best} by the tie-break, as good as the leader ${leader.variant} ${value}${margin}`;
+  return `${level}: ${leader.best} ${value}${margin}`;
 }
 
 /** The engine schedule of the per-level bests (analysis/spec-schedule.ts), and the file `servelab report` writes. */
