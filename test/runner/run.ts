@@ -53,6 +53,7 @@ export const SLOW = new Set([
   'launch-server-schema',
   'launch-watchdog',
   'load-capacity-cli',
+  'search-answer',
   'search-run',
   'search-schedule',
   'search-stopping',
