@@ -60,6 +60,27 @@ export function fitLevel(observations: readonly SearchObservation[], sign: 1 | -
   return { cells, effects, values, sigma, df: df + PRIOR_DF, normal: normalEquations(sums) };
 }
 
+/**
+ * One observation per start measured at every level: the geometric mean of its values there (a level's trials in
+ * the start averaged first), as `level`. Fitting these gives the across-levels score with the noise that counts: a
+ * start's own effect moves all its levels together, so it does not average out over levels as trial noise does,
+ * and a variance summed over separate level fits as if they were independent understated it.
+ */
+export function startMeans(observations: readonly SearchObservation[], levels: readonly string[], level: string): SearchObservation[] {
+  const starts = new Map<string, { point: string; block: number; logs: Map<string, number[]> }>();
+  for (const observation of observations) {
+    if (!(observation.value > 0) || !Number.isFinite(observation.value)) continue;
+    const id = `${observation.block}\u0000${observation.point}`;
+    const start = starts.get(id) ?? { point: observation.point, block: observation.block, logs: new Map<string, number[]>() };
+    starts.set(id, start);
+    start.logs.set(observation.level, [...(start.logs.get(observation.level) ?? []), Math.log(observation.value)]);
+  }
+  const mean = (values: readonly number[]): number => values.reduce((sum, value) => sum + value, 0) / values.length;
+  return [...starts.values()].flatMap(({ point, block, logs }) =>
+    levels.every((each) => logs.has(each)) ? [{ point, level, block, value: Math.exp(mean(levels.map((each) => mean(logs.get(each)!)))) }] : [],
+  );
+}
+
 /** A ridge so a design whose blocks are not all connected still factors: a contrast across the gap gets a huge variance. */
 const RIDGE = 1e-8;
 
