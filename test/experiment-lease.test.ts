@@ -6,47 +6,23 @@
  */
 
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { describe, type TestContext, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { processAlive } from '../src/util/proc-identity.js';
-import { type CliResult, SERVELAB, simCommand, tempDir, writeExperiment } from './support-experiment.js';
-import { pollFor, unlessNoSchema } from './support-wait.js';
+import { SERVELAB, simCommand, tempDir, writeExperiment } from './support-experiment.js';
+import { startRunner, storeRow } from './support-runner.js';
+import { pollFor } from './support-wait.js';
 
 const STALE_MS = 1_500;
-
-/** `servelab run ARGS` in the background with a short lease, and a read-only view of its store. */
-async function startRunner(t: TestContext, args: string[], store: string) {
-  const env = { ...process.env, SERVELAB_STORE: store, SERVELAB_LEASE_STALE_MS: String(STALE_MS) };
-  const child = spawn(process.execPath, [SERVELAB, 'run', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  t.after(() => {
-    child.kill('SIGCONT');
-    child.kill('SIGKILL');
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  const done = new Promise<CliResult>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
-  await pollFor('the store', () => (existsSync(store) ? true : undefined), 30_000);
-  const db = new Database(store, { readonly: true, fileMustExist: true });
-  db.pragma('busy_timeout = 5000');
-  t.after(() => db.close());
-  return { child, db, done };
-}
-
-/** A row of a running runner's store; undefined until the runner has created the schema and the row. */
-function row<T>(db: Database.Database, sql: string, ...params: unknown[]): T | undefined {
-  return unlessNoSchema(() => db.prepare(sql).get(...params) as T | undefined, undefined);
-}
+const LEASE_ENV = { SERVELAB_LEASE_STALE_MS: String(STALE_MS) };
 
 /** Once a trial has measured a request. */
 function trialInFlight(db: Database.Database): Promise<number> {
   const sql = "SELECT s.pid FROM servers s JOIN progress p ON p.run_id = s.run_id WHERE s.status = 'ready' AND p.completed >= 1 ORDER BY s.id LIMIT 1";
-  return pollFor('a trial in flight', () => row<{ pid: number }>(db, sql)?.pid, 60_000);
+  return pollFor('a trial in flight', () => storeRow<{ pid: number }>(db, sql)?.pid, 60_000);
 }
 
 /** SIGSTOP `pid` at a moment it holds no write transaction on `store` (else every other writer would wait on it). */
@@ -84,23 +60,23 @@ describe('lease fencing', { timeout: 180_000 }, () => {
     const dir = tempDir(t, 'lease-pause');
     const store = join(dir, 'servelab.db');
     const file = writeExperiment(dir, 'pause.yaml', { name: 'pause', trials: 3, ...slowTrials });
-    const first = await startRunner(t, [file], store);
+    const first = await startRunner(t, [file], store, LEASE_ENV);
     const firstServer = await trialInFlight(first.db);
     await pauseOutsideWrites(first.child.pid!, store);
     // Wait out the stale period: only then may a resume take the run.
     await pollFor(
       'a stale lease',
       () => {
-        const lease = row<{ heartbeat_at: string }>(first.db, 'SELECT heartbeat_at FROM run_leases WHERE run_id = 1');
+        const lease = storeRow<{ heartbeat_at: string }>(first.db, 'SELECT heartbeat_at FROM run_leases WHERE run_id = 1');
         return lease && Date.now() - Date.parse(lease.heartbeat_at) > STALE_MS + 200 ? true : undefined;
       },
       30_000,
     );
 
-    const second = await startRunner(t, ['--resume', '1'], store);
+    const second = await startRunner(t, ['--resume', '1'], store, LEASE_ENV);
     await pollFor(
       'the takeover',
-      () => (row<{ pid: number }>(first.db, 'SELECT pid FROM run_leases WHERE run_id = 1')?.pid === second.child.pid ? true : undefined),
+      () => (storeRow<{ pid: number }>(first.db, 'SELECT pid FROM run_leases WHERE run_id = 1')?.pid === second.child.pid ? true : undefined),
       30_000,
     );
     first.child.kill('SIGCONT');
@@ -126,7 +102,7 @@ describe('lease fencing', { timeout: 180_000 }, () => {
     const dir = tempDir(t, 'lease-fault');
     const store = join(dir, 'servelab.db');
     const file = writeExperiment(dir, 'fault.yaml', { name: 'heartbeat-fault', trials: 2, ...slowTrials });
-    const runner = await startRunner(t, [file], store);
+    const runner = await startRunner(t, [file], store, LEASE_ENV);
     const server = await trialInFlight(runner.db);
     // Injected fault: every heartbeat (the only UPDATE of run_leases) fails from now on; all other writes work.
     const writer = new Database(store);
@@ -155,13 +131,13 @@ describe('lease fencing', { timeout: 180_000 }, () => {
     const store = join(dir, 'servelab.db');
     const file = writeExperiment(dir, 'kill.yaml', { name: 'kill', trials: 2, ...slowTrials });
     const instants: Array<[string, (db: Database.Database, runId: number) => Promise<unknown>]> = [
-      ['its run row written', (db, runId) => pollFor('the run row', () => row(db, 'SELECT id FROM runs WHERE id = ?', runId), 30_000)],
-      ['its server starting', (db, runId) => pollFor('a server row', () => row(db, 'SELECT id FROM servers WHERE run_id = ?', runId), 30_000)],
+      ['its run row written', (db, runId) => pollFor('the run row', () => storeRow(db, 'SELECT id FROM runs WHERE id = ?', runId), 30_000)],
+      ['its server starting', (db, runId) => pollFor('a server row', () => storeRow(db, 'SELECT id FROM servers WHERE run_id = ?', runId), 30_000)],
       ['a trial in flight', (db) => trialInFlight(db)],
     ];
     for (const [index, [instant, reached]] of instants.entries()) {
       const runId = index + 1;
-      const runner = await startRunner(t, [file], store);
+      const runner = await startRunner(t, [file], store, LEASE_ENV);
       await reached(runner.db, runId);
       runner.child.kill('SIGKILL');
       await runner.done;

@@ -4,35 +4,13 @@
  */
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, type TestContext, test } from 'node:test';
+import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { processAlive } from '../src/util/proc-identity.js';
-import { type CliResult, cli, SERVELAB, simCommand, tempDir, writeExperiment } from './support-experiment.js';
-import { pollFor, unlessNoSchema, waitFor } from './support-wait.js';
-
-/** A row of a running runner's store; undefined until the runner has created the schema or the row. */
-function query<T>(db: Database.Database, sql: string, ...params: unknown[]): T | undefined {
-  return unlessNoSchema(() => db.prepare(sql).get(...params) as T | undefined, undefined);
-}
-
-/** `servelab run ARGS` in the background with a read-only view of its store. */
-async function startRunner(t: TestContext, args: string[], store: string) {
-  const child = spawn(process.execPath, [SERVELAB, 'run', ...args], { env: { ...process.env, SERVELAB_STORE: store }, stdio: ['ignore', 'pipe', 'pipe'] });
-  t.after(() => child.kill('SIGKILL'));
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  const done = new Promise<CliResult>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
-  await pollFor('the store', () => (existsSync(store) ? true : undefined), 30_000);
-  const db = new Database(store, { readonly: true, fileMustExist: true });
-  db.pragma('busy_timeout = 5000');
-  t.after(() => db.close());
-  return { child, db, done, stderr: () => stderr };
-}
+import { cli, simCommand, tempDir, writeExperiment } from './support-experiment.js';
+import { startRunner, storeRow } from './support-runner.js';
+import { pollFor, waitFor } from './support-wait.js';
 
 /** Trials of ~2 s (6 requests × 40 tokens × 8 ms): long enough to kill a server in the middle of one. */
 const slowTrials = {
@@ -44,7 +22,7 @@ const slowTrials = {
 /** The pid of the first ready server once its trial has measured a request. */
 function serverInFlight(db: Database.Database): Promise<number> {
   const sql = "SELECT s.pid FROM servers s JOIN progress p ON p.run_id = s.run_id WHERE s.status = 'ready' AND p.completed >= 1 ORDER BY s.id LIMIT 1";
-  return pollFor('a trial in flight', () => query<{ pid: number }>(db, sql)?.pid, 60_000);
+  return pollFor('a trial in flight', () => storeRow<{ pid: number }>(db, sql)?.pid, 60_000);
 }
 
 describe('trial validity', { timeout: 240_000 }, () => {
@@ -104,7 +82,7 @@ describe('trial validity', { timeout: 240_000 }, () => {
         // gone
       }
     });
-    await pollFor('the invalid trial', () => query<{ reason: string }>(runner.db, 'SELECT reason FROM invalid_trials'), 30_000);
+    await pollFor('the invalid trial', () => storeRow<{ reason: string }>(runner.db, 'SELECT reason FROM invalid_trials'), 30_000);
     process.kill(pid, 'SIGCONT');
 
     const result = await runner.done;
@@ -157,14 +135,14 @@ describe('trial validity', { timeout: 240_000 }, () => {
     const store = join(dir, 'servelab.db');
     const file = writeExperiment(dir, 'lease.yaml', { name: 'lease', trials: 3, ...slowTrials });
     const first = await startRunner(t, [file], store);
-    await pollFor('the lease', () => query<{ pid: number }>(first.db, 'SELECT pid FROM run_leases WHERE run_id = 1'), 60_000);
+    await pollFor('the lease', () => storeRow<{ pid: number }>(first.db, 'SELECT pid FROM run_leases WHERE run_id = 1'), 60_000);
 
     const second = await cli(['run', file, '--resume', '1'], { store });
     assert.equal(second.code, 1, second.stderr);
     assert.match(second.stderr, new RegExp(`run 1 is being run by pid ${first.child.pid} on \\S+ \\(last heartbeat `));
 
     // Kill the holder mid-trial: its lease is stale (dead pid); its server's watchdog stops the server at once.
-    const serverPid = await pollFor('a ready server', () => query<{ pid: number }>(first.db, "SELECT pid FROM servers WHERE status = 'ready'")?.pid, 60_000);
+    const serverPid = await pollFor('a ready server', () => storeRow<{ pid: number }>(first.db, "SELECT pid FROM servers WHERE status = 'ready'")?.pid, 60_000);
     first.child.kill('SIGKILL');
     await first.done;
     // The simulator honours SIGTERM: gone well within the watchdog's grace period (launch/watchdog.ts).
