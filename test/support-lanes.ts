@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import Database from 'better-sqlite3';
 
 /** Trial rows and run times of a store, for the lanes tests. */
@@ -39,3 +40,16 @@ export function lanesOfBlocks(trials: readonly TrialRow[]): Map<number, Set<numb
 
 // Two identical configs (TWIN changes nothing the simulator reads): a separate server each, so both rotate over lanes.
 export const twins = { baseline: {}, twin: { env: { TWIN: '1' } } };
+
+/** Run 1 of `store` (8 planned trials) lost lane 2: its unmeasured trials ran on the other lane, none twice, its own kept. */
+export function assertLaneTwoLeft(run: { stderr: string; stdout: string }, store: string): void {
+  assert.match(run.stderr, /lane2 left the run: .*; its \d+ unmeasured trials go to the other lanes \(1 left\)/);
+  const trials = trialsOf(store, 1);
+  assert.equal(trials.length, 8, 'every planned trial measured');
+  assert.equal(new Set(trials.map((trial) => `${trial.variant} ${trial.block}`)).size, 8, 'none twice');
+  assert.ok(
+    trials.some((trial) => trial.lane === 1),
+    'the dead lane kept what it measured',
+  );
+  assert.match(run.stdout, /run 1 done/);
+}
