@@ -5,7 +5,7 @@ import { ACROSS_LEVELS } from '../search/strategy.js';
 import { type KnobValue, pointKey, type SearchPoint } from '../search/types.js';
 import { metricUnit, metricValue } from '../spec/metrics.js';
 import type { ResolvedExperiment } from '../spec/types.js';
-import { type SearchObjective, type SearchRun, searchBudgetSeconds, searchObjective, searchRunOf, searchStanding } from './search.js';
+import { type SearchObjective, type SearchRun, type SearchStanding, searchBudgetSeconds, searchObjective, searchRunOf, searchStanding } from './search.js';
 
 /**
  * A search run in one model every view renders (run's final text, `show` and `show --json`, `ls`, the Markdown and
@@ -14,19 +14,10 @@ import { type SearchObjective, type SearchRun, searchBudgetSeconds, searchObject
  * estimate and tie-break, never a second ranking by raw medians), the budget spent, and its response surface as
  * heatmaps over two knobs per load level. Pure: computed from the stored steps and trials on read.
  */
-export interface SearchSummary {
+export interface SearchSummary extends Pick<SearchStanding, 'points' | 'combinations' | 'measured' | 'out' | 'alive' | 'blocks'> {
   objective: SearchObjective;
   /** The objective's unit ("tok/s"), empty when it has none. */
   unit: string;
-  /** Valid points of the space, and every combination of knob values before the constraints. */
-  points: number;
-  combinations: number;
-  measured: number;
-  /** Points a step dropped (out, as good as the leader, or unable to beat it). */
-  out: number;
-  /** Measured points still racing. */
-  alive: number;
-  blocks: number;
   /** Steps decided so far (one before each block, and the last one that ends the search). */
   steps: number;
   tolerance: number;
@@ -100,15 +91,16 @@ export function searchSummary(experiment: ResolvedExperiment, steps: readonly St
   const budget = searchBudgetSeconds(run.search);
   const leaders = searchLeaders(run, standing.leaders);
   const lastBlockFrom = steps.filter((step) => step.measure.length > 0).at(-1)?.spentSeconds;
+  const { points, combinations, measured, out, alive, blocks } = standing;
   return {
     objective,
     unit: metricUnit(objective.metric),
-    points: standing.points,
-    combinations: standing.combinations,
-    measured: standing.measured,
-    out: standing.out,
-    alive: standing.alive,
-    blocks: standing.blocks,
+    points,
+    combinations,
+    measured,
+    out,
+    alive,
+    blocks,
     steps: steps.length,
     tolerance: run.search.tolerance,
     confidence: run.search.confidence,

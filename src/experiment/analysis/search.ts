@@ -114,10 +114,13 @@ export function tieBreakOf(run: SearchRun, trials: readonly TrialRecord[]): (a: 
 
 /** Where a search stands after its stored steps: points measured, alive, out; the latest leaders; its end. */
 export interface SearchStanding {
+  /** Valid points of the space, and every combination of knob values before the constraints. */
   points: number;
   combinations: number;
   measured: number;
+  /** Points a step dropped (out, as good as the leader, or unable to beat it). */
   out: number;
+  /** Measured points still racing. */
   alive: number;
   blocks: number;
   leaders: StoredSearchStep['leaders'];
