@@ -13,7 +13,7 @@ import { loadExperiment } from '../src/experiment/spec/load.js';
 import { formatBisect } from '../src/experiment/text/bisect-format.js';
 import { bisectReportParts, storedBisect } from '../src/report/bisect.js';
 import { listBisectRounds } from '../src/store/bisect.js';
-import { openStore } from '../src/store/db.js';
+import { type Db, openStore } from '../src/store/db.js';
 import { listTrials } from '../src/store/queries.js';
 import { startUi } from '../src/ui/server.js';
 import { SIX_NCCL } from './support-bisect.js';
@@ -31,13 +31,8 @@ test('six differences of which two matter: both named with their effect and CI, 
   }));
   t.after(() => executor.close());
   const common = { name: 'bisect-six', metric: 'tpotMedianMs', trials: 2, schedule: 'blocked', passes: 2, telemetry: { enabled: false } };
-  const server = { command: ['fake-server', '--port', '{port}'], readyTimeout: '5m' };
-  const tuned = writeExperiment(dir, 'tuned.yaml', { ...common, server: { ...server, env: SIX_NCCL } });
-  const untuned = writeExperiment(dir, 'untuned.yaml', { ...common, server });
   const log: string[] = [];
-  const options = { executor, workDir: dir, log: (line: string) => log.push(line) };
-  assert.equal((await runExperiment({ db, experiment: loadExperiment(tuned), ...options })).status, 'done');
-  assert.equal((await runExperiment({ db, experiment: loadExperiment(untuned), acceptEnvChange: true, ...options })).status, 'done');
+  const options = await storeTunedThenUntuned(dir, db, executor, common, (line) => log.push(line));
 
   const request = {
     db,
@@ -134,12 +129,7 @@ test('with lanes: each lane measures whole blocks of the design, the slower lane
     telemetry: { enabled: false },
     lanes: [{ env: { LANE: '0' } }, { env: { LANE: '1' } }],
   };
-  const server = { command: ['fake-server', '--port', '{port}'], readyTimeout: '5m' };
-  const tuned = writeExperiment(dir, 'tuned.yaml', { ...common, server: { ...server, env: SIX_NCCL } });
-  const untuned = writeExperiment(dir, 'untuned.yaml', { ...common, server });
-  const options = { executor, workDir: dir, log: () => {} };
-  assert.equal((await runExperiment({ db, experiment: loadExperiment(tuned), ...options })).status, 'done');
-  assert.equal((await runExperiment({ db, experiment: loadExperiment(untuned), acceptEnvChange: true, ...options })).status, 'done');
+  const options = await storeTunedThenUntuned(dir, db, executor, common, () => {});
   const request = {
     db,
     currentRunId: 2,
@@ -165,3 +155,14 @@ test('with lanes: each lane measures whole blocks of the design, the slower lane
   assert.ok(Math.abs(answer.responsible[0]!.change - 0.6) < 0.02, String(answer.responsible[0]!.change));
   assert.ok(Math.abs(answer.responsible[1]!.change - 0.2) < 0.02, String(answer.responsible[1]!.change));
 });
+
+/** Runs 1 and 2 of `db`: the fake server with the six NCCL settings, then without them (what bisect compares). */
+async function storeTunedThenUntuned(dir: string, db: Db, executor: FakeExecutor, common: Record<string, unknown>, log: (line: string) => void) {
+  const server = { command: ['fake-server', '--port', '{port}'], readyTimeout: '5m' };
+  const tuned = writeExperiment(dir, 'tuned.yaml', { ...common, server: { ...server, env: SIX_NCCL } });
+  const untuned = writeExperiment(dir, 'untuned.yaml', { ...common, server });
+  const options = { executor, workDir: dir, log };
+  assert.equal((await runExperiment({ db, experiment: loadExperiment(tuned), ...options })).status, 'done');
+  assert.equal((await runExperiment({ db, experiment: loadExperiment(untuned), acceptEnvChange: true, ...options })).status, 'done');
+  return options;
+}

@@ -12,8 +12,8 @@ import { writeReports } from '../src/report/write.js';
 import { openStore } from '../src/store/db.js';
 import { getRun } from '../src/store/queries.js';
 import { startUi } from '../src/ui/server.js';
-import { cli, tempDir, writeExperiment } from './support-experiment.js';
-import { FakeExecutor } from './support-fake-executor.js';
+import { cli, tempDir } from './support-experiment.js';
+import { FakeExecutor, fakeSearchFile } from './support-fake-executor.js';
 
 /**
  * One answer for a search run (issue 35, "one conclusion, told the same everywhere"): the machine drifts faster
@@ -26,15 +26,7 @@ describe('a search run has one answer in every view', { timeout: 120_000 }, () =
   test('raw medians and the block-adjusted leader disagree; every view names the leader', async (t) => {
     const dir = tempDir(t, 'search-answer');
     const store = join(dir, 'servelab.db');
-    const file = writeExperiment(dir, 'search.yaml', {
-      name: 'search-answer',
-      server: { command: ['fake-server', '--port', '{port}'], readyTimeout: '5m' },
-      telemetry: { enabled: false },
-      variants: {},
-      workloads: [{ kind: 'single-stream', requests: 3 }],
-      objective: { maximize: 'outputTokensPerSecond' },
-      search: { name: 'x{x}', knobs: { x: { min: 1, max: 8 } }, args: ['--x', '{x}'], tolerance: '2%' },
-    });
+    const file = fakeSearchFile(dir, { name: 'x{x}', knobs: { x: { min: 1, max: 8 } }, args: ['--x', '{x}'], tolerance: '2%' }, { name: 'search-answer' });
     const db = openStore(store);
     t.after(() => db.close());
     // x=4 is best; every step away costs 4%; the machine gets 2% faster with each trial (a warming box, a throttle lifting).
@@ -130,17 +122,12 @@ describe('a search run has one answer in every view', { timeout: 120_000 }, () =
   test('a budget spent past its end says why: checked between blocks, the last block ran whole; plan says so before', async (t) => {
     const dir = tempDir(t, 'search-budget-overrun');
     const store = join(dir, 'servelab.db');
-    const file = writeExperiment(dir, 'search.yaml', {
-      name: 'search-budget-overrun',
+    const file = fakeSearchFile(
+      dir,
+      { name: 'x{x}', knobs: { x: { min: 1, max: 8 } }, args: ['--x', '{x}'], tolerance: '2%', budget: { wallTime: '1s' } },
       // A profile with a typical startup of minutes: the grid's prediction must use the starts this run measured.
-      profile: 'vllm',
-      server: { command: ['fake-server', '--port', '{port}'], readyTimeout: '5m' },
-      telemetry: { enabled: false },
-      variants: {},
-      workloads: [{ kind: 'single-stream', requests: 3 }],
-      objective: { maximize: 'outputTokensPerSecond' },
-      search: { name: 'x{x}', knobs: { x: { min: 1, max: 8 } }, args: ['--x', '{x}'], tolerance: '2%', budget: { wallTime: '1s' } },
-    });
+      { name: 'search-budget-overrun', profile: 'vllm' },
+    );
     const db = openStore(store);
     t.after(() => db.close());
     // Each trial takes 400 ms of wall time: block 1's 4 points take 1.6 s of a 1 s budget, left to run whole.

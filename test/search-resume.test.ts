@@ -5,8 +5,8 @@ import { runExperiment } from '../src/experiment/run/runner.js';
 import { loadExperiment } from '../src/experiment/spec/load.js';
 import { openStore } from '../src/store/db.js';
 import { listSearchSteps } from '../src/store/search.js';
-import { tempDir, writeExperiment } from './support-experiment.js';
-import { FakeExecutor, type FakeMachine } from './support-fake-executor.js';
+import { tempDir } from './support-experiment.js';
+import { FakeExecutor, type FakeMachine, fakeSearchFile } from './support-fake-executor.js';
 
 /**
  * A search interrupted mid-block and resumed, on the fake machine (the real runner, store and strategy): the resume
@@ -18,22 +18,21 @@ describe('search resume', () => {
     const dir = tempDir(t, 'search-resume');
     const db = openStore(join(dir, 'servelab.db'));
     t.after(() => db.close());
-    const file = writeExperiment(dir, 'search.yaml', {
-      server: { command: ['fake-server', '--port', '{port}'], readyTimeout: '5m' },
-      telemetry: { enabled: false },
-      variants: {},
-      workloads: [
-        { kind: 'single-stream', requests: 3 },
-        { kind: 'concurrency', concurrency: 4, requests: 4 },
-      ],
-      objective: { maximize: 'outputTokensPerSecond' },
-      search: {
+    const file = fakeSearchFile(
+      dir,
+      {
         name: 'd{depth}-w{width}',
         knobs: { depth: { min: 1, max: 12 }, width: [1, 2, 4, 8] },
         args: ['--depth', '{depth}', '--width', '{width}'],
         tolerance: '2%',
       },
-    });
+      {
+        workloads: [
+          { kind: 'single-stream', requests: 3 },
+          { kind: 'concurrency', concurrency: 4, requests: 4 },
+        ],
+      },
+    );
     // Fastest at depth 4, width 2 (time per token grows away from it), the same at both levels: several blocks.
     const machine: FakeMachine = (call) => ({
       tpotMs: 5 + 0.05 * (Number(call.arg('--depth')) - 4) ** 2 + 0.3 * Math.abs(Math.log2(Number(call.arg('--width'))) - 1),

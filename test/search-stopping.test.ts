@@ -5,8 +5,8 @@ import { runExperiment } from '../src/experiment/run/runner.js';
 import { loadExperiment } from '../src/experiment/spec/load.js';
 import { openStore } from '../src/store/db.js';
 import { listSearchSteps, type StoredSearchStep } from '../src/store/search.js';
-import { tempDir, writeExperiment } from './support-experiment.js';
-import { FakeExecutor, type FakeMachine } from './support-fake-executor.js';
+import { tempDir } from './support-experiment.js';
+import { FakeExecutor, type FakeMachine, fakeSearchFile } from './support-fake-executor.js';
 
 /**
  * The search's stopping rules through the real runner, store and strategy on the fake machine: a clear winner and a
@@ -22,19 +22,12 @@ async function runSearch(t: TestContext, name: string, machine: FakeMachine, bud
   const dir = tempDir(t, name);
   const db = openStore(join(dir, 'servelab.db'));
   t.after(() => db.close());
-  const file = writeExperiment(dir, 'search.yaml', {
-    server: { command: ['fake-server', '--port', '{port}'], readyTimeout: '5m' },
-    telemetry: { enabled: false },
-    variants: {},
-    workloads: [{ kind: 'single-stream', requests: 3 }],
-    objective: { maximize: 'outputTokensPerSecond' },
-    search: {
-      name: 'd{depth}-w{width}',
-      knobs: { depth: { min: 1, max: DEPTHS }, width: WIDTHS },
-      args: ['--depth', '{depth}', '--width', '{width}'],
-      tolerance: '2%',
-      ...(budget && { budget }),
-    },
+  const file = fakeSearchFile(dir, {
+    name: 'd{depth}-w{width}',
+    knobs: { depth: { min: 1, max: DEPTHS }, width: WIDTHS },
+    args: ['--depth', '{depth}', '--width', '{width}'],
+    tolerance: '2%',
+    ...(budget && { budget }),
   });
   const executor = new FakeExecutor(machine);
   const result = await runExperiment({ db, experiment: loadExperiment(file), executor, workDir: dir });

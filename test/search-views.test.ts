@@ -10,8 +10,8 @@ import { writeReports } from '../src/report/write.js';
 import { openStore } from '../src/store/db.js';
 import { startUi } from '../src/ui/server.js';
 import { launchBrowser, NO_BROWSER } from './support-browser.js';
-import { cli, writeExperiment } from './support-experiment.js';
-import { FakeExecutor } from './support-fake-executor.js';
+import { cli } from './support-experiment.js';
+import { FakeExecutor, fakeSearchFile } from './support-fake-executor.js';
 import { needs } from './support-services.js';
 
 /**
@@ -31,17 +31,9 @@ describe('search views', { timeout: 240_000 }, () => {
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'servelab-search-views-'));
     store = join(dir, 'servelab.db');
-    file = writeExperiment(dir, 'search.yaml', {
-      name: 'search-views',
-      server: { command: ['fake-server', '--port', '{port}'], readyTimeout: '5m' },
-      telemetry: { enabled: false },
-      variants: {},
-      workloads: [
-        { kind: 'single-stream', requests: 3 },
-        { kind: 'concurrency', concurrency: 4, requests: 4 },
-      ],
-      objective: { maximize: 'outputTokensPerSecond' },
-      search: {
+    file = fakeSearchFile(
+      dir,
+      {
         name: 'd{depth}-w{width}-e{extra}',
         knobs: { depth: { min: 1, max: 8 }, width: [1, 2, 4], extra: [0, 1] },
         args: ['--depth', '{depth}', '--width', '{width}', '--extra', '{extra}'],
@@ -49,7 +41,14 @@ describe('search views', { timeout: 240_000 }, () => {
         constraints: ['depth <= width * 3'],
         tolerance: '2%',
       },
-    });
+      {
+        name: 'search-views',
+        workloads: [
+          { kind: 'single-stream', requests: 3 },
+          { kind: 'concurrency', concurrency: 4, requests: 4 },
+        ],
+      },
+    );
     const db = openStore(store);
     const executor = new FakeExecutor((call) => ({
       tpotMs:

@@ -16,6 +16,7 @@ import { workloadLabels } from '../src/load/level.js';
 import type { BenchOptions, BenchResult, LevelResult, RequestSample } from '../src/load/types.js';
 import { summarizeLevel } from '../src/metrics/summary.js';
 import { mulberry32 } from '../src/util/random.js';
+import { writeExperiment } from './support-experiment.js';
 
 /** What one run of the load client measures on the fake machine. */
 export interface FakeTrial {
@@ -175,4 +176,20 @@ class FakeServer {
     await new Promise<void>((resolve) => this.http.close(() => resolve()));
     this.resolveExit({ code: signal === null ? 0 : null, signal });
   }
+}
+
+/**
+ * A search's experiment file for the fake machine: the server is `fake-server`, telemetry off, output tok/s maximized,
+ * one single-stream level unless `fields` says otherwise. The tests differ in their space and machine, not in this.
+ */
+export function fakeSearchFile(dir: string, search: Record<string, unknown>, fields: Record<string, unknown> = {}): string {
+  return writeExperiment(dir, 'search.yaml', {
+    server: { command: ['fake-server', '--port', '{port}'], readyTimeout: '5m' },
+    telemetry: { enabled: false },
+    variants: {},
+    workloads: [{ kind: 'single-stream', requests: 3 }],
+    objective: { maximize: 'outputTokensPerSecond' },
+    ...fields,
+    search,
+  });
 }
