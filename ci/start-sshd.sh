@@ -20,8 +20,12 @@ rm -f "$DIR/ready"
 # Throwaway host key and client key, generated once.
 [ -f "$DIR/host_ed25519_key" ] || ssh-keygen -q -t ed25519 -N '' -C servelab-ci-host -f "$DIR/host_ed25519_key"
 [ -f "$DIR/client_key" ] || ssh-keygen -q -t ed25519 -N '' -C servelab-ci-client -f "$DIR/client_key"
+[ -f "$DIR/slow_shell_key" ] || ssh-keygen -q -t ed25519 -N '' -C servelab-ci-slow-shell -f "$DIR/slow_shell_key"
 cp "$DIR/client_key.pub" "$DIR/authorized_keys"
-chmod 600 "$DIR/authorized_keys" "$DIR/client_key"
+# A second key whose every command starts 0.7 s late, as on a host whose ~/.bashrc runs `conda init`: the SSH
+# executor's warning about slow command startup is tested with it (test/exec-ssh-shell-startup.test.ts).
+echo "command=\"sleep 0.7; eval \\\"\$SSH_ORIGINAL_COMMAND\\\"\" $(cat "$DIR/slow_shell_key.pub")" >> "$DIR/authorized_keys"
+chmod 600 "$DIR/authorized_keys" "$DIR/client_key" "$DIR/slow_shell_key"
 # Pre-trusted host key so clients need no StrictHostKeyChecking=no.
 echo "[127.0.0.1]:$PORT $(cut -d' ' -f1,2 "$DIR/host_ed25519_key.pub")" > "$DIR/known_hosts"
 
@@ -66,7 +70,7 @@ client() {
 for _ in $(seq 1 50); do
   if client true 2>/dev/null; then
     cat > "$DIR/ready" <<JSON
-{"host":"root@127.0.0.1","port":$PORT,"identityFile":"$DIR/client_key","knownHosts":"$DIR/known_hosts"}
+{"host":"root@127.0.0.1","port":$PORT,"identityFile":"$DIR/client_key","slowShellIdentityFile":"$DIR/slow_shell_key","knownHosts":"$DIR/known_hosts"}
 JSON
     echo "sshd ready on 127.0.0.1:$PORT (key: $DIR/client_key, log: $DIR/sshd.log)"
     exit 0

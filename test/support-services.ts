@@ -22,6 +22,8 @@ export interface CiSshd {
   host: string;
   port: number;
   identityFile: string;
+  /** A key whose every command starts 0.7 s late (a forced `sleep 0.7` before it), as behind a slow ~/.bashrc. */
+  slowShellIdentityFile?: string;
   knownHosts: string;
 }
 

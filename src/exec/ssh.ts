@@ -46,6 +46,11 @@ const WATCH_INTERVAL_MS = 1000;
 // Probes go through the SSH forward: slower than launch's local schedule, each refused probe costs a channel.
 const REMOTE_POLL_SCHEDULE = { initialMs: 100, factor: 2, capMs: 1000 };
 const FATAL_SETTLE_MS = 1500;
+/**
+ * A command that takes longer than this to start on the host is worth a warning: the watch runs one per server
+ * a second, and a `conda init`/`pyenv init` in the login shell's rc file costs each of them its CPU (docs/remote.md).
+ */
+const SLOW_COMMAND_S = 0.5;
 
 export interface SshExecutorContext {
   workDir: string;
@@ -80,6 +85,8 @@ export class SshExecutor implements Executor {
   /** Where each local forward we handed out as a baseUrl leads on the host. */
   private readonly remoteEndpoints = new Map<number, RemoteEndpoint>();
   private readonly jobTag: string | undefined;
+  /** How long `true` takes on the host, timed once after the first connect. */
+  private commandStartup: Promise<void> | undefined;
   /** The stop of jobs an earlier runner left (jobTag), once, before this executor's first job. */
   private leftovers: Promise<LeftoverJob[] | undefined> | undefined;
   private readonly onExit = () => {
@@ -115,14 +122,35 @@ export class SshExecutor implements Executor {
     return this.transport;
   }
 
-  async run(argv: string[], timeoutMs = 30_000): Promise<CommandResult> {
+  /** The master connection, and once, a check of how long a command takes to start on the host. */
+  private async connect(): Promise<void> {
     await this.transport.connect();
+    this.commandStartup ??= this.checkCommandStartup();
+    await this.commandStartup;
+  }
+
+  private async checkCommandStartup(): Promise<void> {
+    let fastest = Infinity;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const started = performance.now();
+      const result = await this.transport.exec('true', { timeoutMs: 30_000 });
+      if (result.code !== 0) return;
+      fastest = Math.min(fastest, (performance.now() - started) / 1000);
+    }
+    if (fastest <= SLOW_COMMAND_S) return;
+    this.log(
+      `a command takes ${fastest.toFixed(1)} s to start on ${this.hostLabel} (\`true\` over the open connection): servelab runs about one a second per server there, and what the login shell's startup files do (conda or pyenv init in ~/.bashrc?) takes CPU from the machine under test; see "Each poll is one command on the host" in docs/remote.md`,
+    );
+  }
+
+  async run(argv: string[], timeoutMs = 30_000): Promise<CommandResult> {
+    await this.connect();
     const result = await this.transport.execRetrying(`exec ${shellJoin(argv)} </dev/null`, { timeoutMs, what: `running ${argv[0]}` });
     return { code: result.code, stdout: result.stdout.toString('utf8'), stderr: result.stderr };
   }
 
   async launch(spec: ServerSpec, hooks: LaunchHooks): Promise<RunningServer> {
-    await this.transport.connect();
+    await this.connect();
     await this.stopLeftovers();
     return startOnChosenPort(
       spec,
@@ -260,7 +288,7 @@ export class SshExecutor implements Executor {
     const tag = this.jobTag;
     if (tag === undefined) return Promise.resolve(undefined);
     this.leftovers ??= (async () => {
-      await this.transport.connect();
+      await this.connect();
       const listing = await this.transport.execRetrying(taggedJobsScript(this.remoteDir, tag), { timeoutMs: 30_000, what: 'listing leftover jobs' });
       const stopped: LeftoverJob[] = [];
       for (const line of listing.stdout.toString('utf8').split('\n').filter(Boolean)) {
@@ -285,7 +313,7 @@ export class SshExecutor implements Executor {
    * does not end the measurement; Ctrl-C (abort) sends it SIGINT so it writes what it measured.
    */
   private async benchOnHost(options: BenchOptions): Promise<BenchResult> {
-    await this.transport.connect();
+    await this.connect();
     const localPort = Number(new URL(options.baseUrl).port);
     const remote = this.remoteEndpoints.get(localPort);
     if (remote === undefined) {
