@@ -231,7 +231,8 @@ function judge(context: Context, race: Race, key: string): Judgement {
 
 /**
  * With a tie-break, a point it prefers to a race's current choice, estimated within the tolerance of the leader
- * but not yet shown to be, is raced on until it is shown as good or not: the tie-break can only pick points that are.
+ * but not yet shown to be, is raced on until it is shown as good or not, or its bounds are narrower than
+ * ±tolerance/2 without showing it: the tie-break can only pick points that are shown as good.
  */
 function tieBreakWants(context: Context, races: readonly Race[], leaders: SearchStep['leaders'], key: string, verdicts: readonly Judgement[]): boolean {
   const { tieBreak } = context.settings;
@@ -239,6 +240,10 @@ function tieBreakWants(context: Context, races: readonly Race[], leaders: Search
   const point = context.space.points[context.keys.indexOf(key)]!;
   return verdicts.some((verdict, index) => {
     if (verdict.status !== 'not better' || verdict.estimate <= -context.zone) return false;
+    // Closed once the bounds are within ±tolerance/2 and still do not show it as good: it is then estimated behind
+    // the leader by more than half the tolerance, and racing on could go on without end while its estimate hovers
+    // near −tolerance (bench/search-cost.ts's model with the example's tie-break: 910 starts at most, 504 with this).
+    if (verdict.upper - verdict.estimate < context.zone / 2) return false;
     const preferred = leaders.find((entry) => entry.level === races[index]!.name)?.preferred;
     return preferred !== undefined && tieBreak(point, context.space.points[context.keys.indexOf(preferred)]!) < 0;
   });
