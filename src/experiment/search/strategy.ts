@@ -17,7 +17,10 @@
  *    is at 1 − α/2 for `confidence` = 1 − α: a point is re-tested against its leader after every block, and the
  *    leader is the best of noisy estimates, so 1 − α per comparison dropped a truly better point far more often
  *    than α (bench/search-cost.ts, 60 seeds: answers within the tolerance in 85% at 1 − α, 93% at 1 − α/2).
- *    A block that races only brings the leaders of the races its contenders are still open in.
+ *    A block that races only brings the leaders of the races its contenders are still open in. With a tie-break,
+ *    a point it prefers to a race's choice, estimated within the tolerance but not shown `as good`, races on until
+ *    it is, or until its bounds are within ±tolerance/2 without showing it (then it is estimated more than half the
+ *    tolerance behind: its estimate hovering near −tolerance would otherwise race it, and the leader, without end).
  * 4. Unmeasured points: a Gaussian process per level (gp.ts) over the measured point effects; a point is still
  *    open when its upper bound (mean + z·sd) beats the leader by more than the tolerance at some level or across.
  *    New points are the most promising open ones (highest upper bound over the leader's), picked one at a time
