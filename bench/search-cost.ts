@@ -3,7 +3,7 @@
  *
  *   node dist/bench/search-cost.js [--seeds 20] [--first-seed 1] [--tolerance 0.02] [--cv 0.02] [--start-cv 0.01]
  *                                  [--drift 0.01] [--start-min 10] [--start-max 15] [--trial-min 2] [--gpus 1]
- *                                  [--grid-blocks 3] [--block-size N] [--initial-points N]
+ *                                  [--grid-blocks 3] [--block-size N] [--initial-points N] [--tie-break] [--breakdown]
  *
  * Smoke setting (CI, test/bench-smoke.test.ts): --seeds 1 --grid-blocks 1
  *
@@ -30,6 +30,12 @@
  *   (d) vLLM's rule (benchmarks/auto_tune / tune_speculative_k style): every point started once and run 3 times per
  *       level; points whose relative MAD exceeds 0.1 dropped; the answer is the smallest config (fewest draft
  *       tokens, then steps, then topk) whose median is within 1% of the best median.
+ *
+ * --tie-break: the search prefers fewest draft tokens, then fewest steps, among points shown within the tolerance
+ * (examples/search-spec-decode.yaml's `tieBreak: [draftTokens, steps]`), which races those points further.
+ * --breakdown: where the search's starts went (first block, new points, leaders re-measured, other points raced:
+ * within the tolerance of some race's best or not), per seed and on average, and for each wrong answer whether the
+ * good points of that race were never measured or dropped (with the block and the strategy's reason).
  *
  * An answer is right when, at every level, its true throughput is within the tolerance of that level's true best,
  * and across levels its geometric mean of per-level ratios to each level's best is within the tolerance of the
@@ -126,6 +132,16 @@ interface Outcome {
   points: number;
 }
 
+/** Where a search's starts went (--breakdown). */
+interface StartRoles {
+  firstBlock: number;
+  newPoints: number;
+  leaders: number;
+  /** Re-measures of points within the tolerance of some race's true best, and of the others. */
+  nearRaced: number;
+  farRaced: number;
+}
+
 /** Per level a point key, and one across levels. */
 interface Answer {
   perLevel: string[];
@@ -149,6 +165,8 @@ benchMain('search-cost', async () => {
       // The strategy's own settings (SearchSettings.blockSize, initialPoints); default: the strategy's defaults.
       'block-size': { type: 'string' },
       'initial-points': { type: 'string' },
+      'tie-break': { type: 'boolean', default: false },
+      breakdown: { type: 'boolean', default: false },
     },
   });
   const seeds = positiveInt('--seeds', values.seeds);
@@ -167,9 +185,13 @@ benchMain('search-cost', async () => {
   if (machine.startMax < machine.startMin) throw usageError('--start-max is below --start-min', 'e.g. --start-min 10 --start-max 15');
   const gpus = positiveInt('--gpus', values.gpus);
   const gridBlocks = positiveInt('--grid-blocks', values['grid-blocks']);
+  const breakdown = values.breakdown;
   const strategySettings = {
     ...(values['block-size'] !== undefined && { blockSize: positiveInt('--block-size', values['block-size']) }),
     ...(values['initial-points'] !== undefined && { initialPoints: positiveInt('--initial-points', values['initial-points']) }),
+    ...(values['tie-break'] && {
+      tieBreak: (a: SearchPoint, b: SearchPoint) => Number(a.draftTokens) - Number(b.draftTokens) || Number(a.steps) - Number(b.steps),
+    }),
   };
 
   const space = eagleSpace();
@@ -181,6 +203,13 @@ benchMain('search-cost', async () => {
   const isRight = (answer: Answer): boolean =>
     answer.perLevel.every((key, level) => truth.get(key)![level]! >= (1 - tolerance) * levelBest[level]!) &&
     Math.exp(acrossScore(answer.across) - acrossBest) >= 1 - tolerance;
+
+  const races = [...LEVELS.map((level) => level.name), ACROSS_LEVELS];
+  /** A point's true value at race `race` (a level's index, or LEVELS.length for across) as a share of its best. */
+  const shareOfBest = (key: string, race: number): number =>
+    race < LEVELS.length ? truth.get(key)![race]! / levelBest[race]! : Math.exp(acrossScore(key) - acrossBest);
+  const good = (key: string, race: number): boolean => shareOfBest(key, race) >= 1 - tolerance;
+  const roles: StartRoles = { firstBlock: 0, newPoints: 0, leaders: 0, nearRaced: 0, farRaced: 0 };
 
   const bestKeyAt = (level: number): string => keys.reduce((best, key) => (truth.get(key)![level]! > truth.get(best)![level]! ? key : best));
   const acrossKey = keys.reduce((best, key) => (acrossScore(key) > acrossScore(best) ? key : best));
@@ -204,7 +233,9 @@ benchMain('search-cost', async () => {
     const box = new Machine(machine, mulberry32(deriveSeed(seed, 1)));
     const observations: SearchObservation[] = [];
     const dropped = new Map<string, string>();
-    const started = new Set<string>();
+    const started = new Map<string, number>();
+    const droppedAt = new Map<string, number>();
+    const seedRoles: StartRoles = { firstBlock: 0, newPoints: 0, leaders: 0, nearRaced: 0, farRaced: 0 };
     let starts = 0;
     for (let block = 0; block < MAX_BLOCKS; block += 1) {
       const step = searchStep(
@@ -212,7 +243,10 @@ benchMain('search-cost', async () => {
         { direction: 'maximize', tolerance, confidence: CONFIDENCE, levels: LEVELS.map((level) => level.name), seed, ...strategySettings },
         { observations, spent: box.hours, dropped },
       );
-      for (const entry of step.drop) dropped.set(entry.point, entry.reason);
+      for (const entry of step.drop) {
+        dropped.set(entry.point, entry.reason);
+        droppedAt.set(entry.point, block);
+      }
       if (step.done) {
         const leader = (name: string): string => {
           const found = step.leaders.find((entry) => entry.level === name);
@@ -224,13 +258,41 @@ benchMain('search-cost', async () => {
           return found.point;
         };
         const answer = { perLevel: LEVELS.map((level) => leader(level.name)), across: leader(ACROSS_LEVELS) };
-        return { hours: box.hours * gpus, right: isRight(answer), starts, points: started.size };
+        const right = isRight(answer);
+        if (breakdown) {
+          for (const role of Object.keys(roles) as Array<keyof StartRoles>) roles[role] += seedRoles[role];
+          const share = (key: string, race: number): string => `${(100 * shareOfBest(key, race)).toFixed(1)}%`;
+          console.log(
+            `seed ${seed}: ${starts} starts (${seedRoles.firstBlock} first block, ${seedRoles.newPoints} new points, ${seedRoles.leaders} leaders, ` +
+              `${seedRoles.nearRaced} + ${seedRoles.farRaced} other points raced within + beyond the tolerance), ${right ? 'right' : 'WRONG'}`,
+          );
+          for (const [race, name] of races.entries()) {
+            const chosen = race < LEVELS.length ? answer.perLevel[race]! : answer.across;
+            if (good(chosen, race)) continue;
+            const goods = keys.filter((key) => good(key, race));
+            const fates = goods.map((key) => {
+              const times = started.get(key);
+              if (times === undefined) return `${key} (${share(key, race)}): never measured`;
+              const at = droppedAt.get(key);
+              return `${key} (${share(key, race)}): ${times} starts, ${at === undefined ? 'not dropped' : `dropped after block ${at}: ${dropped.get(key)}`}`;
+            });
+            console.log(
+              `  ${name}: answered ${chosen} at ${share(chosen, race)} of the best; the ${goods.length} within the tolerance:\n    ${fates.join('\n    ')}`,
+            );
+          }
+        }
+        return { hours: box.hours * gpus, right, starts, points: started.size };
       }
       for (const point of step.measure) {
         const key = pointKey(space, point);
         box.start();
         starts += 1;
-        started.add(key);
+        if (block === 0) seedRoles.firstBlock += 1;
+        else if (!started.has(key)) seedRoles.newPoints += 1;
+        else if (step.leaders.some((entry) => entry.point === key)) seedRoles.leaders += 1;
+        else if (races.some((_, race) => good(key, race))) seedRoles.nearRaced += 1;
+        else seedRoles.farRaced += 1;
+        started.set(key, (started.get(key) ?? 0) + 1);
         for (const [index, level] of LEVELS.entries()) observations.push({ point: key, level: level.name, block, value: box.trial(truth.get(key)![index]!) });
       }
     }
@@ -306,6 +368,13 @@ benchMain('search-cost', async () => {
   }
 
   const count = seeds - firstSeed + 1;
+  if (breakdown) {
+    const mean = (role: keyof StartRoles): string => (roles[role] / count).toFixed(1);
+    console.log(
+      `starts per seed (mean): ${mean('firstBlock')} first block, ${mean('newPoints')} new points, ${mean('leaders')} leaders re-measured, ` +
+        `${mean('nearRaced')} other points within the tolerance of a race's best raced, ${mean('farRaced')} beyond it`,
+    );
+  }
   const meanHours = (outcomes: Outcome[]): number => outcomes.reduce((sum, outcome) => sum + outcome.hours, 0) / outcomes.length;
   const rightShare = (outcomes: Outcome[]): number => (100 * outcomes.filter((outcome) => outcome.right).length) / outcomes.length;
   const gridHours = meanHours(results.grid);

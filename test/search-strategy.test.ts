@@ -183,6 +183,28 @@ describe('searchStep', () => {
     );
   });
 
+  test('a tie-break stops racing a preferred point its bounds place more than half the tolerance behind', () => {
+    const range = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+    const space: SearchSpace = {
+      knobs: [
+        { name: 'topk', values: [1, 2], numeric: true, log: true },
+        { name: 'draftTokens', values: range(2, 7), numeric: true, log: false },
+      ],
+      points: [1, 2].flatMap((topk) => range(2, 7).map((draftTokens) => ({ topk, draftTokens }))),
+    };
+    // 3 draft tokens 1.5% behind the fastest: within the tolerance, but at 1% trial noise (blocks drifting 2%) its
+    // estimate stays between −2% and a bound that shows it as good; the defect raced it and the leader past 60 blocks.
+    const truth: Truth = (point) => {
+      const key = pointKey(space, point);
+      return key === 'topk=2,draftTokens=5' ? 1000 : key === 'topk=2,draftTokens=3' ? 985 : 920 - num(point, 'draftTokens');
+    };
+    const fewestDrafts = (a: SearchPoint, b: SearchPoint): number => num(a, 'draftTokens') - num(b, 'draftTokens');
+    const result = drive(space, settingsOf({ initialPoints: 12, tieBreak: fewestDrafts }), truth, { cv: 0.01 });
+    assert.equal(result.last.done?.resolved, true, result.last.done?.reason);
+    assert.ok(result.blocks <= 30, `decided after ${result.blocks} blocks`);
+    assert.equal(result.last.leaders.find((entry) => entry.level === 'c1')?.point, 'topk=2,draftTokens=5');
+  });
+
   test('the response model does not rule out a 1-D peak beside a measured point on the word of too few points', () => {
     // One knob of 16 values, a peak 8% above its neighbours (the defect: x=2 ruled out 8.3% above the leader x=1,
     // on a prior far narrower than the 40% spread the first 4 points measured, and one length scale of 9 values).

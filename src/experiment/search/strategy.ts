@@ -17,7 +17,10 @@
  *    is at 1 − α/2 for `confidence` = 1 − α: a point is re-tested against its leader after every block, and the
  *    leader is the best of noisy estimates, so 1 − α per comparison dropped a truly better point far more often
  *    than α (bench/search-cost.ts, 60 seeds: answers within the tolerance in 85% at 1 − α, 93% at 1 − α/2).
- *    A block that races only brings the leaders of the races its contenders are still open in.
+ *    A block that races only brings the leaders of the races its contenders are still open in. With a tie-break,
+ *    a point it prefers to a race's choice, estimated within the tolerance but not shown `as good`, races on until
+ *    it is, or until its bounds are within ±tolerance/2 without showing it (then it is estimated more than half the
+ *    tolerance behind: its estimate hovering near −tolerance would otherwise race it, and the leader, without end).
  * 4. Unmeasured points: a Gaussian process per level (gp.ts) over the measured point effects; a point is still
  *    open when its upper bound (mean + z·sd) beats the leader by more than the tolerance at some level or across.
  *    New points are the most promising open ones (highest upper bound over the leader's), picked one at a time
@@ -231,7 +234,8 @@ function judge(context: Context, race: Race, key: string): Judgement {
 
 /**
  * With a tie-break, a point it prefers to a race's current choice, estimated within the tolerance of the leader
- * but not yet shown to be, is raced on until it is shown as good or not: the tie-break can only pick points that are.
+ * but not yet shown to be, is raced on until it is shown as good or not, or its bounds are narrower than
+ * ±tolerance/2 without showing it: the tie-break can only pick points that are shown as good.
  */
 function tieBreakWants(context: Context, races: readonly Race[], leaders: SearchStep['leaders'], key: string, verdicts: readonly Judgement[]): boolean {
   const { tieBreak } = context.settings;
@@ -239,6 +243,10 @@ function tieBreakWants(context: Context, races: readonly Race[], leaders: Search
   const point = context.space.points[context.keys.indexOf(key)]!;
   return verdicts.some((verdict, index) => {
     if (verdict.status !== 'not better' || verdict.estimate <= -context.zone) return false;
+    // Closed once the bounds are within ±tolerance/2 and still do not show it as good: it is then estimated behind
+    // the leader by more than half the tolerance, and racing on could go on without end while its estimate hovers
+    // near −tolerance (bench/search-cost.ts's model with the example's tie-break: 910 starts at most, 504 with this).
+    if (verdict.upper - verdict.estimate < context.zone / 2) return false;
     const preferred = leaders.find((entry) => entry.level === races[index]!.name)?.preferred;
     return preferred !== undefined && tieBreak(point, context.space.points[context.keys.indexOf(preferred)]!) < 0;
   });
