@@ -221,6 +221,22 @@ describe('searchStep', () => {
     assert.deepEqual(misses, []);
   });
 
+  test('a resolved answer at a noise well above the tolerance says its confidence was not borne out there', () => {
+    const space = eagleSpace();
+    // A peak 30% ahead of its neighbours: resolved even at 8% noise a measurement.
+    const truth: Truth = (point) =>
+      1000 * Math.exp(-0.3 * (Math.abs(num(point, 'steps') - 4) + Math.abs(Math.log2(num(point, 'topk')) - 1) + Math.abs(num(point, 'draftTokens') - 6) / 2));
+    const noisy = drive(space, settingsOf(), truth, { cv: 0.08, blockDrift: 0 });
+    assert.equal(noisy.last.done?.resolved, true, noisy.last.done?.reason);
+    const figure = /caution: one measurement's noise is ([\d.]+)% at c1, ([\d.]+)× the tolerance/.exec(noisy.last.done!.reason);
+    assert.ok(figure, noisy.last.done!.reason);
+    assert.ok(Math.abs(Number(figure[1]) - 8) < 3, `the measured noise ${figure[1]}% is near the 8% put in`);
+    assert.match(noisy.last.done!.reason, /not 95% \(docs\/benchmarks\.md\)/);
+    const quiet = drive(space, settingsOf(), truth, { cv: 0.01, blockDrift: 0 });
+    assert.equal(quiet.last.done?.resolved, true, quiet.last.done?.reason);
+    assert.doesNotMatch(quiet.last.done!.reason, /caution/);
+  });
+
   test('a spent budget stops the search and says what is unresolved', () => {
     const space = eagleSpace();
     const result = drive(space, settingsOf({ budget: 20, levels: ['c1', 'c32'] }), smooth);

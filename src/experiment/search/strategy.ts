@@ -26,7 +26,8 @@
  *    New points are the most promising open ones (highest upper bound over the leader's), picked one at a time
  *    with the ones already picked added at their predicted mean (a "kriging believer"), so a block spreads out.
  * 5. The search ends when no measured point is contending and no unmeasured point is open (resolved), or when
- *    the budget is spent (unresolved: what is still open, in words).
+ *    the budget is spent (unresolved: what is still open, in words). A resolved answer whose noisiest level measured
+ *    over 1.5× the tolerance per measurement says that its confidence was not borne out at such noise (`noiseCaution`).
  */
 import { median, probit } from 'simple-statistics';
 import { formatGpuTime } from '../../util/format.js';
@@ -140,7 +141,7 @@ export function searchStep(space: SearchSpace, settings: SearchSettings, state: 
     const ended = [...judgements.values()].filter((verdicts) => !verdicts.some((verdict) => verdict.status === 'leader')).length;
     const reason =
       `the leaders are within ${percent(settings.tolerance)} of the best of ${keys.length} points at ${percent(context.raceConfidence)} confidence per comparison: ` +
-      `${measured.size} measured (${ended} ruled out by racing), ${unmeasured.length} ruled out by the response model`;
+      `${measured.size} measured (${ended} ruled out by racing), ${unmeasured.length} ruled out by the response model${noiseCaution(context, levelRaces)}`;
     return { measure: [], drop, leaders, done: { reason, resolved: true, unresolved: [] } };
   }
   if (budgetSpent)
@@ -385,6 +386,31 @@ function shuffle<T>(items: readonly T[], rng: Random): T[] {
     [copy[i], copy[j]] = [copy[j]!, copy[i]!];
   }
   return copy;
+}
+
+/**
+ * Above this ratio of one measurement's noise to the tolerance, a resolved answer says that its confidence was not
+ * borne out there: bench/search-cost found 93% of answers within the tolerance at 1.1× (2% per trial, 1% per start),
+ * 88% at 1.6× and 75% at 2.5× and 5× (40/40/20 seeds; docs/benchmarks.md). A real H100 llama.cpp search with
+ * 3-request trials measured 11.5% per trial.
+ */
+const NOISY_RATIO = 1.5;
+
+/** "; caution: …" when the noisiest level's measured noise is over NOISY_RATIO × the tolerance, else "". */
+function noiseCaution(context: Context, levelRaces: readonly Race[]): string {
+  const noisiest = levelRaces.reduce<Race | undefined>(
+    (most, race) => (most === undefined || race.fits[0]!.sigma > most.fits[0]!.sigma ? race : most),
+    undefined,
+  );
+  if (noisiest === undefined) return '';
+  const noise = Math.expm1(noisiest.fits[0]!.sigma);
+  const ratio = noise / context.settings.tolerance;
+  if (ratio <= NOISY_RATIO) return '';
+  return (
+    `; caution: one measurement's noise is ${percent(noise)} at ${noisiest.name}, ${ratio.toFixed(1)}× the tolerance, where bench/search-cost's ` +
+    `answers were within the tolerance in 88% (1.6×) to 75% (2.5–5×) of seeds, not ${percent(context.settings.confidence)} (docs/benchmarks.md): ` +
+    'longer trials (more requests each) lower the noise'
+  );
 }
 
 function percent(fraction: number): string {
