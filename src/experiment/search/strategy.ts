@@ -392,7 +392,7 @@ function shuffle<T>(items: readonly T[], rng: Random): T[] {
  * Above this ratio of one measurement's noise to the tolerance, a resolved answer says that its confidence was not
  * borne out there: bench/search-cost found 93% of answers within the tolerance at 1.1× (2% per trial, 1% per start),
  * 88% at 1.6× and 75% at 2.5× and 5× (40/40/20 seeds; docs/benchmarks.md). A real H100 llama.cpp search with
- * 3-request trials measured 11.5% per trial.
+ * 3- and 16-request trials measured 4.0% (2.0×).
  */
 const NOISY_RATIO = 1.5;
 
