@@ -121,13 +121,16 @@ export interface MachineFacts {
  * the server starts rather than after it is ready. Never rejects: a missing tool leaves its part empty.
  */
 export async function collectMachineFacts(executor: CommandRunner, command: readonly string[]): Promise<MachineFacts> {
+  // The toolkit's versions depend on nothing else read here: asked at once, not after the package probe (a python
+  // start, 0.45 s behind a pyenv shim).
+  const toolkit = collectToolkit(executor);
   const [host, gpus, packages, gitSha] = await Promise.all([
     collectHost(executor),
     collectGpus(executor),
     collectPackages(executor, command),
     servelabGitSha(),
   ]);
-  const system = await collectSystem(executor, command, gpus.length, packages);
+  const system = await collectSystem(executor, command, gpus.length, packages, toolkit);
   return { host, gpus, packages, system, gitSha, executor: executor.hostLabel };
 }
 
@@ -231,6 +234,7 @@ async function collectSystem(
   command: readonly string[],
   gpuCount: number,
   packages: Record<string, string>,
+  toolkit: Promise<{ nvcc: string | undefined; nccl: string | undefined }>,
 ): Promise<Record<string, string>> {
   const system: Record<string, string> = {};
   const program = command[0] ?? '';
@@ -239,10 +243,9 @@ async function collectSystem(
     : program.includes('/')
       ? `${program.slice(0, program.lastIndexOf('/'))}/python3`
       : 'python3';
-  const [query, nvcc, nccl, torch, topology, nvlink] = await Promise.all([
+  const [query, { nvcc, nccl }, torch, topology, nvlink] = await Promise.all([
     gpuCount > 0 ? output(runner, ['nvidia-smi', '-q', '-d', 'COMPUTE']) : undefined,
-    output(runner, ['sh', '-c', 'nvcc --version 2>/dev/null || /usr/local/cuda/bin/nvcc --version']),
-    output(runner, ['sh', '-c', NCCL_LIBRARY_LISTING]),
+    toolkit,
     packages.torch !== undefined ? torchProbe(runner, python, packages.torch) : undefined,
     gpuCount > 1 ? output(runner, ['nvidia-smi', 'topo', '-m']) : undefined,
     gpuCount > 1 ? output(runner, ['nvidia-smi', 'nvlink', '-s']) : undefined,
@@ -264,6 +267,15 @@ async function collectSystem(
     for (const [gpu, state] of Object.entries(status)) system[`nvlink.${gpu}`] = state;
   }
   return system;
+}
+
+/** nvcc's version text and the system NCCL libraries' listing (the half of collectSystem that needs no other fact). */
+async function collectToolkit(runner: CommandRunner): Promise<{ nvcc: string | undefined; nccl: string | undefined }> {
+  const [nvcc, nccl] = await Promise.all([
+    output(runner, ['sh', '-c', 'nvcc --version 2>/dev/null || /usr/local/cuda/bin/nvcc --version']),
+    output(runner, ['sh', '-c', NCCL_LIBRARY_LISTING]),
+  ]);
+  return { nvcc, nccl };
 }
 
 const torchProbes = new WeakMap<CommandRunner, Map<string, Promise<string | undefined>>>();
