@@ -180,6 +180,22 @@ describe('collectFingerprint on this machine (real processes)', () => {
     assert.equal(fp.packages['llama.cpp.commit'], 'a1b2c3d4');
   });
 
+  test('the host facts and the toolkit versions take one shell each: four process starts per fingerprint, not eight', async () => {
+    const inner = processExecutor();
+    const programs: string[] = [];
+    const counting: CommandRunner = {
+      hostLabel: 'local',
+      run(argv, timeoutMs) {
+        programs.push(argv[0]!);
+        return inner.run(argv, timeoutMs);
+      },
+    };
+    const fp = await collectFingerprint(counting, { command: ['node', 'server.js'], env: {} });
+    assert.deepEqual(programs.sort(), ['nvidia-smi', 'python3', 'sh', 'sh']);
+    assert.equal(fp.host.kernel, release());
+    assert.ok(fp.host.cpus >= 1 && fp.host.cpuModel.length > 0 && fp.host.memoryGiB > 0);
+  });
+
   test('a host without any of the tools still gives a fingerprint (empty facts, no error)', async (t) => {
     const empty = await mkdtemp(join(tmpdir(), 'servelab-fp-empty-'));
     t.after(() => rm(empty, { recursive: true, force: true }));

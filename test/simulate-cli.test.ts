@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
@@ -150,5 +153,29 @@ describe('servelab simulate (child process)', () => {
       },
     ]);
     assert.deepEqual(config.faults, [{ kind: 'stall', rate: 0.5, afterTokens: 4 }]);
+  });
+
+  test('a start loads no YAML parser unless --config names a file (70-90 ms of each start of a point)', async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'sim-yaml-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, 'sim.yaml');
+    writeFileSync(file, 'decode:\n  tpotMs: 7\n');
+    // Says on exit whether the yaml package was ever required in the simulator's process.
+    const probe = `data:text/javascript,${encodeURIComponent(
+      "import { createRequire } from 'node:module'; process.on('exit', () => process.stderr.write('yaml loaded: ' + Object.keys(createRequire('/').cache).some((key) => key.includes('/node_modules/yaml/'))));",
+    )}`;
+    const printConfig = (...args: string[]) =>
+      new Promise<{ stdout: string; stderr: string }>((resolve, reject) => {
+        execFile(
+          process.execPath,
+          ['--import', probe, SERVELAB_BIN, 'simulate', '--print-config', ...args],
+          { encoding: 'utf8', timeout: 30_000 },
+          (error, stdout, stderr) => (error ? reject(error) : resolve({ stdout, stderr })),
+        );
+      });
+    const [bare, configured] = await Promise.all([printConfig(), printConfig('--config', file)]);
+    assert.match(bare.stderr, /yaml loaded: false/);
+    assert.match(configured.stderr, /yaml loaded: true/);
+    assert.equal((JSON.parse(configured.stdout) as { decode: { tpotMs: number } }).decode.tpotMs, 7);
   });
 });

@@ -298,6 +298,45 @@ describe('sglang personality', () => {
     assert.match(watch.cause()!, /has not answered \/get_server_info/);
   });
 
+  test('SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=0: /health answers 503 while starting, then 200 at once; /health_generate still generates', async (t) => {
+    const env = { SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION: '0' };
+    const server = await startSimulator({ engine: 'sglang', startup: { loadMs: 2000 }, decode: { jitter: 0, tpotMs: 1 } }, { env });
+    t.after(() => server.close());
+    // It listens for the last 10% of loading (the warm-up): the first answer comes from that window.
+    let first: Awaited<ReturnType<typeof probe>> | undefined;
+    for (let attempt = 0; attempt < 200 && first?.kind !== 'answer'; attempt += 1) {
+      first = await probe(`${server.url}/health`, { timeoutMs: 1000 });
+      if (first.kind !== 'answer') await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    assert.equal(first?.kind === 'answer' && first.answer.status, 503, 'no 200 before the warm-up finished');
+    await server.ready;
+    const timed = async (path: string) => {
+      const started = performance.now();
+      const answer = await probe(`${server.url}${path}`, { timeoutMs: 5000 });
+      return { status: answer.kind === 'answer' ? answer.answer.status : answer.detail, ms: performance.now() - started };
+    };
+    const health = await timed('/health');
+    assert.equal(health.status, 200);
+    assert.ok(health.ms < 500, `/health took ${health.ms} ms`);
+    const generating = await timed('/health_generate');
+    assert.equal(generating.status, 200);
+    assert.ok(generating.ms >= 900, `/health_generate took ${generating.ms} ms: it waits for its first 1 s poll`);
+    // servelab's readiness still proves serving with its own generation.
+    const ready = await waitForReady({ baseUrl: server.url, profile: profile('sglang'), timeoutMs: 30_000 });
+    assert.deepEqual(ready.checks, ['health', 'models', 'generation']);
+    assert.ok(ready.elapsedMs < 900, `ready in ${ready.elapsedMs} ms`);
+  });
+
+  test('an SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION that is no boolean is warned about, and /health generates as by default', async (t) => {
+    const lines: string[] = [];
+    const server = await sim(t, { engine: 'sglang', decode: { tpotMs: 1 } }, { SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION: 'off' }, (line) => lines.push(line));
+    assert.ok(lines.some((line) => /Invalid value for SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION: "off".*using default "True"/.test(line)));
+    const started = performance.now();
+    const answer = await probe(`${server.url}/health`, { timeoutMs: 5000 });
+    assert.equal(answer.kind === 'answer' && answer.answer.status, 200);
+    assert.ok(performance.now() - started >= 900, 'it generated and waited for its first 1 s poll');
+  });
+
   test('/health answers 503 after SGLANG_HEALTH_CHECK_TIMEOUT when the scheduler is hung', async (t) => {
     const server = await sim(t, { engine: 'sglang', startup: { failure: { kind: 'hang', atMs: 50 } }, sglang: { healthCheckTimeoutMs: 300 } });
     await new Promise((resolve) => setTimeout(resolve, 100));

@@ -153,7 +153,8 @@ describe('other nvidia-smi outputs', () => {
     assert.deepEqual(parseLoadavg(fixture('loadavg.txt')), { load1: 1.31, load5: 0.33, load15: 0.11 });
     assert.deepEqual(parseGovernors(''), []);
     assert.deepEqual(parseGovernors('performance\nperformance\npowersave\n'), ['performance', 'powersave']);
-    assert.deepEqual(parseHostProbe('1.31 0.33 0.11 1/208 503\n--\n'), { load1: 1.31, governors: [] });
+    assert.deepEqual(parseHostProbe('1.31 0.33 0.11 1/208 503\n--\n2\n--\n'), { load1: 1.31, cpus: 2, governors: [] });
+    assert.deepEqual(parseHostProbe('1.31 0.33 0.11 1/208 503\n--\n--\nperformance\n'), { load1: 1.31, governors: ['performance'] });
   });
 });
 

@@ -75,6 +75,19 @@ describe('sampler on a host without nvidia-smi', () => {
     assert.ok(series.host.length >= 1);
   });
 
+  test('a missing program costs no child process: the local runner and the -lms stream answer from a PATH lookup', async (t) => {
+    if (await hasNvidiaSmi()) return t.skip('nvidia-smi present');
+    // Spawning a missing program still forks this process and opens its pipes (7-9 ms of a loaded 2-core box, several
+    // times a trial on a CPU-only host); handles are counted in the same tick as the call.
+    const processes = () => process.getActiveResourcesInfo().filter((kind) => kind === 'ProcessWrap').length;
+    const before = processes();
+    const answer = new LocalExecutor().run(['nvidia-smi', '-L'], 5000);
+    const stream = startSampler(new LocalExecutor(), { intervalMs: 60_000, local: true });
+    assert.equal(processes(), before + 1, "only the first reading's host probe (loadavg, CPUs, governors in one shell) was spawned");
+    assert.deepEqual(await answer, { code: null, stdout: '', stderr: 'spawn nvidia-smi ENOENT' });
+    assert.equal((await stream.stop()).gpuUnavailable, 'nvidia-smi not found');
+  });
+
   test('preflight: GPUs not checked (reason given), host checks still run', async (t) => {
     if (await hasNvidiaSmi()) return t.skip('nvidia-smi present');
     const report = await runPreflight(new LocalExecutor());

@@ -1,9 +1,22 @@
 import { readFileSync } from 'node:fs';
-import { type Document, isMap, isScalar, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
+import { createRequire } from 'node:module';
+import type { Document, LineCounter, Node as YamlNode } from 'yaml';
 import type { z } from 'zod';
 import { messageOf, UserError } from '../util/errors.js';
 import { ExitCode } from '../util/exit.js';
 import { describeIssues } from './issues.js';
+
+type Yaml = typeof import('yaml');
+let yamlModule: Yaml | undefined;
+/**
+ * The yaml package, loaded at the first file read: its ~60 CommonJS modules took 70-90 ms of every start of a
+ * process that imports this one, and the simulator (started once per point of a search) reads no file without
+ * --config. Its CommonJS build is what `import` gave too.
+ */
+function yaml(): Yaml {
+  yamlModule ??= createRequire(import.meta.url)('yaml') as Yaml;
+  return yamlModule;
+}
 
 /**
  * Read a YAML (or JSON) file and validate it against a zod schema. Every failure names the file, the line, the key
@@ -21,6 +34,7 @@ export function loadConfigFile<Schema extends z.ZodType>(path: string, schema: S
 }
 
 export function parseConfigText<Schema extends z.ZodType>(path: string, text: string, schema: Schema): z.output<Schema> {
+  const { LineCounter, parseDocument } = yaml();
   const lineCounter = new LineCounter();
   const document = parseDocument(text, { prettyErrors: true, lineCounter });
   const syntaxError = document.errors[0];
@@ -61,6 +75,7 @@ export function lineOfKey(path: string, keyPath: string): number | undefined {
   } catch {
     return undefined;
   }
+  const { LineCounter, parseDocument } = yaml();
   const lineCounter = new LineCounter();
   const document = parseDocument(text, { lineCounter });
   const parts = keyPath.split(/\.|(?=\[)/).map((part) => (/^\[\d+\]$/.test(part) ? Number(part.slice(1, -1)) : part));
@@ -92,6 +107,7 @@ function valueLine(document: Document, path: ReadonlyArray<string | number>, lin
 /** Line of the key itself (an unknown key is reported where it is written, not at its parent). */
 function keyLine(document: Document, path: ReadonlyArray<string | number>, lineCounter: LineCounter): number | undefined {
   const parent = path.length > 1 ? document.getIn(path.slice(0, -1), true) : document.contents;
+  const { isMap, isScalar } = yaml();
   if (isMap(parent)) {
     const pair = parent.items.find((item) => isScalar(item.key) && String(item.key.value) === String(path.at(-1)));
     const line = lineOf(pair?.key as YamlNode | undefined, lineCounter);

@@ -5,6 +5,7 @@ import type { LaunchHooks, RunningServer, ServerSpec } from '../launch/types.js'
 import { runBenchmark } from '../load/run.js';
 import type { BenchOptions, BenchResult } from '../load/types.js';
 import { signalChild } from '../util/child-signal.js';
+import { missingProgram } from '../util/program-path.js';
 import type { CommandResult, Executor } from './types.js';
 
 const DEFAULT_COMMAND_TIMEOUT_MS = 10_000;
@@ -38,6 +39,11 @@ export class LocalExecutor implements Executor {
       const [command, ...args] = argv;
       if (command === undefined) {
         resolve({ code: null, stdout: '', stderr: 'empty command' });
+        return;
+      }
+      // As spawn would answer, without forking this process for a program that is not there.
+      if (missingProgram(command)) {
+        resolve({ code: null, stdout: '', stderr: `spawn ${command} ENOENT` });
         return;
       }
       // Our own timer rather than spawn's `timeout` option: Node leaves that timer running when the program is

@@ -121,13 +121,16 @@ export interface MachineFacts {
  * the server starts rather than after it is ready. Never rejects: a missing tool leaves its part empty.
  */
 export async function collectMachineFacts(executor: CommandRunner, command: readonly string[]): Promise<MachineFacts> {
+  // The toolkit's versions depend on nothing else read here: asked at once, not after the package probe (a python
+  // start, 0.45 s behind a pyenv shim).
+  const toolkit = collectToolkit(executor);
   const [host, gpus, packages, gitSha] = await Promise.all([
     collectHost(executor),
     collectGpus(executor),
     collectPackages(executor, command),
     servelabGitSha(),
   ]);
-  const system = await collectSystem(executor, command, gpus.length, packages);
+  const system = await collectSystem(executor, command, gpus.length, packages, toolkit);
   return { host, gpus, packages, system, gitSha, executor: executor.hostLabel };
 }
 
@@ -161,22 +164,26 @@ async function output(executor: CommandRunner, argv: string[], timeoutMs = COMMA
   }
 }
 
+/**
+ * The host's facts in one shell (one process start here, one round trip over SSH, instead of four): uname, then the
+ * OS's CPU model, CPU count and memory, each after a marker line. A command that fails leaves its section empty.
+ */
+const HOST_FACTS = [
+  'uname -snr; echo --',
+  'if [ "$(uname -s)" = Darwin ]; then sysctl -n machdep.cpu.brand_string; echo --; sysctl -n hw.ncpu; echo --; sysctl -n hw.memsize',
+  'else cat /proc/cpuinfo; echo --; nproc; echo --; cat /proc/meminfo; fi 2>/dev/null; true',
+].join('\n');
+
+/** The sections of a probe's output between its `--` marker lines (a section may be empty). */
+function sections(text: string | undefined): string[] {
+  return `\n${text ?? ''}`.split(/\n--(?=\n|$)/).map((section) => section.slice(1));
+}
+
 async function collectHost(executor: CommandRunner): Promise<Fingerprint['host']> {
-  const { os, hostname, kernel } = parseUname((await output(executor, ['uname', '-snr'])) ?? '');
-  if (os === 'Darwin') {
-    const [cpuModel, cpus, memBytes] = await Promise.all([
-      output(executor, ['sysctl', '-n', 'machdep.cpu.brand_string']),
-      output(executor, ['sysctl', '-n', 'hw.ncpu']),
-      output(executor, ['sysctl', '-n', 'hw.memsize']),
-    ]);
-    return { hostname, os, kernel, cpuModel: cpuModel?.trim() ?? '', cpus: toInt(cpus), memoryGiB: bytesToGiB(toInt(memBytes)) };
-  }
-  const [cpuinfo, cpus, meminfo] = await Promise.all([
-    output(executor, ['cat', '/proc/cpuinfo']),
-    output(executor, ['nproc']),
-    output(executor, ['cat', '/proc/meminfo']),
-  ]);
-  return { hostname, os, kernel, cpuModel: parseCpuModel(cpuinfo ?? ''), cpus: toInt(cpus), memoryGiB: parseMeminfoGiB(meminfo ?? '') };
+  const [uname = '', cpu = '', cpus, memory = ''] = sections(await output(executor, ['sh', '-c', HOST_FACTS]));
+  const { os, hostname, kernel } = parseUname(uname);
+  if (os === 'Darwin') return { hostname, os, kernel, cpuModel: cpu.trim(), cpus: toInt(cpus), memoryGiB: bytesToGiB(toInt(memory)) };
+  return { hostname, os, kernel, cpuModel: parseCpuModel(cpu), cpus: toInt(cpus), memoryGiB: parseMeminfoGiB(memory) };
 }
 
 function toInt(text: string | undefined): number {
@@ -231,6 +238,7 @@ async function collectSystem(
   command: readonly string[],
   gpuCount: number,
   packages: Record<string, string>,
+  toolkit: Promise<{ nvcc: string | undefined; nccl: string | undefined }>,
 ): Promise<Record<string, string>> {
   const system: Record<string, string> = {};
   const program = command[0] ?? '';
@@ -239,10 +247,9 @@ async function collectSystem(
     : program.includes('/')
       ? `${program.slice(0, program.lastIndexOf('/'))}/python3`
       : 'python3';
-  const [query, nvcc, nccl, torch, topology, nvlink] = await Promise.all([
+  const [query, { nvcc, nccl }, torch, topology, nvlink] = await Promise.all([
     gpuCount > 0 ? output(runner, ['nvidia-smi', '-q', '-d', 'COMPUTE']) : undefined,
-    output(runner, ['sh', '-c', 'nvcc --version 2>/dev/null || /usr/local/cuda/bin/nvcc --version']),
-    output(runner, ['sh', '-c', NCCL_LIBRARY_LISTING]),
+    toolkit,
     packages.torch !== undefined ? torchProbe(runner, python, packages.torch) : undefined,
     gpuCount > 1 ? output(runner, ['nvidia-smi', 'topo', '-m']) : undefined,
     gpuCount > 1 ? output(runner, ['nvidia-smi', 'nvlink', '-s']) : undefined,
@@ -264,6 +271,19 @@ async function collectSystem(
     for (const [gpu, state] of Object.entries(status)) system[`nvlink.${gpu}`] = state;
   }
   return system;
+}
+
+/**
+ * nvcc's version text and the system NCCL libraries' listing (the half of collectSystem that needs no other fact), in
+ * one shell.
+ */
+async function collectToolkit(runner: CommandRunner): Promise<{ nvcc: string | undefined; nccl: string | undefined }> {
+  const script = `nvcc --version 2>/dev/null || /usr/local/cuda/bin/nvcc --version 2>/dev/null; echo --; ${NCCL_LIBRARY_LISTING}`;
+  const text = await output(runner, ['sh', '-c', script]);
+  if (text === undefined) return { nvcc: undefined, nccl: undefined };
+  // No nvcc: no version (it failed alone before). The listing may be empty: an empty listing is a fact too.
+  const [nvcc, nccl = ''] = sections(text);
+  return { nvcc: nvcc || undefined, nccl };
 }
 
 const torchProbes = new WeakMap<CommandRunner, Map<string, Promise<string | undefined>>>();

@@ -1,9 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { accessSync, constants, statSync } from 'node:fs';
 import type { Socket } from 'node:net';
-import { delimiter, resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { processIdentity } from '../util/proc-identity.js';
+import { notRunnable } from '../util/program-path.js';
 import { redactor } from '../util/redact.js';
 
 /**
@@ -84,20 +83,4 @@ export function spawnGuarded(
       }
     },
   };
-}
-
-/** Why `name` cannot be run as execvp would look it up (PATH of the server's env, relative to its cwd), if so. */
-function notRunnable(name: string, path: string, cwd: string | undefined): string | undefined {
-  const base = cwd ?? process.cwd();
-  const candidates = name.includes('/') ? [resolve(base, name)] : path.split(delimiter).map((dir) => resolve(base, dir || '.', name));
-  for (const candidate of candidates) {
-    try {
-      if (!statSync(candidate).isFile()) continue;
-      accessSync(candidate, constants.X_OK);
-      return undefined;
-    } catch {
-      // Not here, or not executable: the next directory of PATH.
-    }
-  }
-  return name.includes('/') ? `${name} is not an executable file` : 'not found on PATH';
 }

@@ -11,6 +11,8 @@ import type { ServerState } from './startup.js';
 /** What the engine personalities answer differently from the default simulator: health, cache reset, extra GETs. */
 export interface EngineHttp {
   health(res: ServerResponse): void | Promise<void>;
+  /** The engine's always-generating health route, where it has one besides /health (SGLang's /health_generate). */
+  healthGenerate?(res: ServerResponse): Promise<void>;
   /** Answers an engine-specific GET; false when the path is not one. */
   get(req: IncomingMessage, res: ServerResponse, path: string): boolean;
   /** Answers the engine's cache-reset route; false when the request is not one (it then falls through to 404). */
@@ -76,11 +78,29 @@ const FLUSH_TEXT =
 /** http_server.py `health_generate` checks for scheduler output once a second. */
 const HEALTH_POLL_MS = 1000;
 
+/**
+ * An SGLang boolean variable as python/sglang/srt/environ.py `EnvBool` reads it: true/1/yes/y and false/0/no/n in any
+ * case; anything else is warned about and the default used.
+ */
+function sglangEnvBool(name: string, value: string | undefined, fallback: boolean, log: (line: string) => void): boolean {
+  if (value === undefined) return fallback;
+  const word = value.toLowerCase();
+  if (['true', '1', 'yes', 'y'].includes(word)) return true;
+  if (['false', '0', 'no', 'n'].includes(word)) return false;
+  log(`UserWarning: Invalid value for ${name}: "${word}" is not a valid boolean value, using default "${fallback ? 'True' : 'False'}"`);
+  return fallback;
+}
+
 function sglangHttp(config: SimConfig, context: EngineContext): EngineHttp {
   const { engine } = context;
   /** Spec counters at the last flush: SGLang's avg_spec_accept_length restarts there. */
   let flushedAt = { drafts: 0, accepted: 0 };
   const busy = (): boolean => engine.scheduler.running + engine.scheduler.queued > 0;
+  // SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION (environ.py, default true; SGLang 0.5.9 on): when false, http_server.py
+  // `health_generate` answers /health 200 without a generation once the server is no longer Starting, and only
+  // /health_generate still generates (users set it where polling /health stalled their scheduler, e.g.
+  // radixark/miles#196). servelab's readiness still sends its own generation after /health.
+  const healthGenerates = sglangEnvBool('SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION', context.env.SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION, true, context.log);
 
   const serverInfo = (res: ServerResponse): void => {
     const k = config.decode.spec.draftTokens;
@@ -103,35 +123,41 @@ function sglangHttp(config: SimConfig, context: EngineContext): EngineHttp {
     });
   };
 
+  async function healthGenerate(res: ServerResponse): Promise<void> {
+    const state = context.state();
+    if (state === 'loading') return sendEmpty(res, 503);
+    // health_generate: a one-token request through the scheduler, healthy as soon as the scheduler produces any
+    // output after `tic` (its own or another request's), 503 after SGLANG_HEALTH_CHECK_TIMEOUT without.
+    const tic = nowMs();
+    const deadline = tic + config.sglang.healthCheckTimeoutMs;
+    const cancelled = new AbortController();
+    res.on('close', () => cancelled.abort());
+    if (state === 'ready' || state === 'not-serving') {
+      void engine.generate({ promptTokens: 1, maxTokens: 1, ignoreEos: true, internal: true }, mulberry32(1), cancelled.signal, () => {});
+    }
+    try {
+      while (nowMs() < deadline && !cancelled.signal.aborted) {
+        await sleepUntil(Math.min(nowMs() + HEALTH_POLL_MS, deadline), cancelled.signal);
+        if (engine.lastOutputAt > tic) return sendEmpty(res, 200);
+      }
+      context.log(
+        sglangLine(
+          `Health check failed. Server couldn't get a response from detokenizer for last ${(config.sglang.healthCheckTimeoutMs / 1000).toFixed(0)} seconds.`,
+          undefined,
+        ),
+      );
+      if (!res.destroyed) sendEmpty(res, 503);
+    } finally {
+      cancelled.abort();
+    }
+  }
+
   return {
-    async health(res) {
-      const state = context.state();
-      if (state === 'loading') return sendEmpty(res, 503);
-      // health_generate: a one-token request through the scheduler, healthy as soon as the scheduler produces any
-      // output after `tic` (its own or another request's), 503 after SGLANG_HEALTH_CHECK_TIMEOUT without.
-      const tic = nowMs();
-      const deadline = tic + config.sglang.healthCheckTimeoutMs;
-      const cancelled = new AbortController();
-      res.on('close', () => cancelled.abort());
-      if (state === 'ready' || state === 'not-serving') {
-        void engine.generate({ promptTokens: 1, maxTokens: 1, ignoreEos: true, internal: true }, mulberry32(1), cancelled.signal, () => {});
-      }
-      try {
-        while (nowMs() < deadline && !cancelled.signal.aborted) {
-          await sleepUntil(Math.min(nowMs() + HEALTH_POLL_MS, deadline), cancelled.signal);
-          if (engine.lastOutputAt > tic) return sendEmpty(res, 200);
-        }
-        context.log(
-          sglangLine(
-            `Health check failed. Server couldn't get a response from detokenizer for last ${(config.sglang.healthCheckTimeoutMs / 1000).toFixed(0)} seconds.`,
-            undefined,
-          ),
-        );
-        if (!res.destroyed) sendEmpty(res, 503);
-      } finally {
-        cancelled.abort();
-      }
+    health(res) {
+      if (!healthGenerates && context.state() !== 'loading') return sendEmpty(res, 200);
+      return healthGenerate(res);
     },
+    healthGenerate,
     get(_req, res, path) {
       // /get_server_info is the deprecated name of /server_info.
       if (path !== '/server_info' && path !== '/get_server_info') return false;

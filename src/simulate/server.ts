@@ -91,6 +91,7 @@ export async function startSimulator(input: SimConfigInput = {}, options: Simula
     const method = req.method ?? 'GET';
     if (method === 'GET') {
       if (path === '/health') return personality ? personality.health(res) : health(res);
+      if (path === '/health_generate' && personality?.healthGenerate) return personality.healthGenerate(res);
       if (path === '/v1/models') return models(res);
       if (path === '/metrics') return sendText(res, 200, 'text/plain; version=0.0.4; charset=utf-8', await metricsText());
       if (personality?.get(req, res, path)) return;

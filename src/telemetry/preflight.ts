@@ -95,20 +95,18 @@ export function visibleGpus(env: Record<string, string>): number[] | undefined {
 export async function runPreflight(runner: CommandRunner, options: { gpus?: number[]; thresholds?: PreflightThresholds } = {}): Promise<PreflightReport> {
   const timeoutMs = 10_000;
   const safe = (argv: string[]) => runner.run(argv, timeoutMs).catch((error: Error) => ({ code: null, stdout: '', stderr: error.message }));
-  const [gpuResult, appsResult, hostResult, nprocResult] = await Promise.all([
+  const [gpuResult, appsResult, hostResult] = await Promise.all([
     safe(queryGpuArgv(PREFLIGHT_FIELDS)),
     safe(queryComputeAppsArgv()),
     safe(['sh', '-c', HOST_PROBE]),
-    safe(['nproc']),
   ]);
   const host = parseHostProbe(hostResult.stdout);
-  const cpus = Number.parseInt(nprocResult.stdout.trim(), 10);
   const input: PreflightInput = {
     gpuRows: gpuResult.code === 0 ? parseQueryCsv(gpuResult.stdout, PREFLIGHT_FIELDS) : [],
     processes: appsResult.code === 0 ? parseComputeApps(appsResult.stdout) : [],
     governors: host.governors,
     ...(host.load1 !== undefined && { load1: host.load1 }),
-    ...(Number.isInteger(cpus) && cpus > 0 && { cpus }),
+    ...(host.cpus !== undefined && { cpus: host.cpus }),
     ...(options.gpus !== undefined && { gpus: options.gpus }),
   };
   const report: PreflightReport = { findings: evaluatePreflight(input, options.thresholds) };

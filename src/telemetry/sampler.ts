@@ -67,11 +67,11 @@ export function startSampler(runner: CommandRunner, options: SamplerOptions): Sa
     const at = Date.now();
     const host = parseHostProbe(result.stdout);
     if (host.load1 !== undefined) series.host.push({ at, load1: host.load1 });
+    series.cpus ??= host.cpus;
     series.governors = [...new Set([...series.governors, ...host.governors])].sort();
   };
   const reading = async (): Promise<void> => {
     const jobs = [stream ? Promise.resolve() : readGpu(), readHost()];
-    if (readings === 0) jobs.push(readCpuCount());
     if (readings % processEvery === 0) jobs.push(readProcesses());
     readings += 1;
     await Promise.all(jobs.map((job) => job.catch(() => undefined)));
@@ -81,10 +81,6 @@ export function startSampler(runner: CommandRunner, options: SamplerOptions): Sa
     inFlight = reading().then(() => {
       if (!stopped) timer = setTimeout(tick, options.intervalMs);
     });
-  };
-  const readCpuCount = async (): Promise<void> => {
-    const cpus = Number.parseInt((await runner.run(['nproc'], timeoutMs)).stdout.trim(), 10);
-    if (Number.isInteger(cpus) && cpus > 0) series.cpus = cpus;
   };
   tick();
 

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { signalChild } from '../util/child-signal.js';
+import { missingProgram } from '../util/program-path.js';
 import { gpuSampleOf, parseQueryCsv, queryGpuArgv, SAMPLE_FIELDS } from './nvidia-smi.js';
 import type { GpuSample } from './types.js';
 
@@ -18,6 +19,7 @@ export interface GpuStream {
  */
 export function streamGpuSamples(intervalMs: number, onSample: (sample: GpuSample) => void): GpuStream {
   const [program, ...args] = queryGpuArgv(STREAM_FIELDS);
+  if (missingProgram(program!)) return { stop: () => Promise.resolve('nvidia-smi not found') };
   const child = spawn(program!, [...args, '-lms', String(Math.max(1, Math.round(intervalMs)))], { stdio: ['ignore', 'pipe', 'pipe'] });
   let unavailable: string | undefined;
   let stderr = '';

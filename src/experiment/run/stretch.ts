@@ -25,10 +25,10 @@ export async function runStretch(
   const variants = experiment.variants.filter((variant) => variant.serverKey === serverKey);
   const label = variants.map((variant) => variant.name).join(', ');
   const retries = experiment.validity?.trialRetries ?? 2;
-  const preflight = await preflightBeforeStart(context.executor, variants[0]!.server.env, experiment.preflight, context.log);
-  // The fingerprint's machine facts (a dozen short commands, ~1 s on a loaded 2-core box) need no server: gathered
-  // while it starts instead of after it is ready. They never reject.
+  // The fingerprint's machine facts (a dozen short commands, 0.5-1 s on a loaded 2-core box) need no server: gathered
+  // while the preflight runs and the server starts, instead of after it is ready. They never reject.
   const facts = servers.machineFacts(variants[0]!);
+  const preflight = await preflightBeforeStart(context.executor, variants[0]!.server.env, experiment.preflight, context.log);
   let server = await servers.start(variants[0]!, label);
   let failure: unknown;
   try {
