@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -149,6 +149,33 @@ describe('search views', { timeout: 240_000 }, () => {
     const bests = new Set(summary.leaders.flatMap((leader) => [leader.best, leader.variant]));
     for (const map of summary.heatmaps)
       for (const cell of map.cells) if (cell.variant && dropped.has(cell.variant) && !bests.has(cell.variant)) assert.equal(cell.mark, undefined, cell.variant);
+  });
+
+  test('a search the budget ended: the undecided point "ended unresolved" with its open race, the answer "so far"', async () => {
+    // The stored steps as a budget-ended search leaves them: one point not dropped but named in the unresolved lines.
+    const copy = join(dir, 'unresolved.db');
+    copyFileSync(store, copy);
+    const db = openStore(copy);
+    const rows = db.prepare('SELECT id, step_json FROM search_steps ORDER BY block').all() as Array<{ id: number; step_json: string }>;
+    const steps = rows.map((row) => ({ id: row.id, step: JSON.parse(row.step_json) as { drop: Array<{ point: string; reason: string }>; done?: unknown } }));
+    const dropping = steps.find((entry) => entry.step.drop.length > 0)!;
+    const open = dropping.step.drop.shift()!;
+    const race = open.reason.replace(/^[a-z ]+: /, '').split('; ')[0]!;
+    steps.at(-1)!.step.done = {
+      reason: 'budget spent (1 min of a 1 min budget) before the search was decided',
+      resolved: false,
+      unresolved: [`${open.point} may still beat a leader by more than 2%: ${race}`],
+    };
+    for (const entry of [dropping, steps.at(-1)!]) db.prepare('UPDATE search_steps SET step_json = ? WHERE id = ?').run(JSON.stringify(entry.step), entry.id);
+    db.close();
+    const shown = await cli(['show', '1'], { store: copy });
+    assert.equal(shown.code, 0, shown.stderr);
+    const knobs = Object.fromEntries(open.point.split(',').map((pair) => pair.split('=')));
+    const name = `d${knobs.depth}-w${knobs.width}-e${knobs.extra}`;
+    const level = race.slice(0, race.indexOf(': '));
+    assert.match(shown.stdout, new RegExp(`^${name} +ended unresolved +.*racing: [+−][\\d.]+% `, 'm'), `${name} open at ${level}`);
+    assert.match(shown.stdout, /^\S+ +best so far \(the answer, not resolved\)/m);
+    assert.match(shown.stdout, /never measured when the search ended\)$/m);
   });
 
   test('plan: the design in numbers, and what it predicts without a budget', async () => {

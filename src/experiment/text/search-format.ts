@@ -96,10 +96,11 @@ export function searchPointTable(summary: SearchSummary): { header: string[]; ro
   return { header, rows, notes };
 }
 
-/** "best (the answer)" for the point the answer names, "best at single-stream" for a level's own best. */
+/** "best (the answer)" for the point the answer names, "best at single-stream" for a level's own best; "so far" until resolved. */
 function bestText(summary: SearchSummary, row: SearchPointRow): string {
-  if (answerLeader(summary)?.best === row.variant) return STATUS_TEXT.best;
-  return `best at ${leadersOf(summary)
+  const resolved = summary.done?.resolved ?? false;
+  if (answerLeader(summary)?.best === row.variant) return resolved ? STATUS_TEXT.best : 'best so far (the answer, not resolved)';
+  return `best${resolved ? '' : ' so far'} at ${leadersOf(summary)
     .levels.filter((leader) => leader.best === row.variant)
     .map((leader) => leader.level)
     .join(', ')}`;
