@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { SearchSummary } from '../src/experiment/analysis/search-summary.js';
+import { answerLeader, type SearchSummary } from '../src/experiment/analysis/search-summary.js';
 import { runExperiment } from '../src/experiment/run/runner.js';
 import { loadExperiment } from '../src/experiment/spec/load.js';
 import { writeReports } from '../src/report/write.js';
@@ -20,11 +20,19 @@ import { needs } from './support-services.js';
  * points the search never measured (show, the reports' verdict and speculative-decoding tables). A search of 3 knobs
  * on the fake machine (the real runner, store and strategy): depth and width move the response, `extra` barely.
  */
+interface ShowJson {
+  search: SearchSummary;
+  conclusion: { baseline?: string; verdicts: unknown[] };
+  run: { verdicts?: unknown };
+  searchSteps: Array<{ block: number; drop: Array<{ point: string; reason: string; status?: string }> }>;
+}
+
 describe('search views', { timeout: 240_000 }, () => {
   let dir: string;
   let store: string;
   let unmeasured: string[];
   let summary: SearchSummary;
+  let shownJson: ShowJson;
   let file: string;
   after(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -63,7 +71,8 @@ describe('search views', { timeout: 240_000 }, () => {
     db.close();
     const shown = await cli(['show', '1', '--json'], { store });
     assert.equal(shown.code, 0, shown.stderr);
-    summary = (JSON.parse(shown.stdout) as { search: SearchSummary }).search;
+    shownJson = JSON.parse(shown.stdout) as ShowJson;
+    summary = shownJson.search;
     const all: string[] = [];
     for (let depth = 1; depth <= 8; depth++)
       for (const width of [1, 2, 4]) for (const extra of [0, 1]) if (depth <= width * 3) all.push(`d${depth}-w${width}-e${extra}`);
@@ -87,14 +96,86 @@ describe('search views', { timeout: 240_000 }, () => {
       const cell = (depth: number, width: number) => map.cells.find((entry) => entry.x === depth - 1 && entry.y === [1, 2, 4].indexOf(width))!;
       for (let depth = 4; depth <= 8; depth++) assert.equal(cell(depth, 1).state, 'invalid', `depth ${depth}, width 1`);
       assert.ok(map.cells.some((entry) => entry.state === 'unmeasured'));
-      const leaders = map.cells.filter((entry) => entry.leader);
-      assert.equal(leaders.length, 1, map.level);
-      assert.equal(leaders[0]!.variant, summary.leaders.find((leader) => leader.level === map.level)!.variant);
-      assert.ok(leaders[0]!.withinTolerance);
+      // The level's stated best carries the one ★; every other mark is a decision of the search at this level.
+      const best = map.cells.filter((entry) => entry.mark === 'best');
+      assert.equal(best.length, 1, map.level);
+      assert.equal(best[0]!.variant, summary.leaders.find((leader) => leader.level === map.level)!.best);
       // A cell shows its best measured point over `extra`.
-      for (const entry of map.cells.filter((candidate) => candidate.state === 'measured' && !candidate.leader))
+      for (const entry of map.cells.filter((candidate) => candidate.state === 'measured' && candidate.mark === undefined))
         assert.ok(entry.measuredPoints >= 1 && entry.value! > 0 && entry.variant !== undefined);
     }
+  });
+
+  test('a search has no baseline: no verdicts in show --json, and one row per measured point as the stored steps decided it', () => {
+    // The space's first point, which the file loader makes the nominal baseline, is not the answer.
+    assert.notEqual(answerLeader(summary)!.best, 'd1-w1-e0');
+    assert.equal(shownJson.conclusion.baseline, undefined);
+    assert.deepEqual(shownJson.conclusion.verdicts, []);
+    assert.equal(shownJson.run.verdicts, undefined);
+    assert.equal(summary.table.length, summary.measured);
+    assert.equal(summary.table[0]!.variant, answerLeader(summary)!.best, 'the answer first');
+    const nameOf = (key: string): string => {
+      const knobs = Object.fromEntries(key.split(',').map((pair) => pair.split('=')));
+      return `d${knobs.depth}-w${knobs.width}-e${knobs.extra}`;
+    };
+    const rowOf = (key: string) => summary.table.find((row) => row.variant === nameOf(key))!;
+    const drops = shownJson.searchSteps.flatMap((step) => step.drop.map((drop) => ({ ...drop, after: step.block - 1 })));
+    assert.ok(drops.length > 0, 'the search dropped points');
+    for (const drop of drops) {
+      const row = rowOf(drop.point);
+      assert.equal(row.decidedAfterBlock, drop.after, drop.point);
+      assert.equal(row.reason, drop.reason);
+      if (row.status !== 'best') assert.equal(row.status, drop.status, drop.point);
+      // Each race's figures are the reason's, and its status what the bounds say against the 2% tolerance.
+      for (const race of row.races.filter((cell) => cell.estimate !== undefined)) {
+        const level = race.level === '*' ? '\\*' : race.level;
+        assert.match(drop.reason, new RegExp(`${level}: [+−]${Math.abs(race.estimate! * 100).toFixed(1)}% vs `), `${drop.point} at ${race.level}`);
+        if (race.status === 'as good') assert.ok(race.lower! > -0.02);
+        if (race.status === 'out') assert.ok(race.upper! < -0.02);
+      }
+    }
+    for (const leader of summary.leaders) {
+      const row = summary.table.find((entry) => entry.variant === leader.best)!;
+      assert.equal(row.status, 'best');
+      assert.equal(row.races.find((cell) => cell.level === leader.level)?.status, 'best');
+    }
+    // No heatmap cell of a point the search judged not better or out carries a mark.
+    for (const map of summary.heatmaps)
+      for (const cell of map.cells.filter((entry) => entry.mark === 'as good')) {
+        const race = summary.table.find((row) => row.variant === cell.variant)!.races.find((entry) => entry.level === map.level);
+        assert.equal(race?.status, 'as good', `${cell.variant} at ${map.level}`);
+      }
+    const dropped = new Set(drops.filter((drop) => drop.status !== 'as good').map((drop) => nameOf(drop.point)));
+    const bests = new Set(summary.leaders.flatMap((leader) => [leader.best, leader.variant]));
+    for (const map of summary.heatmaps)
+      for (const cell of map.cells) if (cell.variant && dropped.has(cell.variant) && !bests.has(cell.variant)) assert.equal(cell.mark, undefined, cell.variant);
+  });
+
+  test('a search the budget ended: the undecided point "ended unresolved" with its open race, the answer "so far"', async () => {
+    // The stored steps as a budget-ended search leaves them: one point not dropped but named in the unresolved lines.
+    const copy = join(dir, 'unresolved.db');
+    copyFileSync(store, copy);
+    const db = openStore(copy);
+    const rows = db.prepare('SELECT id, step_json FROM search_steps ORDER BY block').all() as Array<{ id: number; step_json: string }>;
+    const steps = rows.map((row) => ({ id: row.id, step: JSON.parse(row.step_json) as { drop: Array<{ point: string; reason: string }>; done?: unknown } }));
+    const dropping = steps.find((entry) => entry.step.drop.length > 0)!;
+    const open = dropping.step.drop.shift()!;
+    const race = open.reason.replace(/^[a-z ]+: /, '').split('; ')[0]!;
+    steps.at(-1)!.step.done = {
+      reason: 'budget spent (1 min of a 1 min budget) before the search was decided',
+      resolved: false,
+      unresolved: [`${open.point} may still beat a leader by more than 2%: ${race}`],
+    };
+    for (const entry of [dropping, steps.at(-1)!]) db.prepare('UPDATE search_steps SET step_json = ? WHERE id = ?').run(JSON.stringify(entry.step), entry.id);
+    db.close();
+    const shown = await cli(['show', '1'], { store: copy });
+    assert.equal(shown.code, 0, shown.stderr);
+    const knobs = Object.fromEntries(open.point.split(',').map((pair) => pair.split('=')));
+    const name = `d${knobs.depth}-w${knobs.width}-e${knobs.extra}`;
+    const level = race.slice(0, race.indexOf(': '));
+    assert.match(shown.stdout, new RegExp(`^${name} +ended unresolved +.*racing: [+−][\\d.]+% `, 'm'), `${name} open at ${level}`);
+    assert.match(shown.stdout, /^\S+ +best so far \(the answer, not resolved\)/m);
+    assert.match(shown.stdout, /never measured when the search ended\)$/m);
   });
 
   test('plan: the design in numbers, and what it predicts without a budget', async () => {
@@ -112,6 +193,12 @@ describe('search views', { timeout: 240_000 }, () => {
     assert.match(shown.stdout, /^budget: [^\n]+ of GPU time spent, no limit$/m);
     assert.match(shown.stdout, /^best per level/m);
     assert.match(shown.stdout, /^speculative decoding/m);
+    // No second story beside the answer: the search's decisions per point, no baseline, no verdicts against one.
+    assert.doesNotMatch(shown.stdout, /verdicts vs baseline|\(baseline\)|baseline: /);
+    assert.match(shown.stdout, /^search decisions per point \(the answer first\):$/m);
+    for (const row of summary.table)
+      assert.match(shown.stdout, new RegExp(`^${row.variant} +(best|leader|as good|not better|out|still racing|ended unresolved)`, 'm'));
+    assert.match(shown.stdout, new RegExp(`^\\(${summary.points - summary.measured} of 34 points never measured`, 'm'));
     for (const name of unmeasured) assert.doesNotMatch(shown.stdout, new RegExp(`\\b${name}\\b`), `${name} is never measured`);
   });
 
@@ -125,12 +212,16 @@ describe('search views', { timeout: 240_000 }, () => {
     assert.match(html, /<th>points in the space<\/th><td>34 of 48 combinations/);
     assert.match(html, /data-figure="search-0"[^>]*><svg/);
     assert.match(html, /data-figure="search-1"[^>]*><svg/);
-    assert.match(html, /each cell is the highest median over the other knobs \(extra\)/);
+    assert.match(html, /each cell shows one point over the other knobs \(extra\): the one the search marked, else the highest median/);
+    for (const text of [html, markdown]) assert.doesNotMatch(text, /Verdicts|Baseline|baseline:|vs baseline|differs from the baseline/);
+    assert.equal((html.match(/<tr data-status="/g) ?? []).length, summary.measured);
+    assert.match(html, new RegExp(`<tr data-status="best"><td><code>${answerLeader(summary)!.best}</code></td><td>best \\(the answer\\)</td>`));
+    assert.match(markdown, /^### Decisions per point$/m);
     assert.match(markdown, /^## Search$/m);
     assert.match(markdown, /^### single-stream$/m);
     assert.match(markdown, /^\| width ↓ depth → \| 1 \| 2 \| 3 \| 4 \| 5 \| 6 \| 7 \| 8 \|$/m);
     // Width 1: depth 1–3 valid (measured or not), 4–8 break the constraint.
-    assert.match(markdown, /^\| 1 \|(?: (?:(?:★ |≈ )?[\d,.]+|·) \|){3}(?: × \|){5}$/m);
+    assert.match(markdown, /^\| 1 \|(?: (?:(?:★ |◆ |≈ )?[\d,.]+|·) \|){3}(?: × \|){5}$/m);
     assert.match(markdown, /★ [\d,.]+/);
     for (const name of unmeasured) {
       assert.doesNotMatch(html, new RegExp(`\\b${name}\\b`), `${name} is never measured (HTML)`);
@@ -154,6 +245,10 @@ describe('search views', { timeout: 240_000 }, () => {
       );
       for (const index of [0, 1]) assert.ok(await search.locator(`figure[data-figure="search-${index}"] svg`).isVisible());
       assert.match((await search.locator('figure[data-figure="search-0"] svg').textContent()) ?? '', /★/);
+      // The decisions per point in place of verdicts against the space's first point.
+      assert.equal(await search.locator('table.search-points tbody tr').count(), summary.measured);
+      assert.equal((await page.locator('#verdicts').innerHTML()).trim(), '');
+      assert.doesNotMatch(await page.locator('main').innerText(), /Baseline|vs baseline/);
       await page.screenshot({ path: '/tmp/search-views-ui.png', fullPage: true });
     } finally {
       await browser.close();

@@ -387,9 +387,12 @@ export interface HeatmapCell {
   y: number;
   state: 'measured' | 'unmeasured' | 'invalid';
   value?: number;
-  /** The best point (thick dark border, ★) or one within the tolerance of it (orange border, ≈). */
-  mark?: 'leader' | 'tolerance';
+  /** A search's decision (search-summary.ts HeatCell.mark): the stated best (black border, ★), the leader where that is another point (black, ◆), as good (orange, ≈). */
+  mark?: 'best' | 'leader' | 'as good';
 }
+
+/** The symbol a heatmap cell's mark is drawn with, in the chart and the Markdown table alike. */
+export const HEAT_MARK_SYMBOL: Record<NonNullable<HeatmapCell['mark']>, string> = { best: '★', leader: '◆', 'as good': '≈' };
 
 /**
  * A response surface: measured cells coloured by value (darker = better, whichever the objective's direction) and
@@ -411,7 +414,7 @@ export function heatmapChart(
     return (options.higherIsBetter ? position : 1 - position) > 0.55;
   };
   const border = (mark: HeatmapCell['mark']): Record<string, unknown> =>
-    mark === 'leader' ? { borderColor: '#000000', borderWidth: 3 } : mark === 'tolerance' ? { borderColor: '#E69F00', borderWidth: 3 } : {};
+    mark === 'best' || mark === 'leader' ? { borderColor: '#000000', borderWidth: 3 } : mark === 'as good' ? { borderColor: '#E69F00', borderWidth: 3 } : {};
   const rows = axes.yValues.length;
   const height = options.height ?? Math.max(200, 44 + 30 + rows * 26 + 56);
   return render(
@@ -465,7 +468,7 @@ export function heatmapChart(
               fontSize: 9,
               fontFamily: FONT,
               color: dark(cell.value!) ? '#ffffff' : TEXT,
-              formatter: `${cell.mark === 'leader' ? '★' : cell.mark === 'tolerance' ? '≈' : ''}${formatCompact(cell.value!)}`,
+              formatter: `${cell.mark ? HEAT_MARK_SYMBOL[cell.mark] : ''}${formatCompact(cell.value!)}`,
             },
           })),
         },

@@ -120,7 +120,7 @@ function metricCells(value: unknown, prefix: string, out: Array<[string, ColumnK
  */
 function conclusionCells(conclusion: Conclusion, variant: string): Array<[string, ColumnKind, Cell | undefined]> {
   const config = conclusion.configs.find((entry) => entry.variant === variant);
-  const isBaseline = variant === conclusion.baseline;
+  const isBaseline = variant === (conclusion.equivalence?.baseline ?? conclusion.baseline);
   const cells: Array<[string, ColumnKind, Cell | undefined]> = [];
   if (conclusion.equivalence) {
     cells.push(['conclusion.equivalence', 'string', isBaseline ? 'baseline' : config?.equivalence]);

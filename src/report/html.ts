@@ -74,8 +74,7 @@ footer { margin-top:40px; font-size:12px; color:var(--muted); }
 <header class="top"><h1>${esc(report.experimentName)} <span class="muted">· run ${report.runId}</span></h1>${statusPill(report.status)}</header>
 ${report.description ? `<p class="muted">${esc(report.description)}</p>` : ''}
 ${runFactsHtml(report)}
-<h2>Verdicts</h2>
-${verdictTableHtml(report)}
+${verdictSectionHtml(report)}
 ${campaign ?? ''}
 <h2>Charts</h2>
 ${figuresHtml(figures)}
@@ -103,7 +102,7 @@ export function runFactsHtml(report: RunReport): string {
     ['Status', report.status],
     ['Trials done', trialsDone(report.trialCount, report.plannedTrials)],
     ['Duration', formatDuration(runDurationMs(report.startedAt, report.finishedAt))],
-    ['Baseline', report.baseline],
+    ...(report.baseline !== undefined ? [['Baseline', report.baseline] as [string, string]] : []),
     [`Metric · ${report.metric}`, report.metricUnit || report.metric],
     ['Started', report.startedAt.replace('T', ' ').replace(/\.\d+Z$/, 'Z')],
   ];
@@ -115,6 +114,11 @@ export function runFactsHtml(report: RunReport): string {
 /** "2/20": trials stored of those planned, worded the same in the facts, the UI's sidebar and its progress. */
 export function trialsDone(stored: number, planned: number): string {
   return `${stored}/${planned}`;
+}
+
+/** Verdicts vs the baseline; none for a search, whose decisions per point its own section shows (./search.ts). */
+export function verdictSectionHtml(report: RunReport): string {
+  return report.baseline === undefined ? '' : `<h2>Verdicts</h2>\n${verdictTableHtml(report)}`;
 }
 
 export function verdictTableHtml(report: RunReport): string {
@@ -202,7 +206,7 @@ export function environmentHtml(report: RunReport): string {
   const perVariant =
     differing.length === 0
       ? ''
-      : `<h2>Variant environments vs baseline</h2><table class="data"><thead><tr><th>variant</th><th>fact</th><th>baseline</th><th>variant</th></tr></thead><tbody>${differing
+      : `<h2>Variant environments vs ${esc(environment.reference.label.replace(/^the /, ''))}</h2><table class="data"><thead><tr><th>variant</th><th>fact</th><th>${esc(environment.reference.variant === report.baseline ? 'baseline' : environment.reference.variant)}</th><th>variant</th></tr></thead><tbody>${differing
           .flatMap((variant) => variant.changes.map((change) => `<tr><td><code>${esc(variant.variant)}</code></td>${changeCells(change, false)}</tr>`))
           .join('')}</tbody></table>`;
   return `<p class="muted">${environment.distinctFingerprints} distinct fingerprint(s) in this run.</p>${shared}${perVariant}`;

@@ -14,34 +14,12 @@ export function renderMarkdown(report: RunReport): string {
     `- Status: **${report.status}**${report.message ? ` — ${cell(report.message)}` : ''}`,
     `- Started: ${report.startedAt}${report.finishedAt ? ` (took ${formatDuration(runDurationMs(report.startedAt, report.finishedAt))})` : ''}`,
     `- Trials: ${report.trialCount}${report.plannedTrials !== undefined ? ` of ${report.plannedTrials} planned` : ''}`,
-    `- Metric: ${cell(report.metric)}${report.metricUnit ? ` (${report.metricUnit})` : ''}; baseline: ${cell(report.baseline)}; ${Math.round(report.confidence * 100)}% CI`,
+    `- Metric: ${cell(report.metric)}${report.metricUnit ? ` (${report.metricUnit})` : ''}${report.baseline === undefined ? '' : `; baseline: ${cell(report.baseline)}; ${Math.round(report.confidence * 100)}% CI`}`,
     `- servelab ${cell(report.servelabVersion)}${report.gitSha ? ` (${cell(report.gitSha)})` : ''}`,
     '',
-    '## Verdicts',
-    '',
   );
-  if (report.rows.length === 0) {
-    lines.push('No trials measured yet.', '');
-  } else {
-    const side = sideColumns(report.rows);
-    const median = medianColumn(report);
-    const columns: Array<MarkdownColumn<VerdictRow>> = [
-      ...(report.workloads.length > 1 ? [{ title: 'workload', cell: (row: VerdictRow) => cell(row.workload) }] : []),
-      { title: 'variant', cell: (row) => cell(row.variant) },
-      { title: 'trials', numeric: true, cell: (row) => String(row.trials) },
-      { title: cell(median.title), numeric: true, cell: median.cell },
-      { title: 'change vs baseline', numeric: true, cell: (row) => (row.isBaseline ? '—' : formatChange(row.ratio)) },
-      { title: `${Math.round(report.confidence * 100)}% CI of change`, cell: (row) => (row.isBaseline ? '—' : formatChangeInterval(row.ciLow, row.ciHigh)) },
-      { title: 'p-value', numeric: true, cell: (row) => formatPValue(row.pValue) },
-      { title: 'failed requests (this variant)', numeric: true, cell: (row) => String(row.failedRequests) },
-      { title: 'invalid trials (this variant)', numeric: true, cell: (row) => String(row.invalidTrials) },
-      ...side.map((column) => ({ title: cell(column.title), numeric: true, cell: column.cell })),
-      { title: 'verdict', cell: (row) => (row.significant && row.feasible ? `**${row.outcome}**` : row.outcome) },
-    ];
-    lines.push(...markdownTable(columns, report.rows));
-    lines.push('', `_${report.verdictMethod}._`, '');
-    if (report.verdictsNote) lines.push(`_${report.verdictsNote}_`, '');
-  }
+  // A search has no baseline: its decisions per point (the search section) stand in place of verdicts.
+  if (report.baseline !== undefined) lines.push(...verdictsMarkdown(report));
 
   if (report.categories.length > 0) {
     lines.push(
@@ -75,7 +53,7 @@ export function renderMarkdown(report: RunReport): string {
     for (const variant of environment.variants) {
       if (variant.changes.length === 0) continue;
       lines.push(
-        `Variant ${cell(variant.variant)} differs from the baseline in: ${variant.changes.map((change) => `${cell(change.key)} = ${cell(change.after ?? '(unset)')}`).join('; ')}`,
+        `Variant ${cell(variant.variant)} differs from ${cell(environment.reference.label)} in: ${variant.changes.map((change) => `${cell(change.key)} = ${cell(change.after ?? '(unset)')}`).join('; ')}`,
         '',
       );
     }
@@ -114,4 +92,32 @@ function markdownTable<Row>(columns: ReadonlyArray<MarkdownColumn<Row>>, rows: r
     `|${columns.map((column) => (column.numeric ? ' ---: |' : ' --- |')).join('')}`,
     ...rows.map((row) => `| ${columns.map((column) => column.cell(row)).join(' | ')} |`),
   ];
+}
+
+/** The verdicts vs the baseline, with their method and note. */
+function verdictsMarkdown(report: RunReport): string[] {
+  const lines = ['## Verdicts', ''];
+  if (report.rows.length === 0) {
+    lines.push('No trials measured yet.', '');
+  } else {
+    const side = sideColumns(report.rows);
+    const median = medianColumn(report);
+    const columns: Array<MarkdownColumn<VerdictRow>> = [
+      ...(report.workloads.length > 1 ? [{ title: 'workload', cell: (row: VerdictRow) => cell(row.workload) }] : []),
+      { title: 'variant', cell: (row) => cell(row.variant) },
+      { title: 'trials', numeric: true, cell: (row) => String(row.trials) },
+      { title: cell(median.title), numeric: true, cell: median.cell },
+      { title: 'change vs baseline', numeric: true, cell: (row) => (row.isBaseline ? '—' : formatChange(row.ratio)) },
+      { title: `${Math.round(report.confidence * 100)}% CI of change`, cell: (row) => (row.isBaseline ? '—' : formatChangeInterval(row.ciLow, row.ciHigh)) },
+      { title: 'p-value', numeric: true, cell: (row) => formatPValue(row.pValue) },
+      { title: 'failed requests (this variant)', numeric: true, cell: (row) => String(row.failedRequests) },
+      { title: 'invalid trials (this variant)', numeric: true, cell: (row) => String(row.invalidTrials) },
+      ...side.map((column) => ({ title: cell(column.title), numeric: true, cell: column.cell })),
+      { title: 'verdict', cell: (row) => (row.significant && row.feasible ? `**${row.outcome}**` : row.outcome) },
+    ];
+    lines.push(...markdownTable(columns, report.rows));
+    lines.push('', `_${report.verdictMethod}._`, '');
+    if (report.verdictsNote) lines.push(`_${report.verdictsNote}_`, '');
+  }
+  return lines;
 }

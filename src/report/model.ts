@@ -8,6 +8,7 @@ import { median } from 'simple-statistics';
 import type { ConcludedVerdict, Conclusion } from '../experiment/analysis/conclusion.js';
 import { laneName } from '../experiment/analysis/lanes.js';
 import { measuredOnly } from '../experiment/analysis/search.js';
+import { answerLeader, type SearchSummary } from '../experiment/analysis/search-summary.js';
 import { verdictMethod } from '../experiment/analysis/verdict.js';
 import { computeVerdicts } from '../experiment/analysis/verdicts.js';
 import { workNotes } from '../experiment/analysis/work-notes.js';
@@ -79,7 +80,9 @@ export interface VerdictRow {
 export interface EnvironmentSummary {
   /** Facts shared by every fingerprint of the run. */
   common: Array<{ key: string; value: string }>;
-  /** How each variant's environment differs from the baseline's (its args, env…). */
+  /** What each variant is compared with, and its words ("the baseline"): for a search, which has none, the point its answer names. */
+  reference: { variant: string; label: string };
+  /** How each variant's environment differs from the reference's (its args, env…). */
   variants: Array<{ variant: string; changes: FingerprintChange[] }>;
   distinctFingerprints: number;
 }
@@ -98,7 +101,8 @@ export interface RunReport {
   plannedTrials: number;
   metric: string;
   metricUnit: string;
-  baseline: string;
+  /** The variant the verdicts compare with; absent for a search, which has none (its conclusion is the search's answer). */
+  baseline?: string;
   /** Confidence level of the intervals (1 − alpha). */
   confidence: number;
   /** The test and CI behind the verdicts (verdictMethod). */
@@ -177,7 +181,7 @@ export function buildRunReport(data: RunData): RunReport {
     plannedTrials: planned,
     metric,
     metricUnit: metricUnit(metric),
-    baseline,
+    ...(!experiment?.search && { baseline }),
     confidence: 1 - (experiment?.verdict.alpha ?? 0.05),
     verdictMethod: verdictMethod(run.plan.schedule === 'blocked', (experiment?.lanes?.length ?? 1) > 1),
     verdictsFinal: chosen.final,
@@ -207,7 +211,7 @@ export function buildRunReport(data: RunData): RunReport {
       })),
     ...optional('acceptance', acceptanceSeries(workloads, trials)),
     categories: categoryRows(trials),
-    environment: environmentSummary(data, variants, baseline),
+    environment: environmentSummary(data, variants, environmentReference(experiment, data.conclusion?.search, variants, baseline)),
     notes: [...leftOutNotes(data, metric), ...(chosen.note ? [chosen.note] : []), ...(verdictsNote ? [verdictsNote] : []), ...runNotes(data)],
     workNotes: workNotes(trials, storedExperimentOf(run).metric),
     driftNotes: driftNotes(data),
@@ -368,7 +372,21 @@ export function medianColumn(report: Pick<RunReport, 'rows'>): { title: string; 
   return { title: 'median', cell: (row) => (row.median === null ? formatNumber(null) : `${formatNumber(row.median)} ${metricUnit(row.metric)}`) };
 }
 
-function environmentSummary(data: RunData, variants: string[], baseline: string): EnvironmentSummary {
+/** A search has no baseline: its environments are told against the point its answer names (or its first measured one). */
+function environmentReference(
+  experiment: { search?: unknown } | undefined,
+  search: SearchSummary | undefined,
+  variants: readonly string[],
+  baseline: string,
+): EnvironmentSummary['reference'] {
+  if (!experiment?.search) return { variant: baseline, label: 'the baseline' };
+  const answer = search && answerLeader(search)?.best;
+  const variant = answer && variants.includes(answer) ? answer : (variants[0] ?? '');
+  return { variant, label: `${variant === answer ? "the search's answer" : 'the first measured point'} ${variant}` };
+}
+
+function environmentSummary(data: RunData, variants: string[], reference: EnvironmentSummary['reference']): EnvironmentSummary {
+  const baseline = reference.variant;
   const fingerprints = [...new Set(data.trials.map((trial) => trial.fingerprintId))]
     .map((id) => data.fingerprints.get(id)?.fingerprint)
     .filter((fingerprint) => fingerprint !== undefined);
@@ -387,7 +405,7 @@ function environmentSummary(data: RunData, variants: string[], baseline: string)
       const reference = representativeFingerprint(data, baseline, true, trial?.lane);
       return fingerprint && reference ? [{ variant, changes: diffFingerprints(reference, fingerprint) }] : [];
     });
-  return { common, variants: variantChanges, distinctFingerprints: fingerprints.length };
+  return { common, reference, variants: variantChanges, distinctFingerprints: fingerprints.length };
 }
 
 /**

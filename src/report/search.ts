@@ -1,7 +1,7 @@
 import { leadersOf, type SearchHeatmap, type SearchSummary } from '../experiment/analysis/search-summary.js';
-import { budgetText, formatSearchSummary, leaderText, searchAnswerText, shareText } from '../experiment/text/search-format.js';
+import { budgetText, formatSearchSummary, leaderText, searchAnswerText, searchPointTable, shareText } from '../experiment/text/search-format.js';
 import { formatNumber } from '../util/format.js';
-import { heatmapChart } from './charts.js';
+import { HEAT_MARK_SYMBOL, heatmapChart } from './charts.js';
 import { escapeHtml as esc, escapeMarkdownCell, markdownCodeBlock } from './escape.js';
 import type { Figure } from './figures.js';
 import { figuresHtml } from './html.js';
@@ -58,18 +58,45 @@ export function searchHtml(summary: SearchSummary): string {
   );
   return `<h2>Search</h2><div class="card search" data-search><p><strong>${state}</strong></p><p class="search-answer">${esc(searchAnswerText(summary))}</p><table class="data search-facts"><tbody>${facts
     .map(([name, value]) => `<tr><th>${esc(name)}</th><td>${esc(value)}</td></tr>`)
-    .join('')}</tbody></table>${leaders}${unresolved}</div>${
+    .join('')}</tbody></table>${leaders}${unresolved}${pointTableHtml(summary)}</div>${
     summary.heatmaps.length > 0 ? `<h2>Response surface</h2><p class="muted">${esc(caption(summary, summary.heatmaps[0]!))}</p>${figuresHtml(figures)}` : ''
   }`;
 }
 
 export function searchMarkdown(summary: SearchSummary): string {
-  const parts = [`## Search\n\n${markdownCodeBlock(formatSearchSummary(summary))}`];
+  const parts = [`## Search\n\n${markdownCodeBlock(formatSearchSummary(summary))}`, `### Decisions per point\n\n${pointTableMarkdown(summary)}`];
   if (summary.heatmaps.length > 0) {
     parts.push(`## Response surface\n\n_${escapeMarkdownCell(caption(summary, summary.heatmaps[0]!))}_`);
     for (const map of summary.heatmaps) parts.push(`### ${escapeMarkdownCell(map.level)}\n\n${heatmapTable(summary, map)}`);
   }
   return `${parts.join('\n\n')}\n`;
+}
+
+/** The search's per-point table (search-format.ts searchPointTable), in place of verdicts against a baseline. */
+function pointTableHtml(summary: SearchSummary): string {
+  const { header, rows, notes } = searchPointTable(summary);
+  if (rows.length === 0) return '';
+  return `<h3>Decisions per point</h3><table class="data search-points"><thead><tr>${header.map((title) => `<th>${esc(title)}</th>`).join('')}</tr></thead><tbody>${rows
+    .map(
+      (row, index) =>
+        `<tr data-status="${esc(summary.table[index]!.status)}"><td><code>${esc(row[0]!)}</code></td>${row
+          .slice(1)
+          .map((text) => `<td>${esc(text)}</td>`)
+          .join('')}</tr>`,
+    )
+    .join('')}</tbody></table>${notes.map((note) => `<p class="muted">${esc(note)}</p>`).join('')}`;
+}
+
+function pointTableMarkdown(summary: SearchSummary): string {
+  const { header, rows, notes } = searchPointTable(summary);
+  if (rows.length === 0) return 'No point measured yet.';
+  return [
+    `| ${header.map(escapeMarkdownCell).join(' | ')} |`,
+    `|${header.map(() => ' --- |').join('')}`,
+    ...rows.map((row) => `| ${row.map(escapeMarkdownCell).join(' | ')} |`),
+    '',
+    ...notes.map((note) => `_${escapeMarkdownCell(note)}_`),
+  ].join('\n');
 }
 
 /**
@@ -82,25 +109,24 @@ function caption(summary: SearchSummary, map: SearchHeatmap): string {
   const others =
     map.others.length === 0
       ? ''
-      : `; each cell is the ${best} median over the other knobs (${map.others.join(', ')}), the knobs on the axes being the two whose values move the measured ${summary.objective.metric} most`;
+      : `; each cell shows one point over the other knobs (${map.others.join(', ')}): the one the search marked, else the ${best} median, the knobs on the axes being the two whose values move the measured ${summary.objective.metric} most`;
   return (
     `Median ${summary.objective.metric} of each measured point at each load level over ${axes}${others}. ` +
-    `★ the level's leader, ≈ within ${shareText(summary.tolerance)} of its median, · not measured, × no valid point (a constraint).`
+    `The marks are the search's decisions at each level, as in the per-point table: ★ the level's stated best (the answer there), ◆ its leader where the tie-break chose another point, ≈ a point the search judged as good (within ${shareText(summary.tolerance)} at ${shareText(summary.confidence)} confidence); a cell without a mark may not be called as good from its median. · not measured, × no valid point (a constraint).`
   );
-}
-
-function markOf(cell: SearchHeatmap['cells'][number]): 'leader' | 'tolerance' | undefined {
-  return cell.leader ? 'leader' : cell.withinTolerance ? 'tolerance' : undefined;
 }
 
 function heatmapSvg(summary: SearchSummary, map: SearchHeatmap): string {
   return heatmapChart(
     `${summary.objective.metric} at ${map.level}`,
     { x: map.x.knob, xValues: map.x.values, ...(map.y && { y: map.y.knob }), yValues: map.y?.values ?? [''] },
-    map.cells.map((cell) => {
-      const mark = markOf(cell);
-      return { x: cell.x, y: cell.y, state: cell.state, ...(cell.value !== undefined && { value: cell.value }), ...(mark && { mark }) };
-    }),
+    map.cells.map((cell) => ({
+      x: cell.x,
+      y: cell.y,
+      state: cell.state,
+      ...(cell.value !== undefined && { value: cell.value }),
+      ...(cell.mark && { mark: cell.mark }),
+    })),
     { unit: summary.unit, higherIsBetter: summary.objective.direction === 'maximize' },
   );
 }
@@ -112,8 +138,7 @@ function heatmapTable(summary: SearchSummary, map: SearchHeatmap): string {
   const text = (cell: SearchHeatmap['cells'][number]): string => {
     if (cell.state === 'invalid') return '×';
     if (cell.state === 'unmeasured' || cell.value === undefined) return '·';
-    const mark = cell.leader ? '★ ' : cell.withinTolerance ? '≈ ' : '';
-    return `${mark}${formatNumber(cell.value)}`;
+    return `${cell.mark ? `${HEAT_MARK_SYMBOL[cell.mark]} ` : ''}${formatNumber(cell.value)}`;
   };
   const lines = [
     `| ${escapeMarkdownCell(corner)} | ${map.x.values.map(escapeMarkdownCell).join(' | ')} |`,

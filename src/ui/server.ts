@@ -16,7 +16,7 @@ import { bisectReportParts } from '../report/bisect.js';
 import { bestConfigHtml, specTableHtml } from '../report/campaign-html.js';
 import { compareRuns } from '../report/compare.js';
 import { reportFigures } from '../report/figures.js';
-import { comparisonHtml, environmentHtml, figuresHtml, notesHtml, runFactsHtml, trialTableHtml, verdictTableHtml } from '../report/html.js';
+import { comparisonHtml, environmentHtml, figuresHtml, notesHtml, runFactsHtml, trialTableHtml, verdictSectionHtml } from '../report/html.js';
 import { laneReportParts } from '../report/lanes.js';
 import { machineStateHtml } from '../report/machine.js';
 import { buildRunReport } from '../report/model.js';
@@ -220,7 +220,7 @@ class UiState {
       trials: data.trials,
       html: {
         facts: runFactsHtml(report),
-        verdicts: verdictTableHtml(report),
+        verdicts: verdictSectionHtml(report),
         // The conclusion's best config and ranking (infeasible configs with their reasons), as in the report.
         best: data.conclusion?.best ? `<h2>Best config</h2>${bestConfigHtml(storedExperimentOf(data.run), data.conclusion.best)}` : '',
         // Output equivalence and accuracy next to the verdicts they qualify, as in the report's campaign section.

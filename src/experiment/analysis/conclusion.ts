@@ -45,9 +45,11 @@ export interface ConcludedVerdict extends VariantVerdict {
 }
 
 export interface Conclusion {
-  baseline: string;
+  /** The variant the verdicts compare with; absent for a search, which has none (its space's first point is no reference). */
+  baseline?: string;
   /** Every config of the experiment, the baseline included, in the experiment's order. */
   configs: ConfigConclusion[];
+  /** Empty for a search run: its per-point decisions (search.table) stand in their place. */
   verdicts: ConcludedVerdict[];
   /** The best-config ranking (pairwise, Holm-corrected); absent where a view asked for verdicts only (`ls`), and for a search run. */
   best?: BestVerdict;
@@ -96,7 +98,8 @@ export function conclude(input: ConclusionInput): Conclusion {
     };
   });
   const configOf = new Map(configs.map((config) => [config.variant, config]));
-  const verdicts = input.verdicts.map((verdict): ConcludedVerdict => {
+  // A search is judged by its own decisions, never against the first point of its space.
+  const verdicts = (input.search ? [] : input.verdicts).map((verdict): ConcludedVerdict => {
     const config = configOf.get(verdict.variant);
     const feasible = config?.feasible ?? true;
     return { ...verdict, outcome: config?.tag ? `${verdict.label}, ${config.tag}` : verdict.label, feasible };
@@ -112,7 +115,7 @@ export function conclude(input: ConclusionInput): Conclusion {
       : undefined;
   const lanes = input.ranking ? laneReport(experiment, trials, input.fingerprintOf ?? (() => undefined)) : undefined;
   return {
-    baseline: experiment.baseline,
+    ...(!input.search && { baseline: experiment.baseline }),
     configs,
     verdicts,
     ...(best && { best }),

@@ -33,8 +33,45 @@ export interface SearchSummary extends Pick<SearchStanding, 'points' | 'combinat
   done?: { reason: string; resolved: boolean; unresolved: string[] };
   /** The latest leaders: each level's, then across levels (`level: '*'`). */
   leaders: SearchLeader[];
+  /** Every measured point as the search decided it, the answer first (stated bests, leaders, as good, …, out). */
+  table: SearchPointRow[];
   /** One heatmap per load level; none before a point is measured. */
   heatmaps: SearchHeatmap[];
+}
+
+/**
+ * A point's standing: the stated best (what the answer names) or a leader of some race; else as a step dropped it
+ * (as good as the leader, not better, out); else still racing, or `unresolved` once the search ended without
+ * deciding it (the budget ran out).
+ */
+export type SearchPointStatus = 'best' | 'leader' | 'as good' | 'not better' | 'out' | 'racing' | 'unresolved';
+
+/** One measured point of the search's per-point table, in place of verdicts against an arbitrary first point. */
+export interface SearchPointRow {
+  variant: string;
+  status: SearchPointStatus;
+  /** How many blocks were measured when the step that dropped it was decided ("after block 2", as `show` numbers blocks). */
+  decidedAfterBlock?: number;
+  /** Valid trials per level. */
+  trials: Record<string, number>;
+  /** Per race, each level's then across levels ('*'): its standing there and the decision's figures. */
+  races: SearchRaceCell[];
+  /** The stored reason, as the strategy worded it, for a dropped or unresolved point. */
+  reason?: string;
+}
+
+export interface SearchRaceCell {
+  level: string;
+  /** `leader`/`best` where it leads (best: the race's stated best); figures only where a decision gave them. */
+  status: SearchPointStatus;
+  /** The race's leader it was judged against. */
+  versus?: string;
+  /** Relative to that leader in the objective's direction (−0.114 = 11.4% worse), and its racing bounds. */
+  estimate?: number;
+  lower?: number;
+  upper?: number;
+  /** Blocks the comparison rests on. */
+  blocks?: number;
 }
 
 export interface SearchLeader {
@@ -60,8 +97,6 @@ export interface SearchHeatmap {
   y?: { knob: string; values: string[] };
   /** Knobs not on the axes: each cell shows the best measured point over their values. */
   others: string[];
-  /** The level leader's measured median (what "within the tolerance" is judged against), when measured. */
-  leaderValue?: number;
   cells: HeatCell[];
 }
 
@@ -79,9 +114,12 @@ export interface HeatCell {
   /** Valid points in the cell, and how many of them were measured. */
   points: number;
   measuredPoints: number;
-  leader: boolean;
-  /** Its median within the tolerance of the leader's (the leader's cell included). */
-  withinTolerance: boolean;
+  /**
+   * The search's decision about the shown point at this level, never a second estimator: `best` the level's stated
+   * best (the tie-break's choice, what the answer names), `leader` the level's leader where that is another point,
+   * `as good` a point the search judged as good as the leader; absent for every other point.
+   */
+  mark?: 'best' | 'leader' | 'as good';
 }
 
 export function searchSummary(experiment: ResolvedExperiment, steps: readonly StoredSearchStep[], trials: readonly TrialRecord[]): SearchSummary {
@@ -92,7 +130,7 @@ export function searchSummary(experiment: ResolvedExperiment, steps: readonly St
   const leaders = searchLeaders(run, standing.leaders);
   const lastBlockFrom = steps.filter((step) => step.measure.length > 0).at(-1)?.spentSeconds;
   const { points, combinations, measured, out, alive, blocks } = standing;
-  return {
+  const summary: SearchSummary = {
     objective,
     unit: metricUnit(objective.metric),
     points,
@@ -110,8 +148,10 @@ export function searchSummary(experiment: ResolvedExperiment, steps: readonly St
     ...(lastBlockFrom !== undefined && { lastBlockFromGpuSeconds: lastBlockFrom }),
     ...(standing.done && { done: { ...standing.done, unresolved: [...standing.done.unresolved] } }),
     leaders,
-    heatmaps: heatmaps(experiment, run, standing.leaders, trials),
+    table: pointTable(experiment, run, steps, leaders, trials),
+    heatmaps: [],
   };
+  return { ...summary, heatmaps: heatmaps(experiment, run, summary.table, leaders, trials) };
 }
 
 /** Stored leaders by variant name; a tie-break's preferred point only where it differs from the leader. */
@@ -184,13 +224,17 @@ function axisKnobs(run: SearchRun, medians: Medians, levels: readonly string[], 
     .map((entry) => entry.knob);
 }
 
-function heatmaps(experiment: ResolvedExperiment, run: SearchRun, leaders: StoredSearchStep['leaders'], trials: readonly TrialRecord[]): SearchHeatmap[] {
+function heatmaps(
+  experiment: ResolvedExperiment,
+  run: SearchRun,
+  table: readonly SearchPointRow[],
+  leaders: readonly SearchLeader[],
+  trials: readonly TrialRecord[],
+): SearchHeatmap[] {
   const medians = mediansOf(run, experiment, trials);
   if (medians.size === 0) return [];
   const maximize = searchObjective(experiment).direction === 'maximize';
   const better = (a: number, b: number): boolean => (maximize ? a > b : a < b);
-  const withinTolerance = (value: number, best: number): boolean =>
-    maximize ? value >= best * (1 - run.search.tolerance) : value <= best * (1 + run.search.tolerance);
   const levels = experiment.workloads.map((workload) => workload.label);
   const [xKnob, yKnob] = axisKnobs(run, medians, levels, better);
   const knobOf = (name: string) => run.space.knobs.find((knob) => knob.name === name)!;
@@ -203,31 +247,38 @@ function heatmaps(experiment: ResolvedExperiment, run: SearchRun, leaders: Store
     const cell = `${xValues.indexOf(point[xKnob!]!)}|${yKnob === undefined ? 0 : yValues.indexOf(point[yKnob]!)}`;
     cellPoints.set(cell, [...(cellPoints.get(cell) ?? []), point]);
   }
+  const name = (point: string): string => run.variantOf.get(point) ?? point;
   return levels.map((level): SearchHeatmap => {
-    const leaderPoint = leaders.find((leader) => leader.level === level)?.point;
-    const leaderValue = leaderPoint === undefined ? undefined : medians.get(leaderPoint)?.get(level)?.value;
+    // The marks are the search's decisions at this level (the per-point table's), never a comparison of raw medians.
+    const leader = leaders.find((entry) => entry.level === level);
+    const markOf = (variant: string): HeatCell['mark'] => {
+      if (variant === leader?.best) return 'best';
+      if (variant === leader?.variant) return 'leader';
+      const race = table.find((row) => row.variant === variant)?.races.find((cell) => cell.level === level);
+      return race?.status === 'as good' ? 'as good' : undefined;
+    };
+    const rank = (mark: HeatCell['mark']): number => (mark === 'best' ? 3 : mark === 'leader' ? 2 : mark === 'as good' ? 1 : 0);
     const cells: HeatCell[] = [];
     yValues.forEach((_, y) => {
       xValues.forEach((_, x) => {
         const points = (cellPoints.get(`${x}|${y}`) ?? []).map((point) => pointKey(run.space, point));
         const measured = points.filter((point) => medians.get(point)?.has(level));
-        const hasLeader = leaderPoint !== undefined && measured.includes(leaderPoint);
-        const shown = hasLeader
-          ? leaderPoint
-          : measured.reduce<string | undefined>(
-              (best, point) => (best === undefined || better(medians.get(point)!.get(level)!.value, medians.get(best)!.get(level)!.value) ? point : best),
-              undefined,
-            );
+        // A cell shows its most decided point (the stated best, the leader, one as good), else its best median.
+        const shown = measured.reduce<string | undefined>((best, point) => {
+          if (best === undefined) return point;
+          const [a, b] = [rank(markOf(name(point))), rank(markOf(name(best)))];
+          return a > b || (a === b && better(medians.get(point)!.get(level)!.value, medians.get(best)!.get(level)!.value)) ? point : best;
+        }, undefined);
         const figure = shown === undefined ? undefined : medians.get(shown)!.get(level)!;
+        const mark = shown === undefined ? undefined : markOf(name(shown));
         cells.push({
           x,
           y,
           state: points.length === 0 ? 'invalid' : figure ? 'measured' : 'unmeasured',
-          ...(figure && { value: figure.value, trials: figure.trials, variant: run.variantOf.get(shown!) ?? shown! }),
+          ...(figure && { value: figure.value, trials: figure.trials, variant: name(shown!) }),
           points: points.length,
           measuredPoints: measured.length,
-          leader: hasLeader,
-          withinTolerance: figure !== undefined && leaderValue !== undefined && withinTolerance(figure.value, leaderValue),
+          ...(mark && { mark }),
         });
       });
     });
@@ -236,14 +287,109 @@ function heatmaps(experiment: ResolvedExperiment, run: SearchRun, leaders: Store
       x: { knob: xKnob!, values: xValues.map(String) },
       ...(yKnob !== undefined && { y: { knob: yKnob, values: yValues.map(String) } }),
       others,
-      ...(leaderValue !== undefined && { leaderValue }),
       cells,
     };
   });
+}
+
+const STATUS_ORDER: readonly SearchPointStatus[] = ['best', 'leader', 'as good', 'not better', 'racing', 'unresolved', 'out'];
+
+/**
+ * The search's per-point table from its stored steps: each measured point's standing per race with the figures of
+ * the decision that dropped it (or, once the budget ended the search, of the races it was still open in), the
+ * answer's points first. The figures are read back from the reasons the strategy words (search/strategy.ts `judge`
+ * and `dropOf`: "out: c=8: −49.0% vs KEY (97.5% bounds −57.4%…−39.0%, 1 block); *: …"; `unresolvedLines`: "KEY may
+ * still beat a leader by more than 2%: …"), the only place the store keeps them.
+ */
+function pointTable(
+  experiment: ResolvedExperiment,
+  run: SearchRun,
+  steps: readonly StoredSearchStep[],
+  leaders: readonly SearchLeader[],
+  trials: readonly TrialRecord[],
+): SearchPointRow[] {
+  const medians = mediansOf(run, experiment, trials);
+  const name = (point: string): string => run.variantOf.get(point) ?? point;
+  const races = [...experiment.workloads.map((workload) => workload.label), ACROSS_LEVELS];
+  const maximize = searchObjective(experiment).direction === 'maximize';
+  // The tolerance as a relative change in the objective's direction (strategy.ts `zone`, turned into a ratio).
+  const tolerance = run.search.tolerance;
+  const outBelow = maximize ? -tolerance : 1 / (1 + tolerance) - 1;
+  const dropped = new Map<string, { status: SearchPointStatus; reason: string; after: number }>();
+  for (const step of steps)
+    for (const entry of step.drop)
+      if (!dropped.has(entry.point))
+        dropped.set(entry.point, { status: (entry.status as SearchPointStatus | undefined) ?? 'out', reason: entry.reason, after: step.block });
+  const done = steps.at(-1)?.done;
+  const open = new Map<string, string>();
+  for (const line of done?.unresolved ?? []) {
+    const cut = line.indexOf(' may still beat a leader by more than ');
+    if (cut > 0) open.set(line.slice(0, cut), line);
+  }
+  const keys = new Set([...medians.keys(), ...dropped.keys()]);
+  const rows = run.space.points
+    .map((point) => pointKey(run.space, point))
+    .filter((key) => keys.has(key))
+    .map((key): SearchPointRow => {
+      const variant = name(key);
+      const drop = dropped.get(key);
+      const unresolved = open.get(key);
+      const cells = new Map(
+        parseRaceDetails(drop?.reason ?? unresolved ?? '', races).map(({ level, text }) => [level, raceCell(level, text, drop !== undefined, outBelow, name)]),
+      );
+      for (const leader of leaders) {
+        if (leader.best !== variant && leader.variant !== variant) continue;
+        cells.set(leader.level, { ...(cells.get(leader.level) ?? { level: leader.level }), status: leader.best === variant ? 'best' : 'leader' });
+      }
+      const status: SearchPointStatus = leaders.some((leader) => leader.best === variant)
+        ? 'best'
+        : leaders.some((leader) => leader.variant === variant)
+          ? 'leader'
+          : (drop?.status ?? (done ? 'unresolved' : 'racing'));
+      const counts = medians.get(key) ?? new Map<string, { trials: number }>();
+      return {
+        variant,
+        status,
+        ...(drop && { decidedAfterBlock: drop.after }),
+        trials: Object.fromEntries(races.filter((level) => level !== ACROSS_LEVELS).map((level) => [level, counts.get(level)?.trials ?? 0])),
+        races: races.flatMap((level) => (cells.has(level) ? [cells.get(level)!] : [])),
+        ...((drop || unresolved) && { reason: drop?.reason ?? unresolved! }),
+      };
+    });
+  const across = (row: SearchPointRow): number => row.races.find((cell) => cell.level === ACROSS_LEVELS)?.estimate ?? 0;
+  return rows.sort((a, b) => STATUS_ORDER.indexOf(a.status) - STATUS_ORDER.indexOf(b.status) || across(b) - across(a));
+}
+
+/** A reason's per-race parts, "c=8: −49.0% vs KEY (…)" each, split where the next race's name begins. */
+function parseRaceDetails(reason: string, races: readonly string[]): Array<{ level: string; text: string }> {
+  const names = races.map((race) => race.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|');
+  const body = reason.replace(/^(?:as good|not better|out): /, '').replace(/^.*? may still beat a leader by more than [^:]*: /, '');
+  return body.split(new RegExp(`; (?=(?:${names}): )`)).flatMap((part) => {
+    const level = races.filter((race) => part.startsWith(`${race}: `)).sort((a, b) => b.length - a.length)[0];
+    return level === undefined ? [] : [{ level, text: part.slice(level.length + 2) }];
+  });
+}
+
+const DETAIL = /^([+−-][\d.]+)% vs (.+) \([\d.]+% bounds ([+−-][\d.]+)%…([+−-][\d.]+)%, (\d+) blocks?\)$/;
+
+/** One race's figures; a dropped point's status there from its bounds (strategy.ts `judge`), an open one's `racing`. */
+function raceCell(level: string, text: string, dropped: boolean, outBelow: number, name: (point: string) => string): SearchRaceCell {
+  const match = DETAIL.exec(text);
+  if (!match) return { level, status: text === 'leader' ? 'leader' : 'racing' };
+  const share = (figure: string): number => Number(figure.replace('−', '-')) / 100;
+  const [estimate, lower, upper] = [share(match[1]!), share(match[3]!), share(match[4]!)];
+  const status: SearchPointStatus = !dropped ? 'racing' : lower > outBelow ? 'as good' : upper < outBelow ? 'out' : 'not better';
+  return { level, status, versus: name(match[2]!), estimate, lower, upper, blocks: Number(match[5]) };
 }
 
 /** The across-levels leader of a summary, and each level's, for views that list them apart. */
 export function leadersOf(summary: SearchSummary): { across?: SearchLeader; levels: SearchLeader[] } {
   const across = summary.leaders.find((leader) => leader.level === ACROSS_LEVELS);
   return { ...(across && { across }), levels: summary.leaders.filter((leader) => leader.level !== ACROSS_LEVELS) };
+}
+
+/** The leader whose stated best the answer names: across levels, else the only level's; none before a point is measured. */
+export function answerLeader(summary: SearchSummary): SearchLeader | undefined {
+  const { across, levels } = leadersOf(summary);
+  return across ?? (levels.length === 1 ? levels[0] : undefined);
 }

@@ -14,7 +14,7 @@ import { storedExperimentOf } from '../spec/stored.js';
 import type { ResolvedExperiment, VariantVerdict } from '../spec/types.js';
 import { accuracyCell } from './accuracy-format.js';
 import { equivalenceCell } from './equivalence-format.js';
-import { searchAnswerText } from './search-format.js';
+import { searchAnswerText, searchPointTable } from './search-format.js';
 
 /** Plain-text tables for `servelab run`, `ls`, `show` and `diff`. Pure: data in, lines out. */
 
@@ -39,7 +39,9 @@ export function formatVerdicts(
   /** The run has several lanes (experiment `lanes:`): verdicts compare within lanes. */
   lanes = false,
 ): string {
-  const { verdicts, baseline, equivalence, accuracy } = conclusion;
+  const { verdicts, equivalence, accuracy } = conclusion;
+  // Only a search has none, and no verdicts to print.
+  const baseline = conclusion.baseline ?? 'baseline';
   if (verdicts.length === 0) return `only the baseline "${baseline}" was measured: nothing to compare`;
   // A capacity workload is judged on sloCapacity, the others on the experiment's metric: a unit per row then.
   const metrics = [...new Set(verdicts.map((verdict) => verdict.metric))];
@@ -136,10 +138,10 @@ function verdictSummary(run: RunDetail, conclusion: Conclusion | undefined): str
   return notable.map((verdict) => `${verdict.variant}@${verdict.workload} ${verdict.outcome} ${formatChange(verdict.ratio)}`).join('; ');
 }
 
-/** Median of the metric per variant (rows) and workload (columns). */
+/** Median of the metric per variant (rows) and workload (columns); a search has no baseline to mark. */
 export function formatMedians(experiment: ResolvedExperiment, trials: readonly TrialRecord[]): string {
   const rows = experiment.variants.map((variant) => [
-    variant.name + (variant.name === experiment.baseline ? ' (baseline)' : ''),
+    variant.name + (variant.name === experiment.baseline && !experiment.search ? ' (baseline)' : ''),
     ...experiment.workloads.map((workload) => {
       const values = trials
         .filter((trial) => trial.variant === variant.name && trial.workload === workload.label)
@@ -203,7 +205,8 @@ export function formatRunShow(
       ? `plan: ${plan.trials.length} trials = ${experiment.variants.length} measured points (of ${stored.variants.length} in the search's space) at ${experiment.workloads.length} workloads in ${plan.blocks} blocks; `
       : `plan: ${plan.trials.length} trials = ${experiment.variants.length} variants × ${experiment.workloads.length} workloads × ${experiment.trials} repetitions in ${plan.blocks} blocks; `) +
       `${serverCount} server configs, ${plan.restarts} restarts${unplannedRestarts > 0 ? ` (+${unplannedRestarts} after a server died)` : ''}; seed ${plan.seed}`,
-    `metric: ${experiment.metric} (${unit}); baseline: ${experiment.baseline}`,
+    // A search has no baseline: its first point is no reference (its conclusion is the search's answer).
+    `metric: ${experiment.metric} (${unit})${conclusion?.search ? `; the search ${conclusion.search.objective.direction}s ${conclusion.search.objective.metric}` : `; baseline: ${experiment.baseline}`}`,
     `prefix cache: ${cacheSummary(trials)}`,
     `output-token counts from: ${tokenCountSources(trials)}`,
     ...withHeading('work notes:', workNotes(trials, experiment.metric)),
@@ -241,7 +244,10 @@ export function formatRunShow(
   if (side) lines.push('', 'prefix-cache hits (as the server reported them), GPU power, energy and cost (medians over trials):', side);
   const categories = categoryRows(trials);
   if (categories.length > 0) lines.push('', 'per category (medians over trials):', formatCategoryRows(categories));
-  if (run.verdicts !== undefined && conclusion)
+  if (conclusion?.search) {
+    const points = searchPointTable(conclusion.search);
+    lines.push('', 'search decisions per point (the answer first):', table(points.header, points.rows), ...points.notes.map((note) => `(${note})`));
+  } else if (run.verdicts !== undefined && conclusion)
     lines.push('', 'verdicts vs baseline:', formatVerdicts(conclusion, run.plan.schedule === 'blocked', (experiment.lanes?.length ?? 1) > 1));
   return lines.join('\n');
 }

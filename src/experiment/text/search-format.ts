@@ -1,5 +1,13 @@
 import { formatGpuTime, formatNumber } from '../../util/format.js';
-import { leadersOf, type SearchLeader, type SearchSummary } from '../analysis/search-summary.js';
+import {
+  answerLeader,
+  leadersOf,
+  type SearchLeader,
+  type SearchPointRow,
+  type SearchPointStatus,
+  type SearchRaceCell,
+  type SearchSummary,
+} from '../analysis/search-summary.js';
 import { type ScheduleResult, scheduleFileName } from '../analysis/spec-schedule.js';
 
 /**
@@ -39,13 +47,79 @@ export function searchAnswerText(summary: SearchSummary): string {
   const of =
     `of ${summary.points} points, ${summary.measured} measured in ${summary.blocks} block${summary.blocks === 1 ? '' : 's'}` +
     (broken > 0 ? `; ${broken} other combinations break a constraint` : '');
-  const { across, levels } = leadersOf(summary);
-  const pick = across ?? (levels.length === 1 ? levels[0] : undefined);
+  const pick = answerLeader(summary);
   if (!pick) return `no best config yet: ${summary.measured} of ${summary.points} points measured`;
   const where = pick.level === '*' ? 'across levels' : `at ${pick.level}`;
   return resolved
     ? `best config ${where}: ${pick.best}, within ${shareText(summary.tolerance)} of the best (${shareText(summary.confidence)} confidence) ${of}`
     : `best config so far ${where}: ${pick.best}, the leader ${of}; not resolved`;
+}
+
+const STATUS_TEXT: Record<SearchPointStatus, string> = {
+  best: 'best (the answer)',
+  leader: 'leader',
+  'as good': 'as good',
+  'not better': 'not better',
+  out: 'out',
+  racing: 'still racing',
+  unresolved: 'ended unresolved',
+};
+
+/**
+ * The search's per-point table (SearchSummary.table) as cell text, what `show`, the Markdown and the HTML report
+ * print in place of verdicts against the space's first point: each measured point's standing overall and per race
+ * (each level, then across levels) with the decision's figures, its trials per level; then the legend and the count
+ * of points never measured.
+ */
+export function searchPointTable(summary: SearchSummary): { header: string[]; rows: string[][]; notes: string[] } {
+  const levels = leadersOf(summary).levels.map((leader) => leader.level);
+  const trialLevels = Object.keys(summary.table[0]?.trials ?? {});
+  const races = [...(levels.length > 0 ? levels : trialLevels), '*'];
+  const header = ['point', 'status', ...races.map((race) => (race === '*' ? 'across levels' : race)), `trials (${trialLevels.join(' / ')})`];
+  const rows = summary.table.map((row) => [
+    row.variant,
+    row.status === 'best'
+      ? bestText(summary, row)
+      : `${STATUS_TEXT[row.status]}${row.decidedAfterBlock !== undefined ? ` after block ${row.decidedAfterBlock}` : ''}`,
+    ...races.map((race) => raceText(summary, row, race)),
+    trialLevels.map((level) => String(row.trials[level] ?? 0)).join(' / '),
+  ]);
+  const never = summary.points - summary.table.length;
+  const notes = [
+    "each race: the point's estimate vs that race's leader (block-adjusted, in the objective's direction) with its racing bounds and the blocks it rests on; — where the search stored no decision",
+    ...(never > 0
+      ? [
+          `${never} of ${summary.points} points never measured${summary.done?.resolved ? ': ruled out by the response model' : summary.done ? ' when the search ended' : ' yet'}`,
+        ]
+      : []),
+  ];
+  return { header, rows, notes };
+}
+
+/** "best (the answer)" for the point the answer names, "best at single-stream" for a level's own best; "so far" until resolved. */
+function bestText(summary: SearchSummary, row: SearchPointRow): string {
+  const resolved = summary.done?.resolved ?? false;
+  if (answerLeader(summary)?.best === row.variant) return resolved ? STATUS_TEXT.best : 'best so far (the answer, not resolved)';
+  return `best${resolved ? '' : ' so far'} at ${leadersOf(summary)
+    .levels.filter((leader) => leader.best === row.variant)
+    .map((leader) => leader.level)
+    .join(', ')}`;
+}
+
+function raceText(summary: SearchSummary, row: SearchPointRow, race: string): string {
+  const cell: SearchRaceCell | undefined = row.races.find((entry) => entry.level === race);
+  if (!cell) return '—';
+  if (cell.estimate === undefined) return cell.status === 'best' ? 'best' : STATUS_TEXT[cell.status];
+  const leader = summary.leaders.find((entry) => entry.level === race)?.variant;
+  const versus = cell.versus !== undefined && cell.versus !== leader ? ` vs ${cell.versus}` : '';
+  const figures = `${signedShare(cell.estimate)}${versus} (${signedShare(cell.lower!)}…${signedShare(cell.upper!)}, ${cell.blocks} block${cell.blocks === 1 ? '' : 's'})`;
+  const word = cell.status === 'best' ? 'best by the tie-break, as good' : cell.status === 'leader' ? 'leader' : cell.status;
+  return `${word}: ${figures}`;
+}
+
+/** −0.114 → "−11.4%", as the strategy words its estimates. */
+function signedShare(share: number): string {
+  return `${share >= 0 ? '+' : '−'}${Math.abs(share * 100).toFixed(1)}%`;
 }
 
 /**
