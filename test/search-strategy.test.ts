@@ -101,6 +101,28 @@ const smooth: Truth = (point) => {
   return (1000 * accepted) / (1 + 0.06 * steps + 0.01 * draft + 0.02 * topk);
 };
 
+/** topk {1,2} × draft tokens 2–7: a small space for the tie-break's races. */
+function tieBreakSpace(): SearchSpace {
+  const range = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+  return {
+    knobs: [
+      { name: 'topk', values: [1, 2], numeric: true, log: true },
+      { name: 'draftTokens', values: range(2, 7), numeric: true, log: false },
+    ],
+    points: [1, 2].flatMap((topk) => range(2, 7).map((draftTokens) => ({ topk, draftTokens }))),
+  };
+}
+
+/** topk 2 with 5 draft tokens is fastest (1000); with 3 draft tokens it does `preferred`; the rest are ≥ 8% behind. */
+function tieBreakTruth(space: SearchSpace, preferred: number): Truth {
+  return (point) => {
+    const key = pointKey(space, point);
+    return key === 'topk=2,draftTokens=5' ? 1000 : key === 'topk=2,draftTokens=3' ? preferred : 920 - num(point, 'draftTokens');
+  };
+}
+
+const fewestDraftTokens = (a: SearchPoint, b: SearchPoint): number => num(a, 'draftTokens') - num(b, 'draftTokens');
+
 describe('searchStep', () => {
   test('the first block is a space-filling design of valid points, and the constraint holds for every point proposed', () => {
     const space = eagleSpace();
@@ -156,22 +178,11 @@ describe('searchStep', () => {
   });
 
   test('a tie-break races its preferred point until it is shown as good, and names it', () => {
-    const range = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, i) => from + i);
-    const space: SearchSpace = {
-      knobs: [
-        { name: 'topk', values: [1, 2], numeric: true, log: true },
-        { name: 'draftTokens', values: range(2, 7), numeric: true, log: false },
-      ],
-      points: [1, 2].flatMap((topk) => range(2, 7).map((draftTokens) => ({ topk, draftTokens }))),
-    };
+    const space = tieBreakSpace();
     // topk 2 with 5 draft tokens is fastest; 3 draft tokens 0.5% slower, within the tolerance; the rest ≥ 8% behind.
-    const truth: Truth = (point) => {
-      const key = pointKey(space, point);
-      return key === 'topk=2,draftTokens=5' ? 1000 : key === 'topk=2,draftTokens=3' ? 995 : 920 - num(point, 'draftTokens');
-    };
-    const fewestDrafts = (a: SearchPoint, b: SearchPoint): number => num(a, 'draftTokens') - num(b, 'draftTokens');
+    const truth = tieBreakTruth(space, 995);
     // Quiet trials (0.2% CV; blocks still drift 2%), so the 0.5% between the two is a clear order.
-    const result = drive(space, settingsOf({ initialPoints: 12, tieBreak: fewestDrafts, noiseCv: 0.005 }), truth, { cv: 0.002 });
+    const result = drive(space, settingsOf({ initialPoints: 12, tieBreak: fewestDraftTokens, noiseCv: 0.005 }), truth, { cv: 0.002 });
     assert.equal(result.last.done?.resolved, true, result.last.done?.reason);
     assert.ok(result.blocks <= 12, `decided after ${result.blocks} blocks`);
     const leader = result.last.leaders.find((entry) => entry.level === 'c1')!;
@@ -184,22 +195,11 @@ describe('searchStep', () => {
   });
 
   test('a tie-break stops racing a preferred point its bounds place more than half the tolerance behind', () => {
-    const range = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, i) => from + i);
-    const space: SearchSpace = {
-      knobs: [
-        { name: 'topk', values: [1, 2], numeric: true, log: true },
-        { name: 'draftTokens', values: range(2, 7), numeric: true, log: false },
-      ],
-      points: [1, 2].flatMap((topk) => range(2, 7).map((draftTokens) => ({ topk, draftTokens }))),
-    };
+    const space = tieBreakSpace();
     // 3 draft tokens 1.5% behind the fastest: within the tolerance, but at 1% trial noise (blocks drifting 2%) its
     // estimate stays between −2% and a bound that shows it as good; the defect raced it and the leader past 60 blocks.
-    const truth: Truth = (point) => {
-      const key = pointKey(space, point);
-      return key === 'topk=2,draftTokens=5' ? 1000 : key === 'topk=2,draftTokens=3' ? 985 : 920 - num(point, 'draftTokens');
-    };
-    const fewestDrafts = (a: SearchPoint, b: SearchPoint): number => num(a, 'draftTokens') - num(b, 'draftTokens');
-    const result = drive(space, settingsOf({ initialPoints: 12, tieBreak: fewestDrafts }), truth, { cv: 0.01 });
+    const truth = tieBreakTruth(space, 985);
+    const result = drive(space, settingsOf({ initialPoints: 12, tieBreak: fewestDraftTokens }), truth, { cv: 0.01 });
     assert.equal(result.last.done?.resolved, true, result.last.done?.reason);
     assert.ok(result.blocks <= 30, `decided after ${result.blocks} blocks`);
     assert.equal(result.last.leaders.find((entry) => entry.level === 'c1')?.point, 'topk=2,draftTokens=5');
