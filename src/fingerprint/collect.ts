@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { realpath } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { markerSections } from '../util/marker-sections.js';
 import { redactor } from '../util/redact.js';
 import { VERSION } from '../version.js';
 import { captureEnv, DEFAULT_ENV_PATTERNS } from './env.js';
@@ -174,13 +175,8 @@ const HOST_FACTS = [
   'else cat /proc/cpuinfo; echo --; nproc; echo --; cat /proc/meminfo; fi 2>/dev/null; true',
 ].join('\n');
 
-/** The sections of a probe's output between its `--` marker lines (a section may be empty). */
-function sections(text: string | undefined): string[] {
-  return `\n${text ?? ''}`.split(/\n--(?=\n|$)/).map((section) => section.slice(1));
-}
-
 async function collectHost(executor: CommandRunner): Promise<Fingerprint['host']> {
-  const [uname = '', cpu = '', cpus, memory = ''] = sections(await output(executor, ['sh', '-c', HOST_FACTS]));
+  const [uname = '', cpu = '', cpus, memory = ''] = markerSections((await output(executor, ['sh', '-c', HOST_FACTS])) ?? '');
   const { os, hostname, kernel } = parseUname(uname);
   if (os === 'Darwin') return { hostname, os, kernel, cpuModel: cpu.trim(), cpus: toInt(cpus), memoryGiB: bytesToGiB(toInt(memory)) };
   return { hostname, os, kernel, cpuModel: parseCpuModel(cpu), cpus: toInt(cpus), memoryGiB: parseMeminfoGiB(memory) };
@@ -282,7 +278,7 @@ async function collectToolkit(runner: CommandRunner): Promise<{ nvcc: string | u
   const text = await output(runner, ['sh', '-c', script]);
   if (text === undefined) return { nvcc: undefined, nccl: undefined };
   // No nvcc: no version (it failed alone before). The listing may be empty: an empty listing is a fact too.
-  const [nvcc, nccl = ''] = sections(text);
+  const [nvcc, nccl = ''] = markerSections(text);
   return { nvcc: nvcc || undefined, nccl };
 }
 

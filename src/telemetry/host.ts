@@ -1,3 +1,5 @@
+import { markerSections } from '../util/marker-sections.js';
+
 /** Host facts that slow a benchmark without touching the GPU: a busy CPU, a power-saving frequency governor. */
 
 /** The three load averages of /proc/loadavg; undefined for anything else. */
@@ -30,8 +32,7 @@ export function parseGovernors(text: string): string[] {
 export const HOST_PROBE = 'cat /proc/loadavg; echo --; nproc; echo --; cat /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor 2>/dev/null; true';
 
 export function parseHostProbe(text: string): { load1?: number; cpus?: number; governors: string[] } {
-  // Split at the marker lines: a section may be empty (no nproc), so a marker may directly follow another.
-  const [loadText = '', cpuText = '', governorText = ''] = `\n${text}`.split(/\n--(?=\n|$)/);
+  const [loadText = '', cpuText = '', governorText = ''] = markerSections(text);
   const load = parseLoadavg(loadText);
   const cpus = Number.parseInt(cpuText.trim(), 10);
   return { ...(load && { load1: load.load1 }), ...(Number.isInteger(cpus) && cpus > 0 && { cpus }), governors: parseGovernors(governorText) };
