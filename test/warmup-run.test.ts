@@ -4,11 +4,13 @@ import { test } from 'node:test';
 import { cli, simCommand, tempDir, writeExperiment } from './support-experiment.js';
 
 /**
- * Real processes: a simulator whose first batch of 8 after a start stalls 7 × 600 ms (src/simulate/engine.ts), four
+ * Real processes: a simulator whose first batch of 8 after a start stalls 7 × 1200 ms (src/simulate/engine.ts), four
  * trials on one server start. One warm-up request at c=1 leaves the first trial several times slower: flagged in
  * `show`. Warmed per workload (at c=8) before it, the first trial is like the later ones: no note.
- * The simulated time dominates each trial (15 ms per token: ~1.1 s a trial, the stall ~4 s more): with 4 ms per token
- * a loaded machine (load 4 on 2 cores) stretched the later trials 0.4–1.0 s, and their spread hid a 2.5 s first one.
+ * The simulated time dominates each trial (15 ms per token: ~1.1 s a trial, the stall ~8 s more). The rule is
+ * conservative (outside the later trials' range ± 3×MAD), so the gap must outlast a loaded machine's spread: in CI
+ * (on 1ed4562) later trials ran 1.4–2.5 s, which hid a first trial of 3.4 s, shortened then by a simulator that let a
+ * batch's second growth replace its first stall instead of queueing behind it.
  */
 // The other half (per-workload warm-up: not flagged) is judged on timings that a loaded machine can disturb;
 // warmup.test.ts shows it exactly on the fake executor.
@@ -17,7 +19,7 @@ test('servelab run: the first trial after a start is flagged without per-workloa
   const store = join(dir, 'servelab.db');
   const file = writeExperiment(dir, 'once.yaml', {
     name: 'once',
-    server: { command: simCommand({ tpotMs: 15, extra: ['--new-batch-ms', '600'] }), readyTimeout: '5m' },
+    server: { command: simCommand({ tpotMs: 15, extra: ['--new-batch-ms', '1200'] }), readyTimeout: '5m' },
     client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens: 24, seed: 3 }, warmup: { requests: 1, perWorkload: false } },
     workloads: [{ kind: 'concurrency', concurrency: 8, requests: 24 }],
     trials: 4,

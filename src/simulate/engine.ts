@@ -108,11 +108,13 @@ export class SimEngine {
    * A step at a batch larger than any run since start stalls the whole batch by newBatchMs per size it grew by
    * (kernels compiled or autotuned for each new shape, the allocator growing): every running request's next step
    * waits for the returned time. Sizes up to the largest so far count as warm, as a batch's ramp-up passes each.
+   * Stalls queue behind one another (one device compiles one shape at a time): a batch that grows again while stalled
+   * waits for both, so the total cost does not depend on how the requests' arrivals were spread.
    */
   private newBatchStall(): number {
     const size = this.scheduler.running;
     if (this.config.decode.newBatchMs > 0 && size > this.largestBatch) {
-      this.stalledUntil = nowMs() + (size - this.largestBatch) * this.config.decode.newBatchMs;
+      this.stalledUntil = Math.max(nowMs(), this.stalledUntil) + (size - this.largestBatch) * this.config.decode.newBatchMs;
       this.largestBatch = size;
     }
     return this.stalledUntil;
