@@ -71,5 +71,14 @@ describe('search run', () => {
     assert.equal((JSON.parse(show.stdout) as { searchSteps: unknown[] }).searchSteps.length, steps.length);
     const text = await cli(['show', '1'], { store });
     assert.match(text.stdout, /best per level/);
+    // run's final text has the per-point table `show` prints, line for line, before the answer that ends it.
+    const pointTable = (output: string): string => {
+      const from = output.indexOf('search decisions per point (the answer first):\n');
+      assert.ok(from >= 0, output);
+      return output.slice(from, output.indexOf('\n\n', from));
+    };
+    assert.equal(pointTable(run.stdout), pointTable(text.stdout));
+    assert.match(pointTable(run.stdout), /\n\(\d+ of 12 points never measured: ruled out by the response model\)$|\(each race: [^\n]+\)$/);
+    assert.ok(run.stdout.indexOf('search decisions per point') < run.stdout.indexOf('best per level'));
   });
 });

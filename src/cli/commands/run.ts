@@ -9,7 +9,7 @@ import { type RunOutcome, runExperiment } from '../../experiment/run/runner.js';
 import { runOnSlurm } from '../../experiment/run/slurm.js';
 import { loadExperiment } from '../../experiment/spec/load.js';
 import type { Plan, ResolvedExperiment } from '../../experiment/spec/types.js';
-import { formatVerdicts } from '../../experiment/text/format.js';
+import { formatSearchPoints, formatVerdicts } from '../../experiment/text/format.js';
 import { formatLaneReport } from '../../experiment/text/lane-format.js';
 import { formatPlanChoice, plannedRestarts, predictedText, sourcesNote } from '../../experiment/text/plan-format.js';
 import { conclusionJson, loadConclusion } from '../../report/queries.js';
@@ -200,8 +200,9 @@ function report(db: Db, outcome: RunOutcome, json: boolean): void {
       if (!json && conclusion) {
         const verdicts = formatVerdicts(conclusion, plan.schedule === 'blocked', (experiment.lanes?.length ?? 1) > 1);
         const laneText = conclusion.lanes ? `\n\n${formatLaneReport(conclusion.lanes).join('\n')}` : '';
-        // A search's answer (in the campaign text) is its best config per level, not verdicts against its first point.
-        const head = experiment.search ? '' : `${verdicts}${laneText}\n\n`;
+        // A search's answer (in the campaign text) is its best config per level, not verdicts against its first point:
+        // its decisions per point stand where verdicts would, as `show` prints them.
+        const head = experiment.search ? (conclusion.search ? `${formatSearchPoints(conclusion.search).join('\n')}\n\n` : '') : `${verdicts}${laneText}\n\n`;
         process.stdout.write(terminalText(`run ${outcome.runId} done\n${head}${campaignSummary(db, outcome.runId, conclusion)}\n`));
       }
       return;
