@@ -273,6 +273,39 @@ describe('search views', { timeout: 240_000 }, () => {
     assert.match(text.stdout, new RegExp(`^${mixed.variant} +ended unresolved +racing: [+−][\\d.]+% .*out: −[\\d.]+% `, 'm'));
   });
 
+  test('export: each trial row carries the row of its point in the per-point table, status and figures per race', async () => {
+    const [jsonl, csv] = await Promise.all([cli(['export', '1', '--format', 'jsonl'], { store }), cli(['export', '1', '--format', 'csv'], { store })]);
+    assert.equal(jsonl.code, 0, jsonl.stderr);
+    const rows = jsonl.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, string | number | null>);
+    assert.ok(rows.length > 0);
+    const races = ['single-stream', 'c=4', '*'];
+    for (const row of rows) {
+      const point = summary.table.find((entry) => entry.variant === row.variant)!;
+      assert.equal(row['conclusion.searchStatus'], point.status, String(row.variant));
+      assert.equal(row['conclusion.searchDecidedAfterBlock'], point.decidedAfterBlock ?? null);
+      // Existing columns stay.
+      assert.ok('conclusion.searchBestAt' in row && 'outputTokensPerSecond' in row && row['param.depth'] !== undefined);
+      for (const level of races) {
+        const cell = point.races.find((entry) => entry.level === level);
+        const figures = ['status', 'versus', 'estimate', 'lower', 'upper', 'blocks'].map((field) => row[`conclusion.searchRace.${level}.${field}`]);
+        assert.deepEqual(
+          figures,
+          [cell?.status, cell?.versus, cell?.estimate, cell?.lower, cell?.upper, cell?.blocks].map((value) => value ?? null),
+          `${row.variant} at ${level}`,
+        );
+      }
+    }
+    // A dropped point's figures: every race, from the data.
+    assert.ok(rows.some((row) => row['conclusion.searchStatus'] === 'out' && typeof row['conclusion.searchRace.*.estimate'] === 'number'));
+    assert.equal(csv.code, 0, csv.stderr);
+    const header = csv.stdout.slice(0, csv.stdout.indexOf('\n')).split(',');
+    for (const column of ['conclusion.searchBestAt', 'conclusion.searchStatus', 'conclusion.searchRace.c=4.estimate', 'conclusion.searchRace.*.upper'])
+      assert.ok(header.includes(column), column);
+  });
+
   test('plan: the design in numbers, and what it predicts without a budget', async () => {
     const planned = await cli(['plan', file], { store: join(dir, 'plan.db') });
     assert.equal(planned.code, 0, planned.stderr);
