@@ -194,7 +194,10 @@ function report(db: Db, outcome: RunOutcome, json: boolean): void {
   const { run, plan, experiment } = loadRun(db, outcome.runId);
   // A done run's JSON carries its conclusion as `show --json` prints it.
   const conclusion = outcome.status === 'done' ? loadConclusion(db, run, { verdicts: outcome.verdicts ?? [], ranking: true }) : undefined;
-  if (json) process.stdout.write(`${JSON.stringify({ ...outcome, ...(conclusion && conclusionJson(conclusion)) }, null, 2)}\n`);
+  // A search run has no verdicts against its space's first point: its answer is the conclusion's `search`.
+  const { verdicts: _verdicts, ...searchOutcome } = outcome;
+  if (json)
+    process.stdout.write(`${JSON.stringify({ ...(experiment.search ? searchOutcome : outcome), ...(conclusion && conclusionJson(conclusion)) }, null, 2)}\n`);
   switch (outcome.status) {
     case 'done':
       if (!json && conclusion) {
