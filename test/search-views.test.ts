@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { answerLeader, type SearchRaceCell, type SearchSummary } from '../src/experiment/analysis/search-summary.js';
 import { runExperiment } from '../src/experiment/run/runner.js';
+import { searchStep } from '../src/experiment/search/strategy.js';
 import type { RaceFigures } from '../src/experiment/search/types.js';
 import { loadExperiment } from '../src/experiment/spec/load.js';
 import { writeReports } from '../src/report/write.js';
@@ -304,6 +305,33 @@ describe('search views', { timeout: 240_000 }, () => {
     const header = csv.stdout.slice(0, csv.stdout.indexOf('\n')).split(',');
     for (const column of ['conclusion.searchBestAt', 'conclusion.searchStatus', 'conclusion.searchRace.c=4.estimate', 'conclusion.searchRace.*.upper'])
       assert.ok(header.includes(column), column);
+  });
+
+  test('a point raced on for the tie-break alone, when the budget ends: its line says so, with its figures', () => {
+    // x=1, preferred, is estimated 1.5% behind x=2 within bounds too wide to show it as good (strategy.ts tieBreakWants).
+    const space = { knobs: [{ name: 'x', values: [1, 2, 3], numeric: true, log: false }], points: [{ x: 1 }, { x: 2 }, { x: 3 }] };
+    const noise = [0.01, -0.012, 0.008, -0.006, 0.011];
+    const observations = noise.flatMap((shift, block) => [
+      { point: 'x=1', level: 'c=1', block, value: 98.5 * (1 + shift) },
+      { point: 'x=2', level: 'c=1', block, value: 100 * (1 - noise[(block + 2) % noise.length]!) },
+      { point: 'x=3', level: 'c=1', block, value: 80 },
+    ]);
+    const step = searchStep(
+      space,
+      { direction: 'maximize', tolerance: 0.02, confidence: 0.95, levels: ['c=1'], seed: 1, budget: 10, tieBreak: (a, b) => Number(a.x) - Number(b.x) },
+      { observations, spent: 20, dropped: new Map() },
+    );
+    assert.equal(step.done?.resolved, false);
+    const [line] = step.done!.unresolved;
+    // It was "x=1 may still beat a leader by more than 2%: " with nothing after it.
+    assert.match(
+      line!,
+      /^x=1, preferred by the tie-break, was not yet shown within 2% of a leader: c=1: −[\d.]+% vs x=2 \(97\.5% bounds −[\d.]+%…\+[\d.]+%, 5 blocks\); \*: /,
+    );
+    assert.deepEqual(
+      step.done!.open!.map((entry) => [entry.point, entry.races.map((race) => race.status)]),
+      [['x=1', ['not better', 'not better']]],
+    );
   });
 
   test('plan: the design in numbers, and what it predicts without a budget', async () => {

@@ -327,10 +327,13 @@ function pointTable(
         });
   const done = steps.at(-1)?.done;
   const openFigures = new Map((done?.open ?? []).map((entry) => [entry.point, entry.races]));
+  // Each open point's line: the one that names it first (stored figures), else the older stores' only wording.
   const open = new Map<string, string>();
   for (const line of done?.unresolved ?? []) {
+    const point = [...openFigures.keys()].find((key) => line.startsWith(`${key} `) || line.startsWith(`${key}, `));
     const cut = line.indexOf(' may still beat a leader by more than ');
-    if (cut > 0) open.set(line.slice(0, cut), line);
+    if (point !== undefined) open.set(point, line);
+    else if (cut > 0) open.set(line.slice(0, cut), line);
   }
   const keys = new Set([...medians.keys(), ...dropped.keys()]);
   const rows = run.space.points

@@ -403,8 +403,12 @@ function unresolvedLines(
   models: Models,
 ): string[] {
   const lines = contenders.map(({ key }) => {
-    const details = judgements.get(key)!.flatMap((verdict) => (verdict.status === 'contending' ? [verdict.detail] : []));
-    return `${key} may still beat a leader by more than ${percent(context.settings.tolerance)}: ${details.join('; ')}`;
+    const verdicts = judgements.get(key)!;
+    const details = verdicts.flatMap((verdict) => (verdict.status === 'contending' ? [verdict.detail] : []));
+    if (details.length > 0) return `${key} may still beat a leader by more than ${percent(context.settings.tolerance)}: ${details.join('; ')}`;
+    // Raced on for the tie-break alone (tieBreakWants): it cannot beat the leader, and is not yet shown as good.
+    const near = verdicts.flatMap((verdict) => (verdict.status === 'not better' ? [verdict.detail] : []));
+    return `${key}, preferred by the tie-break, was not yet shown within ${percent(context.settings.tolerance)} of a leader: ${near.join('; ')}`;
   });
   if (open.length > 0) {
     const ranked = open.map((key) => ({ key, excess: acquisition(context, races, models, context.keys.indexOf(key)) })).sort((a, b) => b.excess - a.excess);
