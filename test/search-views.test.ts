@@ -259,6 +259,7 @@ describe('search views', { timeout: 240_000 }, () => {
     assert.equal(shown.code, 0, shown.stderr);
     const { search } = JSON.parse(shown.stdout) as ShowJson;
     assert.equal(search.done?.resolved, false, search.done?.reason);
+    assert.deepEqual(Object.keys(search.done!), ['reason', 'resolved', 'unresolved'], 'the figures are in the table, by variant');
     const open = search.table.filter((row) => row.status === 'unresolved');
     assert.ok(open.length > 0, 'points left undecided');
     const leaderAtC4 = search.leaders.find((leader) => leader.level === 'c=4')!.variant;

@@ -146,7 +146,8 @@ export function searchSummary(experiment: ResolvedExperiment, steps: readonly St
     spentGpuSeconds: steps.at(-1)?.spentSeconds ?? 0,
     ...(budget !== undefined && { budgetGpuSeconds: budget }),
     ...(lastBlockFrom !== undefined && { lastBlockFromGpuSeconds: lastBlockFrom }),
-    ...(standing.done && { done: { ...standing.done, unresolved: [...standing.done.unresolved] } }),
+    // The open points' figures are in `table`, by variant name.
+    ...(standing.done && { done: { reason: standing.done.reason, resolved: standing.done.resolved, unresolved: [...standing.done.unresolved] } }),
     leaders,
     table: pointTable(experiment, run, steps, leaders, trials),
     heatmaps: [],
