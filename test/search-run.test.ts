@@ -71,5 +71,52 @@ describe('search run', () => {
     assert.equal((JSON.parse(show.stdout) as { searchSteps: unknown[] }).searchSteps.length, steps.length);
     const text = await cli(['show', '1'], { store });
     assert.match(text.stdout, /best per level/);
+    // run's final text has the per-point table `show` prints, line for line, before the answer that ends it.
+    const pointTable = (output: string): string => {
+      const from = output.indexOf('search decisions per point (the answer first):\n');
+      assert.ok(from >= 0, output);
+      return output.slice(from, output.indexOf('\n\n', from));
+    };
+    assert.equal(pointTable(run.stdout), pointTable(text.stdout));
+    assert.match(pointTable(run.stdout), /\n\(\d+ of 12 points never measured: ruled out by the response model\)$|\(each race: [^\n]+\)$/);
+    assert.ok(run.stdout.indexOf('search decisions per point') < run.stdout.indexOf('best per level'));
+  });
+
+  test('run --json, show --json and ls --json of a search: its answer, no baseline and no verdicts against one', async (t) => {
+    const dir = tempDir(t, 'search-run-json');
+    const store = join(dir, 'store.db');
+    // Two points a 50% tolerance settles in one block.
+    const file = writeExperiment(dir, 'search.yaml', {
+      name: 'search-json',
+      variants: {},
+      server: { command: simCommand({ loadMs: 50 }), readyTimeout: '5m' },
+      client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens: 16, seed: 3 } },
+      workloads: [{ kind: 'single-stream', requests: 3 }],
+      objective: { maximize: 'outputTokensPerSecond' },
+      search: { name: 'd{draft}', knobs: { draft: [0, 1] }, args: ['--spec-draft-tokens', '{draft}'], tolerance: '50%', budget: { wallTime: '5m' } },
+    });
+    const run = await cli(['run', file, '--json'], { store, timeoutMs: 120_000 });
+    assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
+    const [shown, listed] = await Promise.all([cli(['show', '1', '--json'], { store }), cli(['ls', '--json'], { store })]);
+    const outcome = JSON.parse(run.stdout) as Record<string, unknown> & { search: { leaders: Array<{ best: string }> }; conclusion: Record<string, unknown> };
+    const show = JSON.parse(shown.stdout) as { run: Record<string, unknown> & { config: Record<string, unknown> }; search: unknown };
+    const [ls] = JSON.parse(listed.stdout) as Array<Record<string, unknown>>;
+    // The loader's placeholder baseline (the space's first point) and the verdicts finalize stored against it.
+    const stored = new Database(store, { readonly: true });
+    t.after(() => stored.close());
+    const row = stored.prepare('SELECT config_json, verdict_json FROM runs WHERE id = 1').get() as { config_json: string; verdict_json: string | null };
+    assert.equal((JSON.parse(row.config_json) as { baseline: string }).baseline, 'd0');
+    assert.ok(row.verdict_json !== null, 'finalize stored verdicts');
+    for (const [view, json] of [
+      ['run --json', outcome],
+      ['show --json', show.run],
+      ['ls --json', ls!],
+    ] as const) {
+      assert.equal(json.verdicts, undefined, `${view}: no verdicts`);
+      assert.equal((json.conclusion as { baseline?: string } | undefined)?.baseline, undefined, `${view}: no baseline`);
+    }
+    assert.equal(show.run.config.baseline, undefined, 'show --json: the config names no baseline');
+    assert.ok(show.run.config.search && show.search && ls!.search && outcome.search.leaders.length > 0, 'the search in its place');
+    assert.deepEqual(outcome.conclusion.verdicts, []);
   });
 });

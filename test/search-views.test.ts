@@ -3,14 +3,16 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { answerLeader, type SearchSummary } from '../src/experiment/analysis/search-summary.js';
+import { answerLeader, type SearchRaceCell, type SearchSummary } from '../src/experiment/analysis/search-summary.js';
 import { runExperiment } from '../src/experiment/run/runner.js';
+import { searchStep } from '../src/experiment/search/strategy.js';
+import type { RaceFigures } from '../src/experiment/search/types.js';
 import { loadExperiment } from '../src/experiment/spec/load.js';
 import { writeReports } from '../src/report/write.js';
 import { openStore } from '../src/store/db.js';
 import { startUi } from '../src/ui/server.js';
 import { launchBrowser, NO_BROWSER } from './support-browser.js';
-import { cli } from './support-experiment.js';
+import { cli, tempDir } from './support-experiment.js';
 import { FakeExecutor, fakeSearchFile } from './support-fake-executor.js';
 import { needs } from './support-services.js';
 
@@ -24,7 +26,7 @@ interface ShowJson {
   search: SearchSummary;
   conclusion: { baseline?: string; verdicts: unknown[] };
   run: { verdicts?: unknown };
-  searchSteps: Array<{ block: number; drop: Array<{ point: string; reason: string; status?: string }> }>;
+  searchSteps: Array<{ block: number; drop: Array<{ point: string; reason: string; status?: string; races?: RaceFigures[] }> }>;
 }
 
 describe('search views', { timeout: 240_000 }, () => {
@@ -126,10 +128,27 @@ describe('search views', { timeout: 240_000 }, () => {
       assert.equal(row.decidedAfterBlock, drop.after, drop.point);
       assert.equal(row.reason, drop.reason);
       if (row.status !== 'best') assert.equal(row.status, drop.status, drop.point);
-      // Each race's figures are the reason's, and its status what the bounds say against the 2% tolerance.
-      for (const race of row.races.filter((cell) => cell.estimate !== undefined)) {
+      // Each race's figures are the stored data (the leader by variant name), the same numbers the reason words.
+      assert.deepEqual(
+        drop.races?.map((race) => race.level),
+        ['single-stream', 'c=4', '*'],
+        `${drop.point}: a figure per race`,
+      );
+      const races = row.races.map((cell) =>
+        cell.status === 'best' ? { ...cell, status: drop.races!.find((race) => race.level === cell.level)!.status } : cell,
+      );
+      assert.deepEqual(
+        races,
+        drop.races!.map((race) => ({ ...race, ...(race.versus !== undefined && { versus: nameOf(race.versus) }) })),
+        drop.point,
+      );
+      for (const race of drop.races!) {
         const level = race.level === '*' ? '\\*' : race.level;
-        assert.match(drop.reason, new RegExp(`${level}: [+−]${Math.abs(race.estimate! * 100).toFixed(1)}% vs `), `${drop.point} at ${race.level}`);
+        assert.match(
+          drop.reason,
+          new RegExp(`${level}: [+−]${Math.abs(race.estimate! * 100).toFixed(1)}% vs ${race.versus} `),
+          `${drop.point} at ${race.level}`,
+        );
         if (race.status === 'as good') assert.ok(race.lower! > -0.02);
         if (race.status === 'out') assert.ok(race.upper! < -0.02);
       }
@@ -151,8 +170,37 @@ describe('search views', { timeout: 240_000 }, () => {
       for (const cell of map.cells) if (cell.variant && dropped.has(cell.variant) && !bests.has(cell.variant)) assert.equal(cell.mark, undefined, cell.variant);
   });
 
+  test('steps stored before the figures were data: the table reads them from the reasons, as the data gives them', async () => {
+    const copy = join(dir, 'old-format.db');
+    copyFileSync(store, copy);
+    const db = openStore(copy);
+    for (const row of db.prepare('SELECT id, step_json FROM search_steps').all() as Array<{ id: number; step_json: string }>) {
+      const step = JSON.parse(row.step_json) as { drop: Array<{ races?: unknown }> };
+      for (const entry of step.drop) delete entry.races;
+      db.prepare('UPDATE search_steps SET step_json = ? WHERE id = ?').run(JSON.stringify(step), row.id);
+    }
+    db.close();
+    const shown = await cli(['show', '1', '--json'], { store: copy });
+    assert.equal(shown.code, 0, shown.stderr);
+    const old = (JSON.parse(shown.stdout) as ShowJson).search;
+    // The reasons word each figure to 0.1% (points tied at that precision may sort either way); a race's status read
+    // back from them is the stored one.
+    const rounded = (cell: SearchRaceCell) => ({
+      ...cell,
+      ...(cell.estimate !== undefined && {
+        estimate: Math.round(cell.estimate * 1000),
+        lower: Math.round(cell.lower! * 1000),
+        upper: Math.round(cell.upper! * 1000),
+      }),
+    });
+    const rows = (table: SearchSummary['table']) =>
+      table.map((row) => ({ variant: row.variant, status: row.status, races: row.races.map(rounded) })).sort((a, b) => a.variant.localeCompare(b.variant));
+    assert.deepEqual(rows(old.table), rows(summary.table));
+  });
+
   test('a search the budget ended: the undecided point "ended unresolved" with its open race, the answer "so far"', async () => {
-    // The stored steps as a budget-ended search leaves them: one point not dropped but named in the unresolved lines.
+    // The stored steps as a budget-ended search of an older store leaves them: one point not dropped but named in the
+    // unresolved lines only, its figures in their words.
     const copy = join(dir, 'unresolved.db');
     copyFileSync(store, copy);
     const db = openStore(copy);
@@ -176,6 +224,115 @@ describe('search views', { timeout: 240_000 }, () => {
     assert.match(shown.stdout, new RegExp(`^${name} +ended unresolved +.*racing: [+−][\\d.]+% `, 'm'), `${name} open at ${level}`);
     assert.match(shown.stdout, /^\S+ +best so far \(the answer, not resolved\)/m);
     assert.match(shown.stdout, /never measured when the search ended\)$/m);
+  });
+
+  test('a budget-ended run stores the figures of each open point in every race: out at one level, still racing at the other', async (t) => {
+    const budgetDir = tempDir(t, 'search-views-open');
+    const budgetStore = join(budgetDir, 'servelab.db');
+    const budgetFile = fakeSearchFile(
+      budgetDir,
+      { name: 'x{x}', knobs: { x: { min: 1, max: 8 } }, args: ['--x', '{x}'], tolerance: '2%', budget: { wallTime: '1s' } },
+      {
+        name: 'search-views-open',
+        workloads: [
+          { kind: 'single-stream', requests: 3 },
+          { kind: 'concurrency', concurrency: 4, requests: 4 },
+        ],
+      },
+    );
+    const db = openStore(budgetStore);
+    t.after(() => db.close());
+    // Block 1 (4 points × 2 levels × 150 ms) outlasts the 1 s budget, so the search ends after it. Every point is
+    // alike at one request at a time; at c=4 the largest x is 1.5× faster than the rest, which are out there.
+    const pause = new Int32Array(new SharedArrayBuffer(4));
+    let largest = 0;
+    const executor = new FakeExecutor((call) => {
+      Atomics.wait(pause, 0, 0, 150);
+      const x = Number(call.arg('--x'));
+      largest = Math.max(largest, x);
+      return { tpotMs: call.options.workload.kind === 'concurrency' && x < largest ? 7.5 : 5 };
+    });
+    const result = await runExperiment({ db, experiment: loadExperiment(budgetFile), executor, workDir: budgetDir });
+    await executor.close();
+    assert.equal(result.status, 'done', result.message);
+    const shown = await cli(['show', '1', '--json'], { store: budgetStore });
+    assert.equal(shown.code, 0, shown.stderr);
+    const { search } = JSON.parse(shown.stdout) as ShowJson;
+    assert.equal(search.done?.resolved, false, search.done?.reason);
+    assert.deepEqual(Object.keys(search.done!), ['reason', 'resolved', 'unresolved'], 'the figures are in the table, by variant');
+    const open = search.table.filter((row) => row.status === 'unresolved');
+    assert.ok(open.length > 0, 'points left undecided');
+    const leaderAtC4 = search.leaders.find((leader) => leader.level === 'c=4')!.variant;
+    const mixed = open.find((row) => row.races.find((cell) => cell.level === 'c=4')?.status === 'out');
+    assert.ok(mixed, `an undecided point out at c=4: ${JSON.stringify(open.map((row) => row.races))}`);
+    const [single, c4] = [mixed.races.find((cell) => cell.level === 'single-stream')!, mixed.races.find((cell) => cell.level === 'c=4')!];
+    assert.equal(single.status, 'racing');
+    assert.ok(single.upper! >= 0.02 && single.blocks === 1, JSON.stringify(single));
+    assert.ok(c4.upper! < -0.02 && c4.versus === leaderAtC4, JSON.stringify(c4));
+    // The prose names only the race it is open in; the table shows both, from the data.
+    assert.doesNotMatch(mixed.reason!, /c=4: /);
+    const text = await cli(['show', '1'], { store: budgetStore });
+    assert.match(text.stdout, new RegExp(`^${mixed.variant} +ended unresolved +racing: [+−][\\d.]+% .*out: −[\\d.]+% `, 'm'));
+  });
+
+  test('export: each trial row carries the row of its point in the per-point table, status and figures per race', async () => {
+    const [jsonl, csv] = await Promise.all([cli(['export', '1', '--format', 'jsonl'], { store }), cli(['export', '1', '--format', 'csv'], { store })]);
+    assert.equal(jsonl.code, 0, jsonl.stderr);
+    const rows = jsonl.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, string | number | null>);
+    assert.ok(rows.length > 0);
+    const races = ['single-stream', 'c=4', '*'];
+    for (const row of rows) {
+      const point = summary.table.find((entry) => entry.variant === row.variant)!;
+      assert.equal(row['conclusion.searchStatus'], point.status, String(row.variant));
+      assert.equal(row['conclusion.searchDecidedAfterBlock'], point.decidedAfterBlock ?? null);
+      // Existing columns stay.
+      assert.ok('conclusion.searchBestAt' in row && 'outputTokensPerSecond' in row && row['param.depth'] !== undefined);
+      for (const level of races) {
+        const cell = point.races.find((entry) => entry.level === level);
+        const figures = ['status', 'versus', 'estimate', 'lower', 'upper', 'blocks'].map((field) => row[`conclusion.searchRace.${level}.${field}`]);
+        assert.deepEqual(
+          figures,
+          [cell?.status, cell?.versus, cell?.estimate, cell?.lower, cell?.upper, cell?.blocks].map((value) => value ?? null),
+          `${row.variant} at ${level}`,
+        );
+      }
+    }
+    // A dropped point's figures: every race, from the data.
+    assert.ok(rows.some((row) => row['conclusion.searchStatus'] === 'out' && typeof row['conclusion.searchRace.*.estimate'] === 'number'));
+    assert.equal(csv.code, 0, csv.stderr);
+    const header = csv.stdout.slice(0, csv.stdout.indexOf('\n')).split(',');
+    for (const column of ['conclusion.searchBestAt', 'conclusion.searchStatus', 'conclusion.searchRace.c=4.estimate', 'conclusion.searchRace.*.upper'])
+      assert.ok(header.includes(column), column);
+  });
+
+  test('a point raced on for the tie-break alone, when the budget ends: its line says so, with its figures', () => {
+    // x=1, preferred, is estimated 1.5% behind x=2 within bounds too wide to show it as good (strategy.ts tieBreakWants).
+    const space = { knobs: [{ name: 'x', values: [1, 2, 3], numeric: true, log: false }], points: [{ x: 1 }, { x: 2 }, { x: 3 }] };
+    const noise = [0.01, -0.012, 0.008, -0.006, 0.011];
+    const observations = noise.flatMap((shift, block) => [
+      { point: 'x=1', level: 'c=1', block, value: 98.5 * (1 + shift) },
+      { point: 'x=2', level: 'c=1', block, value: 100 * (1 - noise[(block + 2) % noise.length]!) },
+      { point: 'x=3', level: 'c=1', block, value: 80 },
+    ]);
+    const step = searchStep(
+      space,
+      { direction: 'maximize', tolerance: 0.02, confidence: 0.95, levels: ['c=1'], seed: 1, budget: 10, tieBreak: (a, b) => Number(a.x) - Number(b.x) },
+      { observations, spent: 20, dropped: new Map() },
+    );
+    assert.equal(step.done?.resolved, false);
+    const [line] = step.done!.unresolved;
+    // It was "x=1 may still beat a leader by more than 2%: " with nothing after it.
+    assert.match(
+      line!,
+      /^x=1, preferred by the tie-break, was not yet shown within 2% of a leader: c=1: −[\d.]+% vs x=2 \(97\.5% bounds −[\d.]+%…\+[\d.]+%, 5 blocks\); \*: /,
+    );
+    assert.deepEqual(
+      step.done!.open!.map((entry) => [entry.point, entry.races.map((race) => race.status)]),
+      [['x=1', ['not better', 'not better']]],
+    );
   });
 
   test('plan: the design in numbers, and what it predicts without a budget', async () => {

@@ -7,6 +7,8 @@
 
 import type { Conclusion } from '../experiment/analysis/conclusion.js';
 import { laneName } from '../experiment/analysis/lanes.js';
+import type { SearchSummary } from '../experiment/analysis/search-summary.js';
+import { ACROSS_LEVELS } from '../experiment/search/strategy.js';
 import { METRIC_ENTRIES } from '../metrics/catalog.js';
 import type { RequestSample } from '../metrics/types.js';
 import type { TrialRecord } from '../store/types.js';
@@ -116,7 +118,8 @@ function metricCells(value: unknown, prefix: string, out: Array<[string, ColumnK
 /**
  * The run's conclusion about a trial's config (analysis/conclusion.ts), as every view states it: its equivalence
  * status and token agreement (with quality.equivalence), its accuracy (with quality.accuracy), whether it is
- * feasible under the objective, with why not, and in a search the levels it is the stated best at.
+ * feasible under the objective, with why not, and in a search the levels it is the stated best at and its row of
+ * the search's per-point table (searchCells).
  */
 function conclusionCells(conclusion: Conclusion, variant: string): Array<[string, ColumnKind, Cell | undefined]> {
   const config = conclusion.configs.find((entry) => entry.variant === variant);
@@ -133,8 +136,36 @@ function conclusionCells(conclusion: Conclusion, variant: string): Array<[string
   if (conclusion.search) {
     const levels = conclusion.search.leaders.filter((leader) => leader.best === variant).map((leader) => leader.level);
     cells.push(['conclusion.searchBestAt', 'string', levels.join(' ') || undefined]);
+    cells.push(...searchCells(conclusion.search, variant));
   }
   return cells;
+}
+
+/**
+ * A search point's row of the per-point table (SearchSummary.table), named as `show --json` names it: its status
+ * (best, leader, as good, not better, out, racing, unresolved), the block after which a step dropped it, and per
+ * race (each level, then '*' across levels) its status there, the leader it was judged against, its estimate vs
+ * that leader with the racing bounds (relative, in the objective's direction) and the blocks they rest on.
+ */
+function searchCells(summary: SearchSummary, variant: string): Array<[string, ColumnKind, Cell | undefined]> {
+  const row = summary.table.find((entry) => entry.variant === variant);
+  const races = [...Object.keys(summary.table[0]?.trials ?? {}), ACROSS_LEVELS];
+  return [
+    ['conclusion.searchStatus', 'string', row?.status],
+    ['conclusion.searchDecidedAfterBlock', 'integer', row?.decidedAfterBlock],
+    ...races.flatMap((level): Array<[string, ColumnKind, Cell | undefined]> => {
+      const cell = row?.races.find((entry) => entry.level === level);
+      const column = `conclusion.searchRace.${level}`;
+      return [
+        [`${column}.status`, 'string', cell?.status],
+        [`${column}.versus`, 'string', cell?.versus],
+        [`${column}.estimate`, 'number', cell?.estimate],
+        [`${column}.lower`, 'number', cell?.lower],
+        [`${column}.upper`, 'number', cell?.upper],
+        [`${column}.blocks`, 'integer', cell?.blocks],
+      ];
+    }),
+  ];
 }
 
 /** One row per stored (valid, readable) trial; with the run's conclusion, its config's quality and feasibility too. */

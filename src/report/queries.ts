@@ -120,6 +120,19 @@ export function conclusionJson({ best, search, equivalence, accuracy, ...conclus
   return { conclusion, ...(ranked && { best: ranked }), ...(search && { search }), ...(equivalence && { equivalence }), ...(accuracy && { accuracy }) };
 }
 
+/**
+ * A stored run as the JSON views give it (`show --json`, `ls --json`): a search run has no baseline, so its config
+ * names none (the stored `baseline` is the file loader's placeholder, the space's first point) and it carries no
+ * verdicts against one (finalize stores them all the same); the views carry the search's answer and its decisions
+ * per point (`search`: leaders with each level's `best`, `table`) instead.
+ */
+export function runJson(run: RunDetail): Omit<RunDetail, 'config'> & { config: Omit<RunDetail['config'], 'baseline'> & { baseline?: string } } {
+  if (run.config.search === undefined) return run;
+  const { verdicts: _verdicts, config, ...rest } = run;
+  const { baseline: _baseline, ...searchConfig } = config;
+  return { ...rest, config: searchConfig };
+}
+
 /** What `servelab export` writes: a run's readable trials and, for request-level formats, their requests. */
 export interface ExportData {
   run: RunDetail;

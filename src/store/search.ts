@@ -3,12 +3,31 @@ import { z } from 'zod';
 import type { Db } from './db.js';
 import { decodeColumn } from './row-json.js';
 
+/** A point's standing in one race when a step decided about it (search/types.ts RaceFigures). */
+const raceFiguresSchema = z.object({
+  level: z.string(),
+  status: z.enum(['leader', 'racing', 'as good', 'not better', 'out']),
+  versus: z.string().optional(),
+  estimate: z.number().optional(),
+  lower: z.number().optional(),
+  upper: z.number().optional(),
+  blocks: z.number().optional(),
+});
+
+/** Steps stored before the figures were data have no `races` nor `open`: views read those from the reasons' words. */
 const storedStepSchema = z.object({
   /** Point keys to measure in this block (each at every workload), in run order. */
   measure: z.array(z.string()),
-  drop: z.array(z.object({ point: z.string(), reason: z.string(), status: z.string().optional() })),
+  drop: z.array(z.object({ point: z.string(), reason: z.string(), status: z.string().optional(), races: z.array(raceFiguresSchema).optional() })),
   leaders: z.array(z.object({ level: z.string(), point: z.string(), value: z.number(), margin: z.number().optional(), preferred: z.string().optional() })),
-  done: z.object({ reason: z.string(), resolved: z.boolean(), unresolved: z.array(z.string()) }).optional(),
+  done: z
+    .object({
+      reason: z.string(),
+      resolved: z.boolean(),
+      unresolved: z.array(z.string()),
+      open: z.array(z.object({ point: z.string(), races: z.array(raceFiguresSchema) })).optional(),
+    })
+    .optional(),
 });
 
 /** The step decided before `block` ran (block 0: the opening design), with the cost spent when it was decided. */

@@ -9,7 +9,7 @@ import { type RunOutcome, runExperiment } from '../../experiment/run/runner.js';
 import { runOnSlurm } from '../../experiment/run/slurm.js';
 import { loadExperiment } from '../../experiment/spec/load.js';
 import type { Plan, ResolvedExperiment } from '../../experiment/spec/types.js';
-import { formatVerdicts } from '../../experiment/text/format.js';
+import { formatSearchPoints, formatVerdicts } from '../../experiment/text/format.js';
 import { formatLaneReport } from '../../experiment/text/lane-format.js';
 import { formatPlanChoice, plannedRestarts, predictedText, sourcesNote } from '../../experiment/text/plan-format.js';
 import { conclusionJson, loadConclusion } from '../../report/queries.js';
@@ -194,14 +194,18 @@ function report(db: Db, outcome: RunOutcome, json: boolean): void {
   const { run, plan, experiment } = loadRun(db, outcome.runId);
   // A done run's JSON carries its conclusion as `show --json` prints it.
   const conclusion = outcome.status === 'done' ? loadConclusion(db, run, { verdicts: outcome.verdicts ?? [], ranking: true }) : undefined;
-  if (json) process.stdout.write(`${JSON.stringify({ ...outcome, ...(conclusion && conclusionJson(conclusion)) }, null, 2)}\n`);
+  // A search run has no verdicts against its space's first point: its answer is the conclusion's `search`.
+  const { verdicts: _verdicts, ...searchOutcome } = outcome;
+  if (json)
+    process.stdout.write(`${JSON.stringify({ ...(experiment.search ? searchOutcome : outcome), ...(conclusion && conclusionJson(conclusion)) }, null, 2)}\n`);
   switch (outcome.status) {
     case 'done':
       if (!json && conclusion) {
         const verdicts = formatVerdicts(conclusion, plan.schedule === 'blocked', (experiment.lanes?.length ?? 1) > 1);
         const laneText = conclusion.lanes ? `\n\n${formatLaneReport(conclusion.lanes).join('\n')}` : '';
-        // A search's answer (in the campaign text) is its best config per level, not verdicts against its first point.
-        const head = experiment.search ? '' : `${verdicts}${laneText}\n\n`;
+        // A search's answer (in the campaign text) is its best config per level, not verdicts against its first point:
+        // its decisions per point stand where verdicts would, as `show` prints them.
+        const head = experiment.search ? (conclusion.search ? `${formatSearchPoints(conclusion.search).join('\n')}\n\n` : '') : `${verdicts}${laneText}\n\n`;
         process.stdout.write(terminalText(`run ${outcome.runId} done\n${head}${campaignSummary(db, outcome.runId, conclusion)}\n`));
       }
       return;

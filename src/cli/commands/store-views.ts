@@ -8,7 +8,7 @@ import { storedBisect } from '../../report/bisect.js';
 import { compareRuns } from '../../report/compare.js';
 import { comparisonText } from '../../report/compare-text.js';
 import { leftOutNotes, runVerdicts } from '../../report/model.js';
-import { conclusionJson, loadConclusion, loadRunData } from '../../report/queries.js';
+import { conclusionJson, loadConclusion, loadRunData, runJson } from '../../report/queries.js';
 import { type Db, defaultStorePath } from '../../store/db.js';
 import { type DriftAlarmRecord, listDriftAlarms } from '../../store/drift-alarms.js';
 import { getRun, listInvalidTrials, listRuns, listTrials, type RunDetail, trialHealth, unplannedRestarts } from '../../store/queries.js';
@@ -49,7 +49,8 @@ export function registerStoreViews(program: Command): void {
         const conclusions = new Map(runs.filter((run) => run.status === 'done').map((run) => [run.id, loadConclusion(db, run, { ranking: false })]));
         if (flags.json)
           return JSON.stringify(
-            runs.map(({ config: _config, plan: _plan, ...summary }) => {
+            runs.map((run) => {
+              const { config: _config, plan: _plan, ...summary } = runJson(run);
               const concluded = conclusions.get(summary.id);
               // A search's answer as `show --json` gives it, less its heatmaps.
               const { heatmaps: _heatmaps, ...search } = concluded?.search ?? { heatmaps: [] };
@@ -95,7 +96,7 @@ export function registerStoreViews(program: Command): void {
           // Blocks, repetitions, attempts and plan positions count from 1, as in the text, the report and export.
           return JSON.stringify(
             {
-              run: { ...run, plan: { ...run.plan, trials: run.plan.trials.map(numberedFromOne) } },
+              run: { ...runJson(run), plan: { ...run.plan, trials: run.plan.trials.map(numberedFromOne) } },
               trials: trials.map(numberedFromOne),
               invalidTrials: invalidTrials.map(numberedFromOne),
               unplannedRestarts: restarts,

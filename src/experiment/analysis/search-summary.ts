@@ -146,7 +146,8 @@ export function searchSummary(experiment: ResolvedExperiment, steps: readonly St
     spentGpuSeconds: steps.at(-1)?.spentSeconds ?? 0,
     ...(budget !== undefined && { budgetGpuSeconds: budget }),
     ...(lastBlockFrom !== undefined && { lastBlockFromGpuSeconds: lastBlockFrom }),
-    ...(standing.done && { done: { ...standing.done, unresolved: [...standing.done.unresolved] } }),
+    // The open points' figures are in `table`, by variant name.
+    ...(standing.done && { done: { reason: standing.done.reason, resolved: standing.done.resolved, unresolved: [...standing.done.unresolved] } }),
     leaders,
     table: pointTable(experiment, run, steps, leaders, trials),
     heatmaps: [],
@@ -296,10 +297,9 @@ const STATUS_ORDER: readonly SearchPointStatus[] = ['best', 'leader', 'as good',
 
 /**
  * The search's per-point table from its stored steps: each measured point's standing per race with the figures of
- * the decision that dropped it (or, once the budget ended the search, of the races it was still open in), the
- * answer's points first. The figures are read back from the reasons the strategy words (search/strategy.ts `judge`
- * and `dropOf`: "out: c=8: −49.0% vs KEY (97.5% bounds −57.4%…−39.0%, 1 block); *: …"; `unresolvedLines`: "KEY may
- * still beat a leader by more than 2%: …"), the only place the store keeps them.
+ * the decision that dropped it (or, once the budget ended the search, its standing in every race then), the answer's
+ * points first. The figures are the ones the strategy stored as data (search/types.ts RaceFigures); only steps
+ * stored before it did are read back from its reasons' words (`parseRaceDetails`).
  */
 function pointTable(
   experiment: ResolvedExperiment,
@@ -315,16 +315,26 @@ function pointTable(
   // The tolerance as a relative change in the objective's direction (strategy.ts `zone`, turned into a ratio).
   const tolerance = run.search.tolerance;
   const outBelow = maximize ? -tolerance : 1 / (1 + tolerance) - 1;
-  const dropped = new Map<string, { status: SearchPointStatus; reason: string; after: number }>();
+  type Figures = NonNullable<StoredSearchStep['drop'][number]['races']>;
+  const dropped = new Map<string, { status: SearchPointStatus; reason: string; after: number; races?: Figures }>();
   for (const step of steps)
     for (const entry of step.drop)
       if (!dropped.has(entry.point))
-        dropped.set(entry.point, { status: (entry.status as SearchPointStatus | undefined) ?? 'out', reason: entry.reason, after: step.block });
+        dropped.set(entry.point, {
+          status: (entry.status as SearchPointStatus | undefined) ?? 'out',
+          reason: entry.reason,
+          after: step.block,
+          ...(entry.races && { races: entry.races }),
+        });
   const done = steps.at(-1)?.done;
+  const openFigures = new Map((done?.open ?? []).map((entry) => [entry.point, entry.races]));
+  // Each open point's line: the one that names it first (stored figures), else the older stores' only wording.
   const open = new Map<string, string>();
   for (const line of done?.unresolved ?? []) {
+    const point = [...openFigures.keys()].find((key) => line.startsWith(`${key} `) || line.startsWith(`${key}, `));
     const cut = line.indexOf(' may still beat a leader by more than ');
-    if (cut > 0) open.set(line.slice(0, cut), line);
+    if (point !== undefined) open.set(point, line);
+    else if (cut > 0) open.set(line.slice(0, cut), line);
   }
   const keys = new Set([...medians.keys(), ...dropped.keys()]);
   const rows = run.space.points
@@ -334,8 +344,14 @@ function pointTable(
       const variant = name(key);
       const drop = dropped.get(key);
       const unresolved = open.get(key);
+      const figures = drop ? drop.races : openFigures.get(key);
       const cells = new Map(
-        parseRaceDetails(drop?.reason ?? unresolved ?? '', races).map(({ level, text }) => [level, raceCell(level, text, drop !== undefined, outBelow, name)]),
+        figures
+          ? figures.map((race): [string, SearchRaceCell] => [race.level, { ...race, ...(race.versus !== undefined && { versus: name(race.versus) }) }])
+          : parseRaceDetails(drop?.reason ?? unresolved ?? '', races).map(({ level, text }) => [
+              level,
+              raceCell(level, text, drop !== undefined, outBelow, name),
+            ]),
       );
       for (const leader of leaders) {
         if (leader.best !== variant && leader.variant !== variant) continue;
@@ -360,7 +376,12 @@ function pointTable(
   return rows.sort((a, b) => STATUS_ORDER.indexOf(a.status) - STATUS_ORDER.indexOf(b.status) || across(b) - across(a));
 }
 
-/** A reason's per-race parts, "c=8: −49.0% vs KEY (…)" each, split where the next race's name begins. */
+/**
+ * A reason's per-race parts, "c=8: −49.0% vs KEY (…)" each, split where the next race's name begins: the reader of
+ * steps stored before the strategy kept its figures as data (strategy.ts `judge`, `dropOf` and `unresolvedLines`
+ * word them: "out: c=8: −49.0% vs KEY (97.5% bounds −57.4%…−39.0%, 1 block); *: …", "KEY may still beat a leader
+ * by more than 2%: …"), so that older stores still show them.
+ */
 function parseRaceDetails(reason: string, races: readonly string[]): Array<{ level: string; text: string }> {
   const names = races.map((race) => race.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|');
   const body = reason.replace(/^(?:as good|not better|out): /, '').replace(/^.*? may still beat a leader by more than [^:]*: /, '');

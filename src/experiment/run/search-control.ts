@@ -99,9 +99,17 @@ function storedStep(run: SearchRun, step: SearchStep, block: number, spentSecond
     block,
     spentSeconds,
     measure: step.measure.map((point) => pointKey(run.space, point)),
-    drop: [...step.drop],
+    drop: step.drop.map(({ races, ...entry }) => ({ ...entry, ...(races && { races: races.map((race) => ({ ...race })) }) })),
     leaders: step.leaders.map((leader) => ({ ...leader })),
-    ...(done && { done: { ...done, unresolved: [...done.unresolved] } }),
+    ...(done && { done: storedDone(done) }),
+  };
+}
+
+function storedDone({ open, ...done }: NonNullable<SearchStep['done']>): NonNullable<StoredSearchStep['done']> {
+  return {
+    ...done,
+    unresolved: [...done.unresolved],
+    ...(open && { open: open.map(({ point, races }) => ({ point, races: races.map((race) => ({ ...race })) })) }),
   };
 }
 

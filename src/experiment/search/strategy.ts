@@ -37,7 +37,16 @@ import { maximinDesign } from './design.js';
 import { encodePoints } from './encode.js';
 import { fitGp, type GpModel } from './gp.js';
 import { effectDifference, fitLevel, type LevelFit, startMeans } from './level-fit.js';
-import { type DropStatus, pointKey, type SearchObservation, type SearchSettings, type SearchSpace, type SearchState, type SearchStep } from './types.js';
+import {
+  type DropStatus,
+  pointKey,
+  type RaceFigures,
+  type SearchObservation,
+  type SearchSettings,
+  type SearchSpace,
+  type SearchState,
+  type SearchStep,
+} from './types.js';
 
 /** The across-levels race's name in `leaders`. */
 export const ACROSS_LEVELS = '*';
@@ -51,10 +60,13 @@ export function firstBlockSize(points: number, settings: Pick<SearchSettings, 'i
 /** New points a block gets while any are open, however many contenders wait. */
 const MIN_NEW_PER_BLOCK = 2;
 
+/** A comparison with the race's leader as the views read it (`detail` words the same numbers). */
+type Figures = Required<Pick<RaceFigures, 'versus' | 'estimate' | 'lower' | 'upper' | 'blocks'>>;
+
 type Judgement =
   | { status: 'leader' }
-  | { status: 'contending'; detail: string; excess: number }
-  | { status: DropStatus; detail: string; estimate: number; lower: number; upper: number };
+  | { status: 'contending'; detail: string; excess: number; figures?: Figures }
+  | { status: DropStatus; detail: string; estimate: number; lower: number; upper: number; figures: Figures };
 
 /** One race: a level, or all levels together. */
 interface Race {
@@ -118,7 +130,7 @@ export function searchStep(space: SearchSpace, settings: SearchSettings, state: 
   const judgements = new Map(keys.filter((key) => measured.has(key)).map((key) => [key, races.map((race) => judge(context, race, key))]));
 
   const leaders = leadersOf(context, races, judgements);
-  const drop: Array<{ point: string; reason: string; status: DropStatus }> = [];
+  const drop: Array<{ point: string; reason: string; status: DropStatus; races: RaceFigures[] }> = [];
   // Each contender with the races it is still open in (whose leaders it must share a block with).
   const contenders: Array<{ key: string; excess: number; races: number[] }> = [];
   for (const key of measurable.filter((key) => measured.has(key))) {
@@ -145,7 +157,12 @@ export function searchStep(space: SearchSpace, settings: SearchSettings, state: 
     return { measure: [], drop, leaders, done: { reason, resolved: true, unresolved: [] } };
   }
   if (budgetSpent)
-    return { measure: [], drop, leaders, done: budgetDone(context, state, unresolvedLines(context, races, judgements, contenders, openPoints, models)) };
+    return {
+      measure: [],
+      drop,
+      leaders,
+      done: budgetDone(context, state, unresolvedLines(context, races, judgements, contenders, openPoints, models), openOf(races, judgements, contenders)),
+    };
 
   const leaderOf = (index: number): string[] => (races[index]!.leader === undefined ? [] : [races[index]!.leader!]);
   const allLeaders = [...new Set(races.flatMap((_, index) => leaderOf(index)))];
@@ -228,9 +245,16 @@ function judge(context: Context, race: Race, key: string): Judgement {
   const detail =
     `${race.name}: ${signedPercent(difference.estimate)} vs ${race.leader} ` +
     `(${percent(context.raceConfidence)} bounds ${signedPercent(lower)}…${signedPercent(upper)}, ${difference.blocks} block${difference.blocks === 1 ? '' : 's'})`;
-  if (upper >= context.zone) return { status: 'contending', detail, excess: upper - context.zone };
+  const figures: Figures = {
+    versus: race.leader,
+    estimate: Math.expm1(difference.estimate),
+    lower: Math.expm1(lower),
+    upper: Math.expm1(upper),
+    blocks: difference.blocks,
+  };
+  if (upper >= context.zone) return { status: 'contending', detail, excess: upper - context.zone, figures };
   const status: DropStatus = lower > -context.zone ? 'as good' : upper < -context.zone ? 'out' : 'not better';
-  return { status, detail, estimate: difference.estimate, lower, upper };
+  return { status, detail, estimate: difference.estimate, lower, upper, figures };
 }
 
 /**
@@ -253,11 +277,29 @@ function tieBreakWants(context: Context, races: readonly Race[], leaders: Search
   });
 }
 
-function dropOf(key: string, races: readonly Race[], verdicts: readonly Judgement[]): { point: string; reason: string; status: DropStatus } {
+function dropOf(
+  key: string,
+  races: readonly Race[],
+  verdicts: readonly Judgement[],
+): { point: string; reason: string; status: DropStatus; races: RaceFigures[] } {
   const statuses = verdicts.map((verdict) => verdict.status);
   const status: DropStatus = statuses.every((each) => each === 'as good') ? 'as good' : statuses.every((each) => each === 'out') ? 'out' : 'not better';
   const details = verdicts.map((verdict, index) => ('detail' in verdict ? verdict.detail : `${races[index]!.name}: leader`));
-  return { point: key, reason: `${status}: ${details.join('; ')}`, status };
+  return { point: key, reason: `${status}: ${details.join('; ')}`, status, races: raceFigures(races, verdicts) };
+}
+
+/** A point's judgements as data, one per race: what its reason words, for the views to read without parsing it. */
+function raceFigures(races: readonly Race[], verdicts: readonly Judgement[]): RaceFigures[] {
+  return verdicts.map((verdict, index) => ({
+    level: races[index]!.name,
+    status: verdict.status === 'contending' ? 'racing' : verdict.status,
+    ...('figures' in verdict && verdict.figures),
+  }));
+}
+
+/** The measured points still undecided when the budget ends the search, with their figures in every race. */
+function openOf(races: readonly Race[], judgements: ReadonlyMap<string, Judgement[]>, contenders: ReadonlyArray<{ key: string }>) {
+  return contenders.map(({ key }) => ({ point: key, races: raceFigures(races, judgements.get(key)!) }));
 }
 
 /** Per level, the response model over the measured point effects (noise σ²/blocks each). */
@@ -361,8 +403,12 @@ function unresolvedLines(
   models: Models,
 ): string[] {
   const lines = contenders.map(({ key }) => {
-    const details = judgements.get(key)!.flatMap((verdict) => (verdict.status === 'contending' ? [verdict.detail] : []));
-    return `${key} may still beat a leader by more than ${percent(context.settings.tolerance)}: ${details.join('; ')}`;
+    const verdicts = judgements.get(key)!;
+    const details = verdicts.flatMap((verdict) => (verdict.status === 'contending' ? [verdict.detail] : []));
+    if (details.length > 0) return `${key} may still beat a leader by more than ${percent(context.settings.tolerance)}: ${details.join('; ')}`;
+    // Raced on for the tie-break alone (tieBreakWants): it cannot beat the leader, and is not yet shown as good.
+    const near = verdicts.flatMap((verdict) => (verdict.status === 'not better' ? [verdict.detail] : []));
+    return `${key}, preferred by the tie-break, was not yet shown within ${percent(context.settings.tolerance)} of a leader: ${near.join('; ')}`;
   });
   if (open.length > 0) {
     const ranked = open.map((key) => ({ key, excess: acquisition(context, races, models, context.keys.indexOf(key)) })).sort((a, b) => b.excess - a.excess);
@@ -374,9 +420,9 @@ function unresolvedLines(
   return lines;
 }
 
-function budgetDone(context: Context, state: SearchState, unresolved: string[]): NonNullable<SearchStep['done']> {
+function budgetDone(context: Context, state: SearchState, unresolved: string[], open?: ReturnType<typeof openOf>): NonNullable<SearchStep['done']> {
   const [spent, budget] = [formatGpuTime(state.spent), formatGpuTime(context.settings.budget ?? 0)];
-  return { reason: `budget spent (${spent} of a ${budget} budget) before the search was decided`, resolved: false, unresolved };
+  return { reason: `budget spent (${spent} of a ${budget} budget) before the search was decided`, resolved: false, unresolved, ...(open && { open }) };
 }
 
 function shuffle<T>(items: readonly T[], rng: Random): T[] {

@@ -78,12 +78,30 @@ export interface SearchState {
  */
 export type DropStatus = 'out' | 'as good' | 'not better';
 
+/**
+ * How a point stood in one race (a load level, or '*' across levels) when a step decided about it: the figures its
+ * reason words, as data every view reads. `racing`: it may still beat the leader by more than the tolerance.
+ * The figures are absent where there was nothing to compare (the point leads the race, or has no comparison yet).
+ */
+export interface RaceFigures {
+  level: string;
+  status: 'leader' | 'racing' | DropStatus;
+  /** The race's leader it was judged against (a point key). */
+  versus?: string;
+  /** Its difference to that leader, relative, in the objective's direction (−0.074 = 7.4% worse), and the racing bounds. */
+  estimate?: number;
+  lower?: number;
+  upper?: number;
+  /** Blocks the comparison rests on. */
+  blocks?: number;
+}
+
 /** What the strategy decides after each block. */
 export interface SearchStep {
   /** Points to measure in the next block (each measured at every level), in the order to run them. */
   measure: readonly SearchPoint[];
-  /** Points dropped by this step, with a reason a person reads ("−7.4% vs leader steps=3,… (CI …)"). */
-  drop: ReadonlyArray<{ point: string; reason: string; status?: DropStatus }>;
+  /** Points dropped by this step, with a reason a person reads ("−7.4% vs leader steps=3,… (CI …)") and its figures per race. */
+  drop: ReadonlyArray<{ point: string; reason: string; status?: DropStatus; races?: readonly RaceFigures[] }>;
   /**
    * The current leader per level, and across levels, with its margin over the runner-up (relative, in the
    * objective's direction: 0.012 = 1.2% better). A level's value is the leader's median there; across levels ('*')
@@ -91,6 +109,9 @@ export interface SearchStep {
    * `preferred`: with a tie-break, its first choice among the points shown within the tolerance of the leader.
    */
   leaders: ReadonlyArray<{ level: string | '*'; point: string; value: number; margin?: number; preferred?: string }>;
-  /** Set when the search ends: why, and what is and is not resolved. */
-  done?: { reason: string; resolved: boolean; unresolved: readonly string[] };
+  /**
+   * Set when the search ends: why, and what is and is not resolved (`unresolved`: lines a person reads); `open`: each
+   * measured point still undecided (the budget ended the search), with its figures in every race.
+   */
+  done?: { reason: string; resolved: boolean; unresolved: readonly string[]; open?: ReadonlyArray<{ point: string; races: readonly RaceFigures[] }> };
 }

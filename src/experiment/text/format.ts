@@ -5,6 +5,7 @@ import { formatBlock, formatChange, formatChangeInterval, formatNumber, formatPV
 import type { Conclusion } from '../analysis/conclusion.js';
 import { laneName } from '../analysis/lanes.js';
 import { measuredOnly } from '../analysis/search.js';
+import type { SearchSummary } from '../analysis/search-summary.js';
 import { verdictMethod } from '../analysis/verdict.js';
 import { workNotes } from '../analysis/work-notes.js';
 import { CATEGORY_COLUMNS, type CategoryRow, categoryRows } from '../spec/categories.js';
@@ -244,12 +245,16 @@ export function formatRunShow(
   if (side) lines.push('', 'prefix-cache hits (as the server reported them), GPU power, energy and cost (medians over trials):', side);
   const categories = categoryRows(trials);
   if (categories.length > 0) lines.push('', 'per category (medians over trials):', formatCategoryRows(categories));
-  if (conclusion?.search) {
-    const points = searchPointTable(conclusion.search);
-    lines.push('', 'search decisions per point (the answer first):', table(points.header, points.rows), ...points.notes.map((note) => `(${note})`));
-  } else if (run.verdicts !== undefined && conclusion)
+  if (conclusion?.search) lines.push('', ...formatSearchPoints(conclusion.search));
+  else if (run.verdicts !== undefined && conclusion)
     lines.push('', 'verdicts vs baseline:', formatVerdicts(conclusion, run.plan.schedule === 'blocked', (experiment.lanes?.length ?? 1) > 1));
   return lines.join('\n');
+}
+
+/** A search run's decisions per point (search-format.ts searchPointTable) in place of verdicts, in `show` and run's final text. */
+export function formatSearchPoints(summary: SearchSummary): string[] {
+  const points = searchPointTable(summary);
+  return ['search decisions per point (the answer first):', table(points.header, points.rows), ...points.notes.map((note) => `(${note})`)];
 }
 
 /** The sources the trials' token figures used: "server-usage", "stream-chunks (usage disagreed)", … */
