@@ -224,6 +224,7 @@ describe('search views', { timeout: 240_000 }, () => {
     assert.match(shown.stdout, new RegExp(`^${name} +ended unresolved +.*racing: [+−][\\d.]+% `, 'm'), `${name} open at ${level}`);
     assert.match(shown.stdout, /^\S+ +best so far \(the answer, not resolved\)/m);
     assert.match(shown.stdout, /never measured when the search ended\)$/m);
+    assert.match(shown.stdout, /^\d+ points? out or settled; \d+ still racing when it ended$/m);
   });
 
   test('a budget-ended run stores the figures of each open point in every race: out at one level, still racing at the other', async (t) => {
@@ -350,6 +351,8 @@ describe('search views', { timeout: 240_000 }, () => {
     assert.match(shown.stdout, /^budget: [^\n]+ of GPU time spent, no limit$/m);
     assert.match(shown.stdout, /^best per level/m);
     assert.match(shown.stdout, /^speculative decoding/m);
+    // Resolved: the points still in play are the leaders, nothing races.
+    assert.match(shown.stdout, /^\d+ points? out or settled; \d+ kept as leaders \(nothing left racing\)$/m);
     // No second story beside the answer: the search's decisions per point, no baseline, no verdicts against one.
     assert.doesNotMatch(shown.stdout, /verdicts vs baseline|\(baseline\)|baseline: /);
     assert.match(shown.stdout, /^search decisions per point \(the answer first\):$/m);

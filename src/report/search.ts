@@ -1,5 +1,5 @@
 import { leadersOf, type SearchHeatmap, type SearchSummary } from '../experiment/analysis/search-summary.js';
-import { budgetText, formatSearchSummary, leaderText, searchAnswerText, searchPointTable, shareText } from '../experiment/text/search-format.js';
+import { aliveText, budgetText, formatSearchSummary, leaderText, searchAnswerText, searchPointTable, shareText } from '../experiment/text/search-format.js';
 import { formatNumber } from '../util/format.js';
 import { HEAT_MARK_SYMBOL, heatmapChart } from './charts.js';
 import { escapeHtml as esc, escapeMarkdownCell, markdownCodeBlock } from './escape.js';
@@ -27,7 +27,7 @@ export function searchHtml(summary: SearchSummary): string {
     ],
     ['measured', `${summary.measured} in ${summary.blocks} block${summary.blocks === 1 ? '' : 's'}`],
     ['out or settled', String(summary.out)],
-    [summary.done ? 'still racing when it ended' : 'alive (racing)', String(summary.alive)],
+    [aliveText(summary), String(summary.alive)],
     [
       'tolerance',
       `${shareText(summary.tolerance)} at ${shareText(summary.confidence)} confidence${summary.tieBreak.length > 0 ? `; tie-break ${summary.tieBreak.join(', ')}` : ''}`,

@@ -19,11 +19,17 @@ export function formatSearchSummary(summary: SearchSummary): string {
   return searchSummaryLines(summary).join('\n');
 }
 
+/** What the points still in play are: leaders once resolved (nothing races then), else racing (at the end: unresolved). */
+export function aliveText(summary: SearchSummary): string {
+  if (!summary.done) return 'alive (racing)';
+  return summary.done.resolved ? 'kept as leaders (nothing left racing)' : 'still racing when it ended';
+}
+
 export function searchSummaryLines(summary: SearchSummary): string[] {
   const tolerance = shareText(summary.tolerance);
   const resolved = summary.done?.resolved ?? false;
   const lines = [summary.done ? `search: ${summary.done.reason}` : `search: not finished (${summary.steps} block${summary.steps === 1 ? '' : 's'} decided)`];
-  lines.push(`${summary.out} point${summary.out === 1 ? '' : 's'} out or settled; ${summary.alive} still racing${summary.done ? ' when it ended' : ''}`);
+  lines.push(`${summary.out} point${summary.out === 1 ? '' : 's'} out or settled; ${summary.alive} ${aliveText(summary)}`);
   lines.push(`budget: ${budgetText(summary)}`);
   if (summary.done && summary.done.unresolved.length > 0) lines.push('unresolved:', ...summary.done.unresolved.map((line) => `  ${line}`));
   // The answer last: the run's output ends with it.
