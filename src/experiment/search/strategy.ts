@@ -260,7 +260,7 @@ function dropOf(key: string, races: readonly Race[], verdicts: readonly Judgemen
   return { point: key, reason: `${status}: ${details.join('; ')}`, status };
 }
 
-/** Per level, the response model over the measured point effects (noise σ²/blocks each). */
+/** Per level, the response model over the measured point effects (noise σ²/weight each: σ²/blocks at one trial a start). */
 function modelsOf(context: Context, levels: readonly Race[]): Array<{ model: GpModel; x: number[][]; y: number[]; noise: number[] } | undefined> {
   const { vectors } = context;
   const prior = Math.log1p(0.1) ** 2;
@@ -268,7 +268,7 @@ function modelsOf(context: Context, levels: readonly Race[]): Array<{ model: GpM
     const fit = race.fits[0]!;
     const entries = context.keys.flatMap((key, index) => {
       const effect = fit.effects.get(key);
-      return effect ? [{ x: vectors[index]!, y: effect.score, noise: fit.sigma ** 2 / effect.blocks }] : [];
+      return effect ? [{ x: vectors[index]!, y: effect.score, noise: fit.sigma ** 2 / effect.weight }] : [];
     });
     if (entries.length === 0) return undefined;
     const x = entries.map((entry) => entry.x);
@@ -324,8 +324,8 @@ function propose(context: Context, races: readonly Race[], models: Models, open:
     current = current.map((entry, level) => {
       if (!entry) return entry;
       const believed = entry.model.predict(x).mean;
-      const sigma = races[level]!.fits[0]!.sigma;
-      const next = { x: [...entry.x, x], y: [...entry.y, believed], noise: [...entry.noise, sigma ** 2] };
+      const fit = races[level]!.fits[0]!;
+      const next = { x: [...entry.x, x], y: [...entry.y, believed], noise: [...entry.noise, fit.sigma ** 2 / fit.startWeight] };
       return { ...next, model: fitGp(next.x, next.y, next.noise, 0, entry.model.hypers) };
     });
   }
