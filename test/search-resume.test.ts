@@ -79,4 +79,42 @@ describe('search resume', () => {
     // Which point wins is the strategy's business (search-strategy tests it on known responses); a leader is a point.
     for (const leader of leaders) assert.match(leader.point, /^depth=\d+,width=\d$/, `${leader.level}: ${leader.point}`);
   });
+
+  test('trialsPerStart 2: each point runs 2 trials of each level back to back on its one start in a block', async (t) => {
+    const dir = tempDir(t, 'search-per-start');
+    const db = openStore(join(dir, 'servelab.db'));
+    t.after(() => db.close());
+    const file = fakeSearchFile(
+      dir,
+      { name: 'd{depth}', knobs: { depth: { min: 1, max: 6 } }, args: ['--depth', '{depth}'], tolerance: '2%', trialsPerStart: 2 },
+      {
+        workloads: [
+          { kind: 'single-stream', requests: 3 },
+          { kind: 'concurrency', concurrency: 4, requests: 4 },
+        ],
+      },
+    );
+    const executor = new FakeExecutor((call) => ({ tpotMs: 5 + 0.2 * Math.abs(Number(call.arg('--depth')) - 3) }));
+    const result = await runExperiment({ db, experiment: loadExperiment(file), executor, workDir: dir });
+    await executor.close();
+    assert.equal(result.status, 'done', result.message);
+    const steps = listSearchSteps(db, 1);
+    const trials = db.prepare('SELECT variant, workload, block, repetition FROM trials WHERE run_id = 1 ORDER BY id').all() as Array<{
+      variant: string;
+      workload: string;
+      block: number;
+      repetition: number;
+    }>;
+    const measured = steps.reduce((sum, step) => sum + (step.done ? 0 : step.measure.length), 0);
+    assert.ok(measured > 0);
+    assert.equal(executor.launches.length, measured, 'one start per point per block');
+    assert.equal(trials.length, measured * 2 * 2, '2 trials of each of the 2 levels per start');
+    const slots = trials.map((trial) => JSON.stringify([trial.variant, trial.workload, trial.block, trial.repetition]));
+    assert.equal(new Set(slots).size, slots.length, 'every trial its own slot');
+    // A workload's two trials of a start run back to back.
+    for (let i = 0; i < trials.length; i += 2) {
+      const [a, b] = [trials[i]!, trials[i + 1]!];
+      assert.deepEqual([a.variant, a.workload, a.block], [b.variant, b.workload, b.block], `trials ${i} and ${i + 1}`);
+    }
+  });
 });
