@@ -328,9 +328,10 @@ describe('searchStep', () => {
     assert.ok(upper > Math.log(1.02), `q may still beat p by more than 2% (upper bound ${upper})`);
   });
 
-  test("with several trials a start the noise caution reads one measurement's noise: a start's and a trial's together", () => {
-    // 4% a start and 4% a trial, 3 trials a start: one start measured once varies by 5.7%, the mean of a start's 3
-    // trials by 4.6%, the trials about their start's mean by 4%. The caution states the first.
+  test("with several trials a start the noise caution reads one measurement's noise: a start's, its trials averaged", () => {
+    // 1% a start and 6% a trial, 4 trials a start: the mean of a start's trials varies by √(1 + 36/4) = 3.2%, what
+    // racing compares; one trial of one start by 6.1%, the trials about their start's mean by 6%, and the two
+    // pooled as if independent (the fit before trialsPerStart) by 5.7%. The caution states the first.
     const space: SearchSpace = { knobs: [{ name: 'x', values: ['p', 'q'], numeric: false, log: false }], points: [{ x: 'p' }, { x: 'q' }] };
     const rng = mulberry32(5);
     const observations: SearchObservation[] = [];
@@ -339,15 +340,16 @@ describe('searchStep', () => {
         ['x=p', 1000],
         ['x=q', 700],
       ] as const) {
-        const start = 0.04 * standardNormal(rng);
-        for (let trial = 0; trial < 3; trial += 1)
-          observations.push({ point, level: 'c1', block, value: truth * Math.exp(start + 0.04 * standardNormal(rng)) });
+        const start = 0.01 * standardNormal(rng);
+        for (let trial = 0; trial < 4; trial += 1)
+          observations.push({ point, level: 'c1', block, value: truth * Math.exp(start + 0.06 * standardNormal(rng)) });
       }
-    const step = searchStep(space, settingsOf(), { observations, spent: 0, dropped: new Map() });
+    const step = searchStep(space, settingsOf({ tolerance: 0.01 }), { observations, spent: 0, dropped: new Map() });
     assert.equal(step.done?.resolved, true, step.done?.reason);
-    const figure = /one measurement's noise is ([\d.]+)% at c1/.exec(step.done!.reason);
+    const figure = /one measurement's noise is ([\d.]+)% at c1 \(a start's 4 trials averaged\)/.exec(step.done!.reason);
     assert.ok(figure, step.done!.reason);
-    assert.ok(Number(figure[1]) > 5 && Number(figure[1]) < 6.5, `${figure[1]}% is one start's and one trial's noise (5.7%), not a start mean's or a trial's`);
+    assert.ok(Number(figure[1]) > 2.6 && Number(figure[1]) < 3.9, `${figure[1]}% is a start's mean (3.2%), not one trial's (6.1%) nor the pooled 5.7%`);
+    assert.match(step.done!.reason, /or more of them a start \(search\.trialsPerStart\)/);
   });
 
   test('per-level leaders differ where the response says so, and one leader across levels', () => {

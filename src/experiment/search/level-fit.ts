@@ -31,7 +31,8 @@ export interface LevelFit {
   /** Noise of one measurement (one start, one trial: √(σs² + σt²)) and the degrees of freedom of the fit's variances, prior included. */
   sigma: number;
   df: number;
-  /** Weight of a start with the trial count most starts had: its mean's variance is sigma² / startWeight. */
+  /** The trial count most starts had, and such a start's weight: its mean's variance is sigma² / startWeight. */
+  trialsPerStart: number;
   startWeight: number;
   /** Cholesky factor of the weighted normal equations (point effects, then every block's but the first) and each point's row. */
   normal: { lower: number[][]; row: Map<string, number> } | undefined;
@@ -107,6 +108,7 @@ export function fitLevel(observations: readonly SearchObservation[], sign: 1 | -
     sigma: Math.sqrt(sigmaSquared),
     // The variances compared are of cell means, which only their residuals (and the prior) measure.
     df: fit.residualDf + PRIOR_DF,
+    trialsPerStart: typical,
     startWeight: weightOf(sigmaSquared, typical),
     normal: normalEquations(fit.cells),
   };

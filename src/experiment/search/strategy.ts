@@ -27,7 +27,8 @@
  *    with the ones already picked added at their predicted mean (a "kriging believer"), so a block spreads out.
  * 5. The search ends when no measured point is contending and no unmeasured point is open (resolved), or when
  *    the budget is spent (unresolved: what is still open, in words). A resolved answer whose noisiest level measured
- *    over 1.5× the tolerance per measurement says that its confidence was not borne out at such noise (`noiseCaution`).
+ *    over 1.5× the tolerance per measurement (one start: the mean of its trials there) says that its confidence was
+ *    not borne out at such noise (`noiseCaution`).
  */
 import { median, probit } from 'simple-statistics';
 import { formatGpuTime } from '../../util/format.js';
@@ -392,24 +393,25 @@ function shuffle<T>(items: readonly T[], rng: Random): T[] {
  * Above this ratio of one measurement's noise to the tolerance, a resolved answer says that its confidence was not
  * borne out there: bench/search-cost found 93% of answers within the tolerance at 1.1× (2% per trial, 1% per start),
  * 88% at 1.6× and 75% at 2.5× and 5× (40/40/20 seeds; docs/benchmarks.md). A real H100 llama.cpp search with
- * 3- and 16-request trials measured 4.0% (2.0×).
+ * 3- and 16-request trials measured 4.0% (2.0×). A measurement is one start, the mean of its trials at a level
+ * (`trialsPerStart`): what the racing compares, and what the accuracy follows (3% a trial and 1% a start: 88% right
+ * at one trial a start, 1.6×; 97.5% at three, whose mean varies by 2.0%, 1.0×; 40 seeds).
  */
 const NOISY_RATIO = 1.5;
 
 /** "; caution: …" when the noisiest level's measured noise is over NOISY_RATIO × the tolerance, else "". */
 function noiseCaution(context: Context, levelRaces: readonly Race[]): string {
-  const noisiest = levelRaces.reduce<Race | undefined>(
-    (most, race) => (most === undefined || race.fits[0]!.sigma > most.fits[0]!.sigma ? race : most),
-    undefined,
-  );
+  const startSigma = (race: Race): number => race.fits[0]!.sigma / Math.sqrt(race.fits[0]!.startWeight);
+  const noisiest = levelRaces.reduce<Race | undefined>((most, race) => (most === undefined || startSigma(race) > startSigma(most) ? race : most), undefined);
   if (noisiest === undefined) return '';
-  const noise = Math.expm1(noisiest.fits[0]!.sigma);
+  const noise = Math.expm1(startSigma(noisiest));
   const ratio = noise / context.settings.tolerance;
   if (ratio <= NOISY_RATIO) return '';
+  const perStart = noisiest.fits[0]!.trialsPerStart;
   return (
-    `; caution: one measurement's noise is ${percent(noise)} at ${noisiest.name}, ${ratio.toFixed(1)}× the tolerance, where bench/search-cost's ` +
-    `answers were within the tolerance in 88% (1.6×) to 75% (2.5–5×) of seeds, not ${percent(context.settings.confidence)} (docs/benchmarks.md): ` +
-    'longer trials (more requests each) lower the noise'
+    `; caution: one measurement's noise is ${percent(noise)} at ${noisiest.name}${perStart > 1 ? ` (a start's ${perStart} trials averaged)` : ''}, ` +
+    `${ratio.toFixed(1)}× the tolerance, where bench/search-cost's answers were within the tolerance in 88% (1.6×) to 75% (2.5–5×) of seeds, ` +
+    `not ${percent(context.settings.confidence)} (docs/benchmarks.md): longer trials (more requests each), or more of them a start (search.trialsPerStart), lower the noise`
   );
 }
 
