@@ -3,7 +3,8 @@
  *
  *   node dist/bench/search-cost.js [--seeds 20] [--first-seed 1] [--tolerance 0.02] [--cv 0.02] [--start-cv 0.01]
  *                                  [--drift 0.01] [--start-min 10] [--start-max 15] [--trial-min 2] [--gpus 1]
- *                                  [--grid-blocks 3] [--block-size N] [--initial-points N] [--tie-break] [--breakdown]
+ *                                  [--grid-blocks 3] [--block-size N] [--initial-points N] [--trials-per-start 1]
+ *                                  [--tie-break] [--breakdown]
  *
  * Smoke setting (CI, test/bench-smoke.test.ts): --seeds 1 --grid-blocks 1
  *
@@ -22,7 +23,9 @@
  * GPU-hours = clock hours × --gpus (the server's GPUs).
  *
  *   (a) search: searchStep (src/experiment/search/strategy.ts), tolerance --tolerance, 95% confidence, driven
- *       block by block: every point of a block started once and measured at the three levels.
+ *       block by block: every point of a block started once and measured at the three levels, --trials-per-start
+ *       trials each (the file's `search.trialsPerStart`). The default stays 1: at the default noise, 2 to 4 trials
+ *       a start cost more GPU-hours than they save in starts (docs/benchmarks.md has a row per count).
  *   (b) full interleaved grid: --grid-blocks blocks, each starting every point once (shuffled), one trial per
  *       level; the answer per level is the best median.
  *   (c) random search with the same GPU-hours as (a) had on that seed: points in random order, each started and
@@ -165,6 +168,7 @@ benchMain('search-cost', async () => {
       // The strategy's own settings (SearchSettings.blockSize, initialPoints); default: the strategy's defaults.
       'block-size': { type: 'string' },
       'initial-points': { type: 'string' },
+      'trials-per-start': { type: 'string', default: '1' },
       'tie-break': { type: 'boolean', default: false },
       breakdown: { type: 'boolean', default: false },
     },
@@ -186,6 +190,7 @@ benchMain('search-cost', async () => {
   const gpus = positiveInt('--gpus', values.gpus);
   const gridBlocks = positiveInt('--grid-blocks', values['grid-blocks']);
   const breakdown = values.breakdown;
+  const trialsPerStart = positiveInt('--trials-per-start', values['trials-per-start']);
   const strategySettings = {
     ...(values['block-size'] !== undefined && { blockSize: positiveInt('--block-size', values['block-size']) }),
     ...(values['initial-points'] !== undefined && { initialPoints: positiveInt('--initial-points', values['initial-points']) }),
@@ -293,7 +298,9 @@ benchMain('search-cost', async () => {
         else if (races.some((_, race) => good(key, race))) seedRoles.nearRaced += 1;
         else seedRoles.farRaced += 1;
         started.set(key, (started.get(key) ?? 0) + 1);
-        for (const [index, level] of LEVELS.entries()) observations.push({ point: key, level: level.name, block, value: box.trial(truth.get(key)![index]!) });
+        for (const [index, level] of LEVELS.entries())
+          for (let trial = 0; trial < trialsPerStart; trial += 1)
+            observations.push({ point: key, level: level.name, block, value: box.trial(truth.get(key)![index]!) });
       }
     }
     throw noFigure(`seed ${seed}: the search did not decide within ${MAX_BLOCKS} blocks`, 'a bug in the strategy: rerun with --seeds 1 to see it');

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { studentQuantile } from '../src/experiment/analysis/drift.js';
+import { effectDifference, fitLevel } from '../src/experiment/search/level-fit.js';
 import { ACROSS_LEVELS, searchStep } from '../src/experiment/search/strategy.js';
 import {
   type Knob,
@@ -305,6 +307,49 @@ describe('searchStep', () => {
       return value(found[2]!) - value(found[1]!);
     };
     for (const level of levels) assert.ok(width(ACROSS_LEVELS) > 0.8 * width(level), `across ${width(ACROSS_LEVELS)} vs ${level} ${width(level)}: ${reason}`);
+  });
+
+  test('several trials of one start share its start effect: a difference only their trial noise would call significant stays open', () => {
+    // p and q are equal; each was started once in each of 3 blocks and measured 3 times a start. The starts moved
+    // them by several percent (p +6, −2, +5; q −4, +1, −6), the trials by ±0.2%: p leads by ~6% on 3 starts each,
+    // which the 18 trials' spread alone would call far beyond the 2% tolerance (a standard error of ~1%), the
+    // starts' spread not (the per-block differences 10, −3, 11 have a standard error of 4.5%).
+    const starts = { 'x=p': [0.06, -0.02, 0.05], 'x=q': [-0.04, 0.01, -0.06] };
+    const observations: SearchObservation[] = [];
+    for (const [point, effects] of Object.entries(starts))
+      effects.forEach((effect, block) => {
+        for (const trial of [-0.002, 0, 0.002]) observations.push({ point, level: 'c1', block, value: 1000 * Math.exp(effect + trial) });
+      });
+    const fit = fitLevel(observations, 1, Math.log1p(0.03));
+    const difference = effectDifference([fit], 'x=q', 'x=p')!;
+    assert.ok(Math.abs(difference.estimate + 0.06) < 1e-9, `estimate ${difference.estimate}`);
+    assert.ok(difference.standardError > 0.025, `standard error ${difference.standardError}: a start's, not a trial's`);
+    const upper = difference.estimate + studentQuantile(0.975, fit.df) * difference.standardError;
+    assert.ok(upper > Math.log(1.02), `q may still beat p by more than 2% (upper bound ${upper})`);
+  });
+
+  test("with several trials a start the noise caution reads one measurement's noise: a start's, its trials averaged", () => {
+    // 1% a start and 6% a trial, 4 trials a start: the mean of a start's trials varies by √(1 + 36/4) = 3.2%, what
+    // racing compares; one trial of one start by 6.1%, the trials about their start's mean by 6%, and the two
+    // pooled as if independent (the fit before trialsPerStart) by 5.7%. The caution states the first.
+    const space: SearchSpace = { knobs: [{ name: 'x', values: ['p', 'q'], numeric: false, log: false }], points: [{ x: 'p' }, { x: 'q' }] };
+    const rng = mulberry32(5);
+    const observations: SearchObservation[] = [];
+    for (let block = 0; block < 40; block += 1)
+      for (const [point, truth] of [
+        ['x=p', 1000],
+        ['x=q', 700],
+      ] as const) {
+        const start = 0.01 * standardNormal(rng);
+        for (let trial = 0; trial < 4; trial += 1)
+          observations.push({ point, level: 'c1', block, value: truth * Math.exp(start + 0.06 * standardNormal(rng)) });
+      }
+    const step = searchStep(space, settingsOf({ tolerance: 0.01 }), { observations, spent: 0, dropped: new Map() });
+    assert.equal(step.done?.resolved, true, step.done?.reason);
+    const figure = /one measurement's noise is ([\d.]+)% at c1 \(a start's 4 trials averaged\)/.exec(step.done!.reason);
+    assert.ok(figure, step.done!.reason);
+    assert.ok(Number(figure[1]) > 2.6 && Number(figure[1]) < 3.9, `${figure[1]}% is a start's mean (3.2%), not one trial's (6.1%) nor the pooled 5.7%`);
+    assert.match(step.done!.reason, /or more of them a start \(search\.trialsPerStart\)/);
   });
 
   test('per-level leaders differ where the response says so, and one leader across levels', () => {

@@ -69,7 +69,8 @@ export function searchControl(
 
 /**
  * A block's trials: the requested points in the strategy's order, points sharing a server config next to each other
- * (one start), each point at every workload in a seeded random order, so a level never always runs first.
+ * (one start), each point at every workload in a seeded random order, so a level never always runs first, and
+ * `trialsPerStart` trials of a workload back to back (repetitions block·k … block·k + k − 1: distinct slots).
  */
 function trialsOfBlock(run: SearchRun, experiment: ResolvedExperiment, points: readonly SearchPoint[], block: number, firstIndex: number): PlannedTrial[] {
   const random = mulberry32(experiment.seed * 7919 + block);
@@ -86,8 +87,12 @@ function trialsOfBlock(run: SearchRun, experiment: ResolvedExperiment, points: r
       const j = Math.floor(random() * (i + 1));
       [labels[i], labels[j]] = [labels[j]!, labels[i]!];
     }
+    const perStart = run.search.trialsPerStart ?? 1;
     for (const workload of labels) {
-      trials.push({ index: firstIndex + trials.length, block, repetition: block, variant: variant.name, serverKey: variant.serverKey, workload });
+      for (let trial = 0; trial < perStart; trial += 1) {
+        const repetition = block * perStart + trial;
+        trials.push({ index: firstIndex + trials.length, block, repetition, variant: variant.name, serverKey: variant.serverKey, workload });
+      }
     }
   }
   return trials;

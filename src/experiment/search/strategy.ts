@@ -27,7 +27,8 @@
  *    with the ones already picked added at their predicted mean (a "kriging believer"), so a block spreads out.
  * 5. The search ends when no measured point is contending and no unmeasured point is open (resolved), or when
  *    the budget is spent (unresolved: what is still open, in words). A resolved answer whose noisiest level measured
- *    over 1.5× the tolerance per measurement says that its confidence was not borne out at such noise (`noiseCaution`).
+ *    over 1.5× the tolerance per measurement (one start: the mean of its trials there) says that its confidence was
+ *    not borne out at such noise (`noiseCaution`).
  */
 import { median, probit } from 'simple-statistics';
 import { formatGpuTime } from '../../util/format.js';
@@ -302,7 +303,7 @@ function openOf(races: readonly Race[], judgements: ReadonlyMap<string, Judgemen
   return contenders.map(({ key }) => ({ point: key, races: raceFigures(races, judgements.get(key)!) }));
 }
 
-/** Per level, the response model over the measured point effects (noise σ²/blocks each). */
+/** Per level, the response model over the measured point effects (noise σ²/weight each: σ²/blocks at one trial a start). */
 function modelsOf(context: Context, levels: readonly Race[]): Array<{ model: GpModel; x: number[][]; y: number[]; noise: number[] } | undefined> {
   const { vectors } = context;
   const prior = Math.log1p(0.1) ** 2;
@@ -310,7 +311,7 @@ function modelsOf(context: Context, levels: readonly Race[]): Array<{ model: GpM
     const fit = race.fits[0]!;
     const entries = context.keys.flatMap((key, index) => {
       const effect = fit.effects.get(key);
-      return effect ? [{ x: vectors[index]!, y: effect.score, noise: fit.sigma ** 2 / effect.blocks }] : [];
+      return effect ? [{ x: vectors[index]!, y: effect.score, noise: fit.sigma ** 2 / effect.weight }] : [];
     });
     if (entries.length === 0) return undefined;
     const x = entries.map((entry) => entry.x);
@@ -366,8 +367,8 @@ function propose(context: Context, races: readonly Race[], models: Models, open:
     current = current.map((entry, level) => {
       if (!entry) return entry;
       const believed = entry.model.predict(x).mean;
-      const sigma = races[level]!.fits[0]!.sigma;
-      const next = { x: [...entry.x, x], y: [...entry.y, believed], noise: [...entry.noise, sigma ** 2] };
+      const fit = races[level]!.fits[0]!;
+      const next = { x: [...entry.x, x], y: [...entry.y, believed], noise: [...entry.noise, fit.sigma ** 2 / fit.startWeight] };
       return { ...next, model: fitGp(next.x, next.y, next.noise, 0, entry.model.hypers) };
     });
   }
@@ -438,24 +439,25 @@ function shuffle<T>(items: readonly T[], rng: Random): T[] {
  * Above this ratio of one measurement's noise to the tolerance, a resolved answer says that its confidence was not
  * borne out there: bench/search-cost found 93% of answers within the tolerance at 1.1× (2% per trial, 1% per start),
  * 88% at 1.6× and 75% at 2.5× and 5× (40/40/20 seeds; docs/benchmarks.md). A real H100 llama.cpp search with
- * 3- and 16-request trials measured 4.0% (2.0×).
+ * 3- and 16-request trials measured 4.0% (2.0×). A measurement is one start, the mean of its trials at a level
+ * (`trialsPerStart`): what the racing compares, and what the accuracy follows (3% a trial and 1% a start: 88% right
+ * at one trial a start, 1.6×; 97.5% at three, whose mean varies by 2.0%, 1.0×; 40 seeds).
  */
 const NOISY_RATIO = 1.5;
 
 /** "; caution: …" when the noisiest level's measured noise is over NOISY_RATIO × the tolerance, else "". */
 function noiseCaution(context: Context, levelRaces: readonly Race[]): string {
-  const noisiest = levelRaces.reduce<Race | undefined>(
-    (most, race) => (most === undefined || race.fits[0]!.sigma > most.fits[0]!.sigma ? race : most),
-    undefined,
-  );
+  const startSigma = (race: Race): number => race.fits[0]!.sigma / Math.sqrt(race.fits[0]!.startWeight);
+  const noisiest = levelRaces.reduce<Race | undefined>((most, race) => (most === undefined || startSigma(race) > startSigma(most) ? race : most), undefined);
   if (noisiest === undefined) return '';
-  const noise = Math.expm1(noisiest.fits[0]!.sigma);
+  const noise = Math.expm1(startSigma(noisiest));
   const ratio = noise / context.settings.tolerance;
   if (ratio <= NOISY_RATIO) return '';
+  const perStart = noisiest.fits[0]!.trialsPerStart;
   return (
-    `; caution: one measurement's noise is ${percent(noise)} at ${noisiest.name}, ${ratio.toFixed(1)}× the tolerance, where bench/search-cost's ` +
-    `answers were within the tolerance in 88% (1.6×) to 75% (2.5–5×) of seeds, not ${percent(context.settings.confidence)} (docs/benchmarks.md): ` +
-    'longer trials (more requests each) lower the noise'
+    `; caution: one measurement's noise is ${percent(noise)} at ${noisiest.name}${perStart > 1 ? ` (a start's ${perStart} trials averaged)` : ''}, ` +
+    `${ratio.toFixed(1)}× the tolerance, where bench/search-cost's answers were within the tolerance in 88% (1.6×) to 75% (2.5–5×) of seeds, ` +
+    `not ${percent(context.settings.confidence)} (docs/benchmarks.md): longer trials (more requests each), or more of them a start (search.trialsPerStart), lower the noise`
   );
 }
 

@@ -67,6 +67,15 @@ export const searchSchema = z.strictObject({
     description: "Points within this share of the best point's objective are as good as it; the tie-break picks among them.",
     examples: ['2%'],
   }),
+  trialsPerStart: z
+    .number()
+    .int()
+    .min(1)
+    .max(20)
+    .default(1)
+    .describe(
+      "Trials of each load level run back to back on a point's one server start in a block. They share that start's effect, so they count as one less noisy measurement, not several: raise it (2–3) when a start costs many trials' time and a trial's own noise is large beside a start's (bench/search-cost in docs/benchmarks.md measures the trade).",
+    ),
   confidence: z.number().gt(0.5).lt(1).default(0.95).describe('Confidence of the final "within the tolerance of the best" statement.'),
   tieBreak: z
     .array(z.string().min(1))

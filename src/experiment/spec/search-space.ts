@@ -59,6 +59,7 @@ export function resolveSearch(spec: SearchSpec, fail: (key: string, message: str
     constraints: spec.constraints,
     tolerance: spec.tolerance,
     confidence: spec.confidence,
+    trialsPerStart: spec.trialsPerStart,
     tieBreak: spec.tieBreak.map((entry, index) => tieBreakEntry(entry, names, (message) => fail(`search.tieBreak[${index}]`, message))),
     ...(spec.budget && {
       budget: {

@@ -140,6 +140,8 @@ export interface ResolvedSearch {
   constraints: string[];
   tolerance: number;
   confidence: number;
+  /** Trials of each workload a point's one start runs in a block (absent in runs stored before it: 1). */
+  trialsPerStart?: number;
   tieBreak: TieBreakEntry[];
   budget?: { gpuHours?: number; wallTimeMs?: number; gpusPerServer: number };
 }

@@ -175,11 +175,17 @@ export function formatSearchPlan(experiment: ResolvedExperiment, choice: Schedul
   lines.push(
     `design: block 1 measures ${first} points spread over the space (maximin), then up to ${DEFAULT_BLOCK_SIZE} points a block: the leaders, the points still racing them, and new points the response model says can still win by more than the tolerance; a point stops once it is within the tolerance of the leader or clearly behind it`,
   );
-  // One point measured once at every level costs a start (with its untimed passes) and one trial per level.
-  const pointMs = grid.wallMs === undefined || grid.starts === 0 ? undefined : grid.wallMs / Math.max(1, grid.trials / levels.length);
+  // One point measured at every level costs a start (with its untimed passes) and trialsPerStart trials per level:
+  // the grid's wall time per point, plus its measuring time per point for each trial beyond the first.
+  const perStart = search.trialsPerStart ?? 1;
+  const gridPoints = Math.max(1, grid.trials / levels.length);
+  const pointMs =
+    grid.wallMs === undefined || grid.starts === 0 || (perStart > 1 && grid.measureMs === undefined)
+      ? undefined
+      : (grid.wallMs + (perStart - 1) * (grid.measureMs ?? 0)) / gridPoints;
   const gpus = search.budget?.gpusPerServer ?? 1;
   lines.push(
-    `one point at every level: ${formatPredicted(pointMs)} (a start and ${levels.length} trial${levels.length === 1 ? '' : 's'}); the full interleaved grid: ${predictedText(grid)} (${grid.trials} trials, ${grid.starts} starts)${sourcesNote(grid)}`,
+    `one point at every level: ${formatPredicted(pointMs)} (a start and ${levels.length * perStart} trial${levels.length * perStart === 1 ? '' : 's'}${perStart > 1 ? `, ${perStart} per level` : ''}); the full interleaved grid: ${predictedText(grid)} (${grid.trials} trials, ${grid.starts} starts)${sourcesNote(grid)}`,
   );
   const firstMs = pointMs === undefined ? undefined : pointMs * first;
   const budget = searchBudgetSeconds(search);
