@@ -12,7 +12,7 @@ import { writeReports } from '../src/report/write.js';
 import { openStore } from '../src/store/db.js';
 import { startUi } from '../src/ui/server.js';
 import { launchBrowser, NO_BROWSER } from './support-browser.js';
-import { cli, tempDir } from './support-experiment.js';
+import { cli, simCommand, tempDir, writeExperiment } from './support-experiment.js';
 import { FakeExecutor, fakeSearchFile } from './support-fake-executor.js';
 import { needs } from './support-services.js';
 
@@ -415,4 +415,34 @@ describe('search views', { timeout: 240_000 }, () => {
       await ui.close();
     }
   });
+});
+
+test('plan: one point at every level is a start and its trials, whatever repetitions the grid it is priced from has', async (t) => {
+  // A blocked grid of 5 repetitions keeps a server across each block boundary (36 starts for 40 point-repetitions):
+  // priced as the grid's time over its point-repetitions, a point read 8% cheaper than with 1 repetition.
+  const dir = tempDir(t, 'search-plan-point');
+  const figures = await Promise.all(
+    [1, 5].map(async (trials) => {
+      const file = writeExperiment(dir, `reps-${trials}.yaml`, {
+        name: 'point-price',
+        variants: {},
+        server: { command: simCommand({ tpotMs: 4, loadMs: 3000 }), readyTimeout: '5m' },
+        client: { prompts: { kind: 'synthetic', inputTokens: 16, outputTokens: 32, seed: 3 } },
+        workloads: [
+          { kind: 'single-stream', requests: 3 },
+          { kind: 'concurrency', concurrency: 4, requests: 8 },
+        ],
+        trials,
+        objective: { maximize: 'outputTokensPerSecond' },
+        search: { name: 'd{draft}', knobs: { draft: { min: 0, max: 7 } }, args: ['--spec-draft-tokens', '{draft}'], tolerance: '2%' },
+      });
+      const planned = await cli(['plan', file], { store: join(dir, `plan-${trials}.db`) });
+      assert.equal(planned.code, 0, planned.stderr);
+      return /^one point at every level: (\S+ \S+) \(a start and 2 trials\); the full interleaved grid: .*\((\d+) trials, (\d+) starts\)/m.exec(planned.stdout);
+    }),
+  );
+  const [one, five] = figures;
+  assert.ok(one && five, 'both plans price a point');
+  assert.deepEqual([five[2], five[3]], ['80', '36'], 'the 5-repetition grid shares starts across block boundaries');
+  assert.equal(five[1], one[1]);
 });

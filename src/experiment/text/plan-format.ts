@@ -176,13 +176,16 @@ export function formatSearchPlan(experiment: ResolvedExperiment, choice: Schedul
     `design: block 1 measures ${first} points spread over the space (maximin), then up to ${DEFAULT_BLOCK_SIZE} points a block: the leaders, the points still racing them, and new points the response model says can still win by more than the tolerance; a point stops once it is within the tolerance of the leader or clearly behind it`,
   );
   // One point measured at every level costs a start (with its untimed passes) and trialsPerStart trials per level:
-  // the grid's wall time per point, plus its measuring time per point for each trial beyond the first.
+  // the grid's busy time per start, corrected from its trials per start (a blocked grid keeps a server across a
+  // block boundary, so it has fewer starts than point-repetitions) to this search's, at its mean time per trial.
   const perStart = search.trialsPerStart ?? 1;
-  const gridPoints = Math.max(1, grid.trials / levels.length);
+  const busyMs = grid.laneShares
+    ? grid.laneShares.reduce<number | undefined>((total, share) => (total === undefined || share.ms === undefined ? undefined : total + share.ms), 0)
+    : grid.wallMs;
   const pointMs =
-    grid.wallMs === undefined || grid.starts === 0 || (perStart > 1 && grid.measureMs === undefined)
+    busyMs === undefined || grid.measureMs === undefined || grid.starts === 0
       ? undefined
-      : (grid.wallMs + (perStart - 1) * (grid.measureMs ?? 0)) / gridPoints;
+      : (busyMs + (levels.length * perStart * grid.starts - grid.trials) * (grid.measureMs / grid.trials)) / grid.starts;
   const gpus = search.budget?.gpusPerServer ?? 1;
   lines.push(
     `one point at every level: ${formatPredicted(pointMs)} (a start and ${levels.length * perStart} trial${levels.length * perStart === 1 ? '' : 's'}${perStart > 1 ? `, ${perStart} per level` : ''}); the full interleaved grid: ${predictedText(grid)} (${grid.trials} trials, ${grid.starts} starts)${sourcesNote(grid)}`,
