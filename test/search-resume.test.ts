@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { runExperiment } from '../src/experiment/run/runner.js';
 import { loadExperiment } from '../src/experiment/spec/load.js';
-import { openStore } from '../src/store/db.js';
+import { type Db, openStore } from '../src/store/db.js';
 import { listSearchSteps } from '../src/store/search.js';
 import { cli, tempDir } from './support-experiment.js';
 import { FakeExecutor, type FakeMachine, fakeSearchFile } from './support-fake-executor.js';
@@ -13,6 +13,24 @@ import { FakeExecutor, type FakeMachine, fakeSearchFile } from './support-fake-e
  * finishes the block the stored step asked for before it asks the strategy again, every block is measured whole at
  * both levels, and no decision is made twice.
  */
+/** Runs the search until the second block's step is stored and one of its trials is in, stops it, and resumes it to the end. */
+async function interruptInSecondBlockAndResume(db: Db, file: string, dir: string, machine: FakeMachine): Promise<void> {
+  const controller = new AbortController();
+  const first = new FakeExecutor((call) => {
+    const inSecond = (db.prepare('SELECT COUNT(*) AS n FROM trials WHERE run_id = 1 AND block = 1').get() as { n: number }).n;
+    if (listSearchSteps(db, 1).length === 2 && inSecond === 1) controller.abort();
+    return machine(call);
+  });
+  const interrupted = await runExperiment({ db, experiment: loadExperiment(file), executor: first, workDir: dir, signal: controller.signal });
+  await first.close();
+  assert.equal(interrupted.status, 'interrupted', JSON.stringify(listSearchSteps(db, 1).map((step) => [step.measure, step.done])));
+  assert.equal(listSearchSteps(db, 1).length, 2, 'stopped inside the second block');
+  const second = new FakeExecutor(machine);
+  const resumed = await runExperiment({ db, runId: 1, executor: second, workDir: dir });
+  await second.close();
+  assert.equal(resumed.status, 'done', resumed.message);
+}
+
 describe('search resume', () => {
   test('interrupted in its second block, resumed to the end: blocks whole, steps once each, a best per level', async (t) => {
     const dir = tempDir(t, 'search-resume');
@@ -37,22 +55,7 @@ describe('search resume', () => {
     const machine: FakeMachine = (call) => ({
       tpotMs: 5 + 0.05 * (Number(call.arg('--depth')) - 4) ** 2 + 0.3 * Math.abs(Math.log2(Number(call.arg('--width'))) - 1),
     });
-    const controller = new AbortController();
-    const first = new FakeExecutor((call) => {
-      // Stop in the middle of the second block: its step is stored and one of its trials is in.
-      const inSecond = (db.prepare('SELECT COUNT(*) AS n FROM trials WHERE run_id = 1 AND block = 1').get() as { n: number }).n;
-      if (listSearchSteps(db, 1).length === 2 && inSecond === 1) controller.abort();
-      return machine(call);
-    });
-    const interrupted = await runExperiment({ db, experiment: loadExperiment(file), executor: first, workDir: dir, signal: controller.signal });
-    await first.close();
-    assert.equal(interrupted.status, 'interrupted', JSON.stringify(listSearchSteps(db, 1).map((step) => [step.measure, step.done])));
-    assert.equal(listSearchSteps(db, 1).length, 2, 'stopped inside the second block');
-
-    const second = new FakeExecutor(machine);
-    const resumed = await runExperiment({ db, runId: 1, executor: second, workDir: dir });
-    await second.close();
-    assert.equal(resumed.status, 'done', resumed.message);
+    await interruptInSecondBlockAndResume(db, file, dir, machine);
 
     const steps = listSearchSteps(db, 1);
     assert.deepEqual(
@@ -131,19 +134,7 @@ describe('search resume', () => {
     assert.equal(planned.code, 0, planned.stderr);
     assert.match(planned.stdout, /^one point at every level: .*\(a start and 2 trials, 2 per level\)/m);
     const machine: FakeMachine = (call) => ({ tpotMs: 5 + 0.2 * Math.abs(Number(call.arg('--depth')) - 3) });
-    const controller = new AbortController();
-    const first = new FakeExecutor((call) => {
-      const inSecond = (db.prepare('SELECT COUNT(*) AS n FROM trials WHERE run_id = 1 AND block = 1').get() as { n: number }).n;
-      if (listSearchSteps(db, 1).length === 2 && inSecond === 1) controller.abort();
-      return machine(call);
-    });
-    const interrupted = await runExperiment({ db, experiment: loadExperiment(file), executor: first, workDir: dir, signal: controller.signal });
-    await first.close();
-    assert.equal(interrupted.status, 'interrupted');
-    const second = new FakeExecutor(machine);
-    const resumed = await runExperiment({ db, runId: 1, executor: second, workDir: dir });
-    await second.close();
-    assert.equal(resumed.status, 'done', resumed.message);
+    await interruptInSecondBlockAndResume(db, file, dir, machine);
     const trials = db.prepare('SELECT variant, workload, block, repetition FROM trials WHERE run_id = 1').all() as Array<{
       variant: string;
       block: number;
