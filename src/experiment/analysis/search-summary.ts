@@ -130,7 +130,10 @@ export function searchSummary(experiment: ResolvedExperiment, steps: readonly St
   const leaders = searchLeaders(run, standing.leaders);
   const lastBlockFrom = steps.filter((step) => step.measure.length > 0).at(-1)?.spentSeconds;
   const { points, combinations, measured, out, alive, blocks } = standing;
-  const summary: SearchSummary = {
+  // Each measured point's median per level, read once for the per-point table and the heatmaps.
+  const medians = mediansOf(run, experiment, trials);
+  const table = pointTable(experiment, run, steps, leaders, medians);
+  return {
     objective,
     unit: metricUnit(objective.metric),
     points,
@@ -149,10 +152,9 @@ export function searchSummary(experiment: ResolvedExperiment, steps: readonly St
     // The open points' figures are in `table`, by variant name.
     ...(standing.done && { done: { reason: standing.done.reason, resolved: standing.done.resolved, unresolved: [...standing.done.unresolved] } }),
     leaders,
-    table: pointTable(experiment, run, steps, leaders, trials),
-    heatmaps: [],
+    table,
+    heatmaps: heatmaps(experiment, run, table, leaders, medians),
   };
-  return { ...summary, heatmaps: heatmaps(experiment, run, summary.table, leaders, trials) };
 }
 
 /** Stored leaders by variant name; a tie-break's preferred point only where it differs from the leader. */
@@ -230,9 +232,8 @@ function heatmaps(
   run: SearchRun,
   table: readonly SearchPointRow[],
   leaders: readonly SearchLeader[],
-  trials: readonly TrialRecord[],
+  medians: Medians,
 ): SearchHeatmap[] {
-  const medians = mediansOf(run, experiment, trials);
   if (medians.size === 0) return [];
   const maximize = searchObjective(experiment).direction === 'maximize';
   const better = (a: number, b: number): boolean => (maximize ? a > b : a < b);
@@ -306,9 +307,8 @@ function pointTable(
   run: SearchRun,
   steps: readonly StoredSearchStep[],
   leaders: readonly SearchLeader[],
-  trials: readonly TrialRecord[],
+  medians: Medians,
 ): SearchPointRow[] {
-  const medians = mediansOf(run, experiment, trials);
   const name = (point: string): string => run.variantOf.get(point) ?? point;
   const races = [...experiment.workloads.map((workload) => workload.label), ACROSS_LEVELS];
   const maximize = searchObjective(experiment).direction === 'maximize';
