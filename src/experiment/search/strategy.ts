@@ -31,7 +31,7 @@
  *    not borne out at such noise (`noiseCaution`).
  */
 import { median, probit } from 'simple-statistics';
-import { formatGpuTime } from '../../util/format.js';
+import { formatGpuTime, formatPercent } from '../../util/format.js';
 import { deriveSeed, mulberry32, type Random } from '../../util/random.js';
 import { studentQuantile } from '../analysis/drift.js';
 import { maximinDesign } from './design.js';
@@ -467,6 +467,5 @@ function percent(fraction: number): string {
 
 /** A score difference as the relative advantage it means, in the objective's direction. */
 function signedPercent(scoreDifference: number): string {
-  const value = (Math.exp(scoreDifference) - 1) * 100;
-  return `${value >= 0 ? '+' : '−'}${Math.abs(value).toFixed(1)}%`;
+  return formatPercent(Math.expm1(scoreDifference) * 100);
 }

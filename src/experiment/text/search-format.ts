@@ -1,4 +1,4 @@
-import { formatGpuTime, formatNumber } from '../../util/format.js';
+import { formatGpuTime, formatNumber, formatPercent } from '../../util/format.js';
 import {
   answerLeader,
   leadersOf,
@@ -118,14 +118,10 @@ function raceText(summary: SearchSummary, row: SearchPointRow, race: string): st
   if (cell.estimate === undefined) return cell.status === 'best' ? 'best' : STATUS_TEXT[cell.status];
   const leader = summary.leaders.find((entry) => entry.level === race)?.variant;
   const versus = cell.versus !== undefined && cell.versus !== leader ? ` vs ${cell.versus}` : '';
-  const figures = `${signedShare(cell.estimate)}${versus} (${signedShare(cell.lower!)}…${signedShare(cell.upper!)}, ${cell.blocks} block${cell.blocks === 1 ? '' : 's'})`;
+  const share = (fraction: number): string => formatPercent(fraction * 100);
+  const figures = `${share(cell.estimate)}${versus} (${share(cell.lower!)}…${share(cell.upper!)}, ${cell.blocks} block${cell.blocks === 1 ? '' : 's'})`;
   const word = cell.status === 'best' ? 'best by the tie-break, as good' : cell.status === 'leader' ? 'leader' : cell.status;
   return `${word}: ${figures}`;
-}
-
-/** −0.114 → "−11.4%", as the strategy words its estimates. */
-function signedShare(share: number): string {
-  return `${share >= 0 ? '+' : '−'}${Math.abs(share * 100).toFixed(1)}%`;
 }
 
 /**
