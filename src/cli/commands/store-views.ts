@@ -78,10 +78,8 @@ export function registerStoreViews(program: Command): void {
         // Medians, n and verdicts count the same trials: stored verdicts that counted others are recomputed.
         const verdicts = runVerdicts(stored, trials, trialHealth(db, stored.id));
         const [viewed] = viewedRuns(db, [stored]);
-        // A search has no verdicts against its space's first point: its decisions per point are its conclusion's.
-        const search = storedExperimentOf(stored).search !== undefined;
-        const { verdicts: _stored, ...rest } = viewed!;
-        const run: RunDetail = { ...rest, ...(stored.verdicts !== undefined && !search && { verdicts: verdicts.verdicts as unknown as StoredVerdicts }) };
+        // A search's verdicts against its space's first point are left out where shown: runJson (JSON), formatRunShow (text).
+        const run: RunDetail = { ...viewed!, ...(stored.verdicts !== undefined && { verdicts: verdicts.verdicts as unknown as StoredVerdicts }) };
         const invalidTrials = listInvalidTrials(db, run.id);
         const restarts = unplannedRestarts(db, run.id);
         const telemetry = runTelemetry(db, run.id, unreadable);
