@@ -19,6 +19,7 @@ import type { ServerSpec } from '../src/launch/types.js';
 import type { BenchOptions } from '../src/load/types.js';
 import { BUILTIN_PROFILES } from '../src/profiles/builtin.js';
 import { NotReadyError } from '../src/ready/errors.js';
+import { processAlive } from '../src/util/proc-identity.js';
 import { firstStartLosesPort } from './support-port-race.js';
 import { ciSshd, needs } from './support-services.js';
 import { BIN, killSshdSessions, processesWith, uniqueModel } from './support-ssh.js';
@@ -214,6 +215,20 @@ describe('ssh executor against a real sshd', { timeout: 300_000 }, () => {
     const port = (holder.address() as AddressInfo).port;
     await assert.rejects(executor.launch({ ...simulatorSpec(dir, model, []), port }, {}), new RegExp(`port ${port} is already in use on \\S*127\\.0\\.0\\.1`));
     assert.deepEqual(jobGroups(dir), [], 'no job was started on the host');
+  });
+
+  test('a picked port another server on the host takes and answers on before ours binds: started again on another port', needs(ci.skip), async (t) => {
+    const { executor, dir, model } = setup(t);
+    // The other server carries the test's model name: the setup's cleanup stops it.
+    const race = firstStartLosesPort(dir, 'server');
+    const spec = simulatorSpec(dir, model, ['--load-ms', '0']);
+    const notes: string[] = [];
+    const server = await executor.launch({ ...spec, command: [...race.prefix, ...spec.command.slice(1)] }, { onNote: (line) => notes.push(line) });
+    t.after(() => server.stop());
+    const [lost, won] = race.ports();
+    assert.equal(server.command[server.command.indexOf('--port') + 1], String(won));
+    assert.deepEqual(notes, [`port ${lost} was taken before the server could bind it; starting again on another port`]);
+    assert.ok(processAlive(race.thiefPid()!), 'the server that took the port is not ours to stop');
   });
 
   test('a port taken on the host by another process: readiness fails instead of measuring that server', needs(ci.skip), async (t) => {

@@ -234,7 +234,7 @@ export class SshExecutor implements Executor {
         ...readyOptionsOf(spec, { settingNames: SERVER_FILE_SETTINGS, ...hooks }),
       });
     } catch (error) {
-      return failStart(error, live.stop, log);
+      return failStart(error, live.stop, log, fixed ? undefined : { exited });
     }
     log.close();
 

@@ -41,9 +41,14 @@ const PORT_TAKEN = /EADDRINUSE|address already in use/i;
 /** A picked port is free when picked, released, then bound by the server: another process can take it in between. */
 const PICKED_PORT_ATTEMPTS = 3;
 
-/** A server that died at start because its port was in use (its log or the failure says so). */
+/**
+ * A server that died at start because its port was in use (its log or the failure says so), also when another
+ * process answered on the port before ours failed its bind (`wrong-server` with our server's EADDRINUSE in the tail:
+ * ready-gate.ts failStart waits for it). A foreign listener without that word fails the start: it may be a server
+ * our own command left running in another session, which a new attempt would only start again.
+ */
 export function portWasTaken(error: unknown): boolean {
-  if (!(error instanceof NotReadyError) || (error.kind !== 'fatal-log' && error.kind !== 'process-exited')) return false;
+  if (!(error instanceof NotReadyError) || !['fatal-log', 'process-exited', 'wrong-server'].includes(error.kind)) return false;
   return PORT_TAKEN.test([error.message, ...(error.logTail ?? [])].join('\n'));
 }
 

@@ -107,7 +107,7 @@ async function launchOnPort(spec: ServerSpec, hooks: LaunchHooks, host: string, 
     hooks.onSpawn?.(pid);
     ready = await waitForReady({ baseUrl, startedAt, monitor: log, checkListener: () => listenerMismatch(port, pid), ...readyOptionsOf(spec, hooks) });
   } catch (error) {
-    return failStart(error, stop, log);
+    return failStart(error, stop, log, fixed ? undefined : { exited });
   }
   log.close();
 

@@ -4,6 +4,12 @@ import type { LogMonitor } from './log-monitor.js';
 import type { LaunchHooks, ServerSpec } from './types.js';
 
 const ERROR_TAIL_LINES = 30;
+/**
+ * How long a server whose picked port another process answers on may take to fail its own bind. Long enough for
+ * a start that binds early (the simulator, llama.cpp, vLLM's API socket); a server that binds after loading is
+ * stopped without its word, as before.
+ */
+export const LOST_PORT_GRACE_MS = 5000;
 
 /** The readiness-wait options that the spec and the launch hooks decide: the same for a local and a remote server. */
 export function readyOptionsOf(
@@ -23,8 +29,18 @@ export function readyOptionsOf(
   };
 }
 
-/** A server that did not get ready: stop it (nothing is left running) and rethrow, a NotReadyError with the end of its log. */
-export async function failStart(error: unknown, stop: () => Promise<void>, log: LogMonitor): Promise<never> {
+/**
+ * A server that did not get ready: stop it (nothing is left running) and rethrow, a NotReadyError with the end of its
+ * log. On a port servelab picked, another process answering (`wrong-server`) is most often one that bound the port
+ * between the pick and our server's bind: our server is given LOST_PORT_GRACE_MS to exit first, so that its
+ * EADDRINUSE is in the tail and `startOnChosenPort` starts again on another port instead of failing.
+ */
+export async function failStart(error: unknown, stop: () => Promise<void>, log: LogMonitor, pickedPort?: { exited: Promise<unknown> }): Promise<never> {
+  if (pickedPort && error instanceof NotReadyError && error.kind === 'wrong-server') {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([pickedPort.exited, new Promise((resolve) => (timer = setTimeout(resolve, LOST_PORT_GRACE_MS)))]);
+    clearTimeout(timer);
+  }
   await stop();
   log.drain();
   const tail = log.lastLines(ERROR_TAIL_LINES);
