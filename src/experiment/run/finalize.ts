@@ -9,7 +9,7 @@ import type { Fence } from './journal.js';
 import { loadRun, type RunOutcome } from './run-store.js';
 
 /**
- * Close a run once every planned trial is stored: verdicts into runs.verdict_json, status 'done'. A run with
+ * Close a run once every planned trial is stored: verdicts into runs.verdict_json (none for a search), status 'done'. A run with
  * trials still missing keeps its status (a Slurm job still running, or a crash to resume). A runner passes its
  * journal's fence, so it writes the verdicts only while the run is still its own.
  */
@@ -23,7 +23,8 @@ export function finalizeRun(db: Db, runId: number, fence: Fence = (write) => db.
   if (missing > 0) {
     return { runId, status: run.status, message: `${missing} of ${plan.trials.length} planned trials not measured yet` };
   }
-  const verdicts = computeVerdicts(measuredOnly(experiment, trials), trials, trialHealth(db, runId), plan.schedule === 'blocked');
+  // A search has no baseline (its first point is only the loader's placeholder): its answer is the strategy's steps.
+  const verdicts = experiment.search ? [] : computeVerdicts(measuredOnly(experiment, trials), trials, trialHealth(db, runId), plan.schedule === 'blocked');
   fence(() => {
     setRunVerdicts(db, runId, verdicts);
     setRunStatus(db, runId, 'done');
