@@ -126,7 +126,7 @@ describe('ssh executor against a real sshd', { timeout: 300_000 }, () => {
     const race = firstStartLosesPort(dir);
     const spec = simulatorSpec(dir, model, ['--load-ms', '0']);
     const notes: string[] = [];
-    const server = await executor.launch({ ...spec, command: [...race.prefix, ...spec.command.slice(1)] }, { onNote: (line) => notes.push(line) });
+    const server = await executor.launch({ ...spec, command: [...race.prefix, ...spec.command] }, { onNote: (line) => notes.push(line) });
     t.after(() => server.stop());
     const [lost, won] = race.ports();
     assert.equal(race.ports().length, 2);
@@ -223,7 +223,7 @@ describe('ssh executor against a real sshd', { timeout: 300_000 }, () => {
     const race = firstStartLosesPort(dir, 'server');
     const spec = simulatorSpec(dir, model, ['--load-ms', '0']);
     const notes: string[] = [];
-    const server = await executor.launch({ ...spec, command: [...race.prefix, ...spec.command.slice(1)] }, { onNote: (line) => notes.push(line) });
+    const server = await executor.launch({ ...spec, command: [...race.prefix, ...spec.command] }, { onNote: (line) => notes.push(line) });
     t.after(() => server.stop());
     const [lost, won] = race.ports();
     assert.equal(server.command[server.command.indexOf('--port') + 1], String(won));

@@ -103,7 +103,7 @@ describe('launch pipeline', () => {
     const race = firstStartLosesPort(dir);
     const notes: string[] = [];
     const spawned: number[] = [];
-    const server = await launchServer(simSpec(dir, { command: [...race.prefix, BIN, 'simulate', '--port', '{port}', ...SIM_ARGS] }), {
+    const server = await launchServer(simSpec(dir, { command: [...race.prefix, process.execPath, BIN, 'simulate', '--port', '{port}', ...SIM_ARGS] }), {
       onNote: (line) => notes.push(line),
       onSpawn: (pid) => spawned.push(pid),
     });
@@ -126,7 +126,7 @@ describe('launch pipeline', () => {
       if (thief !== undefined && processAlive(thief)) process.kill(thief, 'SIGKILL');
     });
     const notes: string[] = [];
-    const server = await launchServer(simSpec(dir, { command: [...race.prefix, BIN, 'simulate', '--port', '{port}', ...SIM_ARGS] }), {
+    const server = await launchServer(simSpec(dir, { command: [...race.prefix, process.execPath, BIN, 'simulate', '--port', '{port}', ...SIM_ARGS] }), {
       onNote: (line) => notes.push(line),
     });
     t.after(() => server.stop());
@@ -144,7 +144,9 @@ describe('launch pipeline', () => {
     const port = await freePort('127.0.0.1');
     const notes: string[] = [];
     await assert.rejects(
-      launchServer(simSpec(dir, { port, command: [...race.prefix, BIN, 'simulate', '--port', '{port}', ...SIM_ARGS] }), { onNote: (line) => notes.push(line) }),
+      launchServer(simSpec(dir, { port, command: [...race.prefix, process.execPath, BIN, 'simulate', '--port', '{port}', ...SIM_ARGS] }), {
+        onNote: (line) => notes.push(line),
+      }),
       (error: unknown) => error instanceof NotReadyError && /address already in use/.test(error.message),
     );
     assert.deepEqual([race.ports(), notes], [[port], []]);

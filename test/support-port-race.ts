@@ -1,8 +1,8 @@
 /**
  * A server command whose first start loses its port: a holder process listens on the picked port, then runs the
- * real simulator on it (which fails with a real EADDRINUSE). With `thief: 'server'` the port is taken instead by a
- * simulator in its own session that answers on it, as another user's server started between the pick and the bind
- * would: readiness meets a foreign listener before ours fails its bind. Later starts run the simulator alone. Every
+ * real server on it (which fails its bind for real). With `thief: 'server'` the port is taken instead by the same
+ * server command in its own session, which answers on it, as another user's server started between the pick and the bind
+ * would: readiness meets a foreign listener before ours fails its bind. Later starts run the server alone. Every
  * start appends its port to the mark file.
  */
 
@@ -12,15 +12,15 @@ import { join } from 'node:path';
 const HOLDER = `import { spawn, spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
-const [mark, thief, port, ...simulator] = process.argv.slice(2);
+const [mark, thief, port, ...command] = process.argv.slice(2);
 const first = !existsSync(mark);
 appendFileSync(mark, port + '\\n');
-const run = () => process.exit(spawnSync(process.execPath, simulator, { stdio: 'inherit' }).status ?? 1);
+const run = () => process.exit(spawnSync(command[0], command.slice(1), { stdio: 'inherit' }).status ?? 1);
 if (!first) run();
 else if (thief === 'holder') createServer().listen(Number(port), '127.0.0.1', run);
 else {
   // detached: its own session and process group, so it is nobody's child in the launched group.
-  const other = spawn(process.execPath, simulator, { detached: true, stdio: 'ignore' });
+  const other = spawn(command[0], command.slice(1), { detached: true, stdio: 'ignore' });
   other.unref();
   writeFileSync(mark + '.thief', String(other.pid));
   let tries = 0;
@@ -33,7 +33,7 @@ else {
 }
 `;
 
-/** The argv prefix to put before the simulator's arguments; `ports()` reads the ports of every start so far. */
+/** The argv prefix to put before the server's command (its executable first); `ports()` reads the ports of every start so far. */
 export function firstStartLosesPort(
   dir: string,
   thief: 'holder' | 'server' = 'holder',

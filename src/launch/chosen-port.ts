@@ -1,3 +1,4 @@
+import { PORT_IN_USE } from '../profiles/builtin.js';
 import { NotReadyError } from '../ready/errors.js';
 import { UserError } from '../util/errors.js';
 import { ExitCode } from '../util/exit.js';
@@ -37,7 +38,6 @@ export async function choosePort(spec: ServerSpec, findFree: () => Promise<numbe
   return 'fixed' in plan ? { port: plan.fixed, fixed: true } : { port: await findFree(), fixed: false };
 }
 
-const PORT_TAKEN = /EADDRINUSE|address already in use/i;
 /** A picked port is free when picked, released, then bound by the server: another process can take it in between. */
 const PICKED_PORT_ATTEMPTS = 3;
 
@@ -49,7 +49,7 @@ const PICKED_PORT_ATTEMPTS = 3;
  */
 export function portWasTaken(error: unknown): boolean {
   if (!(error instanceof NotReadyError) || !['fatal-log', 'process-exited', 'wrong-server'].includes(error.kind)) return false;
-  return PORT_TAKEN.test([error.message, ...(error.logTail ?? [])].join('\n'));
+  return PORT_IN_USE.test([error.message, ...(error.logTail ?? [])].join('\n'));
 }
 
 /**

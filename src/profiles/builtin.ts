@@ -13,6 +13,13 @@ const BENIGN_IB_EVENT = String.raw`NET\/IB : (?:\S+ )?Got async event : (?:port 
  * Root causes shared by every server: each one means the process will never serve, so waiting on would only burn
  * the timeout. Ordered most specific first, because among the fatal lines of one failure the most specific names it.
  */
+/**
+ * A server's word that its port was taken: Python (uvicorn: "[Errno 98] error while attempting to bind"), Node, Go,
+ * Rust ("os error 98"), llama.cpp ("couldn't bind HTTP server socket"). A fatal line for every profile, and what
+ * tells a launch that a port it picked was lost before the bind (launch/chosen-port.ts).
+ */
+export const PORT_IN_USE = /Address already in use|EADDRINUSE|\[Errno 98\]|error while attempting to bind|bind\(\) failed|couldn't bind HTTP server socket/i;
+
 export const COMMON_CAUSE_PATTERNS: FatalPattern[] = [
   {
     // torch's OutOfMemoryError; the driver's own word (club-3090#60: "RuntimeError: CUDA driver error: out of
@@ -40,8 +47,7 @@ export const COMMON_CAUSE_PATTERNS: FatalPattern[] = [
   },
   {
     name: 'address already in use',
-    // Python (uvicorn: "[Errno 98] error while attempting to bind"), Node, Go, Rust ("os error 98"), llama.cpp.
-    pattern: /Address already in use|EADDRINUSE|\[Errno 98\]|error while attempting to bind|bind\(\) failed|couldn't bind HTTP server socket/i,
+    pattern: PORT_IN_USE,
     hint: 'another process holds the port: pick another --port, or stop it (ss -ltnp)',
   },
   {

@@ -15,6 +15,8 @@ import { launchServer } from '../../src/launch/launch.js';
 import { runBenchmark } from '../../src/load/run.js';
 import type { BenchOptions } from '../../src/load/types.js';
 import { BUILTIN_PROFILES } from '../../src/profiles/builtin.js';
+import { processAlive } from '../../src/util/proc-identity.js';
+import { firstStartLosesPort } from '../support-port-race.js';
 import { LLAMA_MODEL, LLAMA_SERVER, llamaSkip } from './support-llama.js';
 
 const skip = llamaSkip();
@@ -56,6 +58,37 @@ function options(baseUrl: string, overrides: Partial<BenchOptions>): BenchOption
 }
 
 describe('real llama-server', { skip }, () => {
+  test('a picked port lost before llama-server binds it (its word: "couldn\'t bind HTTP server socket"): started again on another port', async (t) => {
+    for (const thief of ['holder', 'server'] as const) {
+      const dir = mkdtempSync(join(tmpdir(), 'servelab-llama-port-'));
+      const race = firstStartLosesPort(dir, thief);
+      t.after(() => {
+        const other = race.thiefPid();
+        if (other !== undefined && processAlive(other)) process.kill(other, 'SIGKILL');
+        rmSync(dir, { recursive: true, force: true });
+      });
+      const notes: string[] = [];
+      const server = await launchServer(
+        {
+          command: [...race.prefix, LLAMA_SERVER!, '-m', LLAMA_MODEL!, '--host', '127.0.0.1', '--port', '{port}'],
+          env: {},
+          profile: BUILTIN_PROFILES.llamacpp!,
+          logPath: join(dir, 'llama-server.log'),
+          readyTimeoutMs: 300_000,
+        },
+        { onNote: (line) => notes.push(line) },
+      );
+      t.after(() => server.stop());
+      const ports = race.ports();
+      assert.equal(new URL(server.baseUrl).port, String(ports.at(-1)), thief);
+      assert.deepEqual(
+        notes,
+        ports.slice(0, -1).map((port) => `port ${port} was taken before the server could bind it; starting again on another port`),
+        thief,
+      );
+    }
+  });
+
   test('kept-alive connections closed by llama-server fail no request; with keepAlive false (profile llamacpp) none is resent', async (t) => {
     const server = await llamaServer(t, 4);
     const load = (keepAlive?: false) =>
