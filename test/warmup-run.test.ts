@@ -8,9 +8,10 @@ import { cli, simCommand, tempDir, writeExperiment } from './support-experiment.
  * trials on one server start. One warm-up request at c=1 leaves the first trial several times slower: flagged in
  * `show`. Warmed per workload (at c=8) before it, the first trial is like the later ones: no note.
  * The simulated time dominates each trial (15 ms per token: ~1.1 s a trial, the stall ~8 s more). The rule is
- * conservative (outside the later trials' range ± 3×MAD), so the gap must outlast a loaded machine's spread: in CI
- * (on 1ed4562) later trials ran 1.4–2.5 s, which hid a first trial of 3.4 s, shortened then by a simulator that let a
- * batch's second growth replace its first stall instead of queueing behind it.
+ * conservative (outside the later trials' range widened by 3×MAD, by ratio), so the gap must outlast a loaded
+ * machine's spread: in CI (on 1ed4562) later trials ran 1.4–2.5 s, which hid a first trial of 3.4 s, shortened then by
+ * a simulator that let a batch's second growth replace its first stall instead of queueing behind it. On acb3153 the
+ * rule itself hid one: 57 tok/s beside 250–428, whose linear MAD reached below zero (warmup-trend.ts).
  */
 // The other half (per-workload warm-up: not flagged) is judged on timings that a loaded machine can disturb;
 // warmup.test.ts shows it exactly on the fake executor.

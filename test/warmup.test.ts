@@ -24,7 +24,7 @@ import { tempDir, writeExperiment } from './support-experiment.js';
 import { FakeExecutor, type FakeMachine } from './support-fake-executor.js';
 import { trialRecord } from './support-trial-record.js';
 
-test('first-trial rule: an outlier beyond the later trials range ± 3×MAD (at least 5%) is flagged; within it, or too few later trials, not', () => {
+test('first-trial rule: an outlier beyond the later trials range ± 3×MAD of their logarithms (at least 5%) is flagged; within it, or too few later trials, not', () => {
   const outlier = firstTrialOutlier([650, 700, 640], [1000, 1010, 990, 1005]);
   assert.ok(outlier);
   assert.equal(outlier.firstMedian, 650);
@@ -34,6 +34,13 @@ test('first-trial rule: an outlier beyond the later trials range ± 3×MAD (at l
   assert.ok(outlier.change < -0.3);
   // A first trial inside the spread of noisy later trials is not an outlier.
   assert.equal(firstTrialOutlier([900], [1000, 880, 1100]), undefined);
+  // Ratios, not differences: CI's loaded box (acb3153) ran later trials at 250–428 tok/s, whose linear MAD reached
+  // below zero and hid a first trial 6× slower; by ratio it stands out, and a 2× faster one as much as a 2× slower.
+  assert.ok(firstTrialOutlier([57.2], [346, 428, 250]));
+  assert.ok(firstTrialOutlier([500], [1000, 1100, 950]) && firstTrialOutlier([2000], [1000, 1100, 950]));
+  assert.equal(firstTrialOutlier([700], [1000, 1250, 800]), undefined);
+  // Values that are not all positive are judged by differences.
+  assert.ok(firstTrialOutlier([-50], [0, 1, 2]));
   // Identical later trials (MAD 0): the 5% floor keeps a 3% difference from counting.
   assert.equal(firstTrialOutlier([970], [1000, 1000, 1000]), undefined);
   assert.ok(firstTrialOutlier([900], [1000, 1000, 1000]));
@@ -67,7 +74,7 @@ test('work note: a workload whose first trial after each start is slow, per vari
   assert.equal(
     notes[0]!,
     'baseline c=8: first trial after a server start is an outlier: outputTokensPerSecond 675 (median of 2) vs 1,005 in the later trials (median of 2), ' +
-      "−32.8%, outside their range ± 3×MAD (5% at least): the warm-up did not bring the server to this workload's steady state; " +
+      "−32.8%, outside their range widened by 3×MAD (by ratio, 5% at least): the warm-up did not bring the server to this workload's steady state; " +
       'raise client.warmup.requests or set client.warmup.perWorkload: true',
   );
   assert.match(notes[0]!, /raise client\.warmup\.requests or set client\.warmup\.perWorkload: true$/);

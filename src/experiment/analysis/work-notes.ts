@@ -78,7 +78,7 @@ function warmupNote(group: readonly TrialRecord[], metric: MetricName): string |
   return (
     `first trial after a server start is an outlier: ${metric} ${formatNumber(outlier.firstMedian)} (median of ${outlier.firsts}) vs ` +
     `${formatNumber(outlier.laterMedian)} in the later trials (median of ${outlier.laters}), ${formatPercent(outlier.change * 100)}, outside ` +
-    `their range ± ${K_MAD}×MAD (${MIN_RELATIVE * 100}% at least): the warm-up did not bring the server to this ` +
+    `their range widened by ${K_MAD}×MAD (by ratio, ${MIN_RELATIVE * 100}% at least): the warm-up did not bring the server to this ` +
     "workload's steady state; raise client.warmup.requests or set client.warmup.perWorkload: true"
   );
 }
