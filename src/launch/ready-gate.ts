@@ -9,7 +9,7 @@ const ERROR_TAIL_LINES = 30;
  * a start that binds early (the simulator, llama.cpp, vLLM's API socket); a server that binds after loading is
  * stopped without its word, as before.
  */
-export const LOST_PORT_GRACE_MS = 5000;
+const LOST_PORT_GRACE_MS = 5000;
 
 /** The readiness-wait options that the spec and the launch hooks decide: the same for a local and a remote server. */
 export function readyOptionsOf(
