@@ -20,7 +20,7 @@ import type { BenchOptions } from '../src/load/types.js';
 import { BUILTIN_PROFILES } from '../src/profiles/builtin.js';
 import { NotReadyError } from '../src/ready/errors.js';
 import { processAlive } from '../src/util/proc-identity.js';
-import { firstStartLosesPort } from './support-port-race.js';
+import { firstStartLosesPort, lostPortNote } from './support-port-race.js';
 import { ciSshd, needs } from './support-services.js';
 import { BIN, killSshdSessions, processesWith, uniqueModel } from './support-ssh.js';
 import { waitFor } from './support-wait.js';
@@ -132,7 +132,7 @@ describe('ssh executor against a real sshd', { timeout: 300_000 }, () => {
     assert.equal(race.ports().length, 2);
     assert.notEqual(lost, won);
     assert.equal(server.command[server.command.indexOf('--port') + 1], String(won));
-    assert.deepEqual(notes, [`port ${lost} was taken before the server could bind it; starting again on another port`]);
+    assert.deepEqual(notes, [lostPortNote(lost!)]);
     assert.equal((await executor.bench(benchOptions(server.baseUrl))).levels[0]?.completed, 6);
   });
 
@@ -227,7 +227,7 @@ describe('ssh executor against a real sshd', { timeout: 300_000 }, () => {
     t.after(() => server.stop());
     const [lost, won] = race.ports();
     assert.equal(server.command[server.command.indexOf('--port') + 1], String(won));
-    assert.deepEqual(notes, [`port ${lost} was taken before the server could bind it; starting again on another port`]);
+    assert.deepEqual(notes, [lostPortNote(lost!)]);
     assert.ok(processAlive(race.thiefPid()!), 'the server that took the port is not ours to stop');
   });
 

@@ -23,12 +23,10 @@ import { resolveProfile } from '../src/profiles/user.js';
 import { NotReadyError } from '../src/ready/errors.js';
 import { UserError } from '../src/util/errors.js';
 import { processAlive } from '../src/util/proc-identity.js';
-import { firstStartLosesPort } from './support-port-race.js';
+import { firstStartLosesPort, lostPortNote } from './support-port-race.js';
 import { waitFor } from './support-wait.js';
 
 const BIN = fileURLToPath(new URL('../../bin/servelab.js', import.meta.url));
-/** What a launch says when a port it picked was lost before its server could bind it. */
-const lostPortNote = (port: number): string => `port ${port} was taken before the server could bind it; starting again on another port`;
 const SIM_ARGS = ['--jitter', '0', '--ttft-ms', '1', '--tpot-ms', '1', '--load-ms', '0'];
 
 function tempDir(t: TestContext): string {
@@ -121,10 +119,7 @@ describe('launch pipeline', () => {
   test('a picked port another server takes and answers on before ours binds: the launch starts again on another port, the other server is left alone', async (t) => {
     const dir = tempDir(t);
     const race = firstStartLosesPort(dir, 'server');
-    t.after(() => {
-      const thief = race.thiefPid();
-      if (thief !== undefined && processAlive(thief)) process.kill(thief, 'SIGKILL');
-    });
+    t.after(race.stopThief);
     const notes: string[] = [];
     const server = await launchServer(simSpec(dir, { command: [...race.prefix, process.execPath, BIN, 'simulate', '--port', '{port}', ...SIM_ARGS] }), {
       onNote: (line) => notes.push(line),

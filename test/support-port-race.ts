@@ -8,6 +8,7 @@
 
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { processAlive } from '../src/util/proc-identity.js';
 
 const HOLDER = `import { spawn, spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, writeFileSync } from 'node:fs';
@@ -33,17 +34,28 @@ else {
 }
 `;
 
-/** The argv prefix to put before the server's command (its executable first); `ports()` reads the ports of every start so far. */
+/** What a launch says when a port it picked was lost before its server could bind it (launch/chosen-port.ts). */
+export const lostPortNote = (port: number): string => `port ${port} was taken before the server could bind it; starting again on another port`;
+
+/**
+ * The argv prefix to put before the server's command (its executable first); `ports()` reads the ports of every
+ * start so far; `thiefPid()` the other server's pid (thief 'server'), which `stopThief()` kills if it still runs.
+ */
 export function firstStartLosesPort(
   dir: string,
   thief: 'holder' | 'server' = 'holder',
-): { prefix: string[]; ports: () => number[]; thiefPid: () => number | undefined } {
+): { prefix: string[]; ports: () => number[]; thiefPid: () => number | undefined; stopThief: () => void } {
   const script = join(dir, 'first-start-loses-port.mjs');
   const mark = join(dir, 'port-starts');
   writeFileSync(script, HOLDER);
+  const thiefPid = (): number | undefined => (existsSync(`${mark}.thief`) ? Number(readFileSync(`${mark}.thief`, 'utf8')) : undefined);
   return {
     prefix: [process.execPath, script, mark, thief, '{port}'],
     ports: () => readFileSync(mark, 'utf8').trim().split('\n').map(Number),
-    thiefPid: () => (existsSync(`${mark}.thief`) ? Number(readFileSync(`${mark}.thief`, 'utf8')) : undefined),
+    thiefPid,
+    stopThief: () => {
+      const pid = thiefPid();
+      if (pid !== undefined && processAlive(pid)) process.kill(pid, 'SIGKILL');
+    },
   };
 }

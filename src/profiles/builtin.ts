@@ -10,16 +10,16 @@ import type { FatalPattern, LogPattern, ServerProfile } from './types.js';
 const BENIGN_IB_EVENT = String.raw`NET\/IB : (?:\S+ )?Got async event : (?:port active|client reregistration|LID change|GID table change|SM change|P_Key change)`;
 
 /**
- * Root causes shared by every server: each one means the process will never serve, so waiting on would only burn
- * the timeout. Ordered most specific first, because among the fatal lines of one failure the most specific names it.
- */
-/**
  * A server's word that its port was taken: Python (uvicorn: "[Errno 98] error while attempting to bind"), Node, Go,
  * Rust ("os error 98"), llama.cpp ("couldn't bind HTTP server socket"). A fatal line for every profile, and what
  * tells a launch that a port it picked was lost before the bind (launch/chosen-port.ts).
  */
 export const PORT_IN_USE = /Address already in use|EADDRINUSE|\[Errno 98\]|error while attempting to bind|bind\(\) failed|couldn't bind HTTP server socket/i;
 
+/**
+ * Root causes shared by every server: each one means the process will never serve, so waiting on would only burn
+ * the timeout. Ordered most specific first, because among the fatal lines of one failure the most specific names it.
+ */
 export const COMMON_CAUSE_PATTERNS: FatalPattern[] = [
   {
     // torch's OutOfMemoryError; the driver's own word (club-3090#60: "RuntimeError: CUDA driver error: out of

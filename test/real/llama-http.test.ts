@@ -15,8 +15,7 @@ import { launchServer } from '../../src/launch/launch.js';
 import { runBenchmark } from '../../src/load/run.js';
 import type { BenchOptions } from '../../src/load/types.js';
 import { BUILTIN_PROFILES } from '../../src/profiles/builtin.js';
-import { processAlive } from '../../src/util/proc-identity.js';
-import { firstStartLosesPort } from '../support-port-race.js';
+import { firstStartLosesPort, lostPortNote } from '../support-port-race.js';
 import { LLAMA_MODEL, LLAMA_SERVER, llamaSkip } from './support-llama.js';
 
 const skip = llamaSkip();
@@ -63,8 +62,7 @@ describe('real llama-server', { skip }, () => {
       const dir = mkdtempSync(join(tmpdir(), 'servelab-llama-port-'));
       const race = firstStartLosesPort(dir, thief);
       t.after(() => {
-        const other = race.thiefPid();
-        if (other !== undefined && processAlive(other)) process.kill(other, 'SIGKILL');
+        race.stopThief();
         rmSync(dir, { recursive: true, force: true });
       });
       const notes: string[] = [];
@@ -81,11 +79,7 @@ describe('real llama-server', { skip }, () => {
       t.after(() => server.stop());
       const ports = race.ports();
       assert.equal(new URL(server.baseUrl).port, String(ports.at(-1)), thief);
-      assert.deepEqual(
-        notes,
-        ports.slice(0, -1).map((port) => `port ${port} was taken before the server could bind it; starting again on another port`),
-        thief,
-      );
+      assert.deepEqual(notes, ports.slice(0, -1).map(lostPortNote), thief);
     }
   });
 
